@@ -1,0 +1,422 @@
+/* attn.h - the one public header of libattn: tensors, autograd, differentiable ops, modules,
+ * optimizers and safetensors I/O for attention mechanisms and small Transformers, in C11.
+ *
+ * Conventions (read once, they hold everywhere):
+ *   - Tensors are float32, row-major, up to 4 dimensions, in PyTorch's dimension order
+ *     (the last dimension is contiguous; matmul(A, B) = A @ B; Linear weights are (out, in)).
+ *   - Negative dims count from the end, as in PyTorch (-1 = last).
+ *   - Every function that can fail returns NULL or an attn_status, and the reason is kept in
+ *     attn_last_error() (per thread). The library never exits or aborts on bad input.
+ *     Ops given a NULL input return NULL at once, so a chain of ops can be checked at its end.
+ *   - Activations live in an attn_ctx (an arena, reset after every step); parameters live in an
+ *     attn_params registry with PyTorch state_dict names. Ownership is stated per function.
+ *   - Backward functions accumulate (+=) into .grad; zero them with attn_params_zero_grad().
+ *   - Thread safety: different objects may be used from different threads; one object (ctx,
+ *     params, optimizer) only from one thread at a time.
+ */
+#ifndef ATTN_H
+#define ATTN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define ATTN_API
+#else
+#define ATTN_API __attribute__((visibility("default")))
+#endif
+
+#define ATTN_VERSION_MAJOR 0
+#define ATTN_VERSION_MINOR 1
+#define ATTN_VERSION_PATCH 0
+ATTN_API const char *attn_version(void); /* "0.1.0" */
+
+/* ======================================================================================
+ * Errors
+ * ====================================================================================== */
+
+typedef enum attn_status {
+    ATTN_OK = 0,
+    ATTN_ERR_ARG,     /* invalid argument: NULL where a value is needed, option out of range */
+    ATTN_ERR_SHAPE,   /* shapes that do not fit together (the message names both) */
+    ATTN_ERR_NOMEM,   /* allocation failed or a size overflowed */
+    ATTN_ERR_IO,      /* open/read/write/rename failed (the message names the path) */
+    ATTN_ERR_FORMAT,  /* a malformed file (the message names what was expected) */
+    ATTN_ERR_NUMERIC, /* NaN or Inf where a finite number is required */
+    ATTN_ERR_STATE,   /* call out of order, e.g. backward twice on one graph */
+} attn_status;
+
+ATTN_API const char *attn_last_error(void);   /* message of the last failure in this thread */
+ATTN_API attn_status attn_last_status(void);  /* its status; ATTN_OK after attn_clear_error */
+ATTN_API void attn_clear_error(void);
+ATTN_API const char *attn_status_name(attn_status s); /* "shape error", ... */
+
+/* ======================================================================================
+ * Threads: OpenMP threads for our kernels; OpenBLAS is kept single-threaded inside them.
+ * ====================================================================================== */
+
+ATTN_API void attn_set_num_threads(int n); /* n <= 0: the OpenMP default */
+ATTN_API int attn_get_num_threads(void);
+
+/* ======================================================================================
+ * Random numbers: explicit state, never global. PCG32 (O'Neill), 64-bit state.
+ * ====================================================================================== */
+
+typedef struct attn_rng {
+    uint64_t state;
+    uint64_t inc;
+    int has_spare; /* Box-Muller makes normals in pairs */
+    float spare;
+} attn_rng;
+
+ATTN_API void attn_rng_seed(attn_rng *rng, uint64_t seed);
+ATTN_API uint32_t attn_rng_u32(attn_rng *rng);
+ATTN_API uint32_t attn_rng_below(attn_rng *rng, uint32_t n); /* uniform in [0, n), unbiased */
+ATTN_API float attn_rng_uniform(attn_rng *rng);              /* uniform in [0, 1) */
+ATTN_API float attn_rng_normal(attn_rng *rng);               /* N(0, 1) */
+ATTN_API bool attn_rng_bernoulli(attn_rng *rng, float p);    /* true with probability p */
+ATTN_API void attn_rng_shuffle(attn_rng *rng, int64_t *items, int64_t n); /* Fisher-Yates */
+
+/* ======================================================================================
+ * Tensors
+ * ====================================================================================== */
+
+#define ATTN_MAX_DIMS 4
+
+typedef struct attn_node attn_node; /* a recorded op on the tape (private) */
+
+typedef struct attn_tensor {
+    float *data;                    /* (shape...) row-major, numel floats */
+    float *grad;                    /* same shape; NULL until a backward reaches it */
+    int64_t shape[ATTN_MAX_DIMS];   /* shape[0..ndim-1]; unused entries are 1 */
+    int ndim;                       /* 0 (a scalar) to ATTN_MAX_DIMS */
+    int64_t numel;
+    bool requires_grad;             /* a leaf to differentiate, or the output of such an op */
+    attn_node *node;                /* the op that produced it; NULL for leaves */
+    uint8_t storage;                /* private: where data and grad were allocated */
+} attn_tensor;
+
+typedef struct attn_ctx attn_ctx;
+
+/* A tensor in the ctx arena: valid until attn_ctx_reset/attn_ctx_free; do not free it. */
+ATTN_API attn_tensor *attn_tensor_empty(attn_ctx *ctx, int ndim, const int64_t *shape);
+ATTN_API attn_tensor *attn_tensor_zeros(attn_ctx *ctx, int ndim, const int64_t *shape);
+ATTN_API attn_tensor *attn_tensor_from(attn_ctx *ctx, int ndim, const int64_t *shape,
+                                       const float *data); /* copies data */
+/* A heap tensor owned by the caller: free with attn_tensor_free (also frees its grad). */
+ATTN_API attn_tensor *attn_tensor_alloc(int ndim, const int64_t *shape); /* zero-filled */
+ATTN_API void attn_tensor_free(attn_tensor *t);
+
+ATTN_API void attn_tensor_set_requires_grad(attn_tensor *t, bool on);
+ATTN_API void attn_tensor_zero_grad(attn_tensor *t);
+ATTN_API void attn_tensor_fill_normal(attn_tensor *t, attn_rng *rng, float mean, float std);
+ATTN_API void attn_tensor_fill_uniform(attn_tensor *t, attn_rng *rng, float lo, float hi);
+/* "(2, 10, 64)" into buf; returns buf. */
+ATTN_API const char *attn_shape_str(const attn_tensor *t, char *buf, size_t len);
+ATTN_API bool attn_same_shape(const attn_tensor *a, const attn_tensor *b);
+
+/* ======================================================================================
+ * Context: arena for activations, the autograd tape, training/no-grad modes, dropout RNG.
+ * ====================================================================================== */
+
+ATTN_API attn_ctx *attn_ctx_new(uint64_t seed); /* NULL on allocation failure */
+ATTN_API void attn_ctx_free(attn_ctx *ctx);
+/* Drops every activation and the tape, keeps the memory for the next step (no page faults). */
+ATTN_API void attn_ctx_reset(attn_ctx *ctx);
+ATTN_API void attn_ctx_set_grad_enabled(attn_ctx *ctx, bool on); /* off = inference, no tape */
+ATTN_API bool attn_ctx_grad_enabled(const attn_ctx *ctx);
+ATTN_API void attn_ctx_set_training(attn_ctx *ctx, bool on);     /* dropout active when on */
+ATTN_API bool attn_ctx_training(const attn_ctx *ctx);
+ATTN_API attn_rng *attn_ctx_rng(attn_ctx *ctx);                  /* used by dropout */
+ATTN_API size_t attn_ctx_bytes_used(const attn_ctx *ctx);        /* arena bytes in use now */
+ATTN_API size_t attn_ctx_bytes_peak(const attn_ctx *ctx);        /* most ever in use */
+
+/* ======================================================================================
+ * Autograd
+ * ====================================================================================== */
+
+/* Reverse-mode sweep from a one-element loss (its gradient seeded with 1). Gradients of every
+ * tensor with requires_grad accumulate into ->grad. One backward per recorded graph. */
+ATTN_API attn_status attn_backward(attn_ctx *ctx, attn_tensor *loss);
+/* The same, seeded with dout (out->numel floats) instead of 1: a vector-Jacobian product. */
+ATTN_API attn_status attn_backward_from(attn_ctx *ctx, attn_tensor *out, const float *dout);
+
+/* ---- Parameter registry: named leaves in PyTorch state_dict order and names ---- */
+
+typedef struct attn_params attn_params;
+
+ATTN_API attn_params *attn_params_new(void);
+ATTN_API void attn_params_free(attn_params *p); /* frees every parameter tensor too */
+/* A zero-filled parameter with requires_grad; owned by the registry. Duplicate names fail. */
+ATTN_API attn_tensor *attn_params_add(attn_params *p, const char *name, int ndim,
+                                      const int64_t *shape);
+ATTN_API attn_tensor *attn_params_get(const attn_params *p, const char *name); /* NULL if none */
+ATTN_API size_t attn_params_count(const attn_params *p);
+ATTN_API attn_tensor *attn_params_at(const attn_params *p, size_t i);
+ATTN_API const char *attn_params_name(const attn_params *p, size_t i);
+ATTN_API int64_t attn_params_numel(const attn_params *p); /* all parameters together */
+/* Moves every parameter's data into one block and every grad into another (done by
+ * attn_optim_new; no parameter can be added afterwards). Tensor pointers stay valid. */
+ATTN_API attn_status attn_params_pack(attn_params *p);
+ATTN_API float *attn_params_grad_block(attn_params *p);  /* after pack: numel floats */
+ATTN_API float *attn_params_data_block(attn_params *p);  /* after pack: numel floats */
+ATTN_API void attn_params_zero_grad(attn_params *p);
+
+/* ======================================================================================
+ * Differentiable ops. Each returns a tensor in ctx's arena, or NULL with attn_last_error().
+ * ====================================================================================== */
+
+/* C = op(A) @ op(B), op = transpose of the last two dims when asked. A (..., M, K),
+ * B (..., K, N) or (K, N): batch dims must be equal, or B has none (shared). */
+ATTN_API attn_tensor *attn_matmul(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, bool trans_a,
+                                  bool trans_b);
+/* Elementwise with NumPy/PyTorch broadcasting. */
+ATTN_API attn_tensor *attn_add(attn_ctx *ctx, attn_tensor *a, attn_tensor *b);
+ATTN_API attn_tensor *attn_sub(attn_ctx *ctx, attn_tensor *a, attn_tensor *b);
+ATTN_API attn_tensor *attn_mul(attn_ctx *ctx, attn_tensor *a, attn_tensor *b);
+ATTN_API attn_tensor *attn_div(attn_ctx *ctx, attn_tensor *a, attn_tensor *b);
+ATTN_API attn_tensor *attn_scale(attn_ctx *ctx, attn_tensor *x, float s);   /* s * x */
+ATTN_API attn_tensor *attn_bias_add(attn_ctx *ctx, attn_tensor *x, attn_tensor *bias);
+                                                      /* x (..., C) + bias (C) */
+ATTN_API attn_tensor *attn_relu(attn_ctx *ctx, attn_tensor *x);    /* max(x, 0) */
+ATTN_API attn_tensor *attn_gelu(attn_ctx *ctx, attn_tensor *x);    /* x * Phi(x), exact erf */
+ATTN_API attn_tensor *attn_tanh(attn_ctx *ctx, attn_tensor *x);
+ATTN_API attn_tensor *attn_sigmoid(attn_ctx *ctx, attn_tensor *x); /* 1 / (1 + exp(-x)) */
+ATTN_API attn_tensor *attn_exp(attn_ctx *ctx, attn_tensor *x);
+/* softmax(x)_i = exp(x_i - max) / sum_j exp(x_j - max) along dim; an all -inf slice gives 0. */
+ATTN_API attn_tensor *attn_softmax(attn_ctx *ctx, attn_tensor *x, int dim);
+ATTN_API attn_tensor *attn_log_softmax(attn_ctx *ctx, attn_tensor *x, int dim);
+/* (x - mean) / sqrt(var + eps) * weight + bias over the last dim; weight/bias may be NULL. */
+ATTN_API attn_tensor *attn_layer_norm(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight,
+                                      attn_tensor *bias, float eps);
+/* Training: zero with probability p, scale the rest by 1/(1-p) (ctx RNG). Eval: identity. */
+ATTN_API attn_tensor *attn_dropout(attn_ctx *ctx, attn_tensor *x, float p);
+/* weight (V, E) rows gathered by ids (ndim dims); out (ids shape..., E). padding_idx < 0:
+ * none; otherwise that row gets no gradient. An id outside [0, V) is an error. */
+ATTN_API attn_tensor *attn_embedding(attn_ctx *ctx, attn_tensor *weight, const int64_t *ids,
+                                     int ndim, const int64_t *shape, int64_t padding_idx);
+/* x (..., in) @ weight (out, in)^T + bias (out); bias may be NULL. */
+ATTN_API attn_tensor *attn_linear(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight,
+                                  attn_tensor *bias);
+/* x (B, Cin, L), weight (Cout, Cin, K), bias (Cout) or NULL, stride 1, zero padding on both
+ * sides; out (B, Cout, L + 2*padding - K + 1). */
+ATTN_API attn_tensor *attn_conv1d(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight,
+                                  attn_tensor *bias, int64_t padding);
+ATTN_API attn_tensor *attn_sum(attn_ctx *ctx, attn_tensor *x, int dim, bool keepdim);
+ATTN_API attn_tensor *attn_mean(attn_ctx *ctx, attn_tensor *x, int dim, bool keepdim);
+ATTN_API attn_tensor *attn_sum_all(attn_ctx *ctx, attn_tensor *x);  /* scalar (ndim 0) */
+ATTN_API attn_tensor *attn_mean_all(attn_ctx *ctx, attn_tensor *x); /* scalar (ndim 0) */
+/* Same data in a new shape; one entry may be -1 (inferred). No copy. */
+ATTN_API attn_tensor *attn_reshape(attn_ctx *ctx, attn_tensor *x, int ndim, const int64_t *shape);
+ATTN_API attn_tensor *attn_transpose(attn_ctx *ctx, attn_tensor *x, int dim0, int dim1);
+/* out.shape[i] = x.shape[perm[i]] (a copy, contiguous). */
+ATTN_API attn_tensor *attn_permute(attn_ctx *ctx, attn_tensor *x, const int *perm);
+ATTN_API attn_tensor *attn_concat(attn_ctx *ctx, attn_tensor *const *xs, int n, int dim);
+/* Splits x along dim into n parts of the given sizes (summing to x.shape[dim]) into outs. */
+ATTN_API attn_status attn_split(attn_ctx *ctx, attn_tensor *x, int dim, const int64_t *sizes,
+                                int n, attn_tensor **outs);
+/* Head split/merge: (B, L, H*D) <-> (B, H, L, D). */
+ATTN_API attn_tensor *attn_split_heads(attn_ctx *ctx, attn_tensor *x, int64_t num_heads);
+ATTN_API attn_tensor *attn_merge_heads(attn_ctx *ctx, attn_tensor *x);
+/* Mean over non-ignored rows of -log softmax(logits)[target], with label smoothing as
+ * torch.nn.functional.cross_entropy: logits (N, C), target (N) class indices. */
+ATTN_API attn_tensor *attn_cross_entropy(attn_ctx *ctx, attn_tensor *logits,
+                                         const int64_t *target, int64_t ignore_index,
+                                         float label_smoothing);
+ATTN_API attn_tensor *attn_mse_loss(attn_ctx *ctx, attn_tensor *pred, attn_tensor *target);
+                                         /* mean((pred - target)^2) */
+
+/* ======================================================================================
+ * Modules (nn): named parameters initialised as PyTorch does.
+ * ====================================================================================== */
+
+typedef struct attn_linear_layer {
+    attn_tensor *weight; /* (out, in) */
+    attn_tensor *bias;   /* (out) or NULL */
+    int64_t in_features, out_features;
+} attn_linear_layer;
+/* Registers "<prefix>.weight" and "<prefix>.bias"; kaiming_uniform(a=sqrt 5) = U(+-1/sqrt in),
+ * bias U(+-1/sqrt in). */
+ATTN_API attn_status attn_linear_init(attn_linear_layer *m, attn_params *p, const char *prefix,
+                                      int64_t in_features, int64_t out_features, bool bias,
+                                      attn_rng *rng);
+ATTN_API attn_tensor *attn_linear_forward(attn_ctx *ctx, const attn_linear_layer *m,
+                                          attn_tensor *x);
+
+typedef struct attn_embedding_layer {
+    attn_tensor *weight; /* (num, dim), N(0, 1); the padding row zero */
+    int64_t num_embeddings, embedding_dim, padding_idx; /* padding_idx < 0: none */
+} attn_embedding_layer;
+ATTN_API attn_status attn_embedding_init(attn_embedding_layer *m, attn_params *p,
+                                         const char *prefix, int64_t num, int64_t dim,
+                                         int64_t padding_idx, attn_rng *rng);
+ATTN_API attn_tensor *attn_embedding_forward(attn_ctx *ctx, const attn_embedding_layer *m,
+                                             const int64_t *ids, int ndim, const int64_t *shape);
+
+typedef struct attn_layer_norm_layer {
+    attn_tensor *weight, *bias; /* (dim) ones / zeros */
+    int64_t dim;
+    float eps;
+} attn_layer_norm_layer;
+ATTN_API attn_status attn_layer_norm_init(attn_layer_norm_layer *m, attn_params *p,
+                                          const char *prefix, int64_t dim, float eps);
+ATTN_API attn_tensor *attn_layer_norm_forward(attn_ctx *ctx, const attn_layer_norm_layer *m,
+                                              attn_tensor *x);
+
+typedef struct attn_conv1d_layer {
+    attn_tensor *weight; /* (out, in, k), U(+-1/sqrt(in*k)) */
+    attn_tensor *bias;   /* (out) or NULL */
+    int64_t in_channels, out_channels, kernel_size, padding;
+} attn_conv1d_layer;
+ATTN_API attn_status attn_conv1d_init(attn_conv1d_layer *m, attn_params *p, const char *prefix,
+                                      int64_t in_channels, int64_t out_channels,
+                                      int64_t kernel_size, int64_t padding, bool bias,
+                                      attn_rng *rng);
+ATTN_API attn_tensor *attn_conv1d_forward(attn_ctx *ctx, const attn_conv1d_layer *m,
+                                          attn_tensor *x);
+
+/* ======================================================================================
+ * Optimizers: the exact update rules of torch.optim (1.13, single-tensor path).
+ * ====================================================================================== */
+
+typedef enum attn_optim_kind {
+    ATTN_OPTIM_SGD,
+    ATTN_OPTIM_ADAM,  /* weight decay added to the gradient (L2) */
+    ATTN_OPTIM_ADAMW, /* weight decay applied to the parameter (decoupled) */
+} attn_optim_kind;
+
+typedef struct attn_optim_config {
+    attn_optim_kind kind;
+    float lr;
+    float weight_decay;
+    float momentum, dampening; /* SGD */
+    bool nesterov;             /* SGD */
+    float beta1, beta2, eps;   /* Adam, AdamW */
+} attn_optim_config;
+
+/* torch.optim's defaults for kind (SGD lr must still be set; AdamW weight_decay 0.01). */
+ATTN_API attn_optim_config attn_optim_defaults(attn_optim_kind kind);
+
+typedef struct attn_optim attn_optim;
+/* Packs p (attn_params_pack) and allocates the state in one block. */
+ATTN_API attn_optim *attn_optim_new(attn_params *p, const attn_optim_config *cfg);
+ATTN_API void attn_optim_free(attn_optim *opt);
+ATTN_API attn_status attn_optim_step(attn_optim *opt); /* uses the lr set for this step */
+ATTN_API void attn_optim_set_lr(attn_optim *opt, float lr);
+ATTN_API float attn_optim_get_lr(const attn_optim *opt);
+ATTN_API int64_t attn_optim_step_count(const attn_optim *opt); /* steps taken */
+/* The state as named tensors ("exp_avg.<param>", "exp_avg_sq.<param>", "momentum_buffer.<param>")
+ * for checkpoints; the step count travels as metadata. Pointers into the optimizer. */
+ATTN_API size_t attn_optim_state_count(const attn_optim *opt);
+ATTN_API attn_status attn_optim_state_at(const attn_optim *opt, size_t i, const char **name,
+                                         float **data, int64_t *numel);
+ATTN_API void attn_optim_set_step_count(attn_optim *opt, int64_t steps);
+
+/* torch.nn.utils.clip_grad_norm_: scales every grad by min(1, max_norm / (norm + 1e-6)).
+ * Returns the total 2-norm before clipping (NaN/Inf if a gradient is not finite). */
+ATTN_API float attn_clip_grad_norm(attn_params *p, float max_norm);
+
+/* Learning-rate schedules, step counted from 1. */
+typedef enum attn_lr_kind {
+    ATTN_LR_CONSTANT,      /* base_lr */
+    ATTN_LR_LINEAR_WARMUP, /* base_lr * min(1, step / warmup_steps) */
+    ATTN_LR_INV_SQRT,      /* d_model^-0.5 * min(step^-0.5, step * warmup^-1.5) (Vaswani et al.),
+                              times base_lr as a factor (1 for the paper's rule) */
+    ATTN_LR_CUSTOM,        /* fn(step, user) */
+} attn_lr_kind;
+
+typedef struct attn_lr_schedule {
+    attn_lr_kind kind;
+    float base_lr;
+    int64_t warmup_steps;
+    int64_t d_model;
+    float (*fn)(int64_t step, void *user);
+    void *user;
+} attn_lr_schedule;
+
+ATTN_API float attn_lr_at(const attn_lr_schedule *s, int64_t step);
+
+/* ======================================================================================
+ * safetensors: read (validated as the spec says) and write (atomically).
+ * ====================================================================================== */
+
+typedef enum attn_dtype {
+    ATTN_DTYPE_F32,
+    ATTN_DTYPE_F64,
+    ATTN_DTYPE_I64,
+    ATTN_DTYPE_I32,
+    ATTN_DTYPE_BOOL,
+    ATTN_DTYPE_F16,
+    ATTN_DTYPE_BF16,
+    ATTN_DTYPE_I16,
+    ATTN_DTYPE_I8,
+    ATTN_DTYPE_U8,
+} attn_dtype;
+
+#define ATTN_ST_MAX_DIMS 8
+
+typedef struct attn_st_tensor {
+    const char *name;
+    attn_dtype dtype;
+    int ndim;
+    int64_t shape[ATTN_ST_MAX_DIMS];
+    int64_t numel;
+    const void *data; /* nbytes bytes inside the file buffer; may be unaligned: memcpy it */
+    size_t nbytes;
+} attn_st_tensor;
+
+typedef struct attn_st_file attn_st_file;
+
+ATTN_API const char *attn_dtype_name(attn_dtype dt); /* "F32", ... */
+ATTN_API size_t attn_dtype_size(attn_dtype dt);
+/* Reads and validates a whole file; NULL with a message naming the path and the problem. */
+ATTN_API attn_st_file *attn_st_open(const char *path);
+/* The same on bytes in memory (copied); name is used in messages. */
+ATTN_API attn_st_file *attn_st_parse(const void *bytes, size_t len, const char *name);
+ATTN_API void attn_st_close(attn_st_file *f);
+ATTN_API size_t attn_st_count(const attn_st_file *f);
+ATTN_API const attn_st_tensor *attn_st_at(const attn_st_file *f, size_t i); /* in file order */
+ATTN_API const attn_st_tensor *attn_st_find(const attn_st_file *f, const char *name);
+ATTN_API const char *attn_st_metadata(const attn_st_file *f, const char *key); /* or NULL */
+/* Tensor `name` converted to float32 (from F32, F64, I32, I64, BOOL, F16, BF16), in ctx's arena,
+ * or on the heap when ctx is NULL (then free with attn_tensor_free). Error if missing or if it
+ * has more than ATTN_MAX_DIMS dims. */
+ATTN_API attn_tensor *attn_st_load(const attn_st_file *f, const char *name, attn_ctx *ctx);
+/* Tensor `name` as int64 (from I64, I32, BOOL, or integral F32) into a malloc'd array the caller
+ * frees; *numel receives the count. */
+ATTN_API int64_t *attn_st_load_i64(const attn_st_file *f, const char *name, int64_t *numel);
+/* Copies a tensor's values into t (shapes must match exactly, else the message names both). */
+ATTN_API attn_status attn_st_copy_into(const attn_st_file *f, const char *name, attn_tensor *t);
+
+typedef struct attn_st_writer attn_st_writer;
+ATTN_API attn_st_writer *attn_st_writer_new(void);
+ATTN_API void attn_st_writer_free(attn_st_writer *w);
+/* Adds a tensor (the bytes are copied now). Duplicate names are an error. */
+ATTN_API attn_status attn_st_writer_add(attn_st_writer *w, const char *name, attn_dtype dtype,
+                                        int ndim, const int64_t *shape, const void *data);
+ATTN_API attn_status attn_st_writer_add_tensor(attn_st_writer *w, const char *name,
+                                               const attn_tensor *t);
+ATTN_API attn_status attn_st_writer_set_metadata(attn_st_writer *w, const char *key,
+                                                 const char *value);
+/* Writes path.tmp, fsyncs, renames onto path: a crash never leaves a half-written path. */
+ATTN_API attn_status attn_st_writer_save(attn_st_writer *w, const char *path);
+
+/* Checkpoints: every parameter under its name, plus the optimizer state when opt is not NULL.
+ * __metadata__ carries format "attn-checkpoint", version, step count and extra key/values. */
+ATTN_API attn_status attn_checkpoint_save(const char *path, const attn_params *p,
+                                          const attn_optim *opt, const char *const *meta_kv,
+                                          int n_meta);
+/* Loads by name into p (and opt when not NULL); strict = every parameter must be present. */
+ATTN_API attn_status attn_checkpoint_load(const char *path, attn_params *p, attn_optim *opt,
+                                          bool strict);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTN_H */

@@ -1,0 +1,134 @@
+/* Parameter registry: named leaf tensors in registration (state_dict) order. After
+ * attn_params_pack the data of all parameters is one block and their grads another, so
+ * zero-grad is one memset, an optimizer is one flat loop and an all-reduce is one call. */
+#include "../core/core.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct attn_params {
+    attn_tensor **tensors;
+    char **names;
+    size_t count, cap;
+    int64_t numel;
+    float *data_block; /* after pack: numel floats */
+    float *grad_block;
+};
+
+attn_params *attn_params_new(void)
+{
+    attn_params *p = calloc(1, sizeof *p);
+    if (!p) return attn__fail_null(ATTN_ERR_NOMEM, "could not allocate a parameter registry");
+    return p;
+}
+
+void attn_params_free(attn_params *p)
+{
+    if (!p) return;
+    for (size_t i = 0; i < p->count; i++) {
+        if (!p->data_block) {
+            free(p->tensors[i]->data);
+            free(p->tensors[i]->grad);
+        }
+        free(p->tensors[i]);
+        free(p->names[i]);
+    }
+    free(p->tensors);
+    free(p->names);
+    free(p->data_block);
+    free(p->grad_block);
+    free(p);
+}
+
+attn_tensor *attn_params_add(attn_params *p, const char *name, int ndim, const int64_t *shape)
+{
+    if (!p || !name || !*name)
+        return attn__fail_null(ATTN_ERR_ARG, "attn_params_add: registry or name missing");
+    if (p->data_block)
+        return attn__fail_null(ATTN_ERR_STATE,
+                               "attn_params_add(\"%s\"): the registry is packed (an optimizer "
+                               "was created); add every parameter before that",
+                               name);
+    if (attn_params_get(p, name))
+        return attn__fail_null(ATTN_ERR_ARG, "attn_params_add: a parameter named \"%s\" exists",
+                               name);
+    int64_t numel;
+    if (attn__shape_numel(ndim, shape, &numel, name) != ATTN_OK) return NULL;
+    if (p->count == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 32;
+        attn_tensor **t = realloc(p->tensors, cap * sizeof *t);
+        if (t) p->tensors = t;
+        char **n = realloc(p->names, cap * sizeof *n);
+        if (n) p->names = n;
+        if (!t || !n) return attn__fail_null(ATTN_ERR_NOMEM, "attn_params_add: out of memory");
+        p->cap = cap;
+    }
+    attn_tensor *t = attn_tensor_alloc(ndim, shape);
+    char *copy = strdup(name);
+    if (!t || !copy) {
+        attn_tensor_free(t);
+        free(copy);
+        return attn__fail_null(ATTN_ERR_NOMEM, "attn_params_add(\"%s\"): out of memory", name);
+    }
+    t->storage = ATTN_STORAGE_PARAM;
+    t->requires_grad = true;
+    p->tensors[p->count] = t;
+    p->names[p->count] = copy;
+    p->count++;
+    p->numel += numel;
+    return t;
+}
+
+attn_tensor *attn_params_get(const attn_params *p, const char *name)
+{
+    if (!p || !name) return NULL;
+    for (size_t i = 0; i < p->count; i++)
+        if (strcmp(p->names[i], name) == 0) return p->tensors[i];
+    return NULL;
+}
+
+size_t attn_params_count(const attn_params *p) { return p ? p->count : 0; }
+attn_tensor *attn_params_at(const attn_params *p, size_t i) { return i < p->count ? p->tensors[i] : NULL; }
+const char *attn_params_name(const attn_params *p, size_t i) { return i < p->count ? p->names[i] : NULL; }
+int64_t attn_params_numel(const attn_params *p) { return p ? p->numel : 0; }
+float *attn_params_grad_block(attn_params *p) { return p ? p->grad_block : NULL; }
+float *attn_params_data_block(attn_params *p) { return p ? p->data_block : NULL; }
+
+attn_status attn_params_pack(attn_params *p)
+{
+    if (!p) return attn__fail(ATTN_ERR_ARG, "attn_params_pack: registry is NULL");
+    if (p->data_block) return ATTN_OK;
+    size_t n = (size_t)(p->numel ? p->numel : 1);
+    float *data = malloc(n * sizeof(float));
+    float *grad = calloc(n, sizeof(float));
+    if (!data || !grad) {
+        free(data);
+        free(grad);
+        return attn__fail(ATTN_ERR_NOMEM, "attn_params_pack: could not allocate 2 x %zu floats", n);
+    }
+    int64_t off = 0;
+    for (size_t i = 0; i < p->count; i++) {
+        attn_tensor *t = p->tensors[i];
+        size_t bytes = (size_t)t->numel * sizeof(float);
+        memcpy(data + off, t->data, bytes);
+        if (t->grad) memcpy(grad + off, t->grad, bytes);
+        free(t->data);
+        free(t->grad);
+        t->data = data + off;
+        t->grad = grad + off;
+        off += t->numel;
+    }
+    p->data_block = data;
+    p->grad_block = grad;
+    return ATTN_OK;
+}
+
+void attn_params_zero_grad(attn_params *p)
+{
+    if (!p) return;
+    if (p->grad_block) {
+        memset(p->grad_block, 0, (size_t)p->numel * sizeof(float));
+        return;
+    }
+    for (size_t i = 0; i < p->count; i++) attn_tensor_zero_grad(p->tensors[i]);
+}

@@ -1,0 +1,88 @@
+/* The tape and the reverse sweep. */
+#include "tape.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+bool attn__needs_grad(const attn_ctx *ctx, attn_tensor *const *in, int n_in)
+{
+    if (!ctx->grad_enabled) return false;
+    for (int i = 0; i < n_in; i++)
+        if (in[i] && in[i]->requires_grad) return true;
+    return false;
+}
+
+attn_node *attn__record(attn_ctx *ctx, const char *op, attn_backward_fn backward, attn_tensor *out,
+                        attn_tensor *const *in, int n_in, size_t saved_bytes)
+{
+    if (ctx->tape_len == ctx->tape_cap) {
+        size_t cap = ctx->tape_cap ? ctx->tape_cap * 2 : 256;
+        attn_node **tape = realloc(ctx->tape, cap * sizeof *tape);
+        if (!tape) return attn__fail_null(ATTN_ERR_NOMEM, "%s: could not grow the tape", op);
+        ctx->tape = tape;
+        ctx->tape_cap = cap;
+    }
+    attn_node *node = attn_arena_alloc(&ctx->arena, sizeof *node);
+    attn_tensor **ins = attn_arena_alloc(&ctx->arena, (size_t)n_in * sizeof *ins);
+    void *saved = saved_bytes ? attn_arena_calloc(&ctx->arena, saved_bytes) : NULL;
+    if (!node || !ins || (saved_bytes && !saved)) return NULL;
+    memcpy(ins, in, (size_t)n_in * sizeof *ins);
+    node->op = op;
+    node->backward = backward;
+    node->out = out;
+    node->in = ins;
+    node->n_in = n_in;
+    node->saved = saved;
+    out->requires_grad = true;
+    out->node = node;
+    ctx->tape[ctx->tape_len++] = node;
+    return node;
+}
+
+float *attn__in_grad(attn_ctx *ctx, attn_node *node, int i, attn_status *status)
+{
+    attn_tensor *t = node->in[i];
+    if (!t || !t->requires_grad) return NULL;
+    float *g = attn__grad(ctx, t);
+    if (!g) *status = attn_last_status();
+    return g;
+}
+
+attn_status attn_backward_from(attn_ctx *ctx, attn_tensor *out, const float *dout)
+{
+    if (!ctx || !out) return attn__fail(ATTN_ERR_ARG, "attn_backward: ctx or output is NULL");
+    if (ctx->tape_consumed)
+        return attn__fail(ATTN_ERR_STATE,
+                          "attn_backward: this graph was already differentiated; run the forward "
+                          "again (after attn_ctx_reset) before another backward");
+    if (!out->requires_grad)
+        return attn__fail(ATTN_ERR_STATE,
+                          "attn_backward: the output does not depend on any tensor that requires "
+                          "grad (or grad was disabled during the forward)");
+    float *g = attn__grad(ctx, out);
+    if (!g) return attn_last_status();
+    if (dout)
+        for (int64_t i = 0; i < out->numel; i++) g[i] += dout[i];
+    else
+        for (int64_t i = 0; i < out->numel; i++) g[i] += 1.0f;
+    ctx->tape_consumed = true;
+    for (size_t k = ctx->tape_len; k-- > 0;) {
+        attn_node *node = ctx->tape[k];
+        if (!node->out->grad) continue; /* nothing flowed into this op */
+        attn_status st = node->backward(ctx, node);
+        if (st != ATTN_OK) return st;
+    }
+    return ATTN_OK;
+}
+
+attn_status attn_backward(attn_ctx *ctx, attn_tensor *loss)
+{
+    if (loss && loss->numel != 1) {
+        char buf[64];
+        return attn__fail(ATTN_ERR_SHAPE,
+                          "attn_backward: the loss has shape %s, expected one element (use "
+                          "attn_backward_from to seed a tensor)",
+                          attn_shape_str(loss, buf, sizeof buf));
+    }
+    return attn_backward_from(ctx, loss, NULL);
+}

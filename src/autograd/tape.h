@@ -1,0 +1,31 @@
+/* Private: the autograd tape. Each differentiable op computes its forward, then, when grad is
+ * enabled and an input requires grad, records a node: (backward fn, inputs, output, saved
+ * state). attn_backward walks the nodes in reverse creation order. */
+#ifndef ATTN_TAPE_H
+#define ATTN_TAPE_H
+
+#include "../core/core.h"
+
+/* Propagates node->out->grad into the grads of node->in[i] that require grad (+=). */
+typedef attn_status (*attn_backward_fn)(attn_ctx *ctx, attn_node *node);
+
+struct attn_node {
+    const char *op;            /* for messages */
+    attn_backward_fn backward;
+    attn_tensor *out;
+    attn_tensor **in;          /* n_in inputs, in the arena */
+    int n_in;
+    void *saved;               /* op-specific state, zero-filled, in the arena */
+};
+
+/* true when the op must be recorded: grad enabled and some input requires grad. */
+bool attn__needs_grad(const attn_ctx *ctx, attn_tensor *const *in, int n_in);
+/* Records a node for out (which becomes requires_grad) with saved_bytes of zeroed state.
+ * Returns NULL with an error set when memory runs out. */
+attn_node *attn__record(attn_ctx *ctx, const char *op, attn_backward_fn backward, attn_tensor *out,
+                        attn_tensor *const *in, int n_in, size_t saved_bytes);
+/* The grad buffer of node->in[i] when it requires grad, else NULL. On allocation failure NULL
+ * with *status set to the error. */
+float *attn__in_grad(attn_ctx *ctx, attn_node *node, int i, attn_status *status);
+
+#endif

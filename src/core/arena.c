@@ -1,0 +1,96 @@
+/* Arena for activations: bump allocation from 64-byte aligned chunks. A reset that finds more
+ * than one chunk replaces them with a single chunk as large as all of them, so a training loop
+ * settles after its first step into one block that is never returned to the OS (no page faults
+ * on freshly mapped memory, unlike per-tensor malloc of big buffers). */
+#include "core.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ARENA_ALIGN 64
+#define ARENA_MIN_CHUNK ((size_t)1 << 20)
+
+struct attn_arena_chunk {
+    attn_arena_chunk *next;
+    size_t size;  /* usable bytes after the aligned start */
+    size_t used;
+    void *raw;    /* what malloc returned */
+    unsigned char *base;
+};
+
+static attn_arena_chunk *chunk_new(size_t size)
+{
+    attn_arena_chunk *c = malloc(sizeof *c);
+    if (!c) return NULL;
+    c->raw = malloc(size + ARENA_ALIGN);
+    if (!c->raw) {
+        free(c);
+        return NULL;
+    }
+    c->base = (unsigned char *)(((uintptr_t)c->raw + ARENA_ALIGN - 1) & ~(uintptr_t)(ARENA_ALIGN - 1));
+    c->size = size;
+    c->used = 0;
+    c->next = NULL;
+    return c;
+}
+
+void *attn_arena_alloc(attn_arena *a, size_t bytes)
+{
+    if (bytes > SIZE_MAX / 2)
+        return attn__fail_null(ATTN_ERR_NOMEM, "arena: request of %zu bytes is too large", bytes);
+    size_t need = (bytes + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    if (need == 0) need = ARENA_ALIGN;
+    attn_arena_chunk *c = a->head;
+    if (!c || c->size - c->used < need) {
+        size_t size = a->capacity > ARENA_MIN_CHUNK ? a->capacity : ARENA_MIN_CHUNK;
+        if (size < need) size = need;
+        c = chunk_new(size);
+        if (!c)
+            return attn__fail_null(ATTN_ERR_NOMEM,
+                                   "arena: could not allocate %zu bytes for activations", size);
+        c->next = a->head;
+        a->head = c;
+        a->capacity += size;
+    }
+    void *p = c->base + c->used;
+    c->used += need;
+    a->used += need;
+    if (a->used > a->peak) a->peak = a->used;
+    return p;
+}
+
+void *attn_arena_calloc(attn_arena *a, size_t bytes)
+{
+    void *p = attn_arena_alloc(a, bytes);
+    if (p) memset(p, 0, bytes);
+    return p;
+}
+
+void attn_arena_reset(attn_arena *a)
+{
+    if (a->head && a->head->next) {
+        size_t total = a->capacity;
+        attn_arena_release(a);
+        attn_arena_chunk *c = chunk_new(total);
+        if (c) { /* on failure the next alloc simply starts small again */
+            a->head = c;
+            a->capacity = total;
+        }
+    }
+    if (a->head) a->head->used = 0;
+    a->used = 0;
+}
+
+void attn_arena_release(attn_arena *a)
+{
+    attn_arena_chunk *c = a->head;
+    while (c) {
+        attn_arena_chunk *next = c->next;
+        free(c->raw);
+        free(c);
+        c = next;
+    }
+    a->head = NULL;
+    a->capacity = 0;
+    a->used = 0;
+}

@@ -1,0 +1,75 @@
+/* Private core of libattn: error reporting, the arena, the ctx, size arithmetic and shape
+ * helpers shared by every layer above. Not installed. */
+#ifndef ATTN_CORE_H
+#define ATTN_CORE_H
+
+#include "attn.h"
+
+#include <stdarg.h>
+
+/* ---- errors ---- */
+
+/* Records status and a printf-style message for attn_last_error(); returns status. */
+attn_status attn__fail(attn_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The same for functions that return a pointer: always NULL. */
+void *attn__fail_null(attn_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- sizes: overflow-checked products ---- */
+
+/* a * b into *out; false when it overflows int64 or either is negative. */
+bool attn__mul_ok(int64_t a, int64_t b, int64_t *out);
+/* numel of a shape; ATTN_ERR_SHAPE on a negative dim or ndim out of range, ATTN_ERR_NOMEM on
+ * overflow. `what` names the tensor in the message. */
+attn_status attn__shape_numel(int ndim, const int64_t *shape, int64_t *numel, const char *what);
+
+/* ---- arena: bump allocation in 64-byte aligned chunks, reset keeps one big chunk ---- */
+
+typedef struct attn_arena_chunk attn_arena_chunk;
+
+typedef struct attn_arena {
+    attn_arena_chunk *head; /* newest chunk first */
+    size_t used;            /* bytes handed out since the last reset */
+    size_t peak;            /* most bytes ever handed out between resets */
+    size_t capacity;        /* bytes in all chunks */
+} attn_arena;
+
+void *attn_arena_alloc(attn_arena *a, size_t bytes);        /* NULL + error on failure */
+void *attn_arena_calloc(attn_arena *a, size_t bytes);
+void attn_arena_reset(attn_arena *a);
+void attn_arena_release(attn_arena *a);
+
+/* ---- ctx ---- */
+
+struct attn_ctx {
+    attn_arena arena;
+    attn_rng rng;
+    bool grad_enabled;
+    bool training;
+    attn_node **tape;    /* recorded ops in creation order (malloc'd, reused across steps) */
+    size_t tape_len, tape_cap;
+    bool tape_consumed;  /* a backward already ran over this tape */
+};
+
+/* ---- tensors ---- */
+
+enum attn_storage {
+    ATTN_STORAGE_ARENA = 0, /* struct, data and grad in the ctx arena */
+    ATTN_STORAGE_HEAP = 1,  /* attn_tensor_alloc: struct, data and grad malloc'd */
+    ATTN_STORAGE_PARAM = 2, /* owned by an attn_params registry */
+    ATTN_STORAGE_VIEW = 3,  /* arena struct sharing another tensor's data (reshape) */
+};
+
+/* A tensor of x's shape in the arena (uninitialised data). */
+attn_tensor *attn__empty_like(attn_ctx *ctx, const attn_tensor *x);
+/* The gradient buffer of t, zero-filled on first use; NULL (with error) if allocation fails. */
+float *attn__grad(attn_ctx *ctx, attn_tensor *t);
+/* Normalises a possibly negative dim; -1 (with error naming `op`) when out of range. */
+int attn__dim(int dim, int ndim, const char *op);
+/* Product of shape[from..to) */
+int64_t attn__prod(const int64_t *shape, int from, int to);
+/* true when every element is finite. */
+bool attn__all_finite(const float *x, int64_t n);
+
+#endif
