@@ -220,6 +220,10 @@ ATTN_API attn_tensor *attn_concat(attn_ctx *ctx, attn_tensor *const *xs, int n, 
 /* Splits x along dim into n parts of the given sizes (summing to x.shape[dim]) into outs. */
 ATTN_API attn_status attn_split(attn_ctx *ctx, attn_tensor *x, int dim, const int64_t *sizes,
                                 int n, attn_tensor **outs);
+/* x.narrow(dim, start, length): a slice along one dim (a view without copy when dim is the
+ * outermost). */
+ATTN_API attn_tensor *attn_narrow(attn_ctx *ctx, attn_tensor *x, int dim, int64_t start,
+                                  int64_t length);
 /* Head split/merge: (B, L, H*D) <-> (B, H, L, D). */
 ATTN_API attn_tensor *attn_split_heads(attn_ctx *ctx, attn_tensor *x, int64_t num_heads);
 ATTN_API attn_tensor *attn_merge_heads(attn_ctx *ctx, attn_tensor *x);
@@ -230,6 +234,53 @@ ATTN_API attn_tensor *attn_cross_entropy(attn_ctx *ctx, attn_tensor *logits,
                                          float label_smoothing);
 ATTN_API attn_tensor *attn_mse_loss(attn_ctx *ctx, attn_tensor *pred, attn_tensor *target);
                                          /* mean((pred - target)^2) */
+
+/* ======================================================================================
+ * Attention
+ * ====================================================================================== */
+
+/* Masks; every field is optional and says its polarity in its name. They combine: a key is
+ * visible when no mask hides it. A query row whose keys are all masked gets output 0, weights 0
+ * and gradient 0 (PyTorch 1.13 gives NaN there; PyTorch >= 2.5 SDPA gives 0). The arrays are
+ * copied by attn_sdpa, so they need not outlive the call. */
+typedef struct attn_mask {
+    bool causal;               /* top-left aligned: query i sees keys j <= i (Lq != Lk allowed) */
+    const uint8_t *attend;     /* bool, 1 = may attend (SDPA polarity), attend_shape broadcastable
+                                  to (B, H, Lq, Lk), right-aligned like PyTorch */
+    int attend_ndim;
+    int64_t attend_shape[4];
+    const float *additive;     /* added to the scaled scores (0 keeps, -inf blocks), broadcastable */
+    int additive_ndim;
+    int64_t additive_shape[4];
+    const int64_t *valid_lens; /* D2L valid_lens: keys j >= len are masked; (B) or (B, Lq) */
+    int valid_lens_ndim;       /* 1 or 2 */
+    const uint8_t *key_padding;/* (B, Lk), 1 = padding (PyTorch key_padding_mask polarity) */
+} attn_mask;
+
+/* PyTorch's MultiheadAttention bool attn_mask and key_padding_mask mean "true = blocked": this
+ * turns either into "1 = may attend" (n bytes; dst may equal src). */
+ATTN_API void attn_mask_invert(uint8_t *dst, const uint8_t *src, int64_t n);
+
+typedef enum attn_sdpa_impl {
+    ATTN_SDPA_AUTO,  /* fused unless weights are requested */
+    ATTN_SDPA_FUSED, /* tiled, online softmax, O(L d) memory; backward recomputes from lse */
+    ATTN_SDPA_REF,   /* materialises (B, H, Lq, Lk) weights; the reference twin */
+} attn_sdpa_impl;
+
+typedef struct attn_sdpa_opts {
+    float scale;         /* 0: 1/sqrt(D) */
+    attn_mask mask;
+    float dropout_p;     /* on the attention weights, only while the ctx is training */
+    attn_sdpa_impl impl;
+} attn_sdpa_opts;
+
+/* Scaled dot-product attention: out = dropout(softmax(scale Q K^T + mask)) V.
+ * q (B, H, Lq, D), k (B, H, Lk, D), v (B, H, Lk, Dv) -> out (B, H, Lq, Dv); 3-D inputs (B, L, D)
+ * are one head. When weights is not NULL, *weights receives the softmax probabilities
+ * (B, H, Lq, Lk) (before dropout, not differentiable) and the reference path runs. opts NULL
+ * means defaults. Differentiable in q, k and v. */
+ATTN_API attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tensor *v,
+                                const attn_sdpa_opts *opts, attn_tensor **weights);
 
 /* ======================================================================================
  * Modules (nn): named parameters initialised as PyTorch does.
@@ -279,6 +330,112 @@ ATTN_API attn_status attn_conv1d_init(attn_conv1d_layer *m, attn_params *p, cons
                                       attn_rng *rng);
 ATTN_API attn_tensor *attn_conv1d_forward(attn_ctx *ctx, const attn_conv1d_layer *m,
                                           attn_tensor *x);
+
+/* Multi-head attention with torch.nn.MultiheadAttention's math and state_dict names, always
+ * batch first: "<prefix>.in_proj_weight" (3E, E) and "<prefix>.in_proj_bias" (3E), or, when
+ * kdim or vdim differ from E, "<prefix>.q_proj_weight" (E, E), "k_proj_weight" (E, kdim),
+ * "v_proj_weight" (E, vdim); "<prefix>.out_proj.weight" (E, E), "<prefix>.out_proj.bias".
+ * Init as PyTorch: xavier_uniform projections, zero biases, out_proj weight as a Linear. */
+typedef struct attn_mha_layer {
+    int64_t embed_dim, num_heads, kdim, vdim;
+    float dropout;               /* on the attention weights while training */
+    attn_tensor *in_proj_weight; /* (3E, E) or NULL */
+    attn_tensor *q_proj_weight, *k_proj_weight, *v_proj_weight; /* or NULL */
+    attn_tensor *in_proj_bias;   /* (3E) or NULL */
+    attn_linear_layer out_proj;
+} attn_mha_layer;
+
+ATTN_API attn_status attn_mha_init(attn_mha_layer *m, attn_params *p, const char *prefix,
+                                   int64_t embed_dim, int64_t num_heads, int64_t kdim,
+                                   int64_t vdim, bool bias, float dropout, attn_rng *rng);
+
+typedef struct attn_mha_opts {
+    attn_mask mask;       /* as attn_sdpa; a 3-D PyTorch (B*H, Lq, Lk) mask is (B, H, Lq, Lk) */
+    bool average_weights; /* true: *weights (B, Lq, Lk) averaged over heads; false (B, H, Lq, Lk) */
+    attn_sdpa_impl impl;
+} attn_mha_opts;
+
+/* query (B, Lq, E), key (B, Lk, kdim), value (B, Lk, vdim) -> (B, Lq, E). Self-attention passes
+ * the same tensor three times. weights (may be NULL) receives the attention weights. */
+ATTN_API attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query,
+                                       attn_tensor *key, attn_tensor *value,
+                                       const attn_mha_opts *opts, attn_tensor **weights);
+
+/* Softmax over the last dim of scores (B, Lq, Lk) with D2L's valid_lens ((B) or (B, Lq); NULL:
+ * none): keys j >= len get weight 0; a row with len 0 is all 0 (D2L would give 1/Lk). */
+ATTN_API attn_tensor *attn_masked_softmax(attn_ctx *ctx, attn_tensor *scores,
+                                          const int64_t *valid_lens, int valid_lens_ndim);
+
+/* Additive attention scores, fused: s[b,i,j] = sum_h wv[h] tanh(qp[b,i,h] + kp[b,j,h]) for
+ * qp (B, Lq, h), kp (B, Lk, h), wv (h values); no (B, Lq, Lk, h) tensor is made. */
+ATTN_API attn_tensor *attn_additive_scores(attn_ctx *ctx, attn_tensor *qp, attn_tensor *kp,
+                                           attn_tensor *wv);
+
+/* D2L's AdditiveAttention: "W_q.weight" (h, q_size), "W_k.weight" (h, k_size), "w_v.weight"
+ * (1, h), all without bias (Linear init); dropout on the weights while training.
+ *   out = dropout(masked_softmax(w_v tanh(W_q q + W_k k))) @ values */
+typedef struct attn_additive_layer {
+    attn_linear_layer W_q, W_k, w_v;
+    float dropout;
+} attn_additive_layer;
+ATTN_API attn_status attn_additive_init(attn_additive_layer *m, attn_params *p, const char *prefix,
+                                        int64_t query_size, int64_t key_size, int64_t num_hiddens,
+                                        float dropout, attn_rng *rng);
+/* queries (B, Lq, q_size), keys (B, Lk, k_size), values (B, Lk, v) -> (B, Lq, v); weights (may
+ * be NULL) receives (B, Lq, Lk). */
+ATTN_API attn_tensor *attn_additive_forward(attn_ctx *ctx, const attn_additive_layer *m,
+                                            attn_tensor *queries, attn_tensor *keys,
+                                            attn_tensor *values, const int64_t *valid_lens,
+                                            int valid_lens_ndim, attn_tensor **weights);
+
+/* Nadaraya-Watson kernel regression as attention pooling (seed 003):
+ *   scores[i,j] = -0.5 ((q_i - k_ij) w)^2,  a = softmax_j(scores),  y_i = sum_j a_ij v_ij
+ * queries (n), keys and values (n, m); w a one-element tensor (the learnable width) or NULL for
+ * the fixed Gaussian kernel (w = 1). weights (may be NULL) receives a (n, m). */
+ATTN_API attn_tensor *attn_nw_forward(attn_ctx *ctx, attn_tensor *w, attn_tensor *queries,
+                                      attn_tensor *keys, attn_tensor *values,
+                                      attn_tensor **weights);
+/* Leave-one-out keys as seed 003 builds them: from x (n) the (n, n-1) matrix whose row i is x
+ * without x_i. In ctx's arena, not differentiable. */
+ATTN_API attn_tensor *attn_nw_leave_one_out(attn_ctx *ctx, const attn_tensor *x);
+
+/* Linear ("efficient") attention of seed 002: "to_query", "to_key", "to_value" Linear(E, E).
+ *   EFFICIENT (seed 002): K' = softmax over the sequence (dim 1), out = Q (K'^T V)
+ *   SHEN (Shen et al. 2021): also Q' = softmax over features, out = Q' (K'^T V)
+ * key_padding (B, L), 1 = padding: those keys get weight 0 in the sequence softmax. */
+typedef enum attn_linear_attention_kind {
+    ATTN_LINEAR_ATTENTION_EFFICIENT,
+    ATTN_LINEAR_ATTENTION_SHEN,
+} attn_linear_attention_kind;
+typedef struct attn_linear_attention_layer {
+    attn_linear_layer to_query, to_key, to_value;
+    attn_linear_attention_kind kind;
+} attn_linear_attention_layer;
+ATTN_API attn_status attn_linear_attention_init(attn_linear_attention_layer *m, attn_params *p,
+                                                const char *prefix, int64_t embed_dim,
+                                                attn_linear_attention_kind kind, attn_rng *rng);
+/* x (B, L, E) -> (B, L, E) */
+ATTN_API attn_tensor *attn_linear_attention_forward(attn_ctx *ctx,
+                                                    const attn_linear_attention_layer *m,
+                                                    attn_tensor *x, const uint8_t *key_padding);
+
+/* Seed 002's ConvAttention: LayerNorm(MHA(x, x, x) + Conv1d(x^T)^T), Conv1d(E, E, k, padding
+ * k/2). Names "<prefix>.attention.*" (attn_mha_layer names), "<prefix>.conv.weight/bias",
+ * "<prefix>.norm.weight/bias". */
+typedef struct attn_conv_attention_layer {
+    attn_mha_layer attention;
+    attn_conv1d_layer conv;
+    attn_layer_norm_layer norm;
+} attn_conv_attention_layer;
+ATTN_API attn_status attn_conv_attention_init(attn_conv_attention_layer *m, attn_params *p,
+                                              const char *prefix, int64_t embed_dim,
+                                              int64_t num_heads, int64_t kernel_size,
+                                              attn_rng *rng);
+/* x (B, L, E) -> (B, L, E); mask applies to the attention path. */
+ATTN_API attn_tensor *attn_conv_attention_forward(attn_ctx *ctx,
+                                                  const attn_conv_attention_layer *m,
+                                                  attn_tensor *x, const attn_mha_opts *opts,
+                                                  attn_tensor **weights);
 
 /* ======================================================================================
  * Optimizers: the exact update rules of torch.optim (1.13, single-tensor path).

@@ -18,4 +18,48 @@ void attn_gemm_ref(float *c, int64_t ldc, const float *a, int64_t lda, const flo
 /* Sets the OpenBLAS thread count for the next attn_gemm calls made outside parallel regions. */
 void attn_gemm_set_threads(int n);
 
+/* ---- OpenMP: "parallel for if (cond)" that compiles to nothing (and warns not) without it ---- */
+#ifdef _OPENMP
+#define ATTN_PRAGMA(x) _Pragma(#x)
+#define ATTN_PARALLEL_FOR(cond) ATTN_PRAGMA(omp parallel for schedule(static) if (cond))
+#else
+#define ATTN_PARALLEL_FOR(cond)
+#endif
+
+/* ---- softmax and log-softmax over the last dim of a (rows, cols) block ----
+ *   softmax:     y = exp(x - max) / sum exp(x - max)      dx += y * (dy - sum(dy * y))
+ *   log_softmax: y = x - max - log sum exp(x - max)       dx += dy - exp(y) * sum(dy)
+ * A row of all -inf gives y = 0 (softmax) or -inf (log_softmax) and dx += 0. Outputs must not
+ * overlap inputs; backward accumulates into dx. */
+void attn_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols);
+void attn_softmax_rows_ref(float *y, const float *x, int64_t rows, int64_t cols);
+void attn_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows,
+                                int64_t cols);
+void attn_softmax_rows_backward_ref(float *dx, const float *dy, const float *y, int64_t rows,
+                                    int64_t cols);
+void attn_log_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols);
+void attn_log_softmax_rows_ref(float *y, const float *x, int64_t rows, int64_t cols);
+void attn_log_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows,
+                                    int64_t cols);
+void attn_log_softmax_rows_backward_ref(float *dx, const float *dy, const float *y,
+                                        int64_t rows, int64_t cols);
+
+/* ---- layer norm over the last dim of a (rows, cols) block ----
+ *   forward:  xhat = (x - mean) * rstd,  rstd = 1 / sqrt(var + eps) (biased var),
+ *             y = xhat * w + b           (w, b (cols) or NULL: 1 and 0)
+ *   backward: g = dy * w,  dx += rstd * (g - mean(g) - xhat * mean(g * xhat)),
+ *             dw += sum_rows dy * xhat,  db += sum_rows dy   (dx, dw, db may each be NULL)
+ * mean and rstd (rows) are written by the forward and read by the backward; row and column
+ * sums are accumulated in double. */
+void attn_layernorm_rows(float *y, float *mean, float *rstd, const float *x, const float *w,
+                         const float *b, int64_t rows, int64_t cols, float eps);
+void attn_layernorm_rows_ref(float *y, float *mean, float *rstd, const float *x, const float *w,
+                             const float *b, int64_t rows, int64_t cols, float eps);
+void attn_layernorm_rows_backward(float *dx, float *dw, float *db, const float *dy,
+                                  const float *x, const float *mean, const float *rstd,
+                                  const float *w, int64_t rows, int64_t cols);
+void attn_layernorm_rows_backward_ref(float *dx, float *dw, float *db, const float *dy,
+                                      const float *x, const float *mean, const float *rstd,
+                                      const float *w, int64_t rows, int64_t cols);
+
 #endif

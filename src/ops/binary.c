@@ -61,6 +61,8 @@ typedef struct binary_saved {
 /* d(a op b)/da and /db at one element, times dy. */
 static inline void partials(binary_kind kind, float x, float y, float dy, float *dx, float *dyy)
 {
+    *dx = 0.0f;
+    *dyy = 0.0f;
     switch (kind) {
     case BIN_ADD: *dx = dy; *dyy = dy; break;
     case BIN_SUB: *dx = dy; *dyy = -dy; break;
@@ -107,7 +109,7 @@ static attn_tensor *binary(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, binary
 {
     if (!ctx || !a || !b) return NULL;
     broadcast plan;
-    int nd;
+    int nd = 0;
     if (broadcast_plan(&plan, a, b, binary_names[kind], &nd) != ATTN_OK) return NULL;
     attn_tensor *y = attn_tensor_empty(ctx, nd, plan.shape + (4 - nd));
     if (!y) return NULL;

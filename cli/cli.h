@@ -1,0 +1,31 @@
+/* The attn program: one file per subcommand, shared option parsing. Exit status: 0 success,
+ * 1 a data or runtime error, 2 a usage error (unknown option, bad value). */
+#ifndef ATTN_CLI_H
+#define ATTN_CLI_H
+
+#include "attn.h"
+
+#include <stdbool.h>
+
+enum { CLI_OK = 0, CLI_ERR_DATA = 1, CLI_ERR_USAGE = 2 };
+
+typedef struct cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+    const char *summary;
+} cli_command;
+
+int cmd_shapes(int argc, char **argv);
+
+/* Prints "attn <cmd>: <message>" to stderr; returns code. */
+int cli_fail(int code, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Parses value of option opt as an integer / float in [min, max]; false (with a message) if it
+ * is not a number or out of range. */
+bool cli_parse_long(const char *cmd, const char *opt, const char *value, long min, long max,
+                    long *out);
+bool cli_parse_float(const char *cmd, const char *opt, const char *value, double min, double max,
+                     double *out);
+/* The value of option argv[*i] (advancing *i), or NULL with a message when it is missing. */
+const char *cli_value(const char *cmd, int argc, char **argv, int *i);
+
+#endif

@@ -1,0 +1,39 @@
+/* attn: the command-line program. Dispatches to one subcommand per file. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const cli_command commands[] = {
+    {"shapes", cmd_shapes, "seed 000's demo: scaled dot-product attention on random Q, K, V"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: attn <command> [options]   (attn <command> --help for its options)\n\n"
+                 "attention mechanisms and small Transformers in C (libattn %s)\n\ncommands:\n",
+            attn_version());
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_ERR_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("attn %s\n", attn_version());
+        return CLI_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "attn: unknown command \"%s\"\n", argv[1]);
+    usage(stderr);
+    return CLI_ERR_USAGE;
+}

@@ -1,0 +1,692 @@
+/* safetensors reader: reads a whole file into one buffer, validates it as the reference parser
+ * does (header size and JSON, entries, duplicate names, contiguous data with no holes or
+ * overlaps, byte sizes, trailing bytes), and converts tensors to float32 or int64.
+ *
+ * File layout: N (u64 little-endian) | N bytes of JSON header | data buffer. Each header entry is
+ *   "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}
+ * with offsets relative to the data buffer; "__metadata__" maps strings to strings.
+ * Every violation returns NULL with ATTN_ERR_FORMAT and a message naming the file, the tensor
+ * and what was expected against what was found. Nothing is read outside the buffer. */
+#include "io.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ST_MAX_HEADER 100000000u      /* the reference parser's MAX_HEADER_SIZE */
+#define ST_MAX_EXACT 9007199254740992.0 /* 2^53: JSON numbers above it are not exact doubles */
+
+struct attn_st_file {
+    char *label;                /* path or caller's name, for messages */
+    unsigned char *bytes;       /* (len) the whole file */
+    size_t len;
+    cJSON *header;              /* parsed header; tensor names and metadata point into it */
+    const cJSON *metadata;      /* the "__metadata__" object, or NULL */
+    attn_st_tensor *tensors;    /* (count) in header order */
+    const attn_st_tensor **by_name; /* (count) sorted by name, for attn_st_find */
+    size_t count;
+};
+
+/* ---- dtypes ---- */
+
+static const struct {
+    const char *name;
+    size_t size;
+} DTYPES[] = {
+    [ATTN_DTYPE_F32] = {"F32", 4}, [ATTN_DTYPE_F64] = {"F64", 8},   [ATTN_DTYPE_I64] = {"I64", 8},
+    [ATTN_DTYPE_I32] = {"I32", 4}, [ATTN_DTYPE_BOOL] = {"BOOL", 1}, [ATTN_DTYPE_F16] = {"F16", 2},
+    [ATTN_DTYPE_BF16] = {"BF16", 2}, [ATTN_DTYPE_I16] = {"I16", 2}, [ATTN_DTYPE_I8] = {"I8", 1},
+    [ATTN_DTYPE_U8] = {"U8", 1},
+};
+#define N_DTYPES (sizeof DTYPES / sizeof DTYPES[0])
+
+const char *attn_dtype_name(attn_dtype dt)
+{
+    return (size_t)dt < N_DTYPES ? DTYPES[dt].name : "unknown";
+}
+
+size_t attn_dtype_size(attn_dtype dt) { return (size_t)dt < N_DTYPES ? DTYPES[dt].size : 0; }
+
+static bool dtype_from_name(const char *s, attn_dtype *dt)
+{
+    for (size_t i = 0; i < N_DTYPES; i++) {
+        if (strcmp(s, DTYPES[i].name) == 0) {
+            *dt = (attn_dtype)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- little-endian element decoding ---- */
+
+static uint16_t le16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
+
+static uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t le64(const unsigned char *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
+
+static float f32_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static double f64_from_bits(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+/* IEEE half: 1 sign, 5 exponent (bias 15), 10 mantissa bits. Exact in float32. */
+static float f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    if (exp == 0) { /* zero or subnormal: man * 2^-24 */
+        float f = (float)man * 0x1p-24f;
+        return sign ? -f : f;
+    }
+    if (exp == 0x1f) return f32_from_bits(sign | 0x7f800000u | man << 13); /* inf, NaN */
+    return f32_from_bits(sign | (exp + 112) << 23 | man << 13);          /* rebias 15 -> 127 */
+}
+
+/* bfloat16 is the top half of a float32. */
+static float bf16_to_f32(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
+
+void attn__st_to_f32(float *out, const attn_st_tensor *t)
+{
+    const unsigned char *p = t->data;
+    size_t n = (size_t)t->numel;
+    switch (t->dtype) {
+    case ATTN_DTYPE_F32:
+        for (size_t i = 0; i < n; i++) out[i] = f32_from_bits(le32(p + 4 * i));
+        break;
+    case ATTN_DTYPE_F64:
+        for (size_t i = 0; i < n; i++) out[i] = (float)f64_from_bits(le64(p + 8 * i));
+        break;
+    case ATTN_DTYPE_I64:
+        for (size_t i = 0; i < n; i++) out[i] = (float)(int64_t)le64(p + 8 * i);
+        break;
+    case ATTN_DTYPE_I32:
+        for (size_t i = 0; i < n; i++) out[i] = (float)(int32_t)le32(p + 4 * i);
+        break;
+    case ATTN_DTYPE_I16:
+        for (size_t i = 0; i < n; i++) out[i] = (float)(int16_t)le16(p + 2 * i);
+        break;
+    case ATTN_DTYPE_I8:
+        for (size_t i = 0; i < n; i++) out[i] = (float)(int8_t)p[i];
+        break;
+    case ATTN_DTYPE_U8:
+        for (size_t i = 0; i < n; i++) out[i] = (float)p[i];
+        break;
+    case ATTN_DTYPE_BOOL:
+        for (size_t i = 0; i < n; i++) out[i] = p[i] ? 1.0f : 0.0f;
+        break;
+    case ATTN_DTYPE_F16:
+        for (size_t i = 0; i < n; i++) out[i] = f16_to_f32(le16(p + 2 * i));
+        break;
+    case ATTN_DTYPE_BF16:
+        for (size_t i = 0; i < n; i++) out[i] = bf16_to_f32(le16(p + 2 * i));
+        break;
+    }
+}
+
+/* Element i as int64: integer dtypes exactly, float dtypes when they hold an integer in range. */
+static bool element_i64(const attn_st_tensor *t, size_t i, int64_t *out, double *as_float)
+{
+    const unsigned char *p = (const unsigned char *)t->data + i * attn_dtype_size(t->dtype);
+    double d;
+    switch (t->dtype) {
+    case ATTN_DTYPE_I64: *out = (int64_t)le64(p); return true;
+    case ATTN_DTYPE_I32: *out = (int32_t)le32(p); return true;
+    case ATTN_DTYPE_I16: *out = (int16_t)le16(p); return true;
+    case ATTN_DTYPE_I8: *out = (int8_t)p[0]; return true;
+    case ATTN_DTYPE_U8: *out = p[0]; return true;
+    case ATTN_DTYPE_BOOL: *out = p[0] != 0; return true;
+    case ATTN_DTYPE_F32: d = f32_from_bits(le32(p)); break;
+    case ATTN_DTYPE_F64: d = f64_from_bits(le64(p)); break;
+    case ATTN_DTYPE_F16: d = f16_to_f32(le16(p)); break;
+    case ATTN_DTYPE_BF16: d = bf16_to_f32(le16(p)); break;
+    default: return false;
+    }
+    *as_float = d;
+    if (!(d >= -0x1p63 && d < 0x1p63) || d != (double)(int64_t)d) return false;
+    *out = (int64_t)d;
+    return true;
+}
+
+/* ---- text helpers ---- */
+
+bool attn__utf8_valid(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        size_t len;
+        uint32_t cp, min;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xe0) == 0xc0) {
+            len = 2, cp = c & 0x1f, min = 0x80;
+        } else if ((c & 0xf0) == 0xe0) {
+            len = 3, cp = c & 0x0f, min = 0x800;
+        } else if ((c & 0xf8) == 0xf0) {
+            len = 4, cp = c & 0x07, min = 0x10000;
+        } else {
+            return false;
+        }
+        if (n - i < len) return false;
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xc0) != 0x80) return false;
+            cp = cp << 6 | (s[i + k] & 0x3fu);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+        i += len;
+    }
+    return true;
+}
+
+static bool json_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* "(2, 3)" into buf; "()" for a scalar. */
+static const char *shape_str(char *buf, size_t len, int ndim, const int64_t *shape)
+{
+    size_t n = (size_t)snprintf(buf, len, "(");
+    for (int i = 0; i < ndim && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (n < len) snprintf(buf + n, len - n, ")");
+    return buf;
+}
+
+/* ---- header validation ---- */
+
+/* A JSON number that is a non-negative integer we can hold exactly. */
+static bool json_count(const cJSON *v, uint64_t *out)
+{
+    if (!cJSON_IsNumber(v)) return false;
+    double d = v->valuedouble;
+    if (!(d >= 0.0 && d <= ST_MAX_EXACT) || d != (double)(uint64_t)d) return false;
+    *out = (uint64_t)d;
+    return true;
+}
+
+/* The header bytes: UTF-8, no raw control characters, starts with '{'. */
+static attn_status check_header_text(const char *label, const unsigned char *h, size_t n)
+{
+    if (n == 0)
+        return attn__fail(ATTN_ERR_FORMAT, "%s: the header is empty, expected a JSON object",
+                          label);
+    if (h[0] != '{')
+        return attn__fail(ATTN_ERR_FORMAT, "%s: the header must be a JSON object starting with "
+                          "'{', found byte 0x%02x", label, h[0]);
+    for (size_t i = 0; i < n; i++) {
+        if (h[i] < 0x20 && !json_space(h[i]))
+            return attn__fail(ATTN_ERR_FORMAT, "%s: header byte %zu is the control character "
+                              "0x%02x, which JSON does not allow", label, i, h[i]);
+    }
+    if (!attn__utf8_valid(h, n))
+        return attn__fail(ATTN_ERR_FORMAT, "%s: the header is not valid UTF-8", label);
+    return ATTN_OK;
+}
+
+static attn_status parse_shape(const char *label, const char *name, const cJSON *shape,
+                               attn_st_tensor *t)
+{
+    if (!cJSON_IsArray(shape))
+        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": \"shape\" must be an array of "
+                          "integers, found %s", label, name, shape ? "another value" : "nothing");
+    int ndim = cJSON_GetArraySize(shape);
+    if (ndim > ATTN_ST_MAX_DIMS)
+        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": shape has %d dimensions, at most "
+                          "%d are supported", label, name, ndim, ATTN_ST_MAX_DIMS);
+    t->ndim = 0;
+    const cJSON *d;
+    cJSON_ArrayForEach(d, shape) {
+        uint64_t v;
+        if (!json_count(d, &v)) {
+            if (cJSON_IsNumber(d))
+                return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": shape entry %d must be "
+                                  "a non-negative integer, found %.17g", label, name, t->ndim,
+                                  d->valuedouble);
+            return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": shape entry %d must be a "
+                              "non-negative integer, found a non-number", label, name, t->ndim);
+        }
+        t->shape[t->ndim++] = (int64_t)v;
+    }
+    return ATTN_OK;
+}
+
+/* data_offsets: [begin, end], integers, begin <= end. */
+static attn_status parse_offsets(const char *label, const char *name, const cJSON *offs,
+                                 uint64_t *begin, uint64_t *end)
+{
+    if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 ||
+        !json_count(cJSON_GetArrayItem(offs, 0), begin) ||
+        !json_count(cJSON_GetArrayItem(offs, 1), end))
+        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": \"data_offsets\" must be "
+                          "[begin, end] with non-negative integers", label, name);
+    if (*begin > *end)
+        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": data_offsets [%llu, %llu] end "
+                          "before they begin", label, name, (unsigned long long)*begin,
+                          (unsigned long long)*end);
+    return ATTN_OK;
+}
+
+/* numel and nbytes of t with overflow checks; nbytes must equal end - begin. */
+static attn_status check_size(const char *label, const attn_st_tensor *t, uint64_t begin,
+                              uint64_t end, int64_t *numel)
+{
+    char sh[160];
+    int64_t n = 1, bytes;
+    for (int i = 0; i < t->ndim; i++) {
+        if (!attn__mul_ok(n, t->shape[i], &n))
+            return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": shape %s has more elements "
+                              "than int64 can count", label, t->name,
+                              shape_str(sh, sizeof sh, t->ndim, t->shape));
+    }
+    if (!attn__mul_ok(n, (int64_t)attn_dtype_size(t->dtype), &bytes))
+        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": %s shape %s takes more bytes "
+                          "than int64 can count", label, t->name, attn_dtype_name(t->dtype),
+                          shape_str(sh, sizeof sh, t->ndim, t->shape));
+    if ((uint64_t)bytes != end - begin)
+        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": data_offsets [%llu, %llu] give "
+                          "%llu bytes, but %s shape %s needs %lld", label, t->name,
+                          (unsigned long long)begin, (unsigned long long)end,
+                          (unsigned long long)(end - begin), attn_dtype_name(t->dtype),
+                          shape_str(sh, sizeof sh, t->ndim, t->shape), (long long)bytes);
+    *numel = n;
+    return ATTN_OK;
+}
+
+/* One tensor entry; its offsets go to *begin, *end (checked against the layout later). */
+static attn_status parse_entry(const char *label, const cJSON *item, attn_st_tensor *t,
+                               uint64_t *begin, uint64_t *end)
+{
+    const char *name = item->string;
+    t->name = name;
+    if (!cJSON_IsObject(item))
+        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": expected an object with dtype, "
+                          "shape and data_offsets", label, name);
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(item, "dtype");
+    if (!cJSON_IsString(dt))
+        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": \"dtype\" must be a string, "
+                          "found %s", label, name, dt ? "another value" : "nothing");
+    if (!dtype_from_name(dt->valuestring, &t->dtype))
+        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": dtype \"%s\" is not one of F32, "
+                          "F64, I64, I32, BOOL, F16, BF16, I16, I8, U8", label, name,
+                          dt->valuestring);
+    attn_status s = parse_shape(label, name, cJSON_GetObjectItemCaseSensitive(item, "shape"), t);
+    if (s == ATTN_OK)
+        s = parse_offsets(label, name, cJSON_GetObjectItemCaseSensitive(item, "data_offsets"),
+                          begin, end);
+    if (s == ATTN_OK) s = check_size(label, t, *begin, *end, &t->numel);
+    if (s == ATTN_OK) t->nbytes = (size_t)(*end - *begin);
+    return s;
+}
+
+static attn_status check_metadata(const char *label, const cJSON *meta)
+{
+    if (!cJSON_IsObject(meta))
+        return attn__fail(ATTN_ERR_FORMAT, "%s: \"__metadata__\" must be an object of string "
+                          "values", label);
+    const cJSON *kv;
+    cJSON_ArrayForEach(kv, meta) {
+        if (!cJSON_IsString(kv))
+            return attn__fail(ATTN_ERR_FORMAT, "%s: metadata \"%s\": the value must be a "
+                              "string", label, kv->string);
+    }
+    return ATTN_OK;
+}
+
+static int cmp_json_keys(const void *a, const void *b)
+{
+    return strcmp((*(const cJSON *const *)a)->string, (*(const cJSON *const *)b)->string);
+}
+
+/* Duplicate keys of one JSON object (cJSON keeps them as separate items). */
+static attn_status check_unique_keys(const char *label, const cJSON *obj, const char *what)
+{
+    size_t n = (size_t)cJSON_GetArraySize(obj), i = 0;
+    if (n < 2) return ATTN_OK;
+    const cJSON **keys = malloc(n * sizeof *keys); /* (n) */
+    if (!keys) return attn__fail(ATTN_ERR_NOMEM, "%s: out of memory checking the header", label);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, obj) keys[i++] = it;
+    qsort(keys, n, sizeof *keys, cmp_json_keys);
+    attn_status s = ATTN_OK;
+    for (i = 1; i < n && s == ATTN_OK; i++) {
+        if (strcmp(keys[i - 1]->string, keys[i]->string) == 0)
+            s = attn__fail(ATTN_ERR_FORMAT, "%s: %s \"%s\" appears more than once", label, what,
+                           keys[i]->string);
+    }
+    free(keys);
+    return s;
+}
+
+typedef struct st_span {
+    uint64_t begin, end;
+    size_t index; /* into the tensors, header order */
+} st_span;
+
+static int cmp_spans(const void *a, const void *b)
+{
+    const st_span *x = a, *y = b;
+    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end) return x->end < y->end ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Sorted by offsets the tensors must tile [0, data_len) exactly. */
+static attn_status check_layout(const char *label, const attn_st_tensor *tensors, st_span *spans,
+                                size_t count, uint64_t data_len)
+{
+    qsort(spans, count, sizeof *spans, cmp_spans);
+    uint64_t at = 0;
+    for (size_t i = 0; i < count; i++) {
+        const st_span *s = &spans[i];
+        const char *name = tensors[s->index].name;
+        if (s->begin > at)
+            return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": data_offsets [%llu, %llu] "
+                              "leave a hole: expected it to begin at %llu (%s%s%s)", label, name,
+                              (unsigned long long)s->begin, (unsigned long long)s->end,
+                              (unsigned long long)at, i ? "where \"" : "the start of the data",
+                              i ? tensors[spans[i - 1].index].name : "", i ? "\" ends" : "");
+        if (s->begin < at)
+            return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": data_offsets [%llu, %llu] "
+                              "overlap tensor \"%s\" [%llu, %llu]", label, name,
+                              (unsigned long long)s->begin, (unsigned long long)s->end,
+                              tensors[spans[i - 1].index].name,
+                              (unsigned long long)spans[i - 1].begin, (unsigned long long)at);
+        if (s->end > data_len)
+            return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": data_offsets [%llu, %llu] "
+                              "run past the end of the data: the file has %llu data bytes",
+                              label, name, (unsigned long long)s->begin,
+                              (unsigned long long)s->end, (unsigned long long)data_len);
+        at = s->end;
+    }
+    if (at != data_len)
+        return attn__fail(ATTN_ERR_FORMAT, "%s: %llu trailing bytes after the last tensor (the "
+                          "tensors end at %llu, the file has %llu data bytes)", label,
+                          (unsigned long long)(data_len - at), (unsigned long long)at,
+                          (unsigned long long)data_len);
+    return ATTN_OK;
+}
+
+static int cmp_tensor_names(const void *a, const void *b)
+{
+    return strcmp((*(const attn_st_tensor *const *)a)->name,
+                  (*(const attn_st_tensor *const *)b)->name);
+}
+
+/* Every entry of the header object into f->tensors; offsets checked as a whole at the end. */
+static attn_status parse_entries(attn_st_file *f, size_t header_len)
+{
+    size_t n_items = (size_t)cJSON_GetArraySize(f->header);
+    f->tensors = calloc(n_items ? n_items : 1, sizeof *f->tensors);          /* (n_items) */
+    f->by_name = malloc((n_items ? n_items : 1) * sizeof *f->by_name);       /* (n_items) */
+    st_span *spans = malloc((n_items ? n_items : 1) * sizeof *spans);        /* (n_items) */
+    attn_status s = ATTN_OK;
+    if (!f->tensors || !f->by_name || !spans)
+        s = attn__fail(ATTN_ERR_NOMEM, "%s: out of memory reading the header", f->label);
+    const cJSON *item;
+    cJSON_ArrayForEach(item, f->header) {
+        if (s != ATTN_OK) break;
+        if (strcmp(item->string, "__metadata__") == 0) {
+            f->metadata = item;
+            s = check_metadata(f->label, item);
+            if (s == ATTN_OK) s = check_unique_keys(f->label, item, "metadata key");
+            continue;
+        }
+        attn_st_tensor *t = &f->tensors[f->count];
+        st_span *sp = &spans[f->count];
+        s = parse_entry(f->label, item, t, &sp->begin, &sp->end);
+        sp->index = f->count++;
+    }
+    if (s == ATTN_OK) s = check_unique_keys(f->label, f->header, "name");
+    uint64_t data_len = f->len - 8 - header_len;
+    if (s == ATTN_OK) s = check_layout(f->label, f->tensors, spans, f->count, data_len);
+    for (size_t i = 0; s == ATTN_OK && i < f->count; i++) {
+        f->tensors[spans[i].index].data = f->bytes + 8 + header_len + spans[i].begin;
+        f->by_name[i] = &f->tensors[i];
+    }
+    if (s == ATTN_OK) qsort(f->by_name, f->count, sizeof *f->by_name, cmp_tensor_names);
+    free(spans);
+    return s;
+}
+
+/* The size prefix, the header JSON and everything it describes. */
+static attn_status parse_file(attn_st_file *f)
+{
+    if (f->len < 8)
+        return attn__fail(ATTN_ERR_FORMAT, "%s: %zu bytes is too short for a safetensors file "
+                          "(the 8-byte header size alone is missing)", f->label, f->len);
+    uint64_t n = le64(f->bytes);
+    if (n > ST_MAX_HEADER)
+        return attn__fail(ATTN_ERR_FORMAT, "%s: header size %llu is over the limit of %u bytes",
+                          f->label, (unsigned long long)n, ST_MAX_HEADER);
+    if (n > f->len - 8)
+        return attn__fail(ATTN_ERR_FORMAT, "%s: header size %llu runs past the end of the file "
+                          "(%zu bytes after the size)", f->label, (unsigned long long)n,
+                          f->len - 8);
+    const unsigned char *h = f->bytes + 8;
+    attn_status s = check_header_text(f->label, h, (size_t)n);
+    if (s != ATTN_OK) return s;
+    const char *end = NULL;
+    f->header = cJSON_ParseWithLengthOpts((const char *)h, (size_t)n, &end, false);
+    if (!f->header || !cJSON_IsObject(f->header))
+        return attn__fail(ATTN_ERR_FORMAT, "%s: the header is not valid JSON (or nests deeper "
+                          "than %d levels)", f->label, CJSON_NESTING_LIMIT);
+    for (const unsigned char *p = (const unsigned char *)end; p < h + n; p++) {
+        if (!json_space(*p))
+            return attn__fail(ATTN_ERR_FORMAT, "%s: unexpected bytes after the header's JSON "
+                              "object at header byte %td (only whitespace may follow)", f->label,
+                              p - h);
+    }
+    return parse_entries(f, (size_t)n);
+}
+
+/* Takes ownership of bytes (malloc'd, len bytes) and label; frees both on failure. */
+static attn_st_file *parse_owned(unsigned char *bytes, size_t len, char *label)
+{
+    attn_st_file *f = calloc(1, sizeof *f);
+    if (!f) {
+        free(bytes);
+        free(label);
+        return attn__fail_null(ATTN_ERR_NOMEM, "out of memory opening a safetensors file");
+    }
+    f->bytes = bytes;
+    f->len = len;
+    f->label = label;
+    if (parse_file(f) != ATTN_OK) {
+        attn_st_close(f);
+        return NULL;
+    }
+    return f;
+}
+
+/* ---- public: open, parse, close ---- */
+
+/* The whole regular file at path into one malloc'd buffer. */
+static unsigned char *read_whole_file(const char *path, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return attn__fail_null(ATTN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    unsigned char *buf = NULL;
+    if (fstat(fd, &st) != 0) {
+        attn__fail(ATTN_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        attn__fail(ATTN_ERR_IO, "%s: not a regular file%s", path,
+                   S_ISDIR(st.st_mode) ? " (a directory)" : "");
+    } else if ((uint64_t)st.st_size >= SIZE_MAX || !(buf = malloc((size_t)st.st_size + 1))) {
+        attn__fail(ATTN_ERR_NOMEM, "%s: cannot hold %lld bytes in memory", path,
+                   (long long)st.st_size);
+    } else {
+        size_t want = (size_t)st.st_size, got = 0;
+        while (got < want) {
+            ssize_t r = read(fd, buf + got, want - got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) {
+                attn__fail(ATTN_ERR_IO, "%s: read failed after %zu of %zu bytes: %s", path, got,
+                           want, r < 0 ? strerror(errno) : "the file shrank");
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            got += (size_t)r;
+        }
+        *len = want;
+    }
+    close(fd);
+    return buf;
+}
+
+attn_st_file *attn_st_open(const char *path)
+{
+    if (!path) return attn__fail_null(ATTN_ERR_ARG, "attn_st_open: path is NULL");
+    size_t len = 0;
+    unsigned char *bytes = read_whole_file(path, &len);
+    if (!bytes) return NULL;
+    char *label = strdup(path);
+    if (!label) {
+        free(bytes);
+        return attn__fail_null(ATTN_ERR_NOMEM, "%s: out of memory", path);
+    }
+    return parse_owned(bytes, len, label);
+}
+
+attn_st_file *attn_st_parse(const void *bytes, size_t len, const char *name)
+{
+    if (!name) name = "<memory>";
+    if (!bytes && len) return attn__fail_null(ATTN_ERR_ARG, "%s: bytes is NULL", name);
+    unsigned char *copy = malloc(len ? len : 1);
+    char *label = strdup(name);
+    if (!copy || !label) {
+        free(copy);
+        free(label);
+        return attn__fail_null(ATTN_ERR_NOMEM, "%s: cannot copy %zu bytes", name, len);
+    }
+    if (len) memcpy(copy, bytes, len);
+    return parse_owned(copy, len, label);
+}
+
+void attn_st_close(attn_st_file *f)
+{
+    if (!f) return;
+    cJSON_Delete(f->header);
+    free(f->tensors);
+    free(f->by_name);
+    free(f->bytes);
+    free(f->label);
+    free(f);
+}
+
+/* ---- public: lookup ---- */
+
+size_t attn_st_count(const attn_st_file *f) { return f ? f->count : 0; }
+
+const attn_st_tensor *attn_st_at(const attn_st_file *f, size_t i)
+{
+    return f && i < f->count ? &f->tensors[i] : NULL;
+}
+
+const attn_st_tensor *attn_st_find(const attn_st_file *f, const char *name)
+{
+    if (!f || !name) return NULL;
+    attn_st_tensor key = {.name = name};
+    const attn_st_tensor *pkey = &key;
+    const attn_st_tensor **hit =
+        bsearch(&pkey, f->by_name, f->count, sizeof *f->by_name, cmp_tensor_names);
+    return hit ? *hit : NULL;
+}
+
+const char *attn_st_metadata(const attn_st_file *f, const char *key)
+{
+    if (!f || !key || !f->metadata) return NULL;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(f->metadata, key);
+    return v ? v->valuestring : NULL;
+}
+
+/* ---- public: conversion ---- */
+
+/* Tensor `name` of f, or NULL with an error naming both. */
+static const attn_st_tensor *find_or_fail(const attn_st_file *f, const char *name,
+                                          const char *fn)
+{
+    if (!f || !name) return attn__fail_null(ATTN_ERR_ARG, "%s: file or name is NULL", fn);
+    const attn_st_tensor *t = attn_st_find(f, name);
+    if (!t) return attn__fail_null(ATTN_ERR_ARG, "%s: no tensor named \"%s\"", f->label, name);
+    return t;
+}
+
+attn_status attn__st_check_shape(const attn_st_file *f, const attn_st_tensor *t, int ndim,
+                                 const int64_t *shape)
+{
+    bool same = t->ndim == ndim;
+    for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
+    if (same) return ATTN_OK;
+    char a[160], b[160];
+    return attn__fail(ATTN_ERR_SHAPE, "%s: tensor \"%s\" has shape %s, expected %s", f->label,
+                      t->name, shape_str(a, sizeof a, t->ndim, t->shape),
+                      shape_str(b, sizeof b, ndim, shape));
+}
+
+attn_tensor *attn_st_load(const attn_st_file *f, const char *name, attn_ctx *ctx)
+{
+    const attn_st_tensor *st = find_or_fail(f, name, "attn_st_load");
+    if (!st) return NULL;
+    if (st->ndim > ATTN_MAX_DIMS)
+        return attn__fail_null(ATTN_ERR_SHAPE, "%s: tensor \"%s\" has %d dimensions; attn "
+                               "tensors have at most %d", f->label, name, st->ndim,
+                               ATTN_MAX_DIMS);
+    attn_tensor *t = ctx ? attn_tensor_empty(ctx, st->ndim, st->shape)
+                         : attn_tensor_alloc(st->ndim, st->shape);
+    if (t) attn__st_to_f32(t->data, st);
+    return t;
+}
+
+int64_t *attn_st_load_i64(const attn_st_file *f, const char *name, int64_t *numel)
+{
+    const attn_st_tensor *st = find_or_fail(f, name, "attn_st_load_i64");
+    if (!st) return NULL;
+    size_t n = (size_t)st->numel;
+    if (n > SIZE_MAX / sizeof(int64_t))
+        return attn__fail_null(ATTN_ERR_NOMEM, "%s: tensor \"%s\" is too large", f->label, name);
+    int64_t *out = malloc((n ? n : 1) * sizeof *out); /* (numel) */
+    if (!out)
+        return attn__fail_null(ATTN_ERR_NOMEM, "%s: tensor \"%s\": cannot allocate %zu int64",
+                               f->label, name, n);
+    for (size_t i = 0; i < n; i++) {
+        double d = 0.0;
+        if (!element_i64(st, i, &out[i], &d)) {
+            free(out);
+            return attn__fail_null(ATTN_ERR_FORMAT, "%s: tensor \"%s\" (%s): element %zu is %g, "
+                                   "not an integer in int64 range", f->label, name,
+                                   attn_dtype_name(st->dtype), i, d);
+        }
+    }
+    if (numel) *numel = st->numel;
+    return out;
+}
+
+attn_status attn_st_copy_into(const attn_st_file *f, const char *name, attn_tensor *t)
+{
+    if (!t) return attn__fail(ATTN_ERR_ARG, "attn_st_copy_into: destination tensor is NULL");
+    const attn_st_tensor *st = find_or_fail(f, name, "attn_st_copy_into");
+    if (!st) return attn_last_status();
+    attn_status s = attn__st_check_shape(f, st, t->ndim, t->shape);
+    if (s == ATTN_OK) attn__st_to_f32(t->data, st);
+    return s;
+}

@@ -1,0 +1,362 @@
+/* safetensors writer: collects tensors (copied at add time) and string metadata, then writes
+ *   N (u64 little-endian) | header JSON, space-padded so 8 + N is a multiple of 8 | data
+ * to path.tmp.<pid>, fsyncs it, renames it onto path and fsyncs the directory, so a crash or a
+ * full disk never leaves a half-written file at path.
+ *
+ * The header lists "__metadata__" first, then the tensors in the order they were added, with no
+ * spaces inside: {"attn.0":{"dtype":"F32","shape":[1,2,3],"data_offsets":[0,24]}}. The data
+ * buffer holds the tensors by descending element size (stable), so every tensor is aligned to
+ * its element size when the buffer is. */
+#include "io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct st_entry {
+    char *name;
+    attn_dtype dtype;
+    int ndim;
+    int64_t shape[ATTN_ST_MAX_DIMS];
+    unsigned char *data; /* (nbytes) little-endian elements */
+    size_t nbytes;
+    uint64_t begin;      /* offset in the data buffer, set by save */
+} st_entry;
+
+struct attn_st_writer {
+    st_entry *entries; /* (count) in insertion order */
+    size_t count, cap;
+    char **meta;       /* (n_meta, 2): key, value */
+    size_t n_meta, meta_cap;
+};
+
+attn_st_writer *attn_st_writer_new(void)
+{
+    attn_st_writer *w = calloc(1, sizeof *w);
+    if (!w) return attn__fail_null(ATTN_ERR_NOMEM, "could not allocate a safetensors writer");
+    return w;
+}
+
+void attn_st_writer_free(attn_st_writer *w)
+{
+    if (!w) return;
+    for (size_t i = 0; i < w->count; i++) {
+        free(w->entries[i].name);
+        free(w->entries[i].data);
+    }
+    for (size_t i = 0; i < 2 * w->n_meta; i++) free(w->meta[i]);
+    free(w->entries);
+    free(w->meta);
+    free(w);
+}
+
+/* ---- adding ---- */
+
+static bool valid_text(const char *s) { return attn__utf8_valid((const unsigned char *)s, strlen(s)); }
+
+/* Checks name, dtype and shape of a new tensor; *nbytes receives its byte size. */
+static attn_status check_new_tensor(const attn_st_writer *w, const char *name, attn_dtype dtype,
+                                    int ndim, const int64_t *shape, size_t *nbytes)
+{
+    if (!w || !name) return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add: writer or name is NULL");
+    if (strcmp(name, "__metadata__") == 0 || !valid_text(name))
+        return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add: \"%s\" cannot name a tensor "
+                          "(reserved, or not UTF-8)", name);
+    if (attn_dtype_size(dtype) == 0)
+        return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add(\"%s\"): unknown dtype %d", name,
+                          (int)dtype);
+    if (ndim < 0 || ndim > ATTN_ST_MAX_DIMS || (ndim > 0 && !shape))
+        return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add(\"%s\"): %d dimensions%s, expected "
+                          "0 to %d", name, ndim, ndim > 0 && !shape ? " and no shape" : "",
+                          ATTN_ST_MAX_DIMS);
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0 || !attn__mul_ok(n, shape[i], &n))
+            return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add(\"%s\"): dimension %d is %lld "
+                              "(negative, or the size overflows)", name, i, (long long)shape[i]);
+    }
+    int64_t bytes;
+    if (!attn__mul_ok(n, (int64_t)attn_dtype_size(dtype), &bytes) || (uint64_t)bytes > SIZE_MAX)
+        return attn__fail(ATTN_ERR_NOMEM, "attn_st_writer_add(\"%s\"): too many bytes", name);
+    for (size_t i = 0; i < w->count; i++) {
+        if (strcmp(w->entries[i].name, name) == 0)
+            return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add: a tensor named \"%s\" was "
+                              "already added", name);
+    }
+    *nbytes = (size_t)bytes;
+    return ATTN_OK;
+}
+
+/* A new entry with room for nbytes of data, appended to w; NULL when out of memory. */
+static st_entry *append_entry(attn_st_writer *w, const char *name, attn_dtype dtype, int ndim,
+                              const int64_t *shape, size_t nbytes)
+{
+    if (w->count == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 16;
+        st_entry *e = realloc(w->entries, cap * sizeof *e);
+        if (!e) return attn__fail_null(ATTN_ERR_NOMEM, "attn_st_writer_add(\"%s\"): out of memory", name);
+        w->entries = e;
+        w->cap = cap;
+    }
+    st_entry *e = &w->entries[w->count];
+    *e = (st_entry){.name = strdup(name), .dtype = dtype, .ndim = ndim, .nbytes = nbytes};
+    e->data = malloc(nbytes ? nbytes : 1);
+    if (!e->name || !e->data) {
+        free(e->name);
+        free(e->data);
+        return attn__fail_null(ATTN_ERR_NOMEM, "attn_st_writer_add(\"%s\"): cannot copy %zu "
+                               "bytes", name, nbytes);
+    }
+    for (int i = 0; i < ndim; i++) e->shape[i] = shape[i];
+    w->count++;
+    return e;
+}
+
+attn_status attn_st_writer_add(attn_st_writer *w, const char *name, attn_dtype dtype, int ndim,
+                               const int64_t *shape, const void *data)
+{
+    size_t nbytes;
+    attn_status s = check_new_tensor(w, name, dtype, ndim, shape, &nbytes);
+    if (s != ATTN_OK) return s;
+    if (!data && nbytes)
+        return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add(\"%s\"): data is NULL", name);
+    st_entry *e = append_entry(w, name, dtype, ndim, shape, nbytes);
+    if (!e) return attn_last_status();
+    if (nbytes) memcpy(e->data, data, nbytes);
+    return ATTN_OK;
+}
+
+attn_status attn_st_writer_add_tensor(attn_st_writer *w, const char *name, const attn_tensor *t)
+{
+    if (!t) return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add_tensor: tensor is NULL");
+    size_t nbytes;
+    attn_status s = check_new_tensor(w, name, ATTN_DTYPE_F32, t->ndim, t->shape, &nbytes);
+    if (s != ATTN_OK) return s;
+    st_entry *e = append_entry(w, name, ATTN_DTYPE_F32, t->ndim, t->shape, nbytes);
+    if (!e) return attn_last_status();
+    for (int64_t i = 0; i < t->numel; i++) { /* float32 little-endian on any host */
+        uint32_t u;
+        memcpy(&u, &t->data[i], sizeof u);
+        for (int b = 0; b < 4; b++) e->data[4 * i + b] = (unsigned char)(u >> (8 * b));
+    }
+    return ATTN_OK;
+}
+
+attn_status attn_st_writer_set_metadata(attn_st_writer *w, const char *key, const char *value)
+{
+    if (!w || !key || !value)
+        return attn__fail(ATTN_ERR_ARG, "attn_st_writer_set_metadata: writer, key or value is NULL");
+    if (!valid_text(key) || !valid_text(value))
+        return attn__fail(ATTN_ERR_ARG, "attn_st_writer_set_metadata(\"%s\"): key and value "
+                          "must be UTF-8", key);
+    char *v = strdup(value);
+    if (!v) return attn__fail(ATTN_ERR_NOMEM, "attn_st_writer_set_metadata: out of memory");
+    for (size_t i = 0; i < w->n_meta; i++) { /* an existing key gets the new value */
+        if (strcmp(w->meta[2 * i], key) == 0) {
+            free(w->meta[2 * i + 1]);
+            w->meta[2 * i + 1] = v;
+            return ATTN_OK;
+        }
+    }
+    if (w->n_meta == w->meta_cap) {
+        size_t cap = w->meta_cap ? 2 * w->meta_cap : 8;
+        char **m = realloc(w->meta, 2 * cap * sizeof *m);
+        if (!m) {
+            free(v);
+            return attn__fail(ATTN_ERR_NOMEM, "attn_st_writer_set_metadata: out of memory");
+        }
+        w->meta = m;
+        w->meta_cap = cap;
+    }
+    char *k = strdup(key);
+    if (!k) {
+        free(v);
+        return attn__fail(ATTN_ERR_NOMEM, "attn_st_writer_set_metadata: out of memory");
+    }
+    w->meta[2 * w->n_meta] = k;
+    w->meta[2 * w->n_meta + 1] = v;
+    w->n_meta++;
+    return ATTN_OK;
+}
+
+/* ---- the header text ---- */
+
+typedef struct strbuf {
+    char *s;
+    size_t len, cap;
+    bool failed; /* an allocation failed; s holds what fitted */
+} strbuf;
+
+static void sb_put(strbuf *b, const char *s, size_t n)
+{
+    if (b->failed) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = realloc(b->s, cap);
+        if (!p) {
+            b->failed = true;
+            return;
+        }
+        b->s = p;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+static void sb_str(strbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+static void sb_u64(strbuf *b, uint64_t v)
+{
+    char num[24];
+    sb_put(b, num, (size_t)snprintf(num, sizeof num, "%llu", (unsigned long long)v));
+}
+
+/* s as a JSON string: quotes, backslashes and control characters escaped, UTF-8 kept. */
+static void sb_json_string(strbuf *b, const char *s)
+{
+    sb_put(b, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char esc[8];
+        if (*p == '"' || *p == '\\') {
+            esc[0] = '\\', esc[1] = (char)*p;
+            sb_put(b, esc, 2);
+        } else if (*p < 0x20) {
+            sb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", *p));
+        } else {
+            sb_put(b, (const char *)p, 1);
+        }
+    }
+    sb_put(b, "\"", 1);
+}
+
+static void sb_entry(strbuf *b, const st_entry *e)
+{
+    sb_json_string(b, e->name);
+    sb_str(b, ":{\"dtype\":\"");
+    sb_str(b, attn_dtype_name(e->dtype));
+    sb_str(b, "\",\"shape\":[");
+    for (int i = 0; i < e->ndim; i++) {
+        if (i) sb_put(b, ",", 1);
+        sb_u64(b, (uint64_t)e->shape[i]);
+    }
+    sb_str(b, "],\"data_offsets\":[");
+    sb_u64(b, e->begin);
+    sb_put(b, ",", 1);
+    sb_u64(b, e->begin + e->nbytes);
+    sb_str(b, "]}");
+}
+
+/* The header JSON padded with spaces so that 8 + its length is a multiple of 8. */
+static void build_header(strbuf *b, const attn_st_writer *w)
+{
+    sb_put(b, "{", 1);
+    if (w->n_meta) {
+        sb_str(b, "\"__metadata__\":{");
+        for (size_t i = 0; i < w->n_meta; i++) {
+            if (i) sb_put(b, ",", 1);
+            sb_json_string(b, w->meta[2 * i]);
+            sb_put(b, ":", 1);
+            sb_json_string(b, w->meta[2 * i + 1]);
+        }
+        sb_put(b, "}", 1);
+    }
+    for (size_t i = 0; i < w->count; i++) {
+        if (i || w->n_meta) sb_put(b, ",", 1);
+        sb_entry(b, &w->entries[i]);
+    }
+    sb_put(b, "}", 1);
+    while ((8 + b->len) % 8 != 0) sb_put(b, " ", 1);
+}
+
+/* Data order: by descending element size, ties in insertion order (a stable insertion sort of
+ * the indices). Sets every entry's begin. */
+static void layout_data(attn_st_writer *w, size_t *order /* (count) */)
+{
+    for (size_t i = 0; i < w->count; i++) {
+        size_t j = i, size = attn_dtype_size(w->entries[i].dtype);
+        for (; j > 0 && attn_dtype_size(w->entries[order[j - 1]].dtype) < size; j--)
+            order[j] = order[j - 1];
+        order[j] = i;
+    }
+    uint64_t at = 0;
+    for (size_t i = 0; i < w->count; i++) {
+        w->entries[order[i]].begin = at;
+        at += w->entries[order[i]].nbytes;
+    }
+}
+
+/* ---- saving ---- */
+
+/* fsync the directory holding path, so the rename survives a crash. A directory we cannot open
+ * for reading, or a filesystem that cannot sync one (EINVAL), is accepted. */
+static int sync_parent_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir) return ENOMEM;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err = 0;
+    free(dir);
+    if (fd < 0) return 0;
+    if (fsync(fd) != 0 && errno != EINVAL) err = errno;
+    close(fd);
+    return err;
+}
+
+/* Writes the file to tmp; 0 or the errno of the first failure. The file is closed either way. */
+static int write_file(const char *tmp, const strbuf *header, const attn_st_writer *w,
+                      const size_t *order)
+{
+    FILE *fp = fopen(tmp, "wb");
+    if (!fp) return errno;
+    errno = 0;
+    unsigned char n8[8];
+    for (int b = 0; b < 8; b++) n8[b] = (unsigned char)((uint64_t)header->len >> (8 * b));
+    bool ok = fwrite(n8, 1, 8, fp) == 8 && fwrite(header->s, 1, header->len, fp) == header->len;
+    for (size_t i = 0; ok && i < w->count; i++) {
+        const st_entry *e = &w->entries[order[i]];
+        ok = fwrite(e->data, 1, e->nbytes, fp) == e->nbytes;
+    }
+    ok = ok && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
+    int err = ok ? 0 : (errno ? errno : EIO);
+    if (fclose(fp) != 0 && err == 0) err = errno ? errno : EIO;
+    return err;
+}
+
+attn_status attn_st_writer_save(attn_st_writer *w, const char *path)
+{
+    if (!w || !path || !*path)
+        return attn__fail(ATTN_ERR_ARG, "attn_st_writer_save: writer or path missing");
+    size_t tmp_len = strlen(path) + 32;
+    char *tmp = malloc(tmp_len);
+    size_t *order = malloc((w->count ? w->count : 1) * sizeof *order); /* (count) */
+    strbuf header = {0};
+    attn_status s = ATTN_OK;
+    if (tmp && order) {
+        layout_data(w, order);
+        build_header(&header, w);
+    }
+    if (!tmp || !order || header.failed) {
+        s = attn__fail(ATTN_ERR_NOMEM, "%s: out of memory building the header", path);
+    } else {
+        snprintf(tmp, tmp_len, "%s.tmp.%ld", path, (long)getpid());
+        int err = write_file(tmp, &header, w, order);
+        if (err == 0 && rename(tmp, path) != 0) err = errno;
+        if (err != 0) {
+            remove(tmp);
+            s = attn__fail(ATTN_ERR_IO, "%s: cannot write (via %s): %s", path, tmp, strerror(err));
+        } else if ((err = sync_parent_dir(path)) != 0) {
+            s = attn__fail(ATTN_ERR_IO, "%s: written, but syncing its directory failed: %s",
+                           path, strerror(err));
+        }
+    }
+    free(header.s);
+    free(order);
+    free(tmp);
+    return s;
+}

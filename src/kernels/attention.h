@@ -1,0 +1,66 @@
+/* Private: scaled dot-product attention kernels, no autograd.
+ *   forward:  S = scale * Q K^T + mask,  P = softmax_rows(S),  O = dropout(P) V
+ *             lse[i] = log sum_j exp(S[i, j])   (+inf for a row whose keys are all masked)
+ *   backward: dV = dropout(P)^T dO,  dP = dropout'(dO V^T),  D = rowsum(dO * O),
+ *             dS = P * (dP - D),  dQ = scale * dS K,  dK = scale * dS^T Q
+ * Two implementations of each: *_ref materialises S for a whole (b, h) and is the need_weights
+ * path; *_fused tiles the work (FlashAttention-2 schedule: online softmax over key blocks,
+ * backward recomputes P from lse) and needs O(tile) memory, never (Lq, Lk).
+ * Q (B, H, Lq, D), K (B, H, Lk, D), V (B, H, Lk, Dv), O (B, H, Lq, Dv), all contiguous.
+ * A fully masked query row gives O = 0, weights 0 and zero gradients. */
+#ifndef ATTN_KERNELS_ATTENTION_H
+#define ATTN_KERNELS_ATTENTION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct sdpa_masks {
+    bool causal;                /* key j visible to query i only when j <= i (top-left) */
+    const int64_t *valid_lens;  /* keys j >= valid_len masked: (B) or (B, Lq); NULL: none */
+    bool valid_lens_per_query;
+    const uint8_t *key_padding; /* (B, Lk), 1 = padding; NULL: none */
+    const uint8_t *attend;      /* 1 = may attend, broadcast by attend_stride; NULL: none */
+    int64_t attend_stride[4];   /* element strides for (b, h, i, j); 0 on broadcast dims */
+    const float *additive;      /* added to the scaled scores, broadcast by additive_stride */
+    int64_t additive_stride[4];
+} sdpa_masks;
+
+typedef struct sdpa_problem {
+    int64_t batch, heads, lq, lk, d, dv;
+    float scale;
+    sdpa_masks masks;
+    float dropout_p;        /* on P, 0 when not training */
+    uint64_t dropout_seed;  /* the mask is a hash of (seed, b, h, i, j): reproducible anywhere */
+} sdpa_problem;
+
+/* Keys [0, sdpa_key_end) of row (b, i) can be visible; later ones are masked by causal or
+ * valid_lens. */
+int64_t sdpa_key_end(const sdpa_problem *p, int64_t b, int64_t i);
+/* Adds masks to a tile of scaled scores s (rows i0.., cols j0.., row stride lds): masked
+ * entries become -inf. */
+void sdpa_mask_tile(float *s, int64_t lds, const sdpa_problem *p, int64_t b, int64_t h,
+                    int64_t i0, int64_t rows, int64_t j0, int64_t cols);
+/* true when the problem has a mask that sdpa_key_end does not cover. */
+bool sdpa_has_elementwise_mask(const sdpa_problem *p);
+/* Dropout keep factor for element (b, h, i, j): 0 or 1/(1-p). */
+float sdpa_dropout_scale(const sdpa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j);
+
+/* Reference: weights (B, H, Lq, Lk) receives P (before dropout); lse (B, H, Lq). */
+void sdpa_forward_ref(float *out, float *lse, float *weights, const float *q, const float *k,
+                      const float *v, const sdpa_problem *p);
+/* Accumulates into dq, dk, dv from the saved weights. scratch: sdpa_ref_scratch_floats. */
+void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                       const float *k, const float *v, const float *out, const float *weights,
+                       float *scratch, const sdpa_problem *p);
+int64_t sdpa_ref_scratch_floats(const sdpa_problem *p, int threads);
+
+/* Fused: out and lse written; scratch: sdpa_fused_scratch_floats (O(tile) per thread). */
+void sdpa_forward_fused(float *out, float *lse, const float *q, const float *k, const float *v,
+                        float *scratch, const sdpa_problem *p);
+/* Accumulates into dq, dk, dv, recomputing P from lse. */
+void sdpa_backward_fused(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                         const float *k, const float *v, const float *out, const float *lse,
+                         float *scratch, const sdpa_problem *p);
+int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads);
+
+#endif

@@ -1,0 +1,72 @@
+/* Masks and dropout shared by the reference and fused attention kernels, so both see exactly
+ * the same visible keys and the same dropout mask. */
+#include "attention.h"
+
+#include <math.h>
+
+int64_t sdpa_key_end(const sdpa_problem *p, int64_t b, int64_t i)
+{
+    int64_t end = p->lk;
+    const sdpa_masks *m = &p->masks;
+    if (m->causal && i + 1 < end) end = i + 1;
+    if (m->valid_lens) {
+        int64_t len = m->valid_lens_per_query ? m->valid_lens[b * p->lq + i] : m->valid_lens[b];
+        if (len < 0) len = 0;
+        if (len < end) end = len;
+    }
+    return end;
+}
+
+bool sdpa_has_elementwise_mask(const sdpa_problem *p)
+{
+    return p->masks.key_padding || p->masks.attend || p->masks.additive;
+}
+
+void sdpa_mask_tile(float *s, int64_t lds, const sdpa_problem *p, int64_t b, int64_t h,
+                    int64_t i0, int64_t rows, int64_t j0, int64_t cols)
+{
+    const sdpa_masks *m = &p->masks;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t i = i0 + r;
+        float *row = s + r * lds;
+        int64_t end = sdpa_key_end(p, b, i) - j0; /* cols at or after end are masked */
+        for (int64_t c = end < 0 ? 0 : end; c < cols; c++) row[c] = -INFINITY;
+        if (!sdpa_has_elementwise_mask(p)) continue;
+        int64_t visible = end < cols ? (end < 0 ? 0 : end) : cols;
+        if (m->key_padding) {
+            const uint8_t *pad = m->key_padding + b * p->lk + j0;
+            for (int64_t c = 0; c < visible; c++)
+                if (pad[c]) row[c] = -INFINITY;
+        }
+        if (m->attend) {
+            const int64_t *st = m->attend_stride;
+            const uint8_t *a = m->attend + b * st[0] + h * st[1] + i * st[2] + j0 * st[3];
+            for (int64_t c = 0; c < visible; c++)
+                if (!a[c * st[3]]) row[c] = -INFINITY;
+        }
+        if (m->additive) {
+            const int64_t *st = m->additive_stride;
+            const float *a = m->additive + b * st[0] + h * st[1] + i * st[2] + j0 * st[3];
+            for (int64_t c = 0; c < visible; c++) row[c] += a[c * st[3]];
+        }
+    }
+}
+
+/* splitmix64 finaliser: a good 64-bit mix of the element index and the seed */
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+float sdpa_dropout_scale(const sdpa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j)
+{
+    if (p->dropout_p <= 0.0f) return 1.0f;
+    if (p->dropout_p >= 1.0f) return 0.0f;
+    uint64_t idx = (((uint64_t)b * (uint64_t)p->heads + (uint64_t)h) * (uint64_t)p->lq +
+                    (uint64_t)i) * (uint64_t)p->lk + (uint64_t)j;
+    float u = (float)(mix64(idx ^ mix64(p->dropout_seed)) >> 40) * (1.0f / 16777216.0f);
+    return u < p->dropout_p ? 0.0f : 1.0f / (1.0f - p->dropout_p);
+}

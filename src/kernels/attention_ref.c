@@ -1,0 +1,103 @@
+/* Reference scaled dot-product attention: materialises the (Lq, Lk) weights of each (b, h) with
+ * GEMMs and plain row loops. It is the need_weights path and the twin the fused kernel is
+ * tested against. Math in attention.h. */
+#include "attention.h"
+#include "kernels.h"
+#include "vmath.h"
+
+#include "attn.h"
+
+#include <math.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Softmax of one row of masked scores in place; returns lse (+inf for a fully masked row). */
+static float softmax_row(float *s, int64_t n)
+{
+    float m = attn_row_max(s, n);
+    if (m == -INFINITY) {
+        memset(s, 0, (size_t)n * sizeof(float));
+        return INFINITY;
+    }
+    float sum = attn_exp_shift_sum_ref(s, s, m, n);
+    float inv = 1.0f / sum;
+    for (int64_t j = 0; j < n; j++) s[j] *= inv;
+    return m + logf(sum);
+}
+
+void sdpa_forward_ref(float *out, float *lse, float *weights, const float *q, const float *k,
+                      const float *v, const sdpa_problem *p)
+{
+    const int64_t H = p->heads, Lq = p->lq, Lk = p->lk, D = p->d, Dv = p->dv;
+    attn_gemm_set_threads(1);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t bh = 0; bh < p->batch * H; bh++) {
+        int64_t b = bh / H, h = bh % H;
+        float *w = weights + bh * Lq * Lk;        /* (Lq, Lk) */
+        float *o = out + bh * Lq * Dv;            /* (Lq, Dv) */
+        attn_gemm(w, Lk, q + bh * Lq * D, D, k + bh * Lk * D, D, Lq, Lk, D, false, true, p->scale, 0);
+        sdpa_mask_tile(w, Lk, p, b, h, 0, Lq, 0, Lk);
+        for (int64_t i = 0; i < Lq; i++) lse[bh * Lq + i] = softmax_row(w + i * Lk, Lk);
+        if (p->dropout_p <= 0.0f) {
+            attn_gemm(o, Dv, w, Lk, v + bh * Lk * Dv, Dv, Lq, Dv, Lk, false, false, 1, 0);
+            continue;
+        }
+        memset(o, 0, (size_t)(Lq * Dv) * sizeof(float));
+        for (int64_t i = 0; i < Lq; i++)
+            for (int64_t j = 0; j < Lk; j++) {
+                float pij = w[i * Lk + j] * sdpa_dropout_scale(p, b, h, i, j);
+                if (pij == 0.0f) continue;
+                const float *vj = v + (bh * Lk + j) * Dv;
+                for (int64_t c = 0; c < Dv; c++) o[i * Dv + c] += pij * vj[c];
+            }
+    }
+}
+
+int64_t sdpa_ref_scratch_floats(const sdpa_problem *p, int threads)
+{
+    return (int64_t)threads * 2 * p->lq * p->lk;
+}
+
+void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                       const float *k, const float *v, const float *out, const float *weights,
+                       float *scratch, const sdpa_problem *p)
+{
+    const int64_t H = p->heads, Lq = p->lq, Lk = p->lk, D = p->d, Dv = p->dv;
+    attn_gemm_set_threads(1);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(attn_get_num_threads())
+    for (int64_t bh = 0; bh < p->batch * H; bh++) {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        int64_t b = bh / H, h = bh % H;
+        const float *P = weights + bh * Lq * Lk;            /* (Lq, Lk) softmax */
+        float *pd = scratch + (int64_t)tid * 2 * Lq * Lk;    /* (Lq, Lk) dropout(P) */
+        float *ds = pd + Lq * Lk;                            /* (Lq, Lk) dP, then dS */
+        const float *doh = dout + bh * Lq * Dv, *oh = out + bh * Lq * Dv;
+        const float *qh = q + bh * Lq * D, *kh = k + bh * Lk * D, *vh = v + bh * Lk * Dv;
+        const bool drop = p->dropout_p > 0.0f;
+        if (drop)
+            for (int64_t i = 0; i < Lq; i++)
+                for (int64_t j = 0; j < Lk; j++)
+                    pd[i * Lk + j] = P[i * Lk + j] * sdpa_dropout_scale(p, b, h, i, j);
+        /* dV += dropout(P)^T dO */
+        attn_gemm(dv + bh * Lk * Dv, Dv, drop ? pd : P, Lk, doh, Dv, Lk, Dv, Lq, true, false, 1, 1);
+        /* dP = dropout'(dO V^T) */
+        attn_gemm(ds, Lk, doh, Dv, vh, Dv, Lq, Lk, Dv, false, true, 1, 0);
+        for (int64_t i = 0; i < Lq; i++) {
+            double dsum = 0.0; /* D_i = rowsum(dO * O) */
+            for (int64_t c = 0; c < Dv; c++) dsum += (double)doh[i * Dv + c] * oh[i * Dv + c];
+            for (int64_t j = 0; j < Lk; j++) {
+                float dp = ds[i * Lk + j];
+                if (drop) dp *= sdpa_dropout_scale(p, b, h, i, j);
+                ds[i * Lk + j] = P[i * Lk + j] * (dp - (float)dsum);
+            }
+        }
+        attn_gemm(dq + bh * Lq * D, D, ds, Lk, kh, D, Lq, D, Lk, false, false, p->scale, 1);
+        attn_gemm(dk + bh * Lk * D, D, ds, Lk, qh, D, Lk, D, Lq, true, false, p->scale, 1);
+    }
+}

@@ -1,0 +1,39 @@
+/* Seed 002's ConvAttention: LayerNorm(MHA(x, x, x) + Conv1d(x^T)^T) (math in attn.h). */
+#include "../core/core.h"
+
+#include <stdio.h>
+
+attn_status attn_conv_attention_init(attn_conv_attention_layer *m, attn_params *p,
+                                     const char *prefix, int64_t embed_dim, int64_t num_heads,
+                                     int64_t kernel_size, attn_rng *rng)
+{
+    if (!m || !prefix) return attn__fail(ATTN_ERR_ARG, "conv_attention_init: NULL argument");
+    if (kernel_size < 1 || kernel_size % 2 == 0)
+        return attn__fail(ATTN_ERR_ARG,
+                          "conv_attention_init: kernel_size %lld; expected an odd size >= 1 (the "
+                          "padding k/2 keeps the length)",
+                          (long long)kernel_size);
+    char name[256];
+    const char *dot = *prefix ? "." : "";
+    snprintf(name, sizeof name, "%s%sattention", prefix, dot);
+    if (attn_mha_init(&m->attention, p, name, embed_dim, num_heads, 0, 0, true, 0.0f, rng) != ATTN_OK)
+        return attn_last_status();
+    snprintf(name, sizeof name, "%s%sconv", prefix, dot);
+    if (attn_conv1d_init(&m->conv, p, name, embed_dim, embed_dim, kernel_size, kernel_size / 2,
+                         true, rng) != ATTN_OK)
+        return attn_last_status();
+    snprintf(name, sizeof name, "%s%snorm", prefix, dot);
+    return attn_layer_norm_init(&m->norm, p, name, embed_dim, 1e-5f);
+}
+
+attn_tensor *attn_conv_attention_forward(attn_ctx *ctx, const attn_conv_attention_layer *m,
+                                         attn_tensor *x, const attn_mha_opts *opts,
+                                         attn_tensor **weights)
+{
+    if (weights) *weights = NULL;
+    if (!ctx || !m || !x) return NULL;
+    attn_tensor *attn_out = attn_mha_forward(ctx, &m->attention, x, x, x, opts, weights);
+    attn_tensor *conv_out =
+        attn_transpose(ctx, attn_conv1d_forward(ctx, &m->conv, attn_transpose(ctx, x, 1, 2)), 1, 2);
+    return attn_layer_norm_forward(ctx, &m->norm, attn_add(ctx, attn_out, conv_out));
+}

@@ -1,0 +1,118 @@
+/* Multi-head attention (torch.nn.MultiheadAttention, batch first):
+ *   q = query Wq^T + bq,  k = key Wk^T + bk,  v = value Wv^T + bv       (Wq, Wk, Wv rows of
+ *   in_proj_weight, or the separate q/k/v_proj_weight when kdim/vdim differ from E)
+ *   heads: (B, L, E) -> (B, H, L, E/H);  o = sdpa(q, k, v, mask, dropout)
+ *   out = merge_heads(o) Wo^T + bo */
+#include "../core/core.h"
+
+#include <math.h>
+#include <stdio.h>
+
+static attn_tensor *add_param(attn_params *p, const char *prefix, const char *name, int ndim,
+                              int64_t d0, int64_t d1)
+{
+    char full[256];
+    snprintf(full, sizeof full, "%s%s%s", prefix, *prefix ? "." : "", name);
+    int64_t shape[2] = {d0, d1};
+    return attn_params_add(p, full, ndim, shape);
+}
+
+static void xavier_uniform(attn_tensor *w, int64_t fan_in, int64_t fan_out, attn_rng *rng)
+{
+    float bound = sqrtf(6.0f / (float)(fan_in + fan_out));
+    attn_tensor_fill_uniform(w, rng, -bound, bound);
+}
+
+attn_status attn_mha_init(attn_mha_layer *m, attn_params *p, const char *prefix, int64_t embed_dim,
+                          int64_t num_heads, int64_t kdim, int64_t vdim, bool bias, float dropout,
+                          attn_rng *rng)
+{
+    if (!m || !p || !prefix || !rng) return attn__fail(ATTN_ERR_ARG, "mha_init: NULL argument");
+    if (embed_dim <= 0 || num_heads <= 0 || embed_dim % num_heads != 0)
+        return attn__fail(ATTN_ERR_ARG,
+                          "mha_init: embed_dim %lld must be a positive multiple of num_heads %lld",
+                          (long long)embed_dim, (long long)num_heads);
+    if (!(dropout >= 0.0f && dropout <= 1.0f))
+        return attn__fail(ATTN_ERR_ARG, "mha_init: dropout %g, expected in [0, 1]", dropout);
+    const int64_t E = embed_dim;
+    *m = (attn_mha_layer){.embed_dim = E, .num_heads = num_heads, .kdim = kdim > 0 ? kdim : E,
+                          .vdim = vdim > 0 ? vdim : E, .dropout = dropout};
+    if (m->kdim == E && m->vdim == E) {
+        if (!(m->in_proj_weight = add_param(p, prefix, "in_proj_weight", 2, 3 * E, E)))
+            return attn_last_status();
+        xavier_uniform(m->in_proj_weight, E, 3 * E, rng);
+    } else {
+        if (!(m->q_proj_weight = add_param(p, prefix, "q_proj_weight", 2, E, E)) ||
+            !(m->k_proj_weight = add_param(p, prefix, "k_proj_weight", 2, E, m->kdim)) ||
+            !(m->v_proj_weight = add_param(p, prefix, "v_proj_weight", 2, E, m->vdim)))
+            return attn_last_status();
+        xavier_uniform(m->q_proj_weight, E, E, rng);
+        xavier_uniform(m->k_proj_weight, m->kdim, E, rng);
+        xavier_uniform(m->v_proj_weight, m->vdim, E, rng);
+    }
+    if (bias && !(m->in_proj_bias = add_param(p, prefix, "in_proj_bias", 1, 3 * E, 0)))
+        return attn_last_status();
+    char out_prefix[256];
+    snprintf(out_prefix, sizeof out_prefix, "%s%sout_proj", prefix, *prefix ? "." : "");
+    attn_status st = attn_linear_init(&m->out_proj, p, out_prefix, E, E, bias, rng);
+    if (st == ATTN_OK && m->out_proj.bias) /* PyTorch zeroes it in _reset_parameters */
+        for (int64_t i = 0; i < E; i++) m->out_proj.bias->data[i] = 0.0f;
+    return st;
+}
+
+/* One projection: input @ W_i^T + b_i, W_i = rows [i E, (i+1) E) of in_proj_weight or its own. */
+static attn_tensor *project(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x, int i)
+{
+    const int64_t E = m->embed_dim;
+    attn_tensor *w = m->in_proj_weight ? attn_narrow(ctx, m->in_proj_weight, 0, i * E, E)
+                     : i == 0          ? m->q_proj_weight
+                     : i == 1          ? m->k_proj_weight
+                                       : m->v_proj_weight;
+    attn_tensor *b = m->in_proj_bias ? attn_narrow(ctx, m->in_proj_bias, 0, i * E, E) : NULL;
+    if (!w || (m->in_proj_bias && !b)) return NULL;
+    return attn_linear(ctx, x, w, b);
+}
+
+static attn_status check_inputs(const attn_mha_layer *m, const attn_tensor *q, const attn_tensor *k,
+                                const attn_tensor *v)
+{
+    char a[64], b[64], c[64];
+    bool ok = q->ndim == 3 && k->ndim == 3 && v->ndim == 3 && q->shape[0] == k->shape[0] &&
+              k->shape[0] == v->shape[0] && k->shape[1] == v->shape[1] &&
+              q->shape[2] == m->embed_dim && k->shape[2] == m->kdim && v->shape[2] == m->vdim;
+    if (!ok)
+        return attn__fail(ATTN_ERR_SHAPE,
+                          "mha: query %s, key %s, value %s; expected (B, Lq, %lld), (B, Lk, %lld), "
+                          "(B, Lk, %lld) (batch first)",
+                          attn_shape_str(q, a, 64), attn_shape_str(k, b, 64), attn_shape_str(v, c, 64),
+                          (long long)m->embed_dim, (long long)m->kdim, (long long)m->vdim);
+    return ATTN_OK;
+}
+
+attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query,
+                              attn_tensor *key, attn_tensor *value, const attn_mha_opts *opts,
+                              attn_tensor **weights)
+{
+    if (weights) *weights = NULL;
+    if (!ctx || !m || !query || !key || !value) return NULL;
+    if (check_inputs(m, query, key, value) != ATTN_OK) return NULL;
+    attn_mha_opts defaults = {.average_weights = true};
+    if (!opts) opts = &defaults;
+    attn_tensor *q = attn_split_heads(ctx, project(ctx, m, query, 0), m->num_heads);
+    attn_tensor *k = attn_split_heads(ctx, project(ctx, m, key, 1), m->num_heads);
+    attn_tensor *v = attn_split_heads(ctx, project(ctx, m, value, 2), m->num_heads);
+    if (!q || !k || !v) return NULL;
+    attn_sdpa_opts so = {.mask = opts->mask, .dropout_p = m->dropout, .impl = opts->impl};
+    attn_tensor *w = NULL;
+    attn_tensor *o = attn_sdpa(ctx, q, k, v, &so, weights ? &w : NULL);
+    attn_tensor *out = attn_linear_forward(ctx, &m->out_proj, attn_merge_heads(ctx, o));
+    if (!out) return NULL;
+    if (weights) {
+        bool grad = attn_ctx_grad_enabled(ctx);
+        attn_ctx_set_grad_enabled(ctx, false); /* the weights are not differentiable */
+        *weights = opts->average_weights ? attn_mean(ctx, w, 1, false) : w;
+        attn_ctx_set_grad_enabled(ctx, grad);
+        if (!*weights) return NULL;
+    }
+    return out;
+}

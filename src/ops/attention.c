@@ -1,0 +1,193 @@
+/* attn_sdpa: scaled dot-product attention as a differentiable op. Validates shapes and masks
+ * (copying mask arrays into the arena with broadcast strides), picks the fused or the reference
+ * kernel, and records the backward. Math in src/kernels/attention.h. */
+#include "../autograd/tape.h"
+#include "../kernels/attention.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct sdpa_saved {
+    sdpa_problem problem;
+    bool fused;
+    float *lse;     /* (B, H, Lq) */
+    float *weights; /* (B, H, Lq, Lk) for the reference path */
+} sdpa_saved;
+
+void attn_mask_invert(uint8_t *dst, const uint8_t *src, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) dst[i] = !src[i];
+}
+
+/* Right-aligns a mask shape against (B, H, Lq, Lk) and computes element strides (0 where the
+ * mask has size 1). */
+static attn_status broadcast_strides(int64_t stride[4], int64_t *count, int ndim,
+                                     const int64_t *shape, const int64_t full[4], const char *what)
+{
+    if (ndim < 1 || ndim > 4)
+        return attn__fail(ATTN_ERR_SHAPE, "sdpa: %s has %d dims, expected 1 to 4", what, ndim);
+    int64_t s = 1;
+    for (int d = 3; d >= 0; d--) {
+        int src = ndim - (4 - d);
+        int64_t n = src >= 0 ? shape[src] : 1;
+        if (n != 1 && n != full[d])
+            return attn__fail(ATTN_ERR_SHAPE,
+                              "sdpa: %s dim %d has size %lld; it must be 1 or %lld to broadcast to "
+                              "(B, H, Lq, Lk) = (%lld, %lld, %lld, %lld)",
+                              what, src, (long long)n, (long long)full[d], (long long)full[0],
+                              (long long)full[1], (long long)full[2], (long long)full[3]);
+        stride[d] = n == 1 ? 0 : s;
+        s *= n;
+    }
+    *count = s;
+    return ATTN_OK;
+}
+
+static void *arena_copy(attn_ctx *ctx, const void *src, size_t bytes)
+{
+    void *dst = attn_arena_alloc(&ctx->arena, bytes ? bytes : 1);
+    if (dst && bytes) memcpy(dst, src, bytes);
+    return dst;
+}
+
+/* Fills p->masks from the user's attn_mask (copies in the arena). */
+static attn_status prepare_masks(attn_ctx *ctx, sdpa_problem *p, const attn_mask *m)
+{
+    const int64_t full[4] = {p->batch, p->heads, p->lq, p->lk};
+    sdpa_masks *out = &p->masks;
+    memset(out, 0, sizeof *out);
+    out->causal = m->causal;
+    int64_t n;
+    if (m->attend) {
+        if (broadcast_strides(out->attend_stride, &n, m->attend_ndim, m->attend_shape, full,
+                              "attend mask") != ATTN_OK)
+            return attn_last_status();
+        if (!(out->attend = arena_copy(ctx, m->attend, (size_t)n))) return attn_last_status();
+    }
+    if (m->additive) {
+        if (broadcast_strides(out->additive_stride, &n, m->additive_ndim, m->additive_shape, full,
+                              "additive mask") != ATTN_OK)
+            return attn_last_status();
+        if (!(out->additive = arena_copy(ctx, m->additive, (size_t)n * sizeof(float))))
+            return attn_last_status();
+        for (int64_t i = 0; i < n; i++)
+            if (isnan(out->additive[i]) || out->additive[i] == INFINITY)
+                return attn__fail(ATTN_ERR_NUMERIC,
+                                  "sdpa: additive mask element %lld is %g; expected a finite "
+                                  "value or -inf",
+                                  (long long)i, out->additive[i]);
+    }
+    if (m->valid_lens) {
+        if (m->valid_lens_ndim != 1 && m->valid_lens_ndim != 2)
+            return attn__fail(ATTN_ERR_SHAPE, "sdpa: valid_lens has %d dims, expected 1 (B) or 2 (B, Lq)",
+                              m->valid_lens_ndim);
+        n = m->valid_lens_ndim == 1 ? p->batch : p->batch * p->lq;
+        for (int64_t i = 0; i < n; i++)
+            if (m->valid_lens[i] < 0)
+                return attn__fail(ATTN_ERR_ARG, "sdpa: valid_lens[%lld] = %lld, expected >= 0",
+                                  (long long)i, (long long)m->valid_lens[i]);
+        if (!(out->valid_lens = arena_copy(ctx, m->valid_lens, (size_t)n * sizeof(int64_t))))
+            return attn_last_status();
+        out->valid_lens_per_query = m->valid_lens_ndim == 2;
+    }
+    if (m->key_padding &&
+        !(out->key_padding = arena_copy(ctx, m->key_padding, (size_t)(p->batch * p->lk))))
+        return attn_last_status();
+    return ATTN_OK;
+}
+
+static attn_status check_shapes(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v)
+{
+    char a[64], b[64], c[64];
+    int nd = q->ndim;
+    bool ok = (nd == 3 || nd == 4) && k->ndim == nd && v->ndim == nd;
+    for (int i = 0; ok && i < nd - 2; i++) ok = q->shape[i] == k->shape[i] && k->shape[i] == v->shape[i];
+    ok = ok && q->shape[nd - 1] == k->shape[nd - 1] && k->shape[nd - 2] == v->shape[nd - 2];
+    if (!ok)
+        return attn__fail(ATTN_ERR_SHAPE,
+                          "sdpa: q %s, k %s, v %s do not fit; expected q (B, H, Lq, D), "
+                          "k (B, H, Lk, D), v (B, H, Lk, Dv) (or 3-D without H)",
+                          attn_shape_str(q, a, 64), attn_shape_str(k, b, 64), attn_shape_str(v, c, 64));
+    return ATTN_OK;
+}
+
+static attn_status sdpa_backward(attn_ctx *ctx, attn_node *node)
+{
+    const sdpa_saved *s = node->saved;
+    const sdpa_problem *p = &s->problem;
+    attn_status st = ATTN_OK;
+    float *dq = attn__in_grad(ctx, node, 0, &st);
+    float *dk = attn__in_grad(ctx, node, 1, &st);
+    float *dv = attn__in_grad(ctx, node, 2, &st);
+    if (st != ATTN_OK) return st;
+    /* the kernels write all three; inputs without grad get a throwaway buffer */
+    attn_tensor *in[3] = {node->in[0], node->in[1], node->in[2]};
+    float **grads[3] = {&dq, &dk, &dv};
+    for (int i = 0; i < 3; i++)
+        if (!*grads[i] && !(*grads[i] = attn_arena_calloc(&ctx->arena, (size_t)in[i]->numel * sizeof(float))))
+            return attn_last_status();
+    int threads = attn_get_num_threads();
+    int64_t n = s->fused ? sdpa_fused_scratch_floats(p, threads) : sdpa_ref_scratch_floats(p, threads);
+    float *scratch = attn_arena_alloc(&ctx->arena, (size_t)n * sizeof(float));
+    if (!scratch) return attn_last_status();
+    const float *q = in[0]->data, *k = in[1]->data, *v = in[2]->data;
+    if (s->fused)
+        sdpa_backward_fused(dq, dk, dv, node->out->grad, q, k, v, node->out->data, s->lse, scratch, p);
+    else
+        sdpa_backward_ref(dq, dk, dv, node->out->grad, q, k, v, node->out->data, s->weights, scratch, p);
+    return ATTN_OK;
+}
+
+attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tensor *v,
+                       const attn_sdpa_opts *opts, attn_tensor **weights)
+{
+    if (weights) *weights = NULL;
+    if (!ctx || !q || !k || !v) return NULL;
+    attn_sdpa_opts defaults = {0};
+    if (!opts) opts = &defaults;
+    if (check_shapes(q, k, v) != ATTN_OK) return NULL;
+    if (!(opts->dropout_p >= 0.0f && opts->dropout_p <= 1.0f))
+        return attn__fail_null(ATTN_ERR_ARG, "sdpa: dropout_p = %g, expected in [0, 1]", opts->dropout_p);
+    if (!isfinite(opts->scale) || opts->scale < 0.0f)
+        return attn__fail_null(ATTN_ERR_ARG, "sdpa: scale = %g, expected a finite value >= 0 (0: 1/sqrt(D))",
+                               opts->scale);
+    const int nd = q->ndim;
+    sdpa_problem p = {
+        .batch = q->shape[0], .heads = nd == 4 ? q->shape[1] : 1, .lq = q->shape[nd - 2],
+        .lk = k->shape[nd - 2], .d = q->shape[nd - 1], .dv = v->shape[nd - 1],
+    };
+    p.scale = opts->scale > 0.0f ? opts->scale : 1.0f / sqrtf((float)(p.d ? p.d : 1));
+    p.dropout_p = attn_ctx_training(ctx) ? opts->dropout_p : 0.0f;
+    if (p.dropout_p > 0.0f)
+        p.dropout_seed = ((uint64_t)attn_rng_u32(&ctx->rng) << 32) | attn_rng_u32(&ctx->rng);
+    if (prepare_masks(ctx, &p, &opts->mask) != ATTN_OK) return NULL;
+
+    int64_t out_shape[4], w_shape[4], w_numel;
+    memcpy(out_shape, q->shape, sizeof out_shape);
+    out_shape[nd - 1] = p.dv;
+    memcpy(w_shape, q->shape, sizeof w_shape);
+    w_shape[nd - 1] = p.lk;
+    attn_tensor *out = attn_tensor_empty(ctx, nd, out_shape);
+    float *lse = attn_arena_alloc(&ctx->arena, (size_t)(p.batch * p.heads * p.lq) * sizeof(float));
+    if (!out || !lse) return NULL;
+    bool fused = !weights && opts->impl != ATTN_SDPA_REF;
+    attn_tensor *w = NULL;
+    if (fused) {
+        int64_t n = sdpa_fused_scratch_floats(&p, attn_get_num_threads());
+        float *scratch = attn_arena_alloc(&ctx->arena, (size_t)n * sizeof(float));
+        if (!scratch) return NULL;
+        sdpa_forward_fused(out->data, lse, q->data, k->data, v->data, scratch, &p);
+    } else {
+        if (attn__shape_numel(nd, w_shape, &w_numel, "sdpa weights") != ATTN_OK) return NULL;
+        if (!(w = attn_tensor_empty(ctx, nd, w_shape))) return NULL;
+        sdpa_forward_ref(out->data, lse, w->data, q->data, k->data, v->data, &p);
+    }
+    attn_tensor *in[3] = {q, k, v};
+    if (attn__needs_grad(ctx, in, 3)) {
+        attn_node *node = attn__record(ctx, "sdpa", sdpa_backward, out, in, 3, sizeof(sdpa_saved));
+        if (!node) return NULL;
+        *(sdpa_saved *)node->saved = (sdpa_saved){p, fused, lse, w ? w->data : NULL};
+    }
+    if (weights) *weights = w;
+    return out;
+}

@@ -1,0 +1,178 @@
+/* Losses, each a scalar (ndim 0) mean, as torch.nn.functional with reduction='mean'.
+ *
+ * Cross entropy with label smoothing eps over logits z (N, C) and class targets t (N):
+ *   lse_i  = max_c z_ic + log sum_c exp(z_ic - max_c z_ic)       (log p_ic = z_ic - lse_i)
+ *   loss_i = (1 - eps) * (lse_i - z_it) + eps/C * sum_c (lse_i - z_ic)
+ *   loss   = sum over kept rows of loss_i / count,   kept = rows with t_i != ignore_index
+ *   backward: dz_ic += dloss / count * (p_ic - (1 - eps) [c == t_i] - eps/C)   (kept rows only)
+ * When every row is ignored, torch's mean is 0/0 = NaN; here the loss is 0 and so is its
+ * gradient, so a batch of padding alone cannot poison a training run.
+ *
+ * Mean squared error over n elements:
+ *   loss = sum (pred - target)^2 / n
+ *   backward: dpred += dloss * 2 (pred - target) / n,   dtarget -= the same
+ */
+#include "../autograd/tape.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- cross entropy ---- */
+
+typedef struct ce_saved {
+    const int64_t *target; /* (N) copy in the arena */
+    const double *lse;     /* (N) log-sum-exp of each row */
+    int64_t rows, classes, ignore_index, count;
+    double eps;
+} ce_saved;
+
+static attn_status cross_entropy_backward(attn_ctx *ctx, attn_node *node)
+{
+    const ce_saved *s = node->saved;
+    attn_status st = ATTN_OK;
+    float *dz = attn__in_grad(ctx, node, 0, &st); /* (N, C) */
+    if (!dz || s->count == 0) return st;
+    const float *z = node->in[0]->data;
+    double scale = (double)node->out->grad[0] / (double)s->count;
+    double off = s->eps / (double)s->classes, hit = 1.0 - s->eps;
+    int64_t c_n = s->classes;
+#pragma omp parallel for schedule(static) if (s->rows * c_n > 65536)
+    for (int64_t i = 0; i < s->rows; i++) {
+        if (s->target[i] == s->ignore_index) continue;
+        const float *zi = z + i * c_n;
+        float *dzi = dz + i * c_n;
+        for (int64_t c = 0; c < c_n; c++) {
+            double p = exp((double)zi[c] - s->lse[i]);
+            dzi[c] += (float)(scale * (p - (c == s->target[i] ? hit : 0.0) - off));
+        }
+    }
+    return ATTN_OK;
+}
+
+/* log sum_c exp(z_c) with the max subtracted; -inf for a row of -inf. */
+static double log_sum_exp(const float *z, int64_t n)
+{
+    double max = -INFINITY;
+    for (int64_t c = 0; c < n; c++) max = z[c] > max ? z[c] : max;
+    if (max == -INFINITY) return max;
+    double sum = 0.0;
+    for (int64_t c = 0; c < n; c++) sum += exp((double)z[c] - max);
+    return max + log(sum);
+}
+
+/* Targets in [0, C) or ignore_index; counts the kept rows. */
+static attn_status ce_check_targets(const int64_t *target, int64_t rows, int64_t classes,
+                                    int64_t ignore_index, int64_t *count)
+{
+    *count = 0;
+    for (int64_t i = 0; i < rows; i++) {
+        if (target[i] == ignore_index) continue;
+        if (target[i] < 0 || target[i] >= classes)
+            return attn__fail(ATTN_ERR_ARG,
+                              "cross_entropy: target %lld at row %lld is outside [0, %lld) and "
+                              "is not ignore_index (%lld)",
+                              (long long)target[i], (long long)i, (long long)classes,
+                              (long long)ignore_index);
+        (*count)++;
+    }
+    return ATTN_OK;
+}
+
+static attn_status ce_check(const attn_tensor *logits, const int64_t *target, float smoothing)
+{
+    char ls[64];
+    if (logits->ndim != 2 || logits->shape[1] < 1)
+        return attn__fail(ATTN_ERR_SHAPE, "cross_entropy: logits %s, expected (N, C) with C >= 1",
+                          attn_shape_str(logits, ls, 64));
+    if (logits->shape[0] > 0 && !target)
+        return attn__fail(ATTN_ERR_ARG, "cross_entropy: target is NULL");
+    if (!(smoothing >= 0.0f && smoothing <= 1.0f))
+        return attn__fail(ATTN_ERR_ARG, "cross_entropy: label_smoothing %g, expected in [0, 1]",
+                          (double)smoothing);
+    return ATTN_OK;
+}
+
+attn_tensor *attn_cross_entropy(attn_ctx *ctx, attn_tensor *logits, const int64_t *target,
+                                int64_t ignore_index, float label_smoothing)
+{
+    if (!ctx || !logits) return NULL;
+    if (ce_check(logits, target, label_smoothing) != ATTN_OK) return NULL;
+    ce_saved s = {NULL, NULL, logits->shape[0], logits->shape[1], ignore_index, 0,
+                  (double)label_smoothing};
+    if (ce_check_targets(target, s.rows, s.classes, ignore_index, &s.count) != ATTN_OK)
+        return NULL;
+    size_t rows_alloc = (size_t)(s.rows ? s.rows : 1);
+    double *lse = attn_arena_alloc(&ctx->arena, rows_alloc * sizeof *lse);       /* (N) */
+    double *row_loss = attn_arena_alloc(&ctx->arena, rows_alloc * sizeof *lse);  /* (N) */
+    attn_tensor *y = attn_tensor_empty(ctx, 0, NULL);
+    if (!lse || !row_loss || !y) return NULL;
+    const float *z = logits->data;
+    double hit = 1.0 - s.eps, off = s.eps / (double)s.classes;
+#pragma omp parallel for schedule(static) if (s.rows * s.classes > 65536)
+    for (int64_t i = 0; i < s.rows; i++) {
+        const float *zi = z + i * s.classes;
+        lse[i] = log_sum_exp(zi, s.classes);
+        row_loss[i] = 0.0;
+        if (target[i] == ignore_index) continue;
+        double sum_z = 0.0;
+        for (int64_t c = 0; c < s.classes; c++) sum_z += zi[c];
+        row_loss[i] = hit * (lse[i] - zi[target[i]]) + off * ((double)s.classes * lse[i] - sum_z);
+    }
+    double total = 0.0;
+    for (int64_t i = 0; i < s.rows; i++) total += row_loss[i];
+    y->data[0] = s.count ? (float)(total / (double)s.count) : 0.0f;
+    if (attn__needs_grad(ctx, &logits, 1)) {
+        int64_t *copy = attn_arena_alloc(&ctx->arena, rows_alloc * sizeof *copy);
+        attn_node *node = copy ? attn__record(ctx, "cross_entropy", cross_entropy_backward, y,
+                                              &logits, 1, sizeof(ce_saved))
+                               : NULL;
+        if (!node) return NULL;
+        if (s.rows) memcpy(copy, target, (size_t)s.rows * sizeof *copy);
+        s.target = copy;
+        s.lse = lse;
+        *(ce_saved *)node->saved = s;
+    }
+    return y;
+}
+
+/* ---- mean squared error ---- */
+
+static attn_status mse_backward(attn_ctx *ctx, attn_node *node)
+{
+    attn_status st = ATTN_OK;
+    float *dp = attn__in_grad(ctx, node, 0, &st);
+    float *dt = attn__in_grad(ctx, node, 1, &st);
+    if (st != ATTN_OK) return st;
+    const float *p = node->in[0]->data, *t = node->in[1]->data;
+    int64_t n = node->in[0]->numel;
+    float scale = (float)(2.0 * node->out->grad[0] / (double)n);
+    for (int64_t i = 0; i < n; i++) {
+        float g = scale * (p[i] - t[i]);
+        if (dp) dp[i] += g;
+        if (dt) dt[i] -= g;
+    }
+    return ATTN_OK;
+}
+
+attn_tensor *attn_mse_loss(attn_ctx *ctx, attn_tensor *pred, attn_tensor *target)
+{
+    if (!ctx || !pred || !target) return NULL;
+    if (!attn_same_shape(pred, target)) {
+        char ps[64], ts[64];
+        return attn__fail_null(ATTN_ERR_SHAPE,
+                               "mse_loss: pred %s and target %s, expected the same shape",
+                               attn_shape_str(pred, ps, 64), attn_shape_str(target, ts, 64));
+    }
+    attn_tensor *y = attn_tensor_empty(ctx, 0, NULL);
+    if (!y) return NULL;
+    double sum = 0.0;
+    for (int64_t i = 0; i < pred->numel; i++) {
+        double d = (double)pred->data[i] - target->data[i];
+        sum += d * d;
+    }
+    y->data[0] = (float)(sum / (double)pred->numel); /* 0/0 = NaN for no elements, as torch */
+    attn_tensor *in[2] = {pred, target};
+    if (attn__needs_grad(ctx, in, 2) && !attn__record(ctx, "mse_loss", mse_backward, y, in, 2, 0))
+        return NULL;
+    return y;
+}

@@ -1,0 +1,94 @@
+/* Elementwise unary ops, one table-driven implementation (dy = the output's gradient):
+ *   relu:    y = max(x, 0)                     dx += dy * (x > 0)
+ *   gelu:    y = x * Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2
+ *                                              dx += dy * (Phi(x) + x * exp(-x^2 / 2) / sqrt(2 pi))
+ *   tanh:    y = tanh(x)                       dx += dy * (1 - y^2)
+ *   sigmoid: y = 1 / (1 + exp(-x))             dx += dy * y * (1 - y)
+ *   exp:     y = exp(x)                        dx += dy * y
+ * The derivative is read from the input x and the output y, both kept by the tape. */
+#include "../autograd/tape.h"
+#include "../kernels/kernels.h"
+
+#include <math.h>
+
+#define PARALLEL_MIN 65536 /* elements below which threads cost more than they save */
+
+typedef struct unary_op {
+    const char *name;
+    float (*f)(float x);
+    float (*df)(float x, float y); /* dy/dx at input x with output y */
+} unary_op;
+
+static float relu_f(float x) { return x < 0.0f ? 0.0f : x; } /* NaN stays NaN */
+static float relu_df(float x, float y) { (void)y; return x > 0.0f ? 1.0f : 0.0f; }
+
+static float gelu_f(float x) { return 0.5f * x * (1.0f + erff(x * (float)M_SQRT1_2)); }
+static float gelu_df(float x, float y)
+{
+    (void)y;
+    float phi = expf(-0.5f * x * x) * (float)(0.5 * M_2_SQRTPI * M_SQRT1_2); /* 1/sqrt(2 pi) */
+    return 0.5f * (1.0f + erff(x * (float)M_SQRT1_2)) + x * phi;
+}
+
+static float tanh_f(float x) { return tanhf(x); }
+static float tanh_df(float x, float y) { (void)x; return 1.0f - y * y; }
+
+/* exp of a non-positive argument only: no overflow for large |x| */
+static float sigmoid_f(float x)
+{
+    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+    float e = expf(x);
+    return e / (1.0f + e);
+}
+static float sigmoid_df(float x, float y) { (void)x; return y * (1.0f - y); }
+
+static float exp_f(float x) { return expf(x); }
+static float exp_df(float x, float y) { (void)x; return y; }
+
+typedef enum unary_kind { UN_RELU, UN_GELU, UN_TANH, UN_SIGMOID, UN_EXP } unary_kind;
+
+static const unary_op unary_ops[] = {
+    [UN_RELU] = {"relu", relu_f, relu_df},
+    [UN_GELU] = {"gelu", gelu_f, gelu_df},
+    [UN_TANH] = {"tanh", tanh_f, tanh_df},
+    [UN_SIGMOID] = {"sigmoid", sigmoid_f, sigmoid_df},
+    [UN_EXP] = {"exp", exp_f, exp_df},
+};
+
+static attn_status unary_backward(attn_ctx *ctx, attn_node *node)
+{
+    attn_status st = ATTN_OK;
+    float *gx = attn__in_grad(ctx, node, 0, &st);
+    if (!gx) return st;
+    const unary_op *op = &unary_ops[*(const unary_kind *)node->saved];
+    const float *x = node->in[0]->data, *y = node->out->data, *dy = node->out->grad;
+    int64_t n = node->out->numel;
+    ATTN_PARALLEL_FOR(n > PARALLEL_MIN)
+    for (int64_t i = 0; i < n; i++) gx[i] += dy[i] * op->df(x[i], y[i]);
+    return ATTN_OK;
+}
+
+static attn_tensor *unary(attn_ctx *ctx, attn_tensor *x, unary_kind kind)
+{
+    if (!ctx || !x) return NULL;
+    const unary_op *op = &unary_ops[kind];
+    attn_tensor *y = attn__empty_like(ctx, x);
+    if (!y) return NULL;
+    const float *xd = x->data;
+    float *yd = y->data;
+    int64_t n = x->numel;
+    ATTN_PARALLEL_FOR(n > PARALLEL_MIN)
+    for (int64_t i = 0; i < n; i++) yd[i] = op->f(xd[i]);
+    if (attn__needs_grad(ctx, &x, 1)) {
+        attn_node *node = attn__record(ctx, op->name, unary_backward, y, &x, 1, sizeof kind);
+        if (!node) return NULL;
+        *(unary_kind *)node->saved = kind;
+    }
+    return y;
+}
+
+attn_tensor *attn_relu(attn_ctx *ctx, attn_tensor *x) { return unary(ctx, x, UN_RELU); }
+attn_tensor *attn_gelu(attn_ctx *ctx, attn_tensor *x) { return unary(ctx, x, UN_GELU); }
+attn_tensor *attn_tanh(attn_ctx *ctx, attn_tensor *x) { return unary(ctx, x, UN_TANH); }
+attn_tensor *attn_sigmoid(attn_ctx *ctx, attn_tensor *x) { return unary(ctx, x, UN_SIGMOID); }
+attn_tensor *attn_exp(attn_ctx *ctx, attn_tensor *x) { return unary(ctx, x, UN_EXP); }
