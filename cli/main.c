@@ -6,6 +6,7 @@
 
 static const cli_command commands[] = {
     {"shapes", cmd_shapes, "seed 000's demo: scaled dot-product attention on random Q, K, V"},
+    {"op", cmd_op, "run one attention mechanism on tensors from a safetensors file"},
 };
 
 static void usage(FILE *out)

@@ -537,15 +537,15 @@ ATTN_API attn_st_file *attn_st_open(const char *path);
 ATTN_API attn_st_file *attn_st_parse(const void *bytes, size_t len, const char *name);
 ATTN_API void attn_st_close(attn_st_file *f);
 ATTN_API size_t attn_st_count(const attn_st_file *f);
-ATTN_API const attn_st_tensor *attn_st_at(const attn_st_file *f, size_t i); /* in file order */
+ATTN_API const attn_st_tensor *attn_st_at(const attn_st_file *f, size_t i); /* header order */
 ATTN_API const attn_st_tensor *attn_st_find(const attn_st_file *f, const char *name);
 ATTN_API const char *attn_st_metadata(const attn_st_file *f, const char *key); /* or NULL */
-/* Tensor `name` converted to float32 (from F32, F64, I32, I64, BOOL, F16, BF16), in ctx's arena,
- * or on the heap when ctx is NULL (then free with attn_tensor_free). Error if missing or if it
- * has more than ATTN_MAX_DIMS dims. */
+/* Tensor `name` converted to float32 (from any dtype above), in ctx's arena, or on the heap
+ * when ctx is NULL (then free with attn_tensor_free). Error if missing or if it has more than
+ * ATTN_MAX_DIMS dims. */
 ATTN_API attn_tensor *attn_st_load(const attn_st_file *f, const char *name, attn_ctx *ctx);
-/* Tensor `name` as int64 (from I64, I32, BOOL, or integral F32) into a malloc'd array the caller
- * frees; *numel receives the count. */
+/* Tensor `name` as int64 (from an integer dtype, BOOL, or a float dtype holding integers) into a
+ * malloc'd array the caller frees; *numel receives the count. */
 ATTN_API int64_t *attn_st_load_i64(const attn_st_file *f, const char *name, int64_t *numel);
 /* Copies a tensor's values into t (shapes must match exactly, else the message names both). */
 ATTN_API attn_status attn_st_copy_into(const attn_st_file *f, const char *name, attn_tensor *t);
@@ -553,22 +553,30 @@ ATTN_API attn_status attn_st_copy_into(const attn_st_file *f, const char *name, 
 typedef struct attn_st_writer attn_st_writer;
 ATTN_API attn_st_writer *attn_st_writer_new(void);
 ATTN_API void attn_st_writer_free(attn_st_writer *w);
-/* Adds a tensor (the bytes are copied now). Duplicate names are an error. */
+/* Adds a tensor: data is numel little-endian elements of dtype, copied now. Duplicate names are
+ * an error. */
 ATTN_API attn_status attn_st_writer_add(attn_st_writer *w, const char *name, attn_dtype dtype,
                                         int ndim, const int64_t *shape, const void *data);
+/* The same without a copy: data must stay valid and unchanged until save or free (for large
+ * outputs; the bytes are written as they are in memory, little-endian on this host). */
+ATTN_API attn_status attn_st_writer_add_ref(attn_st_writer *w, const char *name, attn_dtype dtype,
+                                            int ndim, const int64_t *shape, const void *data);
 ATTN_API attn_status attn_st_writer_add_tensor(attn_st_writer *w, const char *name,
                                                const attn_tensor *t);
 ATTN_API attn_status attn_st_writer_set_metadata(attn_st_writer *w, const char *key,
-                                                 const char *value);
+                                                 const char *value); /* replaces an old value */
 /* Writes path.tmp, fsyncs, renames onto path: a crash never leaves a half-written path. */
 ATTN_API attn_status attn_st_writer_save(attn_st_writer *w, const char *path);
 
 /* Checkpoints: every parameter under its name, plus the optimizer state when opt is not NULL.
- * __metadata__ carries format "attn-checkpoint", version, step count and extra key/values. */
+ * __metadata__ carries format "attn-checkpoint", version, the step count (with opt) and the
+ * caller's key/values (meta_kv[2i] = meta_kv[2i+1]; format, version and step are reserved). */
 ATTN_API attn_status attn_checkpoint_save(const char *path, const attn_params *p,
                                           const attn_optim *opt, const char *const *meta_kv,
                                           int n_meta);
-/* Loads by name into p (and opt when not NULL); strict = every parameter must be present. */
+/* Loads by name into p (and opt when not NULL); strict = every parameter (and optimizer state
+ * and step) must be present and every tensor in the file must be one of them; non-strict
+ * skips what is missing or unknown. Nothing changes unless the whole file checks out. */
 ATTN_API attn_status attn_checkpoint_load(const char *path, attn_params *p, attn_optim *opt,
                                           bool strict);
 

@@ -50,8 +50,8 @@ static void test_cross_entropy(void)
 {
     int64_t zs[2] = {5, 7};
     attn_tensor *z = tk_randn(11, 2, zs);
-    int64_t target[5] = {3, -100, 0, 6, 2};
-    ce_case cases[4] = {{target, -100, 0.0f}, {target, -100, 0.1f}, {target, 0, 0.25f},
+    int64_t target[5] = {3, -100, 0, 6, 2}, target0[5] = {3, 0, 0, 6, 2};
+    ce_case cases[4] = {{target, -100, 0.0f}, {target, -100, 0.1f}, {target0, 0, 0.25f},
                         {target, -100, 1.0f}};
     const char *names[4] = {"cross_entropy ls 0", "cross_entropy ls 0.1",
                             "cross_entropy ignore_index 0, ls 0.25", "cross_entropy ls 1"};

@@ -54,7 +54,8 @@ static void put_le64(unsigned char *p, uint64_t v)
 
 /* 0.0f .. 5.0f as little-endian float32 bytes. */
 static const unsigned char FLOATS_0_TO_5[24] = {
-    0, 0, 0, 0, 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40, 0, 0, 0x40, 0x40, 0, 0, 0x80, 0x40, 0, 0, 0xa0, 0x40,
+    0, 0, 0, 0, 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40,       /* 0, 1, 2 */
+    0, 0, 0x40, 0x40, 0, 0, 0x80, 0x40, 0, 0, 0xa0, 0x40, /* 3, 4, 5 */
 };
 
 /* N | json | pad spaces | data, into out (at least 8 + n + data_len bytes); returns the size. */
@@ -150,7 +151,8 @@ static const int64_t I64_DATA[3] = {-5, 4611686018427387905LL, 7};
 static const int32_t I32_DATA[3] = {-2147483647 - 1, 0, 123456};
 static const uint8_t BOOL_DATA[3] = {1, 0, 1};
 /* 1, -2, +inf, -inf, NaN, smallest subnormal 2^-24, largest subnormal, 65504 */
-static const uint16_t F16_DATA[8] = {0x3c00, 0xc000, 0x7c00, 0xfc00, 0x7e00, 0x0001, 0x03ff, 0x7bff};
+static const uint16_t F16_DATA[8] = {0x3c00, 0xc000, 0x7c00, 0xfc00,
+                                     0x7e00, 0x0001, 0x03ff, 0x7bff};
 /* 1, -2, +inf, NaN, subnormal 2^-133, 3.140625, -0 */
 static const uint16_t BF16_DATA[7] = {0x3f80, 0xc000, 0x7f80, 0x7fc0, 0x0001, 0x4049, 0x8000};
 static const int16_t I16_DATA[3] = {-32768, 1, 32767};
@@ -181,7 +183,8 @@ static void test_all_dtypes(void)
         {"bool", ATTN_DTYPE_BOOL, BOOL_DATA, 3, {1, 0, 1}},
         {"f16", ATTN_DTYPE_F16, F16_DATA, 8,
          {1, -2, INFINITY, -INFINITY, NAN, 0x1p-24f, 1023 * 0x1p-24f, 65504.0f}},
-        {"bf16", ATTN_DTYPE_BF16, BF16_DATA, 7, {1, -2, INFINITY, NAN, 0x1p-133f, 3.140625f, -0.0f}},
+        {"bf16", ATTN_DTYPE_BF16, BF16_DATA, 7,
+         {1, -2, INFINITY, NAN, 0x1p-133f, 3.140625f, -0.0f}},
         {"i16", ATTN_DTYPE_I16, I16_DATA, 3, {-32768, 1, 32767}},
         {"i8", ATTN_DTYPE_I8, I8_DATA, 3, {-128, 0, 127}},
         {"u8", ATTN_DTYPE_U8, U8_DATA, 3, {0, 128, 255}},
@@ -276,8 +279,10 @@ static void test_conversions(void)
     const char *note = attn_st_metadata(f, "note"), *uni = attn_st_metadata(f, "unicode");
     TK_CHECK(note && strcmp(note, "quote \" backslash \\ newline \n tab \t") == 0,
              "metadata with escapes: got %s", note ? note : "(none)");
-    TK_CHECK(uni && strcmp(uni, "\xce\xb1\xce\xb2 \xe6\xb3\xa8\xe6\x84\x8f") == 0, "UTF-8 metadata");
-    TK_CHECK(attn_st_metadata(f, "empty") && !*attn_st_metadata(f, "empty"), "empty metadata value");
+    TK_CHECK(uni && strcmp(uni, "\xce\xb1\xce\xb2 \xe6\xb3\xa8\xe6\x84\x8f") == 0,
+             "UTF-8 metadata");
+    TK_CHECK(attn_st_metadata(f, "empty") && !*attn_st_metadata(f, "empty"),
+             "empty metadata value");
     TK_CHECK(attn_st_metadata(f, "missing") == NULL, "a missing key gives NULL");
     TK_CHECK(attn_st_count(f) == 5, "metadata is not a tensor (%zu tensors)", attn_st_count(f));
 
@@ -355,7 +360,7 @@ static void accept_json(const char *what, const char *json, uint64_t n, size_t d
 
 static void test_malformed(void)
 {
-    unsigned char buf[64];
+    unsigned char buf[64] = {0};
     expect_refused("empty file", buf, 0);
     put_le64(buf, 2);
     expect_refused("truncated file", buf, 5);
@@ -383,7 +388,8 @@ static void test_malformed(void)
     refuse_json("negative shape entry", "{" T("a", "F32", "[-1]", "0", "0") "}", 0);
     refuse_json("fractional shape entry", "{" T("a", "F32", "[2.5]", "0", "10") "}", 10);
     refuse_json("shape not an array", "{" T("a", "F32", "3", "0", "12") "}", 12);
-    refuse_json("more than 8 dimensions", "{" T("a", "F32", "[1,1,1,1,1,1,1,1,1]", "0", "4") "}", 4);
+    refuse_json("more than 8 dimensions",
+                "{" T("a", "F32", "[1,1,1,1,1,1,1,1,1]", "0", "4") "}", 4);
     refuse_json("shape product overflowing int64",
                 "{" T("a", "F32", "[4294967296,4294967296,4]", "0", "0") "}", 0);
     refuse_json("byte size overflowing int64",
@@ -427,7 +433,8 @@ static void test_malformed(void)
                 "{" T("z1", "F32", "[0]", "4", "4") "," T("a", "F32", "[]", "0", "4") ","
                     T("z2", "I64", "[3,0]", "4", "4") "}", 0, 4, 3);
     accept_json("extra keys in an entry",
-                "{\"a\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2],\"x\":[1]}}", 0, 2, 1);
+                "{\"a\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2],\"x\":[1]}}",
+                0, 2, 1);
 }
 
 /* ---- open and save failures, atomic replacement ---- */
@@ -442,6 +449,13 @@ static void test_open_errors(void)
     TK_CHECK(attn_st_open(tmpdir) == NULL && attn_last_status() == ATTN_ERR_IO,
              "a directory is refused");
     printf("  open: %s\n", attn_last_error());
+    path_in_tmp(path, sizeof path, "fifo");
+    if (mkfifo(path, 0600) == 0) { /* must be refused at once, not block waiting for a writer */
+        TK_CHECK(attn_st_open(path) == NULL && attn_last_status() == ATTN_ERR_IO,
+                 "a FIFO is refused");
+        printf("  open: %s\n", attn_last_error());
+        remove(path);
+    }
 }
 
 static attn_st_writer *writer_with_value(float value, int64_t n)

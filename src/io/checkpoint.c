@@ -173,7 +173,8 @@ static attn_status plan(const attn_st_file *f, const char *path, const attn_para
 
 attn_status attn_checkpoint_load(const char *path, attn_params *p, attn_optim *opt, bool strict)
 {
-    if (!path || !p) return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_load: path or params missing");
+    if (!path || !p)
+        return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_load: path or params missing");
     attn_st_file *f = attn_st_open(path);
     if (!f) return attn_last_status();
     size_t n = attn_params_count(p) + (opt ? attn_optim_state_count(opt) : 0);

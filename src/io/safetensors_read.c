@@ -518,10 +518,28 @@ static attn_st_file *parse_owned(unsigned char *bytes, size_t len, char *label)
 
 /* ---- public: open, parse, close ---- */
 
-/* The whole regular file at path into one malloc'd buffer. */
+/* want bytes from fd into buf; false (with an error naming path) on failure or a short file. */
+static bool read_fully(int fd, unsigned char *buf, size_t want, const char *path)
+{
+    size_t got = 0;
+    while (got < want) {
+        ssize_t r = read(fd, buf + got, want - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            attn__fail(ATTN_ERR_IO, "%s: read failed after %zu of %zu bytes: %s", path, got, want,
+                       r < 0 ? strerror(errno) : "the file shrank");
+            return false;
+        }
+        got += (size_t)r;
+    }
+    return true;
+}
+
+/* The whole regular file at path into one malloc'd buffer of *len bytes (+1, so never
+ * malloc(0)). O_NONBLOCK keeps a FIFO from blocking the open; it is refused next. */
 static unsigned char *read_whole_file(const char *path, size_t *len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return attn__fail_null(ATTN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     unsigned char *buf = NULL;
@@ -533,22 +551,11 @@ static unsigned char *read_whole_file(const char *path, size_t *len)
     } else if ((uint64_t)st.st_size >= SIZE_MAX || !(buf = malloc((size_t)st.st_size + 1))) {
         attn__fail(ATTN_ERR_NOMEM, "%s: cannot hold %lld bytes in memory", path,
                    (long long)st.st_size);
-    } else {
-        size_t want = (size_t)st.st_size, got = 0;
-        while (got < want) {
-            ssize_t r = read(fd, buf + got, want - got);
-            if (r < 0 && errno == EINTR) continue;
-            if (r <= 0) {
-                attn__fail(ATTN_ERR_IO, "%s: read failed after %zu of %zu bytes: %s", path, got,
-                           want, r < 0 ? strerror(errno) : "the file shrank");
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            got += (size_t)r;
-        }
-        *len = want;
+    } else if (!read_fully(fd, buf, (size_t)st.st_size, path)) {
+        free(buf);
+        buf = NULL;
     }
+    *len = buf ? (size_t)st.st_size : 0;
     close(fd);
     return buf;
 }
@@ -638,8 +645,9 @@ attn_status attn__st_check_shape(const attn_st_file *f, const attn_st_tensor *t,
     for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
     if (same) return ATTN_OK;
     char a[160], b[160];
-    return attn__fail(ATTN_ERR_SHAPE, "%s: tensor \"%s\" has shape %s, expected %s", f->label,
-                      t->name, shape_str(a, sizeof a, t->ndim, t->shape),
+    return attn__fail(ATTN_ERR_SHAPE, "%s: tensor \"%s\" has shape %s in the file, but its "
+                      "destination has shape %s", f->label, t->name,
+                      shape_str(a, sizeof a, t->ndim, t->shape),
                       shape_str(b, sizeof b, ndim, shape));
 }
 

@@ -23,6 +23,7 @@ typedef struct st_entry {
     int64_t shape[ATTN_ST_MAX_DIMS];
     unsigned char *data; /* (nbytes) little-endian elements */
     size_t nbytes;
+    bool borrowed;       /* data belongs to the caller (attn_st_writer_add_ref) */
     uint64_t begin;      /* offset in the data buffer, set by save */
 } st_entry;
 
@@ -45,7 +46,7 @@ void attn_st_writer_free(attn_st_writer *w)
     if (!w) return;
     for (size_t i = 0; i < w->count; i++) {
         free(w->entries[i].name);
-        free(w->entries[i].data);
+        if (!w->entries[i].borrowed) free(w->entries[i].data);
     }
     for (size_t i = 0; i < 2 * w->n_meta; i++) free(w->meta[i]);
     free(w->entries);
@@ -55,7 +56,10 @@ void attn_st_writer_free(attn_st_writer *w)
 
 /* ---- adding ---- */
 
-static bool valid_text(const char *s) { return attn__utf8_valid((const unsigned char *)s, strlen(s)); }
+static bool valid_text(const char *s)
+{
+    return attn__utf8_valid((const unsigned char *)s, strlen(s));
+}
 
 /* Checks name, dtype and shape of a new tensor; *nbytes receives its byte size. */
 static attn_status check_new_tensor(const attn_st_writer *w, const char *name, attn_dtype dtype,
@@ -90,23 +94,27 @@ static attn_status check_new_tensor(const attn_st_writer *w, const char *name, a
     return ATTN_OK;
 }
 
-/* A new entry with room for nbytes of data, appended to w; NULL when out of memory. */
+/* A new entry with room for nbytes of data (or pointing at the caller's borrowed bytes),
+ * appended to w; NULL when out of memory. */
 static st_entry *append_entry(attn_st_writer *w, const char *name, attn_dtype dtype, int ndim,
-                              const int64_t *shape, size_t nbytes)
+                              const int64_t *shape, size_t nbytes, const void *borrowed)
 {
     if (w->count == w->cap) {
         size_t cap = w->cap ? 2 * w->cap : 16;
         st_entry *e = realloc(w->entries, cap * sizeof *e);
-        if (!e) return attn__fail_null(ATTN_ERR_NOMEM, "attn_st_writer_add(\"%s\"): out of memory", name);
+        if (!e)
+            return attn__fail_null(ATTN_ERR_NOMEM, "attn_st_writer_add(\"%s\"): out of memory",
+                                   name);
         w->entries = e;
         w->cap = cap;
     }
     st_entry *e = &w->entries[w->count];
-    *e = (st_entry){.name = strdup(name), .dtype = dtype, .ndim = ndim, .nbytes = nbytes};
-    e->data = malloc(nbytes ? nbytes : 1);
+    *e = (st_entry){.name = strdup(name), .dtype = dtype, .ndim = ndim, .nbytes = nbytes,
+                    .borrowed = borrowed != NULL};
+    e->data = borrowed ? (unsigned char *)(uintptr_t)borrowed : malloc(nbytes ? nbytes : 1);
     if (!e->name || !e->data) {
         free(e->name);
-        free(e->data);
+        if (!borrowed) free(e->data);
         return attn__fail_null(ATTN_ERR_NOMEM, "attn_st_writer_add(\"%s\"): cannot copy %zu "
                                "bytes", name, nbytes);
     }
@@ -123,10 +131,21 @@ attn_status attn_st_writer_add(attn_st_writer *w, const char *name, attn_dtype d
     if (s != ATTN_OK) return s;
     if (!data && nbytes)
         return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add(\"%s\"): data is NULL", name);
-    st_entry *e = append_entry(w, name, dtype, ndim, shape, nbytes);
+    st_entry *e = append_entry(w, name, dtype, ndim, shape, nbytes, NULL);
     if (!e) return attn_last_status();
     if (nbytes) memcpy(e->data, data, nbytes);
     return ATTN_OK;
+}
+
+attn_status attn_st_writer_add_ref(attn_st_writer *w, const char *name, attn_dtype dtype, int ndim,
+                                   const int64_t *shape, const void *data)
+{
+    size_t nbytes;
+    attn_status s = check_new_tensor(w, name, dtype, ndim, shape, &nbytes);
+    if (s != ATTN_OK) return s;
+    if (!data)
+        return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add_ref(\"%s\"): data is NULL", name);
+    return append_entry(w, name, dtype, ndim, shape, nbytes, data) ? ATTN_OK : attn_last_status();
 }
 
 attn_status attn_st_writer_add_tensor(attn_st_writer *w, const char *name, const attn_tensor *t)
@@ -135,7 +154,7 @@ attn_status attn_st_writer_add_tensor(attn_st_writer *w, const char *name, const
     size_t nbytes;
     attn_status s = check_new_tensor(w, name, ATTN_DTYPE_F32, t->ndim, t->shape, &nbytes);
     if (s != ATTN_OK) return s;
-    st_entry *e = append_entry(w, name, ATTN_DTYPE_F32, t->ndim, t->shape, nbytes);
+    st_entry *e = append_entry(w, name, ATTN_DTYPE_F32, t->ndim, t->shape, nbytes, NULL);
     if (!e) return attn_last_status();
     for (int64_t i = 0; i < t->numel; i++) { /* float32 little-endian on any host */
         uint32_t u;
@@ -148,7 +167,8 @@ attn_status attn_st_writer_add_tensor(attn_st_writer *w, const char *name, const
 attn_status attn_st_writer_set_metadata(attn_st_writer *w, const char *key, const char *value)
 {
     if (!w || !key || !value)
-        return attn__fail(ATTN_ERR_ARG, "attn_st_writer_set_metadata: writer, key or value is NULL");
+        return attn__fail(ATTN_ERR_ARG,
+                          "attn_st_writer_set_metadata: writer, key or value is NULL");
     if (!valid_text(key) || !valid_text(value))
         return attn__fail(ATTN_ERR_ARG, "attn_st_writer_set_metadata(\"%s\"): key and value "
                           "must be UTF-8", key);

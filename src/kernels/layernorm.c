@@ -45,7 +45,7 @@ void attn_layernorm_rows_backward_ref(float *dx, float *dw, float *db, const flo
                                       const float *x, const float *mean, const float *rstd,
                                       const float *w, int64_t rows, int64_t cols)
 {
-    for (int64_t r = 0; r < rows; r++) {
+    for (int64_t r = 0; dx && r < rows; r++) {
         const float *xr = x + r * cols, *dyr = dy + r * cols;
         double sg = 0.0, sgx = 0.0; /* sum g, sum g * xhat */
         for (int64_t c = 0; c < cols; c++) {
@@ -53,15 +53,21 @@ void attn_layernorm_rows_backward_ref(float *dx, float *dw, float *db, const flo
             double g = (double)dyr[c] * (w ? w[c] : 1.0f);
             sg += g;
             sgx += g * xhat;
-            if (dw) dw[c] += (float)(dyr[c] * xhat);
-            if (db) db[c] += dyr[c];
         }
-        if (!dx) continue;
         for (int64_t c = 0; c < cols; c++) {
             double xhat = ((double)xr[c] - mean[r]) * rstd[r];
             double g = (double)dyr[c] * (w ? w[c] : 1.0f);
             dx[r * cols + c] += (float)(rstd[r] * (g - sg / cols - xhat * sgx / cols));
         }
+    }
+    for (int64_t c = 0; (dw || db) && c < cols; c++) {
+        double sw = 0.0, sb = 0.0; /* sum_rows dy * xhat, sum_rows dy */
+        for (int64_t r = 0; r < rows; r++) {
+            sw += (double)dy[r * cols + c] * (((double)x[r * cols + c] - mean[r]) * rstd[r]);
+            sb += dy[r * cols + c];
+        }
+        if (dw) dw[c] += (float)sw;
+        if (db) db[c] += (float)sb;
     }
 }
 

@@ -51,7 +51,7 @@ static attn_status conv1d_backward(attn_ctx *ctx, attn_node *node)
     if (st != ATTN_OK) return st;
     const float *w = node->in[1]->data, *dy = node->out->grad;
     int64_t ck = s->cin * s->k;
-    float *dcol = dx ? attn_arena_alloc(&ctx->arena, (size_t)(ck * s->lout) * sizeof(float))
+    float *dcol = dx ? attn_arena_alloc(&ctx->arena, (size_t)(ck * s->lout + 1) * sizeof(float))
                      : NULL; /* (Cin*K, Lout) */
     if (dx && !dcol) return attn_last_status();
     attn_gemm_set_threads(attn_get_num_threads());
@@ -84,8 +84,9 @@ static attn_status conv1d_check(const attn_tensor *x, const attn_tensor *w, cons
         return attn__fail(ATTN_ERR_SHAPE, "conv1d: bias %s does not fit weight %s (expected (%lld))",
                           attn_shape_str(b, bs, 64), attn_shape_str(w, ws, 64),
                           (long long)w->shape[0]);
-    if (padding < 0)
-        return attn__fail(ATTN_ERR_ARG, "conv1d: padding %lld, expected >= 0", (long long)padding);
+    if (padding < 0 || padding > (INT64_MAX - x->shape[2]) / 2)
+        return attn__fail(ATTN_ERR_ARG, "conv1d: padding %lld, expected >= 0 (and not absurdly "
+                          "large)", (long long)padding);
     if (x->shape[2] + 2 * padding - w->shape[2] + 1 <= 0)
         return attn__fail(ATTN_ERR_SHAPE,
                           "conv1d: x %s with padding %lld is shorter than the kernel of weight %s "

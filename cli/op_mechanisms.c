@@ -1,0 +1,357 @@
+/* attn op: one forward function per mechanism, plus the shared plumbing of op_io.h. */
+#include "op_io.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- inputs ---- */
+
+/* Input `name` as a float tensor with requires_grad (NULL + message if missing). */
+static attn_tensor *input(op_run *run, const char *name, const char *grad_name)
+{
+    attn_tensor *t = attn_st_load(run->file, name, NULL);
+    if (!t) return NULL;
+    if (run->n_inputs == 3) {
+        attn_tensor_free(t);
+        return NULL;
+    }
+    attn_tensor_set_requires_grad(t, true);
+    run->inputs[run->n_inputs] = t;
+    run->input_grad_names[run->n_inputs++] = grad_name;
+    return t;
+}
+
+/* The first of two input names present: linear and conv_attention accept x or q. */
+static attn_tensor *input_x(op_run *run)
+{
+    return input(run, attn_st_find(run->file, "x") ? "x" : "q", "dx");
+}
+
+static void *copy_bytes(op_run *run, int slot, const attn_st_tensor *t)
+{
+    void *p = malloc(t->nbytes ? t->nbytes : 1);
+    if (p) memcpy(p, t->data, t->nbytes);
+    run->mask_storage[slot] = p;
+    return p;
+}
+
+/* Reads attn_mask, key_padding_mask and valid_lens (all optional) into run->mask. */
+static attn_status load_masks(op_run *run)
+{
+    attn_mask *m = &run->mask;
+    m->causal = run->args->causal;
+    const attn_st_tensor *t = attn_st_find(run->file, "attn_mask");
+    if (t) {
+        if (t->ndim < 1 || t->ndim > 4) {
+            fprintf(stderr, "attn op: attn_mask has %d dims, expected 1 to 4\n", t->ndim);
+            return ATTN_ERR_SHAPE;
+        }
+        if (t->dtype == ATTN_DTYPE_BOOL) {
+            m->attend = copy_bytes(run, 0, t);
+            m->attend_ndim = t->ndim;
+            memcpy(m->attend_shape, t->shape, (size_t)t->ndim * sizeof(int64_t));
+        } else {
+            attn_tensor *f = attn_st_load(run->file, "attn_mask", NULL);
+            if (!f) return attn_last_status();
+            m->additive = f->data;
+            run->mask_storage[0] = f; /* freed as a tensor below */
+            m->additive_ndim = t->ndim;
+            memcpy(m->additive_shape, t->shape, (size_t)t->ndim * sizeof(int64_t));
+        }
+    }
+    t = attn_st_find(run->file, "key_padding_mask");
+    if (t) {
+        if (t->dtype != ATTN_DTYPE_BOOL || t->ndim != 2) {
+            fprintf(stderr, "attn op: key_padding_mask must be BOOL (B, Lk); got %s with %d dims\n",
+                    attn_dtype_name(t->dtype), t->ndim);
+            return ATTN_ERR_FORMAT;
+        }
+        m->key_padding = copy_bytes(run, 1, t);
+    }
+    if (attn_st_find(run->file, "valid_lens")) {
+        int64_t n;
+        m->valid_lens = attn_st_load_i64(run->file, "valid_lens", &n);
+        if (!m->valid_lens) return attn_last_status();
+        run->mask_storage[2] = (void *)m->valid_lens;
+        m->valid_lens_ndim = attn_st_find(run->file, "valid_lens")->ndim;
+    }
+    return ATTN_OK;
+}
+
+/* ---- parameters ---- */
+
+static bool has(const op_run *run, const char *prefix, const char *name)
+{
+    char full[256];
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    return attn_st_find(run->file, full) != NULL;
+}
+
+/* Copies rows [row0, row0 + rows) of dst from tensor `name` (seed naming alias). */
+static attn_status copy_rows(const op_run *run, attn_tensor *dst, int64_t row0, const char *prefix,
+                             const char *name)
+{
+    char full[256];
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    attn_tensor *src = attn_st_load(run->file, full, NULL);
+    if (!src) return attn_last_status();
+    int64_t width = dst->ndim == 2 ? dst->shape[1] : 1;
+    attn_status st = ATTN_OK;
+    if (src->numel + row0 * width > dst->numel || (dst->ndim == 2 && src->shape[src->ndim - 1] != width)) {
+        char a[64], b[64];
+        fprintf(stderr, "attn op: %s has shape %s, which does not fit rows of %s\n", full,
+                attn_shape_str(src, a, 64), attn_shape_str(dst, b, 64));
+        st = ATTN_ERR_SHAPE;
+    } else
+        memcpy(dst->data + row0 * width, src->data, (size_t)src->numel * sizeof(float));
+    attn_tensor_free(src);
+    return st;
+}
+
+/* Seed 002's MultiHeadAttention names its layers Wq, Wk, Wv, fc_out: the same math as
+ * nn.MultiheadAttention. Fill in_proj_* and out_proj.* from them. */
+static attn_status load_seed_mha(op_run *run, const char *prefix, const attn_mha_layer *m)
+{
+    const char *w[3] = {"Wq.weight", "Wk.weight", "Wv.weight"};
+    const char *b[3] = {"Wq.bias", "Wk.bias", "Wv.bias"};
+    for (int i = 0; i < 3; i++) {
+        if (copy_rows(run, m->in_proj_weight, i * m->embed_dim, prefix, w[i]) != ATTN_OK) return attn_last_status();
+        if (m->in_proj_bias && copy_rows(run, m->in_proj_bias, i * m->embed_dim, prefix, b[i]) != ATTN_OK)
+            return attn_last_status();
+    }
+    if (copy_rows(run, m->out_proj.weight, 0, prefix, "fc_out.weight") != ATTN_OK) return attn_last_status();
+    return m->out_proj.bias ? copy_rows(run, m->out_proj.bias, 0, prefix, "fc_out.bias") : ATTN_OK;
+}
+
+/* Every registered parameter from the file by name; those under an MHA prefix that uses seed
+ * 002's names come from load_seed_mha. */
+static attn_status load_params(op_run *run, const char *seed_prefix)
+{
+    for (size_t i = 0; i < attn_params_count(run->params); i++) {
+        const char *name = attn_params_name(run->params, i);
+        if (seed_prefix && !strncmp(name, seed_prefix, strlen(seed_prefix))) continue;
+        if (!attn_st_find(run->file, name)) {
+            fprintf(stderr, "attn op: parameter \"%s\" is missing from the input file\n", name);
+            return ATTN_ERR_FORMAT;
+        }
+        if (attn_st_copy_into(run->file, name, attn_params_at(run->params, i)) != ATTN_OK)
+            return attn_last_status();
+    }
+    return ATTN_OK;
+}
+
+/* Builds an MHA under prefix ("" or "attention."), sized from the file, and loads it. */
+static attn_status mha_from_file(op_run *run, attn_mha_layer *m, const char *prefix, int64_t E,
+                                 int64_t kdim, int64_t vdim, attn_rng *rng, bool *seed_names)
+{
+    *seed_names = !has(run, prefix, "in_proj_weight") && !has(run, prefix, "q_proj_weight") &&
+                  has(run, prefix, "Wq.weight");
+    bool bias = has(run, prefix, *seed_names ? "Wq.bias" : "in_proj_bias");
+    char pfx[128];
+    snprintf(pfx, sizeof pfx, "%.*s", (int)(strlen(prefix) ? strlen(prefix) - 1 : 0), prefix);
+    if (run->args->num_heads < 1) {
+        fprintf(stderr, "attn op: %s needs --num-heads\n", run->args->name);
+        return ATTN_ERR_ARG;
+    }
+    return attn_mha_init(m, run->params, pfx, E, run->args->num_heads, kdim, vdim, bias, 0.0f, rng);
+}
+
+/* ---- mechanisms ---- */
+
+static attn_tensor *fwd_sdpa(op_run *run, attn_tensor **weights)
+{
+    attn_tensor *q = input(run, "q", "dq"), *k = input(run, "k", "dk"), *v = input(run, "v", "dv");
+    if (!q || !k || !v || load_masks(run) != ATTN_OK) return NULL;
+    attn_sdpa_opts opts = {.scale = run->args->scale, .mask = run->mask, .impl = run->args->impl};
+    return attn_sdpa(run->ctx, q, k, v, &opts, weights);
+}
+
+static attn_tensor *seq_first(op_run *run, attn_tensor *x)
+{
+    return run->args->batch_first ? x : attn_transpose(run->ctx, x, 0, 1);
+}
+
+static attn_tensor *fwd_mha(op_run *run, attn_tensor **weights)
+{
+    attn_tensor *q = input(run, "q", "dq"), *k = input(run, "k", "dk"), *v = input(run, "v", "dv");
+    if (!q || !k || !v || q->ndim != 3 || k->ndim != 3 || v->ndim != 3) {
+        if (q && k && v) fprintf(stderr, "attn op: mha expects 3-D q, k, v\n");
+        return NULL;
+    }
+    attn_rng rng;
+    attn_rng_seed(&rng, 0);
+    attn_mha_layer m;
+    bool seed_names;
+    if (mha_from_file(run, &m, "", q->shape[2], k->shape[2], v->shape[2], &rng, &seed_names) != ATTN_OK ||
+        (seed_names && load_seed_mha(run, "", &m) != ATTN_OK) ||
+        load_params(run, seed_names ? "" : NULL) != ATTN_OK || load_masks(run) != ATTN_OK)
+        return NULL;
+    attn_mha_opts opts = {.mask = run->mask, .average_weights = run->args->average_weights,
+                          .impl = run->args->impl};
+    attn_tensor *out = attn_mha_forward(run->ctx, &m, seq_first(run, q), seq_first(run, k),
+                                        seq_first(run, v), &opts, weights);
+    return out ? seq_first(run, out) : NULL;
+}
+
+static attn_tensor *fwd_additive(op_run *run, attn_tensor **weights)
+{
+    attn_tensor *q = input(run, "q", "dq"), *k = input(run, "k", "dk"), *v = input(run, "v", "dv");
+    const attn_st_tensor *wq = attn_st_find(run->file, "W_q.weight");
+    if (!q || !k || !v) return NULL;
+    if (!wq || wq->ndim != 2) {
+        fprintf(stderr, "attn op: additive needs W_q.weight (h, query_size)\n");
+        return NULL;
+    }
+    attn_rng rng;
+    attn_rng_seed(&rng, 0);
+    attn_additive_layer m;
+    if (attn_additive_init(&m, run->params, "", q->shape[q->ndim - 1], k->shape[k->ndim - 1],
+                           wq->shape[0], 0.0f, &rng) != ATTN_OK ||
+        load_params(run, NULL) != ATTN_OK || load_masks(run) != ATTN_OK)
+        return NULL;
+    return attn_additive_forward(run->ctx, &m, q, k, v, run->mask.valid_lens,
+                                 run->mask.valid_lens_ndim, weights);
+}
+
+static attn_tensor *fwd_nw(op_run *run, attn_tensor **weights)
+{
+    attn_tensor *q = input(run, "q", "dq"), *k = input(run, "k", "dk"), *v = input(run, "v", "dv");
+    if (!q || !k || !v) return NULL;
+    attn_tensor *w = NULL;
+    const attn_st_tensor *ws = attn_st_find(run->file, "w");
+    if (ws) { /* the learnable width, shape () as in seed 003, or (1) */
+        if (ws->ndim > 1 || ws->numel != 1) {
+            fprintf(stderr, "attn op: nw's w must have one element, got %lld\n", (long long)ws->numel);
+            return NULL;
+        }
+        if (!(w = attn_params_add(run->params, "w", ws->ndim, ws->shape)) || load_params(run, NULL) != ATTN_OK)
+            return NULL;
+    }
+    return attn_nw_forward(run->ctx, w, q, k, v, weights);
+}
+
+static attn_tensor *fwd_linear(op_run *run, attn_tensor **weights)
+{
+    *weights = NULL;
+    attn_tensor *x = input_x(run);
+    if (!x || x->ndim != 3) {
+        if (x) fprintf(stderr, "attn op: linear expects x (B, L, E)\n");
+        return NULL;
+    }
+    attn_rng rng;
+    attn_rng_seed(&rng, 0);
+    attn_linear_attention_layer m;
+    if (attn_linear_attention_init(&m, run->params, "", x->shape[2],
+                                   run->args->shen ? ATTN_LINEAR_ATTENTION_SHEN : ATTN_LINEAR_ATTENTION_EFFICIENT,
+                                   &rng) != ATTN_OK ||
+        load_params(run, NULL) != ATTN_OK || load_masks(run) != ATTN_OK)
+        return NULL;
+    return attn_linear_attention_forward(run->ctx, &m, x, run->mask.key_padding);
+}
+
+static attn_tensor *fwd_conv_attention(op_run *run, attn_tensor **weights)
+{
+    attn_tensor *x = input_x(run);
+    const attn_st_tensor *cw = attn_st_find(run->file, "conv.weight");
+    if (!x || x->ndim != 3) {
+        if (x) fprintf(stderr, "attn op: conv_attention expects x (B, L, E)\n");
+        return NULL;
+    }
+    if (!cw || cw->ndim != 3) {
+        fprintf(stderr, "attn op: conv_attention needs conv.weight (E, E, k)\n");
+        return NULL;
+    }
+    if (run->args->num_heads < 1) {
+        fprintf(stderr, "attn op: conv_attention needs --num-heads\n");
+        return NULL;
+    }
+    attn_rng rng;
+    attn_rng_seed(&rng, 0);
+    attn_conv_attention_layer m;
+    bool seed_names = !attn_st_find(run->file, "attention.in_proj_weight") &&
+                      attn_st_find(run->file, "attention.Wq.weight");
+    if (attn_conv_attention_init(&m, run->params, "", x->shape[2], run->args->num_heads,
+                                 cw->shape[2], &rng) != ATTN_OK ||
+        (seed_names && load_seed_mha(run, "attention.", &m.attention) != ATTN_OK) ||
+        load_params(run, seed_names ? "attention." : NULL) != ATTN_OK || load_masks(run) != ATTN_OK)
+        return NULL;
+    attn_mha_opts opts = {.mask = run->mask, .average_weights = run->args->average_weights,
+                          .impl = run->args->impl};
+    return attn_conv_attention_forward(run->ctx, &m, x, &opts, weights);
+}
+
+static const op_mechanism mechanisms[] = {
+    {"sdpa", fwd_sdpa},       {"mha", fwd_mha},       {"additive", fwd_additive},
+    {"nw", fwd_nw},           {"linear", fwd_linear}, {"conv_attention", fwd_conv_attention},
+};
+
+const op_mechanism *op_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof mechanisms / sizeof mechanisms[0]; i++)
+        if (!strcmp(mechanisms[i].name, name)) return &mechanisms[i];
+    return NULL;
+}
+
+/* ---- running and writing ---- */
+
+static int write_grads(op_run *run)
+{
+    for (int i = 0; i < run->n_inputs; i++) {
+        attn_tensor *t = run->inputs[i];
+        if (t->grad && attn_st_writer_add_ref(run->writer, run->input_grad_names[i], ATTN_DTYPE_F32,
+                                              t->ndim, t->shape, t->grad) != ATTN_OK)
+            return CLI_ERR_DATA;
+    }
+    for (size_t i = 0; i < attn_params_count(run->params); i++) {
+        attn_tensor *p = attn_params_at(run->params, i);
+        char name[300];
+        snprintf(name, sizeof name, "grad.%s", attn_params_name(run->params, i));
+        if (p->grad && attn_st_writer_add_ref(run->writer, name, ATTN_DTYPE_F32, p->ndim, p->shape,
+                                              p->grad) != ATTN_OK)
+            return CLI_ERR_DATA;
+    }
+    return CLI_OK;
+}
+
+int op_execute(op_run *run, const op_mechanism *mech)
+{
+    attn_tensor *weights = NULL;
+    attn_tensor *out = mech->forward(run, run->args->need_weights ? &weights : NULL);
+    if (!out) {
+        if (attn_last_status() != ATTN_OK) fprintf(stderr, "attn op %s: %s\n", mech->name, attn_last_error());
+        return CLI_ERR_DATA;
+    }
+    if (attn_st_writer_add_ref(run->writer, "out", ATTN_DTYPE_F32, out->ndim, out->shape, out->data) != ATTN_OK ||
+        (weights && attn_st_writer_add_ref(run->writer, "weights", ATTN_DTYPE_F32, weights->ndim,
+                                           weights->shape, weights->data) != ATTN_OK))
+        return cli_fail(CLI_ERR_DATA, "op", "%s", attn_last_error());
+    attn_tensor *g = NULL;
+    if (attn_st_find(run->file, "grad_out") && !(g = attn_st_load(run->file, "grad_out", run->ctx)))
+        return cli_fail(CLI_ERR_DATA, "op", "%s", attn_last_error());
+    attn_st_close(run->file); /* everything is loaded: give its bytes back before the backward */
+    run->file = NULL;
+    if (!g) return CLI_OK;
+    if (g->numel != out->numel) {
+        char a[64], b[64];
+        return cli_fail(CLI_ERR_DATA, "op", "grad_out has shape %s, expected out's shape %s",
+                        attn_shape_str(g, a, 64), attn_shape_str(out, b, 64));
+    }
+    if (attn_backward_from(run->ctx, out, g->data) != ATTN_OK)
+        return cli_fail(CLI_ERR_DATA, "op", "%s", attn_last_error());
+    if (write_grads(run) != CLI_OK) return cli_fail(CLI_ERR_DATA, "op", "%s", attn_last_error());
+    return CLI_OK;
+}
+
+void op_run_free(op_run *run)
+{
+    for (int i = 0; i < run->n_inputs; i++) attn_tensor_free(run->inputs[i]);
+    if (run->mask.additive) attn_tensor_free(run->mask_storage[0]);
+    else free(run->mask_storage[0]);
+    free(run->mask_storage[1]);
+    free(run->mask_storage[2]);
+    attn_st_writer_free(run->writer);
+    attn_params_free(run->params);
+    attn_ctx_free(run->ctx);
+    attn_st_close(run->file);
+}
