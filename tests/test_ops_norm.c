@@ -54,7 +54,8 @@ static void layernorm_pair(int64_t rows, int64_t cols, bool affine, bool grads)
     float *w = affine ? randn_buf(3, cols, 1.0f, 0.3f) : NULL;
     float *b = affine ? randn_buf(4, cols, 0.0f, 0.3f) : NULL;
     float *y = malloc((size_t)n * sizeof(float)), *y_ref = malloc((size_t)n * sizeof(float));
-    float *mean = malloc((size_t)rows * sizeof(float)), *rstd = malloc((size_t)rows * sizeof(float));
+    float *mean = malloc((size_t)rows * sizeof(float));
+    float *rstd = malloc((size_t)rows * sizeof(float));
     float *mean_ref = malloc((size_t)rows * sizeof(float));
     float *rstd_ref = malloc((size_t)rows * sizeof(float));
     attn_layernorm_rows(y, mean, rstd, x, w, b, rows, cols, LN_EPS);
@@ -184,7 +185,10 @@ static void test_layernorm_stats(void)
     for (int64_t r = 0; ok && r < 4; r++) {
         double mu = 0.0, var = 0.0;
         for (int j = 0; j < 9; j++) mu += y->data[r * 9 + j] / 9.0;
-        for (int j = 0; j < 9; j++) var += (y->data[r * 9 + j] - mu) * (y->data[r * 9 + j] - mu) / 9.0;
+        for (int j = 0; j < 9; j++) {
+            double dev = y->data[r * 9 + j] - mu;
+            var += dev * dev / 9.0;
+        }
         ok = fabs(mu) < 1e-6 && fabs(var - 1.0) < 1e-5;
     }
     TK_CHECK(ok, "layer_norm rows have mean 0 and variance 1");

@@ -128,9 +128,11 @@ static void test_reduce_edges(void)
     int64_t s1[1] = {4}, s2[2] = {2, 3};
     attn_tensor *v = attn_tensor_from(ctx, 1, s1, (float[]){1, 2, 3, 4});
     attn_tensor *y = attn_sum(ctx, v, 0, false);
-    TK_CHECK(y && y->ndim == 0 && y->data[0] == 10.0f, "sum of a 1-D tensor without keepdim is a scalar");
+    TK_CHECK(y && y->ndim == 0 && y->data[0] == 10.0f,
+             "sum of a 1-D tensor without keepdim is a scalar");
     y = attn_mean(ctx, v, -1, true);
-    TK_CHECK(y && y->ndim == 1 && y->shape[0] == 1 && y->data[0] == 2.5f, "mean keepdim of a 1-D tensor");
+    TK_CHECK(y && y->ndim == 1 && y->shape[0] == 1 && y->data[0] == 2.5f,
+             "mean keepdim of a 1-D tensor");
     attn_tensor *x = attn_tensor_zeros(ctx, 2, s2);
     TK_CHECK(attn_sum(ctx, x, 2, false) == NULL && failed_with(ATTN_ERR_ARG, "sum"),
              "sum dim 2 of a 2-D tensor: %s", attn_last_error());

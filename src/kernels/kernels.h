@@ -18,14 +18,6 @@ void attn_gemm_ref(float *c, int64_t ldc, const float *a, int64_t lda, const flo
 /* Sets the OpenBLAS thread count for the next attn_gemm calls made outside parallel regions. */
 void attn_gemm_set_threads(int n);
 
-/* ---- OpenMP: "parallel for if (cond)" that compiles to nothing (and warns not) without it ---- */
-#ifdef _OPENMP
-#define ATTN_PRAGMA(x) _Pragma(#x)
-#define ATTN_PARALLEL_FOR(cond) ATTN_PRAGMA(omp parallel for schedule(static) if (cond))
-#else
-#define ATTN_PARALLEL_FOR(cond)
-#endif
-
 /* ---- softmax and log-softmax over the last dim of a (rows, cols) block ----
  *   softmax:     y = exp(x - max) / sum exp(x - max)      dx += y * (dy - sum(dy * y))
  *   log_softmax: y = x - max - log sum exp(x - max)       dx += dy - exp(y) * sum(dy)

@@ -50,7 +50,8 @@ static bool reshape_infer(int64_t *out, const attn_tensor *x, int ndim, const in
             continue;
         }
         if (shape[i] < 0 || !attn__mul_ok(known, shape[i], &known)) {
-            attn__fail(ATTN_ERR_SHAPE, "reshape: x %s to %s: sizes must be >= 0 with at most one -1",
+            attn__fail(ATTN_ERR_SHAPE,
+                       "reshape: x %s to %s: sizes must be >= 0 with at most one -1",
                        attn_shape_str(x, sx, 64), shape_str(ss, 96, ndim, shape));
             return false;
         }
@@ -100,7 +101,7 @@ static void permute_kernel(float *out, const float *in, int ndim, const int64_t 
         st[4 - ndim + i] = in_stride[perm[i]];
     }
     int64_t n01 = os[0] * os[1], inner = os[2] * os[3];
-    ATTN_PARALLEL_FOR(n01 > 1 && n01 * inner > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) if (n01 > 1 && n01 * inner > PARALLEL_MIN)
     for (int64_t ab = 0; ab < n01; ab++) {
         const float *src = in + (ab / os[1]) * st[0] + (ab % os[1]) * st[1];
         float *dst = out + ab * inner;
@@ -254,7 +255,8 @@ static attn_status concat_backward(attn_ctx *ctx, attn_node *node)
 {
     const slice_saved *s = node->saved;
     const attn_tensor *y = node->out;
-    int64_t outer = attn__prod(y->shape, 0, s->dim), inner = attn__prod(y->shape, s->dim + 1, y->ndim);
+    int64_t outer = attn__prod(y->shape, 0, s->dim);
+    int64_t inner = attn__prod(y->shape, s->dim + 1, y->ndim);
     int64_t off = 0;
     for (int i = 0; i < node->n_in; i++) {
         attn_status st = ATTN_OK;
@@ -308,7 +310,8 @@ attn_tensor *attn_concat(attn_ctx *ctx, attn_tensor *const *xs, int n, int dim)
         off += ni;
     }
     if (attn__needs_grad(ctx, xs, n)) {
-        attn_node *node = attn__record(ctx, "concat", concat_backward, y, xs, n, sizeof(slice_saved));
+        attn_node *node =
+            attn__record(ctx, "concat", concat_backward, y, xs, n, sizeof(slice_saved));
         if (!node) return NULL;
         *(slice_saved *)node->saved = (slice_saved){d, 0};
     }
@@ -369,7 +372,8 @@ attn_status attn_split(attn_ctx *ctx, attn_tensor *x, int dim, const int64_t *si
         if (!y) return attn_last_status();
         copy_slices(y->data, sizes[i], 0, x->data, x->shape[d], off, outer, sizes[i], inner, false);
         if (grad) {
-            attn_node *node = attn__record(ctx, "split", split_backward, y, &x, 1, sizeof(slice_saved));
+            attn_node *node =
+                attn__record(ctx, "split", split_backward, y, &x, 1, sizeof(slice_saved));
             if (!node) return attn_last_status();
             *(slice_saved *)node->saved = (slice_saved){d, off};
         }

@@ -30,7 +30,7 @@ typedef struct softmax_saved {
 /* out (outer, b, a) = in (outer, a, b) transposed in its last two dims; += when acc. */
 static void swap_last2(float *out, const float *in, int64_t outer, int64_t a, int64_t b, bool acc)
 {
-    ATTN_PARALLEL_FOR(outer > 1 && outer * a * b > 65536)
+#pragma omp parallel for schedule(static) if (outer > 1 && outer * a * b > 65536)
     for (int64_t o = 0; o < outer; o++) {
         const float *src = in + o * a * b;
         float *dst = out + o * a * b;
