@@ -437,6 +437,76 @@ ATTN_API attn_tensor *attn_conv_attention_forward(attn_ctx *ctx,
                                                   attn_tensor *x, const attn_mha_opts *opts,
                                                   attn_tensor **weights);
 
+/* ---- Positional encodings ---- */
+
+typedef enum attn_pe_layout {
+    ATTN_PE_INTERLEAVED,  /* P[i, 2j] = sin(i / 10000^(2j/d)), P[i, 2j+1] = cos(...) (paper, D2L) */
+    ATTN_PE_CONCATENATED, /* [sin ..., cos ...] halves (tensor2tensor) */
+} attn_pe_layout;
+
+/* The (max_len, d) sinusoidal table in ctx's arena (not differentiable). */
+ATTN_API attn_tensor *attn_sinusoidal_table(attn_ctx *ctx, int64_t max_len, int64_t d,
+                                            attn_pe_layout layout);
+/* x (B, L, E) + table[:L] (table (max_len, E), L <= max_len). */
+ATTN_API attn_tensor *attn_add_positions(attn_ctx *ctx, attn_tensor *x, attn_tensor *table);
+
+/* Seed 002's learned encoding: a parameter "<prefix>" of shape (1, max_len, E) ~ N(0, 1);
+ * forward adds its first L positions. */
+typedef struct attn_learned_pe {
+    attn_tensor *table; /* (1, max_len, E) */
+} attn_learned_pe;
+ATTN_API attn_status attn_learned_pe_init(attn_learned_pe *m, attn_params *p, const char *name,
+                                          int64_t max_len, int64_t dim, attn_rng *rng);
+ATTN_API attn_tensor *attn_learned_pe_forward(attn_ctx *ctx, const attn_learned_pe *m,
+                                              attn_tensor *x);
+
+/* ---- Transformer layers (torch.nn.TransformerEncoderLayer / DecoderLayer names) ---- */
+
+typedef struct attn_transformer_config {
+    int64_t d_model, num_heads, dim_feedforward;
+    float dropout;     /* residual branches, attention weights and (ffn_dropout) inside the FFN */
+    bool norm_first;   /* pre-LN; false: post-LN (the paper, D2L, seed 002, PyTorch default) */
+    bool gelu;         /* FFN activation; false: ReLU */
+    bool ffn_dropout;  /* dropout after the activation inside the FFN (PyTorch: yes; seed 002: no) */
+    float eps;         /* LayerNorm eps; 0: 1e-5 */
+} attn_transformer_config;
+
+/* "self_attn.*", "linear1.*" (F, E), "linear2.*" (E, F), "norm1.*", "norm2.*" */
+typedef struct attn_encoder_layer {
+    attn_transformer_config cfg;
+    attn_mha_layer self_attn;
+    attn_linear_layer linear1, linear2;
+    attn_layer_norm_layer norm1, norm2;
+} attn_encoder_layer;
+ATTN_API attn_status attn_encoder_layer_init(attn_encoder_layer *m, attn_params *p,
+                                             const char *prefix,
+                                             const attn_transformer_config *cfg, attn_rng *rng);
+/* post-LN: x = norm1(x + drop(attn(x))); x = norm2(x + drop(ffn(x)));
+ * pre-LN:  x = x + drop(attn(norm1(x))); x = x + drop(ffn(norm2(x))).
+ * x (B, L, E); weights (may be NULL) receives per-head (B, H, L, L). */
+ATTN_API attn_tensor *attn_encoder_layer_forward(attn_ctx *ctx, const attn_encoder_layer *m,
+                                                 attn_tensor *x, const attn_mask *mask,
+                                                 attn_tensor **weights);
+
+/* Adds "multihead_attn.*" (cross-attention) and "norm3.*" */
+typedef struct attn_decoder_layer {
+    attn_transformer_config cfg;
+    attn_mha_layer self_attn, multihead_attn;
+    attn_linear_layer linear1, linear2;
+    attn_layer_norm_layer norm1, norm2, norm3;
+} attn_decoder_layer;
+ATTN_API attn_status attn_decoder_layer_init(attn_decoder_layer *m, attn_params *p,
+                                             const char *prefix,
+                                             const attn_transformer_config *cfg, attn_rng *rng);
+/* x (B, Lt, E) attends to itself under self_mask (usually causal + target padding) and to
+ * memory (B, Ls, E) under cross_mask (source padding). Weights (may be NULL): per-head. */
+ATTN_API attn_tensor *attn_decoder_layer_forward(attn_ctx *ctx, const attn_decoder_layer *m,
+                                                 attn_tensor *x, attn_tensor *memory,
+                                                 const attn_mask *self_mask,
+                                                 const attn_mask *cross_mask,
+                                                 attn_tensor **self_weights,
+                                                 attn_tensor **cross_weights);
+
 /* ======================================================================================
  * Optimizers: the exact update rules of torch.optim (1.13, single-tensor path).
  * ====================================================================================== */

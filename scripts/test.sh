@@ -37,10 +37,11 @@ suite "-noomp" -DCMAKE_BUILD_TYPE=Release -DATTN_OPENMP=OFF
 echo "== installed library + pkg-config example"
 prefix=$(mktemp -d)
 if cmake --install build --prefix "$prefix" >/dev/null &&
-   PKG_CONFIG_PATH="$prefix/lib/pkgconfig" bash -c \
-     'cc -std=c11 -Wall -Wextra -Werror examples/train_tiny.c -o "$0/train_tiny" $(pkg-config --cflags --libs attn) -lm' "$prefix" &&
-   [[ "$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --modversion attn)" == "$(sed -nE 's/^project\(attn VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)" ]] &&
-   LD_LIBRARY_PATH="$prefix/lib" "$prefix/train_tiny"; then
+   pcdir=$(dirname "$(find "$prefix" -name attn.pc | head -1)") &&
+   export PKG_CONFIG_PATH="$pcdir" &&
+   cc -std=c11 -Wall -Wextra -Werror examples/train_tiny.c -o "$prefix/train_tiny" $(pkg-config --cflags --libs attn) -lm &&
+   [[ "$(pkg-config --modversion attn)" == "$(sed -nE 's/^project\(attn VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)" ]] &&
+   LD_LIBRARY_PATH="$(pkg-config --variable=libdir attn)" "$prefix/train_tiny"; then
   passed=$((passed + 1))
 else
   echo "example against the installed library: FAILED"; failed=$((failed + 1))

@@ -1,0 +1,148 @@
+/* Transformer encoder and decoder layers with torch.nn.TransformerEncoderLayer/DecoderLayer names
+ * (math in attn.h): multi-head attention, a position-wise FFN (linear1, activation, linear2),
+ * dropout on each residual branch and Add & Norm, post-LN or pre-LN. */
+#include "../core/core.h"
+
+#include <stdio.h>
+
+static void join(char *out, size_t n, const char *prefix, const char *name)
+{
+    snprintf(out, n, "%s%s%s", prefix, *prefix ? "." : "", name);
+}
+
+static attn_status check_config(const attn_transformer_config *c)
+{
+    if (!c || c->d_model < 1 || c->num_heads < 1 || c->dim_feedforward < 1 ||
+        !(c->dropout >= 0.0f && c->dropout < 1.0f) || c->eps < 0.0f)
+        return attn__fail(ATTN_ERR_ARG,
+                          "transformer layer: expected d_model, num_heads, dim_feedforward >= 1, "
+                          "dropout in [0, 1) and eps >= 0");
+    return ATTN_OK;
+}
+
+/* The parts both layers share: FFN and norms 1..n_norms. */
+static attn_status init_ffn_norms(attn_linear_layer *l1, attn_linear_layer *l2,
+                                  attn_layer_norm_layer *norms, int n_norms, attn_params *p,
+                                  const char *prefix, const attn_transformer_config *c,
+                                  attn_rng *rng)
+{
+    char name[256];
+    join(name, sizeof name, prefix, "linear1");
+    if (attn_linear_init(l1, p, name, c->d_model, c->dim_feedforward, true, rng) != ATTN_OK)
+        return attn_last_status();
+    join(name, sizeof name, prefix, "linear2");
+    if (attn_linear_init(l2, p, name, c->dim_feedforward, c->d_model, true, rng) != ATTN_OK)
+        return attn_last_status();
+    for (int i = 0; i < n_norms; i++) {
+        char norm[16];
+        snprintf(norm, sizeof norm, "norm%d", i + 1);
+        join(name, sizeof name, prefix, norm);
+        if (attn_layer_norm_init(&norms[i], p, name, c->d_model, c->eps > 0 ? c->eps : 1e-5f) != ATTN_OK)
+            return attn_last_status();
+    }
+    return ATTN_OK;
+}
+
+static attn_status init_mha(attn_mha_layer *m, attn_params *p, const char *prefix, const char *name,
+                            const attn_transformer_config *c, attn_rng *rng)
+{
+    char full[256];
+    join(full, sizeof full, prefix, name);
+    return attn_mha_init(m, p, full, c->d_model, c->num_heads, 0, 0, true, c->dropout, rng);
+}
+
+attn_status attn_encoder_layer_init(attn_encoder_layer *m, attn_params *p, const char *prefix,
+                                    const attn_transformer_config *cfg, attn_rng *rng)
+{
+    if (!m || !prefix) return attn__fail(ATTN_ERR_ARG, "transformer layer init: NULL argument");
+    if (check_config(cfg) != ATTN_OK) return attn_last_status();
+    m->cfg = *cfg;
+    if (init_mha(&m->self_attn, p, prefix, "self_attn", cfg, rng) != ATTN_OK) return attn_last_status();
+    attn_layer_norm_layer norms[2];
+    if (init_ffn_norms(&m->linear1, &m->linear2, norms, 2, p, prefix, cfg, rng) != ATTN_OK)
+        return attn_last_status();
+    m->norm1 = norms[0];
+    m->norm2 = norms[1];
+    return ATTN_OK;
+}
+
+attn_status attn_decoder_layer_init(attn_decoder_layer *m, attn_params *p, const char *prefix,
+                                    const attn_transformer_config *cfg, attn_rng *rng)
+{
+    if (!m || !prefix) return attn__fail(ATTN_ERR_ARG, "transformer layer init: NULL argument");
+    if (check_config(cfg) != ATTN_OK) return attn_last_status();
+    m->cfg = *cfg;
+    if (init_mha(&m->self_attn, p, prefix, "self_attn", cfg, rng) != ATTN_OK ||
+        init_mha(&m->multihead_attn, p, prefix, "multihead_attn", cfg, rng) != ATTN_OK)
+        return attn_last_status();
+    attn_layer_norm_layer norms[3];
+    if (init_ffn_norms(&m->linear1, &m->linear2, norms, 3, p, prefix, cfg, rng) != ATTN_OK)
+        return attn_last_status();
+    m->norm1 = norms[0];
+    m->norm2 = norms[1];
+    m->norm3 = norms[2];
+    return ATTN_OK;
+}
+
+/* linear2(drop?(act(linear1(x)))) */
+static attn_tensor *ffn(attn_ctx *ctx, const attn_transformer_config *c, const attn_linear_layer *l1,
+                        const attn_linear_layer *l2, attn_tensor *x)
+{
+    attn_tensor *h = attn_linear_forward(ctx, l1, x);
+    h = c->gelu ? attn_gelu(ctx, h) : attn_relu(ctx, h);
+    if (c->ffn_dropout) h = attn_dropout(ctx, h, c->dropout);
+    return attn_linear_forward(ctx, l2, h);
+}
+
+/* One residual sub-layer: post-LN norm(x + drop(f(x))), or pre-LN x + drop(f(norm(x))).
+ * The branch f is given as its output on the right input: callers compute it from `in`. */
+typedef struct sublayer {
+    const attn_transformer_config *cfg;
+    const attn_layer_norm_layer *norm;
+} sublayer;
+
+static attn_tensor *branch_input(attn_ctx *ctx, sublayer s, attn_tensor *x)
+{
+    return s.cfg->norm_first ? attn_layer_norm_forward(ctx, s.norm, x) : x;
+}
+
+static attn_tensor *residual(attn_ctx *ctx, sublayer s, attn_tensor *x, attn_tensor *branch)
+{
+    attn_tensor *sum = attn_add(ctx, x, attn_dropout(ctx, branch, s.cfg->dropout));
+    return s.cfg->norm_first ? sum : attn_layer_norm_forward(ctx, s.norm, sum);
+}
+
+attn_tensor *attn_encoder_layer_forward(attn_ctx *ctx, const attn_encoder_layer *m, attn_tensor *x,
+                                        const attn_mask *mask, attn_tensor **weights)
+{
+    if (weights) *weights = NULL;
+    if (!ctx || !m || !x) return NULL;
+    attn_mha_opts opts = {.average_weights = false};
+    if (mask) opts.mask = *mask;
+    sublayer s1 = {&m->cfg, &m->norm1}, s2 = {&m->cfg, &m->norm2};
+    attn_tensor *in = branch_input(ctx, s1, x);
+    x = residual(ctx, s1, x, attn_mha_forward(ctx, &m->self_attn, in, in, in, &opts, weights));
+    in = branch_input(ctx, s2, x);
+    return residual(ctx, s2, x, ffn(ctx, &m->cfg, &m->linear1, &m->linear2, in));
+}
+
+attn_tensor *attn_decoder_layer_forward(attn_ctx *ctx, const attn_decoder_layer *m, attn_tensor *x,
+                                        attn_tensor *memory, const attn_mask *self_mask,
+                                        const attn_mask *cross_mask, attn_tensor **self_weights,
+                                        attn_tensor **cross_weights)
+{
+    if (self_weights) *self_weights = NULL;
+    if (cross_weights) *cross_weights = NULL;
+    if (!ctx || !m || !x || !memory) return NULL;
+    attn_mha_opts so = {.average_weights = false}, co = {.average_weights = false};
+    if (self_mask) so.mask = *self_mask;
+    if (cross_mask) co.mask = *cross_mask;
+    sublayer s1 = {&m->cfg, &m->norm1}, s2 = {&m->cfg, &m->norm2}, s3 = {&m->cfg, &m->norm3};
+    attn_tensor *in = branch_input(ctx, s1, x);
+    x = residual(ctx, s1, x, attn_mha_forward(ctx, &m->self_attn, in, in, in, &so, self_weights));
+    in = branch_input(ctx, s2, x);
+    x = residual(ctx, s2, x,
+                 attn_mha_forward(ctx, &m->multihead_attn, in, memory, memory, &co, cross_weights));
+    in = branch_input(ctx, s3, x);
+    return residual(ctx, s3, x, ffn(ctx, &m->cfg, &m->linear1, &m->linear2, in));
+}
