@@ -2,7 +2,7 @@
  * times fused and reference forward and forward+backward (median of runs after a warm-up) and
  * prints GFLOP/s with FlashAttention's count: 4 B H Lq Lk D forward (half for causal), 3.5x that
  * for forward+backward. Usage: bench_sdpa [L ...] [--causal] [--threads N] [--runs N] [--B N]
- * [--H N] [--d N] [--no-ref] [--json] */
+ * [--H N] [--d N] [--impl fused|ref|both] [--pass fwd|fwdbwd|both] [--json] */
 #include <attn.h>
 
 #include <math.h>
@@ -119,10 +119,12 @@ int main(int argc, char **argv)
     int64_t lens[16];
     int n_lens = 0, runs = 5, threads = 2;
     int64_t B = 8, H = 8, d = 64;
-    bool causal = false, no_ref = false, json = false;
+    bool causal = false, json = false;
+    const char *impls = "both", *passes = "both";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--causal")) causal = true;
-        else if (!strcmp(argv[i], "--no-ref")) no_ref = true;
+        else if (!strcmp(argv[i], "--impl") && i + 1 < argc) impls = argv[++i];
+        else if (!strcmp(argv[i], "--pass") && i + 1 < argc) passes = argv[++i];
         else if (!strcmp(argv[i], "--json")) json = true;
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
@@ -144,7 +146,9 @@ int main(int argc, char **argv)
             return 1;
         }
         for (int backward = 0; backward <= 1; backward++)
-            for (int impl = 0; impl < (no_ref ? 1 : 2); impl++) {
+            for (int impl = 0; impl < 2; impl++) {
+                if (strcmp(passes, "both") && strcmp(passes, backward ? "fwdbwd" : "fwd")) continue;
+                if (strcmp(impls, "both") && strcmp(impls, impl ? "ref" : "fused")) continue;
                 bench_cfg c = {B, H, lens[i], d, causal, backward, impl ? ATTN_SDPA_REF : ATTN_SDPA_FUSED, runs};
                 bench(&c, json);
             }

@@ -508,6 +508,59 @@ ATTN_API attn_tensor *attn_decoder_layer_forward(attn_ctx *ctx, const attn_decod
                                                  attn_tensor **cross_weights);
 
 /* ======================================================================================
+ * Models of the seeds
+ * ====================================================================================== */
+
+/* Seed 002's AttentionClassifier: Embedding(V, E) + positions + one attention layer (or N
+ * Transformer blocks) + mean over the sequence + Linear(E, hidden) - ReLU - Dropout - Linear.
+ * Parameter names follow the seed: "embedding.weight", "pos_encoding" (1, max_len, E),
+ * "attention.*", "blocks.<i>.*", "classifier.0.*", "classifier.3.*". */
+typedef enum attn_classifier_attention {
+    ATTN_CLASSIFIER_SOFTMAX,  /* multi-head scaled dot-product (the seed) */
+    ATTN_CLASSIFIER_LINEAR,   /* seed 002's EfficientAttention */
+    ATTN_CLASSIFIER_CONV,     /* seed 002's ConvAttention */
+    ATTN_CLASSIFIER_ADDITIVE, /* additive attention, self (queries = keys = values) */
+} attn_classifier_attention;
+
+typedef struct attn_classifier_config {
+    int64_t vocab_size, embed_dim, num_heads, hidden_dim, num_classes, max_len;
+    attn_classifier_attention attention;
+    int num_blocks;         /* 0: the seed's single attention layer; N: N Transformer blocks */
+    bool norm_first;        /* blocks: pre-LN (default post-LN, as the seed's TransformerBlock) */
+    bool sinusoidal;        /* sinusoidal positions instead of the learned table */
+    float dropout;          /* the classifier head's dropout (seed: 0.5) */
+    float block_dropout;    /* inside Transformer blocks (seed: 0.1) */
+    int64_t additive_hidden;/* additive attention's hidden size (0: embed_dim) */
+    bool mask_padding;      /* keys at padding positions masked and the mean over real tokens
+                               only; false = the seed (attends to and averages the padding) */
+} attn_classifier_config;
+
+/* The seed's hyper-parameters: E 128, 4 heads, hidden 256, 2 classes, max_len 512, dropout 0.5. */
+ATTN_API attn_classifier_config attn_classifier_defaults(int64_t vocab_size);
+
+typedef struct attn_classifier {
+    attn_classifier_config cfg;
+    attn_embedding_layer embedding;
+    attn_learned_pe pos;
+    attn_mha_layer mha;
+    attn_linear_attention_layer linear;
+    attn_conv_attention_layer conv;
+    attn_additive_layer additive;
+    attn_encoder_layer *blocks; /* (num_blocks), owned */
+    attn_linear_layer fc1, fc2;
+} attn_classifier;
+
+ATTN_API attn_status attn_classifier_init(attn_classifier *m, attn_params *p,
+                                          const attn_classifier_config *cfg, attn_rng *rng);
+ATTN_API void attn_classifier_free(attn_classifier *m); /* the blocks array; params stay in p */
+/* ids (B, L) with lengths (B) (tokens past a length are padding) -> logits (B, classes).
+ * weights (may be NULL) receives the (last) attention layer's weights averaged over heads
+ * (B, L, L), when the variant has weights (not linear). */
+ATTN_API attn_tensor *attn_classifier_forward(attn_ctx *ctx, const attn_classifier *m,
+                                              const int64_t *ids, const int64_t *lengths,
+                                              int64_t batch, int64_t len, attn_tensor **weights);
+
+/* ======================================================================================
  * Optimizers: the exact update rules of torch.optim (1.13, single-tensor path).
  * ====================================================================================== */
 

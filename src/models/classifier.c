@@ -1,0 +1,156 @@
+/* Seed 002's self-attention text classifier (math and names in attn.h):
+ *   x = embedding(ids) + positions;  h = attention(x) (or N Transformer blocks)
+ *   pooled = mean over positions;  logits = fc2(dropout(relu(fc1(pooled)))) */
+#include "../core/core.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+attn_classifier_config attn_classifier_defaults(int64_t vocab_size)
+{
+    return (attn_classifier_config){.vocab_size = vocab_size, .embed_dim = 128, .num_heads = 4,
+                                    .hidden_dim = 256, .num_classes = 2, .max_len = 512,
+                                    .attention = ATTN_CLASSIFIER_SOFTMAX, .dropout = 0.5f,
+                                    .block_dropout = 0.1f};
+}
+
+static attn_status init_attention(attn_classifier *m, attn_params *p, attn_rng *rng)
+{
+    const attn_classifier_config *c = &m->cfg;
+    if (c->num_blocks > 0) {
+        m->blocks = calloc((size_t)c->num_blocks, sizeof *m->blocks);
+        if (!m->blocks) return attn__fail(ATTN_ERR_NOMEM, "classifier: out of memory");
+        attn_transformer_config tc = {.d_model = c->embed_dim, .num_heads = c->num_heads,
+                                      .dim_feedforward = 4 * c->embed_dim,
+                                      .dropout = c->block_dropout, .norm_first = c->norm_first};
+        for (int i = 0; i < c->num_blocks; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "blocks.%d", i);
+            if (attn_encoder_layer_init(&m->blocks[i], p, name, &tc, rng) != ATTN_OK) return attn_last_status();
+        }
+        return ATTN_OK;
+    }
+    switch (c->attention) {
+    case ATTN_CLASSIFIER_SOFTMAX:
+        return attn_mha_init(&m->mha, p, "attention", c->embed_dim, c->num_heads, 0, 0, true, 0.0f, rng);
+    case ATTN_CLASSIFIER_LINEAR:
+        return attn_linear_attention_init(&m->linear, p, "attention", c->embed_dim,
+                                          ATTN_LINEAR_ATTENTION_EFFICIENT, rng);
+    case ATTN_CLASSIFIER_CONV:
+        return attn_conv_attention_init(&m->conv, p, "attention", c->embed_dim, c->num_heads, 3, rng);
+    case ATTN_CLASSIFIER_ADDITIVE: {
+        int64_t h = c->additive_hidden > 0 ? c->additive_hidden : c->embed_dim;
+        return attn_additive_init(&m->additive, p, "attention", c->embed_dim, c->embed_dim, h, 0.0f, rng);
+    }
+    }
+    return attn__fail(ATTN_ERR_ARG, "classifier: unknown attention variant %d", (int)c->attention);
+}
+
+attn_status attn_classifier_init(attn_classifier *m, attn_params *p, const attn_classifier_config *cfg,
+                                 attn_rng *rng)
+{
+    if (!m || !p || !cfg || !rng) return attn__fail(ATTN_ERR_ARG, "classifier_init: NULL argument");
+    if (cfg->vocab_size < 1 || cfg->embed_dim < 1 || cfg->max_len < 1 || cfg->num_classes < 1 ||
+        cfg->hidden_dim < 1 || cfg->num_blocks < 0 || !(cfg->dropout >= 0 && cfg->dropout < 1))
+        return attn__fail(ATTN_ERR_ARG, "classifier_init: sizes must be >= 1, blocks >= 0 and "
+                                        "dropout in [0, 1)");
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    if (attn_embedding_init(&m->embedding, p, "embedding", cfg->vocab_size, cfg->embed_dim, -1, rng) != ATTN_OK)
+        return attn_last_status();
+    if (!cfg->sinusoidal &&
+        attn_learned_pe_init(&m->pos, p, "pos_encoding", cfg->max_len, cfg->embed_dim, rng) != ATTN_OK)
+        return attn_last_status();
+    if (init_attention(m, p, rng) != ATTN_OK ||
+        attn_linear_init(&m->fc1, p, "classifier.0", cfg->embed_dim, cfg->hidden_dim, true, rng) != ATTN_OK ||
+        attn_linear_init(&m->fc2, p, "classifier.3", cfg->hidden_dim, cfg->num_classes, true, rng) != ATTN_OK)
+        return attn_last_status();
+    return ATTN_OK;
+}
+
+void attn_classifier_free(attn_classifier *m)
+{
+    if (!m) return;
+    free(m->blocks);
+    m->blocks = NULL;
+}
+
+/* (B, L) padding mask, 1 = padding, in the arena. */
+static uint8_t *padding_of(attn_ctx *ctx, const int64_t *lengths, int64_t batch, int64_t len)
+{
+    uint8_t *pad = attn_arena_alloc(&ctx->arena, (size_t)(batch * len));
+    if (pad)
+        for (int64_t b = 0; b < batch; b++)
+            for (int64_t j = 0; j < len; j++) pad[b * len + j] = j >= lengths[b];
+    return pad;
+}
+
+static attn_tensor *attention(attn_ctx *ctx, const attn_classifier *m, attn_tensor *x,
+                              const uint8_t *pad, const int64_t *lengths, attn_tensor **weights)
+{
+    const attn_classifier_config *c = &m->cfg;
+    attn_mha_opts opts = {.average_weights = true};
+    opts.mask.key_padding = pad;
+    if (c->num_blocks > 0) {
+        attn_tensor *w = NULL;
+        for (int i = 0; i < c->num_blocks && x; i++)
+            x = attn_encoder_layer_forward(ctx, &m->blocks[i], x, &opts.mask,
+                                           weights && i == c->num_blocks - 1 ? &w : NULL);
+        if (weights && w) {
+            bool grad = attn_ctx_grad_enabled(ctx);
+            attn_ctx_set_grad_enabled(ctx, false);
+            *weights = attn_mean(ctx, w, 1, false);
+            attn_ctx_set_grad_enabled(ctx, grad);
+        }
+        return x;
+    }
+    switch (c->attention) {
+    case ATTN_CLASSIFIER_SOFTMAX: return attn_mha_forward(ctx, &m->mha, x, x, x, &opts, weights);
+    case ATTN_CLASSIFIER_LINEAR: return attn_linear_attention_forward(ctx, &m->linear, x, pad);
+    case ATTN_CLASSIFIER_CONV: return attn_conv_attention_forward(ctx, &m->conv, x, &opts, weights);
+    case ATTN_CLASSIFIER_ADDITIVE:
+        return attn_additive_forward(ctx, &m->additive, x, x, x, pad ? lengths : NULL, 1, weights);
+    }
+    return NULL;
+}
+
+/* Mean over positions: all of them (the seed), or the first lengths[b] (mask_padding). */
+static attn_tensor *pool(attn_ctx *ctx, attn_tensor *h, const int64_t *lengths, bool mask_padding)
+{
+    if (!mask_padding) return attn_mean(ctx, h, 1, false);
+    const int64_t B = h->shape[0], L = h->shape[1];
+    attn_tensor *w = attn_tensor_zeros(ctx, 3, (int64_t[]){B, L, 1}); /* 1/len on real tokens */
+    if (!w) return NULL;
+    for (int64_t b = 0; b < B; b++) {
+        int64_t n = lengths[b] < L ? lengths[b] : L;
+        for (int64_t j = 0; j < n; j++) w->data[b * L + j] = 1.0f / (float)n;
+    }
+    return attn_sum(ctx, attn_mul(ctx, h, w), 1, false);
+}
+
+attn_tensor *attn_classifier_forward(attn_ctx *ctx, const attn_classifier *m, const int64_t *ids,
+                                     const int64_t *lengths, int64_t batch, int64_t len,
+                                     attn_tensor **weights)
+{
+    if (weights) *weights = NULL;
+    if (!ctx || !m || !ids || !lengths) return NULL;
+    if (batch < 1 || len < 1 || len > m->cfg.max_len)
+        return attn__fail_null(ATTN_ERR_SHAPE, "classifier: batch %lld x length %lld; expected "
+                               "length in [1, %lld]",
+                               (long long)batch, (long long)len, (long long)m->cfg.max_len);
+    attn_tensor *x = attn_embedding_forward(ctx, &m->embedding, ids, 2, (int64_t[]){batch, len});
+    if (m->cfg.sinusoidal)
+        x = attn_add_positions(ctx, x, attn_sinusoidal_table(ctx, len, m->cfg.embed_dim, ATTN_PE_INTERLEAVED));
+    else
+        x = attn_learned_pe_forward(ctx, &m->pos, x);
+    if (!x) return NULL;
+    uint8_t *pad = m->cfg.mask_padding ? padding_of(ctx, lengths, batch, len) : NULL;
+    attn_tensor *h = attention(ctx, m, x, pad, lengths, weights);
+    if (!h) return NULL;
+    attn_tensor *pooled = pool(ctx, h, lengths, m->cfg.mask_padding);
+    attn_tensor *hidden = attn_dropout(ctx, attn_relu(ctx, attn_linear_forward(ctx, &m->fc1, pooled)),
+                                       m->cfg.dropout);
+    return attn_linear_forward(ctx, &m->fc2, hidden);
+}
