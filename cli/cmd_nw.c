@@ -129,9 +129,9 @@ static attn_tensor *repeat_rows(attn_ctx *ctx, const attn_tensor *x, int64_t row
 static int plot_fit(const nw_options *o, const nw_data *d, const float *pred)
 {
     attn_series s[3] = {
-        {"train data", d->x_train->data, d->y_train->data, d->x_train->numel, true},
-        {"true function", d->x_test->data, d->y_true->data, d->x_test->numel, false},
-        {"NW prediction", d->x_test->data, pred, d->x_test->numel, false},
+        {.label = "train data", .x = d->x_train->data, .y = d->y_train->data, .n = d->x_train->numel, .scatter = true},
+        {.label = "true function", .x = d->x_test->data, .y = d->y_true->data, .n = d->x_test->numel, .dashed = true},
+        {.label = "NW prediction", .x = d->x_test->data, .y = pred, .n = d->x_test->numel},
     };
     attn_lineplot_opts po = {.title = "Nadaraya-Watson kernel regression", .xlabel = "x", .ylabel = "y"};
     if (attn_plot_lines(o->plot, s, 3, &po) != ATTN_OK)
@@ -142,13 +142,9 @@ static int plot_fit(const nw_options *o, const nw_data *d, const float *pred)
 
 static int plot_loss(const nw_options *o, const float *losses)
 {
-    float *epochs = malloc((size_t)o->epochs * sizeof(float));
-    if (!epochs) return cli_fail(CLI_ERR_DATA, "nw", "out of memory");
-    for (long i = 0; i < o->epochs; i++) epochs[i] = (float)(i + 1);
-    attn_series s = {"training loss", epochs, losses, o->epochs, false};
+    attn_series s = {.label = "training loss", .y = losses, .n = o->epochs};
     attn_lineplot_opts po = {.title = "NW regression: training loss", .xlabel = "epoch", .ylabel = "MSE", .log_y = true};
     attn_status st = attn_plot_lines(o->plot_loss, &s, 1, &po);
-    free(epochs);
     if (st != ATTN_OK) return cli_fail(CLI_ERR_DATA, "nw", "%s", attn_last_error());
     printf("wrote %s\n", o->plot_loss);
     return CLI_OK;

@@ -233,7 +233,7 @@ static attn_tensor *fwd_nw(op_run *run, attn_tensor **weights)
 
 static attn_tensor *fwd_linear(op_run *run, attn_tensor **weights)
 {
-    *weights = NULL;
+    if (weights) *weights = NULL; /* NULL unless --need-weights */
     attn_tensor *x = input_x(run);
     if (!x || x->ndim != 3) {
         if (x) fprintf(stderr, "attn op: linear expects x (B, L, E)\n");

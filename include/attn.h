@@ -437,6 +437,26 @@ ATTN_API attn_tensor *attn_conv_attention_forward(attn_ctx *ctx,
                                                   attn_tensor *x, const attn_mha_opts *opts,
                                                   attn_tensor **weights);
 
+/* ---- GRU (torch.nn.GRU, batch first) ----
+ * Per layer l: "<prefix>.weight_ih_l<l>" (3H, in), "weight_hh_l<l>" (3H, H), "bias_ih_l<l>",
+ * "bias_hh_l<l>"; gates in PyTorch's order r, z, n:
+ *   r = sigmoid(W_ir x + b_ir + W_hr h + b_hr),  z = sigmoid(W_iz x + b_iz + W_hz h + b_hz)
+ *   n = tanh(W_in x + b_in + r * (W_hn h + b_hn)),  h' = (1 - z) * n + z * h
+ * Init U(+-1/sqrt(H)) for every weight and bias; dropout between layers while training. */
+typedef struct attn_gru_layer {
+    int64_t input_size, hidden_size;
+    int num_layers;
+    float dropout;
+    attn_tensor *w_ih[8], *w_hh[8], *b_ih[8], *b_hh[8]; /* per layer; at most 8 layers */
+} attn_gru_layer;
+ATTN_API attn_status attn_gru_init(attn_gru_layer *m, attn_params *p, const char *prefix,
+                                   int64_t input_size, int64_t hidden_size, int num_layers,
+                                   float dropout, attn_rng *rng);
+/* x (B, T, in), h0 (num_layers, B, H) or NULL (zeros) -> outputs (B, T, H) of the last layer;
+ * *h_n (may be NULL) receives (num_layers, B, H). */
+ATTN_API attn_tensor *attn_gru_forward(attn_ctx *ctx, const attn_gru_layer *m, attn_tensor *x,
+                                       attn_tensor *h0, attn_tensor **h_n);
+
 /* ---- Positional encodings ---- */
 
 typedef enum attn_pe_layout {
@@ -560,6 +580,62 @@ ATTN_API attn_tensor *attn_classifier_forward(attn_ctx *ctx, const attn_classifi
                                               const int64_t *ids, const int64_t *lengths,
                                               int64_t batch, int64_t len, attn_tensor **weights);
 
+/* Sequence-to-sequence translation models.
+ *   TRANSFORMER (seed 003 / D2L / "Attention Is All You Need", post-LN): x = emb * sqrt(d) + PE,
+ *     dropout, encoder layers; decoder layers with causal self-attention and cross-attention;
+ *     "generator" Linear(d, V_tgt). Names "src_embedding.weight", "tgt_embedding.weight",
+ *     "encoder.layers.<i>.*", "decoder.layers.<i>.*", "generator.*".
+ *   BAHDANAU (D2L Seq2SeqAttentionDecoder): GRU encoder; per target step the query is the last
+ *     layer's hidden state, context = additive attention over the encoder outputs, the GRU input
+ *     is cat(context, embedding). Names "encoder.embedding.weight", "encoder.rnn.*",
+ *     "decoder.embedding.weight", "decoder.attention.*", "decoder.rnn.*", "decoder.dense.*". */
+typedef enum attn_seq2seq_kind { ATTN_SEQ2SEQ_TRANSFORMER, ATTN_SEQ2SEQ_BAHDANAU } attn_seq2seq_kind;
+
+typedef struct attn_seq2seq_config {
+    attn_seq2seq_kind kind;
+    int64_t src_vocab, tgt_vocab;
+    int64_t d_model;         /* transformer width; Bahdanau: embedding and hidden size */
+    int64_t num_heads, dim_feedforward;
+    int enc_layers, dec_layers;
+    float dropout;
+    int64_t max_len;         /* longest sequence the positional table covers */
+    int64_t pad_id, bos_id, eos_id;
+} attn_seq2seq_config;
+
+typedef struct attn_seq2seq {
+    attn_seq2seq_config cfg;
+    attn_embedding_layer src_embedding, tgt_embedding;
+    attn_encoder_layer *enc;           /* (enc_layers) transformer, owned */
+    attn_decoder_layer *dec;           /* (dec_layers) transformer, owned */
+    attn_linear_layer generator;       /* transformer: d -> V_tgt; Bahdanau: the dense layer */
+    attn_gru_layer enc_rnn, dec_rnn;   /* Bahdanau */
+    attn_additive_layer attention;     /* Bahdanau */
+} attn_seq2seq;
+
+ATTN_API attn_status attn_seq2seq_init(attn_seq2seq *m, attn_params *p,
+                                       const attn_seq2seq_config *cfg, attn_rng *rng);
+ATTN_API void attn_seq2seq_free(attn_seq2seq *m);
+/* Teacher forcing: src (B, S) with src_lens, tgt_in (B, T) (<bos> first) with tgt_lens ->
+ * logits (B, T, V_tgt). cross_weights (may be NULL): the last decoder layer's cross-attention,
+ * per head (B, H, T, S) (Bahdanau: (B, 1, T, S)). */
+ATTN_API attn_tensor *attn_seq2seq_forward(attn_ctx *ctx, const attn_seq2seq *m,
+                                           const int64_t *src, const int64_t *src_lens,
+                                           int64_t batch, int64_t src_len, const int64_t *tgt_in,
+                                           const int64_t *tgt_lens, int64_t tgt_len,
+                                           attn_tensor **cross_weights);
+/* Greedy decoding of a batch: out (B, max_out) receives token ids (<eos> included, then pad),
+ * out_lens (B) the lengths without <eos>. Runs with grad off in ctx (which it resets first). */
+ATTN_API attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                                         const int64_t *src_lens, int64_t batch, int64_t src_len,
+                                         int64_t max_out, int64_t *out, int64_t *out_lens);
+/* Beam search for one sentence (batch 1) with length penalty ((5 + len) / 6)^alpha; out
+ * (max_out), *out_len. cross_weights (may be NULL): for the best hypothesis, (H, out_len + 1, S)
+ * in ctx's arena. */
+ATTN_API attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                                       int64_t src_len, int beam_size, float alpha,
+                                       int64_t max_out, int64_t *out, int64_t *out_len,
+                                       attn_tensor **cross_weights);
+
 /* ======================================================================================
  * Optimizers: the exact update rules of torch.optim (1.13, single-tensor path).
  * ====================================================================================== */
@@ -620,6 +696,288 @@ typedef struct attn_lr_schedule {
 } attn_lr_schedule;
 
 ATTN_API float attn_lr_at(const attn_lr_schedule *s, int64_t step);
+
+/* ======================================================================================
+ * Data: tokenizers, vocabularies, loaders, BLEU
+ *
+ * Text is UTF-8 everywhere; invalid UTF-8 is an ATTN_ERR_FORMAT naming the byte offset (and
+ * the file when there is one). Case rules are Python 3.11's (Unicode 14): the tokenizers are
+ * defined by the Python code they reproduce, quoted per function.
+ * ====================================================================================== */
+
+/* ATTN_OK when s[0..len) is strict UTF-8 (no overlong forms, surrogates or code points above
+ * U+10FFFF, like Python's decoder); else ATTN_ERR_FORMAT "<name>: invalid UTF-8 at byte offset
+ * N (...)" saying what was expected there. */
+ATTN_API attn_status attn_utf8_check(const char *s, size_t len, const char *name);
+/* Python's str.lower() of s[0..len): Unicode simple lowercase mappings, U+0130 -> "i\u0307",
+ * and the Greek final sigma (U+03A3 -> U+03C2 at the end of a cased word). A malloc'd,
+ * NUL-terminated string the caller frees; NULL when s is not UTF-8. */
+ATTN_API char *attn_utf8_lower(const char *s, size_t len);
+
+/* A list of tokens. Zero-initialise (attn_tokens t = {0};), fill with attn_tokenize or
+ * attn_tokens_push, release with attn_tokens_free. items[i] points into the list's own storage
+ * and stays valid until the list is changed, cleared or freed. */
+typedef struct attn_tokens {
+    const char **items; /* count NUL-terminated UTF-8 tokens */
+    int64_t count;
+    char *store_;       /* private: the tokens back to back */
+    size_t store_len_, store_cap_;
+    size_t *offs_;      /* private: token i at store_ + offs_[i] */
+    int64_t cap_;
+} attn_tokens;
+
+ATTN_API attn_status attn_tokens_push(attn_tokens *t, const char *s, size_t len); /* copies */
+ATTN_API void attn_tokens_clear(attn_tokens *t); /* count = 0; the memory is kept */
+ATTN_API void attn_tokens_free(attn_tokens *t);  /* back to the zero state */
+
+typedef enum attn_tokenizer {
+    /* torchtext get_tokenizer("basic_english"): line.lower(), then in order ' -> " '  ",
+     * " -> "", . -> " . ", "<br />" -> " ", , -> " , ", ( ) ! ? -> " ( " ..., ; : -> " ",
+     * \s+ -> " ", then str.split(). */
+    ATTN_TOKENIZER_BASIC_ENGLISH,
+    /* re.findall(r"\w+|[^\w\s]", line.strip().lower()): runs of Unicode word characters
+     * (str.isalnum() or "_": letters and numbers of any script, not combining marks), and
+     * every other non-space character alone ("l'herbe" -> l ' herbe). The seq2seq tokenizer. */
+    ATTN_TOKENIZER_WORDS,
+    /* One token per code point, case kept, whitespace (str.isspace) dropped: for Chinese. */
+    ATTN_TOKENIZER_CHARS,
+    /* sacrebleu's 13a tokenizer (mteval-v13a), the one corpus BLEU uses; case kept. */
+    ATTN_TOKENIZER_13A,
+} attn_tokenizer;
+
+ATTN_API const char *attn_tokenizer_name(attn_tokenizer kind); /* "basic_english", "words", ... */
+ATTN_API int attn_tokenizer_from_name(const char *name);       /* the kind, or -1 */
+/* Appends the tokens of text[0..len) to out (out is not cleared). Invalid UTF-8: ATTN_ERR_FORMAT
+ * "text: invalid UTF-8 at byte offset N ..." and out unchanged. */
+ATTN_API attn_status attn_tokenize(attn_tokens *out, attn_tokenizer kind, const char *text,
+                                   size_t len);
+/* The inverse of ATTN_TOKENIZER_WORDS used for sacrebleu-style scoring (as the Multi30k PyTorch
+ * anchor): join with spaces; drop the space before . , ! ? ; : ) ] } %, after ( [ {, around '
+ * and -, inside " ... "; uppercase the first character (str.upper). Malloc'd; NULL on failure. */
+ATTN_API char *attn_detokenize(const char *const *tokens, int64_t n);
+
+/* ---- Token counts and vocabularies ---- */
+
+typedef struct attn_counter attn_counter; /* token -> count */
+ATTN_API attn_counter *attn_counter_new(void);
+ATTN_API void attn_counter_free(attn_counter *c);
+ATTN_API attn_status attn_counter_add(attn_counter *c, const char *const *tokens, int64_t n);
+ATTN_API int64_t attn_counter_get(const attn_counter *c, const char *token); /* 0 if unseen */
+ATTN_API int64_t attn_counter_distinct(const attn_counter *c);
+ATTN_API int64_t attn_counter_total(const attn_counter *c); /* tokens counted, repeats included */
+
+/* A vocabulary: ids 0..size-1 <-> tokens, with a hash table for lookups. Unknown tokens map to
+ * the unk id: the id of "<unk>" when the vocabulary has it, else -1 until attn_vocab_set_unk. */
+typedef struct attn_vocab attn_vocab;
+/* torchtext build_vocab_from_iterator(min_freq, specials, special_first=True, max_tokens):
+ * tokens ordered by count descending, ties by byte order (= code point order, as Python's
+ * sorted); the list is cut to max_size - n_specials entries (max_size <= 0: no cut), the
+ * specials are taken out of it, tokens below min_freq dropped, and the specials put first in
+ * the order given. Duplicate specials are an error. */
+ATTN_API attn_vocab *attn_vocab_build(const attn_counter *c, const char *const *specials,
+                                      int n_specials, int64_t min_freq, int64_t max_size);
+/* tokens[i] gets id i; duplicates are an error. */
+ATTN_API attn_vocab *attn_vocab_from_tokens(const char *const *tokens, int64_t n);
+ATTN_API void attn_vocab_free(attn_vocab *v);
+/* Text file, one token per line, line i (from 0) = id i, each line ends with "\n". Saved
+ * atomically (path.tmp, then rename); a token holding "\n" cannot be saved (ATTN_ERR_ARG). */
+ATTN_API attn_status attn_vocab_save(const attn_vocab *v, const char *path);
+ATTN_API attn_vocab *attn_vocab_load(const char *path); /* errors name the path and line */
+ATTN_API int64_t attn_vocab_size(const attn_vocab *v);
+ATTN_API const char *attn_vocab_token(const attn_vocab *v, int64_t id); /* NULL out of range */
+ATTN_API int64_t attn_vocab_find(const attn_vocab *v, const char *token); /* -1 if absent */
+ATTN_API int64_t attn_vocab_id(const attn_vocab *v, const char *token);   /* unk if absent */
+ATTN_API int64_t attn_vocab_unk(const attn_vocab *v);
+ATTN_API attn_status attn_vocab_set_unk(attn_vocab *v, int64_t id); /* -1: no unk */
+/* ids[i] = attn_vocab_id(tokens[i]); ATTN_ERR_ARG naming the token when it is unknown and the
+ * vocabulary has no unk. */
+ATTN_API attn_status attn_vocab_encode(const attn_vocab *v, int64_t *ids,
+                                       const char *const *tokens, int64_t n);
+
+/* ---- Id sequences, padding and batches ---- */
+
+/* Ragged sequences of ids. Zero-initialise; release with attn_id_seqs_free. */
+typedef struct attn_id_seqs {
+    int64_t count;
+    int64_t *offsets; /* count + 1 entries: sequence i = ids[offsets[i] .. offsets[i + 1]) */
+    int64_t *ids;
+    int64_t cap_seqs_, cap_ids_; /* private */
+} attn_id_seqs;
+
+ATTN_API attn_status attn_id_seqs_push(attn_id_seqs *s, const int64_t *ids, int64_t n);
+ATTN_API int64_t attn_id_seqs_len(const attn_id_seqs *s, int64_t i);
+ATTN_API void attn_id_seqs_free(attn_id_seqs *s);
+/* Tokenizes texts[i] with kind and appends its ids (unknown -> unk) to out, for i < n. */
+ATTN_API attn_status attn_encode_texts(attn_id_seqs *out, const attn_vocab *v,
+                                       attn_tokenizer kind, const char *const *texts, int64_t n);
+
+typedef struct attn_pad_opts {
+    int64_t pad_id;
+    int64_t bos_id; /* >= 0: put before the ids (decoder input <bos> + y) */
+    int64_t eos_id; /* >= 0: put after the ids (x + <eos>) */
+} attn_pad_opts;
+
+/* row[0..width) = ([bos] + ids[0..len) + [eos]) cut to width, then pad_id; returns the number
+ * of non-pad entries (the length a mask needs). A cut sequence loses its <eos>, as D2L's
+ * truncate_pad. */
+ATTN_API int64_t attn_pad_ids(int64_t *row, const int64_t *ids, int64_t len,
+                              const attn_pad_opts *opts, int64_t width);
+/* The rows rows[0..n) of s (NULL: 0..n-1) padded into out (n, width); lengths (n) may be NULL. */
+ATTN_API attn_status attn_batch_pad(int64_t *out, int64_t *lengths, const attn_id_seqs *s,
+                                    const int64_t *rows, const attn_pad_opts *opts, int64_t n,
+                                    int64_t width);
+/* The width that holds the longest of those rows plus `extra` (<bos>/<eos>), capped at
+ * max_len when max_len > 0. */
+ATTN_API int64_t attn_batch_width(const attn_id_seqs *s, const int64_t *rows, int64_t n,
+                                  int64_t extra, int64_t max_len);
+
+/* An epoch's batches: batch b holds the example indices rows[offsets[b] .. offsets[b + 1]). */
+typedef struct attn_batches {
+    int64_t count;
+    int64_t *offsets; /* count + 1 */
+    int64_t *rows;
+} attn_batches;
+
+/* 0..n-1 shuffled with rng (NULL: in order), cut into batches of batch_size (the last may be
+ * short): DataLoader(shuffle=True) with its own seeded generator. */
+ATTN_API attn_status attn_batches_plain(attn_batches *out, int64_t n, int64_t batch_size,
+                                        attn_rng *rng);
+/* Length bucketing as the Multi30k PyTorch anchor: shuffle 0..n-1, cut into pools of
+ * batch_size * pool_batches, sort each pool stably by (src length, tgt length) (tgt may be
+ * NULL), cut each pool into batches of batch_size, shuffle the batch order. */
+ATTN_API attn_status attn_batches_bucketed(attn_batches *out, const attn_id_seqs *src,
+                                           const attn_id_seqs *tgt, int64_t batch_size,
+                                           int64_t pool_batches, attn_rng *rng);
+ATTN_API void attn_batches_free(attn_batches *b);
+
+/* ---- Datasets ---- */
+
+/* Labelled reviews. Release with attn_labeled_texts_free. */
+typedef struct attn_labeled_texts {
+    int64_t count;
+    char **texts;     /* NUL-terminated UTF-8, as in the file */
+    int32_t *labels;  /* 1 = pos, 0 = neg */
+    int32_t *ratings; /* the <rating> of <id>_<rating>.txt (1-4 neg, 7-10 pos in aclImdb) */
+    int64_t *ids;     /* the <id> */
+} attn_labeled_texts;
+
+/* aclImdb layout: root/<split>/{neg,pos}/<id>_<rating>.txt (split "train" or "test"); every
+ * other file or folder is ignored (unsup/, *.feat, urls_*.txt). Order: neg then pos, each by
+ * numeric id (as the IMDB PyTorch anchor). A missing folder is ATTN_ERR_IO naming it; a folder
+ * without reviews ATTN_ERR_FORMAT; a review that is not UTF-8 ATTN_ERR_FORMAT naming the file
+ * and byte offset. */
+ATTN_API attn_status attn_imdb_load(attn_labeled_texts *out, const char *root, const char *split);
+ATTN_API void attn_labeled_texts_free(attn_labeled_texts *d);
+
+/* Sentence pairs (src[i] translates to tgt[i]). Release with attn_text_pairs_free. Lines end
+ * at "\n" (a "\r" before it is dropped, no empty last line); U+202F and U+00A0 become spaces. */
+typedef struct attn_text_pairs {
+    int64_t count;
+    char **src, **tgt; /* NUL-terminated UTF-8 */
+} attn_text_pairs;
+
+/* Two line-aligned files, plain or gzip (e.g. Multi30k train.en.gz / train.fr.gz). Different
+ * line counts: ATTN_ERR_FORMAT naming both files and counts. */
+ATTN_API attn_status attn_pairs_load(attn_text_pairs *out, const char *src_path,
+                                     const char *tgt_path);
+/* One tab-separated file (plain or gzip), the first two fields of each line (Tatoeba /
+ * manythings eng-fra: English, French, attribution). Blank lines are skipped; a line without a
+ * tab is ATTN_ERR_FORMAT naming the file and line. */
+ATTN_API attn_status attn_pairs_load_tsv(attn_text_pairs *out, const char *path);
+ATTN_API void attn_text_pairs_free(attn_text_pairs *p);
+
+/* ---- BLEU ---- */
+
+/* Corpus BLEU-4 as sacrebleu (no smoothing, one reference): clipped n-gram matches and totals
+ * summed over the corpus, then BLEU = BP * exp(mean_n log p_n), BP = exp(1 - ref/hyp) when
+ * hyp < ref (0 for an empty corpus hypothesis), and 0 when some p_n is 0. Zero-initialise. */
+typedef struct attn_bleu_stats {
+    int64_t matches[4], totals[4];
+    int64_t hyp_len, ref_len;
+} attn_bleu_stats;
+
+/* Adds one sentence pair given as tokens. */
+ATTN_API attn_status attn_bleu_add_tokens(attn_bleu_stats *s, const char *const *hyp,
+                                          int64_t n_hyp, const char *const *ref, int64_t n_ref);
+/* Adds one pair of raw strings, both through the 13a tokenizer (sacrebleu's default; for -lc
+ * pass attn_utf8_lower copies). */
+ATTN_API attn_status attn_bleu_add(attn_bleu_stats *s, const char *hyp, const char *ref);
+/* The score in [0, 100]; precisions (4, in %, may be NULL) and bp (may be NULL) as sacrebleu
+ * reports them. */
+ATTN_API double attn_bleu_score(const attn_bleu_stats *s, double *precisions, double *bp);
+/* D2L's bleu(pred_seq, label_seq, k) (d2l 1.0) on token lists, in [0, 1]:
+ * exp(min(0, 1 - len_label / len_pred)) * prod_{n=1}^{min(k, len_pred)} p_n^(1/2^n), with p_n
+ * the clipped n-gram precision. An empty prediction scores 0. */
+ATTN_API double attn_bleu_d2l(const char *const *pred, int64_t n_pred, const char *const *label,
+                              int64_t n_label, int k);
+
+/* ======================================================================================
+ * Plots (cairo + Pango): attention heatmaps, grids of heads, line and scatter plots.
+ * The format follows path's extension: .png, .svg or .pdf, in any case; another extension is
+ * ATTN_ERR_ARG and a path that cannot be written ATTN_ERR_IO, the message naming the path.
+ * The file appears complete or not at all (drawn into path.tmp.<pid>, then renamed). Text is
+ * UTF-8 drawn as it is (no markup), Chinese with WenQuanYi Zen Hei; SVG files also carry every
+ * text as invisible <text>, so they can be searched. Sizes are pixels (points in SVG and PDF).
+ * ====================================================================================== */
+
+typedef enum attn_colormap {
+    ATTN_CMAP_VIRIDIS = 0, /* matplotlib's default: dark purple (low) to yellow (high) */
+    ATTN_CMAP_REDS,        /* white (low) to dark red (high), as D2L's show_heatmaps */
+} attn_colormap;
+
+typedef struct attn_heatmap_opts {
+    const char *title;           /* above the picture; NULL: none */
+    const char *xlabel, *ylabel; /* axis titles; NULL: "key" and "query"; "": none */
+    const char *const *xticks;   /* one label per column (x labels turned 45 degrees), or NULL:
+                                    0, 1, 2, ...; labels are thinned to what fits */
+    const char *const *yticks;   /* one label per row, or NULL */
+    attn_colormap cmap;
+    bool auto_range;             /* colour scale from the smallest to the largest finite value */
+    float vmin, vmax;            /* otherwise this scale; both 0: [0, 1], for attention weights.
+                                    Values outside take the end colours; NaN cells are grey */
+    int annotate;                /* values in the cells: 0 when the matrix is at most 16 x 16
+                                    (and cells are large enough), 1 always, -1 never */
+    int width, height;           /* the picture; 0: from the matrix size (up to 48 px a cell) */
+} attn_heatmap_opts;
+
+/* values (rows, cols), row = query, column = key; opts NULL means defaults. */
+ATTN_API attn_status attn_plot_heatmap(const char *path, const float *values, int64_t rows,
+                                       int64_t cols, const attn_heatmap_opts *opts);
+/* values (grid_rows, grid_cols, rows, cols): one panel per matrix (e.g. layers x heads), one
+ * colour scale (auto_range spans every panel) and one colour bar; panel_titles has
+ * grid_rows * grid_cols entries (NULL entries: none) or is NULL. opts->title goes above the
+ * grid; y labels on the left column, x labels under the bottom row. */
+ATTN_API attn_status attn_plot_heatmap_grid(const char *path, const float *values, int grid_rows,
+                                            int grid_cols, int64_t rows, int64_t cols,
+                                            const char *const *panel_titles,
+                                            const attn_heatmap_opts *opts);
+
+/* An opaque colour for attn_series.color. */
+#define ATTN_RGB(r, g, b) \
+    (0xff000000u | ((uint32_t)(r) << 16) | ((uint32_t)(g) << 8) | (uint32_t)(b))
+
+typedef struct attn_series {
+    const char *label;       /* legend text; NULL: not in the legend */
+    const float *x;          /* (n), or NULL: 1, 2, ..., n (epochs) */
+    const float *y;          /* (n); NaN and Inf (and y <= 0 on a log axis) are left out,
+                                breaking the line there */
+    int64_t n;
+    bool scatter;            /* a dot per point, no line */
+    bool dashed;             /* a dashed line (e.g. the true function) */
+    uint32_t color;          /* ATTN_RGB(r, g, b), or 0: the next of matplotlib's colours */
+} attn_series;
+
+typedef struct attn_lineplot_opts {
+    const char *title, *xlabel, *ylabel; /* NULL: none */
+    bool log_y;                          /* logarithmic y axis (loss curves) */
+    float xlim[2], ylim[2];              /* axis ranges; equal values: from the data, + 5% */
+    int width, height;                   /* 0: 640 x 480 */
+} attn_lineplot_opts;
+
+/* Lines and points on one pair of axes, with a grid and, when any series has a label, a
+ * legend in the corner that hides the fewest points. opts NULL means defaults. */
+ATTN_API attn_status attn_plot_lines(const char *path, const attn_series *series, int n_series,
+                                     const attn_lineplot_opts *opts);
 
 /* ======================================================================================
  * safetensors: read (validated as the spec says) and write (atomically).

@@ -1,0 +1,280 @@
+/* BLEU: sacrebleu's 13a tokenizer, corpus BLEU-4 from summed clipped n-gram statistics (as
+ * sacrebleu with smooth_method="none"), and D2L's sentence bleu for the toy examples.
+ *
+ * 13a (sacrebleu tokenizer_13a.py) on a line: drop "<skipped>", drop "-\n", "\n" -> " "; when
+ * the line has "&": &quot; &amp; &lt; &gt; -> " & < > (in that order); pad with a space on
+ * each side; then the regex substitutions, in order,
+ *   r1 ([\{-\~\[-\` -\&\(-\+\:-\@\/]) -> " \1 "   (ASCII punctuation except ' - . ,)
+ *   r2 ([^0-9])([\.,]) -> "\1 \2 "                 (. , not preceded by a digit)
+ *   r3 ([\.,])([^0-9]) -> " \1 \2"                 (. , not followed by a digit)
+ *   r4 ([0-9])(-) -> "\1 \2 "                      (- after a digit)
+ * and str.split(). r2-r4 are emulated byte by byte: the characters they look for are ASCII,
+ * so a multi-byte character can only stand in for [^0-9], and scanning it byte by byte gives
+ * the same matches and the same output as scanning it as one code point. */
+#include "data_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- 13a ---- */
+
+/* dst = src with every non-overlapping `from` (leftmost first) replaced by `to`. */
+static attn_status replace_all(attn__buf *dst, const attn__buf *src, const char *from,
+                               const char *to)
+{
+    size_t nf = strlen(from), nt = strlen(to);
+    dst->len = 0;
+    attn_status st = attn__buf_reserve(dst, src->len);
+    for (size_t i = 0; i < src->len && st == ATTN_OK;) {
+        if (src->len - i >= nf && memcmp(src->data + i, from, nf) == 0) {
+            st = attn__buf_append(dst, to, nt);
+            i += nf;
+        } else {
+            st = attn__buf_append(dst, src->data + i, 1);
+            i++;
+        }
+    }
+    return st;
+}
+
+/* Applies the replacements in order, swapping the two buffers; the result ends in *a. */
+static attn_status replace_seq(attn__buf *a, attn__buf *b, const char *const *pairs, int n)
+{
+    attn_status st = ATTN_OK;
+    for (int k = 0; k < n && st == ATTN_OK; k++) {
+        st = replace_all(b, a, pairs[2 * k], pairs[2 * k + 1]);
+        attn__buf t = *a;
+        *a = *b;
+        *b = t;
+    }
+    return st;
+}
+
+static bool r1_class(unsigned char c)
+{
+    return (c >= '{' && c <= '~') || (c >= '[' && c <= '`') || (c >= ' ' && c <= '&') ||
+           (c >= '(' && c <= '+') || (c >= ':' && c <= '@') || c == '/';
+}
+
+static bool digit(unsigned char c) { return c >= '0' && c <= '9'; }
+static bool dot_comma(unsigned char c) { return c == '.' || c == ','; }
+
+/* One of r2-r4 as re.sub does it: left to right, a match consumes both characters. */
+static attn_status regex_pass(attn__buf *dst, const attn__buf *src, int rule)
+{
+    dst->len = 0;
+    attn_status st = attn__buf_reserve(dst, src->len * 2);
+    const unsigned char *s = (const unsigned char *)src->data;
+    for (size_t i = 0; i < src->len && st == ATTN_OK; i++) {
+        unsigned char c = s[i], d = i + 1 < src->len ? s[i + 1] : 0;
+        bool has_d = i + 1 < src->len;
+        char out[4] = {(char)c, ' ', (char)d, ' '};
+        if (rule == 2 && has_d && !digit(c) && dot_comma(d)) {
+            st = attn__buf_append(dst, out, 4); /* "\1 \2 " */
+            i++;
+        } else if (rule == 3 && has_d && dot_comma(c) && !digit(d)) {
+            char o3[4] = {' ', (char)c, ' ', (char)d}; /* " \1 \2" */
+            st = attn__buf_append(dst, o3, 4);
+            i++;
+        } else if (rule == 4 && has_d && digit(c) && d == '-') {
+            st = attn__buf_append(dst, out, 4);
+            i++;
+        } else {
+            st = attn__buf_append(dst, out, 1);
+        }
+    }
+    return st;
+}
+
+/* " " + a + " " with r1 applied, into b. */
+static attn_status pad_and_r1(attn__buf *b, const attn__buf *a)
+{
+    b->len = 0;
+    attn_status st = attn__buf_append(b, "   ", 3); /* the padding space through r1 */
+    for (size_t i = 0; i < a->len && st == ATTN_OK; i++) {
+        char c = a->data[i], spaced[3] = {' ', c, ' '};
+        st = r1_class((unsigned char)c) ? attn__buf_append(b, spaced, 3)
+                                        : attn__buf_append(b, &c, 1);
+    }
+    return st == ATTN_OK ? attn__buf_append(b, "   ", 3) : st;
+}
+
+static attn_status split_space(attn_tokens *out, const char *s, size_t len)
+{
+    attn_status st = ATTN_OK;
+    size_t start = 0;
+    for (size_t i = 0; i < len && st == ATTN_OK;) {
+        size_t at = i;
+        if (attn__is_space(attn__utf8_next(s, &i))) {
+            if (at > start) st = attn_tokens_push(out, s + start, at - start);
+            start = i;
+        }
+    }
+    if (st == ATTN_OK && len > start) st = attn_tokens_push(out, s + start, len - start);
+    return st;
+}
+
+attn_status attn__tokenize_13a(attn_tokens *out, const char *text, size_t len)
+{
+    static const char *const cleanup[] = {"<skipped>", "", "-\n", "", "\n", " "};
+    static const char *const entities[] = {"&quot;", "\"", "&amp;", "&", "&lt;", "<", "&gt;", ">"};
+    attn__buf a = {0}, b = {0};
+    attn_status st = attn__buf_append(&a, text, len);
+    if (st == ATTN_OK) st = replace_seq(&a, &b, cleanup, 3);
+    if (st == ATTN_OK && memchr(a.data, '&', a.len)) st = replace_seq(&a, &b, entities, 4);
+    if (st == ATTN_OK) st = pad_and_r1(&b, &a);
+    if (st == ATTN_OK) st = regex_pass(&a, &b, 2);
+    if (st == ATTN_OK) st = regex_pass(&b, &a, 3);
+    if (st == ATTN_OK) st = regex_pass(&a, &b, 4);
+    if (st == ATTN_OK) st = split_space(out, a.data, a.len);
+    attn__buf_free(&a);
+    attn__buf_free(&b);
+    return st;
+}
+
+/* ---- clipped n-gram matches ---- */
+
+/* An n-gram as (rank of its first n-1 tokens, id of its last token), with where it starts in
+ * the hypothesis (side 0) or the reference (side 1). */
+typedef struct gram {
+    int64_t a, b;
+    int64_t pos;
+    int side;
+} gram;
+
+static int gram_cmp(const void *x, const void *y)
+{
+    const gram *g = x, *h = y;
+    if (g->a != h->a) return g->a < h->a ? -1 : 1;
+    if (g->b != h->b) return g->b < h->b ? -1 : 1;
+    return 0;
+}
+
+/* Token ids of hyp then ref in ids (n_hyp + n_ref), equal tokens equal ids. */
+static attn_status token_ids(int64_t *ids, const char *const *hyp, int64_t n_hyp,
+                             const char *const *ref, int64_t n_ref)
+{
+    attn__strtab tab = {0};
+    attn_status st = ATTN_OK;
+    for (int64_t i = 0; i < n_hyp + n_ref && st == ATTN_OK; i++) {
+        const char *t = i < n_hyp ? hyp[i] : ref[i - n_hyp];
+        bool added;
+        ids[i] = t ? attn__strtab_intern(&tab, t, strlen(t), &added) : -1;
+        if (!t) st = attn__fail(ATTN_ERR_ARG, "bleu: token %lld is NULL", (long long)i);
+        else if (ids[i] < 0) st = attn_last_status();
+    }
+    attn__strtab_free(&tab);
+    return st;
+}
+
+/* One level: grams of length n from the ranks of length n-1 (rank[i] for combined position
+ * i), new ranks written back; returns the clipped matches sum_g min(#hyp g, #ref g). */
+static int64_t level(gram *g, int64_t *rank, const int64_t *ids, int64_t n_hyp, int64_t n_ref,
+                     int n)
+{
+    int64_t m = 0;
+    for (int side = 0; side < 2; side++) {
+        int64_t base = side ? n_hyp : 0, len = side ? n_ref : n_hyp;
+        for (int64_t i = 0; i + n <= len; i++)
+            g[m++] = (gram){n == 1 ? 0 : rank[base + i], ids[base + i + n - 1], base + i, side};
+    }
+    qsort(g, (size_t)m, sizeof *g, gram_cmp);
+    int64_t matches = 0, next_rank = 0;
+    for (int64_t lo = 0, hi; lo < m; lo = hi, next_rank++) {
+        int64_t count[2] = {0, 0};
+        for (hi = lo; hi < m && gram_cmp(&g[lo], &g[hi]) == 0; hi++) {
+            count[g[hi].side]++;
+            rank[g[hi].pos] = next_rank;
+        }
+        matches += count[0] < count[1] ? count[0] : count[1];
+    }
+    return matches;
+}
+
+/* matches[n-1] = clipped matches of n-grams, n = 1..k. */
+static attn_status clipped_matches(int64_t *matches, const char *const *hyp, int64_t n_hyp,
+                                   const char *const *ref, int64_t n_ref, int k)
+{
+    if (n_hyp < 0 || n_ref < 0 || (!hyp && n_hyp) || (!ref && n_ref))
+        return attn__fail(ATTN_ERR_ARG, "bleu: bad token list (NULL or negative length)");
+    int64_t n = n_hyp + n_ref;
+    int64_t *ids = malloc((size_t)(n + 1) * sizeof *ids);
+    int64_t *rank = calloc((size_t)n + 1, sizeof *rank);
+    gram *g = malloc((size_t)(n + 1) * sizeof *g);
+    attn_status st = ids && rank && g ? ATTN_OK
+                                      : attn__fail(ATTN_ERR_NOMEM, "bleu: %lld tokens", (long long)n);
+    if (st == ATTN_OK) st = token_ids(ids, hyp, n_hyp, ref, n_ref);
+    for (int k1 = 1; k1 <= k && st == ATTN_OK; k1++)
+        matches[k1 - 1] = level(g, rank, ids, n_hyp, n_ref, k1);
+    free(ids);
+    free(rank);
+    free(g);
+    return st;
+}
+
+/* ---- corpus BLEU ---- */
+
+attn_status attn_bleu_add_tokens(attn_bleu_stats *s, const char *const *hyp, int64_t n_hyp,
+                                 const char *const *ref, int64_t n_ref)
+{
+    if (!s) return attn__fail(ATTN_ERR_ARG, "attn_bleu_add_tokens: NULL stats");
+    int64_t m[4];
+    attn_status st = clipped_matches(m, hyp, n_hyp, ref, n_ref, 4);
+    if (st != ATTN_OK) return st;
+    for (int n = 1; n <= 4; n++) {
+        s->matches[n - 1] += m[n - 1];
+        s->totals[n - 1] += n_hyp - n + 1 > 0 ? n_hyp - n + 1 : 0;
+    }
+    s->hyp_len += n_hyp;
+    s->ref_len += n_ref;
+    return ATTN_OK;
+}
+
+attn_status attn_bleu_add(attn_bleu_stats *s, const char *hyp, const char *ref)
+{
+    if (!s || !hyp || !ref) return attn__fail(ATTN_ERR_ARG, "attn_bleu_add: NULL argument");
+    attn_tokens h = {0}, r = {0};
+    attn_status st = attn_tokenize(&h, ATTN_TOKENIZER_13A, hyp, strlen(hyp));
+    if (st == ATTN_OK) st = attn_tokenize(&r, ATTN_TOKENIZER_13A, ref, strlen(ref));
+    if (st == ATTN_OK) st = attn_bleu_add_tokens(s, h.items, h.count, r.items, r.count);
+    attn_tokens_free(&h);
+    attn_tokens_free(&r);
+    return st;
+}
+
+double attn_bleu_score(const attn_bleu_stats *s, double *precisions, double *bp)
+{
+    double logsum = 0.0, p[4];
+    bool any_zero = false;
+    for (int n = 0; n < 4; n++) {
+        p[n] = s->totals[n] ? (double)s->matches[n] / (double)s->totals[n] : 0.0;
+        any_zero |= s->matches[n] == 0;
+        if (s->matches[n]) logsum += log(p[n]);
+        if (precisions) precisions[n] = 100.0 * p[n];
+    }
+    double brevity = s->hyp_len > s->ref_len ? 1.0
+                     : s->hyp_len ? exp(1.0 - (double)s->ref_len / (double)s->hyp_len)
+                                  : 0.0;
+    if (bp) *bp = brevity;
+    return any_zero ? 0.0 : 100.0 * brevity * exp(logsum / 4.0);
+}
+
+/* ---- D2L ---- */
+
+double attn_bleu_d2l(const char *const *pred, int64_t n_pred, const char *const *label,
+                     int64_t n_label, int k)
+{
+    if (n_pred <= 0) return 0.0;
+    int kk = k < n_pred ? k : (int)n_pred;
+    int64_t *m = malloc((size_t)(kk > 0 ? kk : 1) * sizeof *m);
+    if (!m || clipped_matches(m, pred, n_pred, label, n_label, kk) != ATTN_OK) {
+        free(m);
+        return NAN;
+    }
+    double score = exp(fmin(0.0, 1.0 - (double)n_label / (double)n_pred));
+    for (int n = 1; n <= kk; n++)
+        score *= pow((double)m[n - 1] / (double)(n_pred - n + 1), pow(0.5, n));
+    free(m);
+    return score;
+}

@@ -1,0 +1,190 @@
+/* Token lists and the tokenizers: torchtext's basic_english, the seq2seq word tokenizer
+ * (\w+|[^\w\s] on lowercased text), one token per code point, and the dispatch that also
+ * reaches sacrebleu's 13a (bleu.c).
+ *
+ * basic_english in one pass. torchtext applies 12 regex substitutions in order to line.lower():
+ *   1 ' -> " '  "   2 " -> ""   3 . -> " . "   4 <br /> -> " "   5 , -> " , "
+ *   6-9 ( ) ! ? -> " ( " " ) " " ! " " ? "     10-11 ; : -> " "   12 \s+ -> " "
+ * then str.split(). Every replacement other than rule 2 only adds spaces around the character
+ * it keeps, and no replacement holds a character a later rule looks for, so the result is: in
+ * the lowercased text with every " removed (rule 2 can join "<br" and " />", and rule 4 runs
+ * after it), each "<br />" (leftmost first, no overlaps) and each ; : or whitespace separates
+ * tokens, each of ' . , ( ) ! ? is a token by itself, and the rest joins into tokens. The " are
+ * removed before looking for "<br />" because a match never spans an added space: rules 1 and 3
+ * put spaces only next to the ' or . they keep, and "<br />" holds neither. */
+#include "data_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- token lists ---- */
+
+/* Storage for one more token of len bytes; repoints items when the store moved. */
+static attn_status tokens_reserve(attn_tokens *t, size_t len)
+{
+    if (t->count == t->cap_) {
+        int64_t cap = t->cap_ ? t->cap_ * 2 : 64;
+        const char **items = realloc(t->items, (size_t)cap * sizeof *items);
+        if (items) t->items = items;
+        size_t *offs = items ? realloc(t->offs_, (size_t)cap * sizeof *offs) : NULL;
+        if (!offs) return attn__fail(ATTN_ERR_NOMEM, "tokens: cannot grow to %lld", (long long)cap);
+        t->offs_ = offs;
+        t->cap_ = cap;
+    }
+    attn__buf store = {t->store_, t->store_len_, t->store_cap_};
+    attn_status st = attn__buf_reserve(&store, len + 1);
+    if (st != ATTN_OK) return st;
+    if (store.data != t->store_)
+        for (int64_t i = 0; i < t->count; i++)
+            t->items[i] = store.data + t->offs_[i];
+    t->store_ = store.data;
+    t->store_cap_ = store.cap;
+    return ATTN_OK;
+}
+
+attn_status attn_tokens_push(attn_tokens *t, const char *s, size_t len)
+{
+    if (!t || (!s && len)) return attn__fail(ATTN_ERR_ARG, "attn_tokens_push: NULL argument");
+    attn_status st = tokens_reserve(t, len);
+    if (st != ATTN_OK) return st;
+    char *dst = t->store_ + t->store_len_;
+    if (len) memcpy(dst, s, len);
+    dst[len] = '\0';
+    t->offs_[t->count] = t->store_len_;
+    t->items[t->count++] = dst;
+    t->store_len_ += len + 1;
+    return ATTN_OK;
+}
+
+void attn_tokens_clear(attn_tokens *t)
+{
+    t->count = 0;
+    t->store_len_ = 0;
+}
+
+void attn_tokens_free(attn_tokens *t)
+{
+    free(t->items);
+    free(t->store_);
+    free(t->offs_);
+    *t = (attn_tokens){0};
+}
+
+/* ---- the tokenizers (text already checked to be UTF-8) ---- */
+
+/* s[*start..end) as a token when it is not empty; the next token starts at `next`. */
+static attn_status flush(attn_tokens *out, const char *s, size_t *start, size_t end, size_t next)
+{
+    attn_status st = end > *start ? attn_tokens_push(out, s + *start, end - *start) : ATTN_OK;
+    *start = next;
+    return st;
+}
+
+/* Lowercases text into b and removes every '"' (basic_english rules 0 and 2). */
+static attn_status lower_unquoted(attn__buf *b, const char *text, size_t len)
+{
+    attn_status st = attn__lower_into(b, text, len);
+    if (st != ATTN_OK) return st;
+    size_t n = 0;
+    for (size_t i = 0; i < b->len; i++)
+        if (b->data[i] != '"') b->data[n++] = b->data[i];
+    b->len = n;
+    b->data[n] = '\0';
+    return ATTN_OK;
+}
+
+static attn_status basic_english(attn_tokens *out, const char *text, size_t len)
+{
+    attn__buf b = {0};
+    attn_status st = lower_unquoted(&b, text, len);
+    const char *s = b.data;
+    size_t start = 0;
+    for (size_t i = 0; i < b.len && st == ATTN_OK;) {
+        size_t at = i;
+        if (s[i] == '<' && b.len - i >= 6 && memcmp(s + i, "<br />", 6) == 0) {
+            st = flush(out, s, &start, at, i + 6);
+            i += 6;
+            continue;
+        }
+        uint32_t cp = attn__utf8_next(s, &i);
+        if (cp && cp < 0x80 && strchr("'.,()!?", (int)cp)) {
+            st = flush(out, s, &start, at, at);
+            if (st == ATTN_OK) st = flush(out, s, &start, i, i);
+        } else if (cp == ';' || cp == ':' || attn__is_space(cp)) {
+            st = flush(out, s, &start, at, i);
+        }
+    }
+    if (st == ATTN_OK) st = flush(out, s, &start, b.len, b.len);
+    attn__buf_free(&b);
+    return st;
+}
+
+/* re.findall(r"\w+|[^\w\s]", text.strip().lower()); strip() does not change the matches. */
+static attn_status words(attn_tokens *out, const char *text, size_t len)
+{
+    attn__buf b = {0};
+    attn_status st = attn__lower_into(&b, text, len);
+    const char *s = b.data;
+    size_t start = 0;
+    for (size_t i = 0; i < b.len && st == ATTN_OK;) {
+        size_t at = i;
+        uint32_t cp = attn__utf8_next(s, &i);
+        if (attn__is_word(cp)) continue;
+        st = flush(out, s, &start, at, at);
+        if (st == ATTN_OK) st = flush(out, s, &start, attn__is_space(cp) ? at : i, i);
+    }
+    if (st == ATTN_OK) st = flush(out, s, &start, b.len, b.len);
+    attn__buf_free(&b);
+    return st;
+}
+
+static attn_status chars(attn_tokens *out, const char *s, size_t len)
+{
+    attn_status st = ATTN_OK;
+    for (size_t i = 0; i < len && st == ATTN_OK;) {
+        size_t at = i;
+        uint32_t cp = attn__utf8_next(s, &i);
+        if (!attn__is_space(cp)) st = attn_tokens_push(out, s + at, i - at);
+    }
+    return st;
+}
+
+/* ---- dispatch ---- */
+
+static const char *const tokenizer_names[] = {"basic_english", "words", "chars", "13a"};
+#define N_TOKENIZERS ((int)(sizeof tokenizer_names / sizeof tokenizer_names[0]))
+
+const char *attn_tokenizer_name(attn_tokenizer kind)
+{
+    return (int)kind >= 0 && (int)kind < N_TOKENIZERS ? tokenizer_names[kind] : "unknown";
+}
+
+int attn_tokenizer_from_name(const char *name)
+{
+    for (int k = 0; name && k < N_TOKENIZERS; k++)
+        if (strcmp(name, tokenizer_names[k]) == 0) return k;
+    return -1;
+}
+
+attn_status attn_tokenize(attn_tokens *out, attn_tokenizer kind, const char *text, size_t len)
+{
+    if (!out || (!text && len)) return attn__fail(ATTN_ERR_ARG, "attn_tokenize: NULL argument");
+    if ((int)kind < 0 || (int)kind >= N_TOKENIZERS)
+        return attn__fail(ATTN_ERR_ARG, "attn_tokenize: unknown tokenizer %d (expected 0-%d)",
+                          (int)kind, N_TOKENIZERS - 1);
+    attn_status st = attn_utf8_check(text, len, "text");
+    if (st != ATTN_OK) return st;
+    int64_t count = out->count;
+    size_t store_len = out->store_len_;
+    switch (kind) {
+    case ATTN_TOKENIZER_BASIC_ENGLISH: st = basic_english(out, text, len); break;
+    case ATTN_TOKENIZER_WORDS: st = words(out, text, len); break;
+    case ATTN_TOKENIZER_CHARS: st = chars(out, text, len); break;
+    case ATTN_TOKENIZER_13A: st = attn__tokenize_13a(out, text, len); break;
+    }
+    if (st != ATTN_OK) { /* leave out as it was */
+        out->count = count;
+        out->store_len_ = store_len;
+    }
+    return st;
+}

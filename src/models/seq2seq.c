@@ -1,0 +1,89 @@
+/* Sequence-to-sequence models: construction, teacher-forced forward, and the dispatch between
+ * the Transformer and the Bahdanau GRU (math and names in attn.h). */
+#include "seq2seq_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+uint8_t *seq2seq_padding(attn_ctx *ctx, const int64_t *lens, int64_t batch, int64_t len)
+{
+    uint8_t *pad = attn_arena_alloc(&ctx->arena, (size_t)(batch * len));
+    if (pad)
+        for (int64_t b = 0; b < batch; b++)
+            for (int64_t j = 0; j < len; j++) pad[b * len + j] = j >= lens[b];
+    return pad;
+}
+
+attn_status attn_seq2seq_init(attn_seq2seq *m, attn_params *p, const attn_seq2seq_config *cfg,
+                              attn_rng *rng)
+{
+    if (!m || !p || !cfg || !rng) return attn__fail(ATTN_ERR_ARG, "seq2seq_init: NULL argument");
+    const attn_seq2seq_config *c = cfg;
+    if (c->src_vocab < 4 || c->tgt_vocab < 4 || c->d_model < 2 || c->enc_layers < 1 ||
+        c->dec_layers < 1 || c->max_len < 2 || !(c->dropout >= 0 && c->dropout < 1) ||
+        c->pad_id < 0 || c->bos_id < 0 || c->eos_id < 0 || c->pad_id >= c->tgt_vocab ||
+        c->bos_id >= c->tgt_vocab || c->eos_id >= c->tgt_vocab)
+        return attn__fail(ATTN_ERR_ARG, "seq2seq_init: vocabularies >= 4, d_model >= 2, layers >= 1, "
+                                        "max_len >= 2, dropout in [0, 1) and special ids inside the "
+                                        "target vocabulary expected");
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    return c->kind == ATTN_SEQ2SEQ_TRANSFORMER ? transformer_init(m, p, rng) : bahdanau_init(m, p, rng);
+}
+
+void attn_seq2seq_free(attn_seq2seq *m)
+{
+    if (!m) return;
+    free(m->enc);
+    free(m->dec);
+    m->enc = NULL;
+    m->dec = NULL;
+}
+
+static attn_status check_ids(const int64_t *ids, int64_t n, int64_t vocab, const char *what)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= vocab)
+            return attn__fail(ATTN_ERR_ARG, "seq2seq: %s id %lld at %lld is outside [0, %lld)",
+                              what, (long long)ids[i], (long long)i, (long long)vocab);
+    return ATTN_OK;
+}
+
+attn_status seq2seq_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                           const int64_t *src_lens, int64_t batch, int64_t src_len,
+                           seq2seq_memory *mem)
+{
+    if (batch < 1 || src_len < 1 || src_len > m->cfg.max_len)
+        return attn__fail(ATTN_ERR_SHAPE, "seq2seq: source batch %lld x %lld; expected length in [1, %lld]",
+                          (long long)batch, (long long)src_len, (long long)m->cfg.max_len);
+    if (check_ids(src, batch * src_len, m->cfg.src_vocab, "source") != ATTN_OK) return attn_last_status();
+    *mem = (seq2seq_memory){.src_lens = src_lens, .batch = batch, .src_len = src_len};
+    if (!(mem->src_pad = seq2seq_padding(ctx, src_lens, batch, src_len))) return attn_last_status();
+    return m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER ? transformer_encode(ctx, m, src, mem)
+                                                   : bahdanau_encode(ctx, m, src, mem);
+}
+
+attn_tensor *seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
+                            const int64_t *tgt, const int64_t *tgt_lens, int64_t tgt_len,
+                            attn_tensor **cross_weights)
+{
+    if (tgt_len < 1 || tgt_len > m->cfg.max_len)
+        return attn__fail_null(ATTN_ERR_SHAPE, "seq2seq: target length %lld; expected [1, %lld]",
+                               (long long)tgt_len, (long long)m->cfg.max_len);
+    if (check_ids(tgt, mem->batch * tgt_len, m->cfg.tgt_vocab, "target") != ATTN_OK) return NULL;
+    return m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER
+               ? transformer_decode(ctx, m, mem, tgt, tgt_lens, tgt_len, cross_weights)
+               : bahdanau_decode(ctx, m, mem, tgt, tgt_len, cross_weights);
+}
+
+attn_tensor *attn_seq2seq_forward(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                                  const int64_t *src_lens, int64_t batch, int64_t src_len,
+                                  const int64_t *tgt_in, const int64_t *tgt_lens, int64_t tgt_len,
+                                  attn_tensor **cross_weights)
+{
+    if (cross_weights) *cross_weights = NULL;
+    if (!ctx || !m || !src || !src_lens || !tgt_in || !tgt_lens) return NULL;
+    seq2seq_memory mem;
+    if (seq2seq_encode(ctx, m, src, src_lens, batch, src_len, &mem) != ATTN_OK) return NULL;
+    return seq2seq_decode(ctx, m, &mem, tgt_in, tgt_lens, tgt_len, cross_weights);
+}

@@ -1,0 +1,437 @@
+/* Heatmaps of attention weights: one matrix, or a grid of them (one per head or layer) with
+ * one colour scale and one colour bar, as D2L's show_heatmaps draws them. The cells of a panel
+ * are one image, a pixel per cell, scaled with the NEAREST filter: a 512 x 512 matrix is one
+ * drawing operation and stays sharp. Tick labels are thinned to what fits; every cell is
+ * still drawn. Small matrices get their values written in the cells. */
+#include "plot_internal.h"
+
+#include "../core/core.h"
+
+#include <math.h>
+#include <string.h>
+
+#define HM_CELL_MAX 48.0        /* the largest automatic cell, pixels */
+#define HM_BUDGET_SINGLE 560.0  /* automatic map side of one heatmap... */
+#define HM_BUDGET_PANEL 320.0   /* ...and of one panel of a grid */
+#define HM_GAP 24.0             /* between panels */
+#define HM_CBAR_GAP 20.0        /* between the maps and the colour bar */
+#define HM_LABEL_MAX_W 160.0    /* longer tick labels are ellipsized */
+#define HM_ANNOTATE_MAX 16      /* automatic values in the cells up to 16 x 16 */
+#define HM_MAX_PANELS 4096
+#define SIN45 0.70710678118654752
+
+typedef struct hm_figure {  /* the request, checked, defaults filled in */
+    const char *fn;
+    const float *values;    /* (grid_rows, grid_cols, rows, cols) */
+    int grid_rows, grid_cols;
+    int64_t rows, cols;
+    const char *const *panel_titles;
+    const char *title, *xlabel, *ylabel;
+    const char *const *xticks, *const *yticks;
+    attn_colormap cmap;
+    double vmin, vmax;      /* the colour scale */
+    double data_min, data_max; /* finite values; NaN when there are none */
+    int annotate;
+    int width, height;      /* 0: automatic */
+} hm_figure;
+
+typedef struct hm_layout {
+    double left, top;       /* panel (0, 0)'s map */
+    double map_w, map_h;    /* one panel's map, whole pixels */
+    double cell_w, cell_h;
+    double gap_y;           /* between rows of panels, panel titles included */
+    double xdrop;           /* height of the rotated x labels */
+    double cbar_w;
+    int xstep, ystep;       /* every xstep-th column gets a label */
+    double annot_size;      /* 0: no values in the cells */
+    int width, height;
+} hm_layout;
+
+/* ---- the request ---- */
+
+static void data_range(hm_figure *f)
+{
+    int64_t n = (int64_t)f->grid_rows * f->grid_cols * f->rows * f->cols;
+    f->data_min = f->data_max = NAN;
+    for (int64_t i = 0; i < n; i++) {
+        double v = f->values[i];
+        if (!isfinite(v)) continue;
+        if (!(v >= f->data_min)) f->data_min = v;
+        if (!(v <= f->data_max)) f->data_max = v;
+    }
+}
+
+static attn_status color_scale(hm_figure *f, const attn_heatmap_opts *o)
+{
+    if (o->auto_range) {
+        bool any = !isnan(f->data_min);
+        f->vmin = any ? f->data_min : 0.0;
+        f->vmax = any ? f->data_max : 1.0;
+        if (f->vmin == f->vmax) {
+            f->vmin -= 0.5;
+            f->vmax += 0.5;
+        }
+        return ATTN_OK;
+    }
+    f->vmin = o->vmin;
+    f->vmax = o->vmax;
+    if (o->vmin == 0.0f && o->vmax == 0.0f) f->vmax = 1.0; /* attention weights */
+    if (!(f->vmin < f->vmax) || !isfinite(f->vmax - f->vmin))
+        return attn__fail(ATTN_ERR_ARG, "%s: the colour scale needs finite vmin < vmax, got "
+                          "vmin %g, vmax %g", f->fn, o->vmin, o->vmax);
+    return ATTN_OK;
+}
+
+static attn_status check_request(hm_figure *f, const attn_heatmap_opts *o)
+{
+    if (!f->values) return attn__fail(ATTN_ERR_ARG, "%s: values missing", f->fn);
+    if (f->grid_rows < 1 || f->grid_cols < 1 ||
+        (int64_t)f->grid_rows * f->grid_cols > HM_MAX_PANELS)
+        return attn__fail(ATTN_ERR_ARG, "%s: a grid of %d x %d panels (each side 1 or more, "
+                          "%d panels at most)", f->fn, f->grid_rows, f->grid_cols, HM_MAX_PANELS);
+    if (f->rows < 1 || f->cols < 1 || f->rows > PLOT_MAX_SIDE || f->cols > PLOT_MAX_SIDE)
+        return attn__fail(ATTN_ERR_ARG, "%s: a %lld x %lld matrix (each side 1..%d)", f->fn,
+                          (long long)f->rows, (long long)f->cols, PLOT_MAX_SIDE);
+    if ((unsigned)o->cmap > ATTN_CMAP_REDS)
+        return attn__fail(ATTN_ERR_ARG, "%s: unknown colour map %d", f->fn, (int)o->cmap);
+    if (o->annotate < -1 || o->annotate > 1)
+        return attn__fail(ATTN_ERR_ARG, "%s: annotate is -1, 0 or 1, got %d", f->fn, o->annotate);
+    if (o->width < 0 || o->height < 0 || o->width > PLOT_MAX_SIDE || o->height > PLOT_MAX_SIDE)
+        return attn__fail(ATTN_ERR_ARG, "%s: picture size %d x %d (0 = automatic, at most %d)",
+                          f->fn, o->width, o->height, PLOT_MAX_SIDE);
+    f->title = o->title;
+    f->xlabel = o->xlabel ? o->xlabel : "key";
+    f->ylabel = o->ylabel ? o->ylabel : "query";
+    f->xticks = o->xticks;
+    f->yticks = o->yticks;
+    f->cmap = o->cmap;
+    f->annotate = o->annotate;
+    f->width = o->width;
+    f->height = o->height;
+    data_range(f);
+    return color_scale(f, o);
+}
+
+/* ---- labels ---- */
+
+/* Tick label i of an axis: the caller's text, or the index. */
+static const char *tick_text(const char *const *labels, int64_t i, char *buf, size_t len)
+{
+    if (labels) return labels[i] ? labels[i] : "";
+    snprintf(buf, len, "%lld", (long long)i);
+    return buf;
+}
+
+/* The smallest step of 1, 2, 5, 10, 20, ... that puts labels at least `need` pixels apart. */
+static int label_step(double cell, double need)
+{
+    for (int step = 1, k = 0;; k++) {
+        if (step * cell >= need || step >= (1 << 28)) return step;
+        step = k % 3 == 1 ? step / 2 * 5 : step * 2; /* 1 2 5 10 20 50 ... */
+    }
+}
+
+/* Token labels as close as they can be read; index labels (none given) sparser. */
+static void label_steps(plot_canvas *c, const hm_figure *f, hm_layout *L)
+{
+    double w, line_h;
+    plot_text_measure(c, "Ag", PLOT_FONT_TICK, 0, &w, &line_h);
+    L->ystep = label_step(L->cell_h, (f->yticks ? 1.1 : 2.5) * line_h);
+    L->xstep = label_step(L->cell_w, (f->xticks ? 1.1 / SIN45 : 3.5) * line_h);
+}
+
+/* Widest y label; the drop of the lowest rotated x label and the overhang of the first. */
+static void measure_labels(plot_canvas *c, const hm_figure *f, const hm_layout *L,
+                           double *ytick_w, double *xdrop, double *xover)
+{
+    char buf[32];
+    double w, h;
+    *ytick_w = *xdrop = *xover = 0;
+    for (int64_t i = 0; i < f->rows; i += L->ystep) {
+        plot_text_measure(c, tick_text(f->yticks, i, buf, sizeof buf), PLOT_FONT_TICK,
+                          HM_LABEL_MAX_W, &w, &h);
+        *ytick_w = fmax(*ytick_w, w);
+    }
+    for (int64_t j = 0; j < f->cols; j += L->xstep) {
+        plot_text_measure(c, tick_text(f->xticks, j, buf, sizeof buf), PLOT_FONT_TICK,
+                          HM_LABEL_MAX_W, &w, &h);
+        *xdrop = fmax(*xdrop, SIN45 * (w + h));
+        if (j == 0) *xover = SIN45 * (w + 0.5 * h);
+    }
+}
+
+/* Height of a text line plus the pad below it; 0 for no text. */
+static double line_height(plot_canvas *c, const char *text, double size)
+{
+    double h = plot_text_height(c, text, size);
+    return h > 0 ? h + PLOT_PAD : 0;
+}
+
+static double auto_cell(int64_t n, bool grid)
+{
+    double cell = floor((grid ? HM_BUDGET_PANEL : HM_BUDGET_SINGLE) / (double)n);
+    double min = grid ? 1.0 : 2.0;
+    return cell > HM_CELL_MAX ? HM_CELL_MAX : cell < min ? min : cell;
+}
+
+/* ---- layout ---- */
+
+/* Font size of the values in the cells, 0 when they are not written. */
+static double annotation_size(plot_canvas *c, const hm_figure *f, const hm_layout *L)
+{
+    bool small = f->rows <= HM_ANNOTATE_MAX && f->cols <= HM_ANNOTATE_MAX;
+    if (f->annotate < 0 || (f->annotate == 0 && !small) || isnan(f->data_min)) return 0;
+    char lo[32], hi[32];
+    snprintf(lo, sizeof lo, "%.2f", f->data_min);
+    snprintf(hi, sizeof hi, "%.2f", f->data_max);
+    double w_lo, w_hi, h;
+    plot_text_measure(c, lo, 10.0, 0, &w_lo, &h);
+    plot_text_measure(c, hi, 10.0, 0, &w_hi, &h);
+    double size = fmin(13.0, fmin(0.42 * L->cell_h, 8.0 * L->cell_w / fmax(w_lo, w_hi)));
+    if (f->annotate == 0 && size < 6.0) return 0;
+    return fmax(size, 3.0);
+}
+
+static attn_status layout(plot_canvas *c, const hm_figure *f, hm_layout *L)
+{
+    bool grid = f->grid_rows * f->grid_cols > 1;
+    int gr = f->grid_rows, gc = f->grid_cols;
+    memset(L, 0, sizeof *L);
+    /* provisional cells, to choose which labels to show */
+    L->cell_w = f->width ? fmax(0.5, (f->width - 200.0) / (gc * (double)f->cols))
+                         : auto_cell(f->cols, grid);
+    L->cell_h = f->height ? fmax(0.5, (f->height - 150.0) / (gr * (double)f->rows))
+                          : auto_cell(f->rows, grid);
+    label_steps(c, f, L);
+    double ytick_w, xover;
+    measure_labels(c, f, L, &ytick_w, &L->xdrop, &xover);
+    double title_h = line_height(c, f->title, PLOT_FONT_TITLE);
+    double ptitle_h = f->panel_titles ? line_height(c, "Ag", PLOT_FONT_LABEL) : 0;
+    double xlabel_h = line_height(c, f->xlabel, PLOT_FONT_LABEL);
+    double ylabel_h = line_height(c, f->ylabel, PLOT_FONT_LABEL);
+    double cbar_lab = plot_colorbar_label_width(c, f->vmin, f->vmax);
+
+    L->left = ceil(fmax(PLOT_MARGIN + ylabel_h + ytick_w + PLOT_PAD + PLOT_TICK_LEN + 1.0,
+                        PLOT_MARGIN + xover));
+    L->top = ceil(PLOT_MARGIN + title_h + ptitle_h);
+    L->gap_y = HM_GAP + ptitle_h;
+    double bottom = 1.0 + PLOT_TICK_LEN + PLOT_PAD + L->xdrop + PLOT_PAD + xlabel_h + PLOT_MARGIN;
+    L->map_h = f->height ? floor((f->height - L->top - bottom - (gr - 1) * L->gap_y) / gr)
+                         : f->rows * L->cell_h;
+    double maps_h = gr * L->map_h + (gr - 1) * L->gap_y;
+    L->cbar_w = fmin(18.0, fmax(10.0, floor(maps_h / 24.0)));
+    double right = HM_CBAR_GAP + L->cbar_w + 1.0 + cbar_lab + PLOT_MARGIN;
+    L->map_w = f->width ? floor((f->width - L->left - right - (gc - 1) * HM_GAP) / gc)
+                        : f->cols * L->cell_w;
+    if (L->map_w < 1 || L->map_h < 1)
+        return attn__fail(ATTN_ERR_ARG, "%s: %d x %d pixels leave no room for the cells; "
+                          "make the picture larger or pass 0 for automatic", f->fn, f->width,
+                          f->height);
+    L->cell_w = L->map_w / f->cols;
+    L->cell_h = L->map_h / f->rows;
+    label_steps(c, f, L);
+    L->annot_size = annotation_size(c, f, L);
+
+    double maps_w = gc * L->map_w + (gc - 1) * HM_GAP;
+    double title_w = 0, h;
+    if (f->title && *f->title) plot_text_measure(c, f->title, PLOT_FONT_TITLE, 0, &title_w, &h);
+    L->width = f->width ? f->width
+                        : (int)ceil(fmax(L->left + maps_w + right, title_w + 2 * PLOT_MARGIN));
+    L->height = f->height ? f->height : (int)ceil(L->top + maps_h + bottom);
+    return ATTN_OK;
+}
+
+/* ---- drawing ---- */
+
+/* Pixels per cell of the cell image: 1 for PNG, scaled without smoothing; for SVG and PDF,
+ * whose viewers may smooth images, about the cell's size (at most 2048 pixels a side). */
+static int cell_pixels(const plot_canvas *c, double cell, int64_t n)
+{
+    if (c->format == PLOT_PNG) return 1;
+    double k = fmin(round(cell), floor(2048.0 / (double)n));
+    return k < 1 ? 1 : (int)k;
+}
+
+/* One panel's cells as an image, kx x ky pixels per cell; NULL when out of memory. */
+static cairo_surface_t *cell_image(const hm_figure *f, const float *m, int kx, int ky)
+{
+    cairo_surface_t *img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)f->cols * kx,
+                                                      (int)f->rows * ky);
+    if (cairo_surface_status(img) != CAIRO_STATUS_SUCCESS) {
+        cairo_surface_destroy(img);
+        return NULL;
+    }
+    cairo_surface_flush(img);
+    unsigned char *data = cairo_image_surface_get_data(img);
+    int stride = cairo_image_surface_get_stride(img);
+    for (int64_t r = 0; r < f->rows; r++) {
+        uint32_t *row = (uint32_t *)(data + (size_t)r * ky * stride);
+        for (int64_t j = 0; j < f->cols; j++) {
+            double rgb[3];
+            plot_cmap_rgb(f->cmap, (m[r * f->cols + j] - f->vmin) / (f->vmax - f->vmin), rgb);
+            uint32_t px = plot_rgb_pixel(rgb);
+            for (int k = 0; k < kx; k++) row[j * kx + k] = px;
+        }
+        for (int k = 1; k < ky; k++) /* repeat the row */
+            memcpy(data + ((size_t)r * ky + k) * stride, row, (size_t)f->cols * kx * 4);
+    }
+    cairo_surface_mark_dirty(img);
+    return img;
+}
+
+static attn_status draw_cells(plot_canvas *c, const hm_figure *f, const hm_layout *L,
+                              const float *m, double x0, double y0)
+{
+    int kx = cell_pixels(c, L->cell_w, f->cols), ky = cell_pixels(c, L->cell_h, f->rows);
+    cairo_surface_t *img = cell_image(f, m, kx, ky);
+    if (!img)
+        return attn__fail(ATTN_ERR_NOMEM, "%s: out of memory for a %lld x %lld image", f->fn,
+                          (long long)f->rows, (long long)f->cols);
+    cairo_t *cr = c->cr;
+    cairo_save(cr);
+    cairo_rectangle(cr, x0, y0, L->map_w, L->map_h);
+    cairo_clip(cr);
+    cairo_translate(cr, x0, y0);
+    cairo_scale(cr, L->cell_w / kx, L->cell_h / ky);
+    cairo_set_source_surface(cr, img, 0, 0);
+    cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST);
+    cairo_paint(cr);
+    cairo_restore(cr);
+    cairo_surface_destroy(img);
+    return ATTN_OK;
+}
+
+static void draw_annotations(plot_canvas *c, const hm_figure *f, const hm_layout *L,
+                             const float *m, double x0, double y0)
+{
+    for (int64_t r = 0; r < f->rows; r++)
+        for (int64_t j = 0; j < f->cols; j++) {
+            double v = m[r * f->cols + j], rgb[3];
+            if (isnan(v)) continue;
+            char label[32];
+            snprintf(label, sizeof label, "%.2f", v);
+            plot_cmap_rgb(f->cmap, (v - f->vmin) / (f->vmax - f->vmin), rgb);
+            double ink = plot_rgb_is_dark(rgb) ? 1.0 : 0.0;
+            cairo_set_source_rgb(c->cr, ink, ink, ink);
+            plot_text(c, label, L->annot_size, x0 + (j + 0.5) * L->cell_w,
+                      y0 + (r + 0.5) * L->cell_h, 0, 0.5, 0.5);
+        }
+}
+
+static void draw_yticks(plot_canvas *c, const hm_figure *f, const hm_layout *L, double x0,
+                        double y0)
+{
+    cairo_t *cr = c->cr;
+    char buf[32];
+    for (int64_t i = 0; i < f->rows; i += L->ystep) {
+        double py = y0 + (i + 0.5) * L->cell_h;
+        cairo_set_source_rgb(cr, 0, 0, 0);
+        cairo_move_to(cr, x0 - 1.0, floor(py) + 0.5);
+        cairo_line_to(cr, x0 - 1.0 - PLOT_TICK_LEN, floor(py) + 0.5);
+        cairo_stroke(cr);
+        plot_text_set(c, tick_text(f->yticks, i, buf, sizeof buf), PLOT_FONT_TICK, HM_LABEL_MAX_W);
+        plot_text_draw(c, x0 - 1.0 - PLOT_TICK_LEN - PLOT_PAD, py, 0, 1.0, 0.5);
+    }
+    if (f->ylabel && *f->ylabel)
+        plot_text(c, f->ylabel, PLOT_FONT_LABEL, PLOT_MARGIN, y0 + 0.5 * L->map_h, 90, 0.5, 0);
+}
+
+/* x labels at 45 degrees, their right ends at the ticks. */
+static void draw_xticks(plot_canvas *c, const hm_figure *f, const hm_layout *L, double x0,
+                        double y0)
+{
+    cairo_t *cr = c->cr;
+    char buf[32];
+    double base = y0 + L->map_h + 1.0 + PLOT_TICK_LEN + PLOT_PAD;
+    for (int64_t j = 0; j < f->cols; j += L->xstep) {
+        double px = x0 + (j + 0.5) * L->cell_w, w, h;
+        cairo_set_source_rgb(cr, 0, 0, 0);
+        cairo_move_to(cr, floor(px) + 0.5, y0 + L->map_h + 1.0);
+        cairo_line_to(cr, floor(px) + 0.5, y0 + L->map_h + 1.0 + PLOT_TICK_LEN);
+        cairo_stroke(cr);
+        plot_text_set(c, tick_text(f->xticks, j, buf, sizeof buf), PLOT_FONT_TICK, HM_LABEL_MAX_W);
+        plot_text_extent(c, &w, &h);
+        plot_text_draw(c, px, base + SIN45 * 0.5 * h, 45, 1.0, 0.5);
+    }
+    if (f->xlabel && *f->xlabel)
+        plot_text(c, f->xlabel, PLOT_FONT_LABEL, x0 + 0.5 * L->map_w, base + L->xdrop + PLOT_PAD,
+                  0, 0.5, 0);
+}
+
+static attn_status draw_panel(plot_canvas *c, const hm_figure *f, const hm_layout *L, int gi,
+                              int gj)
+{
+    int panel = gi * f->grid_cols + gj;
+    const float *m = f->values + (int64_t)panel * f->rows * f->cols;
+    double x0 = L->left + gj * (L->map_w + HM_GAP), y0 = L->top + gi * (L->map_h + L->gap_y);
+    attn_status s = draw_cells(c, f, L, m, x0, y0);
+    if (s != ATTN_OK) return s;
+    if (L->annot_size > 0) draw_annotations(c, f, L, m, x0, y0);
+    plot_frame(c, x0, y0, L->map_w, L->map_h);
+    cairo_set_source_rgb(c->cr, 0, 0, 0);
+    if (f->panel_titles && f->panel_titles[panel])
+        plot_text(c, f->panel_titles[panel], PLOT_FONT_LABEL, x0 + 0.5 * L->map_w, y0 - PLOT_PAD,
+                  0, 0.5, 1.0);
+    if (gj == 0) draw_yticks(c, f, L, x0, y0);
+    if (gi == f->grid_rows - 1) draw_xticks(c, f, L, x0, y0);
+    return ATTN_OK;
+}
+
+static void draw_title(plot_canvas *c, const hm_figure *f, const hm_layout *L)
+{
+    if (!f->title || !*f->title) return;
+    double w, h;
+    plot_text_measure(c, f->title, PLOT_FONT_TITLE, 0, &w, &h);
+    double maps_w = f->grid_cols * L->map_w + (f->grid_cols - 1) * HM_GAP;
+    double cx = L->left + 0.5 * maps_w;
+    cx = fmin(fmax(cx, PLOT_MARGIN + 0.5 * w), L->width - PLOT_MARGIN - 0.5 * w);
+    cairo_set_source_rgb(c->cr, 0, 0, 0);
+    plot_text_draw(c, cx, PLOT_MARGIN, 0, 0.5, 0);
+}
+
+static attn_status draw_figure(plot_canvas *c, const hm_figure *f, const hm_layout *L)
+{
+    attn_status s = ATTN_OK;
+    for (int gi = 0; gi < f->grid_rows && s == ATTN_OK; gi++)
+        for (int gj = 0; gj < f->grid_cols && s == ATTN_OK; gj++)
+            s = draw_panel(c, f, L, gi, gj);
+    if (s != ATTN_OK) return s;
+    double maps_w = f->grid_cols * L->map_w + (f->grid_cols - 1) * HM_GAP;
+    double maps_h = f->grid_rows * L->map_h + (f->grid_rows - 1) * L->gap_y;
+    plot_colorbar(c, L->left + maps_w + HM_CBAR_GAP, L->top, L->cbar_w, maps_h, f->cmap, f->vmin,
+                  f->vmax);
+    draw_title(c, f, L);
+    return ATTN_OK;
+}
+
+static attn_status heatmap(hm_figure *f, const char *path, const attn_heatmap_opts *opts)
+{
+    static const attn_heatmap_opts defaults = {0};
+    attn_status s = check_request(f, opts ? opts : &defaults);
+    if (s != ATTN_OK) return s;
+    plot_canvas c;
+    hm_layout L;
+    s = plot_canvas_open(&c, f->fn, path);
+    if (s == ATTN_OK) s = layout(&c, f, &L);
+    if (s == ATTN_OK) s = plot_canvas_start(&c, L.width, L.height);
+    if (s == ATTN_OK) s = draw_figure(&c, f, &L);
+    return plot_canvas_close(&c, s);
+}
+
+attn_status attn_plot_heatmap(const char *path, const float *values, int64_t rows, int64_t cols,
+                              const attn_heatmap_opts *opts)
+{
+    hm_figure f = {.fn = "attn_plot_heatmap", .values = values, .grid_rows = 1, .grid_cols = 1,
+                   .rows = rows, .cols = cols};
+    return heatmap(&f, path, opts);
+}
+
+attn_status attn_plot_heatmap_grid(const char *path, const float *values, int grid_rows,
+                                   int grid_cols, int64_t rows, int64_t cols,
+                                   const char *const *panel_titles, const attn_heatmap_opts *opts)
+{
+    hm_figure f = {.fn = "attn_plot_heatmap_grid", .values = values, .grid_rows = grid_rows,
+                   .grid_cols = grid_cols, .rows = rows, .cols = cols,
+                   .panel_titles = panel_titles};
+    return heatmap(&f, path, opts);
+}

@@ -1,0 +1,442 @@
+/* Parity of positional encodings, Transformer layers, the GRU and the seq2seq models with PyTorch
+ * 1.13, from tests/golden/model_*.safetensors (written by tests/golden/make_golden_models.py; its
+ * docstring says what each tensor means):
+ *   - sinusoidal: attn_sinusoidal_table (9, 6) interleaved against D2L's PositionalEncoding, and
+ *     the concatenated layout against the same angles as [sin | cos] halves.
+ *   - learned_pe: attn_learned_pe_forward, output and gradients of x and the table.
+ *   - enc_*: attn_encoder_layer_forward against nn.TransformerEncoderLayer(16, 4, 24, dropout 0,
+ *     batch_first), post-LN and pre-LN, ReLU and GELU, with a key padding mask.
+ *   - dec_*: attn_decoder_layer_forward against nn.TransformerDecoderLayer with a causal tgt_mask,
+ *     tgt_key_padding_mask and memory_key_padding_mask; gradients of x, memory and every parameter.
+ *   - gru_*: attn_gru_forward against nn.GRU(5, 7, 2 layers, batch_first) with and without h0:
+ *     outputs and h_n, gradients of loss = sum(out * g) + sum(h_n * g2) (one attn_backward).
+ *   - s2s_transformer, s2s_bahdanau: attn_seq2seq_forward (teacher forcing) against the torch
+ *     twins of src/models/seq2seq_{transformer,bahdanau}.c: logits and every parameter's gradient;
+ *     then decoding: attn_seq2seq_greedy on the batch must give torch's greedy ids exactly,
+ *     attn_seq2seq_beam with beam 1 must give greedy's answer for each sentence, and beam 3 must
+ *     give an answer whose length-penalised log-probability (computed here by a teacher-forced
+ *     forward) is >= greedy's.
+ * Every module is built with its init into an attn_params and every parameter is overwritten from
+ * the file by its registered name; the registry must hold exactly the file's parameter names.
+ *
+ * Tolerance: |got - ref| <= 1e-5 + 1e-4 * |ref| for every output and gradient, the deep models
+ * included (they pass at that tolerance: values are O(1), the sums have at most ~50 terms). */
+#include "testkit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ATOL 1e-5f
+#define RTOL 1e-4f
+
+/* Mirrored from make_golden_models.py */
+#define PE_MAX_LEN 9
+#define PE_DIM 6
+#define LAYER_D 16
+#define LAYER_HEADS 4
+#define LAYER_FFN 24
+#define GRU_IN 5
+#define GRU_HIDDEN 7
+#define GRU_LAYERS 2
+#define S2S_SRC_VOCAB 11
+#define S2S_TGT_VOCAB 13
+#define S2S_PAD 1
+#define S2S_BOS 2
+#define S2S_EOS 3
+#define S2S_MAX_LEN 16
+#define BEAM_WIDE 3
+
+typedef enum { LEARNED_PE, ENCODER, DECODER, GRU, S2S } model_kind;
+
+typedef struct model_case {
+    const char *name; /* tests/golden/model_<name>.safetensors */
+    model_kind kind;
+    bool norm_first, gelu;       /* layers */
+    bool h0;                     /* gru */
+    attn_seq2seq_kind s2s;       /* seq2seq */
+    int64_t d_model;             /* seq2seq */
+    const char *inputs[2];       /* float inputs, differentiated */
+    const char *masks[2];        /* BOOL (B, L) padding masks, true = padding */
+} model_case;
+
+static const model_case cases[] = {
+    {"learned_pe", LEARNED_PE, .inputs = {"x"}},
+    {"enc_post_relu", ENCODER, .inputs = {"x"}, .masks = {"key_padding_mask"}},
+    {"enc_post_gelu", ENCODER, .gelu = true, .inputs = {"x"}, .masks = {"key_padding_mask"}},
+    {"enc_pre_relu", ENCODER, .norm_first = true, .inputs = {"x"}, .masks = {"key_padding_mask"}},
+    {"enc_pre_gelu", ENCODER, .norm_first = true, .gelu = true, .inputs = {"x"},
+     .masks = {"key_padding_mask"}},
+    {"dec_post_relu", DECODER, .inputs = {"x", "memory"},
+     .masks = {"tgt_key_padding_mask", "memory_key_padding_mask"}},
+    {"dec_pre_gelu", DECODER, .norm_first = true, .gelu = true, .inputs = {"x", "memory"},
+     .masks = {"tgt_key_padding_mask", "memory_key_padding_mask"}},
+    {"gru_h0", GRU, .h0 = true, .inputs = {"x", "h0"}},
+    {"gru_noh0", GRU, .inputs = {"x"}},
+    {"s2s_transformer", S2S, .s2s = ATTN_SEQ2SEQ_TRANSFORMER, .d_model = 16},
+    {"s2s_bahdanau", S2S, .s2s = ATTN_SEQ2SEQ_BAHDANAU, .d_model = 8},
+};
+
+/* Seq2seq integer inputs, in this order. */
+enum { SRC, SRC_LENS, TGT_IN, TGT_LENS, N_IDS };
+static const char *const id_names[N_IDS] = {"src", "src_lens", "tgt_in", "tgt_lens"};
+
+/* Outputs: "out" for all, "h_n" for the GRU; each with its "grad_<name>". */
+static const char *const out_names[2] = {"out", "h_n"};
+
+typedef struct model_run {
+    const model_case *c;
+    attn_st_file *f;
+    attn_params *params;
+    attn_learned_pe pe;
+    attn_encoder_layer enc;
+    attn_decoder_layer dec;
+    attn_gru_layer gru;
+    attn_seq2seq s2s;
+    bool s2s_built;
+    attn_tensor *in[2];
+    int n_in;
+    uint8_t *mask[2];
+    int64_t *ids[N_IDS];
+    int64_t batch, src_len, tgt_len;
+} model_run;
+
+/* ---- loading ---- */
+
+static uint8_t *load_mask(model_run *r, const char *name)
+{
+    int64_t n = 0;
+    int64_t *v = attn_st_load_i64(r->f, name, &n);
+    TK_CHECK(v != NULL, "%s: mask %s: %s", r->c->name, name, attn_last_error());
+    uint8_t *m = v ? malloc((size_t)n) : NULL;
+    for (int64_t i = 0; m && i < n; i++) m[i] = v[i] != 0;
+    free(v);
+    return m;
+}
+
+static bool load_ids(model_run *r)
+{
+    for (int i = 0; i < N_IDS; i++) {
+        int64_t n = 0;
+        r->ids[i] = attn_st_load_i64(r->f, id_names[i], &n);
+        TK_CHECK(r->ids[i] != NULL, "%s: %s: %s", r->c->name, id_names[i], attn_last_error());
+        if (!r->ids[i]) return false;
+    }
+    r->batch = attn_st_find(r->f, "src")->shape[0];
+    r->src_len = attn_st_find(r->f, "src")->shape[1];
+    r->tgt_len = attn_st_find(r->f, "tgt_in")->shape[1];
+    return true;
+}
+
+static attn_status build_module(model_run *r, attn_rng *rng)
+{
+    const model_case *c = r->c;
+    attn_transformer_config tc = {.d_model = LAYER_D, .num_heads = LAYER_HEADS,
+                                  .dim_feedforward = LAYER_FFN, .dropout = 0.0f,
+                                  .norm_first = c->norm_first, .gelu = c->gelu,
+                                  .ffn_dropout = true};
+    switch (c->kind) {
+    case LEARNED_PE:
+        return attn_learned_pe_init(&r->pe, r->params, "pos_encoding", PE_MAX_LEN, PE_DIM, rng);
+    case ENCODER: return attn_encoder_layer_init(&r->enc, r->params, "", &tc, rng);
+    case DECODER: return attn_decoder_layer_init(&r->dec, r->params, "", &tc, rng);
+    case GRU: return attn_gru_init(&r->gru, r->params, "", GRU_IN, GRU_HIDDEN, GRU_LAYERS, 0.0f, rng);
+    case S2S: {
+        attn_seq2seq_config sc = {.kind = c->s2s, .src_vocab = S2S_SRC_VOCAB,
+                                  .tgt_vocab = S2S_TGT_VOCAB, .d_model = c->d_model,
+                                  .num_heads = LAYER_HEADS, .dim_feedforward = LAYER_FFN,
+                                  .enc_layers = 2, .dec_layers = 2, .dropout = 0.0f,
+                                  .max_len = S2S_MAX_LEN, .pad_id = S2S_PAD, .bos_id = S2S_BOS,
+                                  .eos_id = S2S_EOS};
+        r->s2s_built = true;
+        return attn_seq2seq_init(&r->s2s, r->params, &sc, rng);
+    }
+    }
+    return ATTN_ERR_ARG;
+}
+
+/* Is `name` one of the file's non-parameter tensors for this case? */
+static bool is_data_name(const model_case *c, const char *name)
+{
+    static const char *const common[] = {"out", "grad_out", "h_n", "grad_h_n", "greedy.out",
+                                         "greedy.lens"};
+    if (strncmp(name, "grad.", 5) == 0) return true;
+    for (size_t i = 0; i < sizeof common / sizeof *common; i++)
+        if (strcmp(name, common[i]) == 0) return true;
+    for (int i = 0; i < 2; i++)
+        if ((c->inputs[i] && strcmp(name, c->inputs[i]) == 0) ||
+            (c->masks[i] && strcmp(name, c->masks[i]) == 0))
+            return true;
+    for (int i = 0; c->kind == S2S && i < N_IDS; i++)
+        if (strcmp(name, id_names[i]) == 0) return true;
+    return false;
+}
+
+/* Builds the module, overwrites every parameter by name, and checks the names both ways. */
+static bool load_params(model_run *r)
+{
+    attn_rng rng;
+    attn_rng_seed(&rng, 1);
+    r->params = attn_params_new();
+    attn_status st = r->params ? build_module(r, &rng) : ATTN_ERR_NOMEM;
+    TK_CHECK(st == ATTN_OK, "%s: init: %s", r->c->name, attn_last_error());
+    if (st != ATTN_OK) return false;
+    bool ok = true;
+    for (size_t i = 0; i < attn_params_count(r->params); i++) {
+        const char *name = attn_params_name(r->params, i);
+        st = attn_st_copy_into(r->f, name, attn_params_at(r->params, i));
+        TK_CHECK(st == ATTN_OK, "%s: parameter %s: %s", r->c->name, name, attn_last_error());
+        ok = ok && st == ATTN_OK;
+    }
+    for (size_t i = 0; i < attn_st_count(r->f); i++) {
+        const char *name = attn_st_at(r->f, i)->name;
+        TK_CHECK(is_data_name(r->c, name) || attn_params_get(r->params, name) != NULL,
+                 "%s: torch tensor %s has no twin in our registry", r->c->name, name);
+    }
+    return ok;
+}
+
+static bool load_case(model_run *r)
+{
+    const model_case *c = r->c;
+    for (r->n_in = 0; r->n_in < 2 && c->inputs[r->n_in]; r->n_in++) {
+        if (!(r->in[r->n_in] = tk_golden_tensor(r->f, c->inputs[r->n_in]))) return false;
+        attn_tensor_set_requires_grad(r->in[r->n_in], true);
+    }
+    for (int i = 0; i < 2 && c->masks[i]; i++)
+        if (!(r->mask[i] = load_mask(r, c->masks[i]))) return false;
+    if (c->kind == S2S && !load_ids(r)) return false;
+    return load_params(r);
+}
+
+static void free_run(model_run *r)
+{
+    for (int i = 0; i < 2; i++) {
+        attn_tensor_free(r->in[i]);
+        free(r->mask[i]);
+    }
+    for (int i = 0; i < N_IDS; i++) free(r->ids[i]);
+    if (r->s2s_built) attn_seq2seq_free(&r->s2s);
+    if (r->params) attn_params_free(r->params);
+    if (r->f) attn_st_close(r->f);
+}
+
+/* ---- forward, backward, comparison ---- */
+
+/* Runs the case's forward; outs[0] = out, outs[1] = h_n (GRU) or NULL. */
+static void forward(attn_ctx *ctx, model_run *r, attn_tensor **outs)
+{
+    outs[0] = outs[1] = NULL;
+    switch (r->c->kind) {
+    case LEARNED_PE: outs[0] = attn_learned_pe_forward(ctx, &r->pe, r->in[0]); break;
+    case ENCODER: {
+        attn_mask m = {.key_padding = r->mask[0]};
+        outs[0] = attn_encoder_layer_forward(ctx, &r->enc, r->in[0], &m, NULL);
+        break;
+    }
+    case DECODER: {
+        attn_mask self = {.causal = true, .key_padding = r->mask[0]};
+        attn_mask cross = {.key_padding = r->mask[1]};
+        outs[0] = attn_decoder_layer_forward(ctx, &r->dec, r->in[0], r->in[1], &self, &cross, NULL,
+                                             NULL);
+        break;
+    }
+    case GRU:
+        outs[0] = attn_gru_forward(ctx, &r->gru, r->in[0], r->c->h0 ? r->in[1] : NULL, &outs[1]);
+        break;
+    case S2S:
+        outs[0] = attn_seq2seq_forward(ctx, &r->s2s, r->ids[SRC], r->ids[SRC_LENS], r->batch,
+                                       r->src_len, r->ids[TGT_IN], r->ids[TGT_LENS], r->tgt_len,
+                                       NULL);
+        break;
+    }
+}
+
+/* got (values and shape) against golden tensor `name`. */
+static void compare(const model_run *r, const char *name, const attn_tensor *got,
+                    const float *values)
+{
+    attn_tensor *ref = tk_golden_tensor(r->f, name);
+    if (!ref) return;
+    char what[160], gs[64], rs[64];
+    snprintf(what, sizeof what, "%s: %s", r->c->name, name);
+    bool same = got && attn_same_shape(got, ref);
+    TK_CHECK(same, "%s: shape %s, torch has %s", what,
+             got ? attn_shape_str(got, gs, sizeof gs) : "none", attn_shape_str(ref, rs, sizeof rs));
+    if (same && values)
+        tk_close(what, values, ref->data, ref->numel, ATOL, RTOL);
+    else if (same)
+        TK_CHECK(false, "%s: no gradient computed", what);
+    attn_tensor_free(ref);
+}
+
+/* loss = sum over outputs of sum(out * grad_<out>) with the file's upstream gradients. */
+static attn_tensor *golden_loss(attn_ctx *ctx, const model_run *r, attn_tensor *const *outs)
+{
+    attn_tensor *loss = NULL;
+    for (int i = 0; i < 2 && outs[i]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "grad_%s", out_names[i]);
+        attn_tensor *g = attn_st_load(r->f, name, ctx);
+        TK_CHECK(g && g->numel == outs[i]->numel, "%s: %s: %s", r->c->name, name,
+                 g ? "size differs from the output" : attn_last_error());
+        if (!g || g->numel != outs[i]->numel) return NULL;
+        attn_tensor *term = attn_sum_all(ctx, attn_mul(ctx, outs[i], g));
+        loss = loss ? attn_add(ctx, loss, term) : term;
+    }
+    return loss;
+}
+
+static void run_golden(model_run *r)
+{
+    const model_case *c = r->c;
+    attn_ctx *ctx = attn_ctx_new(1);
+    TK_NOT_NULL(ctx);
+    if (!ctx) return;
+    attn_tensor *outs[2];
+    forward(ctx, r, outs);
+    TK_CHECK(outs[0] != NULL, "%s: forward: %s", c->name, attn_last_error());
+    int n_out = c->kind == GRU ? 2 : 1;
+    for (int i = 0; outs[0] && i < n_out; i++)
+        compare(r, out_names[i], outs[i], outs[i] ? outs[i]->data : NULL);
+    attn_tensor *loss = outs[0] ? golden_loss(ctx, r, outs) : NULL;
+    attn_status st = loss ? attn_backward(ctx, loss) : ATTN_ERR_STATE;
+    TK_CHECK(st == ATTN_OK, "%s: backward: %s", c->name, attn_last_error());
+    char name[160];
+    for (int i = 0; st == ATTN_OK && i < r->n_in; i++) {
+        snprintf(name, sizeof name, "grad.%s", c->inputs[i]);
+        compare(r, name, r->in[i], r->in[i]->grad);
+    }
+    for (size_t i = 0; st == ATTN_OK && i < attn_params_count(r->params); i++) {
+        attn_tensor *p = attn_params_at(r->params, i);
+        snprintf(name, sizeof name, "grad.%s", attn_params_name(r->params, i));
+        compare(r, name, p, p->grad);
+    }
+    attn_ctx_free(ctx);
+}
+
+/* ---- seq2seq decoding ---- */
+
+/* log p(tokens | src) of one sentence by teacher forcing: tokens[0..n) (its <eos> included when
+ * it has one) after <bos>, divided by ((5 + n) / 6)^alpha as attn_seq2seq_beam ranks them. */
+static double penalized_logp(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                             int64_t src_len, const int64_t *tokens, int64_t n, float alpha)
+{
+    int64_t tgt_in[S2S_MAX_LEN];
+    tgt_in[0] = S2S_BOS;
+    memcpy(tgt_in + 1, tokens, (size_t)(n - 1) * sizeof *tgt_in);
+    attn_ctx_reset(ctx);
+    attn_ctx_set_grad_enabled(ctx, false);
+    attn_tensor *logits = attn_seq2seq_forward(ctx, m, src, &src_len, 1, src_len, tgt_in, &n, n, NULL);
+    attn_tensor *logp = attn_log_softmax(ctx, logits, -1);
+    attn_ctx_set_grad_enabled(ctx, true);
+    TK_CHECK(logp != NULL, "teacher-forced log-probabilities: %s", attn_last_error());
+    if (!logp) return NAN;
+    double sum = 0.0;
+    for (int64_t t = 0; t < n; t++) sum += logp->data[t * S2S_TGT_VOCAB + tokens[t]];
+    return sum / pow((5.0 + (double)n) / 6.0, alpha);
+}
+
+/* Tokens of an answer with its <eos> put back when it ended with one (len < max_out). */
+static int64_t with_eos(int64_t *dst, const int64_t *answer, int64_t len, int64_t max_out)
+{
+    memcpy(dst, answer, (size_t)len * sizeof *dst);
+    if (len < max_out) dst[len++] = S2S_EOS;
+    return len;
+}
+
+/* Greedy on the batch against torch's ids, then beam 1 and beam 3 per sentence. */
+static void check_decoding(attn_ctx *ctx, const model_run *r, int64_t max_out, const int64_t *ref,
+                           const int64_t *ref_lens, int64_t *out, int64_t *lens)
+{
+    const model_case *c = r->c;
+    const int64_t B = r->batch, S = r->src_len;
+    TK_OK(attn_seq2seq_greedy(ctx, &r->s2s, r->ids[SRC], r->ids[SRC_LENS], B, S, max_out, out, lens));
+    bool same = memcmp(out, ref, (size_t)(B * max_out) * sizeof *out) == 0 &&
+                memcmp(lens, ref_lens, (size_t)B * sizeof *lens) == 0;
+    TK_CHECK(same, "%s: greedy ids differ from torch's", c->name);
+    for (int64_t b = 0; same && b < B; b++) {
+        const int64_t *src = r->ids[SRC] + b * S, src_len = r->ids[SRC_LENS][b];
+        int64_t beam[S2S_MAX_LEN], beam_len = -1, seq[S2S_MAX_LEN], gseq[S2S_MAX_LEN];
+        TK_OK(attn_seq2seq_beam(ctx, &r->s2s, src, src_len, 1, 0.75f, max_out, beam, &beam_len, NULL));
+        TK_CHECK(beam_len == lens[b] &&
+                     memcmp(beam, out + b * max_out, (size_t)lens[b] * sizeof *beam) == 0,
+                 "%s: sentence %lld: beam 1 differs from greedy", c->name, (long long)b);
+        int64_t gn = with_eos(gseq, out + b * max_out, lens[b], max_out);
+        for (int a = 0; a < 2; a++) { /* no length penalty, and the usual one */
+            float alpha = a ? 0.75f : 0.0f;
+            TK_OK(attn_seq2seq_beam(ctx, &r->s2s, src, src_len, BEAM_WIDE, alpha, max_out, beam,
+                                    &beam_len, NULL));
+            int64_t n = with_eos(seq, beam, beam_len, max_out);
+            double wide = penalized_logp(ctx, &r->s2s, src, src_len, seq, n, alpha);
+            double narrow = penalized_logp(ctx, &r->s2s, src, src_len, gseq, gn, alpha);
+            /* 1e-6: the two scores come from different forward passes (rounding only) */
+            TK_CHECK(wide >= narrow - 1e-6,
+                     "%s: sentence %lld, alpha %g: beam %d scores %.6f < greedy %.6f", c->name,
+                     (long long)b, alpha, BEAM_WIDE, wide, narrow);
+        }
+    }
+}
+
+static void run_decoding(const model_run *r)
+{
+    const char *s = attn_st_metadata(r->f, "greedy_max_out");
+    const int64_t max_out = s ? strtol(s, NULL, 10) : 0, B = r->batch;
+    int64_t n_ref = 0, n_lens = 0;
+    int64_t *ref = attn_st_load_i64(r->f, "greedy.out", &n_ref);
+    int64_t *ref_lens = attn_st_load_i64(r->f, "greedy.lens", &n_lens);
+    bool ok = max_out > 0 && max_out < S2S_MAX_LEN && ref && ref_lens && n_ref == B * max_out &&
+              n_lens == B;
+    TK_CHECK(ok, "%s: greedy reference missing or malformed", r->c->name);
+    attn_ctx *ctx = attn_ctx_new(1);
+    int64_t *out = calloc((size_t)(B * max_out + 1), sizeof *out);
+    int64_t *lens = calloc((size_t)B, sizeof *lens);
+    TK_CHECK(ctx && out && lens, "%s: out of memory", r->c->name);
+    if (ok && ctx && out && lens) check_decoding(ctx, r, max_out, ref, ref_lens, out, lens);
+    free(out);
+    free(lens);
+    free(ref);
+    free(ref_lens);
+    attn_ctx_free(ctx);
+}
+
+static void run_case(const model_case *c)
+{
+    char file[96];
+    snprintf(file, sizeof file, "model_%s", c->name);
+    model_run r = {.c = c, .f = tk_golden(file)};
+    if (r.f && load_case(&r)) {
+        run_golden(&r);
+        if (c->kind == S2S) run_decoding(&r);
+    }
+    free_run(&r);
+}
+
+/* ---- the sinusoidal table in both layouts ---- */
+
+static void sinusoidal(void)
+{
+    static const struct {
+        const char *golden;
+        attn_pe_layout layout;
+    } layouts[] = {{"table", ATTN_PE_INTERLEAVED}, {"table_concat", ATTN_PE_CONCATENATED}};
+    attn_st_file *f = tk_golden("model_sinusoidal");
+    attn_ctx *ctx = attn_ctx_new(1);
+    for (size_t i = 0; f && ctx && i < sizeof layouts / sizeof *layouts; i++) {
+        attn_tensor *t = attn_sinusoidal_table(ctx, PE_MAX_LEN, PE_DIM, layouts[i].layout);
+        TK_NOT_NULL(t);
+        model_case c = {.name = "sinusoidal"};
+        model_run r = {.c = &c, .f = f};
+        if (t) compare(&r, layouts[i].golden, t, t->data);
+    }
+    attn_ctx_free(ctx);
+    if (f) attn_st_close(f);
+}
+
+int main(void)
+{
+    sinusoidal();
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
+    printf("test_golden_models: sinusoidal tables + %zu golden cases\n", sizeof cases / sizeof *cases);
+    return tk_finish("test_golden_models");
+}
