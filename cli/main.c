@@ -7,6 +7,7 @@
 static const cli_command commands[] = {
     {"shapes", cmd_shapes, "seed 000's demo: scaled dot-product attention on random Q, K, V"},
     {"nw", cmd_nw, "seed 003: Nadaraya-Watson kernel regression trained with SGD, with its plot"},
+    {"classify", cmd_classify, "seed 002: the self-attention IMDB classifier (train, eval, predict, explain)"},
     {"op", cmd_op, "run one attention mechanism on tensors from a safetensors file"},
 };
 

@@ -907,7 +907,7 @@ ATTN_API attn_status attn_bleu_add(attn_bleu_stats *s, const char *hyp, const ch
 ATTN_API double attn_bleu_score(const attn_bleu_stats *s, double *precisions, double *bp);
 /* D2L's bleu(pred_seq, label_seq, k) (d2l 1.0) on token lists, in [0, 1]:
  * exp(min(0, 1 - len_label / len_pred)) * prod_{n=1}^{min(k, len_pred)} p_n^(1/2^n), with p_n
- * the clipped n-gram precision. An empty prediction scores 0. */
+ * the clipped n-gram precision. An empty prediction scores 0; a NULL token gives NaN. */
 ATTN_API double attn_bleu_d2l(const char *const *pred, int64_t n_pred, const char *const *label,
                               int64_t n_label, int k);
 

@@ -58,6 +58,7 @@ typedef struct model_case {
     int64_t d_model;             /* seq2seq */
     const char *inputs[2];       /* float inputs, differentiated */
     const char *masks[2];        /* BOOL (B, L) padding masks, true = padding */
+    float atol;                  /* 0: ATOL */
 } model_case;
 
 static const model_case cases[] = {
@@ -73,7 +74,13 @@ static const model_case cases[] = {
      .masks = {"tgt_key_padding_mask", "memory_key_padding_mask"}},
     {"gru_h0", GRU, .h0 = true, .inputs = {"x", "h0"}},
     {"gru_noh0", GRU, .inputs = {"x"}},
-    {"s2s_transformer", S2S, .s2s = ATTN_SEQ2SEQ_TRANSFORMER, .d_model = 16},
+    /* atol 2e-5: the gradient of the first encoder layer's in-projection is the deepest path (4
+     * layers + cross-attention + generator) and holds entries of ~1e-4 that are cancellations of
+     * summands of ~10 (embeddings * sqrt(16) = 4, upstream gradients up to ~30): float32 leaves an
+     * absolute error of ~1.4e-5 on them whatever their size (measured against the float64 oracle;
+     * torch's own float32 run is 6e-6 off there). Every other value passes at 1e-5; with the
+     * reference kernel (ATTN_SDPA_REF) the error is the same size, so it is not the fused path. */
+    {"s2s_transformer", S2S, .s2s = ATTN_SEQ2SEQ_TRANSFORMER, .d_model = 16, .atol = 2e-5f},
     {"s2s_bahdanau", S2S, .s2s = ATTN_SEQ2SEQ_BAHDANAU, .d_model = 8},
 };
 
@@ -264,7 +271,7 @@ static void compare(const model_run *r, const char *name, const attn_tensor *got
     TK_CHECK(same, "%s: shape %s, torch has %s", what,
              got ? attn_shape_str(got, gs, sizeof gs) : "none", attn_shape_str(ref, rs, sizeof rs));
     if (same && values)
-        tk_close(what, values, ref->data, ref->numel, ATOL, RTOL);
+        tk_close(what, values, ref->data, ref->numel, r->c->atol > 0 ? r->c->atol : ATOL, RTOL);
     else if (same)
         TK_CHECK(false, "%s: no gradient computed", what);
     attn_tensor_free(ref);
@@ -345,24 +352,33 @@ static int64_t with_eos(int64_t *dst, const int64_t *answer, int64_t len, int64_
     return len;
 }
 
-/* Greedy on the batch against torch's ids, then beam 1 and beam 3 per sentence. */
+/* Greedy on the batch against torch's ids; then per sentence (batch 1, no padding): greedy,
+ * which for the Transformer must equal its batch row (padding is masked everywhere; D2L's GRU
+ * encoder reads the padding, so the Bahdanau state legitimately differs), beam 1 = greedy, and
+ * beam 3 scoring >= greedy. */
 static void check_decoding(attn_ctx *ctx, const model_run *r, int64_t max_out, const int64_t *ref,
                            const int64_t *ref_lens, int64_t *out, int64_t *lens)
 {
     const model_case *c = r->c;
     const int64_t B = r->batch, S = r->src_len;
     TK_OK(attn_seq2seq_greedy(ctx, &r->s2s, r->ids[SRC], r->ids[SRC_LENS], B, S, max_out, out, lens));
-    bool same = memcmp(out, ref, (size_t)(B * max_out) * sizeof *out) == 0 &&
-                memcmp(lens, ref_lens, (size_t)B * sizeof *lens) == 0;
-    TK_CHECK(same, "%s: greedy ids differ from torch's", c->name);
-    for (int64_t b = 0; same && b < B; b++) {
+    TK_CHECK(memcmp(out, ref, (size_t)(B * max_out) * sizeof *out) == 0 &&
+                 memcmp(lens, ref_lens, (size_t)B * sizeof *lens) == 0,
+             "%s: greedy ids differ from torch's", c->name);
+    for (int64_t b = 0; b < B; b++) {
         const int64_t *src = r->ids[SRC] + b * S, src_len = r->ids[SRC_LENS][b];
-        int64_t beam[S2S_MAX_LEN], beam_len = -1, seq[S2S_MAX_LEN], gseq[S2S_MAX_LEN];
+        int64_t one[S2S_MAX_LEN], one_len = -1, beam[S2S_MAX_LEN], beam_len = -1;
+        int64_t seq[S2S_MAX_LEN], gseq[S2S_MAX_LEN];
+        TK_OK(attn_seq2seq_greedy(ctx, &r->s2s, src, &src_len, 1, src_len, max_out, one, &one_len));
+        if (c->s2s == ATTN_SEQ2SEQ_TRANSFORMER)
+            TK_CHECK(one_len == lens[b] &&
+                         memcmp(one, out + b * max_out, (size_t)max_out * sizeof *one) == 0,
+                     "%s: sentence %lld: greedy alone differs from its batch row", c->name,
+                     (long long)b);
         TK_OK(attn_seq2seq_beam(ctx, &r->s2s, src, src_len, 1, 0.75f, max_out, beam, &beam_len, NULL));
-        TK_CHECK(beam_len == lens[b] &&
-                     memcmp(beam, out + b * max_out, (size_t)lens[b] * sizeof *beam) == 0,
+        TK_CHECK(beam_len == one_len && memcmp(beam, one, (size_t)one_len * sizeof *beam) == 0,
                  "%s: sentence %lld: beam 1 differs from greedy", c->name, (long long)b);
-        int64_t gn = with_eos(gseq, out + b * max_out, lens[b], max_out);
+        int64_t gn = with_eos(gseq, one, one_len, max_out);
         for (int a = 0; a < 2; a++) { /* no length penalty, and the usual one */
             float alpha = a ? 0.75f : 0.0f;
             TK_OK(attn_seq2seq_beam(ctx, &r->s2s, src, src_len, BEAM_WIDE, alpha, max_out, beam,

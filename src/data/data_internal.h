@@ -54,9 +54,6 @@ extern const size_t attn__upper_special_count;
 uint32_t attn__utf8_next(const char *s, size_t *pos);
 /* Appends cp's UTF-8 bytes to out (at least 4 bytes of room); returns how many. */
 size_t attn__utf8_put(char *out, uint32_t cp);
-/* Offset of the first byte that is not valid UTF-8 (strict, as Python's decoder: no overlong
- * forms, surrogates or code points above U+10FFFF), or len when all of s is valid. */
-size_t attn__utf8_invalid_at(const char *s, size_t len, const char **why);
 
 bool attn__is_space(uint32_t cp); /* str.isspace(): re's \s, str.split() */
 bool attn__is_word(uint32_t cp);  /* str.isalnum() or '_': re's \w */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A file's text split into lines in place (the buffer is owned by the caller). */
+/* A file's text, split into lines in place. */
 typedef struct lines {
     char *text;
     size_t len;

@@ -29,7 +29,7 @@ static int lead_info(unsigned char b, unsigned char *lo, unsigned char *hi)
 }
 
 /* Offset of the start of the first invalid sequence (len if none); *why says what is wrong. */
-size_t attn__utf8_invalid_at(const char *s, size_t len, const char **why)
+static size_t invalid_at(const char *s, size_t len, const char **why)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0;
@@ -65,7 +65,7 @@ attn_status attn_utf8_check(const char *s, size_t len, const char *name)
 {
     if (!s && len) return attn__fail(ATTN_ERR_ARG, "attn_utf8_check: NULL text");
     const char *why;
-    size_t at = attn__utf8_invalid_at(s, len, &why);
+    size_t at = invalid_at(s, len, &why);
     if (at == len) return ATTN_OK;
     return attn__fail(ATTN_ERR_FORMAT,
                       "%s: invalid UTF-8 at byte offset %zu (byte 0x%02X: %s); expected UTF-8 text",

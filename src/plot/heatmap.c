@@ -140,7 +140,7 @@ static void label_steps(plot_canvas *c, const hm_figure *f, hm_layout *L)
     L->xstep = label_step(L->cell_w, (f->xticks ? 1.1 / SIN45 : 3.5) * line_h);
 }
 
-/* Widest y label; the drop of the lowest rotated x label and the overhang of the first. */
+/* Widest y label; the drop of the lowest x label and how far the first reaches left. */
 static void measure_labels(plot_canvas *c, const hm_figure *f, const hm_layout *L,
                            double *ytick_w, double *xdrop, double *xover)
 {
@@ -155,8 +155,8 @@ static void measure_labels(plot_canvas *c, const hm_figure *f, const hm_layout *
     for (int64_t j = 0; j < f->cols; j += L->xstep) {
         plot_text_measure(c, tick_text(f->xticks, j, buf, sizeof buf), PLOT_FONT_TICK,
                           HM_LABEL_MAX_W, &w, &h);
-        *xdrop = fmax(*xdrop, SIN45 * (w + h));
-        if (j == 0) *xover = SIN45 * (w + 0.5 * h);
+        *xdrop = fmax(*xdrop, f->xticks ? SIN45 * (w + h) : h);
+        if (j == 0) *xover = f->xticks ? SIN45 * (w + 0.5 * h) : 0.5 * w;
     }
 }
 
@@ -336,7 +336,7 @@ static void draw_yticks(plot_canvas *c, const hm_figure *f, const hm_layout *L, 
         plot_text(c, f->ylabel, PLOT_FONT_LABEL, PLOT_MARGIN, y0 + 0.5 * L->map_h, 90, 0.5, 0);
 }
 
-/* x labels at 45 degrees, their right ends at the ticks. */
+/* Token labels at 45 degrees, their right ends at the ticks; indices level, centred. */
 static void draw_xticks(plot_canvas *c, const hm_figure *f, const hm_layout *L, double x0,
                         double y0)
 {
@@ -351,7 +351,8 @@ static void draw_xticks(plot_canvas *c, const hm_figure *f, const hm_layout *L, 
         cairo_stroke(cr);
         plot_text_set(c, tick_text(f->xticks, j, buf, sizeof buf), PLOT_FONT_TICK, HM_LABEL_MAX_W);
         plot_text_extent(c, &w, &h);
-        plot_text_draw(c, px, base + SIN45 * 0.5 * h, 45, 1.0, 0.5);
+        if (f->xticks) plot_text_draw(c, px, base + SIN45 * 0.5 * h, 45, 1.0, 0.5);
+        else plot_text_draw(c, px, base, 0, 0.5, 0);
     }
     if (f->xlabel && *f->xlabel)
         plot_text(c, f->xlabel, PLOT_FONT_LABEL, x0 + 0.5 * L->map_w, base + L->xdrop + PLOT_PAD,

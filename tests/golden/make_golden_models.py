@@ -92,21 +92,26 @@ def padding_mask(lens, width):
     return torch.arange(width)[None, :] >= lens[:, None]  # true = padding
 
 
-def save(name, inputs, module, outs, meta):
-    """outs: [(out_name, tensor)]; backward of sum(out * grad_<out_name>) over them, then writes
-    model_<name>.safetensors with inputs, parameters, outputs, upstream and resulting grads."""
+def golden(name, module, inputs, forward, out_names, meta):
+    """The oracle: forward(module, inputs) -> outputs, run in float64 on the float32 values of the
+    parameters and inputs; then the backward of loss = sum_i sum(out_i * grad_<out_i>) (random
+    float32 upstream gradients). Writes model_<name>.safetensors with the inputs, parameters,
+    outputs, upstream gradients and grad.<float input>, grad.<param>, all rounded to float32."""
+    if module is not None:
+        module.double()
+    x64 = {n: leaf(t.double()) if t.is_floating_point() else t for n, t in inputs.items()}
+    outs = forward(module, x64)
     tensors = dict(inputs)
     params = list(module.named_parameters()) if module is not None else []
     tensors.update({n: p for n, p in params})
     loss = 0
-    for n, t in outs:
+    for n, t in zip(out_names, outs):
         g = torch.randn(t.shape)
-        tensors[n] = t
-        tensors["grad_" + n] = g
-        loss = loss + (t * g).sum()
+        tensors[n], tensors["grad_" + n] = t, g
+        loss = loss + (t * g.double()).sum()
     loss.backward()
-    for n, t in inputs.items():
-        if t.dtype == torch.float32 and t.requires_grad:
+    for n, t in x64.items():
+        if t.is_floating_point():
             tensors["grad." + n] = t.grad
     for n, p in params:
         tensors["grad." + n] = p.grad if p.grad is not None else torch.zeros_like(p)
@@ -114,6 +119,7 @@ def save(name, inputs, module, outs, meta):
 
 
 def save_tensors(name, tensors, meta):
+    tensors = {n: t.detach().float() if t.is_floating_point() else t for n, t in tensors.items()}
     for n, t in tensors.items():
         assert t is not None and (t.dtype != torch.float32 or torch.isfinite(t).all()), (name, n)
     write_safetensors(os.path.join(OUT_DIR, "model_%s.safetensors" % name), tensors, meta)
@@ -149,9 +155,9 @@ def learned_pe_case():
     seed(name)
     m = nn.Module()
     m.pos_encoding = nn.Parameter(torch.randn(1, 9, 6))
-    x = leaf(torch.randn(2, 5, 6))
-    out = x + m.pos_encoding[:, :x.shape[1]]
-    save(name, {"x": x}, m, [("out", out)], {"kind": "learned_pe", "max_len": 9})
+    golden(name, m, {"x": torch.randn(2, 5, 6)},
+           lambda m, t: [t["x"] + m.pos_encoding[:, :t["x"].shape[1]]], ["out"],
+           {"kind": "learned_pe", "max_len": 9})
 
 
 def sinusoidal_f64(max_len, d):
@@ -176,8 +182,9 @@ def decoder_layer(norm_first, act):
                                       batch_first=True, norm_first=norm_first)
 
 
-def causal_mask(n):
-    return nn.Transformer.generate_square_subsequent_mask(n)  # float, -inf above the diagonal
+def causal_mask(n, dtype):
+    """generate_square_subsequent_mask: -inf above the diagonal (in the dtype of the scores)."""
+    return nn.Transformer.generate_square_subsequent_mask(n).to(dtype)
 
 
 def enc_case(norm_first, act):
@@ -185,11 +192,9 @@ def enc_case(norm_first, act):
     seed(name)
     m = encoder_layer(norm_first, act).train()
     randomize_constants(m)
-    x = leaf(torch.randn(2, 5, D))
-    kpm = padding_mask(torch.tensor([5, 3]), 5)
-    out = m(x, src_key_padding_mask=kpm)
-    save(name, {"x": x, "key_padding_mask": kpm}, m, [("out", out)],
-         {"kind": "encoder_layer", "norm_first": int(norm_first), "gelu": int(act == "gelu")})
+    inputs = {"x": torch.randn(2, 5, D), "key_padding_mask": padding_mask(torch.tensor([5, 3]), 5)}
+    golden(name, m, inputs, lambda m, t: [m(t["x"], src_key_padding_mask=t["key_padding_mask"])],
+           ["out"], {"kind": "encoder_layer", "norm_first": int(norm_first), "gelu": int(act == "gelu")})
 
 
 def dec_case(norm_first, act):
@@ -198,14 +203,15 @@ def dec_case(norm_first, act):
     m = decoder_layer(norm_first, act).train()
     randomize_constants(m)
     lt, ls = 6, 5
-    x, memory = leaf(torch.randn(2, lt, D)), leaf(torch.randn(2, ls, D))
-    tgt_kpm = padding_mask(torch.tensor([6, 4]), lt)
-    mem_kpm = padding_mask(torch.tensor([3, 5]), ls)
-    out = m(x, memory, tgt_mask=causal_mask(lt), tgt_key_padding_mask=tgt_kpm,
-            memory_key_padding_mask=mem_kpm)
-    save(name, {"x": x, "memory": memory, "tgt_key_padding_mask": tgt_kpm,
-                "memory_key_padding_mask": mem_kpm}, m, [("out", out)],
-         {"kind": "decoder_layer", "norm_first": int(norm_first), "gelu": int(act == "gelu"),
+    inputs = {"x": torch.randn(2, lt, D), "memory": torch.randn(2, ls, D),
+              "tgt_key_padding_mask": padding_mask(torch.tensor([6, 4]), lt),
+              "memory_key_padding_mask": padding_mask(torch.tensor([3, 5]), ls)}
+
+    def forward(m, t):
+        return [m(t["x"], t["memory"], tgt_mask=causal_mask(lt, t["x"].dtype),
+                  tgt_key_padding_mask=t["tgt_key_padding_mask"],
+                  memory_key_padding_mask=t["memory_key_padding_mask"])]
+    golden(name, m, inputs, forward, ["out"], {"kind": "decoder_layer", "norm_first": int(norm_first), "gelu": int(act == "gelu"),
           "tgt_mask": "causal"})
 
 
@@ -216,14 +222,10 @@ def gru_case(with_h0):
     name = "gru_h0" if with_h0 else "gru_noh0"
     seed(name)
     m = nn.GRU(input_size=5, hidden_size=7, num_layers=2, batch_first=True).train()
-    inputs = {"x": leaf(torch.randn(3, 4, 5))}
+    inputs = {"x": torch.randn(3, 4, 5)}
     if with_h0:
-        inputs["h0"] = leaf(torch.randn(2, 3, 7))
-        out, h_n = m(inputs["x"], inputs["h0"])
-    else:
-        out, h_n = m(inputs["x"])
-    save(name, inputs, m, [("out", out), ("h_n", h_n)],
-         {"kind": "gru", "input_size": 5, "hidden_size": 7, "num_layers": 2})
+        inputs["h0"] = torch.randn(2, 3, 7)
+    golden(name, m, inputs, lambda m, t: list(m(t["x"], t.get("h0"))), ["out", "h_n"], {"kind": "gru", "input_size": 5, "hidden_size": 7, "num_layers": 2})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,7 +244,8 @@ class Seq2SeqTransformer(nn.Module):
         self.generator = nn.Linear(D, TGT_VOCAB)
 
     def embed(self, emb, ids):
-        return emb(ids) * math.sqrt(D) + sinusoidal_f64(ids.shape[1], D)
+        x = emb(ids) * math.sqrt(D)
+        return x + sinusoidal_f64(ids.shape[1], D).to(x.dtype)
 
     def forward(self, src, src_lens, tgt, tgt_lens):
         src_pad = padding_mask(src_lens, src.shape[1])
@@ -252,7 +255,7 @@ class Seq2SeqTransformer(nn.Module):
         y = self.embed(self.tgt_embedding, tgt)
         tgt_pad = padding_mask(tgt_lens, tgt.shape[1]) if tgt_lens is not None else None
         for layer in self.decoder.layers:
-            y = layer(y, x, tgt_mask=causal_mask(tgt.shape[1]), tgt_key_padding_mask=tgt_pad,
+            y = layer(y, x, tgt_mask=causal_mask(tgt.shape[1], y.dtype), tgt_key_padding_mask=tgt_pad,
                       memory_key_padding_mask=src_pad)
         return self.generator(y)
 
@@ -263,7 +266,7 @@ def masked_softmax(X, valid_lens):
     lens = torch.repeat_interleave(valid_lens, shape[1])
     X = X.reshape(-1, shape[-1])
     keep = torch.arange(shape[-1], dtype=torch.float32)[None, :] < lens[:, None]
-    X = torch.where(keep, X, torch.tensor(-1e6))
+    X = torch.where(keep, X, X.new_tensor(-1e6))
     return nn.functional.softmax(X.reshape(shape), dim=-1)
 
 
@@ -378,15 +381,16 @@ def s2s_case(name, model, steps, lr):
                            [2, 12, 11, 1, 1, 1],
                            [2, 9, 10, 4, 5, 1]], dtype=torch.int64)
     tgt_lens = torch.tensor([6, 3, 5], dtype=torch.int64)
-    out = model(src, src_lens, tgt_in, tgt_lens)
+    model.double()  # the oracle, greedy included, runs in float64 from here on
     g_out, g_lens, margin = greedy(model, src, src_lens, GREEDY_MAX_OUT)
     assert margin > MIN_MARGIN, (name, margin)
     print("%s: train loss %.3f, greedy %s lens %s, margin %.3g"
           % (name, loss, g_out.tolist(), g_lens.tolist(), margin))
     inputs = {"src": src, "src_lens": src_lens, "tgt_in": tgt_in, "tgt_lens": tgt_lens,
               "greedy.out": g_out, "greedy.lens": g_lens}
-    save(name, inputs, model, [("out", out)],
-         {"kind": name, "pad": PAD, "bos": BOS, "eos": EOS, "greedy_max_out": GREEDY_MAX_OUT,
+    golden(name, model, inputs,
+           lambda m, t: [m(t["src"], t["src_lens"], t["tgt_in"], t["tgt_lens"])], ["out"],
+           {"kind": name, "pad": PAD, "bos": BOS, "eos": EOS, "greedy_max_out": GREEDY_MAX_OUT,
           "greedy_margin": "%.6g" % margin, "train_steps": steps})
 
 

@@ -1,0 +1,43 @@
+/* attn classify: seed 002's self-attention IMDB classifier. The pieces shared by the training
+ * loop (classify_train.c) and the rest of the subcommand (cmd_classify.c). */
+#ifndef ATTN_CLI_CLASSIFY_H
+#define ATTN_CLI_CLASSIFY_H
+
+#include "train_common.h"
+
+typedef struct classify_options {
+    train_options train;
+    const char *data, *out;
+    attn_classifier_config model;
+    bool seed_style_explain; /* explain from embeddings alone, as seed 002's visualize_attention */
+} classify_options;
+
+/* A split encoded with the vocabulary: ids per review and its label. */
+typedef struct classify_split {
+    attn_id_seqs ids;
+    int32_t *labels;
+    int64_t count;
+} classify_split;
+
+/* The model and everything it needs, built for training or loaded from a checkpoint. */
+typedef struct classify_run {
+    const classify_options *opt;
+    attn_vocab *vocab;
+    attn_params *params;
+    attn_classifier model;
+    bool model_ready;
+} classify_run;
+
+/* Trains (resuming when asked), saves checkpoints, prints the test accuracy at the end. */
+int classify_train(classify_run *run, const classify_split *train, const classify_split *test);
+/* Accuracy (%) and mean loss of the model on a split, in batches, without dropout. */
+int classify_evaluate(classify_run *run, const classify_split *split, double *accuracy,
+                      double *loss);
+/* A padded (n, width) batch of rows of split with labels; widths per the model config. */
+attn_status classify_batch(const classify_run *run, const classify_split *split,
+                           const int64_t *rows, int64_t n, int64_t *ids, int64_t *lengths,
+                           int64_t *labels, int64_t *width);
+/* The model config as checkpoint metadata key/values (static storage, n pairs). */
+const char *const *classify_config_kv(const attn_classifier_config *c, int *n);
+
+#endif

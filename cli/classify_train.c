@@ -1,0 +1,177 @@
+/* attn classify train: seed 002's training loop (Adam, cross-entropy, batches of shuffled
+ * reviews), with checkpoints that resume to the same losses and a test accuracy at the end. */
+#include "classify.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct batch_buffers {
+    int64_t *ids, *lengths, *labels; /* (bs, max_len), (bs), (bs) */
+} batch_buffers;
+
+static bool buffers_alloc(batch_buffers *b, int64_t bs, int64_t max_len)
+{
+    b->ids = malloc((size_t)(bs * max_len) * sizeof *b->ids);
+    b->lengths = malloc((size_t)bs * sizeof *b->lengths);
+    b->labels = malloc((size_t)bs * sizeof *b->labels);
+    return b->ids && b->lengths && b->labels;
+}
+
+static void buffers_free(batch_buffers *b)
+{
+    free(b->ids);
+    free(b->lengths);
+    free(b->labels);
+}
+
+/* The per-epoch shuffle depends only on (seed, epoch), so a resumed run sees the same order. */
+static attn_status epoch_batches(attn_batches *out, const classify_options *o, int64_t n, long epoch)
+{
+    attn_rng rng;
+    attn_rng_seed(&rng, (uint64_t)o->train.seed * 1000003u + (uint64_t)epoch + 1);
+    return attn_batches_plain(out, n, o->train.batch_size, &rng);
+}
+
+static attn_status save(const classify_run *run, const attn_optim *opt, attn_ctx *ctx, long epoch,
+                        int64_t batch)
+{
+    run_position pos = {.epoch = epoch, .batch = batch, .rng = *attn_ctx_rng(ctx)};
+    int n;
+    const char *const *kv = classify_config_kv(&run->opt->model, &n);
+    return run_checkpoint_save(run->opt->train.checkpoint, run->params, opt, &pos, kv, n);
+}
+
+typedef struct epoch_stats {
+    double loss_sum;
+    int64_t correct, seen;
+} epoch_stats;
+
+/* One step; returns the loss (NaN on failure, with the message in attn_last_error). */
+static double step(classify_run *run, attn_optim *opt, attn_ctx *ctx, const batch_buffers *b,
+                   int64_t n, int64_t width, epoch_stats *st)
+{
+    attn_params_zero_grad(run->params);
+    attn_tensor *logits = attn_classifier_forward(ctx, &run->model, b->ids, b->lengths, n, width, NULL);
+    attn_tensor *loss = attn_cross_entropy(ctx, logits, b->labels, -100, 0.0f);
+    if (!loss || attn_backward(ctx, loss) != ATTN_OK) return NAN;
+    double value = loss->data[0];
+    if (!isfinite(value)) return value;
+    if (attn_optim_step(opt) != ATTN_OK) return NAN;
+    const int64_t C = logits->shape[1];
+    for (int64_t i = 0; i < n; i++) {
+        const float *row = logits->data + i * C;
+        int64_t best = 0;
+        for (int64_t c = 1; c < C; c++) best = row[c] > row[best] ? c : best;
+        st->correct += best == b->labels[i];
+    }
+    st->seen += n;
+    st->loss_sum += value * (double)n;
+    return value;
+}
+
+static int finish(classify_run *run, const classify_split *test, const float *losses, int64_t n_losses)
+{
+    const classify_options *o = run->opt;
+    double acc, loss;
+    int code = classify_evaluate(run, test, &acc, &loss);
+    if (code != CLI_OK) return code;
+    printf("test accuracy: %.2f%% (%lld reviews), test loss %.4f\n", acc, (long long)test->count, loss);
+    if (o->train.plot_loss && n_losses > 0) {
+        attn_series s = {.label = "training loss (per step)", .y = losses, .n = n_losses};
+        attn_lineplot_opts po = {.title = "attn classify: training loss", .xlabel = "step", .ylabel = "cross-entropy"};
+        if (attn_plot_lines(o->train.plot_loss, &s, 1, &po) != ATTN_OK)
+            return cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
+        printf("wrote %s\n", o->train.plot_loss);
+    }
+    return CLI_OK;
+}
+
+static int train_loop(classify_run *run, attn_optim *opt, attn_ctx *ctx, run_position pos,
+                      const classify_split *train, float *losses, int64_t *n_losses)
+{
+    const classify_options *o = run->opt;
+    const int64_t bs = o->train.batch_size, per_epoch = (train->count + bs - 1) / bs;
+    batch_buffers buf;
+    if (!buffers_alloc(&buf, bs, o->model.max_len)) return cli_fail(CLI_ERR_DATA, "classify", "out of memory");
+    progress prog;
+    progress_start(&prog, "classify train", per_epoch * o->train.epochs, per_epoch * pos.epoch + pos.batch);
+    int code = CLI_OK;
+    for (long epoch = pos.epoch; code == CLI_OK && epoch < o->train.epochs; epoch++) {
+        attn_batches batches = {0};
+        if (epoch_batches(&batches, o, train->count, epoch) != ATTN_OK) {
+            code = cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
+            break;
+        }
+        epoch_stats st = {0};
+        double t0 = now_seconds();
+        for (int64_t b = epoch == pos.epoch ? pos.batch : 0; code == CLI_OK && b < batches.count; b++) {
+            int64_t n = batches.offsets[b + 1] - batches.offsets[b], width;
+            if (classify_batch(run, train, batches.rows + batches.offsets[b], n, buf.ids, buf.lengths,
+                               buf.labels, &width) != ATTN_OK) {
+                code = cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
+                break;
+            }
+            double loss = step(run, opt, ctx, &buf, n, width, &st);
+            attn_ctx_reset(ctx);
+            if (!isfinite(loss)) {
+                progress_end(&prog);
+                code = cli_fail(CLI_ERR_DATA, "classify",
+                                "epoch %ld, step %lld: %s; stopped, the last good checkpoint is %s",
+                                epoch + 1, (long long)b + 1,
+                                attn_last_status() != ATTN_OK ? attn_last_error() : "the loss is not finite",
+                                o->train.checkpoint ? o->train.checkpoint : "(none: no --checkpoint)");
+                break;
+            }
+            losses[(*n_losses)++] = (float)loss;
+            int64_t tokens = 0;
+            for (int64_t i = 0; i < n; i++) tokens += buf.lengths[i];
+            progress_step(&prog, epoch, b, batches.count, loss, (double)tokens);
+            long every = o->train.checkpoint_every;
+            if (o->train.checkpoint && every > 0 && (epoch * per_epoch + b + 1) % every == 0 &&
+                save(run, opt, ctx, epoch, b + 1) != ATTN_OK)
+                code = cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
+        }
+        attn_batches_free(&batches);
+        if (code != CLI_OK) break;
+        progress_end(&prog);
+        double secs = now_seconds() - t0;
+        if (st.seen > 0)
+            printf("epoch %ld: train loss %.4f, train acc %.2f%%, %.1f samples/s\n", epoch + 1,
+                   st.loss_sum / (double)st.seen, 100.0 * (double)st.correct / (double)st.seen,
+                   (double)st.seen / secs);
+        fflush(stdout);
+        if (o->train.checkpoint && save(run, opt, ctx, epoch + 1, 0) != ATTN_OK)
+            code = cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
+    }
+    buffers_free(&buf);
+    return code;
+}
+
+int classify_train(classify_run *run, const classify_split *train, const classify_split *test)
+{
+    const classify_options *o = run->opt;
+    attn_optim_config cfg = attn_optim_defaults(ATTN_OPTIM_ADAM);
+    cfg.lr = (float)o->train.lr;
+    attn_optim *opt = attn_optim_new(run->params, &cfg);
+    attn_ctx *ctx = attn_ctx_new((uint64_t)o->train.seed + 17);
+    const int64_t per_epoch = (train->count + o->train.batch_size - 1) / o->train.batch_size;
+    float *losses = malloc((size_t)(per_epoch * o->train.epochs + 1) * sizeof *losses);
+    int64_t n_losses = 0;
+    int code = opt && ctx && losses ? CLI_OK : cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
+    run_position pos = {0};
+    if (code == CLI_OK && o->train.resume) {
+        if (run_checkpoint_load(o->train.checkpoint, run->params, opt, &pos) != ATTN_OK)
+            code = cli_fail(CLI_ERR_DATA, "classify", "resume: %s", attn_last_error());
+        else {
+            *attn_ctx_rng(ctx) = pos.rng;
+            printf("resumed %s at epoch %ld, step %lld\n", o->train.checkpoint, pos.epoch + 1, (long long)pos.batch);
+        }
+    }
+    if (code == CLI_OK) code = train_loop(run, opt, ctx, pos, train, losses, &n_losses);
+    if (code == CLI_OK) code = finish(run, test, losses, n_losses);
+    free(losses);
+    attn_ctx_free(ctx);
+    attn_optim_free(opt);
+    return code;
+}
