@@ -8,6 +8,7 @@ static const cli_command commands[] = {
     {"shapes", cmd_shapes, "seed 000's demo: scaled dot-product attention on random Q, K, V"},
     {"nw", cmd_nw, "seed 003: Nadaraya-Watson kernel regression trained with SGD, with its plot"},
     {"classify", cmd_classify, "seed 002: the self-attention IMDB classifier (train, eval, predict, explain)"},
+    {"translate", cmd_translate, "translation with attention: Transformer or Bahdanau GRU, Multi30k en->fr, BLEU"},
     {"op", cmd_op, "run one attention mechanism on tensors from a safetensors file"},
 };
 

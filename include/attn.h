@@ -928,8 +928,8 @@ typedef enum attn_colormap {
 typedef struct attn_heatmap_opts {
     const char *title;           /* above the picture; NULL: none */
     const char *xlabel, *ylabel; /* axis titles; NULL: "key" and "query"; "": none */
-    const char *const *xticks;   /* one label per column (x labels turned 45 degrees), or NULL:
-                                    0, 1, 2, ...; labels are thinned to what fits */
+    const char *const *xticks;   /* one label per column, drawn at 45 degrees, or NULL: column
+                                    numbers, level; labels are thinned to what fits */
     const char *const *yticks;   /* one label per row, or NULL */
     attn_colormap cmap;
     bool auto_range;             /* colour scale from the smallest to the largest finite value */

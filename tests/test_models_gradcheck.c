@@ -115,7 +115,8 @@ static attn_status build(fd_model *m)
                                   .norm_first = c->norm_first, .gelu = c->gelu,
                                   .ffn_dropout = true};
     switch (c->kind) {
-    case FD_GRU: return attn_gru_init(&m->gru, m->params, "", GRU_IN, GRU_H, GRU_LAYERS, 0.0f, &rng);
+    case FD_GRU:
+        return attn_gru_init(&m->gru, m->params, "", GRU_IN, GRU_H, GRU_LAYERS, 0.0f, &rng);
     case FD_ENCODER: return attn_encoder_layer_init(&m->enc, m->params, "", &tc, &rng);
     case FD_DECODER: return attn_decoder_layer_init(&m->dec, m->params, "", &tc, &rng);
     case FD_CLASSIFIER: {
@@ -189,7 +190,8 @@ static void run_case(const fd_case *c, uint64_t seed)
     int64_t shapes[2][3];
     int n_data = data_inputs(c->kind, shapes), n = n_data;
     bool ok = st == ATTN_OK;
-    for (int i = 0; ok && i < n_data; i++) ok = (in[i] = tk_randn(seed + (uint64_t)i, 3, shapes[i])) != NULL;
+    for (int i = 0; ok && i < n_data; i++)
+        ok = (in[i] = tk_randn(seed + (uint64_t)i, 3, shapes[i])) != NULL;
     for (int i = 0; ok && i < 4 && c->params[i]; i++) {
         in[n] = attn_params_get(m.params, c->params[i]);
         TK_CHECK(in[n] != NULL, "%s: no parameter %s", c->what, c->params[i]);

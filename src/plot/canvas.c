@@ -224,7 +224,8 @@ static attn_status finish(plot_canvas *c)
 
 attn_status plot_canvas_close(plot_canvas *c, attn_status s)
 {
-    if (s == ATTN_OK) s = c->cr ? finish(c) : attn__fail(ATTN_ERR_STATE, "%s: nothing drawn", c->fn);
+    if (s == ATTN_OK)
+        s = c->cr ? finish(c) : attn__fail(ATTN_ERR_STATE, "%s: nothing drawn", c->fn);
     if (c->cr) cairo_destroy(c->cr);
     if (c->surface) cairo_surface_destroy(c->surface);
     if (c->layout) g_object_unref(c->layout);

@@ -192,16 +192,11 @@ static double annotation_size(plot_canvas *c, const hm_figure *f, const hm_layou
     return fmax(size, 3.0);
 }
 
-static attn_status layout(plot_canvas *c, const hm_figure *f, hm_layout *L)
+/* Margins, maps and picture size from the cell size in L (which chooses the labels shown,
+ * whose sizes set the margins); ends with the cells' final size. */
+static attn_status layout_pass(plot_canvas *c, const hm_figure *f, hm_layout *L)
 {
-    bool grid = f->grid_rows * f->grid_cols > 1;
     int gr = f->grid_rows, gc = f->grid_cols;
-    memset(L, 0, sizeof *L);
-    /* provisional cells, to choose which labels to show */
-    L->cell_w = f->width ? fmax(0.5, (f->width - 200.0) / (gc * (double)f->cols))
-                         : auto_cell(f->cols, grid);
-    L->cell_h = f->height ? fmax(0.5, (f->height - 150.0) / (gr * (double)f->rows))
-                          : auto_cell(f->rows, grid);
     label_steps(c, f, L);
     double ytick_w, xover;
     measure_labels(c, f, L, &ytick_w, &L->xdrop, &xover);
@@ -239,6 +234,21 @@ static attn_status layout(plot_canvas *c, const hm_figure *f, hm_layout *L)
                         : (int)ceil(fmax(L->left + maps_w + right, title_w + 2 * PLOT_MARGIN));
     L->height = f->height ? f->height : (int)ceil(L->top + maps_h + bottom);
     return ATTN_OK;
+}
+
+/* Automatic cells are known at once; a given picture size is fitted from a guess, then again
+ * with the cells found, so the labels measured are the labels drawn. */
+static attn_status layout(plot_canvas *c, const hm_figure *f, hm_layout *L)
+{
+    bool grid = f->grid_rows * f->grid_cols > 1;
+    memset(L, 0, sizeof *L);
+    L->cell_w = f->width ? fmax(0.5, (f->width - 200.0) / (f->grid_cols * (double)f->cols))
+                         : auto_cell(f->cols, grid);
+    L->cell_h = f->height ? fmax(0.5, (f->height - 150.0) / (f->grid_rows * (double)f->rows))
+                          : auto_cell(f->rows, grid);
+    attn_status s = layout_pass(c, f, L);
+    if (s == ATTN_OK && (f->width || f->height)) s = layout_pass(c, f, L);
+    return s;
 }
 
 /* ---- drawing ---- */
@@ -309,7 +319,7 @@ static void draw_annotations(plot_canvas *c, const hm_figure *f, const hm_layout
             double v = m[r * f->cols + j], rgb[3];
             if (isnan(v)) continue;
             char label[32];
-            snprintf(label, sizeof label, "%.2f", v);
+            snprintf(label, sizeof label, "%.2f", fabs(v) < 0.005 ? 0.0 : v); /* no "-0.00" */
             plot_cmap_rgb(f->cmap, (v - f->vmin) / (f->vmax - f->vmin), rgb);
             double ink = plot_rgb_is_dark(rgb) ? 1.0 : 0.0;
             cairo_set_source_rgb(c->cr, ink, ink, ink);

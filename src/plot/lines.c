@@ -181,12 +181,14 @@ static void axis_ticks(ln_axis *a, double length, double min_spacing)
     a->minor.n = 0;
 }
 
-/* x ticks as many as fit side by side without touching. */
+/* As many x ticks as fit side by side without their labels touching (at least 3). */
 static void x_ticks(plot_canvas *c, ln_axis *a, double length)
 {
-    for (double spacing = 70.0;; spacing *= 1.25) {
+    double spacing = 70.0;
+    axis_ticks(a, length, spacing);
+    while (a->major.n > 3 && a->major.n * (widest_label(c, &a->major) + 12.0) > length) {
+        spacing *= 1.25;
         axis_ticks(a, length, spacing);
-        if (a->major.n <= 2 || a->major.n * (widest_label(c, &a->major) + 12.0) <= length) return;
     }
 }
 

@@ -1,9 +1,17 @@
 #!/usr/bin/python3
 """Writes the PyTorch golden files that tests/test_golden_models.c compares libattn's positional
-encodings, Transformer layers, GRU and seq2seq models against: tests/golden/model_<case>.safetensors.
+encodings, Transformer layers, GRU and seq2seq models against:
+tests/golden/model_<case>.safetensors.
 
 Run from the repository root with Debian's interpreter (torch 1.13 imports only there):
     /usr/bin/python3 tests/golden/make_golden_models.py
+
+The oracle is torch in float64 on float32 values: parameters and inputs are made in float32
+(torch's own init and RNG), then the module and inputs are converted with .double(), the forward
+and backward run in float64, and every result is rounded to float32. So the reference carries no
+float32 rounding of its own and the C test's tolerance is spent on libattn's alone (torch's
+float32 GRU backward is itself up to 1.8x the 1e-5 + 1e-4 tolerance away from float64 on the
+trained Bahdanau model, while libattn's stays within 0.25x).
 
 Every module runs with dropout 0 in train() mode: dropout(p=0) is the identity, so this is the
 eval function, and train() keeps torch 1.13 off its inference fast paths (the fused
@@ -39,16 +47,21 @@ Cases (options in the metadata and mirrored in the C test's table):
   s2s_bahdanau           D2L's Seq2SeqEncoder + Seq2SeqAttentionDecoder (GRU 2 layers, seq-first
                          as D2L, additive attention with valid_lens = src_lens, GRU input
                          cat(context, embedding), dense), d 8, vocab 11 / 13.
+  Both seq2seq models are first trained briefly (Adam, float32) on a toy copy task (copy_batch):
+  an untrained model's greedy decode repeats one token, a trained one stops with <eos> at
+  different lengths, so the decoding checks exercise the stopping rules.
   Both seq2seq files also hold greedy.out (B, greedy_max_out) and greedy.lens (B) as I64: a
   greedy decode of src done here with attn_seq2seq_greedy's rules (start from <bos>, decode the
   whole prefix again each step without target padding mask, argmax (first maximum), a finished row
   is padded; lengths without <eos>), and metadata greedy_margin, the smallest gap between the best
   and second-best logit over those decisions (the script asserts it is far above float noise).
 
-Parameters that torch initialises to constants (biases, LayerNorm) are randomised so that each one
-matters; the layers of a stack are built one by one (independent weights).
+In the layer cases, parameters that torch initialises to constants (biases, LayerNorm) are
+randomised so that each one matters (the seq2seq models are trained instead); the layers of a
+stack are built one by one (independent weights; nn.TransformerEncoder would deep-copy one).
 
-Deterministic: torch.manual_seed(crc32(case name)) per case, one thread, float32.
+Deterministic: torch.manual_seed(crc32(case name)) per case, one thread (a rerun rewrites
+identical bytes).
 """
 import importlib.util
 import math
@@ -69,7 +82,7 @@ write_safetensors = _mga.write_safetensors
 D, HEADS, FFN = 16, 4, 24
 SRC_VOCAB, TGT_VOCAB, PAD, BOS, EOS = 11, 13, 1, 2, 3
 GREEDY_MAX_OUT = 6  # the first greedy row (6 words) is cut there; the others end with <eos>
-MIN_MARGIN = 1e-2  # argmax gaps below this could flip between float32 implementations
+MIN_MARGIN = 1e-2  # argmax gaps below this could flip between this oracle and libattn's float32
 
 
 def seed(name):
@@ -194,7 +207,8 @@ def enc_case(norm_first, act):
     randomize_constants(m)
     inputs = {"x": torch.randn(2, 5, D), "key_padding_mask": padding_mask(torch.tensor([5, 3]), 5)}
     golden(name, m, inputs, lambda m, t: [m(t["x"], src_key_padding_mask=t["key_padding_mask"])],
-           ["out"], {"kind": "encoder_layer", "norm_first": int(norm_first), "gelu": int(act == "gelu")})
+           ["out"], {"kind": "encoder_layer", "norm_first": int(norm_first),
+                     "gelu": int(act == "gelu")})
 
 
 def dec_case(norm_first, act):
@@ -211,7 +225,8 @@ def dec_case(norm_first, act):
         return [m(t["x"], t["memory"], tgt_mask=causal_mask(lt, t["x"].dtype),
                   tgt_key_padding_mask=t["tgt_key_padding_mask"],
                   memory_key_padding_mask=t["memory_key_padding_mask"])]
-    golden(name, m, inputs, forward, ["out"], {"kind": "decoder_layer", "norm_first": int(norm_first), "gelu": int(act == "gelu"),
+    golden(name, m, inputs, forward, ["out"],
+           {"kind": "decoder_layer", "norm_first": int(norm_first), "gelu": int(act == "gelu"),
           "tgt_mask": "causal"})
 
 
@@ -225,7 +240,8 @@ def gru_case(with_h0):
     inputs = {"x": torch.randn(3, 4, 5)}
     if with_h0:
         inputs["h0"] = torch.randn(2, 3, 7)
-    golden(name, m, inputs, lambda m, t: list(m(t["x"], t.get("h0"))), ["out", "h_n"], {"kind": "gru", "input_size": 5, "hidden_size": 7, "num_layers": 2})
+    golden(name, m, inputs, lambda m, t: list(m(t["x"], t.get("h0"))), ["out", "h_n"],
+           {"kind": "gru", "input_size": 5, "hidden_size": 7, "num_layers": 2})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -255,8 +271,8 @@ class Seq2SeqTransformer(nn.Module):
         y = self.embed(self.tgt_embedding, tgt)
         tgt_pad = padding_mask(tgt_lens, tgt.shape[1]) if tgt_lens is not None else None
         for layer in self.decoder.layers:
-            y = layer(y, x, tgt_mask=causal_mask(tgt.shape[1], y.dtype), tgt_key_padding_mask=tgt_pad,
-                      memory_key_padding_mask=src_pad)
+            y = layer(y, x, tgt_mask=causal_mask(tgt.shape[1], y.dtype),
+                      tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad)
         return self.generator(y)
 
 
@@ -341,7 +357,8 @@ def greedy(model, src, src_lens, max_out):
 
 def copy_batch(n, max_words=6):
     """The toy task the seq2seq models are trained on: src = words + <eos> (source ids 4..10),
-    target = the same words shifted by 2 (target ids 6..12): tgt_in = <bos> + y, label = y + <eos>."""
+    target y = the same words shifted by 2 (target ids 6..12): tgt_in = <bos> + y,
+    label = y + <eos>."""
     lens = torch.randint(1, max_words + 1, (n,))
     width = max_words + 1
     src = torch.full((n, width), PAD, dtype=torch.int64)
@@ -391,7 +408,7 @@ def s2s_case(name, model, steps, lr):
     golden(name, model, inputs,
            lambda m, t: [m(t["src"], t["src_lens"], t["tgt_in"], t["tgt_lens"])], ["out"],
            {"kind": name, "pad": PAD, "bos": BOS, "eos": EOS, "greedy_max_out": GREEDY_MAX_OUT,
-          "greedy_margin": "%.6g" % margin, "train_steps": steps})
+            "greedy_margin": "%.6g" % margin, "train_steps": steps})
 
 
 def s2s_transformer_case():

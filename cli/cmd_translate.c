@@ -1,0 +1,557 @@
+/* attn translate train|eval|translate: attention-based translation (Transformer or Bahdanau
+ * GRU) on Multi30k en->fr by default, corpus BLEU on test_2016_flickr, cross-attention
+ * heatmaps of single translations. */
+#include "translate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_DATA "data/multi30k"
+#define DEFAULT_CHECKPOINT "translator.safetensors"
+
+static void help(void)
+{
+    printf("usage: attn translate train|eval|translate [options] [SENTENCE ...]\n\n"
+           "  train               train on DATA/train.SRC.gz -> train.TGT.gz, validation loss on val,\n"
+           "                      BLEU on test_2016_flickr at the end\n"
+           "  eval                BLEU of a saved model on test_2016_flickr (greedy decoding)\n"
+           "  translate [TEXT]    translate sentences (arguments, or lines of stdin), and draw the\n"
+           "                      cross-attention of the first one\n\n"
+           "  --model KIND        transformer (default) or bahdanau\n"
+           "  --data DIR          folder with <split>.<lang>.gz files (default %s)\n"
+           "  --src LANG --tgt LANG   languages (default en, fr)\n"
+           "  --d-model N --heads N --ffn N --layers N --dropout X   model size (default 256, 8,\n"
+           "                      512, 3 (encoder and decoder), 0.1)\n"
+           "  --warmup N          warm-up steps of the inverse-square-root schedule (default 800)\n"
+           "  --label-smoothing X (default 0.1)\n"
+           "  --min-freq N        vocabulary: tokens seen at least N times (default 2)\n"
+           "  --budget-min M      stop training after M minutes (then evaluate)\n"
+           "  --eval-limit N      score only the first N test sentences\n"
+           "  --beam N            beam size for translate (default 4; 1 = greedy)\n"
+           "  --out FILE          translate: the cross-attention heatmap (default cross_attention.png)\n"
+           "  --average-heads     one panel averaged over heads instead of one per head\n\n",
+           DEFAULT_DATA);
+    train_options_help();
+    printf("\n--lr is the factor of d^-0.5 min(s^-0.5, s w^-1.5) for the Transformer (default 1), the\n"
+           "constant rate for Bahdanau (default 1e-3). Defaults: epochs 30, batch 64 pairs, max-len 64,\n"
+           "checkpoint %s\n", DEFAULT_CHECKPOINT);
+}
+
+static int parse_model_option(translate_options *o, int argc, char **argv, int *i)
+{
+    const char *opt = argv[*i], *v;
+    if (!strcmp(opt, "--average-heads")) return o->average_heads = true, 1;
+    const char **strs[5] = {&o->data, &o->src_lang, &o->tgt_lang, &o->out, NULL};
+    const char *snames[5] = {"--data", "--src", "--tgt", "--out", "--model"};
+    for (int k = 0; k < 5; k++)
+        if (!strcmp(opt, snames[k])) {
+            if (!(v = cli_value("translate", argc, argv, i))) return -1;
+            if (strs[k]) *strs[k] = v;
+            else if (!strcmp(v, "transformer")) o->model.kind = ATTN_SEQ2SEQ_TRANSFORMER;
+            else if (!strcmp(v, "bahdanau")) o->model.kind = ATTN_SEQ2SEQ_BAHDANAU;
+            else return cli_fail(CLI_ERR_USAGE, "translate", "--model expects transformer or bahdanau, got \"%s\"", v), -1;
+            return 1;
+        }
+    long layers = -1;
+    struct { const char *name; long *dst; long min, max; } nums[] = {
+        {"--warmup", &o->warmup, 1, 1000000}, {"--beam", &o->beam, 1, 64},
+        {"--budget-min", &o->budget_min, 1, 100000}, {"--min-freq", &o->min_freq, 1, 1000000},
+        {"--eval-limit", &o->eval_limit, 1, 100000000}, {"--layers", &layers, 1, 64},
+    };
+    for (int k = 0; k < 6; k++)
+        if (!strcmp(opt, nums[k].name)) {
+            if (!(v = cli_value("translate", argc, argv, i)) || !cli_parse_long("translate", opt, v, nums[k].min, nums[k].max, nums[k].dst))
+                return -1;
+            if (layers > 0) o->model.enc_layers = o->model.dec_layers = (int)layers;
+            return 1;
+        }
+    struct { const char *name; int64_t *dst; long max; } sizes[] = {
+        {"--d-model", &o->model.d_model, 8192}, {"--heads", &o->model.num_heads, 256}, {"--ffn", &o->model.dim_feedforward, 65536},
+    };
+    for (int k = 0; k < 3; k++)
+        if (!strcmp(opt, sizes[k].name)) {
+            long x;
+            if (!(v = cli_value("translate", argc, argv, i)) || !cli_parse_long("translate", opt, v, 1, sizes[k].max, &x)) return -1;
+            *sizes[k].dst = x;
+            return 1;
+        }
+    if (!strcmp(opt, "--dropout") || !strcmp(opt, "--label-smoothing")) {
+        double d;
+        if (!(v = cli_value("translate", argc, argv, i)) || !cli_parse_float("translate", opt, v, 0.0, 0.99, &d)) return -1;
+        if (!strcmp(opt, "--dropout")) o->model.dropout = (float)d;
+        else o->label_smoothing = d;
+        return 1;
+    }
+    return 0;
+}
+
+static int parse(int argc, char **argv, translate_options *o, const char ***texts, int *n_texts)
+{
+    memset(o, 0, sizeof *o);
+    o->data = DEFAULT_DATA, o->src_lang = "en", o->tgt_lang = "fr", o->out = "cross_attention.png";
+    o->model = (attn_seq2seq_config){.kind = ATTN_SEQ2SEQ_TRANSFORMER, .d_model = 256, .num_heads = 8,
+                                     .dim_feedforward = 512, .enc_layers = 3, .dec_layers = 3, .dropout = 0.1f};
+    o->warmup = 800, o->beam = 4, o->min_freq = 2, o->label_smoothing = 0.1;
+    o->train = (train_options){.epochs = 30, .batch_size = 64, .lr = 0, .max_len = 64, .checkpoint = DEFAULT_CHECKPOINT};
+    *texts = calloc((size_t)argc, sizeof **texts);
+    *n_texts = 0;
+    if (!*texts) return cli_fail(CLI_ERR_DATA, "translate", "out of memory");
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            help();
+            return -1;
+        }
+        int r = train_options_parse(&o->train, "translate", argc, argv, &i);
+        if (r == 0) r = parse_model_option(o, argc, argv, &i);
+        if (r < 0) return CLI_ERR_USAGE;
+        if (r > 0) continue;
+        if (argv[i][0] == '-' && argv[i][1])
+            return cli_fail(CLI_ERR_USAGE, "translate", "unknown option \"%s\" (see attn translate --help)", argv[i]);
+        (*texts)[(*n_texts)++] = argv[i];
+    }
+    if (o->train.lr == 0) o->train.lr = o->model.kind == ATTN_SEQ2SEQ_TRANSFORMER ? 1.0 : 1e-3;
+    o->model.max_len = o->train.max_len + 2; /* <bos>/<eos> */
+    if (o->train.threads > 0) attn_set_num_threads((int)o->train.threads);
+    return CLI_OK;
+}
+
+/* ---- data ---- */
+
+static const char *const specials[4] = {"<unk>", "<pad>", "<bos>", "<eos>"};
+
+static char *data_path(const translate_options *o, const char *split, const char *lang)
+{
+    size_t n = strlen(o->data) + strlen(split) + strlen(lang) + 8;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/%s.%s.gz", o->data, split, lang);
+    return p;
+}
+
+static attn_status load_pairs(attn_text_pairs *out, const translate_options *o, const char *split)
+{
+    char *s = data_path(o, split, o->src_lang), *t = data_path(o, split, o->tgt_lang);
+    attn_status st = s && t ? attn_pairs_load(out, s, t) : ATTN_ERR_NOMEM;
+    free(s);
+    free(t);
+    return st;
+}
+
+static attn_vocab *build_vocab(const translate_options *o, char *const *texts, int64_t n)
+{
+    attn_counter *c = attn_counter_new();
+    attn_tokens toks = {0};
+    attn_status st = c ? ATTN_OK : attn_last_status();
+    for (int64_t i = 0; st == ATTN_OK && i < n; i++) {
+        attn_tokens_clear(&toks);
+        st = attn_tokenize(&toks, ATTN_TOKENIZER_WORDS, texts[i], strlen(texts[i]));
+        if (st == ATTN_OK) st = attn_counter_add(c, toks.items, toks.count);
+    }
+    attn_vocab *v = st == ATTN_OK ? attn_vocab_build(c, specials, 4, o->min_freq, 0) : NULL;
+    attn_tokens_free(&toks);
+    attn_counter_free(c);
+    return v;
+}
+
+static int load_split(translate_split *out, const translate_run *run, const char *split, long limit)
+{
+    memset(out, 0, sizeof *out);
+    attn_status st = load_pairs(&out->text, run->opt, split);
+    if (st == ATTN_OK && limit > 0 && out->text.count > limit) out->text.count = limit;
+    if (st == ATTN_OK)
+        st = attn_encode_texts(&out->src, run->src_vocab, ATTN_TOKENIZER_WORDS, (const char *const *)out->text.src, out->text.count);
+    if (st == ATTN_OK)
+        st = attn_encode_texts(&out->tgt, run->tgt_vocab, ATTN_TOKENIZER_WORDS, (const char *const *)out->text.tgt, out->text.count);
+    return st == ATTN_OK ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+}
+
+static void free_split(translate_split *s)
+{
+    attn_id_seqs_free(&s->src);
+    attn_id_seqs_free(&s->tgt);
+    attn_text_pairs_free(&s->text);
+}
+
+void translate_batch_free(translate_batch *b)
+{
+    free(b->src);
+    free(b->src_lens);
+    free(b->tgt_in);
+    free(b->tgt_out);
+    free(b->tgt_lens);
+    memset(b, 0, sizeof *b);
+}
+
+attn_status translate_batch_fill(translate_batch *b, const translate_run *run, const translate_split *split,
+                                 const int64_t *rows, int64_t n)
+{
+    const attn_seq2seq_config *c = &run->model.cfg;
+    const int64_t cap = c->max_len; /* ids + one special fit */
+    int64_t sw = attn_batch_width(&split->src, rows, n, 1, cap), tw = attn_batch_width(&split->tgt, rows, n, 1, cap);
+    if (sw < 1) sw = 1;
+    if (tw < 1) tw = 1;
+    translate_batch_free(b);
+    b->src = malloc((size_t)(n * sw) * sizeof *b->src);
+    b->tgt_in = malloc((size_t)(n * tw) * sizeof *b->tgt_in);
+    b->tgt_out = malloc((size_t)(n * tw) * sizeof *b->tgt_out);
+    b->src_lens = malloc((size_t)n * sizeof *b->src_lens);
+    b->tgt_lens = malloc((size_t)n * sizeof *b->tgt_lens);
+    if (!b->src || !b->tgt_in || !b->tgt_out || !b->src_lens || !b->tgt_lens) return ATTN_ERR_NOMEM;
+    b->n = n, b->src_width = sw, b->tgt_width = tw;
+    attn_pad_opts src = {.pad_id = c->pad_id, .bos_id = -1, .eos_id = c->eos_id};
+    attn_pad_opts in = {.pad_id = c->pad_id, .bos_id = c->bos_id, .eos_id = -1};
+    attn_pad_opts out = {.pad_id = c->pad_id, .bos_id = -1, .eos_id = c->eos_id};
+    if (attn_batch_pad(b->src, b->src_lens, &split->src, rows, &src, n, sw) != ATTN_OK ||
+        attn_batch_pad(b->tgt_in, b->tgt_lens, &split->tgt, rows, &in, n, tw) != ATTN_OK ||
+        attn_batch_pad(b->tgt_out, NULL, &split->tgt, rows, &out, n, tw) != ATTN_OK)
+        return attn_last_status();
+    b->tokens = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (b->src_lens[i] < 1) b->src_lens[i] = 1;
+        b->tokens += b->src_lens[i] + b->tgt_lens[i];
+    }
+    return ATTN_OK;
+}
+
+int translate_val_loss(translate_run *run, const translate_split *split, double *loss)
+{
+    attn_ctx *ctx = attn_ctx_new(0);
+    int64_t *rows = malloc(128 * sizeof *rows);
+    translate_batch b = {0};
+    int code = ctx && rows ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "out of memory");
+    double sum = 0, count = 0;
+    if (ctx) {
+        attn_ctx_set_grad_enabled(ctx, false);
+        attn_ctx_set_training(ctx, false);
+    }
+    for (int64_t start = 0; code == CLI_OK && start < split->src.count; start += 128) {
+        int64_t n = split->src.count - start < 128 ? split->src.count - start : 128;
+        for (int64_t i = 0; i < n; i++) rows[i] = start + i;
+        attn_tensor *l = translate_batch_fill(&b, run, split, rows, n) == ATTN_OK ? translate_loss(ctx, run, &b) : NULL;
+        if (!l) {
+            code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+            break;
+        }
+        int64_t tokens = 0;
+        for (int64_t i = 0; i < n * b.tgt_width; i++) tokens += b.tgt_out[i] != run->model.cfg.pad_id;
+        sum += l->data[0] * (double)tokens;
+        count += (double)tokens;
+        attn_ctx_reset(ctx);
+    }
+    *loss = count > 0 ? sum / count : 0;
+    translate_batch_free(&b);
+    free(rows);
+    attn_ctx_free(ctx);
+    return code;
+}
+
+/* ---- decoding and BLEU ---- */
+
+/* The target tokens of ids[0..n) (specials dropped) as a detokenised, malloc'd string. */
+static char *detok(const translate_run *run, const int64_t *ids, int64_t n, attn_tokens *scratch)
+{
+    attn_tokens_clear(scratch);
+    for (int64_t i = 0; i < n; i++) {
+        const char *t = attn_vocab_token(run->tgt_vocab, ids[i]);
+        if (t && ids[i] != run->model.cfg.pad_id && ids[i] != run->model.cfg.bos_id && ids[i] != run->model.cfg.eos_id)
+            attn_tokens_push(scratch, t, strlen(t));
+    }
+    return attn_detokenize(scratch->items, scratch->count);
+}
+
+int translate_evaluate(translate_run *run, const translate_split *split, const char *name)
+{
+    const int64_t bs = 100, n_all = split->src.count, max_extra = 10;
+    attn_ctx *ctx = attn_ctx_new(0);
+    translate_batch b = {0};
+    int64_t rows[100], *out = NULL, out_lens[100];
+    attn_tokens scratch = {0}, hyp_tok = {0}, ref_tok = {0};
+    attn_bleu_stats cased = {0}, lower = {0}, tokens = {0};
+    int code = ctx ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "out of memory");
+    double t0 = now_seconds();
+    for (int64_t start = 0; code == CLI_OK && start < n_all; start += bs) {
+        int64_t n = n_all - start < bs ? n_all - start : bs;
+        for (int64_t i = 0; i < n; i++) rows[i] = start + i;
+        if (translate_batch_fill(&b, run, split, rows, n) != ATTN_OK) break;
+        int64_t max_out = b.src_width + max_extra;
+        free(out);
+        out = malloc((size_t)(n * max_out) * sizeof *out);
+        if (!out || attn_seq2seq_greedy(ctx, &run->model, b.src, b.src_lens, n, b.src_width, max_out, out, out_lens) != ATTN_OK) {
+            code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+            break;
+        }
+        for (int64_t i = 0; code == CLI_OK && i < n; i++) {
+            char *hyp = detok(run, out + i * max_out, out_lens[i], &scratch);
+            const char *ref = split->text.tgt[start + i];
+            char *hl = hyp ? attn_utf8_lower(hyp, strlen(hyp)) : NULL, *rl = attn_utf8_lower(ref, strlen(ref));
+            attn_tokens_clear(&hyp_tok);
+            attn_tokens_clear(&ref_tok);
+            if (!hyp || !hl || !rl || attn_bleu_add(&cased, hyp, ref) != ATTN_OK || attn_bleu_add(&lower, hl, rl) != ATTN_OK ||
+                attn_tokenize(&hyp_tok, ATTN_TOKENIZER_WORDS, hyp, strlen(hyp)) != ATTN_OK ||
+                attn_tokenize(&ref_tok, ATTN_TOKENIZER_WORDS, ref, strlen(ref)) != ATTN_OK ||
+                attn_bleu_add_tokens(&tokens, hyp_tok.items, hyp_tok.count, ref_tok.items, ref_tok.count) != ATTN_OK)
+                code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+            if (code == CLI_OK && start + i < 3) printf("  %s\n  -> %s\n", split->text.src[start + i], hyp);
+            free(hyp);
+            free(hl);
+            free(rl);
+        }
+    }
+    if (code == CLI_OK) {
+        double p[4], bp;
+        double bleu = attn_bleu_score(&cased, p, &bp);
+        printf("%s: BLEU %.2f (sacrebleu-style 13a, cased; %.1f/%.1f/%.1f/%.1f, BP %.3f), lowercased %.2f, "
+               "on lowercased tokens %.2f; %lld sentences, greedy, %.0f s\n",
+               name, bleu, p[0], p[1], p[2], p[3], bp, attn_bleu_score(&lower, NULL, NULL),
+               attn_bleu_score(&tokens, NULL, NULL), (long long)n_all, now_seconds() - t0);
+    }
+    free(out);
+    translate_batch_free(&b);
+    attn_tokens_free(&scratch);
+    attn_tokens_free(&hyp_tok);
+    attn_tokens_free(&ref_tok);
+    attn_ctx_free(ctx);
+    return code;
+}
+
+/* ---- model config, checkpoints ---- */
+
+const char *const *translate_config_kv(const attn_seq2seq_config *c, int *n)
+{
+    static char vals[13][32];
+    static const char *kv[26];
+    const char *keys[13] = {"model", "kind", "src_vocab", "tgt_vocab", "d_model", "num_heads", "dim_feedforward",
+                            "enc_layers", "dec_layers", "max_len", "pad_id", "bos_id", "eos_id"};
+    long nums[13] = {0, c->kind, (long)c->src_vocab, (long)c->tgt_vocab, (long)c->d_model, (long)c->num_heads,
+                     (long)c->dim_feedforward, c->enc_layers, c->dec_layers, (long)c->max_len, (long)c->pad_id,
+                     (long)c->bos_id, (long)c->eos_id};
+    for (int i = 0; i < 13; i++) {
+        if (i == 0) snprintf(vals[i], 32, "attn-seq2seq");
+        else snprintf(vals[i], 32, "%ld", nums[i]);
+        kv[2 * i] = keys[i];
+        kv[2 * i + 1] = vals[i];
+    }
+    *n = 13;
+    return kv;
+}
+
+static int load_config(translate_options *o)
+{
+    attn_st_file *f = attn_st_open(o->train.checkpoint);
+    if (!f) return cli_fail(CLI_ERR_DATA, "translate", "%s (train a model first: attn translate train)", attn_last_error());
+    const char *model = attn_st_metadata(f, "model");
+    const char *keys[12] = {"kind", "src_vocab", "tgt_vocab", "d_model", "num_heads", "dim_feedforward",
+                            "enc_layers", "dec_layers", "max_len", "pad_id", "bos_id", "eos_id"};
+    long v[12];
+    bool ok = model && !strcmp(model, "attn-seq2seq");
+    for (int i = 0; ok && i < 12; i++) ok = checkpoint_meta_long(f, keys[i], &v[i]);
+    attn_st_close(f);
+    if (!ok) return cli_fail(CLI_ERR_DATA, "translate", "%s is not a translation checkpoint", o->train.checkpoint);
+    attn_seq2seq_config *c = &o->model;
+    c->kind = (attn_seq2seq_kind)v[0], c->src_vocab = v[1], c->tgt_vocab = v[2], c->d_model = v[3];
+    c->num_heads = v[4], c->dim_feedforward = v[5], c->enc_layers = (int)v[6], c->dec_layers = (int)v[7];
+    c->max_len = v[8], c->pad_id = v[9], c->bos_id = v[10], c->eos_id = v[11];
+    return CLI_OK;
+}
+
+static char *vocab_path(const char *checkpoint, const char *side)
+{
+    size_t n = strlen(checkpoint) + strlen(side) + 8;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s.%s.vocab", checkpoint, side);
+    return p;
+}
+
+static int build_model(translate_run *run, translate_options *o)
+{
+    attn_seq2seq_config *c = &o->model;
+    c->src_vocab = attn_vocab_size(run->src_vocab);
+    c->tgt_vocab = attn_vocab_size(run->tgt_vocab);
+    c->pad_id = attn_vocab_find(run->tgt_vocab, "<pad>");
+    c->bos_id = attn_vocab_find(run->tgt_vocab, "<bos>");
+    c->eos_id = attn_vocab_find(run->tgt_vocab, "<eos>");
+    attn_rng rng;
+    attn_rng_seed(&rng, (uint64_t)o->train.seed);
+    run->params = attn_params_new();
+    if (!run->params || attn_seq2seq_init(&run->model, run->params, c, &rng) != ATTN_OK)
+        return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+    run->model_ready = true;
+    return CLI_OK;
+}
+
+static int load_model(translate_run *run, translate_options *o)
+{
+    int code = load_config(o);
+    if (code != CLI_OK) return code;
+    char *sp = vocab_path(o->train.checkpoint, "src"), *tp = vocab_path(o->train.checkpoint, "tgt");
+    run->src_vocab = sp ? attn_vocab_load(sp) : NULL;
+    run->tgt_vocab = run->src_vocab && tp ? attn_vocab_load(tp) : NULL;
+    free(sp);
+    free(tp);
+    if (!run->tgt_vocab) return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+    if ((code = build_model(run, o)) != CLI_OK) return code;
+    if (attn_checkpoint_load(o->train.checkpoint, run->params, NULL, false) != ATTN_OK)
+        return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+    return CLI_OK;
+}
+
+/* ---- actions ---- */
+
+static int do_train(translate_run *run, translate_options *o)
+{
+    translate_split train = {0}, val = {0}, test = {0};
+    attn_text_pairs pairs = {0};
+    double t0 = now_seconds();
+    if (load_pairs(&pairs, o, "train") != ATTN_OK) return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+    run->src_vocab = build_vocab(o, pairs.src, pairs.count);
+    run->tgt_vocab = run->src_vocab ? build_vocab(o, pairs.tgt, pairs.count) : NULL;
+    attn_text_pairs_free(&pairs);
+    int code = run->tgt_vocab ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+    if (code == CLI_OK) {
+        char *sp = vocab_path(o->train.checkpoint, "src"), *tp = vocab_path(o->train.checkpoint, "tgt");
+        if (!sp || !tp || attn_vocab_save(run->src_vocab, sp) != ATTN_OK || attn_vocab_save(run->tgt_vocab, tp) != ATTN_OK)
+            code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+        free(sp);
+        free(tp);
+    }
+    if (code == CLI_OK) code = build_model(run, o);
+    if (code == CLI_OK) code = load_split(&train, run, "train", 0);
+    if (code == CLI_OK) code = load_split(&val, run, "val", 0);
+    if (code == CLI_OK) code = load_split(&test, run, "test_2016_flickr", o->eval_limit);
+    if (code == CLI_OK) {
+        printf("data: %lld train / %lld val / %lld test pairs (%s -> %s), vocabularies %lld / %lld (%.1f s)\n",
+               (long long)train.src.count, (long long)val.src.count, (long long)test.src.count, o->src_lang,
+               o->tgt_lang, (long long)attn_vocab_size(run->src_vocab), (long long)attn_vocab_size(run->tgt_vocab),
+               now_seconds() - t0);
+        printf("model: %s, %lld parameters\n", o->model.kind == ATTN_SEQ2SEQ_TRANSFORMER ? "transformer" : "bahdanau",
+               (long long)attn_params_numel(run->params));
+        code = translate_train(run, &train, &val);
+    }
+    if (code == CLI_OK) code = translate_evaluate(run, &test, "test_2016_flickr");
+    free_split(&train);
+    free_split(&val);
+    free_split(&test);
+    return code;
+}
+
+static int do_eval(translate_run *run, translate_options *o)
+{
+    translate_split test = {0};
+    int code = load_model(run, o);
+    if (code == CLI_OK) code = load_split(&test, run, "test_2016_flickr", o->eval_limit);
+    if (code == CLI_OK) code = translate_evaluate(run, &test, "test_2016_flickr");
+    free_split(&test);
+    return code;
+}
+
+/* Draws the cross-attention (heads, T, S) of one translation. */
+static int draw(const translate_options *o, const attn_tensor *w, const attn_tokens *src, const int64_t *out,
+                int64_t n_out, const translate_run *run)
+{
+    const int64_t H = w->shape[0], T = w->shape[1], S = w->shape[2];
+    const char **ylabels = malloc((size_t)T * sizeof *ylabels), **xlabels = malloc((size_t)S * sizeof *xlabels);
+    float *mean = malloc((size_t)(T * S) * sizeof *mean);
+    int code = ylabels && xlabels && mean ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "out of memory");
+    if (code == CLI_OK) {
+        for (int64_t s = 0; s < S; s++) xlabels[s] = s < src->count ? src->items[s] : "<eos>";
+        for (int64_t t = 0; t < T; t++) /* the query at step t predicts output t */
+            ylabels[t] = t < n_out ? attn_vocab_token(run->tgt_vocab, out[t]) : "<eos>";
+        for (int64_t i = 0; i < T * S; i++) {
+            double acc = 0;
+            for (int64_t h = 0; h < H; h++) acc += w->data[h * T * S + i];
+            mean[i] = (float)(acc / (double)H);
+        }
+        attn_heatmap_opts ho = {.xlabel = "source (keys)", .ylabel = "output (queries)", .xticks = xlabels,
+                                .yticks = ylabels};
+        attn_status st;
+        if (o->average_heads || H == 1) {
+            ho.title = "cross-attention, mean over heads";
+            st = attn_plot_heatmap(o->out, mean, T, S, &ho);
+        } else {
+            ho.title = "cross-attention per head (last decoder layer)";
+            int cols = H >= 4 ? (int)(H / 2) : (int)H;
+            st = attn_plot_heatmap_grid(o->out, w->data, (int)(H / cols), cols, T, S, NULL, &ho);
+        }
+        if (st != ATTN_OK) code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+        else printf("wrote %s\n", o->out);
+    }
+    free(ylabels);
+    free(xlabels);
+    free(mean);
+    return code;
+}
+
+static int translate_one(translate_run *run, const translate_options *o, attn_ctx *ctx, const char *text, bool first)
+{
+    attn_tokens toks = {0}, scratch = {0};
+    int64_t *src = NULL, out[256], n_out = 0;
+    int code = CLI_OK;
+    if (attn_tokenize(&toks, ATTN_TOKENIZER_WORDS, text, strlen(text)) != ATTN_OK)
+        code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+    int64_t n = toks.count < o->model.max_len - 1 ? toks.count : o->model.max_len - 1;
+    if (code == CLI_OK && !(src = malloc((size_t)(n + 1) * sizeof *src))) code = cli_fail(CLI_ERR_DATA, "translate", "out of memory");
+    if (code == CLI_OK) {
+        toks.count = n;
+        attn_tensor *w = NULL;
+        if (attn_vocab_encode(run->src_vocab, src, toks.items, n) != ATTN_OK ||
+            (src[n] = o->model.eos_id, false) ||
+            attn_seq2seq_beam(ctx, &run->model, src, n + 1, (int)o->beam, 0.6f, n + 10 < 255 ? n + 10 : 255, out,
+                              &n_out, first ? &w : NULL) != ATTN_OK)
+            code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+        char *hyp = code == CLI_OK ? detok(run, out, n_out, &scratch) : NULL;
+        if (hyp) printf("%s\n", hyp);
+        free(hyp);
+        if (code == CLI_OK && first && w) code = draw(o, w, &toks, out, n_out, run);
+    }
+    free(src);
+    attn_tokens_free(&toks);
+    attn_tokens_free(&scratch);
+    return code;
+}
+
+static int do_translate(translate_run *run, translate_options *o, const char **texts, int n_texts)
+{
+    int code = load_model(run, o);
+    attn_ctx *ctx = attn_ctx_new(0);
+    if (code == CLI_OK && !ctx) code = cli_fail(CLI_ERR_DATA, "translate", "out of memory");
+    for (int i = 0; code == CLI_OK && i < n_texts; i++) code = translate_one(run, o, ctx, texts[i], i == 0);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    bool first = true;
+    while (code == CLI_OK && n_texts == 0 && (len = getline(&line, &cap, stdin)) > 0) {
+        if (line[len - 1] == '\n') line[len - 1] = '\0';
+        code = translate_one(run, o, ctx, line, first);
+        first = false;
+    }
+    free(line);
+    attn_ctx_free(ctx);
+    return code;
+}
+
+int cmd_translate(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        help();
+        return argc < 2 ? CLI_ERR_USAGE : CLI_OK;
+    }
+    const char *action = argv[1];
+    translate_options o;
+    const char **texts = NULL;
+    int n_texts = 0;
+    int code = parse(argc, argv, &o, &texts, &n_texts);
+    translate_run run = {.opt = &o};
+    if (code == CLI_OK) {
+        if (!strcmp(action, "train") && n_texts == 0) code = do_train(&run, &o);
+        else if (!strcmp(action, "eval") && n_texts == 0) code = do_eval(&run, &o);
+        else if (!strcmp(action, "translate")) code = do_translate(&run, &o, texts, n_texts);
+        else if (n_texts) code = cli_fail(CLI_ERR_USAGE, "translate", "unexpected argument \"%s\"", texts[0]);
+        else code = cli_fail(CLI_ERR_USAGE, "translate", "unknown action \"%s\"; expected train, eval or translate", action);
+    }
+    free(texts);
+    if (run.model_ready) attn_seq2seq_free(&run.model);
+    attn_params_free(run.params);
+    attn_vocab_free(run.src_vocab);
+    attn_vocab_free(run.tgt_vocab);
+    return code < 0 ? CLI_OK : code;
+}

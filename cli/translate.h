@@ -1,0 +1,49 @@
+/* attn translate: sequence-to-sequence translation with attention (Multi30k en->fr by default):
+ * the pieces shared by the training loop (translate_train.c) and the rest (cmd_translate.c). */
+#ifndef ATTN_CLI_TRANSLATE_H
+#define ATTN_CLI_TRANSLATE_H
+
+#include "train_common.h"
+
+typedef struct translate_options {
+    train_options train;
+    const char *data, *src_lang, *tgt_lang, *out;
+    attn_seq2seq_config model;
+    long warmup, beam, budget_min, min_freq, eval_limit;
+    double label_smoothing;
+    bool average_heads;
+} translate_options;
+
+/* Pairs encoded with the vocabularies (no specials added yet). */
+typedef struct translate_split {
+    attn_id_seqs src, tgt;
+    attn_text_pairs text; /* the raw sentences (references for BLEU) */
+} translate_split;
+
+typedef struct translate_run {
+    const translate_options *opt;
+    attn_vocab *src_vocab, *tgt_vocab;
+    attn_params *params;
+    attn_seq2seq model;
+    bool model_ready;
+} translate_run;
+
+int translate_train(translate_run *run, const translate_split *train, const translate_split *val);
+/* Greedy-decodes a split and prints corpus BLEU (sacrebleu 13a on detokenised text, lowercased,
+ * and on tokens); hyps (may be NULL) receives the detokenised outputs. */
+int translate_evaluate(translate_run *run, const translate_split *split, const char *name);
+/* Mean label-smoothed loss per target token with teacher forcing (no dropout). */
+int translate_val_loss(translate_run *run, const translate_split *split, double *loss);
+/* Padded batch buffers for rows of a split: src + <eos>, <bos> + tgt, tgt + <eos>. */
+typedef struct translate_batch {
+    int64_t *src, *src_lens, *tgt_in, *tgt_out, *tgt_lens; /* (B, S), (B), (B, T), (B, T), (B) */
+    int64_t n, src_width, tgt_width, tokens;
+} translate_batch;
+attn_status translate_batch_fill(translate_batch *b, const translate_run *run,
+                                 const translate_split *split, const int64_t *rows, int64_t n);
+void translate_batch_free(translate_batch *b);
+/* Forward + label-smoothed cross-entropy of a batch (scalar tensor in ctx). */
+attn_tensor *translate_loss(attn_ctx *ctx, const translate_run *run, const translate_batch *b);
+const char *const *translate_config_kv(const attn_seq2seq_config *c, int *n);
+
+#endif

@@ -1,0 +1,138 @@
+/* attn translate train: Adam with the inverse-square-root warm-up of "Attention Is All You
+ * Need", label-smoothed cross-entropy, length-bucketed batches, a time budget, checkpoints that
+ * resume to the same losses, validation loss per epoch and test BLEU at the end. */
+#include "translate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+attn_tensor *translate_loss(attn_ctx *ctx, const translate_run *run, const translate_batch *b)
+{
+    const attn_seq2seq_config *c = &run->model.cfg;
+    attn_tensor *logits = attn_seq2seq_forward(ctx, &run->model, b->src, b->src_lens, b->n, b->src_width,
+                                               b->tgt_in, b->tgt_lens, b->tgt_width, NULL);
+    attn_tensor *flat = attn_reshape(ctx, logits, 2, (int64_t[]){b->n * b->tgt_width, c->tgt_vocab});
+    return attn_cross_entropy(ctx, flat, b->tgt_out, c->pad_id, (float)run->opt->label_smoothing);
+}
+
+static attn_status epoch_batches(attn_batches *out, const translate_run *run, const translate_split *s,
+                                 long epoch)
+{
+    attn_rng rng;
+    attn_rng_seed(&rng, (uint64_t)run->opt->train.seed * 1000003u + (uint64_t)epoch + 1);
+    return attn_batches_bucketed(out, &s->src, &s->tgt, run->opt->train.batch_size, 100, &rng);
+}
+
+static attn_status save(const translate_run *run, const attn_optim *opt, attn_ctx *ctx, long epoch,
+                        int64_t batch)
+{
+    run_position pos = {.epoch = epoch, .batch = batch, .rng = *attn_ctx_rng(ctx)};
+    int n;
+    const char *const *kv = translate_config_kv(&run->model.cfg, &n);
+    return run_checkpoint_save(run->opt->train.checkpoint, run->params, opt, &pos, kv, n);
+}
+
+typedef struct train_state {
+    attn_optim *opt;
+    attn_ctx *ctx;
+    attn_lr_schedule schedule;
+    double deadline;   /* monotonic seconds; 0: none */
+    progress prog;
+    int64_t per_epoch;
+} train_state;
+
+/* One epoch from batch `first`; *stopped when the time budget ran out. */
+static int run_epoch(translate_run *run, train_state *ts, const translate_split *train, long epoch,
+                     int64_t first, bool *stopped)
+{
+    const translate_options *o = run->opt;
+    attn_batches batches = {0};
+    translate_batch b = {0};
+    if (epoch_batches(&batches, run, train, epoch) != ATTN_OK) return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+    double loss_sum = 0, tokens = 0, t0 = now_seconds();
+    int64_t steps = 0;
+    int code = CLI_OK;
+    for (int64_t i = first; code == CLI_OK && i < batches.count; i++) {
+        if (ts->deadline > 0 && now_seconds() > ts->deadline) {
+            *stopped = true;
+            if (o->train.checkpoint && save(run, ts->opt, ts->ctx, epoch, i) != ATTN_OK)
+                code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+            break;
+        }
+        int64_t n = batches.offsets[i + 1] - batches.offsets[i];
+        if (translate_batch_fill(&b, run, train, batches.rows + batches.offsets[i], n) != ATTN_OK) {
+            code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+            break;
+        }
+        attn_optim_set_lr(ts->opt, attn_lr_at(&ts->schedule, attn_optim_step_count(ts->opt) + 1));
+        attn_params_zero_grad(run->params);
+        attn_tensor *loss = translate_loss(ts->ctx, run, &b);
+        double value = loss ? loss->data[0] : NAN;
+        if (!loss || attn_backward(ts->ctx, loss) != ATTN_OK || !isfinite(value) ||
+            attn_optim_step(ts->opt) != ATTN_OK) {
+            progress_end(&ts->prog);
+            code = cli_fail(CLI_ERR_DATA, "translate", "epoch %ld, step %lld: %s; stopped, the last good "
+                            "checkpoint is %s", epoch + 1, (long long)i + 1,
+                            loss && !isfinite(value) ? "the loss is not finite" : attn_last_error(),
+                            o->train.checkpoint ? o->train.checkpoint : "(none: no --checkpoint)");
+            break;
+        }
+        attn_ctx_reset(ts->ctx);
+        loss_sum += value;
+        tokens += (double)b.tokens;
+        steps++;
+        progress_step(&ts->prog, epoch, i, batches.count, value, (double)b.tokens);
+        long every = o->train.checkpoint_every;
+        if (o->train.checkpoint && every > 0 && attn_optim_step_count(ts->opt) % every == 0 &&
+            save(run, ts->opt, ts->ctx, epoch, i + 1) != ATTN_OK)
+            code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+    }
+    progress_end(&ts->prog);
+    if (code == CLI_OK && steps > 0)
+        printf("epoch %ld%s: %lld steps, train loss %.4f, lr %.2e, %.0f tokens/s\n", epoch + 1,
+               *stopped ? " (time budget reached)" : "", (long long)steps, loss_sum / (double)steps,
+               attn_optim_get_lr(ts->opt), tokens / (now_seconds() - t0));
+    translate_batch_free(&b);
+    attn_batches_free(&batches);
+    return code;
+}
+
+int translate_train(translate_run *run, const translate_split *train, const translate_split *val)
+{
+    const translate_options *o = run->opt;
+    const attn_seq2seq_config *c = &run->model.cfg;
+    attn_optim_config cfg = attn_optim_defaults(ATTN_OPTIM_ADAM);
+    cfg.beta2 = 0.98f;
+    cfg.eps = 1e-9f;
+    train_state ts = {.opt = attn_optim_new(run->params, &cfg), .ctx = attn_ctx_new((uint64_t)o->train.seed + 17)};
+    ts.schedule = (attn_lr_schedule){.kind = c->kind == ATTN_SEQ2SEQ_TRANSFORMER ? ATTN_LR_INV_SQRT : ATTN_LR_CONSTANT,
+                                     .base_lr = (float)o->train.lr, .warmup_steps = o->warmup, .d_model = c->d_model};
+    if (!ts.opt || !ts.ctx) return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+    run_position pos = {0};
+    int code = CLI_OK;
+    if (o->train.resume) {
+        if (run_checkpoint_load(o->train.checkpoint, run->params, ts.opt, &pos) != ATTN_OK)
+            code = cli_fail(CLI_ERR_DATA, "translate", "resume: %s", attn_last_error());
+        else {
+            *attn_ctx_rng(ts.ctx) = pos.rng;
+            printf("resumed %s at epoch %ld, step %lld\n", o->train.checkpoint, pos.epoch + 1, (long long)pos.batch);
+        }
+    }
+    ts.per_epoch = (train->src.count + o->train.batch_size - 1) / o->train.batch_size;
+    ts.deadline = o->budget_min > 0 ? now_seconds() + 60.0 * (double)o->budget_min : 0;
+    progress_start(&ts.prog, "translate train", ts.per_epoch * o->train.epochs, attn_optim_step_count(ts.opt));
+    bool stopped = false;
+    for (long epoch = pos.epoch; code == CLI_OK && !stopped && epoch < o->train.epochs; epoch++) {
+        code = run_epoch(run, &ts, train, epoch, epoch == pos.epoch ? pos.batch : 0, &stopped);
+        double vloss;
+        if (code == CLI_OK && val->src.count && (code = translate_val_loss(run, val, &vloss)) == CLI_OK)
+            printf("  validation loss %.4f (label smoothing %.2f)\n", vloss, o->label_smoothing);
+        fflush(stdout);
+        if (code == CLI_OK && !stopped && o->train.checkpoint && save(run, ts.opt, ts.ctx, epoch + 1, 0) != ATTN_OK)
+            code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+    }
+    attn_ctx_free(ts.ctx);
+    attn_optim_free(ts.opt);
+    return code;
+}
