@@ -205,6 +205,11 @@ static void run_case(const fd_case *c, uint64_t seed)
 
 int main(void)
 {
+    /* One thread: finite differences run thousands of tiny forwards, and the SDPA kernels open an
+     * OpenMP region whatever the size; on a loaded machine each region waits for a descheduled
+     * thread (measured: 46 s instead of 0.2 s under ctest during a parallel build). The parallel
+     * paths are compared with torch in test_golden_models. */
+    attn_set_num_threads(1);
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i], 100 + 10 * i);
     printf("test_models_gradcheck: %zu cases\n", sizeof cases / sizeof *cases);
     return tk_finish("test_models_gradcheck");

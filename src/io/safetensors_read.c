@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@ struct attn_st_file {
     char *label;                /* path or caller's name, for messages */
     unsigned char *bytes;       /* (len) the whole file */
     size_t len;
+    bool mapped;                /* bytes is a read-only mmap of a large file, not malloc'd */
     cJSON *header;              /* parsed header; tensor names and metadata point into it */
     const cJSON *metadata;      /* the "__metadata__" object, or NULL */
     attn_st_tensor *tensors;    /* (count) in header order */
@@ -497,17 +499,24 @@ static attn_status parse_file(attn_st_file *f)
     return parse_entries(f, (size_t)n);
 }
 
-/* Takes ownership of bytes (malloc'd, len bytes) and label; frees both on failure. */
-static attn_st_file *parse_owned(unsigned char *bytes, size_t len, char *label)
+static void release_bytes(unsigned char *bytes, size_t len, bool mapped)
+{
+    if (mapped) munmap(bytes, len);
+    else free(bytes);
+}
+
+/* Takes ownership of bytes (malloc'd or mapped, len bytes) and label; frees both on failure. */
+static attn_st_file *parse_owned(unsigned char *bytes, size_t len, bool mapped, char *label)
 {
     attn_st_file *f = calloc(1, sizeof *f);
     if (!f) {
-        free(bytes);
+        release_bytes(bytes, len, mapped);
         free(label);
         return attn__fail_null(ATTN_ERR_NOMEM, "out of memory opening a safetensors file");
     }
     f->bytes = bytes;
     f->len = len;
+    f->mapped = mapped;
     f->label = label;
     if (parse_file(f) != ATTN_OK) {
         attn_st_close(f);
@@ -535,10 +544,17 @@ static bool read_fully(int fd, unsigned char *buf, size_t want, const char *path
     return true;
 }
 
+/* Files from this size on are mapped instead of read: attn_st_load then hands each tensor's
+ * pages back after converting it, so loading a large file costs its tensors once, not twice. */
+#define MAP_THRESHOLD ((size_t)64 << 20)
+
 /* The whole regular file at path into one malloc'd buffer of *len bytes (+1, so never
- * malloc(0)). O_NONBLOCK keeps a FIFO from blocking the open; it is refused next. */
-static unsigned char *read_whole_file(const char *path, size_t *len)
+ * malloc(0)), or a read-only private mapping (*mapped) when it is large. O_NONBLOCK keeps a FIFO
+ * from blocking the open; it is refused next. */
+static unsigned char *read_whole_file(const char *path, size_t *len, bool *mapped)
 {
+    *mapped = false;
+    *len = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return attn__fail_null(ATTN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
@@ -548,14 +564,22 @@ static unsigned char *read_whole_file(const char *path, size_t *len)
     } else if (!S_ISREG(st.st_mode)) {
         attn__fail(ATTN_ERR_IO, "%s: not a regular file%s", path,
                    S_ISDIR(st.st_mode) ? " (a directory)" : "");
-    } else if ((uint64_t)st.st_size >= SIZE_MAX || !(buf = malloc((size_t)st.st_size + 1))) {
-        attn__fail(ATTN_ERR_NOMEM, "%s: cannot hold %lld bytes in memory", path,
-                   (long long)st.st_size);
-    } else if (!read_fully(fd, buf, (size_t)st.st_size, path)) {
-        free(buf);
-        buf = NULL;
+    } else if ((uint64_t)st.st_size >= SIZE_MAX) {
+        attn__fail(ATTN_ERR_NOMEM, "%s: cannot hold %lld bytes in memory", path, (long long)st.st_size);
+    } else {
+        size_t size = (size_t)st.st_size;
+        void *map = size >= MAP_THRESHOLD ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+        if (map != MAP_FAILED) {
+            buf = map;
+            *mapped = true;
+        } else if (!(buf = malloc(size + 1))) {
+            attn__fail(ATTN_ERR_NOMEM, "%s: cannot hold %zu bytes in memory", path, size);
+        } else if (!read_fully(fd, buf, size, path)) {
+            free(buf);
+            buf = NULL;
+        }
+        if (buf) *len = size;
     }
-    *len = buf ? (size_t)st.st_size : 0;
     close(fd);
     return buf;
 }
@@ -564,14 +588,15 @@ attn_st_file *attn_st_open(const char *path)
 {
     if (!path) return attn__fail_null(ATTN_ERR_ARG, "attn_st_open: path is NULL");
     size_t len = 0;
-    unsigned char *bytes = read_whole_file(path, &len);
+    bool mapped;
+    unsigned char *bytes = read_whole_file(path, &len, &mapped);
     if (!bytes) return NULL;
     char *label = strdup(path);
     if (!label) {
-        free(bytes);
+        release_bytes(bytes, len, mapped);
         return attn__fail_null(ATTN_ERR_NOMEM, "%s: out of memory", path);
     }
-    return parse_owned(bytes, len, label);
+    return parse_owned(bytes, len, mapped, label);
 }
 
 attn_st_file *attn_st_parse(const void *bytes, size_t len, const char *name)
@@ -586,7 +611,7 @@ attn_st_file *attn_st_parse(const void *bytes, size_t len, const char *name)
         return attn__fail_null(ATTN_ERR_NOMEM, "%s: cannot copy %zu bytes", name, len);
     }
     if (len) memcpy(copy, bytes, len);
-    return parse_owned(copy, len, label);
+    return parse_owned(copy, len, false, label);
 }
 
 void attn_st_close(attn_st_file *f)
@@ -595,7 +620,7 @@ void attn_st_close(attn_st_file *f)
     cJSON_Delete(f->header);
     free(f->tensors);
     free(f->by_name);
-    free(f->bytes);
+    release_bytes(f->bytes, f->len, f->mapped);
     free(f->label);
     free(f);
 }
@@ -662,6 +687,12 @@ attn_tensor *attn_st_load(const attn_st_file *f, const char *name, attn_ctx *ctx
     attn_tensor *t = ctx ? attn_tensor_empty(ctx, st->ndim, st->shape)
                          : attn_tensor_alloc(st->ndim, st->shape);
     if (t) attn__st_to_f32(t->data, st);
+    if (f->mapped) { /* the whole pages inside this tensor's bytes leave memory (reread if needed) */
+        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        uintptr_t lo = ((uintptr_t)st->data + page - 1) & ~(page - 1);
+        uintptr_t hi = ((uintptr_t)st->data + st->nbytes) & ~(page - 1);
+        if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    }
     return t;
 }
 

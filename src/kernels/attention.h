@@ -42,6 +42,9 @@ void sdpa_mask_tile(float *s, int64_t lds, const sdpa_problem *p, int64_t b, int
                     int64_t i0, int64_t rows, int64_t j0, int64_t cols);
 /* true when the problem has a mask that sdpa_key_end does not cover. */
 bool sdpa_has_elementwise_mask(const sdpa_problem *p);
+/* true when the problem is big enough to be worth a parallel region (on a loaded machine a
+ * region waits for threads that are not running). */
+bool sdpa_parallel(const sdpa_problem *p);
 /* Dropout keep factor for element (b, h, i, j): 0 or 1/(1-p). */
 float sdpa_dropout_scale(const sdpa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j);
 

@@ -125,7 +125,7 @@ void sdpa_forward_fused(float *out, float *lse, const float *q, const float *k, 
     const int64_t per_thread = sdpa_fused_scratch_floats(p, 1);
     attn_gemm_set_threads(1);
     /* Late query blocks see more keys under a causal mask: hand them out first. */
-#pragma omp parallel for schedule(dynamic, 1) num_threads(attn_get_num_threads())
+#pragma omp parallel for schedule(dynamic, 1) num_threads(attn_get_num_threads()) if (sdpa_parallel(p))
     for (int64_t t = 0; t < per_head * blocks; t++) {
         int64_t blk = blocks - 1 - t / per_head, bh = t % per_head;
         int64_t i0 = blk * SDPA_BR, rows = p->lq - i0 < SDPA_BR ? p->lq - i0 : SDPA_BR;
@@ -198,7 +198,7 @@ void sdpa_backward_fused(float *dq, float *dk, float *dv, const float *dout, con
 {
     const int64_t per_thread = sdpa_fused_scratch_floats(p, 1), Lq = p->lq, Dv = p->dv;
     attn_gemm_set_threads(1);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(attn_get_num_threads())
+#pragma omp parallel for schedule(dynamic, 1) num_threads(attn_get_num_threads()) if (sdpa_parallel(p))
     for (int64_t bh = 0; bh < p->batch * p->heads; bh++) {
         float *mine = scratch + thread_id() * per_thread;
         float *dsum = mine + 3 * SDPA_BR * SDPA_BC; /* (Lq) */

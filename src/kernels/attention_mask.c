@@ -52,6 +52,11 @@ void sdpa_mask_tile(float *s, int64_t lds, const sdpa_problem *p, int64_t b, int
     }
 }
 
+bool sdpa_parallel(const sdpa_problem *p)
+{
+    return (double)p->batch * (double)p->heads * (double)p->lq * (double)p->lk * (double)(p->d + p->dv) >= 1e6;
+}
+
 /* splitmix64 finaliser: a good 64-bit mix of the element index and the seed */
 static uint64_t mix64(uint64_t x)
 {

@@ -33,7 +33,7 @@ void sdpa_forward_ref(float *out, float *lse, float *weights, const float *q, co
 {
     const int64_t H = p->heads, Lq = p->lq, Lk = p->lk, D = p->d, Dv = p->dv;
     attn_gemm_set_threads(1);
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (sdpa_parallel(p))
     for (int64_t bh = 0; bh < p->batch * H; bh++) {
         int64_t b = bh / H, h = bh % H;
         float *w = weights + bh * Lq * Lk;        /* (Lq, Lk) */
@@ -67,7 +67,7 @@ void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const
 {
     const int64_t H = p->heads, Lq = p->lq, Lk = p->lk, D = p->d, Dv = p->dv;
     attn_gemm_set_threads(1);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(attn_get_num_threads())
+#pragma omp parallel for schedule(dynamic, 1) num_threads(attn_get_num_threads()) if (sdpa_parallel(p))
     for (int64_t bh = 0; bh < p->batch * H; bh++) {
         int tid = 0;
 #ifdef _OPENMP
