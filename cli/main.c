@@ -9,6 +9,7 @@ static const cli_command commands[] = {
     {"nw", cmd_nw, "seed 003: Nadaraya-Watson kernel regression trained with SGD, with its plot"},
     {"classify", cmd_classify, "seed 002: the self-attention IMDB classifier (train, eval, predict, explain)"},
     {"translate", cmd_translate, "translation with attention: Transformer or Bahdanau GRU, Multi30k en->fr, BLEU"},
+    {"plot", cmd_plot, "draw a saved attention matrix (e.g. attn op's weights) as a heatmap"},
     {"op", cmd_op, "run one attention mechanism on tensors from a safetensors file"},
 };
 

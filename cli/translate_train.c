@@ -34,6 +34,8 @@ static attn_status save(const translate_run *run, const attn_optim *opt, attn_ct
 }
 
 typedef struct train_state {
+    float *losses;     /* (steps) per-step training loss, for --plot-loss */
+    int64_t n_losses, cap_losses;
     attn_optim *opt;
     attn_ctx *ctx;
     attn_lr_schedule schedule;
@@ -79,6 +81,7 @@ static int run_epoch(translate_run *run, train_state *ts, const translate_split 
             break;
         }
         attn_ctx_reset(ts->ctx);
+        if (ts->n_losses < ts->cap_losses) ts->losses[ts->n_losses++] = (float)value;
         loss_sum += value;
         tokens += (double)b.tokens;
         steps++;
@@ -120,6 +123,8 @@ int translate_train(translate_run *run, const translate_split *train, const tran
         }
     }
     ts.per_epoch = (train->src.count + o->train.batch_size - 1) / o->train.batch_size;
+    ts.cap_losses = ts.per_epoch * o->train.epochs;
+    if (!(ts.losses = malloc((size_t)ts.cap_losses * sizeof *ts.losses))) code = cli_fail(CLI_ERR_DATA, "translate", "out of memory");
     ts.deadline = o->budget_min > 0 ? now_seconds() + 60.0 * (double)o->budget_min : 0;
     progress_start(&ts.prog, "translate train", ts.per_epoch * o->train.epochs, attn_optim_step_count(ts.opt));
     bool stopped = false;
@@ -132,6 +137,15 @@ int translate_train(translate_run *run, const translate_split *train, const tran
         if (code == CLI_OK && !stopped && o->train.checkpoint && save(run, ts.opt, ts.ctx, epoch + 1, 0) != ATTN_OK)
             code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
     }
+    if (code == CLI_OK && o->train.plot_loss && ts.n_losses > 0) {
+        attn_series s = {.label = "training loss (per step)", .y = ts.losses, .n = ts.n_losses};
+        attn_lineplot_opts po = {.title = "attn translate: training loss", .xlabel = "step",
+                                 .ylabel = "label-smoothed cross-entropy"};
+        if (attn_plot_lines(o->train.plot_loss, &s, 1, &po) != ATTN_OK)
+            code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+        else printf("wrote %s\n", o->train.plot_loss);
+    }
+    free(ts.losses);
     attn_ctx_free(ts.ctx);
     attn_optim_free(ts.opt);
     return code;
