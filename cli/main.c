@@ -10,6 +10,7 @@ static const cli_command commands[] = {
     {"classify", cmd_classify, "seed 002: the self-attention IMDB classifier (train, eval, predict, explain)"},
     {"translate", cmd_translate, "translation with attention: Transformer or Bahdanau GRU, Multi30k en->fr, BLEU"},
     {"plot", cmd_plot, "draw a saved attention matrix (e.g. attn op's weights) as a heatmap"},
+    {"bench", cmd_bench, "validate, then time the kernels and training steps (GFLOP/s, ms, memory)"},
     {"op", cmd_op, "run one attention mechanism on tensors from a safetensors file"},
 };
 
