@@ -16,10 +16,11 @@ def sh(cmd):
 
 def machine_line():
     cpu = sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").strip()
+    openblas = sh("dpkg-query -W -f='${Version}' libopenblas0-pthread")
+    torch = sh("dpkg-query -W -f='${Version}' python3-torch")
     return "\n".join([
         f"cpu: {cpu}, {sh('nproc')} cores; kernel {platform.release()}",
-        f"gcc: {sh('gcc -dumpfullversion')}; openblas: {sh(\"dpkg-query -W -f='${Version}' libopenblas0-pthread\")}",
-        f"python3-torch: {sh(\"dpkg-query -W -f='${Version}' python3-torch\")}",
+        f"gcc: {sh('gcc -dumpfullversion')}; openblas: {openblas}; python3-torch: {torch}",
         f"date: {sh('date -u +%Y-%m-%dT%H:%MZ')}",
     ])
 
@@ -34,7 +35,10 @@ def load(path):
     for line in open(path):
         rec = json.loads(line)
         tag, res = rec["tag"], rec.get("result")
-        if res is None:
+        if res is None or res.get("status", "ok") != "ok":
+            key = (res["L"], res["mask"], res["mode"]) if res else None
+            if key:
+                rows.setdefault(key, {})[tag] = {"error": res.get("status", "failed")}
             continue
         if tag.startswith("attn"):
             key = (res["L"], "causal" if res["causal"] else "none", "fwdbwd" if res["pass"] == "fwd+bwd" else "fwd")
@@ -49,6 +53,8 @@ def load(path):
 def cell(m, key):
     if not m:
         return "-", "-"
+    if "error" in m:
+        return m["error"], "-"
     lo, med, hi = m["ms"]
     g = flops(key[0], key[1] == "causal", key[2] == "fwdbwd") / (med * 1e-3) * 1e-9
     return f"{med:.1f} ({lo:.1f}–{hi:.1f})", f"{g:.1f}"
@@ -75,9 +81,10 @@ def main():
         rms, _ = cell(ref, key)
         tms, _ = cell(t, key)
         ttms, _ = cell(tt, key)
-        ratio = f"{t['ms'][1] / f['ms'][1]:.2f}×" if f and t else "-"
-        ratio_t = f"{tt['ms'][1] / f['ms'][1]:.2f}×" if f and tt else "-"
-        rss = f"{f['rss']:.0f} / {t['rss']:.0f}" if f and t else "-"
+        ok = lambda m: m and "ms" in m
+        ratio = f"{t['ms'][1] / f['ms'][1]:.2f}×" if ok(f) and ok(t) else "-"
+        ratio_t = f"{tt['ms'][1] / f['ms'][1]:.2f}×" if ok(f) and ok(tt) else "-"
+        rss = f"{f['rss']:.0f} / {t['rss']:.0f}" if ok(f) and ok(t) else "-"
         print(f"| {key[0]} | {key[1]} | {key[2]} | {fms} | {fg} | {rms} | {tms} | {ttms} | {ratio} | {ratio_t} | {rss} |")
 
 
