@@ -30,7 +30,8 @@ typedef struct classify_run {
 
 /* Trains (resuming when asked), saves checkpoints, prints the test accuracy at the end. */
 int classify_train(classify_run *run, const classify_split *train, const classify_split *test);
-/* Accuracy (%) and mean loss of the model on a split, in batches, without dropout. */
+/* Accuracy (%) and mean loss of the model on a split, in batches, without dropout. Every rank
+ * scores its share of the batches; every rank must call it. */
 int classify_evaluate(classify_run *run, const classify_split *split, double *accuracy,
                       double *loss);
 /* A padded (n, width) batch of rows of split with labels; widths per the model config. */

@@ -381,12 +381,13 @@ static int run_workload(const workload *w, bench_args a)
                    w->name, sdpa ? a.mode : "train", a.impl == ATTN_SDPA_REF ? "ref" : "fused",
                    a.causal ? "true" : "false", a.B, a.H, a.L, a.d, attn_get_num_threads(), r.t_min, r.t_med,
                    r.t_max, r.flop / r.t_med * 1e-9, r.items / r.t_med, r.unit, r.peak_bytes / 1048576.0);
-        else
-            printf("%-10s %-7s L=%-5ld B=%-3ld %s threads=%d  ms min/med/max %9.2f %9.2f %9.2f  GFLOP/s %6.1f%s%.1f %s"
-                   "  arena %.1f MiB\n",
-                   w->name, sdpa ? a.mode : "train", a.L, a.B, a.causal ? "causal" : "      ", attn_get_num_threads(),
-                   1e3 * r.t_min, 1e3 * r.t_med, 1e3 * r.t_max, r.flop / r.t_med * 1e-9, r.items > 0 ? "  " : "",
-                   r.items > 0 ? r.items / r.t_med : 0.0, r.items > 0 ? r.unit : "", r.peak_bytes / 1048576.0);
+        else {
+            printf("%-10s %-7s L=%-5ld B=%-3ld %s threads=%d  ms min/med/max %9.2f %9.2f %9.2f  GFLOP/s %6.1f",
+                   w->name, sdpa ? a.mode : "train", a.L, a.B, a.causal ? "causal" : "      ",
+                   attn_get_num_threads(), 1e3 * r.t_min, 1e3 * r.t_med, 1e3 * r.t_max, r.flop / r.t_med * 1e-9);
+            if (r.items > 0) printf("  %.1f %s", r.items / r.t_med, r.unit);
+            printf("  arena %.1f MiB\n", r.peak_bytes / 1048576.0);
+        }
         fflush(stdout);
     }
     free(t);

@@ -1,6 +1,7 @@
 /* attn classify train|eval|predict|explain: seed 002's self-attention sentiment classifier on
  * IMDB reviews (aclImdb layout; the shipped mini set by default). */
 #include "classify.h"
+#include "dist.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,7 +180,8 @@ int classify_evaluate(classify_run *run, const classify_split *split, double *ac
         attn_ctx_set_grad_enabled(ctx, false);
         attn_ctx_set_training(ctx, false);
     }
-    for (int64_t start = 0; code == CLI_OK && start < split->count; start += bs) {
+    /* under mpirun each rank scores every dist_size()-th batch; the sums are added at the end */
+    for (int64_t start = bs * dist_rank(); code == CLI_OK && start < split->count; start += bs * dist_size()) {
         int64_t n = split->count - start < bs ? split->count - start : bs, width;
         for (int64_t i = 0; i < n; i++) rows[i] = start + i;
         attn_tensor *logits = NULL, *l = NULL;
@@ -198,8 +200,10 @@ int classify_evaluate(classify_run *run, const classify_split *split, double *ac
         }
         attn_ctx_reset(ctx);
     }
-    *accuracy = split->count ? 100.0 * (double)correct / (double)split->count : 0.0;
-    *loss = split->count ? loss_sum / (double)split->count : 0.0;
+    double sums[2] = {(double)correct, loss_sum};
+    if (code == CLI_OK) dist_sum(sums, 2);
+    *accuracy = split->count ? 100.0 * sums[0] / (double)split->count : 0.0;
+    *loss = split->count ? sums[1] / (double)split->count : 0.0;
     free(ids);
     attn_ctx_free(ctx);
     return code;
@@ -312,7 +316,7 @@ static int do_train(classify_run *run, classify_options *o)
                (long long)train.count, (long long)test.count, o->data,
                (long long)attn_vocab_size(run->vocab), now_seconds() - t0);
         char *vp = vocab_path(o->train.checkpoint);
-        if (!vp || attn_vocab_save(run->vocab, vp) != ATTN_OK)
+        if (!vp || (dist_rank() == 0 && attn_vocab_save(run->vocab, vp) != ATTN_OK))
             code = cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
         free(vp);
     }

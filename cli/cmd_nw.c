@@ -101,10 +101,19 @@ static attn_status load(nw_data *d, const char *path)
     if (st != ATTN_OK) return st;
     if (d->x_train->ndim != 1 || !attn_same_shape(d->x_train, d->y_train) || d->x_train->numel < 3 ||
         d->x_test->ndim != 1 || !attn_same_shape(d->x_test, d->y_true)) {
+        attn_clear_error(); /* the message is ours, printed here */
         fprintf(stderr, "attn nw: %s: expected 1-D x_train and y_train of one length >= 3, and 1-D "
                         "x_test and y_true of one length\n", path);
         return ATTN_ERR_SHAPE;
     }
+    for (int i = 0; i < 4; i++)
+        for (int64_t j = 0; j < (*slots[i])->numel; j++)
+            if (!isfinite((*slots[i])->data[j])) {
+                attn_clear_error();
+                fprintf(stderr, "attn nw: %s: %s[%lld] is %g; expected finite values\n", path, names[i],
+                        (long long)j, (*slots[i])->data[j]);
+                return ATTN_ERR_NUMERIC;
+            }
     return ATTN_OK;
 }
 
@@ -221,7 +230,7 @@ int cmd_nw(int argc, char **argv)
     attn_status st = o.data ? load(&d, o.data) : generate(&d, o.n_train, o.seed);
     if (st != ATTN_OK) {
         free_data(&d);
-        return cli_fail(CLI_ERR_DATA, "nw", "%s", attn_last_error());
+        return attn_last_status() != ATTN_OK ? cli_fail(CLI_ERR_DATA, "nw", "%s", attn_last_error()) : CLI_ERR_DATA;
     }
     attn_params *p = attn_params_new();
     attn_tensor *w = p ? attn_params_add(p, "w", 0, NULL) : NULL;

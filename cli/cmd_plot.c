@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static void help(void)
 {
@@ -75,6 +76,9 @@ static int parse(int argc, char **argv, plot_args *a)
     }
     if (!a->in || !a->tensor || !a->out)
         return cli_fail(CLI_ERR_USAGE, "plot", "--in, --tensor and --out are required (see attn plot --help)");
+    const char *ext = strrchr(a->out, '.');
+    if (!ext || (strcasecmp(ext, ".png") && strcasecmp(ext, ".svg") && strcasecmp(ext, ".pdf")))
+        return cli_fail(CLI_ERR_USAGE, "plot", "--out %s: expected a .png, .svg or .pdf file name", a->out);
     return CLI_OK;
 }
 

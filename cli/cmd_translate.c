@@ -2,6 +2,7 @@
  * GRU) on Multi30k en->fr by default, corpus BLEU on test_2016_flickr, cross-attention
  * heatmaps of single translations. */
 #include "translate.h"
+#include "dist.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,7 +225,8 @@ int translate_val_loss(translate_run *run, const translate_split *split, double 
         attn_ctx_set_grad_enabled(ctx, false);
         attn_ctx_set_training(ctx, false);
     }
-    for (int64_t start = 0; code == CLI_OK && start < split->src.count; start += 128) {
+    /* under mpirun each rank scores every dist_size()-th batch; the sums are added at the end */
+    for (int64_t start = 128 * dist_rank(); code == CLI_OK && start < split->src.count; start += 128 * dist_size()) {
         int64_t n = split->src.count - start < 128 ? split->src.count - start : 128;
         for (int64_t i = 0; i < n; i++) rows[i] = start + i;
         attn_tensor *l = translate_batch_fill(&b, run, split, rows, n) == ATTN_OK ? translate_loss(ctx, run, &b) : NULL;
@@ -238,7 +240,9 @@ int translate_val_loss(translate_run *run, const translate_split *split, double 
         count += (double)tokens;
         attn_ctx_reset(ctx);
     }
-    *loss = count > 0 ? sum / count : 0;
+    double sums[2] = {sum, count};
+    if (code == CLI_OK) dist_sum(sums, 2);
+    *loss = sums[1] > 0 ? sums[0] / sums[1] : 0;
     translate_batch_free(&b);
     free(rows);
     attn_ctx_free(ctx);
@@ -261,6 +265,7 @@ static char *detok(const translate_run *run, const int64_t *ids, int64_t n, attn
 
 int translate_evaluate(translate_run *run, const translate_split *split, const char *name)
 {
+    if (dist_rank() != 0) return CLI_OK; /* under mpirun, rank 0 alone decodes and reports */
     const int64_t bs = 100, n_all = split->src.count, max_extra = 10;
     attn_ctx *ctx = attn_ctx_new(0);
     translate_batch b = {0};
@@ -409,7 +414,8 @@ static int do_train(translate_run *run, translate_options *o)
     int code = run->tgt_vocab ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
     if (code == CLI_OK) {
         char *sp = vocab_path(o->train.checkpoint, "src"), *tp = vocab_path(o->train.checkpoint, "tgt");
-        if (!sp || !tp || attn_vocab_save(run->src_vocab, sp) != ATTN_OK || attn_vocab_save(run->tgt_vocab, tp) != ATTN_OK)
+        if (!sp || !tp || (dist_rank() == 0 && (attn_vocab_save(run->src_vocab, sp) != ATTN_OK ||
+                                                attn_vocab_save(run->tgt_vocab, tp) != ATTN_OK)))
             code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
         free(sp);
         free(tp);

@@ -1,5 +1,7 @@
-/* attn: the command-line program. Dispatches to one subcommand per file. */
+/* attn: the command-line program. Dispatches to one subcommand per file; started by mpirun, it
+ * first joins the MPI job (dist.h) and leaves it with the subcommand's exit status. */
 #include "cli.h"
+#include "dist.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -23,7 +25,7 @@ static void usage(FILE *out)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
@@ -42,4 +44,10 @@ int main(int argc, char **argv)
     fprintf(stderr, "attn: unknown command \"%s\"\n", argv[1]);
     usage(stderr);
     return CLI_ERR_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    if (!dist_init(&argc, &argv)) return CLI_ERR_USAGE;
+    return dist_finish(dispatch(argc, argv));
 }

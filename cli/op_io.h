@@ -37,5 +37,7 @@ const op_mechanism *op_find(const char *name);
  * CLI exit code (the message already printed). */
 int op_execute(op_run *run, const op_mechanism *mech);
 void op_run_free(op_run *run);
+/* false (with a message naming the tensor and the index) when t holds NaN or Inf. */
+bool op_check_finite(const attn_tensor *t, const char *name);
 
 #endif

@@ -1,18 +1,43 @@
 /* attn op: one forward function per mechanism, plus the shared plumbing of op_io.h. */
 #include "op_io.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- inputs ---- */
 
+/* NaN or Inf in an input, a parameter or grad_out is refused with the tensor's name and the
+ * element's index (PyTorch would propagate it silently into every output). */
+bool op_check_finite(const attn_tensor *t, const char *name)
+{
+    for (int64_t i = 0; i < t->numel; i++) {
+        if (isfinite(t->data[i])) continue;
+        char idx[96];
+        size_t n = 0;
+        int64_t rest = i;
+        int64_t coord[ATTN_MAX_DIMS] = {0};
+        for (int d = t->ndim - 1; d >= 0; d--) {
+            coord[d] = t->shape[d] ? rest % t->shape[d] : 0;
+            rest = t->shape[d] ? rest / t->shape[d] : 0;
+        }
+        idx[0] = '\0';
+        for (int d = 0; d < t->ndim && n < sizeof idx; d++)
+            n += (size_t)snprintf(idx + n, sizeof idx - n, "%s%lld", d ? ", " : "", (long long)coord[d]);
+        fprintf(stderr, "attn op: tensor \"%s\" has %s at index (%s); expected finite values\n", name,
+                isnan(t->data[i]) ? "NaN" : t->data[i] > 0 ? "+Inf" : "-Inf", idx);
+        return false;
+    }
+    return true;
+}
+
 /* Input `name` as a float tensor with requires_grad (NULL + message if missing). */
 static attn_tensor *input(op_run *run, const char *name, const char *grad_name)
 {
     attn_tensor *t = attn_st_load(run->file, name, NULL);
     if (!t) return NULL;
-    if (run->n_inputs == 3) {
+    if (run->n_inputs == 3 || !op_check_finite(t, name)) {
         attn_tensor_free(t);
         return NULL;
     }
@@ -88,9 +113,10 @@ static bool has(const op_run *run, const char *prefix, const char *name)
     return attn_st_find(run->file, full) != NULL;
 }
 
-/* Copies rows [row0, row0 + rows) of dst from tensor `name` (seed naming alias). */
-static attn_status copy_rows(const op_run *run, attn_tensor *dst, int64_t row0, const char *prefix,
-                             const char *name)
+/* Copies rows [row0, row0 + rows) of dst from tensor `name` (seed naming alias), which must be
+ * (rows, width) for a 2-D dst, (rows) for a 1-D one. */
+static attn_status copy_rows(const op_run *run, attn_tensor *dst, int64_t row0, int64_t rows,
+                             const char *prefix, const char *name)
 {
     char full[256];
     snprintf(full, sizeof full, "%s%s", prefix, name);
@@ -98,10 +124,16 @@ static attn_status copy_rows(const op_run *run, attn_tensor *dst, int64_t row0, 
     if (!src) return attn_last_status();
     int64_t width = dst->ndim == 2 ? dst->shape[1] : 1;
     attn_status st = ATTN_OK;
-    if (src->numel + row0 * width > dst->numel || (dst->ndim == 2 && src->shape[src->ndim - 1] != width)) {
-        char a[64], b[64];
-        fprintf(stderr, "attn op: %s has shape %s, which does not fit rows of %s\n", full,
-                attn_shape_str(src, a, 64), attn_shape_str(dst, b, 64));
+    if (!op_check_finite(src, full)) st = ATTN_ERR_NUMERIC;
+    else if (src->ndim != dst->ndim || src->shape[0] != rows || (dst->ndim == 2 && src->shape[1] != width) ||
+             (row0 + rows) * width > dst->numel) {
+        char a[64];
+        if (dst->ndim == 2)
+            fprintf(stderr, "attn op: %s has shape %s, expected (%lld, %lld)\n", full, attn_shape_str(src, a, 64),
+                    (long long)rows, (long long)width);
+        else
+            fprintf(stderr, "attn op: %s has shape %s, expected (%lld)\n", full, attn_shape_str(src, a, 64),
+                    (long long)rows);
         st = ATTN_ERR_SHAPE;
     } else
         memcpy(dst->data + row0 * width, src->data, (size_t)src->numel * sizeof(float));
@@ -115,13 +147,19 @@ static attn_status load_seed_mha(op_run *run, const char *prefix, const attn_mha
 {
     const char *w[3] = {"Wq.weight", "Wk.weight", "Wv.weight"};
     const char *b[3] = {"Wq.bias", "Wk.bias", "Wv.bias"};
-    for (int i = 0; i < 3; i++) {
-        if (copy_rows(run, m->in_proj_weight, i * m->embed_dim, prefix, w[i]) != ATTN_OK) return attn_last_status();
-        if (m->in_proj_bias && copy_rows(run, m->in_proj_bias, i * m->embed_dim, prefix, b[i]) != ATTN_OK)
-            return attn_last_status();
+    attn_status st; /* copy_rows' status itself: its messages are printed, not kept */
+    if (!m->in_proj_weight) { /* kdim or vdim differ from E: separate q/k/v projections */
+        fprintf(stderr, "attn op: seed 002's names (%sWq.weight, ...) need q, k and v of one width E; "
+                        "use q_proj_weight, k_proj_weight, v_proj_weight otherwise\n", prefix);
+        return ATTN_ERR_SHAPE;
     }
-    if (copy_rows(run, m->out_proj.weight, 0, prefix, "fc_out.weight") != ATTN_OK) return attn_last_status();
-    return m->out_proj.bias ? copy_rows(run, m->out_proj.bias, 0, prefix, "fc_out.bias") : ATTN_OK;
+    for (int i = 0; i < 3; i++) {
+        if ((st = copy_rows(run, m->in_proj_weight, i * m->embed_dim, m->embed_dim, prefix, w[i])) != ATTN_OK) return st;
+        if (m->in_proj_bias && (st = copy_rows(run, m->in_proj_bias, i * m->embed_dim, m->embed_dim, prefix, b[i])) != ATTN_OK)
+            return st;
+    }
+    if ((st = copy_rows(run, m->out_proj.weight, 0, m->embed_dim, prefix, "fc_out.weight")) != ATTN_OK) return st;
+    return m->out_proj.bias ? copy_rows(run, m->out_proj.bias, 0, m->embed_dim, prefix, "fc_out.bias") : ATTN_OK;
 }
 
 /* Every registered parameter from the file by name; those under an MHA prefix that uses seed
@@ -137,6 +175,7 @@ static attn_status load_params(op_run *run, const char *seed_prefix)
         }
         if (attn_st_copy_into(run->file, name, attn_params_at(run->params, i)) != ATTN_OK)
             return attn_last_status();
+        if (!op_check_finite(attn_params_at(run->params, i), name)) return ATTN_ERR_NUMERIC;
     }
     return ATTN_OK;
 }
@@ -329,6 +368,7 @@ int op_execute(op_run *run, const op_mechanism *mech)
     attn_tensor *g = NULL;
     if (attn_st_find(run->file, "grad_out") && !(g = attn_st_load(run->file, "grad_out", run->ctx)))
         return cli_fail(CLI_ERR_DATA, "op", "%s", attn_last_error());
+    if (g && !op_check_finite(g, "grad_out")) return CLI_ERR_DATA;
     attn_st_close(run->file); /* everything is loaded: give its bytes back before the backward */
     run->file = NULL;
     if (!g) return CLI_OK;

@@ -1,5 +1,7 @@
 /* Shared pieces of the training subcommands (see train_common.h). */
 #include "train_common.h"
+#include "dist.h"
+#include "train_guard.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -21,14 +23,18 @@ void train_options_help(void)
            "  --checkpoint PATH     save the run there after every epoch (atomically)\n"
            "  --checkpoint-every N  also every N steps\n"
            "  --resume              continue the run saved at --checkpoint\n"
-           "  --plot-loss FILE      the training loss curve (.png/.svg/.pdf)\n");
+           "  --max-steps N         stop after N steps in all (then evaluate, as at the end)\n"
+           "  --log-steps           print every step's loss in full precision\n"
+           "  --plot-loss FILE      the training loss curve (.png/.svg/.pdf)\n"
+           "under mpirun -np R, each of the R ranks takes --batch-size examples of every step\n"
+           "(global batch = batch size x R); rank 0 prints and writes every file\n");
 }
 
 int train_options_parse(train_options *o, const char *cmd, int argc, char **argv, int *i)
 {
     const char *opt = argv[*i], *v;
-    if (!strcmp(opt, "--resume")) {
-        o->resume = true;
+    if (!strcmp(opt, "--resume") || !strcmp(opt, "--log-steps")) {
+        *(!strcmp(opt, "--resume") ? &o->resume : &o->log_steps) = true;
         return 1;
     }
     const char **str = !strcmp(opt, "--checkpoint") ? &o->checkpoint : !strcmp(opt, "--plot-loss") ? &o->plot_loss : NULL;
@@ -36,6 +42,7 @@ int train_options_parse(train_options *o, const char *cmd, int argc, char **argv
         {"--epochs", &o->epochs, 1, 100000},       {"--batch-size", &o->batch_size, 1, 65536},
         {"--max-len", &o->max_len, 1, 100000},     {"--seed", &o->seed, 0, 2147483647L},
         {"--threads", &o->threads, 1, 1024},       {"--checkpoint-every", &o->checkpoint_every, 1, 1L << 40},
+        {"--max-steps", &o->max_steps, 1, 1L << 40},
     };
     int num = -1;
     for (int k = 0; k < (int)(sizeof nums / sizeof nums[0]); k++)
@@ -56,10 +63,12 @@ double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void progress_start(progress *p, const char *cmd, int64_t total_steps, int64_t done_steps)
+void progress_start(progress *p, const char *cmd, int64_t total_steps, int64_t done_steps,
+                    bool log_steps)
 {
-    *p = (progress){.cmd = cmd, .tty = isatty(STDERR_FILENO), .start = now_seconds(),
-                    .total_steps = total_steps, .done_steps = done_steps};
+    const bool show = dist_rank() == 0;
+    *p = (progress){.cmd = cmd, .show = show, .tty = show && isatty(STDERR_FILENO), .log_steps = show && log_steps,
+                    .start = now_seconds(), .total_steps = total_steps, .done_steps = done_steps};
     p->last_print = p->start;
 }
 
@@ -75,9 +84,14 @@ void progress_step(progress *p, long epoch, int64_t batch, int64_t batches, doub
 {
     p->done_steps++;
     p->tokens += tokens;
+    if (p->log_steps) {
+        printf("step %" PRId64 " (epoch %ld, batch %" PRId64 "/%" PRId64 "): loss %.9g\n", p->done_steps,
+               epoch + 1, batch + 1, batches, loss);
+        fflush(stdout);
+    }
     double t = now_seconds(), elapsed = t - p->start;
     bool last = batch + 1 == batches;
-    if (!last && t - p->last_print < (p->tty ? 0.25 : 30.0)) return;
+    if (!p->show || (!last && t - p->last_print < (p->tty ? 0.25 : 30.0))) return;
     p->last_print = t;
     char eta[32];
     format_eta(eta, sizeof eta, elapsed / (double)p->done_steps * (double)(p->total_steps - p->done_steps));
@@ -92,25 +106,71 @@ void progress_end(progress *p)
     if (p->tty) fputc('\n', stderr);
 }
 
+/* Rank 0's RNG state has its own keys (run.rng_state, ...), as in checkpoints of one process;
+ * rank r >= 1 has run.rank<r>.rng = "state inc has_spare spare". */
+enum { RUN_KEYS = 7, VAL_LEN = 96 };
+
+static void rank_rng_format(char *buf, const attn_rng *r)
+{
+    snprintf(buf, VAL_LEN, "%" PRIu64 " %" PRIu64 " %d %a", r->state, r->inc, r->has_spare, (double)r->spare);
+}
+
+static bool rank_rng_parse(const char *s, attn_rng *out)
+{
+    attn_rng r;
+    double spare;
+    if (!s || sscanf(s, "%" SCNu64 " %" SCNu64 " %d %la", &r.state, &r.inc, &r.has_spare, &spare) != 4) return false;
+    r.spare = (float)spare;
+    *out = r;
+    return true;
+}
+
+/* Rank 0: the file, with rngs[r] the RNG state of rank r. */
+static attn_status save_root(const char *path, const attn_params *p, const attn_optim *opt,
+                             const run_position *pos, const attn_rng *rngs, const char *const *kv, int n_kv)
+{
+    static const char *const keys[RUN_KEYS] = {"run.epoch", "run.batch", "run.global_batch", "run.rng_state",
+                                               "run.rng_inc", "run.rng_has_spare", "run.rng_spare"};
+    const int ranks = dist_size(), n_run = RUN_KEYS + ranks - 1;
+    char (*vals)[VAL_LEN] = malloc((size_t)n_run * sizeof *vals), (*names)[32] = malloc((size_t)ranks * sizeof *names);
+    const char **all = malloc((size_t)(2 * (n_run + n_kv)) * sizeof *all);
+    attn_status st = vals && names && all ? ATTN_OK : ATTN_ERR_NOMEM;
+    if (st == ATTN_OK) {
+        snprintf(vals[0], VAL_LEN, "%ld", pos->epoch);
+        snprintf(vals[1], VAL_LEN, "%" PRId64, pos->batch);
+        snprintf(vals[2], VAL_LEN, "%" PRId64, pos->global_batch);
+        snprintf(vals[3], VAL_LEN, "%" PRIu64, pos->rng.state);
+        snprintf(vals[4], VAL_LEN, "%" PRIu64, pos->rng.inc);
+        snprintf(vals[5], VAL_LEN, "%d", pos->rng.has_spare);
+        snprintf(vals[6], VAL_LEN, "%a", (double)pos->rng.spare);
+        for (int i = 0; i < RUN_KEYS; i++) all[2 * i] = keys[i], all[2 * i + 1] = vals[i];
+        for (int r = 1; r < ranks; r++) {
+            const int at = RUN_KEYS + r - 1;
+            snprintf(names[r], sizeof names[r], "run.rank%d.rng", r);
+            rank_rng_format(vals[at], &rngs[r]);
+            all[2 * at] = names[r], all[2 * at + 1] = vals[at];
+        }
+        memcpy(all + 2 * n_run, kv, (size_t)(2 * n_kv) * sizeof *kv);
+        st = attn_checkpoint_save(path, p, opt, all, n_run + n_kv);
+    }
+    free(vals);
+    free(names);
+    free(all);
+    return st;
+}
+
 attn_status run_checkpoint_save(const char *path, const attn_params *p, const attn_optim *opt,
                                 const run_position *pos, const char *const *kv, int n_kv)
 {
-    enum { RUN_KEYS = 5, MAX_KV = 64 };
-    if (n_kv + RUN_KEYS > MAX_KV) return ATTN_ERR_ARG;
-    char vals[RUN_KEYS][32];
-    snprintf(vals[0], 32, "%ld", pos->epoch);
-    snprintf(vals[1], 32, "%" PRId64, pos->batch);
-    snprintf(vals[2], 32, "%" PRIu64, pos->rng.state);
-    snprintf(vals[3], 32, "%" PRIu64, pos->rng.inc);
-    snprintf(vals[4], 32, "%d", pos->rng.has_spare);
-    const char *all[2 * MAX_KV] = {"run.epoch", vals[0], "run.batch", vals[1], "run.rng_state", vals[2],
-                                   "run.rng_inc", vals[3], "run.rng_has_spare", vals[4]};
-    char spare[32];
-    snprintf(spare, sizeof spare, "%a", (double)pos->rng.spare);
-    all[2 * RUN_KEYS] = "run.rng_spare";
-    all[2 * RUN_KEYS + 1] = spare;
-    memcpy(all + 2 * (RUN_KEYS + 1), kv, (size_t)(2 * n_kv) * sizeof *kv);
-    return attn_checkpoint_save(path, p, opt, all, RUN_KEYS + 1 + n_kv);
+    /* NaN or Inf parameters never replace a good checkpoint (every rank holds the same ones) */
+    if (train_guard_params(p, path, pos->epoch, pos->batch) != ATTN_OK) return attn_last_status();
+    const bool root = dist_rank() == 0;
+    attn_rng *rngs = root ? malloc((size_t)dist_size() * sizeof *rngs) : NULL;
+    if (root && !rngs) return ATTN_ERR_NOMEM; /* the others wait in the gather until the job stops */
+    dist_gather(&pos->rng, rngs, sizeof pos->rng);
+    attn_status st = root ? save_root(path, p, opt, pos, rngs, kv, n_kv) : ATTN_OK;
+    free(rngs);
+    return st;
 }
 
 bool checkpoint_meta_long(const attn_st_file *f, const char *key, long *out)
@@ -124,28 +184,106 @@ bool checkpoint_meta_long(const attn_st_file *f, const char *key, long *out)
     return true;
 }
 
-attn_status run_checkpoint_load(const char *path, attn_params *p, attn_optim *opt, run_position *pos)
+typedef struct rank_rng {
+    attn_rng rng;
+    int have; /* the checkpoint has this rank's state */
+} rank_rng;
+
+/* Rank 0's RNG state from its own keys. */
+static bool root_rng_read(const attn_st_file *f, attn_rng *out)
 {
-    if (attn_checkpoint_load(path, p, opt, true) != ATTN_OK) return attn_last_status();
-    attn_st_file *f = attn_st_open(path);
-    if (!f) return attn_last_status();
-    long epoch, has_spare;
-    const char *batch = attn_st_metadata(f, "run.batch"), *state = attn_st_metadata(f, "run.rng_state");
-    const char *inc = attn_st_metadata(f, "run.rng_inc"), *spare = attn_st_metadata(f, "run.rng_spare");
-    attn_status st = ATTN_OK;
-    if (!checkpoint_meta_long(f, "run.epoch", &epoch) || !batch || !state || !inc || !spare ||
-        !checkpoint_meta_long(f, "run.rng_has_spare", &has_spare)) {
-        fprintf(stderr, "attn: %s has no run position (run.epoch, run.batch, run.rng_*); it was not "
-                        "written by a training command\n", path);
-        st = ATTN_ERR_FORMAT;
+    const char *state = attn_st_metadata(f, "run.rng_state"), *inc = attn_st_metadata(f, "run.rng_inc");
+    const char *spare = attn_st_metadata(f, "run.rng_spare");
+    long has_spare;
+    if (!state || !inc || !spare || !checkpoint_meta_long(f, "run.rng_has_spare", &has_spare)) return false;
+    out->state = strtoull(state, NULL, 10);
+    out->inc = strtoull(inc, NULL, 10);
+    out->has_spare = (int)has_spare;
+    out->spare = (float)strtod(spare, NULL);
+    return true;
+}
+
+/* Rank 0: parameters, optimizer and position from the checkpoint, and every rank's RNG state. */
+static int load_root(const char *cmd, const char *path, attn_params *p, attn_optim *opt,
+                     run_position *pos, rank_rng *rngs)
+{
+    attn_st_file *f = NULL;
+    if (attn_checkpoint_load(path, p, opt, true) != ATTN_OK || !(f = attn_st_open(path)))
+        return cli_fail(CLI_ERR_DATA, cmd, "resume: %s", attn_last_error());
+    long epoch, global;
+    const char *batch = attn_st_metadata(f, "run.batch");
+    int code = CLI_OK;
+    if (!checkpoint_meta_long(f, "run.epoch", &epoch) || !batch || !root_rng_read(f, &pos->rng)) {
+        code = cli_fail(CLI_ERR_DATA, cmd, "resume: %s has no run position (run.epoch, run.batch, run.rng_*); "
+                        "it was not written by a training command", path);
+    } else if (checkpoint_meta_long(f, "run.global_batch", &global) && global != pos->global_batch) {
+        code = cli_fail(CLI_ERR_USAGE, cmd, "resume: %s was written with a global batch of %ld examples "
+                        "(--batch-size x ranks); this run has %lld x %d = %lld: resume with the same product",
+                        path, global, (long long)(pos->global_batch / dist_size()), dist_size(),
+                        (long long)pos->global_batch);
     } else {
         pos->epoch = epoch;
         pos->batch = strtoll(batch, NULL, 10);
-        pos->rng.state = strtoull(state, NULL, 10);
-        pos->rng.inc = strtoull(inc, NULL, 10);
-        pos->rng.has_spare = (int)has_spare;
-        pos->rng.spare = (float)strtod(spare, NULL);
+        rngs[0] = (rank_rng){.rng = pos->rng, .have = 1};
+        int missing = 0;
+        for (int r = 1; r < dist_size(); r++) {
+            char key[32];
+            snprintf(key, sizeof key, "run.rank%d.rng", r);
+            rngs[r].have = rank_rng_parse(attn_st_metadata(f, key), &rngs[r].rng);
+            missing += !rngs[r].have;
+        }
+        if (missing)
+            printf("note: %s has no dropout RNG state for %d of the %d ranks (it was written by fewer); "
+                   "they start fresh streams\n", path, missing, dist_size());
     }
     attn_st_close(f);
-    return st;
+    return code;
+}
+
+/* Rank 0's parameters, optimizer state and step count, and run position, on every rank. */
+static void share_run(attn_params *p, attn_optim *opt, run_position *pos)
+{
+    dist_broadcast_floats(attn_params_data_block(p), attn_params_numel(p));
+    for (size_t i = 0; i < attn_optim_state_count(opt); i++) {
+        const char *name;
+        float *data;
+        int64_t numel;
+        if (attn_optim_state_at(opt, i, &name, &data, &numel) == ATTN_OK) dist_broadcast_floats(data, numel);
+    }
+    int64_t where[3] = {attn_optim_step_count(opt), pos->epoch, pos->batch};
+    dist_broadcast_bytes(where, sizeof where);
+    attn_optim_set_step_count(opt, where[0]);
+    pos->epoch = (long)where[1];
+    pos->batch = where[2];
+}
+
+int run_start(const char *cmd, const char *resume, attn_params *p, attn_optim *opt, run_position *pos)
+{
+    rank_rng *rngs = calloc((size_t)dist_size(), sizeof *rngs), mine = {0};
+    int code = rngs ? CLI_OK : cli_fail(CLI_ERR_DATA, cmd, "out of memory");
+    /* a failure on rank 0 leaves the others in share_run until dist_finish stops the job */
+    if (code == CLI_OK && resume && dist_rank() == 0) code = load_root(cmd, resume, p, opt, pos, rngs);
+    if (code == CLI_OK) {
+        share_run(p, opt, pos);
+        if (resume) {
+            dist_scatter(rngs, &mine, sizeof mine);
+            if (mine.have) pos->rng = mine.rng;
+        }
+    }
+    free(rngs);
+    return code;
+}
+
+const int64_t *batch_shard(const attn_batches *batches, int64_t b, int64_t per_rank, int64_t *n)
+{
+    const int64_t start = batches->offsets[b], len = batches->offsets[b + 1] - start;
+    int64_t first = (int64_t)dist_rank() * per_rank;
+    if (first > len) first = len;
+    *n = len - first < per_rank ? len - first : per_rank;
+    return batches->rows + start + first;
+}
+
+uint64_t rank_dropout_seed(long seed)
+{
+    return (uint64_t)seed + 17 + (uint64_t)dist_rank() * 0x9E3779B97F4A7C15u;
 }

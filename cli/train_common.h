@@ -1,6 +1,7 @@
 /* What the training subcommands share: the common options, a progress line (a live line on a
- * terminal, plain log lines otherwise), and checkpoints that carry the run's position (epoch,
- * batch, RNG state) so a resumed run continues with the same losses. */
+ * terminal, plain log lines otherwise), checkpoints that carry the run's position (epoch,
+ * batch, RNG state of every rank) so a resumed run continues with the same losses, and the
+ * shard of each batch that one rank of a data-parallel run trains on (dist.h). */
 #ifndef ATTN_CLI_TRAIN_COMMON_H
 #define ATTN_CLI_TRAIN_COMMON_H
 
@@ -8,9 +9,10 @@
 
 typedef struct train_options {
     long epochs, batch_size, max_len, seed, threads, checkpoint_every;
+    long max_steps; /* 0: no limit */
     double lr;
     const char *checkpoint, *plot_loss;
-    bool resume;
+    bool resume, log_steps;
 } train_options;
 
 /* Consumes argv[*i] (and its value) when it is a common option: 1 consumed, 0 not common,
@@ -18,34 +20,53 @@ typedef struct train_options {
 int train_options_parse(train_options *o, const char *cmd, int argc, char **argv, int *i);
 void train_options_help(void);
 
+/* Shown on rank 0 only. */
 typedef struct progress {
     const char *cmd;
-    bool tty;
+    bool show, tty, log_steps;
     double start, last_print;
     int64_t total_steps, done_steps;
     double tokens;
 } progress;
 
-void progress_start(progress *p, const char *cmd, int64_t total_steps, int64_t done_steps);
-/* After one training step of `tokens` tokens. */
+/* log_steps: also one stdout line per step with its loss in full precision (--log-steps). */
+void progress_start(progress *p, const char *cmd, int64_t total_steps, int64_t done_steps,
+                    bool log_steps);
+/* After one training step of `tokens` tokens (over all ranks). */
 void progress_step(progress *p, long epoch, int64_t batch, int64_t batches, double loss,
                    double tokens);
 void progress_end(progress *p);
 double now_seconds(void);
 
-/* Where a run is: batches [0, batch) of epoch `epoch` (from 0) are done; the ctx RNG state. */
+/* Where a run is: batches [0, batch) of epoch `epoch` (from 0) are done, each of global_batch
+ * examples (--batch-size x ranks); rng is this rank's ctx RNG state (dropout). */
 typedef struct run_position {
     long epoch;
-    int64_t batch;
+    int64_t batch, global_batch;
     attn_rng rng;
 } run_position;
 
-/* Checkpoint with the run position and the caller's key/values (model config) as metadata. */
+/* Every rank, at the start of training: resume (when not NULL) is the checkpoint rank 0 loads
+ * into p, opt and pos (its global batch must be pos->global_batch); then every rank takes rank
+ * 0's parameters, optimizer state and position, and its own RNG state from the checkpoint (kept
+ * as given in pos->rng when the checkpoint has none for this rank). CLI_OK, or an exit status
+ * with the message printed. */
+int run_start(const char *cmd, const char *resume, attn_params *p, attn_optim *opt,
+              run_position *pos);
+/* Every rank: rank 0 writes the checkpoint with the run position, every rank's RNG state and
+ * the caller's key/values (model config) as metadata; the other ranks return ATTN_OK. */
 attn_status run_checkpoint_save(const char *path, const attn_params *p, const attn_optim *opt,
                                 const run_position *pos, const char *const *kv, int n_kv);
-attn_status run_checkpoint_load(const char *path, attn_params *p, attn_optim *opt,
-                                run_position *pos);
 /* A metadata value of a checkpoint as an integer (for the model config before building it). */
 bool checkpoint_meta_long(const attn_st_file *f, const char *key, long *out);
+
+/* The seed of this rank's dropout stream: seed + 17 on rank 0 (as a one-process run), another
+ * stream on every other rank. */
+uint64_t rank_dropout_seed(long seed);
+
+/* This rank's rows of global batch b (split in shards of per_rank rows, rank r taking rows
+ * [r * per_rank, (r + 1) * per_rank)): returns them and their count in *n (0 when a short last
+ * batch leaves none for this rank). */
+const int64_t *batch_shard(const attn_batches *batches, int64_t b, int64_t per_rank, int64_t *n);
 
 #endif

@@ -30,9 +30,10 @@ typedef struct translate_run {
 
 int translate_train(translate_run *run, const translate_split *train, const translate_split *val);
 /* Greedy-decodes a split and prints corpus BLEU (sacrebleu 13a on detokenised text, lowercased,
- * and on tokens); hyps (may be NULL) receives the detokenised outputs. */
+ * and on tokens); hyps (may be NULL) receives the detokenised outputs. Rank 0 only (dist.h). */
 int translate_evaluate(translate_run *run, const translate_split *split, const char *name);
-/* Mean label-smoothed loss per target token with teacher forcing (no dropout). */
+/* Mean label-smoothed loss per target token with teacher forcing (no dropout). Every rank
+ * scores its share of the batches; every rank must call it. */
 int translate_val_loss(translate_run *run, const translate_split *split, double *loss);
 /* Padded batch buffers for rows of a split: src + <eos>, <bos> + tgt, tgt + <eos>. */
 typedef struct translate_batch {

@@ -1,7 +1,11 @@
 /* attn translate train: Adam with the inverse-square-root warm-up of "Attention Is All You
  * Need", label-smoothed cross-entropy, length-bucketed batches, a time budget, checkpoints that
- * resume to the same losses, validation loss per epoch and test BLEU at the end. */
+ * resume to the same losses, validation loss per epoch and test BLEU at the end. Under mpirun
+ * each rank trains on its shard of every batch and the gradients are averaged weighted by target
+ * tokens (the loss is a mean over them), so R ranks x batch b train as one process with batch
+ * R x b. */
 #include "translate.h"
+#include "dist.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,13 +25,14 @@ static attn_status epoch_batches(attn_batches *out, const translate_run *run, co
 {
     attn_rng rng;
     attn_rng_seed(&rng, (uint64_t)run->opt->train.seed * 1000003u + (uint64_t)epoch + 1);
-    return attn_batches_bucketed(out, &s->src, &s->tgt, run->opt->train.batch_size, 100, &rng);
+    return attn_batches_bucketed(out, &s->src, &s->tgt, run->opt->train.batch_size * dist_size(), 100, &rng);
 }
 
 static attn_status save(const translate_run *run, const attn_optim *opt, attn_ctx *ctx, long epoch,
                         int64_t batch)
 {
-    run_position pos = {.epoch = epoch, .batch = batch, .rng = *attn_ctx_rng(ctx)};
+    run_position pos = {.epoch = epoch, .batch = batch, .global_batch = run->opt->train.batch_size * dist_size(),
+                        .rng = *attn_ctx_rng(ctx)};
     int n;
     const char *const *kv = translate_config_kv(&run->model.cfg, &n);
     return run_checkpoint_save(run->opt->train.checkpoint, run->params, opt, &pos, kv, n);
@@ -40,13 +45,59 @@ typedef struct train_state {
     attn_ctx *ctx;
     attn_lr_schedule schedule;
     double deadline;   /* monotonic seconds; 0: none */
+    int64_t max_steps; /* 0: none */
     progress prog;
     int64_t per_epoch;
 } train_state;
 
-/* One epoch from batch `first`; *stopped when the time budget ran out. */
+/* What a step sums over the ranks. */
+enum { SUM_LOSS, SUM_TARGETS, SUM_TOKENS, N_SUMS }; /* loss x target tokens, target tokens, all tokens */
+
+/* This rank's forward and backward of its batch; fills its part of sums. */
+static bool forward_backward(translate_run *run, attn_ctx *ctx, const translate_batch *b, double *sums)
+{
+    attn_tensor *loss = translate_loss(ctx, run, b);
+    if (!loss || attn_backward(ctx, loss) != ATTN_OK) return false;
+    int64_t targets = 0; /* the loss is a mean over the target tokens that are not padding */
+    for (int64_t i = 0; i < b->n * b->tgt_width; i++) targets += b->tgt_out[i] != run->model.cfg.pad_id;
+    sums[SUM_LOSS] = loss->data[0] * (double)targets;
+    sums[SUM_TARGETS] = (double)targets;
+    sums[SUM_TOKENS] = (double)b->tokens;
+    return true;
+}
+
+/* One step of every rank, this one on its batch b of n pairs (0 when a short last batch left it
+ * none). Returns the mean loss over the global batch's target tokens (NaN on failure on any
+ * rank; the rank that failed has the message in attn_last_error); *tokens: the step's tokens
+ * over all ranks. */
+static double step(translate_run *run, train_state *ts, const translate_batch *b, int64_t n, double *tokens)
+{
+    attn_optim_set_lr(ts->opt, attn_lr_at(&ts->schedule, attn_optim_step_count(ts->opt) + 1));
+    attn_params_zero_grad(run->params);
+    double sums[N_SUMS] = {0};
+    if (n > 0 && !forward_backward(run, ts->ctx, b, sums)) sums[SUM_LOSS] = NAN;
+    const double targets = sums[SUM_TARGETS];
+    dist_sum(sums, N_SUMS);
+    double value = sums[SUM_LOSS] / sums[SUM_TARGETS];
+    if (!isfinite(value)) return value;
+    dist_average_grads(attn_params_grad_block(run->params), attn_params_numel(run->params), targets,
+                       sums[SUM_TARGETS]);
+    if (attn_optim_step(ts->opt) != ATTN_OK) return NAN;
+    *tokens = sums[SUM_TOKENS];
+    return value;
+}
+
+/* Why the run stops before batch i (NULL: it goes on); the same answer on every rank. */
+static const char *stop_reason(const train_state *ts)
+{
+    if (ts->max_steps > 0 && attn_optim_step_count(ts->opt) >= ts->max_steps) return "--max-steps reached";
+    if (ts->deadline > 0 && dist_any(now_seconds() > ts->deadline)) return "time budget reached";
+    return NULL;
+}
+
+/* One epoch from batch `first`; *stopped says why when it ended early (time budget, max steps). */
 static int run_epoch(translate_run *run, train_state *ts, const translate_split *train, long epoch,
-                     int64_t first, bool *stopped)
+                     int64_t first, const char **stopped)
 {
     const translate_options *o = run->opt;
     attn_batches batches = {0};
@@ -56,45 +107,43 @@ static int run_epoch(translate_run *run, train_state *ts, const translate_split 
     int64_t steps = 0;
     int code = CLI_OK;
     for (int64_t i = first; code == CLI_OK && i < batches.count; i++) {
-        if (ts->deadline > 0 && now_seconds() > ts->deadline) {
-            *stopped = true;
+        if ((*stopped = stop_reason(ts))) {
             if (o->train.checkpoint && save(run, ts->opt, ts->ctx, epoch, i) != ATTN_OK)
                 code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
             break;
         }
-        int64_t n = batches.offsets[i + 1] - batches.offsets[i];
-        if (translate_batch_fill(&b, run, train, batches.rows + batches.offsets[i], n) != ATTN_OK) {
+        int64_t n;
+        const int64_t *rows = batch_shard(&batches, i, o->train.batch_size, &n);
+        if (n > 0 && translate_batch_fill(&b, run, train, rows, n) != ATTN_OK) {
             code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
             break;
         }
-        attn_optim_set_lr(ts->opt, attn_lr_at(&ts->schedule, attn_optim_step_count(ts->opt) + 1));
-        attn_params_zero_grad(run->params);
-        attn_tensor *loss = translate_loss(ts->ctx, run, &b);
-        double value = loss ? loss->data[0] : NAN;
-        if (!loss || attn_backward(ts->ctx, loss) != ATTN_OK || !isfinite(value) ||
-            attn_optim_step(ts->opt) != ATTN_OK) {
+        double step_tokens = 0, value = step(run, ts, &b, n, &step_tokens);
+        attn_ctx_reset(ts->ctx);
+        if (!isfinite(value)) {
             progress_end(&ts->prog);
             code = cli_fail(CLI_ERR_DATA, "translate", "epoch %ld, step %lld: %s; stopped, the last good "
                             "checkpoint is %s", epoch + 1, (long long)i + 1,
-                            loss && !isfinite(value) ? "the loss is not finite" : attn_last_error(),
+                            attn_last_status() != ATTN_OK ? attn_last_error() : "the loss is not finite",
                             o->train.checkpoint ? o->train.checkpoint : "(none: no --checkpoint)");
             break;
         }
-        attn_ctx_reset(ts->ctx);
         if (ts->n_losses < ts->cap_losses) ts->losses[ts->n_losses++] = (float)value;
         loss_sum += value;
-        tokens += (double)b.tokens;
+        tokens += step_tokens;
         steps++;
-        progress_step(&ts->prog, epoch, i, batches.count, value, (double)b.tokens);
+        progress_step(&ts->prog, epoch, i, batches.count, value, step_tokens);
         long every = o->train.checkpoint_every;
         if (o->train.checkpoint && every > 0 && attn_optim_step_count(ts->opt) % every == 0 &&
             save(run, ts->opt, ts->ctx, epoch, i + 1) != ATTN_OK)
             code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
     }
     progress_end(&ts->prog);
+    char note[48] = "";
+    if (*stopped) snprintf(note, sizeof note, " (%s)", *stopped);
     if (code == CLI_OK && steps > 0)
-        printf("epoch %ld%s: %lld steps, train loss %.4f, lr %.2e, %.0f tokens/s\n", epoch + 1,
-               *stopped ? " (time budget reached)" : "", (long long)steps, loss_sum / (double)steps,
+        printf("epoch %ld%s: %lld steps, train loss %.4f, lr %.2e, %.0f tokens/s\n", epoch + 1, note,
+               (long long)steps, loss_sum / (double)steps,
                attn_optim_get_lr(ts->opt), tokens / (now_seconds() - t0));
     translate_batch_free(&b);
     attn_batches_free(&batches);
@@ -108,27 +157,31 @@ int translate_train(translate_run *run, const translate_split *train, const tran
     attn_optim_config cfg = attn_optim_defaults(ATTN_OPTIM_ADAM);
     cfg.beta2 = 0.98f;
     cfg.eps = 1e-9f;
-    train_state ts = {.opt = attn_optim_new(run->params, &cfg), .ctx = attn_ctx_new((uint64_t)o->train.seed + 17)};
+    train_state ts = {.opt = attn_optim_new(run->params, &cfg), .ctx = attn_ctx_new(rank_dropout_seed(o->train.seed)),
+                      .max_steps = o->train.max_steps};
     ts.schedule = (attn_lr_schedule){.kind = c->kind == ATTN_SEQ2SEQ_TRANSFORMER ? ATTN_LR_INV_SQRT : ATTN_LR_CONSTANT,
                                      .base_lr = (float)o->train.lr, .warmup_steps = o->warmup, .d_model = c->d_model};
     if (!ts.opt || !ts.ctx) return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
-    run_position pos = {0};
-    int code = CLI_OK;
-    if (o->train.resume) {
-        if (run_checkpoint_load(o->train.checkpoint, run->params, ts.opt, &pos) != ATTN_OK)
-            code = cli_fail(CLI_ERR_DATA, "translate", "resume: %s", attn_last_error());
-        else {
-            *attn_ctx_rng(ts.ctx) = pos.rng;
+    const int64_t global = o->train.batch_size * dist_size();
+    run_position pos = {.global_batch = global, .rng = *attn_ctx_rng(ts.ctx)};
+    int code = run_start("translate", o->train.resume ? o->train.checkpoint : NULL, run->params, ts.opt, &pos);
+    if (code == CLI_OK) {
+        *attn_ctx_rng(ts.ctx) = pos.rng;
+        if (o->train.resume)
             printf("resumed %s at epoch %ld, step %lld\n", o->train.checkpoint, pos.epoch + 1, (long long)pos.batch);
-        }
+        if (dist_size() > 1)
+            printf("data-parallel: %d ranks x %lld pairs per step\n", dist_size(), (long long)o->train.batch_size);
     }
-    ts.per_epoch = (train->src.count + o->train.batch_size - 1) / o->train.batch_size;
+    ts.per_epoch = (train->src.count + global - 1) / global;
     ts.cap_losses = ts.per_epoch * o->train.epochs;
     if (!(ts.losses = malloc((size_t)ts.cap_losses * sizeof *ts.losses))) code = cli_fail(CLI_ERR_DATA, "translate", "out of memory");
     ts.deadline = o->budget_min > 0 ? now_seconds() + 60.0 * (double)o->budget_min : 0;
-    progress_start(&ts.prog, "translate train", ts.per_epoch * o->train.epochs, attn_optim_step_count(ts.opt));
-    bool stopped = false;
-    for (long epoch = pos.epoch; code == CLI_OK && !stopped && epoch < o->train.epochs; epoch++) {
+    const int64_t all_steps = ts.per_epoch * o->train.epochs;
+    progress_start(&ts.prog, "translate train", ts.max_steps > 0 && ts.max_steps < all_steps ? ts.max_steps : all_steps,
+                   attn_optim_step_count(ts.opt), o->train.log_steps);
+    const char *stopped = NULL;
+    for (long epoch = pos.epoch; code == CLI_OK && !stopped && epoch < o->train.epochs &&
+                                 (ts.max_steps == 0 || attn_optim_step_count(ts.opt) < ts.max_steps); epoch++) {
         code = run_epoch(run, &ts, train, epoch, epoch == pos.epoch ? pos.batch : 0, &stopped);
         double vloss;
         if (code == CLI_OK && val->src.count && (code = translate_val_loss(run, val, &vloss)) == CLI_OK)
@@ -137,7 +190,7 @@ int translate_train(translate_run *run, const translate_split *train, const tran
         if (code == CLI_OK && !stopped && o->train.checkpoint && save(run, ts.opt, ts.ctx, epoch + 1, 0) != ATTN_OK)
             code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
     }
-    if (code == CLI_OK && o->train.plot_loss && ts.n_losses > 0) {
+    if (code == CLI_OK && o->train.plot_loss && ts.n_losses > 0 && dist_rank() == 0) {
         attn_series s = {.label = "training loss (per step)", .y = ts.losses, .n = ts.n_losses};
         attn_lineplot_opts po = {.title = "attn translate: training loss", .xlabel = "step",
                                  .ylabel = "label-smoothed cross-entropy"};

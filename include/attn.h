@@ -278,7 +278,8 @@ typedef struct attn_sdpa_opts {
  * q (B, H, Lq, D), k (B, H, Lk, D), v (B, H, Lk, Dv) -> out (B, H, Lq, Dv); 3-D inputs (B, L, D)
  * are one head. When weights is not NULL, *weights receives the softmax probabilities
  * (B, H, Lq, Lk) (before dropout, not differentiable) and the reference path runs. opts NULL
- * means defaults. Differentiable in q, k and v. */
+ * means defaults. Differentiable in q, k and v. NaN in q or k makes the output rows it reaches
+ * NaN, as in PyTorch (it is never taken for a masked key). */
 ATTN_API attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tensor *v,
                                 const attn_sdpa_opts *opts, attn_tensor **weights);
 

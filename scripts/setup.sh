@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs what attn needs to build and test on Debian 12 (run as root). Skips apt when every
-# package is already there. The PyTorch oracle (python3-torch) is not needed: golden files are
-# committed; install it only to regenerate them (tests/golden/README.md).
+# Installs what attn needs to build and test on Debian 12 (run as root), OpenMPI included (the
+# attn program trains across processes under mpirun; the library does not use it). Skips apt
+# when every package is already there. The PyTorch oracle (python3-torch) is not needed: golden
+# files are committed; install it only to regenerate them (tests/golden/README.md).
 set -euo pipefail
 packages=(build-essential cmake pkg-config libopenblas-dev libcjson-dev zlib1g-dev
-          libcairo2-dev libpango1.0-dev fonts-wqy-zenhei time)
+          libcairo2-dev libpango1.0-dev fonts-wqy-zenhei time openmpi-bin libopenmpi-dev
+          clang libclang-rt-14-dev valgrind) # clang + its runtime: libFuzzer (fuzz/); valgrind
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,6 +4,11 @@
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/), the whole suite
 #   3. OpenMP off (build-noomp/), the whole suite
 #   4. install into a temporary prefix and build examples/ against it with pkg-config
+#   5. data-parallel training with 2 MPI ranks against build/ (tests/mpi/test_mpi.sh, one count
+#      per check)
+#   6. robustness: the bad-input matrix against build-asan/attn (tests/robustness.sh, one count per
+#      row), SIGKILL during training + resume (tests/kill_resume.sh), every subcommand under
+#      valgrind (tests/valgrind.sh), and 30 s of each libFuzzer target (fuzz/run.sh)
 # Ends with one line "N passed, N failed" over all of them; exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +52,34 @@ else
   echo "example against the installed library: FAILED"; failed=$((failed + 1))
 fi
 rm -rf "$prefix"
+
+echo "== MPI: 2 ranks (tests/mpi/test_mpi.sh)"
+mpi_log=$(timeout 600 bash tests/mpi/test_mpi.sh build 2>&1)
+echo "$mpi_log" | grep -vE "^mpi: "
+mpi_ok=$(echo "$mpi_log" | sed -nE 's/^mpi: ([0-9]+) passed, ([0-9]+) failed$/\1/p')
+mpi_bad=$(echo "$mpi_log" | sed -nE 's/^mpi: ([0-9]+) passed, ([0-9]+) failed$/\2/p')
+if [[ -z "$mpi_ok" ]]; then
+  echo "MPI tests did not finish"; failed=$((failed + 1))
+else
+  passed=$((passed + mpi_ok)); failed=$((failed + mpi_bad))
+fi
+
+echo "== robustness: bad-input matrix (against build-asan/), SIGKILL + resume, valgrind, fuzzing"
+counted() { # label, time limit, command...: adds the counts of its last line "<label>: N passed, N failed"
+  local label=$1 limit=$2; shift 2
+  local log ok bad
+  log=$(timeout "$limit" "$@" 2>&1)
+  echo "$log" | grep -vE "^$label: [0-9]+ passed"
+  ok=$(echo "$log" | sed -nE "s/^$label: ([0-9]+) passed, ([0-9]+) failed$/\1/p")
+  bad=$(echo "$log" | sed -nE "s/^$label: ([0-9]+) passed, ([0-9]+) failed$/\2/p")
+  if [[ -z "$ok" ]]; then echo "$label: did not finish"; failed=$((failed + 1)); return; fi
+  echo "$label: $ok passed, $bad failed"
+  passed=$((passed + ok)); failed=$((failed + bad))
+}
+counted robustness 600 bash tests/robustness.sh build-asan/attn # one count per row of the table
+counted kill_resume 300 bash tests/kill_resume.sh build/attn    # one per kill, plus 4 comparisons
+counted valgrind 600 bash tests/valgrind.sh                      # one per subcommand
+counted fuzz 600 bash fuzz/run.sh 30                            # one per target, 30 s each
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -54,6 +54,10 @@ attn_tensor *attn_params_add(attn_params *p, const char *name, int ndim, const i
                                name);
     int64_t numel;
     if (attn__shape_numel(ndim, shape, &numel, name) != ATTN_OK) return NULL;
+    int64_t total; /* the packed block (and the optimizer's 2 buffers) hold every parameter */
+    if (__builtin_add_overflow(p->numel, numel, &total) || total > (int64_t)(SIZE_MAX / 8 / sizeof(float)))
+        return attn__fail_null(ATTN_ERR_NOMEM, "attn_params_add(\"%s\"): %lld more elements make too "
+                               "many parameters", name, (long long)numel);
     if (p->count == p->cap) {
         size_t cap = p->cap ? 2 * p->cap : 32;
         attn_tensor **t = realloc(p->tensors, cap * sizeof *t);

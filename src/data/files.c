@@ -23,7 +23,15 @@ static attn_status read_all(gzFile f, attn__buf *b, const char *path)
                               "%s: read failed (%s); expected a readable plain or gzip file", path,
                               zerr == Z_ERRNO ? strerror(errno) : msg);
         }
-        if (n == 0) break;
+        if (n == 0) {
+            /* zlib returns the data it has at a premature end and only says so here */
+            int zerr;
+            const char *msg = gzerror(f, &zerr);
+            if (zerr == Z_BUF_ERROR)
+                return attn__fail(ATTN_ERR_FORMAT, "%s: the gzip stream ends early (%s) after %zu "
+                                  "bytes; expected a complete plain or gzip file", path, msg, b->len);
+            break;
+        }
         b->len += (size_t)n;
     }
     b->data[b->len] = '\0';

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct attn_counter {
     attn__strtab tab;
@@ -259,9 +260,12 @@ attn_status attn_vocab_save(const attn_vocab *v, const char *path)
     memcpy(tmp + n, ".tmp", 5);
     FILE *f = fopen(tmp, "wb");
     attn_status st = f ? write_tokens(f, v, path)
-                       : attn__fail(ATTN_ERR_IO, "%s: cannot create (%s)", tmp, strerror(errno));
+                       : attn__fail(ATTN_ERR_IO, "%s: cannot write (via %s): %s", path, tmp, strerror(errno));
+    /* on disk before the rename, so a crash leaves the old file or the whole new one */
+    if (f && st == ATTN_OK && (fflush(f) != 0 || fsync(fileno(f)) != 0))
+        st = attn__fail(ATTN_ERR_IO, "%s: write failed (via %s): %s", path, tmp, strerror(errno));
     if (f && fclose(f) != 0 && st == ATTN_OK)
-        st = attn__fail(ATTN_ERR_IO, "%s: close failed (%s)", tmp, strerror(errno));
+        st = attn__fail(ATTN_ERR_IO, "%s: write failed (via %s): %s", path, tmp, strerror(errno));
     if (st == ATTN_OK && rename(tmp, path) != 0)
         st = attn__fail(ATTN_ERR_IO, "%s: rename from %s failed (%s)", path, tmp, strerror(errno));
     if (st != ATTN_OK && f) remove(tmp);

@@ -30,9 +30,15 @@ static int thread_id(void)
 
 int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads)
 {
-    int64_t fwd = SDPA_BR * SDPA_BC + SDPA_BR * p->dv + 2 * SDPA_BR;
-    int64_t bwd = 3 * SDPA_BR * SDPA_BC + p->lq;
-    return (int64_t)threads * (fwd > bwd ? fwd : bwd);
+    /* fwd = BR BC + BR Dv + 2 BR, bwd = 3 BR BC + Lq; -1 when the size overflows (huge Lq or
+     * Dv with no elements): the caller reports it */
+    int64_t fwd, bwd, total;
+    if (__builtin_mul_overflow((int64_t)SDPA_BR, p->dv, &fwd) ||
+        __builtin_add_overflow(fwd, (int64_t)SDPA_BR * SDPA_BC + 2 * SDPA_BR, &fwd) ||
+        __builtin_add_overflow((int64_t)3 * SDPA_BR * SDPA_BC, p->lq, &bwd) ||
+        __builtin_mul_overflow((int64_t)threads, fwd > bwd ? fwd : bwd, &total))
+        return -1;
+    return total;
 }
 
 /* Largest key end over rows [i0, i0 + rows): keys at or after it are hidden from all rows. */
@@ -95,7 +101,7 @@ static void forward_block(float *out, float *lse, const float *q, const float *k
                 memset(sr, 0, (size_t)cols * sizeof(float));
                 continue;
             }
-            float m_new = mx > m[r] ? mx : m[r];
+            float m_new = mx > m[r] || isnan(mx) ? mx : m[r]; /* a NaN score makes the row NaN */
             float alpha = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new);
             l[r] = l[r] * alpha + attn_exp_shift_sum(sr, sr, m_new, cols);
             m[r] = m_new;
@@ -107,7 +113,7 @@ static void forward_block(float *out, float *lse, const float *q, const float *k
     }
     for (int64_t r = 0; r < rows; r++) {
         float *o = out + (bh * p->lq + i0 + r) * Dv;
-        if (l[r] > 0.0f) {
+        if (l[r] > 0.0f || isnan(l[r])) { /* NaN in q or k: the row is NaN, as in PyTorch */
             float inv = 1.0f / l[r];
             for (int64_t c = 0; c < Dv; c++) o[c] = acc[r * Dv + c] * inv;
             lse[bh * p->lq + i0 + r] = m[r] + logf(l[r]);

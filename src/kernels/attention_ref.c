@@ -58,7 +58,11 @@ void sdpa_forward_ref(float *out, float *lse, float *weights, const float *q, co
 
 int64_t sdpa_ref_scratch_floats(const sdpa_problem *p, int threads)
 {
-    return (int64_t)threads * 2 * p->lq * p->lk;
+    int64_t total; /* -1 when the size overflows: the caller reports it */
+    if (__builtin_mul_overflow((int64_t)threads * 2, p->lq, &total) ||
+        __builtin_mul_overflow(total, p->lk, &total))
+        return -1;
+    return total;
 }
 
 void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const float *q,

@@ -7,13 +7,14 @@
  * is kept forever and the fast one is tested against it. The fast one runs rows in parallel
  * (OpenMP, big blocks only) and keeps each row in LANES independent partial sums and maxima
  * with fixed-count inner loops, which -O2 vectorises without reassociating anything (no
- * -ffast-math), with an exp written as plain arithmetic (exp_nonpos) so that it vectorises too. */
+ * -ffast-math), with the plain-arithmetic exp of vmath.h so that it vectorises too. */
 #include "kernels.h"
+#include "vmath.h"
 
 #include <math.h>
 #include <string.h>
 
-#define LANES 8
+#define LANES VMATH_LANES
 #define PARALLEL_MIN 32768 /* elements below which threads cost more than they save */
 
 /* ---- reference ---- */
@@ -21,7 +22,7 @@
 static float row_max_ref(const float *x, int64_t n)
 {
     float m = -INFINITY;
-    for (int64_t c = 0; c < n; c++) m = x[c] > m ? x[c] : m;
+    for (int64_t c = 0; c < n; c++) m = x[c] > m || x[c] != x[c] ? x[c] : m; /* NaN sticks */
     return m;
 }
 
@@ -86,70 +87,11 @@ void attn_log_softmax_rows_backward_ref(float *dx, const float *dy, const float 
 
 /* ---- fast ---- */
 
-/* exp(x) for x <= 0 as plain arithmetic (Cephes expf: x = n ln2 + r, |r| <= ln2 / 2, degree-6
- * polynomial, 2^n built in the exponent bits), within 2 ulp of expf. Below the normal range it
- * gives 0 (expf gives a denormal, < 1.2e-38); -inf gives 0; NaN stays NaN. */
-static inline float exp_nonpos(float x)
-{
-    const float lo = -87.33654f, magic = 12582912.0f; /* 1.5 * 2^23: rounds to an integer */
-    float xc = x < lo ? lo : x;
-    float t = xc * 1.44269504088896341f + magic;
-    float n = t - magic;
-    float r = xc - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    uint32_t tb, pow2;
-    memcpy(&tb, &t, sizeof tb);
-    pow2 = (tb - 0x4B400000u + 127u) << 23; /* t's low mantissa bits hold n */
-    float scale;
-    memcpy(&scale, &pow2, sizeof scale);
-    return x < lo ? 0.0f : p * scale;
-}
-
-static float row_max(const float *x, int64_t n)
-{
-    float m[LANES];
-    for (int k = 0; k < LANES; k++) m[k] = -INFINITY;
-    int64_t c = 0;
-    for (; c + LANES <= n; c += LANES)
-        for (int k = 0; k < LANES; k++) m[k] = x[c + k] > m[k] ? x[c + k] : m[k];
-    for (; c < n; c++) m[0] = x[c] > m[0] ? x[c] : m[0];
-    float max = m[0];
-    for (int k = 1; k < LANES; k++) max = m[k] > max ? m[k] : max;
-    return max;
-}
-
 static float lanes_sum(const float *s)
 {
     float sum = 0.0f;
     for (int k = 0; k < LANES; k++) sum += s[k];
     return sum;
-}
-
-/* y = exp(x - max) (y may be NULL to only sum); returns sum exp(x - max). */
-static float row_exp_sum(float *restrict y, const float *restrict x, float max, int64_t n)
-{
-    float s[LANES] = {0};
-    int64_t c = 0;
-    for (; c + LANES <= n; c += LANES) {
-        float e[LANES];
-        for (int k = 0; k < LANES; k++) e[k] = exp_nonpos(x[c + k] - max);
-        for (int k = 0; k < LANES; k++) s[k] += e[k];
-        if (y)
-            for (int k = 0; k < LANES; k++) y[c + k] = e[k];
-    }
-    for (; c < n; c++) {
-        float e = exp_nonpos(x[c] - max);
-        s[0] += e;
-        if (y) y[c] = e;
-    }
-    return lanes_sum(s);
 }
 
 static void row_scale(float *y, float a, int64_t n)
@@ -175,23 +117,23 @@ static void row_fill(float *y, float v, int64_t n)
 
 static void softmax_row(float *restrict y, const float *restrict x, int64_t n)
 {
-    float max = row_max(x, n);
+    float max = attn_row_max(x, n);
     if (max == -INFINITY) {
         row_fill(y, 0.0f, n);
         return;
     }
-    float sum = row_exp_sum(y, x, max, n);
+    float sum = attn_exp_shift_sum(y, x, max, n);
     row_scale(y, 1.0f / sum, n);
 }
 
 static void log_softmax_row(float *restrict y, const float *restrict x, int64_t n)
 {
-    float max = row_max(x, n);
+    float max = attn_row_max(x, n);
     if (max == -INFINITY) {
         row_fill(y, -INFINITY, n);
         return;
     }
-    float lse = max + logf(row_exp_sum(NULL, x, max, n));
+    float lse = max + logf(attn_exp_shift_sum(NULL, x, max, n));
     row_shift(y, x, -lse, n);
 }
 
@@ -229,12 +171,12 @@ static void softmax_row_backward(float *restrict dx, const float *restrict dy,
 static void log_softmax_row_backward(float *restrict dx, const float *restrict dy,
                                      const float *restrict y, int64_t n)
 {
-    if (row_max(y, n) == -INFINITY) return; /* fully masked row: no gradient */
+    if (attn_row_max(y, n) == -INFINITY) return; /* fully masked row: no gradient */
     float sum = row_sum(dy, n);
     int64_t c = 0;
     for (; c + LANES <= n; c += LANES)
-        for (int k = 0; k < LANES; k++) dx[c + k] += dy[c + k] - exp_nonpos(y[c + k]) * sum;
-    for (; c < n; c++) dx[c] += dy[c] - exp_nonpos(y[c]) * sum;
+        for (int k = 0; k < LANES; k++) dx[c + k] += dy[c + k] - attn_exp_nonpos(y[c + k]) * sum;
+    for (; c < n; c++) dx[c] += dy[c] - attn_exp_nonpos(y[c]) * sum;
 }
 
 void attn_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols)

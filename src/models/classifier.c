@@ -136,9 +136,10 @@ attn_tensor *attn_classifier_forward(attn_ctx *ctx, const attn_classifier *m, co
 {
     if (weights) *weights = NULL;
     if (!ctx || !m || !ids || !lengths) return NULL;
-    if (batch < 1 || len < 1 || len > m->cfg.max_len)
+    int64_t n_ids;
+    if (batch < 1 || len < 1 || len > m->cfg.max_len || !attn__mul_ok(batch, len, &n_ids))
         return attn__fail_null(ATTN_ERR_SHAPE, "classifier: batch %lld x length %lld; expected "
-                               "length in [1, %lld]",
+                               "length in [1, %lld] and batch x length within int64",
                                (long long)batch, (long long)len, (long long)m->cfg.max_len);
     attn_tensor *x = attn_embedding_forward(ctx, &m->embedding, ids, 2, (int64_t[]){batch, len});
     if (m->cfg.sinusoidal)

@@ -53,10 +53,12 @@ attn_status seq2seq_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *
                            const int64_t *src_lens, int64_t batch, int64_t src_len,
                            seq2seq_memory *mem)
 {
-    if (batch < 1 || src_len < 1 || src_len > m->cfg.max_len)
-        return attn__fail(ATTN_ERR_SHAPE, "seq2seq: source batch %lld x %lld; expected length in [1, %lld]",
+    int64_t n_ids;
+    if (batch < 1 || src_len < 1 || src_len > m->cfg.max_len || !attn__mul_ok(batch, src_len, &n_ids))
+        return attn__fail(ATTN_ERR_SHAPE, "seq2seq: source batch %lld x %lld; expected length in [1, %lld]"
+                          " and a batch whose size fits in int64",
                           (long long)batch, (long long)src_len, (long long)m->cfg.max_len);
-    if (check_ids(src, batch * src_len, m->cfg.src_vocab, "source") != ATTN_OK) return attn_last_status();
+    if (check_ids(src, n_ids, m->cfg.src_vocab, "source") != ATTN_OK) return attn_last_status();
     *mem = (seq2seq_memory){.src_lens = src_lens, .batch = batch, .src_len = src_len};
     if (!(mem->src_pad = seq2seq_padding(ctx, src_lens, batch, src_len))) return attn_last_status();
     return m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER ? transformer_encode(ctx, m, src, mem)
@@ -67,10 +69,11 @@ attn_tensor *seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_
                             const int64_t *tgt, const int64_t *tgt_lens, int64_t tgt_len,
                             attn_tensor **cross_weights)
 {
-    if (tgt_len < 1 || tgt_len > m->cfg.max_len)
+    int64_t n_ids;
+    if (tgt_len < 1 || tgt_len > m->cfg.max_len || !attn__mul_ok(mem->batch, tgt_len, &n_ids))
         return attn__fail_null(ATTN_ERR_SHAPE, "seq2seq: target length %lld; expected [1, %lld]",
                                (long long)tgt_len, (long long)m->cfg.max_len);
-    if (check_ids(tgt, mem->batch * tgt_len, m->cfg.tgt_vocab, "target") != ATTN_OK) return NULL;
+    if (check_ids(tgt, n_ids, m->cfg.tgt_vocab, "target") != ATTN_OK) return NULL;
     return m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER
                ? transformer_decode(ctx, m, mem, tgt, tgt_lens, tgt_len, cross_weights)
                : bahdanau_decode(ctx, m, mem, tgt, tgt_len, cross_weights);

@@ -30,7 +30,9 @@ attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int6
     if (!ctx || !m || !src || !src_lens || !out || !out_lens || max_out < 1)
         return attn__fail(ATTN_ERR_ARG, "seq2seq_greedy: NULL argument or max_out < 1");
     const attn_seq2seq_config *c = &m->cfg;
-    if (max_out + 1 > c->max_len) max_out = c->max_len - 1;
+    /* out rows keep the caller's width; decoding stops at the positional table's end */
+    const int64_t stride = max_out;
+    if (max_out >= c->max_len) max_out = c->max_len - 1; /* (max_out + 1 could overflow) */
     attn_ctx_reset(ctx);
     bool grad = attn_ctx_grad_enabled(ctx), training = attn_ctx_training(ctx);
     attn_ctx_set_grad_enabled(ctx, false);
@@ -43,7 +45,7 @@ attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int6
     for (int64_t b = 0; st == ATTN_OK && b < batch; b++) {
         prefix[b] = c->bos_id;
         out_lens[b] = -1; /* not finished */
-        for (int64_t t = 0; t < max_out; t++) out[b * max_out + t] = c->pad_id;
+        for (int64_t t = 0; t < stride; t++) out[b * stride + t] = c->pad_id;
     }
     int64_t done = 0;
     for (int64_t t = 1; st == ATTN_OK && t <= max_out && done < batch; t++) {
@@ -58,7 +60,7 @@ attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int6
                                            : argmax(logits + (b * t + t - 1) * c->tgt_vocab, c->tgt_vocab);
             next[b * (t + 1) + t] = tok;
             if (out_lens[b] >= 0) continue;
-            out[b * max_out + t - 1] = tok;
+            out[b * stride + t - 1] = tok;
             if (tok == c->eos_id || t == max_out) {
                 out_lens[b] = tok == c->eos_id ? t - 1 : t;
                 done++;
@@ -119,7 +121,7 @@ attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_
     const attn_seq2seq_config *c = &m->cfg;
     const int64_t V = c->tgt_vocab;
     const int k = beam_size;
-    if (max_out + 1 > c->max_len) max_out = c->max_len - 1;
+    if (max_out >= c->max_len) max_out = c->max_len - 1; /* (max_out + 1 could overflow) */
     attn_ctx_reset(ctx);
     bool grad = attn_ctx_grad_enabled(ctx), training = attn_ctx_training(ctx);
     attn_ctx_set_grad_enabled(ctx, false);

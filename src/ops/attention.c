@@ -26,6 +26,7 @@ static attn_status broadcast_strides(int64_t stride[4], int64_t *count, int ndim
 {
     if (ndim < 1 || ndim > 4)
         return attn__fail(ATTN_ERR_SHAPE, "sdpa: %s has %d dims, expected 1 to 4", what, ndim);
+    if (!shape) return attn__fail(ATTN_ERR_ARG, "sdpa: %s has no shape", what);
     int64_t s = 1;
     for (int d = 3; d >= 0; d--) {
         int src = ndim - (4 - d);
@@ -37,7 +38,8 @@ static attn_status broadcast_strides(int64_t stride[4], int64_t *count, int ndim
                               what, src, (long long)n, (long long)full[d], (long long)full[0],
                               (long long)full[1], (long long)full[2], (long long)full[3]);
         stride[d] = n == 1 ? 0 : s;
-        s *= n;
+        if (!attn__mul_ok(s, n, &s))
+            return attn__fail(ATTN_ERR_NOMEM, "sdpa: %s has more elements than int64 holds", what);
     }
     *count = s;
     return ATTN_OK;
@@ -81,7 +83,7 @@ static attn_status prepare_masks(attn_ctx *ctx, sdpa_problem *p, const attn_mask
         if (m->valid_lens_ndim != 1 && m->valid_lens_ndim != 2)
             return attn__fail(ATTN_ERR_SHAPE, "sdpa: valid_lens has %d dims, expected 1 (B) or 2 (B, Lq)",
                               m->valid_lens_ndim);
-        n = m->valid_lens_ndim == 1 ? p->batch : p->batch * p->lq;
+        n = m->valid_lens_ndim == 1 ? p->batch : p->batch * p->lq; /* fits: checked by the caller */
         for (int64_t i = 0; i < n; i++)
             if (m->valid_lens[i] < 0)
                 return attn__fail(ATTN_ERR_ARG, "sdpa: valid_lens[%lld] = %lld, expected >= 0",
@@ -90,8 +92,11 @@ static attn_status prepare_masks(attn_ctx *ctx, sdpa_problem *p, const attn_mask
             return attn_last_status();
         out->valid_lens_per_query = m->valid_lens_ndim == 2;
     }
+    int64_t bk;
+    if (m->key_padding && !attn__mul_ok(p->batch, p->lk, &bk))
+        return attn__fail(ATTN_ERR_NOMEM, "sdpa: key_padding (B, Lk) is too large");
     if (m->key_padding &&
-        !(out->key_padding = arena_copy(ctx, m->key_padding, (size_t)(p->batch * p->lk))))
+        !(out->key_padding = arena_copy(ctx, m->key_padding, (size_t)bk)))
         return attn_last_status();
     return ATTN_OK;
 }
@@ -128,6 +133,8 @@ static attn_status sdpa_backward(attn_ctx *ctx, attn_node *node)
             return attn_last_status();
     int threads = attn_get_num_threads();
     int64_t n = s->fused ? sdpa_fused_scratch_floats(p, threads) : sdpa_ref_scratch_floats(p, threads);
+    if (n < 0 || (uint64_t)n > SIZE_MAX / sizeof(float))
+        return attn__fail(ATTN_ERR_NOMEM, "sdpa backward: scratch of %lld floats is too large", (long long)n);
     float *scratch = attn_arena_alloc(&ctx->arena, (size_t)n * sizeof(float));
     if (!scratch) return attn_last_status();
     const float *q = in[0]->data, *k = in[1]->data, *v = in[2]->data;
@@ -156,6 +163,12 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
         .batch = q->shape[0], .heads = nd == 4 ? q->shape[1] : 1, .lq = q->shape[nd - 2],
         .lk = k->shape[nd - 2], .d = q->shape[nd - 1], .dv = v->shape[nd - 1],
     };
+    /* (B, H, Lq) and (B, H, Lk) sized buffers follow: check them, since a tensor built by hand
+     * with D = 0 holds no elements whatever B, H and L say */
+    int64_t bhq, bhk;
+    if (attn__shape_numel(3, (int64_t[]){p.batch, p.heads, p.lq}, &bhq, "sdpa (B, H, Lq)") != ATTN_OK ||
+        attn__shape_numel(3, (int64_t[]){p.batch, p.heads, p.lk}, &bhk, "sdpa (B, H, Lk)") != ATTN_OK)
+        return NULL;
     p.scale = opts->scale > 0.0f ? opts->scale : 1.0f / sqrtf((float)(p.d ? p.d : 1));
     p.dropout_p = attn_ctx_training(ctx) ? opts->dropout_p : 0.0f;
     if (p.dropout_p > 0.0f)
@@ -168,12 +181,14 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
     memcpy(w_shape, q->shape, sizeof w_shape);
     w_shape[nd - 1] = p.lk;
     attn_tensor *out = attn_tensor_empty(ctx, nd, out_shape);
-    float *lse = attn_arena_alloc(&ctx->arena, (size_t)(p.batch * p.heads * p.lq) * sizeof(float));
+    float *lse = attn_arena_alloc(&ctx->arena, (size_t)(bhq ? bhq : 1) * sizeof(float));
     if (!out || !lse) return NULL;
     bool fused = !weights && opts->impl != ATTN_SDPA_REF;
     attn_tensor *w = NULL;
     if (fused) {
         int64_t n = sdpa_fused_scratch_floats(&p, attn_get_num_threads());
+        if (n < 0 || (uint64_t)n > SIZE_MAX / sizeof(float))
+            return attn__fail_null(ATTN_ERR_NOMEM, "sdpa: scratch of %lld floats is too large", (long long)n);
         float *scratch = attn_arena_alloc(&ctx->arena, (size_t)n * sizeof(float));
         if (!scratch) return NULL;
         sdpa_forward_fused(out->data, lse, q->data, k->data, v->data, scratch, &p);

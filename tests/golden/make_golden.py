@@ -20,12 +20,9 @@ Linear -> cross entropy trained for 10 AdamW steps (see mlp_adamw() below).
 Everything is float32 and seeded per case (torch.manual_seed(crc32(case name))), so reruns
 give identical bytes.
 """
-import json
 import os
-import struct
 import zlib
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -34,31 +31,7 @@ OUT_DIR = os.path.join("tests", "golden")
 # ---------------------------------------------------------------------------------------------
 # safetensors writer (format: ../shared/research/ecosystem.md 3.1)
 # ---------------------------------------------------------------------------------------------
-DTYPES = {np.dtype("float32"): "F32", np.dtype("int64"): "I64"}
-
-
-def write_safetensors(path, tensors, metadata=None):
-    """tensors: dict name -> torch tensor (float32 or int64), written in insertion order."""
-    header, blobs, offset = {}, [], 0
-    if metadata:
-        header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
-    for name, t in tensors.items():
-        a = t.detach().cpu().numpy().copy(order="C")  # (ascontiguousarray would make 0-d 1-d)
-        a = a.astype(a.dtype.newbyteorder("<"), copy=False)
-        raw = a.tobytes()
-        header[name] = {"dtype": DTYPES[a.dtype], "shape": list(a.shape),
-                        "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    js = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    js += b" " * (-len(js) % 8)  # the data buffer starts 8-byte aligned
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(js)))
-        f.write(js)
-        for b in blobs:
-            f.write(b)
-    os.replace(tmp, path)
+from safetensors_writer import write_safetensors  # noqa: E402 (the script folder is on sys.path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -97,7 +70,7 @@ def op_case(name, make_inputs, fn):
     for k, t in inputs.items():
         if t.is_floating_point():
             file["grad." + k] = t.grad if t.grad is not None else torch.zeros_like(t)
-    write_safetensors(os.path.join(OUT_DIR, "op_%s.safetensors" % name), file)
+    write_safetensors(os.path.join(OUT_DIR, "op_%s.safetensors" % name), file, None)
 
 
 def binary_cases():

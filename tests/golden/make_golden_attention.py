@@ -40,13 +40,10 @@ exactly in float32 (exp(-1e6 - max) == 0), so valid_lens cases are comparable to
 
 Deterministic: torch.manual_seed(crc32(case name)) per case, one thread, float32.
 """
-import json
 import math
 import os
-import struct
 import zlib
 
-import numpy as np
 import torch
 import torch.nn as nn
 
@@ -56,29 +53,7 @@ NEG_INF = float("-inf")
 # ---------------------------------------------------------------------------------------------
 # safetensors writer (8-byte aligned JSON header padded with spaces, contiguous data offsets)
 # ---------------------------------------------------------------------------------------------
-DTYPES = {np.dtype("float32"): "F32", np.dtype("int64"): "I64", np.dtype("bool"): "BOOL"}
-
-
-def write_safetensors(path, tensors, metadata):
-    header, blobs, offset = {"__metadata__": {k: str(v) for k, v in metadata.items()}}, [], 0
-    for name, t in tensors.items():
-        a = t.detach().cpu().numpy().copy(order="C")
-        if a.dtype != np.bool_:
-            a = a.astype(a.dtype.newbyteorder("<"), copy=False)
-        raw = a.tobytes()
-        header[name] = {"dtype": DTYPES[a.dtype], "shape": list(a.shape),
-                        "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    js = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    js += b" " * (-len(js) % 8)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(js)))
-        f.write(js)
-        for b in blobs:
-            f.write(b)
-    os.replace(tmp, path)
+from safetensors_writer import write_safetensors  # noqa: E402 (the script folder is on sys.path)
 
 
 def rn(*shape):

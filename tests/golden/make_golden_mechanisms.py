@@ -38,7 +38,6 @@ Cases (the metadata repeats the options):
       weights per head (1, 2, 4, 4).
 Deterministic: torch.manual_seed(crc32(case name)), one thread, float32.
 """
-import importlib.util
 import os
 import zlib
 
@@ -46,12 +45,7 @@ import torch
 import torch.nn as nn
 
 OUT_DIR = os.path.join("tests", "golden")
-_here = os.path.dirname(os.path.abspath(__file__))
-_spec = importlib.util.spec_from_file_location(
-    "make_golden_attention", os.path.join(_here, "make_golden_attention.py"))
-_mga = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_mga)  # defines only; main() runs under __main__ alone
-write_safetensors = _mga.write_safetensors
+from safetensors_writer import write_safetensors  # noqa: E402 (the script folder is on sys.path)
 
 
 def seed(name):

@@ -63,7 +63,6 @@ stack are built one by one (independent weights; nn.TransformerEncoder would dee
 Deterministic: torch.manual_seed(crc32(case name)) per case, one thread (a rerun rewrites
 identical bytes).
 """
-import importlib.util
 import math
 import os
 import zlib
@@ -72,12 +71,7 @@ import torch
 import torch.nn as nn
 
 OUT_DIR = os.path.join("tests", "golden")
-_here = os.path.dirname(os.path.abspath(__file__))
-_spec = importlib.util.spec_from_file_location(
-    "make_golden_attention", os.path.join(_here, "make_golden_attention.py"))
-_mga = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_mga)  # defines only; main() runs under __main__ alone
-write_safetensors = _mga.write_safetensors
+from safetensors_writer import write_safetensors  # noqa: E402 (the script folder is on sys.path)
 
 D, HEADS, FFN = 16, 4, 24
 SRC_VOCAB, TGT_VOCAB, PAD, BOS, EOS = 11, 13, 1, 2, 3

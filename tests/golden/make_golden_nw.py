@@ -5,11 +5,10 @@ expected per-epoch `losses` and `w` (after each step, as the seed prints) and th
 predictions `y_hat`. Run from the repo root with Debian's torch:
     /usr/bin/python3 tests/golden/make_golden_nw.py
 """
-import json
-import struct
-
 import torch
 from torch import nn
+
+from safetensors_writer import write_safetensors
 
 torch.set_num_threads(1)
 torch.manual_seed(66666666666666)
@@ -60,13 +59,5 @@ with torch.no_grad():
 
 tensors = {"x_train": x_train, "y_train": y_train, "x_test": x_test.float(), "y_true": y_true.float(),
            "losses": torch.tensor(losses), "w": torch.tensor(ws), "y_hat": y_hat}
-header, blobs, off = {"__metadata__": {"source": "seed 003 NW regression, torch 1.13"}}, [], 0
-for name, t in tensors.items():
-    b = t.detach().contiguous().numpy().astype("<f4").tobytes()
-    header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
-    blobs.append(b)
-    off += len(b)
-h = json.dumps(header, separators=(",", ":")).encode()
-h += b" " * ((8 - (8 + len(h)) % 8) % 8)
-with open("tests/golden/nw_seed003.safetensors", "wb") as fh:
-    fh.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+write_safetensors("tests/golden/nw_seed003.safetensors", tensors,
+                  {"source": "seed 003 NW regression, torch 1.13"})

@@ -1,0 +1,81 @@
+# shellcheck shell=bash
+# Helpers shared by tests/robustness.sh, tests/kill_resume.sh and tests/valgrind.sh (sourced).
+
+# make_imdb DIR N_PER_CLASS_TRAIN N_PER_CLASS_TEST: a tiny aclImdb layout with deterministic
+# reviews (positive ones use pleasant words, negative ones unpleasant words, so a model can learn).
+make_imdb() {
+  local dir=$1 ntrain=$2 ntest=$3 split label n i
+  local pos=(great wonderful superb moving brilliant fun charming lovely best enjoyed)
+  local neg=(awful boring dull terrible worst waste bad poor silly annoying)
+  local common=(the film movie story actors plot was and a it this with of scenes)
+  for split in train test; do
+    n=$ntrain; [[ $split == test ]] && n=$ntest
+    for label in neg pos; do
+      mkdir -p "$dir/$split/$label"
+      for ((i = 0; i < n; i++)); do
+        local words=() k r
+        for ((k = 0; k < 12; k++)); do
+          r=$(( (i * 7 + k * 13 + ${#split}) % 10 ))
+          if (( k % 3 == 0 )); then
+            if [[ $label == pos ]]; then words+=("${pos[r]}"); else words+=("${neg[r]}"); fi
+          else
+            words+=("${common[(r + k) % 14]}")
+          fi
+        done
+        local rating; [[ $label == pos ]] && rating=$((7 + i % 4)) || rating=$((1 + i % 4))
+        printf '%s. <br /><br />%s!\n' "${words[*]:0:6}" "${words[*]:6}" > "$dir/$split/$label/${i}_${rating}.txt"
+      done
+    done
+  done
+}
+
+# make_pairs DIR N: train/val/test_2016_flickr .en.gz/.fr.gz (gzip) with N/N/N line pairs.
+make_pairs() {
+  local dir=$1 n=$2 split i
+  mkdir -p "$dir"
+  for split in train val test_2016_flickr; do
+    : > "$dir/$split.en"; : > "$dir/$split.fr"
+    for ((i = 0; i < n; i++)); do
+      local s=$(( i % 3 ))
+      case $s in
+        0) echo "A man is walking the dog ." >> "$dir/$split.en"; echo "Un homme promène le chien ." >> "$dir/$split.fr" ;;
+        1) echo "Two women are sitting on a bench ." >> "$dir/$split.en"; echo "Deux femmes sont assises sur un banc ." >> "$dir/$split.fr" ;;
+        2) echo "Children play in the park ." >> "$dir/$split.en"; echo "Des enfants jouent au parc ." >> "$dir/$split.fr" ;;
+      esac
+    done
+    gzip -nf "$dir/$split.en" "$dir/$split.fr"
+  done
+}
+
+# le64 N: N as 8 little-endian bytes (printf escapes).
+le64() {
+  local n=$1 out="" i
+  for ((i = 0; i < 8; i++)); do out+=$(printf '\\x%02x' $(( (n >> (8 * i)) & 255 ))); done
+  printf '%s' "$out"
+}
+
+# st_file PATH HEADER_JSON [DATA_ESCAPES]: a safetensors file: 8-byte header length, the header,
+# then the data bytes given as printf escapes (e.g. '\x00\x00\x80\x3f' for 1.0f).
+st_file() {
+  local path=$1 header=$2 data=${3:-}
+  { printf "$(le64 ${#header})"; printf '%s' "$header"; printf "$data"; } > "$path"
+}
+
+# f32 X...: printf escapes of float32 little-endian values among 0, 1, -1, 0.5, nan, inf, -inf.
+f32() {
+  local x out=""
+  for x in "$@"; do
+    case $x in
+      0) out+='\x00\x00\x00\x00' ;;
+      1) out+='\x00\x00\x80\x3f' ;;
+      -1) out+='\x00\x00\x80\xbf' ;;
+      0.5) out+='\x00\x00\x00\x3f' ;;
+      2) out+='\x00\x00\x00\x40' ;;
+      nan) out+='\x00\x00\xc0\x7f' ;;
+      inf) out+='\x00\x00\x80\x7f' ;;
+      -inf) out+='\x00\x00\x80\xff' ;;
+      *) echo "f32: unsupported value $x" >&2; return 1 ;;
+    esac
+  done
+  printf '%s' "$out"
+}
