@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# Runs our SDPA benchmark and PyTorch's (the seed's math path, ../shared/bench/bench_torch.py) in
-# one run, alternating config by config so both see the same machine load, each in its own
-# process under /usr/bin/time -v (peak RSS). PyTorch runs twice per config: glibc's default
-# allocator and GLIBC_TUNABLES that keep freed blocks in the heap. Writes bench/results/*.jsonl
-# and bench/RESULTS.md.
-#   bash bench/compare_torch.sh [L ...]        (default 128 512 1024 2048 4096)
-# Needs python3-torch (apt-get install python3-torch) and a release build in build/.
+# Runs our benchmarks (`attn bench --json`) and PyTorch's (../shared/bench/bench_torch.py: the
+# seed's SDPA math path, nn.MultiheadAttention, nn.TransformerEncoderLayer + Adam, the seed's
+# classifier) in one run, alternating row by row so both sides see the same machine load, each
+# in its own process under /usr/bin/time -v (peak RSS). Every row: ours with 2 threads and with
+# 1 (thread scaling), PyTorch with glibc's default allocator and with GLIBC_TUNABLES that keep
+# freed blocks in the heap. Appends to bench/results/<group>_<time>.jsonl, rebuilds RESULTS.md.
+#   bash bench/compare_torch.sh sdpa [L ...]   (default L: 128 512 1024 2048 4096)
+#   bash bench/compare_torch.sh models         (mha, encoder, classifier training steps)
+# Needs python3-torch (apt-get install python3-torch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+group=${1:-sdpa}; shift || true
 lens=("$@"); [[ ${#lens[@]} -gt 0 ]] || lens=(128 512 1024 2048 4096)
 torch_bench=../shared/bench/bench_torch.py
 [[ -f $torch_bench ]] || { echo "compare_torch: $torch_bench not found" >&2; exit 1; }
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j"$(nproc)" --target bench_sdpa >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j"$(nproc)" --target attn_cli >/dev/null
 mkdir -p bench/results
-out=bench/results/sdpa_$(date -u +%Y%m%dT%H%MZ).jsonl
+out=bench/results/${group}_$(date -u +%Y%m%dT%H%MZ).jsonl
 tunables=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736
 
 measure() { # tag, command...: appends {"tag":..., "rss_kib":..., "result": <last JSON line>}
@@ -28,17 +31,32 @@ measure() { # tag, command...: appends {"tag":..., "rss_kib":..., "result": <las
   rm -f "$log" "$log.out"
 }
 
-for L in "${lens[@]}"; do
-  for mask in none causal; do
-    causal=(); [[ $mask == causal ]] && causal=(--causal)
-    for pass in fwd fwdbwd; do
-      echo "L=$L mask=$mask pass=$pass" >&2
-      measure "attn fused" build/bench_sdpa "$L" "${causal[@]}" --impl fused --pass "$pass" --json
-      measure "torch" /usr/bin/python3 "$torch_bench" sdpa --L "$L" --mask "$mask" --mode "$pass"
-      measure "torch tunables" env GLIBC_TUNABLES=$tunables /usr/bin/python3 "$torch_bench" sdpa --L "$L" --mask "$mask" --mode "$pass"
-      measure "attn ref" build/bench_sdpa "$L" "${causal[@]}" --impl ref --pass "$pass" --json
-    done
-  done
-done
-/usr/bin/python3 bench/make_results.py "$out" > bench/RESULTS.md
+row() { # label, our bench args, torch bench args
+  local label=$1 ours=$2 theirs=$3
+  echo "$label" >&2
+  measure "attn" build/attn bench $ours --threads 2 --json
+  measure "torch" /usr/bin/python3 "$torch_bench" $theirs
+  measure "torch tunables" env GLIBC_TUNABLES=$tunables /usr/bin/python3 "$torch_bench" $theirs
+  measure "attn 1 thread" build/attn bench $ours --threads 1 --json
+}
+
+case $group in
+  sdpa)
+    for L in "${lens[@]}"; do
+      measure "attn sgemm" build/attn bench sgemm --L "$L" --threads 2 --json
+      for mask in none causal; do
+        causal=""; [[ $mask == causal ]] && causal=--causal
+        for pass in fwd fwdbwd; do
+          row "sdpa L=$L $mask $pass" "sdpa --L $L $causal --mode $pass --impl fused" "sdpa --L $L --mask $mask --mode $pass"
+          measure "attn ref" build/attn bench sdpa --L "$L" $causal --mode "$pass" --impl ref --threads 2 --json
+        done
+      done
+    done ;;
+  models)
+    row "mha train" "mha" "mha --L 512 --mode train"
+    row "encoder train" "encoder" "encoder --mode train"
+    row "classifier train" "classifier" "classifier --mode train" ;;
+  *) echo "compare_torch: unknown group $group (sdpa or models)" >&2; exit 2 ;;
+esac
+/usr/bin/python3 bench/make_results.py bench/results > bench/RESULTS.md
 echo "wrote $out and bench/RESULTS.md" >&2
