@@ -411,15 +411,15 @@ static int do_explain(classify_run *run, classify_options *o, const char **texts
     attn_ctx_set_grad_enabled(ctx, false);
     attn_ctx_set_training(ctx, false);
     int64_t n = encode_text(run, texts[0], &tokens, ids);
-    attn_tensor *w = NULL, *logits = NULL;
+    attn_tensor *w = NULL, *result = NULL; /* the attention output (seed style) or the logits */
     if (n > 0 && o->seed_style_explain && o->model.attention == ATTN_CLASSIFIER_SOFTMAX && !o->model.num_blocks) {
         attn_tensor *e = attn_embedding_forward(ctx, &run->model.embedding, ids, 2, (int64_t[]){1, n});
         attn_mha_opts mo = {.average_weights = true};
-        logits = attn_mha_forward(ctx, &run->model.mha, e, e, e, &mo, &w);
+        result = attn_mha_forward(ctx, &run->model.mha, e, e, e, &mo, &w);
     } else if (n > 0) {
-        logits = attn_classifier_forward(ctx, &run->model, ids, &n, 1, n, &w);
+        result = attn_classifier_forward(ctx, &run->model, ids, &n, 1, n, &w);
     }
-    if (!logits || !w) {
+    if (!result || !w) {
         code = cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
         goto done;
     }

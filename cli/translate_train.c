@@ -87,7 +87,7 @@ static double step(translate_run *run, train_state *ts, const translate_batch *b
     return value;
 }
 
-/* Why the run stops before batch i (NULL: it goes on); the same answer on every rank. */
+/* Why the run stops before its next step (NULL: it goes on); the same answer on every rank. */
 static const char *stop_reason(const train_state *ts)
 {
     if (ts->max_steps > 0 && attn_optim_step_count(ts->opt) >= ts->max_steps) return "--max-steps reached";

@@ -27,7 +27,7 @@ cleanup() {
 }
 trap cleanup EXIT
 make_imdb "$work/imdb" 40 10
-args=(classify train --data "$work/imdb" --epochs 10 --batch-size 4 --max-len 32 --embed-dim 16
+args=(classify train --data "$work/imdb" --epochs 16 --batch-size 4 --max-len 32 --embed-dim 16
       --heads 2 --hidden 32 --threads 1 --seed 3 --checkpoint-every 1 --log-steps)
 passed=0
 failed=0
@@ -48,7 +48,7 @@ ref_acc=$(grep '^test accuracy' "$work/ref.log")
 tensors_sum() { tail -c +$((9 + $(od -An -t u8 -N8 "$1"))) "$1" | sha256sum; }
 ref_sum=$(tensors_sum "$work/ref.safetensors")
 declare -A ref_loss
-while read -r _ n _ _ _ _ loss; do ref_loss[$n]=$loss; done < <(grep '^step ' "$work/ref.log")
+while read -r _ n _ _ _ _ _ loss; do ref_loss[$n]=$loss; done < <(grep '^step ' "$work/ref.log")
 echo "kill_resume: uninterrupted run: $total steps in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') s, $ref_acc"
 
 # kill moments: mostly 0 to 4 steps after the run's first step (then 0-19 ms later, so inside a
@@ -57,8 +57,23 @@ echo "kill_resume: uninterrupted run: $total steps in $(awk -v a="$t0" -v b="$t1
 RANDOM=${KILL_SEED:-7}
 ck=$work/run.safetensors
 done_kills=0 during_write=0 startup_kills=0 cycle=0
-first_step() { grep -m1 '^step ' "$1" 2>/dev/null | cut -d' ' -f2; }
-last_step() { grep '^step ' "$1" 2>/dev/null | tail -1 | cut -d' ' -f2; }
+# polling without forking (so a step is not over before we look): the first and last step
+# number in a log into REPLY, and a 2 ms sleep on a pipe nobody writes
+steps_in() { # log -> first, last
+  local -a lines=()
+  local l k
+  first="" last=""
+  [[ -f $1 ]] || return 0
+  mapfile -t lines < "$1"
+  for ((k = 0; k < ${#lines[@]}; k++)); do
+    l=${lines[k]}
+    [[ $l == "step "* ]] || continue
+    l=${l#step }
+    [[ -z $first ]] && first=${l%% *}
+    last=${l%% *}
+  done
+}
+exec {nap}<> <(:)
 while ((done_kills < kills)); do
   cycle=$((cycle + 1))
   ((cycle > 4 * kills)) && { fail "could not kill $kills times (training ends too soon)"; break; }
@@ -75,13 +90,12 @@ while ((done_kills < kills)); do
   else
     # wait until the run is `ahead` steps past its first step (or has ended)
     while kill -0 "$pid" 2>/dev/null; do
-      s0=$(first_step "$log")
-      if [[ -n $s0 ]]; then
-        target=$((s0 + ahead))
-        s=$(last_step "$log")
-        ((s >= target)) && break
+      steps_in "$log"
+      if [[ -n $first ]]; then
+        target=$((first + ahead))
+        ((last >= target)) && break
       fi
-      sleep 0.002
+      read -rt 0.002 -u "$nap" || :
     done
     sleep "0.0$((RANDOM % 16 / 10))$((RANDOM % 10))"
   fi
@@ -120,7 +134,7 @@ fi
 cat "$work"/run.*.log "$work/final.log" > "$work/all.log"
 mismatch=0 seen=0
 declare -A got
-while read -r _ n _ _ _ _ loss; do
+while read -r _ n _ _ _ _ _ loss; do
   [[ -z ${loss:-} ]] && continue
   got[$n]=1
   seen=$((seen + 1))

@@ -1,17 +1,36 @@
-/* GEMM: OpenBLAS sgemm behind one row-major signature, and the triple loop it is tested against. */
+/* GEMM: OpenBLAS sgemm behind one row-major signature, and the triple loop it is tested against.
+ * One thread pool: OpenBLAS always runs single-threaded, and a large GEMM called outside a
+ * parallel region is cut into row (or column) blocks over our OpenMP threads. Two pools on two
+ * cores (OpenMP workers spinning while OpenBLAS's threads run) cost more than a third of a
+ * training step in the scheduler. */
 #include "kernels.h"
 
 #include <cblas.h>
+#include <pthread.h>
 
-static int blas_threads = 0;
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define SPLIT_MIN_WORK (1 << 21) /* m n k below which one thread does the whole GEMM */
+
+static int split_threads = 1;
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
+static void blas_single_threaded(void) { openblas_set_num_threads(1); }
 
 void attn_gemm_set_threads(int n)
 {
-    if (n < 1) n = 1;
-    if (n != blas_threads) {
-        openblas_set_num_threads(n);
-        blas_threads = n;
-    }
+    pthread_once(&blas_once, blas_single_threaded);
+    split_threads = n < 1 ? 1 : n;
+}
+
+static void sgemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                  int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta)
+{
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, alpha, a,
+                (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
 }
 
 void attn_gemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb,
@@ -24,11 +43,31 @@ void attn_gemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *
             for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
         return;
     }
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, alpha, a,
-                (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
+    pthread_once(&blas_once, blas_single_threaded);
+    int threads = split_threads;
+#ifdef _OPENMP
+    if (omp_in_parallel()) threads = 1;
+#endif
+    if (threads < 2 || (double)m * (double)n * (double)k < SPLIT_MIN_WORK) {
+        sgemm(c, ldc, a, lda, b, ldb, m, n, k, trans_a, trans_b, alpha, beta);
+        return;
+    }
+    /* blocks of C's rows (columns when C is wide), multiples of 16 */
+    const bool by_rows = m >= n;
+    const int64_t extent = by_rows ? m : n;
+    const int64_t chunk = ((extent + threads - 1) / threads + 15) / 16 * 16;
+    const int64_t blocks = (extent + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t t = 0; t < blocks; t++) {
+        int64_t s = t * chunk, len = extent - s < chunk ? extent - s : chunk;
+        if (by_rows) /* rows of op(A): rows of A, or columns of A^T */
+            sgemm(c + s * ldc, ldc, trans_a ? a + s : a + s * lda, lda, b, ldb, len, n, k, trans_a,
+                  trans_b, alpha, beta);
+        else /* columns of op(B): columns of B, or rows of B^T */
+            sgemm(c + s, ldc, a, lda, trans_b ? b + s * ldb : b + s, ldb, m, len, k, trans_a, trans_b,
+                  alpha, beta);
+    }
 }
-
 void attn_gemm_ref(float *c, int64_t ldc, const float *a, int64_t lda, const float *b,
                    int64_t ldb, int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b,
                    float alpha, float beta)
