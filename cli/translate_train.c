@@ -180,8 +180,8 @@ int translate_train(translate_run *run, const translate_split *train, const tran
     progress_start(&ts.prog, "translate train", ts.max_steps > 0 && ts.max_steps < all_steps ? ts.max_steps : all_steps,
                    attn_optim_step_count(ts.opt), o->train.log_steps);
     const char *stopped = NULL;
-    for (long epoch = pos.epoch; code == CLI_OK && !stopped && epoch < o->train.epochs &&
-                                 (ts.max_steps == 0 || attn_optim_step_count(ts.opt) < ts.max_steps); epoch++) {
+    for (long epoch = pos.epoch; code == CLI_OK && !stopped && epoch < o->train.epochs && !(stopped = stop_reason(&ts));
+         epoch++) {
         code = run_epoch(run, &ts, train, epoch, epoch == pos.epoch ? pos.batch : 0, &stopped);
         double vloss;
         if (code == CLI_OK && val->src.count && (code = translate_val_loss(run, val, &vloss)) == CLI_OK)
