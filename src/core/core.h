@@ -65,6 +65,8 @@ enum attn_storage {
 attn_tensor *attn__empty_like(attn_ctx *ctx, const attn_tensor *x);
 /* The gradient buffer of t, zero-filled on first use; NULL (with error) if allocation fails. */
 float *attn__grad(attn_ctx *ctx, attn_tensor *t);
+/* "(2, 3)" (or "()" for ndim 0) of any shape into buf; returns buf. */
+const char *attn__dims_str(char *buf, size_t len, int ndim, const int64_t *shape);
 /* Normalises a possibly negative dim; -1 (with error naming `op`) when out of range. */
 int attn__dim(int dim, int ndim, const char *op);
 /* Product of shape[from..to) */

@@ -142,18 +142,23 @@ void attn_tensor_fill_uniform(attn_tensor *t, attn_rng *rng, float lo, float hi)
     for (int64_t i = 0; i < t->numel; i++) t->data[i] = lo + (hi - lo) * attn_rng_uniform(rng);
 }
 
-const char *attn_shape_str(const attn_tensor *t, char *buf, size_t len)
+const char *attn__dims_str(char *buf, size_t len, int ndim, const int64_t *shape)
 {
     if (!buf || len == 0) return buf;
-    if (!t) {
-        snprintf(buf, len, "(null)");
-        return buf;
-    }
     size_t n = (size_t)snprintf(buf, len, "(");
-    for (int i = 0; i < t->ndim && n < len; i++)
-        n += (size_t)snprintf(buf + n, len - n, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    for (int i = 0; i < ndim && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
     if (n < len) snprintf(buf + n, len - n, ")");
     return buf;
+}
+
+const char *attn_shape_str(const attn_tensor *t, char *buf, size_t len)
+{
+    if (!t) {
+        if (buf && len) snprintf(buf, len, "(null)");
+        return buf;
+    }
+    return attn__dims_str(buf, len, t->ndim, t->shape);
 }
 
 bool attn_same_shape(const attn_tensor *a, const attn_tensor *b)

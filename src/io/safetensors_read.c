@@ -202,15 +202,6 @@ bool attn__utf8_valid(const unsigned char *s, size_t n)
 
 static bool json_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-/* "(2, 3)" into buf; "()" for a scalar. */
-static const char *shape_str(char *buf, size_t len, int ndim, const int64_t *shape)
-{
-    size_t n = (size_t)snprintf(buf, len, "(");
-    for (int i = 0; i < ndim && n < len; i++)
-        n += (size_t)snprintf(buf + n, len - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
-    if (n < len) snprintf(buf + n, len - n, ")");
-    return buf;
-}
 
 /* ---- header validation ---- */
 
@@ -296,18 +287,18 @@ static attn_status check_size(const char *label, const attn_st_tensor *t, uint64
         if (!attn__mul_ok(n, t->shape[i], &n))
             return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": shape %s has more elements "
                               "than int64 can count", label, t->name,
-                              shape_str(sh, sizeof sh, t->ndim, t->shape));
+                              attn__dims_str(sh, sizeof sh, t->ndim, t->shape));
     }
     if (!attn__mul_ok(n, (int64_t)attn_dtype_size(t->dtype), &bytes))
         return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": %s shape %s takes more bytes "
                           "than int64 can count", label, t->name, attn_dtype_name(t->dtype),
-                          shape_str(sh, sizeof sh, t->ndim, t->shape));
+                          attn__dims_str(sh, sizeof sh, t->ndim, t->shape));
     if ((uint64_t)bytes != end - begin)
         return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": data_offsets [%llu, %llu] give "
                           "%llu bytes, but %s shape %s needs %lld", label, t->name,
                           (unsigned long long)begin, (unsigned long long)end,
                           (unsigned long long)(end - begin), attn_dtype_name(t->dtype),
-                          shape_str(sh, sizeof sh, t->ndim, t->shape), (long long)bytes);
+                          attn__dims_str(sh, sizeof sh, t->ndim, t->shape), (long long)bytes);
     *numel = n;
     return ATTN_OK;
 }
@@ -672,8 +663,8 @@ attn_status attn__st_check_shape(const attn_st_file *f, const attn_st_tensor *t,
     char a[160], b[160];
     return attn__fail(ATTN_ERR_SHAPE, "%s: tensor \"%s\" has shape %s in the file, but its "
                       "destination has shape %s", f->label, t->name,
-                      shape_str(a, sizeof a, t->ndim, t->shape),
-                      shape_str(b, sizeof b, ndim, shape));
+                      attn__dims_str(a, sizeof a, t->ndim, t->shape),
+                      attn__dims_str(b, sizeof b, ndim, shape));
 }
 
 attn_tensor *attn_st_load(const attn_st_file *f, const char *name, attn_ctx *ctx)

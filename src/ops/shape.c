@@ -15,15 +15,6 @@
 
 #define PARALLEL_MIN 65536 /* elements below which threads cost more than they save */
 
-/* "(2, -1, 4)" for a shape that is not (yet) a tensor's. */
-static const char *shape_str(char *buf, size_t len, int ndim, const int64_t *shape)
-{
-    size_t n = (size_t)snprintf(buf, len, "(");
-    for (int i = 0; i < ndim && n < len; i++)
-        n += (size_t)snprintf(buf + n, len - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
-    if (n < len) snprintf(buf + n, len - n, ")");
-    return buf;
-}
 
 /* ---- reshape: a view ---- */
 
@@ -52,14 +43,14 @@ static bool reshape_infer(int64_t *out, const attn_tensor *x, int ndim, const in
         if (shape[i] < 0 || !attn__mul_ok(known, shape[i], &known)) {
             attn__fail(ATTN_ERR_SHAPE,
                        "reshape: x %s to %s: sizes must be >= 0 with at most one -1",
-                       attn_shape_str(x, sx, 64), shape_str(ss, 96, ndim, shape));
+                       attn_shape_str(x, sx, 64), attn__dims_str(ss, 96, ndim, shape));
             return false;
         }
     }
     if (infer >= 0 && known > 0 && x->numel % known == 0) out[infer] = x->numel / known;
     if (infer >= 0 ? out[infer] < 0 : known != x->numel) {
         attn__fail(ATTN_ERR_SHAPE, "reshape: x %s (%lld elements) cannot be viewed as %s",
-                   attn_shape_str(x, sx, 64), (long long)x->numel, shape_str(ss, 96, ndim, shape));
+                   attn_shape_str(x, sx, 64), (long long)x->numel, attn__dims_str(ss, 96, ndim, shape));
         return false;
     }
     return true;
