@@ -43,6 +43,8 @@ typedef struct translate_batch {
 attn_status translate_batch_fill(translate_batch *b, const translate_run *run,
                                  const translate_split *split, const int64_t *rows, int64_t n);
 void translate_batch_free(translate_batch *b);
+/* The target tokens of ids[0..n) (specials dropped) as a detokenised, malloc'd string. */
+char *translate_detok(const translate_run *run, const int64_t *ids, int64_t n, attn_tokens *scratch);
 /* Forward + label-smoothed cross-entropy of a batch (scalar tensor in ctx). */
 attn_tensor *translate_loss(attn_ctx *ctx, const translate_run *run, const translate_batch *b);
 const char *const *translate_config_kv(const attn_seq2seq_config *c, int *n);

@@ -1,0 +1,152 @@
+/* attn translate: padded batches, the validation loss, and greedy decoding of a split scored
+ * with corpus BLEU (sacrebleu 13a on detokenised text, lowercased, and on tokens). */
+#include "dist.h"
+#include "translate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void translate_batch_free(translate_batch *b)
+{
+    free(b->src);
+    free(b->src_lens);
+    free(b->tgt_in);
+    free(b->tgt_out);
+    free(b->tgt_lens);
+    memset(b, 0, sizeof *b);
+}
+
+attn_status translate_batch_fill(translate_batch *b, const translate_run *run, const translate_split *split,
+                                 const int64_t *rows, int64_t n)
+{
+    const attn_seq2seq_config *c = &run->model.cfg;
+    const int64_t cap = c->max_len; /* ids + one special fit */
+    int64_t sw = attn_batch_width(&split->src, rows, n, 1, cap), tw = attn_batch_width(&split->tgt, rows, n, 1, cap);
+    if (sw < 1) sw = 1;
+    if (tw < 1) tw = 1;
+    translate_batch_free(b);
+    b->src = malloc((size_t)(n * sw) * sizeof *b->src);
+    b->tgt_in = malloc((size_t)(n * tw) * sizeof *b->tgt_in);
+    b->tgt_out = malloc((size_t)(n * tw) * sizeof *b->tgt_out);
+    b->src_lens = malloc((size_t)n * sizeof *b->src_lens);
+    b->tgt_lens = malloc((size_t)n * sizeof *b->tgt_lens);
+    if (!b->src || !b->tgt_in || !b->tgt_out || !b->src_lens || !b->tgt_lens) return ATTN_ERR_NOMEM;
+    b->n = n, b->src_width = sw, b->tgt_width = tw;
+    attn_pad_opts src = {.pad_id = c->pad_id, .bos_id = -1, .eos_id = c->eos_id};
+    attn_pad_opts in = {.pad_id = c->pad_id, .bos_id = c->bos_id, .eos_id = -1};
+    attn_pad_opts out = {.pad_id = c->pad_id, .bos_id = -1, .eos_id = c->eos_id};
+    if (attn_batch_pad(b->src, b->src_lens, &split->src, rows, &src, n, sw) != ATTN_OK ||
+        attn_batch_pad(b->tgt_in, b->tgt_lens, &split->tgt, rows, &in, n, tw) != ATTN_OK ||
+        attn_batch_pad(b->tgt_out, NULL, &split->tgt, rows, &out, n, tw) != ATTN_OK)
+        return attn_last_status();
+    b->tokens = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (b->src_lens[i] < 1) b->src_lens[i] = 1;
+        b->tokens += b->src_lens[i] + b->tgt_lens[i];
+    }
+    return ATTN_OK;
+}
+
+int translate_val_loss(translate_run *run, const translate_split *split, double *loss)
+{
+    attn_ctx *ctx = attn_ctx_new(0);
+    int64_t *rows = malloc(128 * sizeof *rows);
+    translate_batch b = {0};
+    int code = ctx && rows ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "out of memory");
+    double sum = 0, count = 0;
+    if (ctx) {
+        attn_ctx_set_grad_enabled(ctx, false);
+        attn_ctx_set_training(ctx, false);
+    }
+    /* under mpirun each rank scores every dist_size()-th batch; the sums are added at the end */
+    for (int64_t start = 128 * dist_rank(); code == CLI_OK && start < split->src.count; start += 128 * dist_size()) {
+        int64_t n = split->src.count - start < 128 ? split->src.count - start : 128;
+        for (int64_t i = 0; i < n; i++) rows[i] = start + i;
+        attn_tensor *l = translate_batch_fill(&b, run, split, rows, n) == ATTN_OK ? translate_loss(ctx, run, &b) : NULL;
+        if (!l) {
+            code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+            break;
+        }
+        int64_t tokens = 0;
+        for (int64_t i = 0; i < n * b.tgt_width; i++) tokens += b.tgt_out[i] != run->model.cfg.pad_id;
+        sum += l->data[0] * (double)tokens;
+        count += (double)tokens;
+        attn_ctx_reset(ctx);
+    }
+    double sums[2] = {sum, count};
+    if (code == CLI_OK) dist_sum(sums, 2);
+    *loss = sums[1] > 0 ? sums[0] / sums[1] : 0;
+    translate_batch_free(&b);
+    free(rows);
+    attn_ctx_free(ctx);
+    return code;
+}
+
+char *translate_detok(const translate_run *run, const int64_t *ids, int64_t n, attn_tokens *scratch)
+{
+    attn_tokens_clear(scratch);
+    for (int64_t i = 0; i < n; i++) {
+        const char *t = attn_vocab_token(run->tgt_vocab, ids[i]);
+        if (t && ids[i] != run->model.cfg.pad_id && ids[i] != run->model.cfg.bos_id && ids[i] != run->model.cfg.eos_id)
+            attn_tokens_push(scratch, t, strlen(t));
+    }
+    return attn_detokenize(scratch->items, scratch->count);
+}
+
+int translate_evaluate(translate_run *run, const translate_split *split, const char *name)
+{
+    if (dist_rank() != 0) return CLI_OK; /* under mpirun, rank 0 alone decodes and reports */
+    const int64_t bs = 100, n_all = split->src.count, max_extra = 10;
+    attn_ctx *ctx = attn_ctx_new(0);
+    translate_batch b = {0};
+    int64_t rows[100], *out = NULL, out_lens[100];
+    attn_tokens scratch = {0}, hyp_tok = {0}, ref_tok = {0};
+    attn_bleu_stats cased = {0}, lower = {0}, tokens = {0};
+    int code = ctx ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "out of memory");
+    double t0 = now_seconds();
+    for (int64_t start = 0; code == CLI_OK && start < n_all; start += bs) {
+        int64_t n = n_all - start < bs ? n_all - start : bs;
+        for (int64_t i = 0; i < n; i++) rows[i] = start + i;
+        if (translate_batch_fill(&b, run, split, rows, n) != ATTN_OK) break;
+        int64_t max_out = b.src_width + max_extra;
+        free(out);
+        out = malloc((size_t)(n * max_out) * sizeof *out);
+        if (!out || attn_seq2seq_greedy(ctx, &run->model, b.src, b.src_lens, n, b.src_width, max_out, out, out_lens) != ATTN_OK) {
+            code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+            break;
+        }
+        for (int64_t i = 0; code == CLI_OK && i < n; i++) {
+            char *hyp = translate_detok(run, out + i * max_out, out_lens[i], &scratch);
+            const char *ref = split->text.tgt[start + i];
+            char *hl = hyp ? attn_utf8_lower(hyp, strlen(hyp)) : NULL, *rl = attn_utf8_lower(ref, strlen(ref));
+            attn_tokens_clear(&hyp_tok);
+            attn_tokens_clear(&ref_tok);
+            if (!hyp || !hl || !rl || attn_bleu_add(&cased, hyp, ref) != ATTN_OK || attn_bleu_add(&lower, hl, rl) != ATTN_OK ||
+                attn_tokenize(&hyp_tok, ATTN_TOKENIZER_WORDS, hyp, strlen(hyp)) != ATTN_OK ||
+                attn_tokenize(&ref_tok, ATTN_TOKENIZER_WORDS, ref, strlen(ref)) != ATTN_OK ||
+                attn_bleu_add_tokens(&tokens, hyp_tok.items, hyp_tok.count, ref_tok.items, ref_tok.count) != ATTN_OK)
+                code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+            if (code == CLI_OK && start + i < 3) printf("  %s\n  -> %s\n", split->text.src[start + i], hyp);
+            free(hyp);
+            free(hl);
+            free(rl);
+        }
+    }
+    if (code == CLI_OK) {
+        double p[4], bp;
+        double bleu = attn_bleu_score(&cased, p, &bp);
+        printf("%s: BLEU %.2f (sacrebleu-style 13a, cased; %.1f/%.1f/%.1f/%.1f, BP %.3f), lowercased %.2f, "
+               "on lowercased tokens %.2f; %lld sentences, greedy, %.0f s\n",
+               name, bleu, p[0], p[1], p[2], p[3], bp, attn_bleu_score(&lower, NULL, NULL),
+               attn_bleu_score(&tokens, NULL, NULL), (long long)n_all, now_seconds() - t0);
+    }
+    free(out);
+    translate_batch_free(&b);
+    attn_tokens_free(&scratch);
+    attn_tokens_free(&hyp_tok);
+    attn_tokens_free(&ref_tok);
+    attn_ctx_free(ctx);
+    return code;
+}
+
