@@ -5,13 +5,16 @@
 # in its own process under /usr/bin/time -v (peak RSS). Every row: ours with 2 threads and with
 # 1 (thread scaling), PyTorch with glibc's default allocator and with GLIBC_TUNABLES that keep
 # freed blocks in the heap. Appends to bench/results/<group>_<time>.jsonl, rebuilds RESULTS.md.
-#   bash bench/compare_torch.sh sdpa [L ...]   (default L: 128 512 1024 2048 4096)
+#   bash bench/compare_torch.sh [all]          (everything below in one run: the README's table)
+#   bash bench/compare_torch.sh sdpa [L ...]   (default L: 512 1024 2048 4096)
 #   bash bench/compare_torch.sh models         (mha, encoder, classifier training steps)
+# Every group starts with `attn bench peak` (FMA loop, 2 threads and 1): the float32 ceiling.
 # Needs python3-torch (apt-get install python3-torch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-group=${1:-sdpa}; shift || true
-lens=("$@"); [[ ${#lens[@]} -gt 0 ]] || lens=(128 512 1024 2048 4096)
+group=${1:-all}; shift || true
+lens=("$@"); [[ ${#lens[@]} -gt 0 ]] || lens=(512 1024 2048 4096)
+case $group in all|sdpa|models) ;; *) echo "compare_torch: unknown group $group (all, sdpa or models)" >&2; exit 2 ;; esac
 torch_bench=../shared/bench/bench_torch.py
 [[ -f $torch_bench ]] || { echo "compare_torch: $torch_bench not found" >&2; exit 1; }
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j"$(nproc)" --target attn_cli >/dev/null
@@ -40,8 +43,7 @@ row() { # label, our bench args, torch bench args
   measure "attn 1 thread" build/attn bench $ours --threads 1 --json
 }
 
-case $group in
-  sdpa)
+sdpa_rows() {
     for L in "${lens[@]}"; do
       measure "attn sgemm" build/attn bench sgemm --L "$L" --threads 2 --json
       for mask in none causal; do
@@ -51,12 +53,18 @@ case $group in
           measure "attn ref" build/attn bench sdpa --L "$L" $causal --mode "$pass" --impl ref --threads 2 --json
         done
       done
-    done ;;
-  models)
+    done
+}
+
+model_rows() {
     row "mha train" "mha" "mha --L 512 --mode train"
     row "encoder train" "encoder" "encoder --mode train"
-    row "classifier train" "classifier" "classifier --mode train" ;;
-  *) echo "compare_torch: unknown group $group (sdpa or models)" >&2; exit 2 ;;
-esac
+    row "classifier train" "classifier" "classifier --mode train"
+}
+
+measure "attn peak" build/attn bench peak --threads 2 --json
+measure "attn peak 1 thread" build/attn bench peak --threads 1 --json
+[[ $group == models ]] || sdpa_rows
+[[ $group == sdpa ]] || model_rows
 /usr/bin/python3 bench/make_results.py bench/results > bench/RESULTS.md
 echo "wrote $out and bench/RESULTS.md" >&2

@@ -1,11 +1,12 @@
 /* attn bench: validates each benchmarked kernel against its reference twin, then times it
  * (median of runs after a warm-up) and prints ms, GFLOP/s and the arena's peak memory.
  * Workloads mirror ../shared/bench/bench_torch.py so bench/compare_torch.sh can put both sides
- * in one table: sdpa, sgemm (the QK^T shape), mha (train), encoder (train step with Adam),
- * classifier (train step). */
+ * in one table: peak (an FMA loop: the machine's practical float32 ceiling), sdpa, sgemm (the
+ * QK^T shape), mha (train), encoder (train step with Adam), classifier (train step). */
 #include "cli.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,63 @@ static void sdpa_teardown(void *p)
     attn_tensor_free(s->q), attn_tensor_free(s->k), attn_tensor_free(s->v), attn_tensor_free(s->g);
     free(s);
 }
+
+/* ---- peak: independent fused multiply-adds on every thread, nothing loaded or stored ---- */
+
+#ifdef __FMA__
+#include <immintrin.h>
+#endif
+
+enum { PEAK_CHAINS = 12, PEAK_LANES = 8 }; /* 12 chains cover the FMA latency of 2 pipes */
+static const long peak_iters = 20000000;
+
+typedef struct peak_state {
+    int threads;
+    float sink[64];
+} peak_state;
+
+static void *peak_thread(void *out)
+{
+    float *sink = out;
+#ifdef __FMA__
+    __m256 acc[PEAK_CHAINS], m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
+    for (int j = 0; j < PEAK_CHAINS; j++) acc[j] = _mm256_set1_ps((float)j);
+    for (long i = 0; i < peak_iters; i++)
+        for (int j = 0; j < PEAK_CHAINS; j++) acc[j] = _mm256_fmadd_ps(acc[j], m, c);
+    for (int j = 1; j < PEAK_CHAINS; j++) acc[0] = _mm256_add_ps(acc[0], acc[j]);
+    *sink = _mm256_cvtss_f32(acc[0]);
+#else
+    float acc[PEAK_CHAINS * PEAK_LANES];
+    for (int j = 0; j < PEAK_CHAINS * PEAK_LANES; j++) acc[j] = (float)j;
+    for (long i = 0; i < peak_iters; i++)
+        for (int j = 0; j < PEAK_CHAINS * PEAK_LANES; j++) acc[j] = acc[j] * 0.999999f + 1e-6f;
+    *sink = acc[0] + acc[PEAK_CHAINS * PEAK_LANES - 1];
+#endif
+    return NULL;
+}
+
+static int peak_run(void *p)
+{
+    peak_state *s = p;
+    pthread_t ids[64];
+    int started = 0;
+    while (started < s->threads && !pthread_create(&ids[started], NULL, peak_thread, &s->sink[started])) started++;
+    for (int i = 0; i < started; i++) pthread_join(ids[i], NULL);
+    return started == s->threads ? CLI_OK : cli_fail(CLI_ERR_DATA, "bench", "peak: cannot start %d threads", s->threads);
+}
+
+static int peak_setup(const bench_args *a, void **state, bench_result *r)
+{
+    (void)a;
+    peak_state *s = calloc(1, sizeof *s);
+    if (!s) return cli_fail(CLI_ERR_DATA, "bench", "out of memory");
+    s->threads = attn_get_num_threads() < 64 ? attn_get_num_threads() : 64;
+    *state = s;
+    r->flop = 2.0 * PEAK_CHAINS * PEAK_LANES * (double)peak_iters * s->threads;
+    return CLI_OK;
+}
+
+static void peak_teardown(void *p) { free(p); }
 
 /* ---- sgemm on the QK^T shape: (L, d) @ (L, d)^T, B*H times ---- */
 
@@ -279,6 +337,7 @@ static void module_teardown(void *p)
 }
 
 static const workload workloads[] = {
+    {"peak", peak_setup, peak_run, peak_teardown},
     {"sdpa", sdpa_setup, sdpa_run, sdpa_teardown},
     {"sgemm", gemm_setup, gemm_run, gemm_teardown},
     {"mha", module_setup, mha_run, module_teardown},
@@ -288,6 +347,7 @@ static const workload workloads[] = {
 
 static size_t arena_peak(const workload *w, void *state)
 {
+    if (w->run == peak_run) return 0;
     if (w->run == sdpa_run) return attn_ctx_bytes_peak(((sdpa_state *)state)->ctx);
     if (w->run == gemm_run) return attn_ctx_bytes_peak(((gemm_state *)state)->ctx);
     return attn_ctx_bytes_peak(((module_state *)state)->ctx);
@@ -297,6 +357,7 @@ static void help(void)
 {
     printf("usage: attn bench [WORKLOAD] [options]\n\n"
            "Validates, then times (median of runs after warm-up). Workloads:\n"
+           "  peak        fused multiply-adds from registers on every thread: the float32 ceiling\n"
            "  sdpa        scaled dot-product attention (B, H, L, d), --mode fwd|fwdbwd, --causal\n"
            "  sgemm       OpenBLAS sgemm on the QK^T shape (B*H times (L, d) @ (d, L))\n"
            "  mha         multi-head self-attention E=512, 8 heads: forward + backward\n"
@@ -374,16 +435,17 @@ static int run_workload(const workload *w, bench_args a)
         r.t_min = t[0], r.t_med = t[a.runs / 2], r.t_max = t[a.runs - 1];
         r.peak_bytes = arena_peak(w, state);
         const bool sdpa = !strcmp(w->name, "sdpa");
+        const char *mode = sdpa ? a.mode : w->run == peak_run ? "fma" : w->run == gemm_run ? "fwd" : "train";
         if (a.json)
             printf("{\"workload\":\"%s\",\"mode\":\"%s\",\"impl\":\"%s\",\"causal\":%s,\"B\":%ld,\"H\":%ld,\"L\":%ld,"
                    "\"d\":%ld,\"threads\":%d,\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f,\"gflops_med\":%.2f,"
                    "\"items_per_s_med\":%.2f,\"unit\":\"%s\",\"arena_peak_mib\":%.1f}\n",
-                   w->name, sdpa ? a.mode : "train", a.impl == ATTN_SDPA_REF ? "ref" : "fused",
+                   w->name, mode, a.impl == ATTN_SDPA_REF ? "ref" : "fused",
                    a.causal ? "true" : "false", a.B, a.H, a.L, a.d, attn_get_num_threads(), r.t_min, r.t_med,
                    r.t_max, r.flop / r.t_med * 1e-9, r.items / r.t_med, r.unit, r.peak_bytes / 1048576.0);
         else {
             printf("%-10s %-7s L=%-5ld B=%-3ld %s threads=%d  ms min/med/max %9.2f %9.2f %9.2f  GFLOP/s %6.1f",
-                   w->name, sdpa ? a.mode : "train", a.L, a.B, a.causal ? "causal" : "      ",
+                   w->name, mode, a.L, a.B, a.causal ? "causal" : "      ",
                    attn_get_num_threads(), 1e3 * r.t_min, 1e3 * r.t_med, 1e3 * r.t_max, r.flop / r.t_med * 1e-9);
             if (r.items > 0) printf("  %.1f %s", r.items / r.t_med, r.unit);
             printf("  arena %.1f MiB\n", r.peak_bytes / 1048576.0);

@@ -16,7 +16,7 @@ static void help(void)
     printf("usage: attn translate train|eval|translate [options] [SENTENCE ...]\n\n"
            "  train               train on DATA/train.SRC.gz -> train.TGT.gz, validation loss on val,\n"
            "                      BLEU on test_2016_flickr at the end\n"
-           "  eval                BLEU of a saved model on test_2016_flickr (greedy decoding)\n"
+           "  eval                BLEU of a saved model on test_2016_flickr\n"
            "  translate [TEXT]    translate sentences (arguments, or lines of stdin), and draw the\n"
            "                      cross-attention of the first one\n\n"
            "  --model KIND        transformer (default) or bahdanau\n"
@@ -28,8 +28,12 @@ static void help(void)
            "  --label-smoothing X (default 0.1)\n"
            "  --min-freq N        vocabulary: tokens seen at least N times (default 2)\n"
            "  --budget-min M      stop training after M minutes (then evaluate)\n"
-           "  --eval-limit N      score only the first N test sentences\n"
-           "  --beam N            beam size for translate (default 4; 1 = greedy)\n"
+           "  --split NAME        the split train and eval score with BLEU (default test_2016_flickr;\n"
+           "                      val to tune decoding without touching the test set)\n"
+           "  --eval-limit N      score only the first N sentences of that split\n"
+           "  --beam N            beam size for eval, translate and the BLEU after train (default 4;\n"
+           "                      1 = greedy, batched)\n"
+           "  --length-penalty A  beam score = log p / ((5 + length) / 6)^A (default 0.6)\n"
            "  --out FILE          translate: the cross-attention heatmap (default cross_attention.png)\n"
            "  --average-heads     one panel averaged over heads instead of one per head\n\n",
            DEFAULT_DATA);
@@ -43,9 +47,9 @@ static int parse_model_option(translate_options *o, int argc, char **argv, int *
 {
     const char *opt = argv[*i], *v;
     if (!strcmp(opt, "--average-heads")) return o->average_heads = true, 1;
-    const char **strs[5] = {&o->data, &o->src_lang, &o->tgt_lang, &o->out, NULL};
-    const char *snames[5] = {"--data", "--src", "--tgt", "--out", "--model"};
-    for (int k = 0; k < 5; k++)
+    const char **strs[6] = {&o->data, &o->src_lang, &o->tgt_lang, &o->out, &o->split, NULL};
+    const char *snames[6] = {"--data", "--src", "--tgt", "--out", "--split", "--model"};
+    for (int k = 0; k < 6; k++)
         if (!strcmp(opt, snames[k])) {
             if (!(v = cli_value("translate", argc, argv, i))) return -1;
             if (strs[k]) *strs[k] = v;
@@ -84,16 +88,20 @@ static int parse_model_option(translate_options *o, int argc, char **argv, int *
         else o->label_smoothing = d;
         return 1;
     }
+    if (!strcmp(opt, "--length-penalty")) {
+        if (!(v = cli_value("translate", argc, argv, i)) || !cli_parse_float("translate", opt, v, 0.0, 10.0, &o->length_penalty)) return -1;
+        return 1;
+    }
     return 0;
 }
 
 static int parse(int argc, char **argv, translate_options *o, const char ***texts, int *n_texts)
 {
     memset(o, 0, sizeof *o);
-    o->data = DEFAULT_DATA, o->src_lang = "en", o->tgt_lang = "fr", o->out = "cross_attention.png";
+    o->data = DEFAULT_DATA, o->src_lang = "en", o->tgt_lang = "fr", o->out = "cross_attention.png", o->split = "test_2016_flickr";
     o->model = (attn_seq2seq_config){.kind = ATTN_SEQ2SEQ_TRANSFORMER, .d_model = 256, .num_heads = 8,
                                      .dim_feedforward = 512, .enc_layers = 3, .dec_layers = 3, .dropout = 0.1f};
-    o->warmup = 800, o->beam = 4, o->min_freq = 2, o->label_smoothing = 0.1;
+    o->warmup = 800, o->beam = 4, o->min_freq = 2, o->label_smoothing = 0.1, o->length_penalty = 0.6;
     o->train = (train_options){.epochs = 30, .batch_size = 64, .lr = 0, .max_len = 64, .checkpoint = DEFAULT_CHECKPOINT};
     *texts = calloc((size_t)argc, sizeof **texts);
     *n_texts = 0;
@@ -277,7 +285,7 @@ static int do_train(translate_run *run, translate_options *o)
     if (code == CLI_OK) code = build_model(run, o);
     if (code == CLI_OK) code = load_split(&train, run, "train", 0);
     if (code == CLI_OK) code = load_split(&val, run, "val", 0);
-    if (code == CLI_OK) code = load_split(&test, run, "test_2016_flickr", o->eval_limit);
+    if (code == CLI_OK) code = load_split(&test, run, o->split, o->eval_limit);
     if (code == CLI_OK) {
         printf("data: %lld train / %lld val / %lld test pairs (%s -> %s), vocabularies %lld / %lld (%.1f s)\n",
                (long long)train.src.count, (long long)val.src.count, (long long)test.src.count, o->src_lang,
@@ -287,7 +295,7 @@ static int do_train(translate_run *run, translate_options *o)
                (long long)attn_params_numel(run->params));
         code = translate_train(run, &train, &val);
     }
-    if (code == CLI_OK) code = translate_evaluate(run, &test, "test_2016_flickr");
+    if (code == CLI_OK) code = translate_evaluate(run, &test, o->split);
     free_split(&train);
     free_split(&val);
     free_split(&test);
@@ -298,8 +306,8 @@ static int do_eval(translate_run *run, translate_options *o)
 {
     translate_split test = {0};
     int code = load_model(run, o);
-    if (code == CLI_OK) code = load_split(&test, run, "test_2016_flickr", o->eval_limit);
-    if (code == CLI_OK) code = translate_evaluate(run, &test, "test_2016_flickr");
+    if (code == CLI_OK) code = load_split(&test, run, o->split, o->eval_limit);
+    if (code == CLI_OK) code = translate_evaluate(run, &test, o->split);
     free_split(&test);
     return code;
 }
@@ -355,7 +363,7 @@ static int translate_one(translate_run *run, const translate_options *o, attn_ct
         attn_tensor *w = NULL;
         if (attn_vocab_encode(run->src_vocab, src, toks.items, n) != ATTN_OK ||
             (src[n] = o->model.eos_id, false) ||
-            attn_seq2seq_beam(ctx, &run->model, src, n + 1, (int)o->beam, 0.6f, n + 10 < 255 ? n + 10 : 255, out,
+            attn_seq2seq_beam(ctx, &run->model, src, n + 1, (int)o->beam, (float)o->length_penalty, n + 10 < 255 ? n + 10 : 255, out,
                               &n_out, first ? &w : NULL) != ATTN_OK)
             code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
         char *hyp = code == CLI_OK ? translate_detok(run, out, n_out, &scratch) : NULL;

@@ -7,10 +7,10 @@
 
 typedef struct translate_options {
     train_options train;
-    const char *data, *src_lang, *tgt_lang, *out;
+    const char *data, *src_lang, *tgt_lang, *out, *split;
     attn_seq2seq_config model;
     long warmup, beam, budget_min, min_freq, eval_limit;
-    double label_smoothing;
+    double label_smoothing, length_penalty;
     bool average_heads;
 } translate_options;
 
@@ -29,7 +29,7 @@ typedef struct translate_run {
 } translate_run;
 
 int translate_train(translate_run *run, const translate_split *train, const translate_split *val);
-/* Greedy-decodes a split and prints corpus BLEU (sacrebleu 13a on detokenised text, lowercased,
+/* Decodes a split (greedy when --beam is 1, else beam search per sentence) and prints corpus BLEU (sacrebleu 13a on detokenised text, lowercased,
  * and on tokens); hyps (may be NULL) receives the detokenised outputs. Rank 0 only (dist.h). */
 int translate_evaluate(translate_run *run, const translate_split *split, const char *name);
 /* Mean label-smoothed loss per target token with teacher forcing (no dropout). Every rank

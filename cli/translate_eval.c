@@ -1,4 +1,4 @@
-/* attn translate: padded batches, the validation loss, and greedy decoding of a split scored
+/* attn translate: padded batches, the validation loss, and decoding (greedy or beam search) of a split scored
  * with corpus BLEU (sacrebleu 13a on detokenised text, lowercased, and on tokens). */
 #include "dist.h"
 #include "translate.h"
@@ -97,7 +97,7 @@ char *translate_detok(const translate_run *run, const int64_t *ids, int64_t n, a
 int translate_evaluate(translate_run *run, const translate_split *split, const char *name)
 {
     if (dist_rank() != 0) return CLI_OK; /* under mpirun, rank 0 alone decodes and reports */
-    const int64_t bs = 100, n_all = split->src.count, max_extra = 10;
+    const int64_t bs = 100, n_all = split->src.count, max_extra = 10, beam = run->opt->beam;
     attn_ctx *ctx = attn_ctx_new(0);
     translate_batch b = {0};
     int64_t rows[100], *out = NULL, out_lens[100];
@@ -112,8 +112,14 @@ int translate_evaluate(translate_run *run, const translate_split *split, const c
         int64_t max_out = b.src_width + max_extra;
         free(out);
         out = malloc((size_t)(n * max_out) * sizeof *out);
-        if (!out || attn_seq2seq_greedy(ctx, &run->model, b.src, b.src_lens, n, b.src_width, max_out, out, out_lens) != ATTN_OK) {
-            code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+        attn_status st = out ? ATTN_OK : ATTN_ERR_NOMEM;
+        if (st == ATTN_OK && beam == 1)
+            st = attn_seq2seq_greedy(ctx, &run->model, b.src, b.src_lens, n, b.src_width, max_out, out, out_lens);
+        for (int64_t i = 0; st == ATTN_OK && beam > 1 && i < n; i++)
+            st = attn_seq2seq_beam(ctx, &run->model, b.src + i * b.src_width, b.src_lens[i], (int)beam, (float)run->opt->length_penalty,
+                                   b.src_lens[i] + max_extra, out + i * max_out, &out_lens[i], NULL);
+        if (st != ATTN_OK) {
+            code = cli_fail(CLI_ERR_DATA, "translate", "%s", out ? attn_last_error() : "out of memory");
             break;
         }
         for (int64_t i = 0; code == CLI_OK && i < n; i++) {
@@ -135,11 +141,13 @@ int translate_evaluate(translate_run *run, const translate_split *split, const c
     }
     if (code == CLI_OK) {
         double p[4], bp;
+        char decoding[32] = "greedy";
+        if (beam > 1) snprintf(decoding, sizeof decoding, "beam %lld", (long long)beam);
         double bleu = attn_bleu_score(&cased, p, &bp);
         printf("%s: BLEU %.2f (sacrebleu-style 13a, cased; %.1f/%.1f/%.1f/%.1f, BP %.3f), lowercased %.2f, "
-               "on lowercased tokens %.2f; %lld sentences, greedy, %.0f s\n",
+               "on lowercased tokens %.2f; %lld sentences, %s, %.0f s\n",
                name, bleu, p[0], p[1], p[2], p[3], bp, attn_bleu_score(&lower, NULL, NULL),
-               attn_bleu_score(&tokens, NULL, NULL), (long long)n_all, now_seconds() - t0);
+               attn_bleu_score(&tokens, NULL, NULL), (long long)n_all, decoding, now_seconds() - t0);
     }
     free(out);
     translate_batch_free(&b);

@@ -314,6 +314,11 @@ row "translate: truncated gzip file"              1 "train.en.gz: the gzip strea
 row "translate: --model unknown"                  2 "--model expects transformer or bahdanau, got \"rnn\"" "$ck" -- tr --data "$in/pairs" --model rnn
 row "translate: --beam 0"                         2 "--beam must be in \[1, 64\], got 0" "$ck" -- tr --data "$in/pairs" --beam 0
 row "translate: --label-smoothing x"              2 "--label-smoothing expects a finite number, got \"x\"" "$ck" -- tr --data "$in/pairs" --label-smoothing x
+row "translate: --length-penalty -1"               2 "--length-penalty must be in \[0, 10\], got -1" "$ck" -- tr --data "$in/pairs" --length-penalty -1
+row "translate: --split that does not exist"      1 "pairs/nope.en.gz: cannot open \(No such file or directory\)" "$ck" -- tr --data "$in/pairs" --split nope
+
+row "bench: unknown workload"                     2 "unknown workload \"gemv\"" -- "$bin" bench gemv
+row "bench: --runs 0"                             2 "--runs must be in \[1, 1000\], got 0" -- "$bin" bench peak --runs 0
 
 row "nw: Inf in --data x_train"                   1 "nw_inf.safetensors: x_train\[3\] is inf; expected finite values" "$out/nw.safetensors" -- "$bin" nw --epochs 2 --plot none --data "$in/nw_inf.safetensors" --out "$out/nw.safetensors"
 row "nw: --data with 2 training points"           1 "nw_short.safetensors: expected 1-D x_train and y_train of one length >= 3" "$out/nw.safetensors" -- "$bin" nw --epochs 2 --plot none --data "$in/nw_short.safetensors" --out "$out/nw.safetensors"
