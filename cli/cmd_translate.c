@@ -34,6 +34,8 @@ static void help(void)
            "  --beam N            beam size for eval, translate and the BLEU after train (default 4;\n"
            "                      1 = greedy, batched)\n"
            "  --length-penalty A  beam score = log p / ((5 + length) / 6)^A (default 0.6)\n"
+           "  --average A,B,...   eval, translate: use the mean of the parameters of --checkpoint\n"
+           "                      and these checkpoints of the same run (e.g. the last epochs')\n"
            "  --out FILE          translate: the cross-attention heatmap (default cross_attention.png)\n"
            "  --average-heads     one panel averaged over heads instead of one per head\n\n",
            DEFAULT_DATA);
@@ -47,9 +49,9 @@ static int parse_model_option(translate_options *o, int argc, char **argv, int *
 {
     const char *opt = argv[*i], *v;
     if (!strcmp(opt, "--average-heads")) return o->average_heads = true, 1;
-    const char **strs[6] = {&o->data, &o->src_lang, &o->tgt_lang, &o->out, &o->split, NULL};
-    const char *snames[6] = {"--data", "--src", "--tgt", "--out", "--split", "--model"};
-    for (int k = 0; k < 6; k++)
+    const char **strs[7] = {&o->data, &o->src_lang, &o->tgt_lang, &o->out, &o->split, &o->average, NULL};
+    const char *snames[7] = {"--data", "--src", "--tgt", "--out", "--split", "--average", "--model"};
+    for (int k = 0; k < 7; k++)
         if (!strcmp(opt, snames[k])) {
             if (!(v = cli_value("translate", argc, argv, i))) return -1;
             if (strs[k]) *strs[k] = v;
@@ -202,10 +204,10 @@ const char *const *translate_config_kv(const attn_seq2seq_config *c, int *n)
     return kv;
 }
 
-static int load_config(translate_options *o)
+static int read_config(const char *path, attn_seq2seq_config *c, const char *hint)
 {
-    attn_st_file *f = attn_st_open(o->train.checkpoint);
-    if (!f) return cli_fail(CLI_ERR_DATA, "translate", "%s (train a model first: attn translate train)", attn_last_error());
+    attn_st_file *f = attn_st_open(path);
+    if (!f) return cli_fail(CLI_ERR_DATA, "translate", "%s%s", attn_last_error(), hint);
     const char *model = attn_st_metadata(f, "model");
     const char *keys[12] = {"kind", "src_vocab", "tgt_vocab", "d_model", "num_heads", "dim_feedforward",
                             "enc_layers", "dec_layers", "max_len", "pad_id", "bos_id", "eos_id"};
@@ -213,8 +215,7 @@ static int load_config(translate_options *o)
     bool ok = model && !strcmp(model, "attn-seq2seq");
     for (int i = 0; ok && i < 12; i++) ok = checkpoint_meta_long(f, keys[i], &v[i]);
     attn_st_close(f);
-    if (!ok) return cli_fail(CLI_ERR_DATA, "translate", "%s is not a translation checkpoint", o->train.checkpoint);
-    attn_seq2seq_config *c = &o->model;
+    if (!ok) return cli_fail(CLI_ERR_DATA, "translate", "%s is not a translation checkpoint", path);
     c->kind = (attn_seq2seq_kind)v[0], c->src_vocab = v[1], c->tgt_vocab = v[2], c->d_model = v[3];
     c->num_heads = v[4], c->dim_feedforward = v[5], c->enc_layers = (int)v[6], c->dec_layers = (int)v[7];
     c->max_len = v[8], c->pad_id = v[9], c->bos_id = v[10], c->eos_id = v[11];
@@ -246,9 +247,57 @@ static int build_model(translate_run *run, translate_options *o)
     return CLI_OK;
 }
 
+static bool same_model(const attn_seq2seq_config *a, const attn_seq2seq_config *b)
+{
+    return a->kind == b->kind && a->src_vocab == b->src_vocab && a->tgt_vocab == b->tgt_vocab &&
+           a->d_model == b->d_model && a->num_heads == b->num_heads && a->dim_feedforward == b->dim_feedforward &&
+           a->enc_layers == b->enc_layers && a->dec_layers == b->dec_layers && a->max_len == b->max_len &&
+           a->pad_id == b->pad_id && a->bos_id == b->bos_id && a->eos_id == b->eos_id;
+}
+
+/* --average A,B,...: the parameters become the mean of --checkpoint's and those files' (checkpoint
+ * averaging: the same model saved at several epochs of one run). */
+static int average_checkpoints(translate_run *run, const translate_options *o)
+{
+    char *list = strdup(o->average), *save = NULL;
+    int code = list ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "out of memory");
+    int n = 1;
+    for (char *path = list ? strtok_r(list, ",", &save) : NULL; code == CLI_OK && path; path = strtok_r(NULL, ",", &save)) {
+        attn_seq2seq_config c = o->model;
+        if ((code = read_config(path, &c, " (--average)")) != CLI_OK) break;
+        if (!same_model(&c, &o->model)) {
+            code = cli_fail(CLI_ERR_DATA, "translate", "--average: %s holds a different model than %s; expected "
+                            "checkpoints of the same run", path, o->train.checkpoint);
+            break;
+        }
+        attn_params *other = attn_params_new();
+        attn_seq2seq model;
+        attn_rng rng;
+        attn_rng_seed(&rng, 0);
+        bool built = other && attn_seq2seq_init(&model, other, &o->model, &rng) == ATTN_OK;
+        if (!built || attn_checkpoint_load(path, other, NULL, false) != ATTN_OK)
+            code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+        for (size_t i = 0; code == CLI_OK && i < attn_params_count(run->params); i++) {
+            attn_tensor *sum = attn_params_at(run->params, i);
+            const attn_tensor *add = attn_params_at(other, i);
+            for (int64_t e = 0; e < sum->numel; e++) sum->data[e] += add->data[e];
+        }
+        if (built) attn_seq2seq_free(&model);
+        attn_params_free(other);
+        n++;
+    }
+    for (size_t i = 0; code == CLI_OK && n > 1 && i < attn_params_count(run->params); i++) {
+        attn_tensor *t = attn_params_at(run->params, i);
+        for (int64_t e = 0; e < t->numel; e++) t->data[e] /= (float)n;
+    }
+    if (code == CLI_OK && n > 1) printf("parameters: the mean of %d checkpoints\n", n);
+    free(list);
+    return code;
+}
+
 static int load_model(translate_run *run, translate_options *o)
 {
-    int code = load_config(o);
+    int code = read_config(o->train.checkpoint, &o->model, " (train a model first: attn translate train)");
     if (code != CLI_OK) return code;
     char *sp = vocab_path(o->train.checkpoint, "src"), *tp = vocab_path(o->train.checkpoint, "tgt");
     run->src_vocab = sp ? attn_vocab_load(sp) : NULL;
@@ -259,7 +308,7 @@ static int load_model(translate_run *run, translate_options *o)
     if ((code = build_model(run, o)) != CLI_OK) return code;
     if (attn_checkpoint_load(o->train.checkpoint, run->params, NULL, false) != ATTN_OK)
         return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
-    return CLI_OK;
+    return o->average ? average_checkpoints(run, o) : CLI_OK;
 }
 
 /* ---- actions ---- */
