@@ -88,9 +88,10 @@ def sdpa_section(rows):
     peak = rows.get(("peak", 1024, "none", "fma"), {})
     p2, p1 = peak.get("attn peak"), peak.get("attn peak 1 thread")
     if p2 and p1:
-        print(f"Float32 ceiling in the same run (`attn bench peak`: fused multiply-adds from registers, no "
-              f"memory traffic): {p2['gflops']:.1f} GFLOP/s on 2 threads, {p1['gflops']:.1f} on 1. No kernel "
-              f"can pass it; `% of peak` below is against the 2-thread figure.\n")
+        print(f"Float32 ceiling (`attn bench peak` rows of the run file: fused multiply-adds from registers, "
+              f"the widest vectors the build targets, no memory traffic): {p2['gflops']:.1f} GFLOP/s on 2 "
+              f"threads, {p1['gflops']:.1f} on 1. No kernel can pass it; `% of peak` below is against the "
+              f"2-thread figure.\n")
     print("| L | mask | pass | attn fused ms | GFLOP/s | % of peak | % of sgemm QK^T | 1 thread ms (scaling) | attn ref ms | "
           "PyTorch ms | PyTorch tunables ms | vs PyTorch | vs tunables | peak RSS attn / PyTorch MiB |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")

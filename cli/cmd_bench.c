@@ -126,11 +126,30 @@ static void sdpa_teardown(void *p)
 
 /* ---- peak: independent fused multiply-adds on every thread, nothing loaded or stored ---- */
 
-#ifdef __FMA__
+#if defined(__AVX512F__)
 #include <immintrin.h>
+typedef __m512 peak_vec; /* 16 lanes */
+#define PEAK_SET(x) _mm512_set1_ps(x)
+#define PEAK_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define PEAK_SINK(a) _mm512_reduce_add_ps(a)
+enum { PEAK_LANES = 16 };
+#elif defined(__FMA__)
+#include <immintrin.h>
+typedef __m256 peak_vec; /* 8 lanes */
+#define PEAK_SET(x) _mm256_set1_ps(x)
+#define PEAK_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define PEAK_SINK(a) _mm256_cvtss_f32(a)
+enum { PEAK_LANES = 8 };
+#else
+typedef float peak_vec; /* no FMA instructions: multiply-adds the compiler schedules */
+#define PEAK_SET(x) (x)
+#define PEAK_FMA(a, b, c) ((a) * (b) + (c))
+#define PEAK_SINK(a) (a)
+enum { PEAK_LANES = 1 };
 #endif
 
-enum { PEAK_CHAINS = 12, PEAK_LANES = 8 }; /* 12 chains cover the FMA latency of 2 pipes */
+/* 12 independent chains in named registers: enough to keep 2 FMA pipes of latency 4-6 busy */
+enum { PEAK_CHAINS = 12 };
 static const long peak_iters = 20000000;
 
 typedef struct peak_state {
@@ -140,21 +159,18 @@ typedef struct peak_state {
 
 static void *peak_thread(void *out)
 {
-    float *sink = out;
-#ifdef __FMA__
-    __m256 acc[PEAK_CHAINS], m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
-    for (int j = 0; j < PEAK_CHAINS; j++) acc[j] = _mm256_set1_ps((float)j);
-    for (long i = 0; i < peak_iters; i++)
-        for (int j = 0; j < PEAK_CHAINS; j++) acc[j] = _mm256_fmadd_ps(acc[j], m, c);
-    for (int j = 1; j < PEAK_CHAINS; j++) acc[0] = _mm256_add_ps(acc[0], acc[j]);
-    *sink = _mm256_cvtss_f32(acc[0]);
-#else
-    float acc[PEAK_CHAINS * PEAK_LANES];
-    for (int j = 0; j < PEAK_CHAINS * PEAK_LANES; j++) acc[j] = (float)j;
-    for (long i = 0; i < peak_iters; i++)
-        for (int j = 0; j < PEAK_CHAINS * PEAK_LANES; j++) acc[j] = acc[j] * 0.999999f + 1e-6f;
-    *sink = acc[0] + acc[PEAK_CHAINS * PEAK_LANES - 1];
-#endif
+    const peak_vec m = PEAK_SET(0.999999f), c = PEAK_SET(1e-6f);
+    peak_vec a0 = PEAK_SET(0.f), a1 = PEAK_SET(1.f), a2 = PEAK_SET(2.f), a3 = PEAK_SET(3.f), a4 = PEAK_SET(4.f),
+             a5 = PEAK_SET(5.f), a6 = PEAK_SET(6.f), a7 = PEAK_SET(7.f), a8 = PEAK_SET(8.f), a9 = PEAK_SET(9.f),
+             a10 = PEAK_SET(10.f), a11 = PEAK_SET(11.f);
+    for (long i = 0; i < peak_iters; i++) {
+        a0 = PEAK_FMA(a0, m, c), a1 = PEAK_FMA(a1, m, c), a2 = PEAK_FMA(a2, m, c), a3 = PEAK_FMA(a3, m, c);
+        a4 = PEAK_FMA(a4, m, c), a5 = PEAK_FMA(a5, m, c), a6 = PEAK_FMA(a6, m, c), a7 = PEAK_FMA(a7, m, c);
+        a8 = PEAK_FMA(a8, m, c), a9 = PEAK_FMA(a9, m, c), a10 = PEAK_FMA(a10, m, c), a11 = PEAK_FMA(a11, m, c);
+    }
+    *(float *)out = PEAK_SINK(a0) + PEAK_SINK(a1) + PEAK_SINK(a2) + PEAK_SINK(a3) + PEAK_SINK(a4) +
+                    PEAK_SINK(a5) + PEAK_SINK(a6) + PEAK_SINK(a7) + PEAK_SINK(a8) + PEAK_SINK(a9) +
+                    PEAK_SINK(a10) + PEAK_SINK(a11);
     return NULL;
 }
 

@@ -34,6 +34,8 @@ static void help(void)
            "  --beam N            beam size for eval, translate and the BLEU after train (default 4;\n"
            "                      1 = greedy, batched)\n"
            "  --length-penalty A  beam score = log p / ((5 + length) / 6)^A (default 0.6)\n"
+           "  --keep-epochs K     train: also keep the parameters of the last K epochs as\n"
+           "                      CHECKPOINT.epochN (for --average)\n"
            "  --average A,B,...   eval, translate: use the mean of the parameters of --checkpoint\n"
            "                      and these checkpoints of the same run (e.g. the last epochs')\n"
            "  --out FILE          translate: the cross-attention heatmap (default cross_attention.png)\n"
@@ -65,8 +67,9 @@ static int parse_model_option(translate_options *o, int argc, char **argv, int *
         {"--warmup", &o->warmup, 1, 1000000}, {"--beam", &o->beam, 1, 64},
         {"--budget-min", &o->budget_min, 1, 100000}, {"--min-freq", &o->min_freq, 1, 1000000},
         {"--eval-limit", &o->eval_limit, 1, 100000000}, {"--layers", &layers, 1, 64},
+        {"--keep-epochs", &o->keep_epochs, 1, 1000},
     };
-    for (int k = 0; k < 6; k++)
+    for (int k = 0; k < 7; k++)
         if (!strcmp(opt, nums[k].name)) {
             if (!(v = cli_value("translate", argc, argv, i)) || !cli_parse_long("translate", opt, v, nums[k].min, nums[k].max, nums[k].dst))
                 return -1;

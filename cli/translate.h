@@ -9,7 +9,7 @@ typedef struct translate_options {
     train_options train;
     const char *data, *src_lang, *tgt_lang, *out, *split, *average;
     attn_seq2seq_config model;
-    long warmup, beam, budget_min, min_freq, eval_limit;
+    long warmup, beam, budget_min, min_freq, eval_limit, keep_epochs;
     double label_smoothing, length_penalty;
     bool average_heads;
 } translate_options;

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 attn_tensor *translate_loss(attn_ctx *ctx, const translate_run *run, const translate_batch *b)
 {
@@ -36,6 +37,25 @@ static attn_status save(const translate_run *run, const attn_optim *opt, attn_ct
     int n;
     const char *const *kv = translate_config_kv(&run->model.cfg, &n);
     return run_checkpoint_save(run->opt->train.checkpoint, run->params, opt, &pos, kv, n);
+}
+
+/* --keep-epochs K: the parameters at the end of epoch `epoch` (1-based) as CHECKPOINT.epochN,
+ * the file of epoch N - K removed, for `attn translate eval --average`. Rank 0 writes. */
+static attn_status keep_epoch(const translate_run *run, long epoch)
+{
+    const long keep = run->opt->keep_epochs;
+    if (keep <= 0 || dist_rank() != 0) return ATTN_OK;
+    size_t n = strlen(run->opt->train.checkpoint) + 40;
+    char *path = malloc(n);
+    if (!path) return ATTN_ERR_NOMEM;
+    int n_kv;
+    const char *const *kv = translate_config_kv(&run->model.cfg, &n_kv);
+    snprintf(path, n, "%s.epoch%ld", run->opt->train.checkpoint, epoch);
+    attn_status st = attn_checkpoint_save(path, run->params, NULL, kv, n_kv);
+    snprintf(path, n, "%s.epoch%ld", run->opt->train.checkpoint, epoch - keep);
+    if (st == ATTN_OK && epoch > keep) remove(path);
+    free(path);
+    return st;
 }
 
 typedef struct train_state {
@@ -187,7 +207,8 @@ int translate_train(translate_run *run, const translate_split *train, const tran
         if (code == CLI_OK && val->src.count && (code = translate_val_loss(run, val, &vloss)) == CLI_OK)
             printf("  validation loss %.4f (label smoothing %.2f)\n", vloss, o->label_smoothing);
         fflush(stdout);
-        if (code == CLI_OK && !stopped && o->train.checkpoint && save(run, ts.opt, ts.ctx, epoch + 1, 0) != ATTN_OK)
+        if (code == CLI_OK && !stopped && o->train.checkpoint &&
+            (save(run, ts.opt, ts.ctx, epoch + 1, 0) != ATTN_OK || keep_epoch(run, epoch + 1) != ATTN_OK))
             code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
     }
     if (code == CLI_OK && o->train.plot_loss && ts.n_losses > 0 && dist_rank() == 0) {
