@@ -263,37 +263,21 @@ static bool same_model(const attn_seq2seq_config *a, const attn_seq2seq_config *
 static int average_checkpoints(translate_run *run, const translate_options *o)
 {
     char *list = strdup(o->average), *save = NULL;
-    int code = list ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "out of memory");
-    int n = 1;
+    const char **paths = calloc(strlen(o->average) / 2 + 1, sizeof *paths); /* at most one per 2 chars */
+    int code = list && paths ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "out of memory");
+    int n = 0;
     for (char *path = list ? strtok_r(list, ",", &save) : NULL; code == CLI_OK && path; path = strtok_r(NULL, ",", &save)) {
         attn_seq2seq_config c = o->model;
         if ((code = read_config(path, &c, " (--average)")) != CLI_OK) break;
-        if (!same_model(&c, &o->model)) {
+        if (!same_model(&c, &o->model))
             code = cli_fail(CLI_ERR_DATA, "translate", "--average: %s holds a different model than %s; expected "
                             "checkpoints of the same run", path, o->train.checkpoint);
-            break;
-        }
-        attn_params *other = attn_params_new();
-        attn_seq2seq model;
-        attn_rng rng;
-        attn_rng_seed(&rng, 0);
-        bool built = other && attn_seq2seq_init(&model, other, &o->model, &rng) == ATTN_OK;
-        if (!built || attn_checkpoint_load(path, other, NULL, false) != ATTN_OK)
-            code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
-        for (size_t i = 0; code == CLI_OK && i < attn_params_count(run->params); i++) {
-            attn_tensor *sum = attn_params_at(run->params, i);
-            const attn_tensor *add = attn_params_at(other, i);
-            for (int64_t e = 0; e < sum->numel; e++) sum->data[e] += add->data[e];
-        }
-        if (built) attn_seq2seq_free(&model);
-        attn_params_free(other);
-        n++;
+        paths[n++] = path;
     }
-    for (size_t i = 0; code == CLI_OK && n > 1 && i < attn_params_count(run->params); i++) {
-        attn_tensor *t = attn_params_at(run->params, i);
-        for (int64_t e = 0; e < t->numel; e++) t->data[e] /= (float)n;
-    }
-    if (code == CLI_OK && n > 1) printf("parameters: the mean of %d checkpoints\n", n);
+    if (code == CLI_OK && attn_checkpoint_average(run->params, paths, n) != ATTN_OK)
+        code = cli_fail(CLI_ERR_DATA, "translate", "--average: %s", attn_last_error());
+    if (code == CLI_OK) printf("parameters: the mean of %d checkpoints\n", n + 1);
+    free(paths);
     free(list);
     return code;
 }

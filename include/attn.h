@@ -1061,6 +1061,11 @@ ATTN_API attn_status attn_checkpoint_save(const char *path, const attn_params *p
  * skips what is missing or unknown. Nothing changes unless the whole file checks out. */
 ATTN_API attn_status attn_checkpoint_load(const char *path, attn_params *p, attn_optim *opt,
                                           bool strict);
+/* Checkpoint averaging: p becomes the mean of its own values and those of the same-named
+ * parameters in the n checkpoint files (the same model saved at several points of a run). Every
+ * parameter must be in every file with its shape; nothing changes unless every file checks out.
+ * Sums are kept in double. */
+ATTN_API attn_status attn_checkpoint_average(attn_params *p, const char *const *paths, int n);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 /* Checkpoints: parameters and Adam state round-trip exactly (training resumed from a checkpoint
  * continues bit-identically), the metadata is there, and every refused load (wrong shape,
  * missing or unknown tensor in strict mode, not a checkpoint) names the problem and changes
- * nothing. */
+ * nothing. Checkpoint averaging gives the element-wise mean and refuses mismatched files. */
 #include "testkit.h"
 
 #include <math.h>
@@ -203,6 +203,47 @@ static void test_refusals(const char *path, const char *dir)
     remove(params_only);
 }
 
+/* attn_checkpoint_average: p becomes the mean of itself and two files, element by element (sums in
+ * double, so the expected values are computed the same way); a file with another shape or lacking
+ * a parameter is refused and p stays as it was. */
+static void test_average(const char *dir)
+{
+    char a_path[200], b_path[200], bad_path[200], small_path[200];
+    snprintf(a_path, sizeof a_path, "%s/a.safetensors", dir);
+    snprintf(b_path, sizeof b_path, "%s/b.safetensors", dir);
+    snprintf(bad_path, sizeof bad_path, "%s/bad.safetensors", dir);
+    snprintf(small_path, sizeof small_path, "%s/small.safetensors", dir);
+    model a = make_model(11, 5, false, false), b = make_model(12, 5, false, false), m = make_model(13, 5, false, false);
+    model bad = make_model(14, 6, false, false), big = make_model(15, 5, true, false);
+    TK_OK(attn_checkpoint_save(a_path, a.p, NULL, NULL, 0));
+    TK_OK(attn_checkpoint_save(b_path, b.p, NULL, NULL, 0));
+    TK_OK(attn_checkpoint_save(bad_path, bad.p, NULL, NULL, 0));
+    TK_OK(attn_checkpoint_save(small_path, m.p, NULL, NULL, 0));
+    int64_t n;
+    float *va = snapshot(a, &n), *vb = snapshot(b, &n), *vm = snapshot(m, &n);
+
+    const char *bad_paths[2] = {a_path, bad_path};
+    TK_CHECK(attn_checkpoint_average(m.p, bad_paths, 2) != ATTN_OK && strstr(attn_last_error(), "bad.safetensors"),
+             "a file with another shape was averaged in, or the refusal does not name it: %s", attn_last_error());
+    TK_CHECK(same_as(m, vm, n), "a refused average changed the parameters");
+    const char *lacking[1] = {small_path};
+    TK_CHECK(attn_checkpoint_average(big.p, lacking, 1) != ATTN_OK && strstr(attn_last_error(), "\"extra\""),
+             "a file lacking a parameter was averaged in: %s", attn_last_error());
+
+    const char *paths[2] = {a_path, b_path};
+    TK_OK(attn_checkpoint_average(m.p, paths, 2));
+    float *avg = snapshot(m, &n);
+    int wrong = 0;
+    for (int64_t i = 0; i < n; i++)
+        wrong += avg[i] != (float)(((double)vm[i] + va[i] + vb[i]) / 3.0);
+    TK_CHECK(wrong == 0 && n == 12 + 4 + 5, "%d of %lld averaged values differ from (m + a + b) / 3", wrong, (long long)n);
+    TK_OK(attn_checkpoint_average(m.p, NULL, 0));
+    TK_CHECK(same_as(m, avg, n), "averaging with no file changed the parameters");
+    free(va), free(vb), free(vm), free(avg);
+    free_model(a), free_model(b), free_model(m), free_model(bad), free_model(big);
+    remove(a_path), remove(b_path), remove(bad_path), remove(small_path);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/attn-ckpt-XXXXXX");
@@ -214,6 +255,7 @@ int main(void)
     snprintf(path, sizeof path, "%s/model.safetensors", tmpdir);
     test_resume(path);
     test_refusals(path, tmpdir);
+    test_average(tmpdir);
     remove(path);
     TK_CHECK(rmdir(tmpdir) == 0, "the test left files in %s", tmpdir);
     return tk_finish("test_checkpoint");
