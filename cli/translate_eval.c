@@ -1,5 +1,5 @@
-/* attn translate: padded batches, the validation loss, and decoding (greedy or beam search) of a split scored
- * with corpus BLEU (sacrebleu 13a on detokenised text, lowercased, and on tokens). */
+/* attn translate: padded batches, the validation loss, and decoding (greedy or beam search) of a
+ * split scored with corpus BLEU (sacrebleu 13a on detokenised text, lowercased, and on tokens). */
 #include "dist.h"
 #include "translate.h"
 
@@ -116,8 +116,9 @@ int translate_evaluate(translate_run *run, const translate_split *split, const c
         if (st == ATTN_OK && beam == 1)
             st = attn_seq2seq_greedy(ctx, &run->model, b.src, b.src_lens, n, b.src_width, max_out, out, out_lens);
         for (int64_t i = 0; st == ATTN_OK && beam > 1 && i < n; i++)
-            st = attn_seq2seq_beam(ctx, &run->model, b.src + i * b.src_width, b.src_lens[i], (int)beam, (float)run->opt->length_penalty,
-                                   b.src_lens[i] + max_extra, out + i * max_out, &out_lens[i], NULL);
+            st = attn_seq2seq_beam(ctx, &run->model, b.src + i * b.src_width, b.src_lens[i], (int)beam,
+                                   (float)run->opt->length_penalty, b.src_lens[i] + max_extra, out + i * max_out,
+                                   &out_lens[i], NULL);
         if (st != ATTN_OK) {
             code = cli_fail(CLI_ERR_DATA, "translate", "%s", out ? attn_last_error() : "out of memory");
             break;

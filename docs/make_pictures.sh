@@ -4,7 +4,9 @@
 #   classifier_attention.png     attn classify explain (after a short training on the mini set)
 #   sdpa_weights_heads.png       attn op sdpa --need-weights, drawn by attn plot heatmap --grid
 #   cross_attention.png          attn translate translate (needs translator.safetensors from
-#                                attn translate train; skipped when it is absent)
+#                                attn translate train; skipped when it is absent; the README's
+#                                is of the 58-minute run, with --average of its last 5 epochs)
+#   translate_loss.png           is that run's --plot-loss (not remade here: one hour of training)
 # Usage: bash docs/make_pictures.sh   (from the repository root, after building build/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
