@@ -274,6 +274,9 @@ static int average_checkpoints(translate_run *run, const translate_options *o)
                             "checkpoints of the same run", path, o->train.checkpoint);
         paths[n++] = path;
     }
+    if (code == CLI_OK && n == 0)
+        code = cli_fail(CLI_ERR_USAGE, "translate", "--average expects checkpoint files separated by commas, got \"%s\"",
+                        o->average);
     if (code == CLI_OK && attn_checkpoint_average(run->params, paths, n) != ATTN_OK)
         code = cli_fail(CLI_ERR_DATA, "translate", "--average: %s", attn_last_error());
     if (code == CLI_OK) printf("parameters: the mean of %d checkpoints\n", n + 1);
