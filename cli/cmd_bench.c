@@ -1,12 +1,12 @@
 /* attn bench: validates each benchmarked kernel against its reference twin, then times it
  * (median of runs after a warm-up) and prints ms, GFLOP/s and the arena's peak memory.
  * Workloads mirror ../shared/bench/bench_torch.py so bench/compare_torch.sh can put both sides
- * in one table: peak (an FMA loop: the machine's practical float32 ceiling), sdpa, sgemm (the
+ * in one table: peak (bench_peak.c: the float32 ceiling), sdpa, sgemm (the
  * QK^T shape), mha (train), encoder (train step with Adam), classifier (train step). */
+#include "bench_peak.h"
 #include "cli.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,74 +124,22 @@ static void sdpa_teardown(void *p)
     free(s);
 }
 
-/* ---- peak: independent fused multiply-adds on every thread, nothing loaded or stored ---- */
-
-#if defined(__AVX512F__)
-#include <immintrin.h>
-typedef __m512 peak_vec; /* 16 lanes */
-#define PEAK_SET(x) _mm512_set1_ps(x)
-#define PEAK_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define PEAK_SINK(a) _mm512_reduce_add_ps(a)
-enum { PEAK_LANES = 16 };
-#elif defined(__FMA__)
-#include <immintrin.h>
-typedef __m256 peak_vec; /* 8 lanes */
-#define PEAK_SET(x) _mm256_set1_ps(x)
-#define PEAK_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define PEAK_SINK(a) _mm256_cvtss_f32(a)
-enum { PEAK_LANES = 8 };
-#else
-typedef float peak_vec; /* no FMA instructions: multiply-adds the compiler schedules */
-#define PEAK_SET(x) (x)
-#define PEAK_FMA(a, b, c) ((a) * (b) + (c))
-#define PEAK_SINK(a) (a)
-enum { PEAK_LANES = 1 };
-#endif
-
-/* 12 independent chains in named registers: enough to keep 2 FMA pipes of latency 4-6 busy */
-enum { PEAK_CHAINS = 12 };
-static const long peak_iters = 20000000;
-
-typedef struct peak_state {
-    int threads;
-    float sink[64];
-} peak_state;
-
-static void *peak_thread(void *out)
-{
-    const peak_vec m = PEAK_SET(0.999999f), c = PEAK_SET(1e-6f);
-    peak_vec a0 = PEAK_SET(0.f), a1 = PEAK_SET(1.f), a2 = PEAK_SET(2.f), a3 = PEAK_SET(3.f), a4 = PEAK_SET(4.f),
-             a5 = PEAK_SET(5.f), a6 = PEAK_SET(6.f), a7 = PEAK_SET(7.f), a8 = PEAK_SET(8.f), a9 = PEAK_SET(9.f),
-             a10 = PEAK_SET(10.f), a11 = PEAK_SET(11.f);
-    for (long i = 0; i < peak_iters; i++) {
-        a0 = PEAK_FMA(a0, m, c), a1 = PEAK_FMA(a1, m, c), a2 = PEAK_FMA(a2, m, c), a3 = PEAK_FMA(a3, m, c);
-        a4 = PEAK_FMA(a4, m, c), a5 = PEAK_FMA(a5, m, c), a6 = PEAK_FMA(a6, m, c), a7 = PEAK_FMA(a7, m, c);
-        a8 = PEAK_FMA(a8, m, c), a9 = PEAK_FMA(a9, m, c), a10 = PEAK_FMA(a10, m, c), a11 = PEAK_FMA(a11, m, c);
-    }
-    *(float *)out = PEAK_SINK(a0) + PEAK_SINK(a1) + PEAK_SINK(a2) + PEAK_SINK(a3) + PEAK_SINK(a4) +
-                    PEAK_SINK(a5) + PEAK_SINK(a6) + PEAK_SINK(a7) + PEAK_SINK(a8) + PEAK_SINK(a9) +
-                    PEAK_SINK(a10) + PEAK_SINK(a11);
-    return NULL;
-}
+/* ---- peak: the FMA loop of bench_peak.c on every thread ---- */
 
 static int peak_run(void *p)
 {
-    peak_state *s = p;
-    pthread_t ids[64];
-    int started = 0;
-    while (started < s->threads && !pthread_create(&ids[started], NULL, peak_thread, &s->sink[started])) started++;
-    for (int i = 0; i < started; i++) pthread_join(ids[i], NULL);
-    return started == s->threads ? CLI_OK : cli_fail(CLI_ERR_DATA, "bench", "peak: cannot start %d threads", s->threads);
+    const int threads = *(int *)p;
+    return bench_peak_fma(threads) ? CLI_OK : cli_fail(CLI_ERR_DATA, "bench", "peak: cannot start %d threads", threads);
 }
 
 static int peak_setup(const bench_args *a, void **state, bench_result *r)
 {
     (void)a;
-    peak_state *s = calloc(1, sizeof *s);
-    if (!s) return cli_fail(CLI_ERR_DATA, "bench", "out of memory");
-    s->threads = attn_get_num_threads() < 64 ? attn_get_num_threads() : 64;
-    *state = s;
-    r->flop = 2.0 * PEAK_CHAINS * PEAK_LANES * (double)peak_iters * s->threads;
+    int *threads = malloc(sizeof *threads);
+    if (!threads) return cli_fail(CLI_ERR_DATA, "bench", "out of memory");
+    *threads = attn_get_num_threads() < BENCH_PEAK_MAX_THREADS ? attn_get_num_threads() : BENCH_PEAK_MAX_THREADS;
+    *state = threads;
+    r->flop = bench_peak_flop_per_thread() * *threads;
     return CLI_OK;
 }
 

@@ -4,6 +4,7 @@ except that the test set is scored after the last epoch only, as `attn classify 
 both wall times count the same work. Skipping the other evaluations changes no training number:
 evaluate() runs under no_grad in eval mode and draws no random numbers.
 Usage: /usr/bin/python3 bench/torch/imdb_final_eval.py DATA_DIR [the script's options]"""
+import argparse
 import importlib.util
 import math
 import os
@@ -15,9 +16,9 @@ spec = importlib.util.spec_from_file_location("imdb_classifier_torch", path)
 seed = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(seed)
 
-epochs = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--epochs=")), None)
-if epochs is None:
-    epochs = int(sys.argv[sys.argv.index("--epochs") + 1]) if "--epochs" in sys.argv else 5
+epochs_arg = argparse.ArgumentParser(add_help=False)
+epochs_arg.add_argument("--epochs", type=int, default=5)  # the script's own default
+epochs = epochs_arg.parse_known_args()[0].epochs
 evaluate, calls = seed.evaluate, [0]
 
 

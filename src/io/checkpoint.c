@@ -207,13 +207,14 @@ attn_status attn_checkpoint_average(attn_params *p, const char *const *paths, in
     if (!p || (n > 0 && !paths) || n < 0)
         return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_average: params or paths missing");
     const size_t np = attn_params_count(p);
-    int64_t total = 0;
-    for (size_t i = 0; i < np; i++) total += attn_params_at(p, i)->numel;
-    double *sum = malloc((size_t)(total ? total : 1) * sizeof *sum); /* (total) p, then + files */
-    float *row = NULL;                                               /* one file tensor as f32 */
+    const int64_t total = attn_params_numel(p);
+    double *sum = malloc((size_t)(total ? total : 1) * sizeof *sum); /* (total) p, then + each file */
+    float *file_values = NULL;                                       /* one file tensor as f32 */
     if (!sum) return attn__fail(ATTN_ERR_NOMEM, "attn_checkpoint_average: out of memory");
-    for (size_t i = 0, at = 0; i < np; at += (size_t)attn_params_at(p, i)->numel, i++)
-        for (int64_t e = 0; e < attn_params_at(p, i)->numel; e++) sum[at + e] = attn_params_at(p, i)->data[e];
+    for (size_t i = 0, at = 0; i < np; i++) {
+        const attn_tensor *t = attn_params_at(p, i);
+        for (int64_t e = 0; e < t->numel; e++) sum[at++] = t->data[e];
+    }
     attn_status s = ATTN_OK;
     for (int k = 0; s == ATTN_OK && k < n; k++) {
         attn_st_file *f = attn_st_open(paths[k]);
@@ -222,24 +223,24 @@ attn_status attn_checkpoint_average(attn_params *p, const char *const *paths, in
             break;
         }
         s = check_format(f, paths[k]);
-        for (size_t i = 0, at = 0; s == ATTN_OK && i < np; at += (size_t)attn_params_at(p, i)->numel, i++) {
+        for (size_t i = 0, at = 0; s == ATTN_OK && i < np; i++) {
             const attn_tensor *t = attn_params_at(p, i);
             const attn_st_tensor *st;
             s = match(f, paths[k], attn_params_name(p, i), t->ndim, t->shape, true, "parameter", &st);
-            float *grown = s == ATTN_OK ? realloc(row, (size_t)t->numel * sizeof *row) : row;
+            float *grown = s == ATTN_OK ? realloc(file_values, (size_t)t->numel * sizeof *grown) : file_values;
             if (s == ATTN_OK && !grown) s = attn__fail(ATTN_ERR_NOMEM, "%s: out of memory", paths[k]);
-            row = grown;
+            file_values = grown;
             if (s != ATTN_OK) break;
-            attn__st_to_f32(row, st);
-            for (int64_t e = 0; e < t->numel; e++) sum[at + e] += row[e];
+            attn__st_to_f32(file_values, st);
+            for (int64_t e = 0; e < t->numel; e++) sum[at++] += file_values[e];
         }
         attn_st_close(f);
     }
-    if (s == ATTN_OK) /* every file checked out: p becomes the mean */
-        for (size_t i = 0, at = 0; i < np; at += (size_t)attn_params_at(p, i)->numel, i++)
-            for (int64_t e = 0; e < attn_params_at(p, i)->numel; e++)
-                attn_params_at(p, i)->data[e] = (float)(sum[at + e] / (double)(n + 1));
-    free(row);
+    for (size_t i = 0, at = 0; s == ATTN_OK && i < np; i++) { /* every file checked out: the mean */
+        attn_tensor *t = attn_params_at(p, i);
+        for (int64_t e = 0; e < t->numel; e++) t->data[e] = (float)(sum[at++] / (double)(n + 1));
+    }
+    free(file_values);
     free(sum);
     return s;
 }
