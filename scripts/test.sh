@@ -2,7 +2,9 @@
 # Installs the dependencies, builds and runs every test:
 #   1. release build (build/), the whole suite
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/), the whole suite
-#   3. OpenMP off (build-noomp/), the whole suite
+#   3. OpenMP off and no -march=native (build-noomp/: the portable 4-lane vectors of simd.h),
+#      the whole suite
+#   3b. AVX2 + FMA only (build-avx2/: -march=haswell, the 8-lane kernels), the whole suite
 #   4. install into a temporary prefix and build examples/ against it with pkg-config
 #   5. data-parallel training with 2 MPI ranks against build/ (tests/mpi/test_mpi.sh, one count
 #      per check)
@@ -37,7 +39,8 @@ suite() { # name, cmake options...
 
 suite "" -DCMAKE_BUILD_TYPE=Release
 suite "-asan" -DCMAKE_BUILD_TYPE=Debug -DATTN_SANITIZE=ON
-suite "-noomp" -DCMAKE_BUILD_TYPE=Release -DATTN_OPENMP=OFF
+suite "-noomp" -DCMAKE_BUILD_TYPE=Release -DATTN_OPENMP=OFF -DATTN_NATIVE=OFF
+suite "-avx2" -DCMAKE_BUILD_TYPE=Release -DATTN_NATIVE=OFF -DCMAKE_C_FLAGS=-march=haswell
 
 echo "== installed library + pkg-config example"
 prefix=$(mktemp -d)

@@ -36,10 +36,10 @@ typedef struct sdpa_problem {
 /* Keys [0, sdpa_key_end) of row (b, i) can be visible; later ones are masked by causal or
  * valid_lens. */
 int64_t sdpa_key_end(const sdpa_problem *p, int64_t b, int64_t i);
-/* Adds masks to a tile of scaled scores s (rows i0.., cols j0.., row stride lds): masked
- * entries become -inf. */
-void sdpa_mask_tile(float *s, int64_t lds, const sdpa_problem *p, int64_t b, int64_t h,
-                    int64_t i0, int64_t rows, int64_t j0, int64_t cols);
+/* Adds masks to a tile of scaled scores: query i0 + r, key j0 + c at
+ * s[r * query_stride + c * key_stride]; masked entries become -inf. */
+void sdpa_mask_tile(float *s, int64_t query_stride, int64_t key_stride, const sdpa_problem *p,
+                    int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols);
 /* true when the problem has a mask that sdpa_key_end does not cover. */
 bool sdpa_has_elementwise_mask(const sdpa_problem *p);
 /* true when the problem is big enough to be worth a parallel region (on a loaded machine a

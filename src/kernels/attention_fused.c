@@ -1,12 +1,16 @@
 /* Fused scaled dot-product attention (FlashAttention-2 schedule on the CPU). Math in
- * attention.h. Forward: one task per (b, h, query block of SDPA_BR rows); key blocks of SDPA_BC
- * columns stream through an online softmax (running max m and sum l per row, the output
- * accumulator rescaled when m grows); key blocks that causal or valid_lens hide from every row of
- * the query block are skipped. Backward: one task per (b, h); key blocks outermost so dK_j and
- * dV_j stay in cache, P recomputed from the saved lse. Extra memory: a few tiles per thread. */
+ * attention.h. Tiles are kept transposed, queries along the vector lanes: S^T (keys, queries), so
+ * the online softmax's per-query max and sum are lane-wise vector operations, and every product
+ * is an attn_tile_gemm on operands read in place (only Q^T and dO^T are transposed, once).
+ * Forward: one task per (b, h, query block of SDPA_BR rows); key blocks of SDPA_BC columns
+ * stream through an online softmax (running max m and sum l per query, the output accumulator
+ * rescaled when m grows); key blocks that causal or valid_lens hide from every query of the
+ * block are skipped. Backward: one task per (b, h); key blocks outermost so dK_j and dV_j stay in
+ * cache, P recomputed from the saved lse. Extra memory: a few tiles per thread in the forward,
+ * Q^T and dO^T of one head per thread in the backward. */
 #include "attention.h"
 #include "kernels.h"
-#include "vmath.h"
+#include "simd.h"
 
 #include "attn.h"
 
@@ -17,6 +21,7 @@
 #include <omp.h>
 #endif
 
+/* SDPA_BR queries (a multiple of every VF_LANES) by SDPA_BC keys */
 enum { SDPA_BR = 64, SDPA_BC = 128 };
 
 static int thread_id(void)
@@ -28,14 +33,19 @@ static int thread_id(void)
 #endif
 }
 
+
+static int64_t round_up_rows(int64_t lq) { return (lq + SDPA_BR - 1) / SDPA_BR * SDPA_BR; }
+
 int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads)
 {
-    /* fwd = BR BC + BR Dv + 2 BR, bwd = 3 BR BC + Lq; -1 when the size overflows (huge Lq or
-     * Dv with no elements): the caller reports it */
-    int64_t fwd, bwd, total;
-    if (__builtin_mul_overflow((int64_t)SDPA_BR, p->dv, &fwd) ||
-        __builtin_add_overflow(fwd, (int64_t)SDPA_BR * SDPA_BC + 2 * SDPA_BR, &fwd) ||
-        __builtin_add_overflow((int64_t)3 * SDPA_BR * SDPA_BC, p->lq, &bwd) ||
+    /* fwd = BR (D + BC + Dv + 2), bwd = Lq' (D + Dv + 2) + 3 BC BR with Lq' = Lq rounded up to
+     * BR; -1 when the size overflows (huge Lq or D with no elements): the caller reports it */
+    int64_t fwd, bwd, total, lqp;
+    if (__builtin_add_overflow(p->d, p->dv, &fwd) || __builtin_add_overflow(fwd, 2, &fwd) ||
+        __builtin_add_overflow(p->lq, SDPA_BR - 1, &lqp) ||
+        __builtin_mul_overflow(lqp / SDPA_BR * SDPA_BR, fwd, &bwd) ||
+        __builtin_add_overflow(bwd, (int64_t)3 * SDPA_BC * SDPA_BR, &bwd) ||
+        __builtin_add_overflow(fwd, SDPA_BC, &fwd) || __builtin_mul_overflow(fwd, SDPA_BR, &fwd) ||
         __builtin_mul_overflow((int64_t)threads, fwd > bwd ? fwd : bwd, &total))
         return -1;
     return total;
@@ -63,12 +73,45 @@ static int64_t block_key_min(const sdpa_problem *p, int64_t b, int64_t i0, int64
     return end;
 }
 
-static void apply_dropout(float *s, int64_t lds, const sdpa_problem *p, int64_t b, int64_t h,
-                          int64_t i0, int64_t rows, int64_t j0, int64_t cols)
+/* Dropout on a transposed tile: query i0 + r, key j0 + c at t[c * SDPA_BR + r]. */
+static void dropout_tile(float *t, const sdpa_problem *p, int64_t b, int64_t h, int64_t i0,
+                         int64_t rows, int64_t j0, int64_t cols)
 {
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c++)
-            s[r * lds + c] *= sdpa_dropout_scale(p, b, h, i0 + r, j0 + c);
+    for (int64_t c = 0; c < cols; c++)
+        for (int64_t r = 0; r < rows; r++) t[c * SDPA_BR + r] *= sdpa_dropout_scale(p, b, h, i0 + r, j0 + c);
+}
+
+/* dst (cols, ld) = src (rows, cols)^T, and dst's columns rows..ld zero. */
+static void transpose_padded(float *dst, int64_t ld, const float *src, int64_t rows, int64_t cols)
+{
+    for (int64_t c = 0; c < cols; c++) {
+        float *d = dst + c * ld;
+        for (int64_t r = 0; r < rows; r++) d[r] = src[r * cols + c];
+        memset(d + rows, 0, (size_t)(ld - rows) * sizeof(float));
+    }
+}
+
+/* One online-softmax step over a block of cols keys: st (cols, BR) scores become exp(s - m_new),
+ * and per query m = m_new, l = l alpha + sum, ot (Dv, BR) *= alpha with alpha = exp(m - m_new).
+ * A query with nothing visible so far keeps m = -inf and gets zeros; a NaN score gives NaN
+ * through exp (and so a NaN output, as in PyTorch). */
+static void online_softmax(float *st, float *ot, float *m, float *l, int64_t cols, int64_t dv)
+{
+    for (int64_t v = 0; v < SDPA_BR; v += VF_LANES) {
+        vf m_old = vf_load(m + v), m_new = m_old;
+        for (int64_t c = 0; c < cols; c++) m_new = vf_max(m_new, vf_load(st + c * SDPA_BR + v));
+        vf shift = vf_neginf_to(m_new, vf_set1(0.0f)); /* exp(-inf - 0) = 0 */
+        vf alpha = vf_exp(vf_sub(m_old, shift)), sum = vf_set1(0.0f);
+        for (int64_t c = 0; c < cols; c++) {
+            vf e = vf_exp(vf_sub(vf_load(st + c * SDPA_BR + v), shift));
+            vf_store(st + c * SDPA_BR + v, e);
+            sum = vf_add(sum, e);
+        }
+        vf_store(l + v, vf_fma(vf_load(l + v), alpha, sum));
+        vf_store(m + v, m_new);
+        for (int64_t c = 0; c < dv; c++)
+            vf_store(ot + c * SDPA_BR + v, vf_mul(vf_load(ot + c * SDPA_BR + v), alpha));
+    }
 }
 
 /* One query block: rows [i0, i0+rows) of head (b, h). */
@@ -77,45 +120,35 @@ static void forward_block(float *out, float *lse, const float *q, const float *k
                           int64_t rows)
 {
     const int64_t bh = b * p->heads + h, D = p->d, Dv = p->dv, Lk = p->lk;
-    float *s = scratch;                 /* (BR, BC) scores, then probabilities */
-    float *acc = s + SDPA_BR * SDPA_BC; /* (BR, Dv) unnormalised output */
-    float *m = acc + SDPA_BR * Dv;      /* (BR) running max */
+    float *qt = scratch;                /* (D, BR) Q^T of the block, zero past rows */
+    float *st = qt + D * SDPA_BR;       /* (BC, BR) scores S^T, then probabilities P^T */
+    float *ot = st + SDPA_BC * SDPA_BR; /* (Dv, BR) unnormalised O^T */
+    float *m = ot + Dv * SDPA_BR;       /* (BR) running max */
     float *l = m + SDPA_BR;             /* (BR) running sum */
-    const float *qi = q + (bh * p->lq + i0) * D;
-    memset(acc, 0, (size_t)(rows * Dv) * sizeof(float));
-    for (int64_t r = 0; r < rows; r++) {
+    transpose_padded(qt, SDPA_BR, q + (bh * p->lq + i0) * D, rows, D);
+    memset(ot, 0, (size_t)(Dv * SDPA_BR) * sizeof(float));
+    for (int64_t r = 0; r < SDPA_BR; r++) {
         m[r] = -INFINITY;
         l[r] = 0.0f;
     }
     const int64_t key_end = block_key_end(p, b, i0, rows), key_min = block_key_min(p, b, i0, rows);
     const bool elementwise = sdpa_has_elementwise_mask(p);
     for (int64_t j0 = 0; j0 < key_end; j0 += SDPA_BC) {
-        int64_t cols = Lk - j0 < SDPA_BC ? Lk - j0 : SDPA_BC;
-        attn_gemm(s, SDPA_BC, qi, D, k + (bh * Lk + j0) * D, D, rows, cols, D, false, true,
-                  p->scale, 0);
-        if (elementwise || j0 + cols > key_min) sdpa_mask_tile(s, SDPA_BC, p, b, h, i0, rows, j0, cols);
-        for (int64_t r = 0; r < rows; r++) {
-            float *sr = s + r * SDPA_BC;
-            float mx = attn_row_max(sr, cols);
-            if (mx == -INFINITY) { /* nothing visible to this row in this block */
-                memset(sr, 0, (size_t)cols * sizeof(float));
-                continue;
-            }
-            float m_new = mx > m[r] || isnan(mx) ? mx : m[r]; /* a NaN score makes the row NaN */
-            float alpha = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new);
-            l[r] = l[r] * alpha + attn_exp_shift_sum(sr, sr, m_new, cols);
-            m[r] = m_new;
-            if (alpha != 1.0f)
-                for (int64_t c = 0; c < Dv; c++) acc[r * Dv + c] *= alpha;
-        }
-        if (p->dropout_p > 0.0f) apply_dropout(s, SDPA_BC, p, b, h, i0, rows, j0, cols);
-        attn_gemm(acc, Dv, s, SDPA_BC, v + (bh * Lk + j0) * Dv, Dv, rows, Dv, cols, false, false, 1, 1);
+        const int64_t cols = Lk - j0 < SDPA_BC ? Lk - j0 : SDPA_BC;
+        attn_tile_gemm(st, SDPA_BR, k + (bh * Lk + j0) * D, D, 1, qt, SDPA_BR, cols, SDPA_BR, D,
+                       p->scale, false);
+        if (elementwise || j0 + cols > key_min)
+            sdpa_mask_tile(st, 1, SDPA_BR, p, b, h, i0, rows, j0, cols);
+        online_softmax(st, ot, m, l, cols, Dv);
+        if (p->dropout_p > 0.0f) dropout_tile(st, p, b, h, i0, rows, j0, cols);
+        attn_tile_gemm(ot, SDPA_BR, v + (bh * Lk + j0) * Dv, 1, Dv, st, SDPA_BR, Dv, SDPA_BR, cols,
+                       1.0f, true);
     }
     for (int64_t r = 0; r < rows; r++) {
         float *o = out + (bh * p->lq + i0 + r) * Dv;
         if (l[r] > 0.0f || isnan(l[r])) { /* NaN in q or k: the row is NaN, as in PyTorch */
             float inv = 1.0f / l[r];
-            for (int64_t c = 0; c < Dv; c++) o[c] = acc[r * Dv + c] * inv;
+            for (int64_t c = 0; c < Dv; c++) o[c] = ot[c * SDPA_BR + r] * inv;
             lse[bh * p->lq + i0 + r] = m[r] + logf(l[r]);
         } else { /* every key masked: output 0, and exp(s - lse) = 0 in the backward */
             memset(o, 0, (size_t)Dv * sizeof(float));
@@ -129,7 +162,6 @@ void sdpa_forward_fused(float *out, float *lse, const float *q, const float *k, 
 {
     const int64_t blocks = (p->lq + SDPA_BR - 1) / SDPA_BR, per_head = p->batch * p->heads;
     const int64_t per_thread = sdpa_fused_scratch_floats(p, 1);
-    attn_gemm_set_threads(1);
     /* Late query blocks see more keys under a causal mask: hand them out first. */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(attn_get_num_threads()) if (sdpa_parallel(p))
     for (int64_t t = 0; t < per_head * blocks; t++) {
@@ -140,60 +172,80 @@ void sdpa_forward_fused(float *out, float *lse, const float *q, const float *k, 
     }
 }
 
-/* P = exp(S - lse) for a masked score tile; rows with lse = +inf give 0. */
-static void probabilities(float *s, const float *lse, int64_t rows, int64_t cols)
+/* st (cols, BR) scores become P^T = exp(S^T - lse) (0 where lse = +inf: fully masked query). */
+static void probabilities(float *st, const float *lse, int64_t cols)
 {
-    for (int64_t r = 0; r < rows; r++) {
-        float *sr = s + r * SDPA_BC;
-        if (lse[r] == INFINITY)
-            memset(sr, 0, (size_t)cols * sizeof(float));
-        else
-            attn_exp_shift_sum(sr, sr, lse[r], cols);
+    for (int64_t v = 0; v < SDPA_BR; v += VF_LANES) {
+        vf shift = vf_load(lse + v);
+        for (int64_t c = 0; c < cols; c++)
+            vf_store(st + c * SDPA_BR + v, vf_exp(vf_sub(vf_load(st + c * SDPA_BR + v), shift)));
     }
 }
 
-/* Backward of head (b, h); dsum (Lq) holds rowsum(dO * O). */
+/* dpt (cols, BR): dP^T becomes dS^T = P^T * (dP^T - D) */
+static void score_gradient(float *dpt, const float *pt, const float *dsum, int64_t cols)
+{
+    for (int64_t v = 0; v < SDPA_BR; v += VF_LANES) {
+        vf d = vf_load(dsum + v);
+        for (int64_t c = 0; c < cols; c++) {
+            float *g = dpt + c * SDPA_BR + v;
+            vf_store(g, vf_mul(vf_load(pt + c * SDPA_BR + v), vf_sub(vf_load(g), d)));
+        }
+    }
+}
+
+/* Backward of head (b, h). */
 static void backward_head(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                          const float *k, const float *v, const float *lse, const float *dsum,
+                          const float *k, const float *v, const float *out, const float *lse,
                           float *scratch, const sdpa_problem *p, int64_t b, int64_t h)
 {
     const int64_t bh = b * p->heads + h, D = p->d, Dv = p->dv, Lq = p->lq, Lk = p->lk;
-    float *s = scratch;                   /* (BR, BC) scores, then P */
-    float *ds = s + SDPA_BR * SDPA_BC;    /* (BR, BC) dP, then dS */
-    float *pd = ds + SDPA_BR * SDPA_BC;   /* (BR, BC) dropout(P) */
+    const int64_t Lqp = round_up_rows(Lq);
+    float *qt = scratch;                 /* (D, Lq') Q^T of the head, zero past Lq */
+    float *dot = qt + D * Lqp;           /* (Dv, Lq') dO^T */
+    float *lse_h = dot + Dv * Lqp;       /* (Lq') lse, +inf past Lq */
+    float *dsum = lse_h + Lqp;           /* (Lq') D = rowsum(dO * O), 0 past Lq */
+    float *st = dsum + Lqp;              /* (BC, BR) S^T, then P^T */
+    float *dpt = st + SDPA_BC * SDPA_BR; /* (BC, BR) dP^T, then dS^T */
+    float *pd = dpt + SDPA_BC * SDPA_BR; /* (BC, BR) dropout(P)^T */
+    transpose_padded(qt, Lqp, q + bh * Lq * D, Lq, D);
+    transpose_padded(dot, Lqp, dout + bh * Lq * Dv, Lq, Dv);
+    for (int64_t i = 0; i < Lqp; i++) {
+        lse_h[i] = i < Lq ? lse[bh * Lq + i] : INFINITY;
+        double acc = 0.0;
+        for (int64_t c = 0; i < Lq && c < Dv; c++)
+            acc += (double)out[(bh * Lq + i) * Dv + c] * dout[(bh * Lq + i) * Dv + c];
+        dsum[i] = (float)acc;
+    }
     const bool drop = p->dropout_p > 0.0f, elementwise = sdpa_has_elementwise_mask(p);
     for (int64_t j0 = 0; j0 < Lk; j0 += SDPA_BC) {
-        int64_t cols = Lk - j0 < SDPA_BC ? Lk - j0 : SDPA_BC;
+        const int64_t cols = Lk - j0 < SDPA_BC ? Lk - j0 : SDPA_BC;
         const float *kj = k + (bh * Lk + j0) * D, *vj = v + (bh * Lk + j0) * Dv;
         float *dkj = dk + (bh * Lk + j0) * D, *dvj = dv + (bh * Lk + j0) * Dv;
         int64_t first = p->masks.causal ? (j0 / SDPA_BR) * SDPA_BR : 0;
         for (int64_t i0 = first; i0 < Lq; i0 += SDPA_BR) {
-            int64_t rows = Lq - i0 < SDPA_BR ? Lq - i0 : SDPA_BR;
+            const int64_t rows = Lq - i0 < SDPA_BR ? Lq - i0 : SDPA_BR;
             if (block_key_end(p, b, i0, rows) <= j0) continue; /* hidden from every row */
             const float *qi = q + (bh * Lq + i0) * D, *doi = dout + (bh * Lq + i0) * Dv;
-            attn_gemm(s, SDPA_BC, qi, D, kj, D, rows, cols, D, false, true, p->scale, 0);
+            attn_tile_gemm(st, SDPA_BR, kj, D, 1, qt + i0, Lqp, cols, SDPA_BR, D, p->scale, false);
             if (elementwise || j0 + cols > block_key_min(p, b, i0, rows))
-                sdpa_mask_tile(s, SDPA_BC, p, b, h, i0, rows, j0, cols);
-            probabilities(s, lse + bh * Lq + i0, rows, cols);
-            const float *pv = s;
+                sdpa_mask_tile(st, 1, SDPA_BR, p, b, h, i0, rows, j0, cols);
+            probabilities(st, lse_h + i0, cols);
+            const float *pv = st;
             if (drop) {
-                for (int64_t r = 0; r < rows; r++)
-                    memcpy(pd + r * SDPA_BC, s + r * SDPA_BC, (size_t)cols * sizeof(float));
-                apply_dropout(pd, SDPA_BC, p, b, h, i0, rows, j0, cols);
+                memcpy(pd, st, (size_t)(cols * SDPA_BR) * sizeof(float));
+                dropout_tile(pd, p, b, h, i0, rows, j0, cols);
                 pv = pd;
             }
-            attn_gemm(dvj, Dv, pv, SDPA_BC, doi, Dv, cols, Dv, rows, true, false, 1, 1);
-            attn_gemm(ds, SDPA_BC, doi, Dv, vj, Dv, rows, cols, Dv, false, true, 1, 0);
-            if (drop) apply_dropout(ds, SDPA_BC, p, b, h, i0, rows, j0, cols);
-            for (int64_t r = 0; r < rows; r++) {
-                float di = dsum[i0 + r];
-                float *dsr = ds + r * SDPA_BC;
-                const float *sr = s + r * SDPA_BC;
-                for (int64_t c = 0; c < cols; c++) dsr[c] = sr[c] * (dsr[c] - di);
-            }
-            attn_gemm(dq + (bh * Lq + i0) * D, D, ds, SDPA_BC, kj, D, rows, D, cols, false, false,
-                      p->scale, 1);
-            attn_gemm(dkj, D, ds, SDPA_BC, qi, D, cols, D, rows, true, false, p->scale, 1);
+            /* dV_j += dropout(P)^T dO_i;  dP^T = V_j dO_i^T */
+            attn_tile_gemm(dvj, Dv, pv, SDPA_BR, 1, doi, Dv, cols, Dv, rows, 1.0f, true);
+            attn_tile_gemm(dpt, SDPA_BR, vj, Dv, 1, dot + i0, Lqp, cols, SDPA_BR, Dv, 1.0f, false);
+            if (drop) dropout_tile(dpt, p, b, h, i0, rows, j0, cols);
+            score_gradient(dpt, st, dsum + i0, cols);
+            /* dQ_i += scale dS K_j;  dK_j += scale dS^T Q_i */
+            attn_tile_gemm(dq + (bh * Lq + i0) * D, D, dpt, 1, SDPA_BR, kj, D, rows, D, cols,
+                           p->scale, true);
+            attn_tile_gemm(dkj, D, dpt, SDPA_BR, 1, qi, D, cols, D, rows, p->scale, true);
         }
     }
 }
@@ -202,18 +254,9 @@ void sdpa_backward_fused(float *dq, float *dk, float *dv, const float *dout, con
                          const float *k, const float *v, const float *out, const float *lse,
                          float *scratch, const sdpa_problem *p)
 {
-    const int64_t per_thread = sdpa_fused_scratch_floats(p, 1), Lq = p->lq, Dv = p->dv;
-    attn_gemm_set_threads(1);
+    const int64_t per_thread = sdpa_fused_scratch_floats(p, 1);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(attn_get_num_threads()) if (sdpa_parallel(p))
-    for (int64_t bh = 0; bh < p->batch * p->heads; bh++) {
-        float *mine = scratch + thread_id() * per_thread;
-        float *dsum = mine + 3 * SDPA_BR * SDPA_BC; /* (Lq) */
-        for (int64_t i = 0; i < Lq; i++) {
-            const float *o = out + (bh * Lq + i) * Dv, *g = dout + (bh * Lq + i) * Dv;
-            double acc = 0.0;
-            for (int64_t c = 0; c < Dv; c++) acc += (double)o[c] * g[c];
-            dsum[i] = (float)acc;
-        }
-        backward_head(dq, dk, dv, dout, q, k, v, lse, dsum, mine, p, bh / p->heads, bh % p->heads);
-    }
+    for (int64_t bh = 0; bh < p->batch * p->heads; bh++)
+        backward_head(dq, dk, dv, dout, q, k, v, out, lse, scratch + thread_id() * per_thread, p,
+                      bh / p->heads, bh % p->heads);
 }

@@ -22,32 +22,32 @@ bool sdpa_has_elementwise_mask(const sdpa_problem *p)
     return p->masks.key_padding || p->masks.attend || p->masks.additive;
 }
 
-void sdpa_mask_tile(float *s, int64_t lds, const sdpa_problem *p, int64_t b, int64_t h,
-                    int64_t i0, int64_t rows, int64_t j0, int64_t cols)
+void sdpa_mask_tile(float *s, int64_t query_stride, int64_t key_stride, const sdpa_problem *p,
+                    int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols)
 {
     const sdpa_masks *m = &p->masks;
     for (int64_t r = 0; r < rows; r++) {
         int64_t i = i0 + r;
-        float *row = s + r * lds;
+        float *row = s + r * query_stride;
         int64_t end = sdpa_key_end(p, b, i) - j0; /* cols at or after end are masked */
-        for (int64_t c = end < 0 ? 0 : end; c < cols; c++) row[c] = -INFINITY;
+        for (int64_t c = end < 0 ? 0 : end; c < cols; c++) row[c * key_stride] = -INFINITY;
         if (!sdpa_has_elementwise_mask(p)) continue;
         int64_t visible = end < cols ? (end < 0 ? 0 : end) : cols;
         if (m->key_padding) {
             const uint8_t *pad = m->key_padding + b * p->lk + j0;
             for (int64_t c = 0; c < visible; c++)
-                if (pad[c]) row[c] = -INFINITY;
+                if (pad[c]) row[c * key_stride] = -INFINITY;
         }
         if (m->attend) {
             const int64_t *st = m->attend_stride;
             const uint8_t *a = m->attend + b * st[0] + h * st[1] + i * st[2] + j0 * st[3];
             for (int64_t c = 0; c < visible; c++)
-                if (!a[c * st[3]]) row[c] = -INFINITY;
+                if (!a[c * st[3]]) row[c * key_stride] = -INFINITY;
         }
         if (m->additive) {
             const int64_t *st = m->additive_stride;
             const float *a = m->additive + b * st[0] + h * st[1] + i * st[2] + j0 * st[3];
-            for (int64_t c = 0; c < visible; c++) row[c] += a[c * st[3]];
+            for (int64_t c = 0; c < visible; c++) row[c * key_stride] += a[c * st[3]];
         }
     }
 }

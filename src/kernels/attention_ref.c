@@ -39,7 +39,7 @@ void sdpa_forward_ref(float *out, float *lse, float *weights, const float *q, co
         float *w = weights + bh * Lq * Lk;        /* (Lq, Lk) */
         float *o = out + bh * Lq * Dv;            /* (Lq, Dv) */
         attn_gemm(w, Lk, q + bh * Lq * D, D, k + bh * Lk * D, D, Lq, Lk, D, false, true, p->scale, 0);
-        sdpa_mask_tile(w, Lk, p, b, h, 0, Lq, 0, Lk);
+        sdpa_mask_tile(w, Lk, 1, p, b, h, 0, Lq, 0, Lk);
         for (int64_t i = 0; i < Lq; i++) lse[bh * Lq + i] = softmax_row(w + i * Lk, Lk);
         if (p->dropout_p <= 0.0f) {
             attn_gemm(o, Dv, w, Lk, v + bh * Lk * Dv, Dv, Lq, Dv, Lk, false, false, 1, 0);

@@ -15,6 +15,15 @@ void attn_gemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *
 void attn_gemm_ref(float *c, int64_t ldc, const float *a, int64_t lda, const float *b,
                    int64_t ldb, int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b,
                    float alpha, float beta);
+/* C (M, N) = alpha * A @ B (+ C when accumulate) on small tiles that fit in cache, without
+ * packing: A element (i, p) at a[i * a_rs + p * a_ks] (a transposed A is a_rs = 1), B (K, N)
+ * row-major with row stride ldb, C row-major. The micro-kernel of the fused attention. */
+void attn_tile_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks,
+                    const float *b, int64_t ldb, int64_t m, int64_t n, int64_t k, float alpha,
+                    bool accumulate);
+void attn_tile_gemm_ref(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks,
+                        const float *b, int64_t ldb, int64_t m, int64_t n, int64_t k, float alpha,
+                        bool accumulate);
 /* Sets the OpenBLAS thread count for the next attn_gemm calls made outside parallel regions. */
 void attn_gemm_set_threads(int n);
 

@@ -1,7 +1,8 @@
-/* Vectorised row math (see vmath.h). With AVX2 the exp is written in intrinsics (the same Cephes
- * reduction and polynomial as attn_exp_nonpos, 8 lanes, about 12% faster in the fused attention
- * kernel than what the compiler makes of the portable one); elsewhere the portable loops. */
+/* Vectorised row math (see vmath.h). The exp runs on simd.h's vectors (the Cephes reduction and
+ * polynomial of attn_exp_nonpos, in intrinsics with AVX2 or AVX-512); the row max is written in
+ * AVX2 intrinsics where there are some, elsewhere in portable loops. */
 #include "vmath.h"
+#include "simd.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -21,45 +22,18 @@ float attn_exp_shift_sum_ref(float *y, const float *x, float shift, int64_t n)
     return (float)sum;
 }
 
-#ifdef __AVX2__
-/* 8 x attn_exp_nonpos: below -87.3 (and -inf) gives 0 */
-static inline __m256 exp256(__m256 x)
-{
-    const __m256 lo = _mm256_set1_ps(-87.33654f);
-    __m256 below = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-    x = _mm256_max_ps(x, lo);
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), _mm256_set1_ps(1.0f));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_andnot_ps(below, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
-}
-
-static float hsum(__m256 v)
-{
-    float l[8];
-    _mm256_storeu_ps(l, v);
-    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
-}
-
 float attn_exp_shift_sum(float *y, const float *x, float shift, int64_t n)
 {
-    __m256 vs = _mm256_set1_ps(shift), acc = _mm256_setzero_ps();
+    vf vs = vf_set1(shift), acc = vf_set1(0.0f);
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs));
-        if (y) _mm256_storeu_ps(y + i, e);
-        acc = _mm256_add_ps(acc, e);
+    for (; i + VF_LANES <= n; i += VF_LANES) {
+        vf e = vf_exp(vf_sub(vf_load(x + i), vs));
+        if (y) vf_store(y + i, e);
+        acc = vf_add(acc, e);
     }
-    float sum = hsum(acc);
+    float lanes[VF_LANES], sum = 0.0f;
+    vf_store(lanes, acc);
+    for (int k = 0; k < VF_LANES; k++) sum += lanes[k];
     for (; i < n; i++) {
         float e = attn_exp_nonpos(x[i] - shift);
         if (y) y[i] = e;
@@ -68,6 +42,7 @@ float attn_exp_shift_sum(float *y, const float *x, float shift, int64_t n)
     return sum;
 }
 
+#ifdef __AVX2__
 float attn_row_max(const float *x, int64_t n)
 {
     __m256 m = _mm256_set1_ps(-INFINITY), nan = _mm256_setzero_ps();
@@ -88,27 +63,6 @@ float attn_row_max(const float *x, int64_t n)
     return any_nan ? NAN : best;
 }
 #else
-float attn_exp_shift_sum(float *y, const float *x, float shift, int64_t n)
-{
-    float s[VMATH_LANES] = {0};
-    int64_t c = 0;
-    for (; c + VMATH_LANES <= n; c += VMATH_LANES) {
-        float e[VMATH_LANES];
-        for (int k = 0; k < VMATH_LANES; k++) e[k] = attn_exp_nonpos(x[c + k] - shift);
-        for (int k = 0; k < VMATH_LANES; k++) s[k] += e[k];
-        if (y)
-            for (int k = 0; k < VMATH_LANES; k++) y[c + k] = e[k];
-    }
-    for (; c < n; c++) {
-        float e = attn_exp_nonpos(x[c] - shift);
-        s[0] += e;
-        if (y) y[c] = e;
-    }
-    float sum = 0.0f;
-    for (int k = 0; k < VMATH_LANES; k++) sum += s[k];
-    return sum;
-}
-
 float attn_row_max(const float *x, int64_t n)
 {
     float m[VMATH_LANES];

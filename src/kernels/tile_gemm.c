@@ -1,0 +1,98 @@
+/* GEMM on cache-resident tiles, the inner loop of the fused attention kernels, and its reference
+ * twin. A register block of TILE_MR rows of C by up to 4 vectors of columns stays in registers
+ * over the whole K loop: each step loads one row of B (the vectors) and broadcasts TILE_MR
+ * elements of A. A is read through two strides, so a transposed A costs nothing, and no operand
+ * is packed or copied (the callers lay their tiles out so that B rows are contiguous). */
+#include "kernels.h"
+#include "simd.h"
+
+/* rows of C per register block: 6 x 4 accumulators + 4 B vectors + 1 broadcast fit in 32
+ * AVX-512 registers; 6 x 2 + 2 + 1 in 16 AVX2 ones */
+enum { TILE_MR = 6, TILE_NV = VF_LANES == 16 ? 4 : 2 };
+
+/* C[0..mr) x [0..nv vectors) (+)= alpha A B over k. mr and nv are constants after inlining. */
+static inline __attribute__((always_inline)) void block(float *c, int64_t ldc, const float *a,
+                                                        int64_t a_rs, int64_t a_ks,
+                                                        const float *b, int64_t ldb, int mr,
+                                                        int nv, int64_t k, float alpha,
+                                                        bool accumulate)
+{
+    vf acc[TILE_MR][4];
+#pragma GCC unroll 6
+    for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) acc[r][v] = vf_set1(0.0f);
+    for (int64_t p = 0; p < k; p++) {
+        const float *bp = b + p * ldb, *ap = a + p * a_ks;
+        vf bv[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) bv[v] = vf_load(bp + v * VF_LANES);
+#pragma GCC unroll 6
+        for (int r = 0; r < mr; r++) {
+            vf av = vf_set1(ap[r * a_rs]);
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++) acc[r][v] = vf_fma(av, bv[v], acc[r][v]);
+        }
+    }
+    const vf va = vf_set1(alpha);
+#pragma GCC unroll 6
+    for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) {
+            float *cp = c + r * ldc + v * VF_LANES;
+            vf old = accumulate ? vf_load(cp) : vf_set1(0.0f);
+            vf_store(cp, vf_fma(va, acc[r][v], old));
+        }
+}
+
+/* All m rows of one column panel of nv vectors. */
+static inline __attribute__((always_inline)) void panel(float *c, int64_t ldc, const float *a,
+                                                        int64_t a_rs, int64_t a_ks,
+                                                        const float *b, int64_t ldb, int64_t m,
+                                                        int nv, int64_t k, float alpha,
+                                                        bool accumulate)
+{
+    int64_t r = 0;
+    for (; r + TILE_MR <= m; r += TILE_MR)
+        block(c + r * ldc, ldc, a + r * a_rs, a_rs, a_ks, b, ldb, TILE_MR, nv, k, alpha, accumulate);
+    const float *ar = a + r * a_rs;
+    float *cr = c + r * ldc;
+    switch (m - r) {
+    case 5: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 5, nv, k, alpha, accumulate); break;
+    case 4: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 4, nv, k, alpha, accumulate); break;
+    case 3: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 3, nv, k, alpha, accumulate); break;
+    case 2: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 2, nv, k, alpha, accumulate); break;
+    case 1: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 1, nv, k, alpha, accumulate); break;
+    default: break;
+    }
+}
+
+void attn_tile_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks,
+                    const float *b, int64_t ldb, int64_t m, int64_t n, int64_t k, float alpha,
+                    bool accumulate)
+{
+    int64_t j = 0;
+    for (; j + TILE_NV * VF_LANES <= n; j += TILE_NV * VF_LANES)
+        panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, TILE_NV, k, alpha, accumulate);
+    if (TILE_NV > 2 && j + 2 * VF_LANES <= n) {
+        panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 2, k, alpha, accumulate);
+        j += 2 * VF_LANES;
+    }
+    for (; j + VF_LANES <= n; j += VF_LANES)
+        panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 1, k, alpha, accumulate);
+    if (j < n) /* the last columns, fewer than a vector (heads of d < VF_LANES): the reference,
+                * whose double sums cost little at that size */
+        attn_tile_gemm_ref(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, n - j, k, alpha, accumulate);
+}
+
+void attn_tile_gemm_ref(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks,
+                        const float *b, int64_t ldb, int64_t m, int64_t n, int64_t k, float alpha,
+                        bool accumulate)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = 0.0;
+            for (int64_t p = 0; p < k; p++) acc += (double)a[i * a_rs + p * a_ks] * b[p * ldb + j];
+            c[i * ldc + j] = alpha * (float)acc + (accumulate ? c[i * ldc + j] : 0.0f);
+        }
+}

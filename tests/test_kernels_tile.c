@@ -1,0 +1,116 @@
+/* The fused attention's building blocks against their reference twins: attn_tile_gemm (register
+ * blocks of 6 rows by 4, 2 or 1 vectors, the row remainders 1..5 and the column tail under one
+ * vector) against attn_tile_gemm_ref on every combination of m 1..13, n in {1, 3, 8, 15, 16, 17,
+ * 24, 32, 40, 48, 64, 65, 80, 100}, k in {0, 1, 7, 64}, A read straight or transposed, with and
+ * without accumulation into C, alpha 0.37; and vf_exp (simd.h) lane by lane against
+ * attn_exp_nonpos on normal values, the clamp at -87.34, -inf (0), 0 and small positive values
+ * (exact), and NaN (NaN).
+ *
+ * Tolerance tile GEMM: atol 1e-5 + rtol 1e-5 of the result, with sums of at most 64 products of
+ * N(0, 1) values (|sum| ~ 8) in float against double: ~k ulp of 8 ~ 6e-5 in the worst case and
+ * ~5e-6 typically; the bound is checked against sum |a||b| scaled by 2e-6 as well, whichever is
+ * larger. vf_exp against attn_exp_nonpos: the same polynomial, within 1 ulp (rtol 2e-7). */
+#include "testkit.h"
+#include "kernels/kernels.h"
+#include "kernels/simd.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static float uniform_pm1(uint64_t *state)
+{
+    *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((*state >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+}
+
+static void fill(float *x, int64_t n, uint64_t *state)
+{
+    for (int64_t i = 0; i < n; i++) x[i] = 1.7f * uniform_pm1(state);
+}
+
+/* |fast - ref| <= 1e-5 + 1e-5 |ref| + 2e-6 sum_p |a_ip b_pj| for every element */
+static bool gemm_close(const float *fast, const float *ref, const float *a, int64_t a_rs,
+                       int64_t a_ks, const float *b, int64_t ldb, int64_t ldc, int64_t m,
+                       int64_t n, int64_t k, const char *what)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double mag = 0.0;
+            for (int64_t p = 0; p < k; p++) mag += fabs((double)a[i * a_rs + p * a_ks] * b[p * ldb + j]);
+            double got = fast[i * ldc + j], want = ref[i * ldc + j];
+            if (!(fabs(got - want) <= 1e-5 + 1e-5 * fabs(want) + 2e-6 * mag)) {
+                TK_CHECK(false, "%s: C[%lld][%lld] = %.9g, reference %.9g", what, (long long)i,
+                         (long long)j, got, want);
+                return false;
+            }
+        }
+    return true;
+}
+
+static void test_tile_gemm(void)
+{
+    static const int64_t ns[] = {1, 3, 8, 15, 16, 17, 24, 32, 40, 48, 64, 65, 80, 100};
+    static const int64_t ks[] = {0, 1, 7, 64};
+    uint64_t state = 42;
+    int cases = 0, passed = 0;
+    for (int64_t m = 1; m <= 13; m++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+                for (int trans = 0; trans < 2; trans++)
+                    for (int accumulate = 0; accumulate < 2; accumulate++) {
+                        const int64_t n = ns[ni], k = ks[ki], ldc = n + 3, ldb = n + 5;
+                        /* A (m, k) with row stride k + 2, or stored transposed (k, m + 1) */
+                        const int64_t a_rs = trans ? 1 : k + 2, a_ks = trans ? m + 1 : 1;
+                        const int64_t a_len = trans ? (k > 0 ? k : 1) * (m + 1) : m * (k + 2);
+                        float *a = malloc((size_t)a_len * sizeof(float));
+                        float *b = malloc((size_t)((k > 0 ? k : 1) * ldb) * sizeof(float));
+                        float *c_fast = malloc((size_t)(m * ldc) * sizeof(float));
+                        float *c_ref = malloc((size_t)(m * ldc) * sizeof(float));
+                        fill(a, a_len, &state);
+                        fill(b, (k > 0 ? k : 1) * ldb, &state);
+                        fill(c_fast, m * ldc, &state);
+                        memcpy(c_ref, c_fast, (size_t)(m * ldc) * sizeof(float));
+                        attn_tile_gemm(c_fast, ldc, a, a_rs, a_ks, b, ldb, m, n, k, 0.37f, accumulate);
+                        attn_tile_gemm_ref(c_ref, ldc, a, a_rs, a_ks, b, ldb, m, n, k, 0.37f, accumulate);
+                        char what[96];
+                        snprintf(what, sizeof what, "tile gemm m %lld n %lld k %lld%s%s", (long long)m,
+                                 (long long)n, (long long)k, trans ? " A^T" : "",
+                                 accumulate ? " C +=" : "");
+                        cases++;
+                        if (gemm_close(c_fast, c_ref, a, a_rs, a_ks, b, ldb, ldc, m, n, k, what)) passed++;
+                        /* the padding between rows of C is never written */
+                        bool untouched = true;
+                        for (int64_t i = 0; i < m; i++)
+                            for (int64_t j = n; j < ldc; j++) untouched = untouched && c_fast[i * ldc + j] == c_ref[i * ldc + j];
+                        TK_CHECK(untouched, "%s: wrote past column n", what);
+                        free(a);
+                        free(b);
+                        free(c_fast);
+                        free(c_ref);
+                    }
+    TK_CHECK(passed == cases, "tile gemm: %d of %d shapes agree with the reference", passed, cases);
+    printf("  tile gemm: %d shapes (%d-lane vectors)\n", cases, VF_LANES);
+}
+
+static void test_vf_exp(void)
+{
+    float x[64], want[64], got[64];
+    uint64_t state = 7;
+    for (int i = 0; i < 48; i++) x[i] = -90.0f * (uniform_pm1(&state) + 1.0f) * 0.5f;
+    const float edges[16] = {-INFINITY, -87.33654f, -87.4f, -87.3f, -1e-30f, 0.0f, -0.0f, 1e-7f,
+                             2e-6f, -88.0f, NAN, -0.5f, -1.0f, -20.0f, -60.0f, -86.0f};
+    memcpy(x + 48, edges, sizeof edges);
+    for (int i = 0; i < 64; i++) want[i] = attn_exp_nonpos(x[i]);
+    for (int i = 0; i < 64; i += VF_LANES) vf_store(got + i, vf_exp(vf_load(x + i)));
+    tk_close("vf_exp vs attn_exp_nonpos", got, want, 64, 0.0f, 2.4e-7f);
+    TK_CHECK(isnan(got[58]), "vf_exp(NaN) = %g, expected NaN", got[58]);
+    TK_CHECK(got[48] == 0.0f, "vf_exp(-inf) = %g, expected 0", got[48]);
+}
+
+int main(void)
+{
+    test_tile_gemm();
+    test_vf_exp();
+    return tk_finish("test_kernels_tile");
+}
