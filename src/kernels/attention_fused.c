@@ -162,10 +162,11 @@ void sdpa_forward_fused(float *out, float *lse, const float *q, const float *k, 
 {
     const int64_t blocks = (p->lq + SDPA_BR - 1) / SDPA_BR, per_head = p->batch * p->heads;
     const int64_t per_thread = sdpa_fused_scratch_floats(p, 1);
-    /* Late query blocks see more keys under a causal mask: hand them out first. */
+    /* The blocks of one head run one after another, so its K and V stay in cache; late query
+     * blocks see more keys under a causal mask: each head hands them out first. */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(attn_get_num_threads()) if (sdpa_parallel(p))
     for (int64_t t = 0; t < per_head * blocks; t++) {
-        int64_t blk = blocks - 1 - t / per_head, bh = t % per_head;
+        int64_t blk = blocks - 1 - t % blocks, bh = t / blocks;
         int64_t i0 = blk * SDPA_BR, rows = p->lq - i0 < SDPA_BR ? p->lq - i0 : SDPA_BR;
         forward_block(out, lse, q, k, v, scratch + thread_id() * per_thread, p, bh / p->heads,
                       bh % p->heads, i0, rows);
