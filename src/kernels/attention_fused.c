@@ -33,7 +33,6 @@ static int thread_id(void)
 #endif
 }
 
-
 static int64_t round_up_rows(int64_t lq) { return (lq + SDPA_BR - 1) / SDPA_BR * SDPA_BR; }
 
 int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads)
