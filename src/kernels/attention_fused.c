@@ -33,12 +33,12 @@ static int thread_id(void)
 #endif
 }
 
-static int64_t round_up_rows(int64_t lq) { return (lq + SDPA_BR - 1) / SDPA_BR * SDPA_BR; }
+static int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
 
 int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads)
 {
     /* fwd = BR (D + BC + Dv + 2), bwd = Lq' (D + Dv + 2) + 3 BC BR with Lq' = Lq rounded up to
-     * BR; -1 when the size overflows (huge Lq or D with no elements): the caller reports it */
+     * BR (at least the Lq rounded up to vectors the backward uses); -1 when the size overflows (huge Lq or D with no elements): the caller reports it */
     int64_t fwd, bwd, total, lqp;
     if (__builtin_add_overflow(p->d, p->dv, &fwd) || __builtin_add_overflow(fwd, 2, &fwd) ||
         __builtin_add_overflow(p->lq, SDPA_BR - 1, &lqp) ||
@@ -72,12 +72,12 @@ static int64_t block_key_min(const sdpa_problem *p, int64_t b, int64_t i0, int64
     return end;
 }
 
-/* Dropout on a transposed tile: query i0 + r, key j0 + c at t[c * SDPA_BR + r]. */
-static void dropout_tile(float *t, const sdpa_problem *p, int64_t b, int64_t h, int64_t i0,
-                         int64_t rows, int64_t j0, int64_t cols)
+/* Dropout on a transposed tile: query i0 + r, key j0 + c at t[c * qw + r]. */
+static void dropout_tile(float *t, int64_t qw, const sdpa_problem *p, int64_t b, int64_t h,
+                         int64_t i0, int64_t rows, int64_t j0, int64_t cols)
 {
     for (int64_t c = 0; c < cols; c++)
-        for (int64_t r = 0; r < rows; r++) t[c * SDPA_BR + r] *= sdpa_dropout_scale(p, b, h, i0 + r, j0 + c);
+        for (int64_t r = 0; r < rows; r++) t[c * qw + r] *= sdpa_dropout_scale(p, b, h, i0 + r, j0 + c);
 }
 
 /* dst (cols, ld) = src (rows, cols)^T, and dst's columns rows..ld zero. */
@@ -90,43 +90,47 @@ static void transpose_padded(float *dst, int64_t ld, const float *src, int64_t r
     }
 }
 
-/* One online-softmax step over a block of cols keys: st (cols, BR) scores become exp(s - m_new),
- * and per query m = m_new, l = l alpha + sum, ot (Dv, BR) *= alpha with alpha = exp(m - m_new).
+/* One online-softmax step over a block of cols keys for qw queries: st (cols, qw) scores become
+ * exp(s - m_new), and per query m = m_new, l = l alpha + sum, ot (Dv, qw) *= alpha with
+ * alpha = exp(m - m_new).
  * A query with nothing visible so far keeps m = -inf and gets zeros; a NaN score gives NaN
  * through exp (and so a NaN output, as in PyTorch). */
-static void online_softmax(float *st, float *ot, float *m, float *l, int64_t cols, int64_t dv)
+static void online_softmax(float *st, float *ot, float *m, float *l, int64_t qw, int64_t cols,
+                           int64_t dv)
 {
-    for (int64_t v = 0; v < SDPA_BR; v += VF_LANES) {
+    for (int64_t v = 0; v < qw; v += VF_LANES) {
         vf m_old = vf_load(m + v), m_new = m_old;
-        for (int64_t c = 0; c < cols; c++) m_new = vf_max(m_new, vf_load(st + c * SDPA_BR + v));
+        for (int64_t c = 0; c < cols; c++) m_new = vf_max(m_new, vf_load(st + c * qw + v));
         vf shift = vf_neginf_to(m_new, vf_set1(0.0f)); /* exp(-inf - 0) = 0 */
         vf alpha = vf_exp(vf_sub(m_old, shift)), sum = vf_set1(0.0f);
         for (int64_t c = 0; c < cols; c++) {
-            vf e = vf_exp(vf_sub(vf_load(st + c * SDPA_BR + v), shift));
-            vf_store(st + c * SDPA_BR + v, e);
+            vf e = vf_exp(vf_sub(vf_load(st + c * qw + v), shift));
+            vf_store(st + c * qw + v, e);
             sum = vf_add(sum, e);
         }
         vf_store(l + v, vf_fma(vf_load(l + v), alpha, sum));
         vf_store(m + v, m_new);
         for (int64_t c = 0; c < dv; c++)
-            vf_store(ot + c * SDPA_BR + v, vf_mul(vf_load(ot + c * SDPA_BR + v), alpha));
+            vf_store(ot + c * qw + v, vf_mul(vf_load(ot + c * qw + v), alpha));
     }
 }
 
-/* One query block: rows [i0, i0+rows) of head (b, h). */
+/* One query block: rows [i0, i0+rows) of head (b, h), in tiles qw = rows rounded up to whole
+ * vectors wide (a short block, as in step-by-step decoding, computes no padding lanes beyond). */
 static void forward_block(float *out, float *lse, const float *q, const float *k, const float *v,
                           float *scratch, const sdpa_problem *p, int64_t b, int64_t h, int64_t i0,
                           int64_t rows)
 {
     const int64_t bh = b * p->heads + h, D = p->d, Dv = p->dv, Lk = p->lk;
-    float *qt = scratch;                /* (D, BR) Q^T of the block, zero past rows */
-    float *st = qt + D * SDPA_BR;       /* (BC, BR) scores S^T, then probabilities P^T */
-    float *ot = st + SDPA_BC * SDPA_BR; /* (Dv, BR) unnormalised O^T */
-    float *m = ot + Dv * SDPA_BR;       /* (BR) running max */
-    float *l = m + SDPA_BR;             /* (BR) running sum */
-    transpose_padded(qt, SDPA_BR, q + (bh * p->lq + i0) * D, rows, D);
-    memset(ot, 0, (size_t)(Dv * SDPA_BR) * sizeof(float));
-    for (int64_t r = 0; r < SDPA_BR; r++) {
+    const int64_t qw = round_up(rows, VF_LANES);
+    float *qt = scratch;                /* (D, qw) Q^T of the block, zero past rows */
+    float *st = qt + D * SDPA_BR;       /* (BC, qw) scores S^T, then probabilities P^T */
+    float *ot = st + SDPA_BC * SDPA_BR; /* (Dv, qw) unnormalised O^T */
+    float *m = ot + Dv * SDPA_BR;       /* (qw) running max */
+    float *l = m + SDPA_BR;             /* (qw) running sum */
+    transpose_padded(qt, qw, q + (bh * p->lq + i0) * D, rows, D);
+    memset(ot, 0, (size_t)(Dv * qw) * sizeof(float));
+    for (int64_t r = 0; r < qw; r++) {
         m[r] = -INFINITY;
         l[r] = 0.0f;
     }
@@ -134,20 +138,17 @@ static void forward_block(float *out, float *lse, const float *q, const float *k
     const bool elementwise = sdpa_has_elementwise_mask(p);
     for (int64_t j0 = 0; j0 < key_end; j0 += SDPA_BC) {
         const int64_t cols = Lk - j0 < SDPA_BC ? Lk - j0 : SDPA_BC;
-        attn_tile_gemm(st, SDPA_BR, k + (bh * Lk + j0) * D, D, 1, qt, SDPA_BR, cols, SDPA_BR, D,
-                       p->scale, false);
-        if (elementwise || j0 + cols > key_min)
-            sdpa_mask_tile(st, 1, SDPA_BR, p, b, h, i0, rows, j0, cols);
-        online_softmax(st, ot, m, l, cols, Dv);
-        if (p->dropout_p > 0.0f) dropout_tile(st, p, b, h, i0, rows, j0, cols);
-        attn_tile_gemm(ot, SDPA_BR, v + (bh * Lk + j0) * Dv, 1, Dv, st, SDPA_BR, Dv, SDPA_BR, cols,
-                       1.0f, true);
+        attn_tile_gemm(st, qw, k + (bh * Lk + j0) * D, D, 1, qt, qw, cols, qw, D, p->scale, false);
+        if (elementwise || j0 + cols > key_min) sdpa_mask_tile(st, 1, qw, p, b, h, i0, rows, j0, cols);
+        online_softmax(st, ot, m, l, qw, cols, Dv);
+        if (p->dropout_p > 0.0f) dropout_tile(st, qw, p, b, h, i0, rows, j0, cols);
+        attn_tile_gemm(ot, qw, v + (bh * Lk + j0) * Dv, 1, Dv, st, qw, Dv, qw, cols, 1.0f, true);
     }
     for (int64_t r = 0; r < rows; r++) {
         float *o = out + (bh * p->lq + i0 + r) * Dv;
         if (l[r] > 0.0f || isnan(l[r])) { /* NaN in q or k: the row is NaN, as in PyTorch */
             float inv = 1.0f / l[r];
-            for (int64_t c = 0; c < Dv; c++) o[c] = ot[c * SDPA_BR + r] * inv;
+            for (int64_t c = 0; c < Dv; c++) o[c] = ot[c * qw + r] * inv;
             lse[bh * p->lq + i0 + r] = m[r] + logf(l[r]);
         } else { /* every key masked: output 0, and exp(s - lse) = 0 in the backward */
             memset(o, 0, (size_t)Dv * sizeof(float));
@@ -172,24 +173,24 @@ void sdpa_forward_fused(float *out, float *lse, const float *q, const float *k, 
     }
 }
 
-/* st (cols, BR) scores become P^T = exp(S^T - lse) (0 where lse = +inf: fully masked query). */
-static void probabilities(float *st, const float *lse, int64_t cols)
+/* st (cols, qw) scores become P^T = exp(S^T - lse) (0 where lse = +inf: fully masked query). */
+static void probabilities(float *st, int64_t qw, const float *lse, int64_t cols)
 {
-    for (int64_t v = 0; v < SDPA_BR; v += VF_LANES) {
+    for (int64_t v = 0; v < qw; v += VF_LANES) {
         vf shift = vf_load(lse + v);
         for (int64_t c = 0; c < cols; c++)
-            vf_store(st + c * SDPA_BR + v, vf_exp(vf_sub(vf_load(st + c * SDPA_BR + v), shift)));
+            vf_store(st + c * qw + v, vf_exp(vf_sub(vf_load(st + c * qw + v), shift)));
     }
 }
 
-/* dpt (cols, BR): dP^T becomes dS^T = P^T * (dP^T - D) */
-static void score_gradient(float *dpt, const float *pt, const float *dsum, int64_t cols)
+/* dpt (cols, qw): dP^T becomes dS^T = P^T * (dP^T - D) */
+static void score_gradient(float *dpt, const float *pt, int64_t qw, const float *dsum, int64_t cols)
 {
-    for (int64_t v = 0; v < SDPA_BR; v += VF_LANES) {
+    for (int64_t v = 0; v < qw; v += VF_LANES) {
         vf d = vf_load(dsum + v);
         for (int64_t c = 0; c < cols; c++) {
-            float *g = dpt + c * SDPA_BR + v;
-            vf_store(g, vf_mul(vf_load(pt + c * SDPA_BR + v), vf_sub(vf_load(g), d)));
+            float *g = dpt + c * qw + v;
+            vf_store(g, vf_mul(vf_load(pt + c * qw + v), vf_sub(vf_load(g), d)));
         }
     }
 }
@@ -200,14 +201,14 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
                           float *scratch, const sdpa_problem *p, int64_t b, int64_t h)
 {
     const int64_t bh = b * p->heads + h, D = p->d, Dv = p->dv, Lq = p->lq, Lk = p->lk;
-    const int64_t Lqp = round_up_rows(Lq);
-    float *qt = scratch;                 /* (D, Lq') Q^T of the head, zero past Lq */
+    const int64_t Lqp = round_up(Lq, VF_LANES);
+    float *qt = scratch;                 /* (D, Lq') Q^T of the head (Lq' = Lq rounded up to vectors) */
     float *dot = qt + D * Lqp;           /* (Dv, Lq') dO^T */
     float *lse_h = dot + Dv * Lqp;       /* (Lq') lse, +inf past Lq */
     float *dsum = lse_h + Lqp;           /* (Lq') D = rowsum(dO * O), 0 past Lq */
-    float *st = dsum + Lqp;              /* (BC, BR) S^T, then P^T */
-    float *dpt = st + SDPA_BC * SDPA_BR; /* (BC, BR) dP^T, then dS^T */
-    float *pd = dpt + SDPA_BC * SDPA_BR; /* (BC, BR) dropout(P)^T */
+    float *st = dsum + Lqp;              /* (BC, qw) S^T, then P^T; qw = rows rounded up to vectors */
+    float *dpt = st + SDPA_BC * SDPA_BR; /* (BC, qw) dP^T, then dS^T */
+    float *pd = dpt + SDPA_BC * SDPA_BR; /* (BC, qw) dropout(P)^T */
     transpose_padded(qt, Lqp, q + bh * Lq * D, Lq, D);
     transpose_padded(dot, Lqp, dout + bh * Lq * Dv, Lq, Dv);
     for (int64_t i = 0; i < Lqp; i++) {
@@ -224,28 +225,27 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
         float *dkj = dk + (bh * Lk + j0) * D, *dvj = dv + (bh * Lk + j0) * Dv;
         int64_t first = p->masks.causal ? (j0 / SDPA_BR) * SDPA_BR : 0;
         for (int64_t i0 = first; i0 < Lq; i0 += SDPA_BR) {
-            const int64_t rows = Lq - i0 < SDPA_BR ? Lq - i0 : SDPA_BR;
+            const int64_t rows = Lq - i0 < SDPA_BR ? Lq - i0 : SDPA_BR, qw = round_up(rows, VF_LANES);
             if (block_key_end(p, b, i0, rows) <= j0) continue; /* hidden from every row */
             const float *qi = q + (bh * Lq + i0) * D, *doi = dout + (bh * Lq + i0) * Dv;
-            attn_tile_gemm(st, SDPA_BR, kj, D, 1, qt + i0, Lqp, cols, SDPA_BR, D, p->scale, false);
+            attn_tile_gemm(st, qw, kj, D, 1, qt + i0, Lqp, cols, qw, D, p->scale, false);
             if (elementwise || j0 + cols > block_key_min(p, b, i0, rows))
-                sdpa_mask_tile(st, 1, SDPA_BR, p, b, h, i0, rows, j0, cols);
-            probabilities(st, lse_h + i0, cols);
+                sdpa_mask_tile(st, 1, qw, p, b, h, i0, rows, j0, cols);
+            probabilities(st, qw, lse_h + i0, cols);
             const float *pv = st;
             if (drop) {
-                memcpy(pd, st, (size_t)(cols * SDPA_BR) * sizeof(float));
-                dropout_tile(pd, p, b, h, i0, rows, j0, cols);
+                memcpy(pd, st, (size_t)(cols * qw) * sizeof(float));
+                dropout_tile(pd, qw, p, b, h, i0, rows, j0, cols);
                 pv = pd;
             }
             /* dV_j += dropout(P)^T dO_i;  dP^T = V_j dO_i^T */
-            attn_tile_gemm(dvj, Dv, pv, SDPA_BR, 1, doi, Dv, cols, Dv, rows, 1.0f, true);
-            attn_tile_gemm(dpt, SDPA_BR, vj, Dv, 1, dot + i0, Lqp, cols, SDPA_BR, Dv, 1.0f, false);
-            if (drop) dropout_tile(dpt, p, b, h, i0, rows, j0, cols);
-            score_gradient(dpt, st, dsum + i0, cols);
+            attn_tile_gemm(dvj, Dv, pv, qw, 1, doi, Dv, cols, Dv, rows, 1.0f, true);
+            attn_tile_gemm(dpt, qw, vj, Dv, 1, dot + i0, Lqp, cols, qw, Dv, 1.0f, false);
+            if (drop) dropout_tile(dpt, qw, p, b, h, i0, rows, j0, cols);
+            score_gradient(dpt, st, qw, dsum + i0, cols);
             /* dQ_i += scale dS K_j;  dK_j += scale dS^T Q_i */
-            attn_tile_gemm(dq + (bh * Lq + i0) * D, D, dpt, 1, SDPA_BR, kj, D, rows, D, cols,
-                           p->scale, true);
-            attn_tile_gemm(dkj, D, dpt, SDPA_BR, 1, qi, D, cols, D, rows, p->scale, true);
+            attn_tile_gemm(dq + (bh * Lq + i0) * D, D, dpt, 1, qw, kj, D, rows, D, cols, p->scale, true);
+            attn_tile_gemm(dkj, D, dpt, qw, 1, qi, D, cols, D, rows, p->scale, true);
         }
     }
 }
