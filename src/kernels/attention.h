@@ -5,7 +5,8 @@
  *             dS = P * (dP - D),  dQ = scale * dS K,  dK = scale * dS^T Q
  * Two implementations of each: *_ref materialises S for a whole (b, h) and is the need_weights
  * path; *_fused tiles the work (FlashAttention-2 schedule: online softmax over key blocks,
- * backward recomputes P from lse) and needs O(tile) memory, never (Lq, Lk).
+ * backward recomputes P from lse) and never holds (Lq, Lk): a few tiles per thread in the
+ * forward, plus Q^T and dO^T of one head (Lq (D + Dv)) per thread in the backward.
  * Q (B, H, Lq, D), K (B, H, Lk, D), V (B, H, Lk, Dv), O (B, H, Lq, Dv), all contiguous.
  * A fully masked query row gives O = 0, weights 0 and zero gradients. */
 #ifndef ATTN_KERNELS_ATTENTION_H
@@ -57,7 +58,8 @@ void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const
                        float *scratch, const sdpa_problem *p);
 int64_t sdpa_ref_scratch_floats(const sdpa_problem *p, int threads);
 
-/* Fused: out and lse written; scratch: sdpa_fused_scratch_floats (O(tile) per thread). */
+/* Fused: out and lse written; scratch: sdpa_fused_scratch_floats (per thread: tiles, and in the
+ * backward Lq (D + Dv + 2) more). */
 void sdpa_forward_fused(float *out, float *lse, const float *q, const float *k, const float *v,
                         float *scratch, const sdpa_problem *p);
 /* Accumulates into dq, dk, dv, recomputing P from lse. */
