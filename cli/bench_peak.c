@@ -3,27 +3,7 @@
 
 #include <pthread.h>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-typedef __m512 peak_vec; /* 16 lanes */
-#define PEAK_SET(x) _mm512_set1_ps(x)
-#define PEAK_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define PEAK_SINK(a) _mm512_reduce_add_ps(a)
-enum { PEAK_LANES = 16 };
-#elif defined(__FMA__)
-#include <immintrin.h>
-typedef __m256 peak_vec; /* 8 lanes */
-#define PEAK_SET(x) _mm256_set1_ps(x)
-#define PEAK_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define PEAK_SINK(a) _mm256_cvtss_f32(a)
-enum { PEAK_LANES = 8 };
-#else
-typedef float peak_vec; /* no FMA instructions: multiply-adds the compiler schedules */
-#define PEAK_SET(x) (x)
-#define PEAK_FMA(a, b, c) ((a) * (b) + (c))
-#define PEAK_SINK(a) (a)
-enum { PEAK_LANES = 1 };
-#endif
+#include "kernels/simd.h" /* the widest vectors the build targets, as the kernels use */
 
 /* 12 independent chains in named registers: enough to keep 2 FMA pipes of latency 4-6 busy */
 enum { PEAK_CHAINS = 12 };
@@ -31,22 +11,23 @@ static const long peak_iters = 20000000;
 
 static void *peak_thread(void *out)
 {
-    const peak_vec m = PEAK_SET(0.999999f), c = PEAK_SET(1e-6f);
-    peak_vec a0 = PEAK_SET(0.f), a1 = PEAK_SET(1.f), a2 = PEAK_SET(2.f), a3 = PEAK_SET(3.f), a4 = PEAK_SET(4.f),
-             a5 = PEAK_SET(5.f), a6 = PEAK_SET(6.f), a7 = PEAK_SET(7.f), a8 = PEAK_SET(8.f), a9 = PEAK_SET(9.f),
-             a10 = PEAK_SET(10.f), a11 = PEAK_SET(11.f);
+    const vf m = vf_set1(0.999999f), c = vf_set1(1e-6f);
+    vf a0 = vf_set1(0.f), a1 = vf_set1(1.f), a2 = vf_set1(2.f), a3 = vf_set1(3.f);
+    vf a4 = vf_set1(4.f), a5 = vf_set1(5.f), a6 = vf_set1(6.f), a7 = vf_set1(7.f);
+    vf a8 = vf_set1(8.f), a9 = vf_set1(9.f), a10 = vf_set1(10.f), a11 = vf_set1(11.f);
     for (long i = 0; i < peak_iters; i++) {
-        a0 = PEAK_FMA(a0, m, c), a1 = PEAK_FMA(a1, m, c), a2 = PEAK_FMA(a2, m, c), a3 = PEAK_FMA(a3, m, c);
-        a4 = PEAK_FMA(a4, m, c), a5 = PEAK_FMA(a5, m, c), a6 = PEAK_FMA(a6, m, c), a7 = PEAK_FMA(a7, m, c);
-        a8 = PEAK_FMA(a8, m, c), a9 = PEAK_FMA(a9, m, c), a10 = PEAK_FMA(a10, m, c), a11 = PEAK_FMA(a11, m, c);
+        a0 = vf_fma(a0, m, c), a1 = vf_fma(a1, m, c), a2 = vf_fma(a2, m, c), a3 = vf_fma(a3, m, c);
+        a4 = vf_fma(a4, m, c), a5 = vf_fma(a5, m, c), a6 = vf_fma(a6, m, c), a7 = vf_fma(a7, m, c);
+        a8 = vf_fma(a8, m, c), a9 = vf_fma(a9, m, c), a10 = vf_fma(a10, m, c), a11 = vf_fma(a11, m, c);
     }
-    *(float *)out = PEAK_SINK(a0) + PEAK_SINK(a1) + PEAK_SINK(a2) + PEAK_SINK(a3) + PEAK_SINK(a4) +
-                    PEAK_SINK(a5) + PEAK_SINK(a6) + PEAK_SINK(a7) + PEAK_SINK(a8) + PEAK_SINK(a9) +
-                    PEAK_SINK(a10) + PEAK_SINK(a11);
+    vf sum = vf_add(vf_add(vf_add(a0, a1), vf_add(a2, a3)), vf_add(vf_add(a4, a5), vf_add(a6, a7)));
+    float lanes[VF_LANES];
+    vf_store(lanes, vf_add(sum, vf_add(vf_add(a8, a9), vf_add(a10, a11))));
+    *(float *)out = lanes[0];
     return NULL;
 }
 
-double bench_peak_flop_per_thread(void) { return 2.0 * PEAK_CHAINS * PEAK_LANES * (double)peak_iters; }
+double bench_peak_flop_per_thread(void) { return 2.0 * PEAK_CHAINS * VF_LANES * (double)peak_iters; }
 
 bool bench_peak_fma(int threads)
 {

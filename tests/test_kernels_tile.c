@@ -13,6 +13,7 @@
 #include "testkit.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
+#include "kernels/vmath.h"
 
 #include <math.h>
 #include <stdlib.h>

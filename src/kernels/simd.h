@@ -4,8 +4,9 @@
 #ifndef ATTN_SIMD_H
 #define ATTN_SIMD_H
 
-#include "vmath.h"
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -27,25 +28,21 @@ static inline vf vf_neginf_to(vf a, vf b)
 {
     return _mm512_mask_mov_ps(a, _mm512_cmp_ps_mask(a, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ), b);
 }
-/* attn_exp_nonpos on every lane (NaN stays NaN) */
-static inline vf vf_exp(vf x)
+/* x rounded to the nearest integer (ties to even) */
+static inline vf vf_round(vf x)
 {
-    const vf lo = _mm512_set1_ps(-87.33654f);
-    __mmask16 keep = _mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ); /* x >= lo, or NaN */
-    x = _mm512_max_ps(lo, x);                                 /* NaN passes through */
-    vf n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    vf r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    vf p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
-    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    return _mm512_maskz_mov_ps(keep, _mm512_mul_ps(p, _mm512_castsi512_ps(e)));
+    return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+/* 2^n for integer-valued n in [-126, 127], built in the exponent bits */
+static inline vf vf_pow2(vf n)
+{
+    __m512i biased = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(biased, 23));
+}
+/* lanes of y where x < lo become 0 */
+static inline vf vf_zero_below(vf y, vf x, vf lo)
+{
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ), y); /* NaN x: kept */
 }
 
 #elif defined(__AVX2__) && defined(__FMA__)
@@ -66,24 +63,18 @@ static inline vf vf_neginf_to(vf a, vf b)
 {
     return _mm256_blendv_ps(a, b, _mm256_cmp_ps(a, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ));
 }
-static inline vf vf_exp(vf x)
+static inline vf vf_round(vf x)
 {
-    const vf lo = _mm256_set1_ps(-87.33654f);
-    vf below = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-    x = _mm256_max_ps(lo, x);
-    vf n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    vf r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    vf p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), _mm256_set1_ps(1.0f));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_andnot_ps(below, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+    return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+static inline vf vf_pow2(vf n)
+{
+    __m256i biased = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(biased, 23));
+}
+static inline vf vf_zero_below(vf y, vf x, vf lo)
+{
+    return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), y);
 }
 
 #else
@@ -114,11 +105,45 @@ static inline vf vf_neginf_to(vf a, vf b)
     for (int i = 0; i < VF_LANES; i++) a[i] = a[i] == -INFINITY ? b[i] : a[i];
     return a;
 }
-static inline vf vf_exp(vf x)
+static inline vf vf_round(vf x)
 {
-    for (int i = 0; i < VF_LANES; i++) x[i] = attn_exp_nonpos(x[i]);
+    for (int i = 0; i < VF_LANES; i++) x[i] = nearbyintf(x[i]);
     return x;
 }
+static inline vf vf_pow2(vf n)
+{
+    vf y;
+    for (int i = 0; i < VF_LANES; i++) {
+        int32_t e = isfinite(n[i]) ? (int32_t)n[i] : 0; /* NaN or inf: p is NaN anyway */
+        uint32_t bits = (uint32_t)(e + 127) << 23;
+        memcpy(&y[i], &bits, sizeof bits);
+    }
+    return y;
+}
+static inline vf vf_zero_below(vf y, vf x, vf lo)
+{
+    for (int i = 0; i < VF_LANES; i++) y[i] = x[i] < lo[i] ? 0.0f : y[i];
+    return y;
+}
 #endif
+
+/* attn_exp_nonpos on every lane: x = n ln2 + r, a degree-6 polynomial in r times 2^n; below
+ * -87.34 (and -inf) 0, NaN stays NaN */
+static inline vf vf_exp(vf x)
+{
+    const vf lo = vf_set1(-87.33654f);
+    vf xc = vf_max(x, lo); /* NaN passes through */
+    vf n = vf_round(vf_mul(xc, vf_set1(1.44269504088896341f)));
+    vf r = vf_fma(n, vf_set1(-0.693359375f), xc);
+    r = vf_fma(n, vf_set1(2.12194440e-4f), r);
+    vf p = vf_set1(1.9875691500e-4f);
+    p = vf_fma(p, r, vf_set1(1.3981999507e-3f));
+    p = vf_fma(p, r, vf_set1(8.3334519073e-3f));
+    p = vf_fma(p, r, vf_set1(4.1665795894e-2f));
+    p = vf_fma(p, r, vf_set1(1.6666665459e-1f));
+    p = vf_fma(p, r, vf_set1(5.0000001201e-1f));
+    p = vf_add(vf_fma(vf_mul(p, r), r, r), vf_set1(1.0f));
+    return vf_zero_below(vf_mul(p, vf_pow2(n)), x, lo);
+}
 
 #endif
