@@ -112,12 +112,13 @@ static inline vf vf_round(vf x)
 }
 static inline vf vf_pow2(vf n)
 {
-    vf y;
+    uint32_t bits[VF_LANES];
     for (int i = 0; i < VF_LANES; i++) {
         int32_t e = isfinite(n[i]) ? (int32_t)n[i] : 0; /* NaN or inf: p is NaN anyway */
-        uint32_t bits = (uint32_t)(e + 127) << 23;
-        memcpy(&y[i], &bits, sizeof bits);
+        bits[i] = (uint32_t)(e + 127) << 23;
     }
+    vf y;
+    memcpy(&y, bits, sizeof y);
     return y;
 }
 static inline vf vf_zero_below(vf y, vf x, vf lo)
