@@ -24,12 +24,17 @@ static void help(void)
         "  linear x (B,L,E)                      to_query.*, to_key.*, to_value.*\n"
         "  conv_attention x (B,L,E)              attention.* (as mha), conv.weight, conv.bias,\n"
         "                                        norm.weight, norm.bias\n\n"
-        "masks (optional inputs):\n"
-        "  attn_mask         BOOL: true = may attend, or F32: added to the scores;\n"
-        "                    broadcastable to (B,H,Lq,Lk) (sdpa, mha, conv_attention)\n"
-        "  key_padding_mask  BOOL (B,Lk): true = padding (PyTorch's polarity) (sdpa, mha, linear,\n"
-        "                    conv_attention)\n"
-        "  valid_lens        I64 (B) or (B,Lq): keys j >= len masked (sdpa, mha, additive)\n"
+        "masks (optional inputs; a mask the mechanism does not take is an error):\n"
+        "  attn_mask         sdpa: as F.scaled_dot_product_attention: BOOL, true = may attend,\n"
+        "                    or a float dtype, added to the scores\n"
+        "                    mha, conv_attention: as nn.MultiheadAttention: BOOL, true = NOT\n"
+        "                    allowed to attend (U8 read as BOOL, as torch 1.13 does), or a float\n"
+        "                    dtype, added; (L,S), (B*H,L,S) or any shape broadcastable to\n"
+        "                    (B,H,Lq,Lk)\n"
+        "  key_padding_mask  BOOL (B,Lk), true = padding (sdpa, mha, linear, conv_attention);\n"
+        "                    mha and conv_attention also add a float one to the scores\n"
+        "  valid_lens        an integer dtype, (B) or (B,Lq): keys j >= len masked (D2L)\n"
+        "                    (sdpa, mha, additive, conv_attention)\n"
         "  grad_out          the upstream gradient of out: adds dq, dk, dv (dx) and\n"
         "                    grad.<param name> to OUT\n\n"
         "options:\n"
@@ -103,8 +108,11 @@ int cmd_op(int argc, char **argv)
                         "unknown mechanism \"%s\"; expected sdpa, mha, additive, nw, linear or "
                         "conv_attention",
                         a.name);
+    if (a.causal && !(mech->masks & OP_CAUSAL))
+        return cli_fail(CLI_ERR_USAGE, "op", "--causal does not apply to %s", mech->name);
     op_run run = {0};
     run.args = &a;
+    run.mech = mech;
     run.file = attn_st_open(a.in_path);
     run.ctx = attn_ctx_new(0);
     run.params = attn_params_new();

@@ -13,30 +13,49 @@ typedef struct op_args {
     attn_sdpa_impl impl;
 } op_args;
 
+/* The masks a mechanism takes from the input file, and whose conventions a bool attn_mask
+ * follows: F.scaled_dot_product_attention (true = may attend) or nn.MultiheadAttention (true =
+ * not allowed). A mask tensor a mechanism does not take is refused, never ignored. */
+enum {
+    OP_ATTN_MASK = 1 << 0,   /* attn_mask: BOOL or a float dtype (added to the scores) */
+    OP_KEY_PADDING = 1 << 1, /* key_padding_mask: BOOL (B, Lk), true = padding */
+    OP_VALID_LENS = 1 << 2,  /* valid_lens: an integer dtype, (B) or (B, Lq) */
+    OP_CAUSAL = 1 << 3,      /* --causal */
+};
+typedef enum op_mask_api { OP_SDPA_POLARITY, OP_MHA_POLARITY } op_mask_api;
+
+typedef struct op_mechanism op_mechanism;
+
 typedef struct op_run {
     const op_args *args;
+    const op_mechanism *mech;
     attn_st_file *file;
     attn_ctx *ctx;
     attn_params *params;
     attn_st_writer *writer;
     attn_mask mask;       /* from attn_mask, key_padding_mask, valid_lens, --causal */
-    void *mask_storage[3];/* malloc'd copies behind mask */
+    void *mask_storage[4];/* malloc'd arrays behind mask: attn_mask, key_padding, additive, lengths */
     attn_tensor *inputs[3];
     const char *input_grad_names[3]; /* "dq"... written when grad_out is given */
     int n_inputs;
 } op_run;
 
-typedef struct op_mechanism {
+struct op_mechanism {
     const char *name;
     /* Builds the module in run->params, loads its inputs, returns out (weights via *weights). */
     attn_tensor *(*forward)(op_run *run, attn_tensor **weights);
-} op_mechanism;
+    unsigned masks;       /* OP_* it takes */
+    op_mask_api mask_api; /* the PyTorch API whose mask conventions it follows */
+};
 
 const op_mechanism *op_find(const char *name);
 /* Runs the mechanism, the backward when grad_out is present, and fills run->writer. Returns a
  * CLI exit code (the message already printed). */
 int op_execute(op_run *run, const op_mechanism *mech);
 void op_run_free(op_run *run);
+/* Reads the masks mech takes (all optional) into run->mask; a mask it does not take, a dtype its
+ * PyTorch API refuses or a shape that cannot apply is an error naming the tensor. */
+attn_status op_load_masks(op_run *run, const op_mechanism *mech);
 /* false (with a message naming the tensor and the index) when t holds NaN or Inf. */
 bool op_check_finite(const attn_tensor *t, const char *name);
 

@@ -53,57 +53,6 @@ static attn_tensor *input_x(op_run *run)
     return input(run, attn_st_find(run->file, "x") ? "x" : "q", "dx");
 }
 
-static void *copy_bytes(op_run *run, int slot, const attn_st_tensor *t)
-{
-    void *p = malloc(t->nbytes ? t->nbytes : 1);
-    if (p) memcpy(p, t->data, t->nbytes);
-    run->mask_storage[slot] = p;
-    return p;
-}
-
-/* Reads attn_mask, key_padding_mask and valid_lens (all optional) into run->mask. */
-static attn_status load_masks(op_run *run)
-{
-    attn_mask *m = &run->mask;
-    m->causal = run->args->causal;
-    const attn_st_tensor *t = attn_st_find(run->file, "attn_mask");
-    if (t) {
-        if (t->ndim < 1 || t->ndim > 4) {
-            fprintf(stderr, "attn op: attn_mask has %d dims, expected 1 to 4\n", t->ndim);
-            return ATTN_ERR_SHAPE;
-        }
-        if (t->dtype == ATTN_DTYPE_BOOL) {
-            m->attend = copy_bytes(run, 0, t);
-            m->attend_ndim = t->ndim;
-            memcpy(m->attend_shape, t->shape, (size_t)t->ndim * sizeof(int64_t));
-        } else {
-            attn_tensor *f = attn_st_load(run->file, "attn_mask", NULL);
-            if (!f) return attn_last_status();
-            m->additive = f->data;
-            run->mask_storage[0] = f; /* freed as a tensor below */
-            m->additive_ndim = t->ndim;
-            memcpy(m->additive_shape, t->shape, (size_t)t->ndim * sizeof(int64_t));
-        }
-    }
-    t = attn_st_find(run->file, "key_padding_mask");
-    if (t) {
-        if (t->dtype != ATTN_DTYPE_BOOL || t->ndim != 2) {
-            fprintf(stderr, "attn op: key_padding_mask must be BOOL (B, Lk); got %s with %d dims\n",
-                    attn_dtype_name(t->dtype), t->ndim);
-            return ATTN_ERR_FORMAT;
-        }
-        m->key_padding = copy_bytes(run, 1, t);
-    }
-    if (attn_st_find(run->file, "valid_lens")) {
-        int64_t n;
-        m->valid_lens = attn_st_load_i64(run->file, "valid_lens", &n);
-        if (!m->valid_lens) return attn_last_status();
-        run->mask_storage[2] = (void *)m->valid_lens;
-        m->valid_lens_ndim = attn_st_find(run->file, "valid_lens")->ndim;
-    }
-    return ATTN_OK;
-}
-
 /* ---- parameters ---- */
 
 static bool has(const op_run *run, const char *prefix, const char *name)
@@ -201,7 +150,7 @@ static attn_status mha_from_file(op_run *run, attn_mha_layer *m, const char *pre
 static attn_tensor *fwd_sdpa(op_run *run, attn_tensor **weights)
 {
     attn_tensor *q = input(run, "q", "dq"), *k = input(run, "k", "dk"), *v = input(run, "v", "dv");
-    if (!q || !k || !v || load_masks(run) != ATTN_OK) return NULL;
+    if (!q || !k || !v || op_load_masks(run, run->mech) != ATTN_OK) return NULL;
     attn_sdpa_opts opts = {.scale = run->args->scale, .mask = run->mask, .impl = run->args->impl};
     return attn_sdpa(run->ctx, q, k, v, &opts, weights);
 }
@@ -224,7 +173,7 @@ static attn_tensor *fwd_mha(op_run *run, attn_tensor **weights)
     bool seed_names;
     if (mha_from_file(run, &m, "", q->shape[2], k->shape[2], v->shape[2], &rng, &seed_names) != ATTN_OK ||
         (seed_names && load_seed_mha(run, "", &m) != ATTN_OK) ||
-        load_params(run, seed_names ? "" : NULL) != ATTN_OK || load_masks(run) != ATTN_OK)
+        load_params(run, seed_names ? "" : NULL) != ATTN_OK || op_load_masks(run, run->mech) != ATTN_OK)
         return NULL;
     attn_mha_opts opts = {.mask = run->mask, .average_weights = run->args->average_weights,
                           .impl = run->args->impl};
@@ -247,10 +196,9 @@ static attn_tensor *fwd_additive(op_run *run, attn_tensor **weights)
     attn_additive_layer m;
     if (attn_additive_init(&m, run->params, "", q->shape[q->ndim - 1], k->shape[k->ndim - 1],
                            wq->shape[0], 0.0f, &rng) != ATTN_OK ||
-        load_params(run, NULL) != ATTN_OK || load_masks(run) != ATTN_OK)
+        load_params(run, NULL) != ATTN_OK || op_load_masks(run, run->mech) != ATTN_OK)
         return NULL;
-    return attn_additive_forward(run->ctx, &m, q, k, v, run->mask.valid_lens,
-                                 run->mask.valid_lens_ndim, weights);
+    return attn_additive_forward(run->ctx, &m, q, k, v, &run->mask.valid_lens, weights);
 }
 
 static attn_tensor *fwd_nw(op_run *run, attn_tensor **weights)
@@ -284,9 +232,9 @@ static attn_tensor *fwd_linear(op_run *run, attn_tensor **weights)
     if (attn_linear_attention_init(&m, run->params, "", x->shape[2],
                                    run->args->shen ? ATTN_LINEAR_ATTENTION_SHEN : ATTN_LINEAR_ATTENTION_EFFICIENT,
                                    &rng) != ATTN_OK ||
-        load_params(run, NULL) != ATTN_OK || load_masks(run) != ATTN_OK)
+        load_params(run, NULL) != ATTN_OK || op_load_masks(run, run->mech) != ATTN_OK)
         return NULL;
-    return attn_linear_attention_forward(run->ctx, &m, x, run->mask.key_padding);
+    return attn_linear_attention_forward(run->ctx, &m, x, &run->mask);
 }
 
 static attn_tensor *fwd_conv_attention(op_run *run, attn_tensor **weights)
@@ -313,16 +261,21 @@ static attn_tensor *fwd_conv_attention(op_run *run, attn_tensor **weights)
     if (attn_conv_attention_init(&m, run->params, "", x->shape[2], run->args->num_heads,
                                  cw->shape[2], &rng) != ATTN_OK ||
         (seed_names && load_seed_mha(run, "attention.", &m.attention) != ATTN_OK) ||
-        load_params(run, seed_names ? "attention." : NULL) != ATTN_OK || load_masks(run) != ATTN_OK)
+        load_params(run, seed_names ? "attention." : NULL) != ATTN_OK || op_load_masks(run, run->mech) != ATTN_OK)
         return NULL;
     attn_mha_opts opts = {.mask = run->mask, .average_weights = run->args->average_weights,
                           .impl = run->args->impl};
     return attn_conv_attention_forward(run->ctx, &m, x, &opts, weights);
 }
 
+#define OP_ALL_MASKS (OP_ATTN_MASK | OP_KEY_PADDING | OP_VALID_LENS | OP_CAUSAL)
 static const op_mechanism mechanisms[] = {
-    {"sdpa", fwd_sdpa},       {"mha", fwd_mha},       {"additive", fwd_additive},
-    {"nw", fwd_nw},           {"linear", fwd_linear}, {"conv_attention", fwd_conv_attention},
+    {"sdpa", fwd_sdpa, OP_ALL_MASKS, OP_SDPA_POLARITY},
+    {"mha", fwd_mha, OP_ALL_MASKS, OP_MHA_POLARITY},
+    {"additive", fwd_additive, OP_VALID_LENS, OP_SDPA_POLARITY},
+    {"nw", fwd_nw, 0, OP_SDPA_POLARITY},
+    {"linear", fwd_linear, OP_KEY_PADDING, OP_SDPA_POLARITY},
+    {"conv_attention", fwd_conv_attention, OP_ALL_MASKS, OP_MHA_POLARITY},
 };
 
 const op_mechanism *op_find(const char *name)
@@ -372,7 +325,7 @@ int op_execute(op_run *run, const op_mechanism *mech)
     attn_st_close(run->file); /* everything is loaded: give its bytes back before the backward */
     run->file = NULL;
     if (!g) return CLI_OK;
-    if (g->numel != out->numel) {
+    if (!attn_same_shape(g, out)) {
         char a[64], b[64];
         return cli_fail(CLI_ERR_DATA, "op", "grad_out has shape %s, expected out's shape %s",
                         attn_shape_str(g, a, 64), attn_shape_str(out, b, 64));
@@ -386,10 +339,7 @@ int op_execute(op_run *run, const op_mechanism *mech)
 void op_run_free(op_run *run)
 {
     for (int i = 0; i < run->n_inputs; i++) attn_tensor_free(run->inputs[i]);
-    if (run->mask.additive) attn_tensor_free(run->mask_storage[0]);
-    else free(run->mask_storage[0]);
-    free(run->mask_storage[1]);
-    free(run->mask_storage[2]);
+    for (int i = 0; i < 4; i++) free(run->mask_storage[i]);
     attn_st_writer_free(run->writer);
     attn_params_free(run->params);
     attn_ctx_free(run->ctx);

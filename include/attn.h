@@ -239,27 +239,45 @@ ATTN_API attn_tensor *attn_mse_loss(attn_ctx *ctx, attn_tensor *pred, attn_tenso
  * Attention
  * ====================================================================================== */
 
+/* D2L's valid_lens: keys j >= len are masked. data NULL: none. shape (B) (ndim 1: one length per
+ * batch row) or (B, Lq) (ndim 2: one per query); every entry >= 0 (larger than Lk: no mask). */
+typedef struct attn_lens {
+    const int64_t *data;
+    int ndim;
+    int64_t shape[2];
+} attn_lens;
+
 /* Masks; every field is optional and says its polarity in its name. They combine: a key is
- * visible when no mask hides it. A query row whose keys are all masked gets output 0, weights 0
- * and gradient 0 (PyTorch 1.13 gives NaN there; PyTorch >= 2.5 SDPA gives 0). The arrays are
- * copied by attn_sdpa, so they need not outlive the call. */
+ * visible when no mask hides it. Every array comes with its shape, which is checked against
+ * (B, H, Lq, Lk) before anything is read (ATTN_ERR_SHAPE naming both); arrays are copied, so they
+ * need not outlive the call. A query row whose keys are all masked gets output 0, weights 0 and
+ * gradient 0 (PyTorch 1.13 gives NaN there; PyTorch >= 2.5 SDPA gives 0).
+ *
+ * Which field takes which PyTorch mask:
+ *   F.scaled_dot_product_attention(attn_mask=bool)       -> attend   (True = may attend)
+ *   nn.MultiheadAttention / nn.Transformer* attn_mask,
+ *     src_mask, tgt_mask, memory_mask (bool)              -> blocked  (True = not allowed)
+ *   any of them as a float mask                           -> additive (added to the scores)
+ *   key_padding_mask, *_key_padding_mask (bool)           -> key_padding (True = padding)
+ *   is_causal=True                                        -> causal
+ * The bool arrays hold one byte per element, nonzero = true. The attend, blocked and additive
+ * shapes have 0 to 4 dims, right-aligned against (B, H, Lq, Lk) as PyTorch broadcasts: each
+ * dim 1 or equal to the one it meets. */
 typedef struct attn_mask {
     bool causal;               /* top-left aligned: query i sees keys j <= i (Lq != Lk allowed) */
-    const uint8_t *attend;     /* bool, 1 = may attend (SDPA polarity), attend_shape broadcastable
-                                  to (B, H, Lq, Lk), right-aligned like PyTorch */
+    const uint8_t *attend;     /* 1 = may attend (F.scaled_dot_product_attention's polarity) */
     int attend_ndim;
     int64_t attend_shape[4];
-    const float *additive;     /* added to the scaled scores (0 keeps, -inf blocks), broadcastable */
+    const uint8_t *blocked;    /* 1 = masked (nn.MultiheadAttention's bool attn_mask polarity) */
+    int blocked_ndim;
+    int64_t blocked_shape[4];
+    const float *additive;     /* added to the scaled scores (0 keeps, -inf blocks); no NaN, +inf */
     int additive_ndim;
     int64_t additive_shape[4];
-    const int64_t *valid_lens; /* D2L valid_lens: keys j >= len are masked; (B) or (B, Lq) */
-    int valid_lens_ndim;       /* 1 or 2 */
-    const uint8_t *key_padding;/* (B, Lk), 1 = padding (PyTorch key_padding_mask polarity) */
+    attn_lens valid_lens;      /* D2L valid_lens (B) or (B, Lq) */
+    const uint8_t *key_padding;/* 1 = padding (PyTorch's key_padding_mask polarity) */
+    int64_t key_padding_shape[2]; /* must be (B, Lk) */
 } attn_mask;
-
-/* PyTorch's MultiheadAttention bool attn_mask and key_padding_mask mean "true = blocked": this
- * turns either into "1 = may attend" (n bytes; dst may equal src). */
-ATTN_API void attn_mask_invert(uint8_t *dst, const uint8_t *src, int64_t n);
 
 typedef enum attn_sdpa_impl {
     ATTN_SDPA_AUTO,  /* fused unless weights are requested */
@@ -351,7 +369,9 @@ ATTN_API attn_status attn_mha_init(attn_mha_layer *m, attn_params *p, const char
                                    int64_t vdim, bool bias, float dropout, attn_rng *rng);
 
 typedef struct attn_mha_opts {
-    attn_mask mask;       /* as attn_sdpa; a 3-D PyTorch (B*H, Lq, Lk) mask is (B, H, Lq, Lk) */
+    attn_mask mask;       /* as attn_sdpa; nn.MultiheadAttention's bool attn_mask goes in
+                             .blocked. A 3-D attend, blocked or additive mask of shape
+                             (B*H, Lq, Lk) is PyTorch's per-head mask: read as (B, H, Lq, Lk) */
     bool average_weights; /* true: *weights (B, Lq, Lk) averaged over heads; false (B, H, Lq, Lk) */
     attn_sdpa_impl impl;
 } attn_mha_opts;
@@ -362,10 +382,11 @@ ATTN_API attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, a
                                        attn_tensor *key, attn_tensor *value,
                                        const attn_mha_opts *opts, attn_tensor **weights);
 
-/* Softmax over the last dim of scores (B, Lq, Lk) with D2L's valid_lens ((B) or (B, Lq); NULL:
- * none): keys j >= len get weight 0; a row with len 0 is all 0 (D2L would give 1/Lk). */
+/* Softmax over the last dim of scores (B, Lq, Lk) with D2L's valid_lens ((B) or (B, Lq); NULL
+ * or no data: none): keys j >= len get weight 0; a row with len 0 is all 0 (D2L would give
+ * 1/Lk). */
 ATTN_API attn_tensor *attn_masked_softmax(attn_ctx *ctx, attn_tensor *scores,
-                                          const int64_t *valid_lens, int valid_lens_ndim);
+                                          const attn_lens *valid_lens);
 
 /* Additive attention scores, fused: s[b,i,j] = sum_h wv[h] tanh(qp[b,i,h] + kp[b,j,h]) for
  * qp (B, Lq, h), kp (B, Lk, h), wv (h values); no (B, Lq, Lk, h) tensor is made. */
@@ -386,8 +407,8 @@ ATTN_API attn_status attn_additive_init(attn_additive_layer *m, attn_params *p, 
  * be NULL) receives (B, Lq, Lk). */
 ATTN_API attn_tensor *attn_additive_forward(attn_ctx *ctx, const attn_additive_layer *m,
                                             attn_tensor *queries, attn_tensor *keys,
-                                            attn_tensor *values, const int64_t *valid_lens,
-                                            int valid_lens_ndim, attn_tensor **weights);
+                                            attn_tensor *values, const attn_lens *valid_lens,
+                                            attn_tensor **weights);
 
 /* Nadaraya-Watson kernel regression as attention pooling (seed 003):
  *   scores[i,j] = -0.5 ((q_i - k_ij) w)^2,  a = softmax_j(scores),  y_i = sum_j a_ij v_ij
@@ -403,7 +424,8 @@ ATTN_API attn_tensor *attn_nw_leave_one_out(attn_ctx *ctx, const attn_tensor *x)
 /* Linear ("efficient") attention of seed 002: "to_query", "to_key", "to_value" Linear(E, E).
  *   EFFICIENT (seed 002): K' = softmax over the sequence (dim 1), out = Q (K'^T V)
  *   SHEN (Shen et al. 2021): also Q' = softmax over features, out = Q' (K'^T V)
- * key_padding (B, L), 1 = padding: those keys get weight 0 in the sequence softmax. */
+ * Of the mask (may be NULL) only key_padding (B, L), 1 = padding, applies: those keys get weight 0
+ * in the sequence softmax; any other mask is ATTN_ERR_ARG (the layer has no (L, L) scores). */
 typedef enum attn_linear_attention_kind {
     ATTN_LINEAR_ATTENTION_EFFICIENT,
     ATTN_LINEAR_ATTENTION_SHEN,
@@ -418,7 +440,7 @@ ATTN_API attn_status attn_linear_attention_init(attn_linear_attention_layer *m, 
 /* x (B, L, E) -> (B, L, E) */
 ATTN_API attn_tensor *attn_linear_attention_forward(attn_ctx *ctx,
                                                     const attn_linear_attention_layer *m,
-                                                    attn_tensor *x, const uint8_t *key_padding);
+                                                    attn_tensor *x, const attn_mask *mask);
 
 /* Seed 002's ConvAttention: LayerNorm(MHA(x, x, x) + Conv1d(x^T)^T), Conv1d(E, E, k, padding
  * k/2). Names "<prefix>.attention.*" (attn_mha_layer names), "<prefix>.conv.weight/bias",

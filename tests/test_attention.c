@@ -55,14 +55,15 @@ static void make_masks(sdpa_inputs *in, const sdpa_case *c)
     if (c->lens_kind == 1 || c->lens_kind == 2) {
         int64_t n = c->lens_kind == 1 ? c->b : c->b * c->lq;
         for (int64_t i = 0; i < n; i++) in->lens[i] = i == 0 ? 0 : 1 + attn_rng_below(&rng, (uint32_t)c->lk);
-        m->valid_lens = in->lens;
-        m->valid_lens_ndim = c->lens_kind;
+        m->valid_lens = (attn_lens){in->lens, c->lens_kind, {c->b, c->lq}};
     } else if (c->lens_kind == 3) {
         for (int64_t b = 0; b < c->b; b++) {
             int64_t len = b == 0 ? c->lk : 1 + c->lk / (b + 2);
             for (int64_t j = 0; j < c->lk; j++) in->pad[b * c->lk + j] = j >= len;
         }
         m->key_padding = in->pad;
+        m->key_padding_shape[0] = c->b;
+        m->key_padding_shape[1] = c->lk;
     }
     if (c->attend) {
         for (int64_t i = 0; i < c->lq * c->lk; i++) in->attend[i] = attn_rng_uniform(&rng) < 0.7f;
@@ -164,8 +165,7 @@ static void fully_masked_row(void)
 {
     int64_t lens[2] = {0, 3};
     attn_sdpa_opts opts = {0};
-    opts.mask.valid_lens = lens;
-    opts.mask.valid_lens_ndim = 1;
+    opts.mask.valid_lens = (attn_lens){lens, 1, {2}};
     for (int impl = ATTN_SDPA_FUSED; impl <= ATTN_SDPA_REF; impl++) {
         attn_tensor *q = tk_randn(1, 3, (int64_t[]){2, 4, 8});
         attn_tensor *k = tk_randn(2, 3, (int64_t[]){2, 5, 8});
@@ -220,8 +220,7 @@ static void gradchecks(void)
             u.opts.impl = (attn_sdpa_impl)impl;
             u.opts.mask.causal = variant == 1;
             if (variant == 2) {
-                u.opts.mask.valid_lens = lens;
-                u.opts.mask.valid_lens_ndim = 1;
+                u.opts.mask.valid_lens = (attn_lens){lens, 1, {2}};
                 u.opts.dropout_p = 0.25f;
             }
             attn_tensor *in[3] = {tk_randn(11, 4, (int64_t[]){2, 3, 5, 7}),

@@ -8,8 +8,8 @@
  *   - mha_*: attn_mha_forward against torch.nn.MultiheadAttention(16, 4, batch_first=True): the
  *     layer is built with attn_mha_init (prefix "") and every parameter is overwritten from the
  *     file by its state_dict name; the registry must hold exactly torch's state_dict names. Masks
- *     are stored in PyTorch's polarity (bool attn_mask true = blocked: inverted here with
- *     attn_mask_invert). Compared: out, weights (averaged or per head), the gradient of every
+ *     are stored in PyTorch's polarity and passed as they are (bool attn_mask true = not allowed:
+ *     the mask's blocked field; 3-D masks (B*H, L, S) as stored). Compared: out, weights (averaged or per head), the gradient of every
  *     input and of every parameter. Both kernels again (weights only from the ref path).
  *   - wrong shapes fail with ATTN_ERR_SHAPE and a message.
  * The options of each case are in the table below, mirrored from the script, and cross-checked
@@ -115,32 +115,24 @@ static uint8_t *load_bool(golden_run *r, const attn_st_tensor *st)
     return b;
 }
 
-/* Sets an attend/additive mask shape from a stored tensor; a 3-D PyTorch (B*H, L, S) mask
- * becomes (B, H, L, S). */
-static void set_shape(int *ndim, int64_t shape[4], const attn_st_tensor *st, int64_t batch)
+/* A mask's shape as stored: a 3-D nn.MultiheadAttention mask (B*H, L, S) goes to the library as
+ * it is, which reads it as PyTorch does. */
+static void set_shape(int *ndim, int64_t shape[4], const attn_st_tensor *st)
 {
-    if (st->ndim == 3) {
-        *ndim = 4;
-        shape[0] = batch;
-        shape[1] = st->shape[0] / batch;
-        shape[2] = st->shape[1];
-        shape[3] = st->shape[2];
-    } else {
-        *ndim = st->ndim;
-        for (int i = 0; i < st->ndim && i < 4; i++) shape[i] = st->shape[i];
-    }
+    *ndim = st->ndim;
+    for (int i = 0; i < st->ndim && i < 4; i++) shape[i] = st->shape[i];
 }
 
-static void load_additive(golden_run *r, const attn_st_tensor *st, int64_t batch)
+static void load_additive(golden_run *r, const attn_st_tensor *st)
 {
     r->additive = tk_golden_tensor(r->f, st->name);
     if (!r->additive) return;
     r->mask.additive = r->additive->data;
-    set_shape(&r->mask.additive_ndim, r->mask.additive_shape, st, batch);
+    set_shape(&r->mask.additive_ndim, r->mask.additive_shape, st);
 }
 
 /* Fills r->mask from the file; checks the file holds exactly the masks the table names. */
-static bool load_masks(golden_run *r, int64_t batch)
+static bool load_masks(golden_run *r)
 {
     static const struct {
         const char *name;
@@ -162,10 +154,10 @@ static bool load_masks(golden_run *r, int64_t batch)
         case M_ATTEND:
             if (!(r->attend = load_bool(r, st))) return false;
             r->mask.attend = r->attend;
-            set_shape(&r->mask.attend_ndim, r->mask.attend_shape, st, batch);
+            set_shape(&r->mask.attend_ndim, r->mask.attend_shape, st);
             break;
         case M_ADDITIVE:
-            load_additive(r, st, batch);
+            load_additive(r, st);
             if (!r->additive) return false;
             break;
         case M_LENS: {
@@ -173,24 +165,24 @@ static bool load_masks(golden_run *r, int64_t batch)
             r->lens = attn_st_load_i64(r->f, st->name, &n);
             TK_CHECK(r->lens != NULL, "%s: valid_lens: %s", r->c->name, attn_last_error());
             if (!r->lens) return false;
-            r->mask.valid_lens = r->lens;
-            r->mask.valid_lens_ndim = st->ndim;
+            r->mask.valid_lens = (attn_lens){r->lens, st->ndim, {st->shape[0], st->ndim == 2 ? st->shape[1] : 0}};
             break;
         }
         case M_PAD:
             if (!(r->pad = load_bool(r, st))) return false;
             r->mask.key_padding = r->pad;
+            memcpy(r->mask.key_padding_shape, st->shape, sizeof r->mask.key_padding_shape);
             break;
-        default: /* torch attn_mask: bool (true = blocked) or float (added) */
+        default: /* torch attn_mask as nn.MultiheadAttention takes it: bool (true = not allowed)
+                    or float (added) */
             if (want & M_TORCH_BOOL) {
                 if (!(r->attend = load_bool(r, st))) return false;
-                attn_mask_invert(r->attend, r->attend, st->numel);
-                r->mask.attend = r->attend;
-                set_shape(&r->mask.attend_ndim, r->mask.attend_shape, st, batch);
+                r->mask.blocked = r->attend;
+                set_shape(&r->mask.blocked_ndim, r->mask.blocked_shape, st);
             } else {
                 TK_CHECK(st->dtype == ATTN_DTYPE_F32, "%s: attn_mask is %s, expected F32",
                          r->c->name, attn_dtype_name(st->dtype));
-                load_additive(r, st, batch);
+                load_additive(r, st);
                 if (!r->additive) return false;
             }
         }
@@ -278,7 +270,7 @@ static bool load_case(golden_run *r)
         attn_tensor_set_requires_grad(r->in[i], true);
     }
     check_metadata(r);
-    if (!load_masks(r, r->in[0]->shape[0])) return false;
+    if (!load_masks(r)) return false;
     return c->kind == MHA ? load_mha(r) : true;
 }
 

@@ -79,9 +79,8 @@ typedef struct mech_run {
     const char *in_names[3];
     attn_tensor *in[3]; /* heap, requires_grad */
     int n_in;
-    int64_t *lens;      /* additive: valid_lens or NULL */
-    int lens_ndim;
-    uint8_t *pad;       /* linear: key_padding_mask or NULL */
+    attn_lens lens;     /* additive: valid_lens (data malloc'd) or none */
+    attn_mask mask;     /* linear: key_padding_mask (malloc'd) or none */
     attn_additive_layer additive;
     attn_tensor *w;     /* nw: the parameter, or NULL */
     attn_linear_attention_layer linear;
@@ -202,18 +201,22 @@ static bool load_masks(mech_run *r)
     const attn_st_tensor *lens = attn_st_find(r->f, "valid_lens");
     if (lens) {
         int64_t n;
-        r->lens = attn_st_load_i64(r->f, "valid_lens", &n);
-        r->lens_ndim = lens->ndim;
-        TK_CHECK(r->lens != NULL && lens->dtype == ATTN_DTYPE_I64, "%s: valid_lens: %s",
+        r->lens.data = attn_st_load_i64(r->f, "valid_lens", &n);
+        r->lens.ndim = lens->ndim;
+        memcpy(r->lens.shape, lens->shape, (size_t)lens->ndim * sizeof(int64_t));
+        TK_CHECK(r->lens.data != NULL && lens->dtype == ATTN_DTYPE_I64, "%s: valid_lens: %s",
                  r->c->name, attn_last_error());
-        if (!r->lens) return false;
+        if (!r->lens.data) return false;
     }
     const attn_st_tensor *pad = attn_st_find(r->f, "key_padding_mask");
     if (pad) {
         TK_CHECK(pad->dtype == ATTN_DTYPE_BOOL && pad->ndim == 2,
                  "%s: key_padding_mask must be BOOL (B, L)", r->c->name);
-        if (!(r->pad = malloc(pad->nbytes))) return false;
-        memcpy(r->pad, pad->data, pad->nbytes);
+        uint8_t *bytes = malloc(pad->nbytes);
+        if (!bytes) return false;
+        memcpy(bytes, pad->data, pad->nbytes);
+        r->mask.key_padding = bytes;
+        memcpy(r->mask.key_padding_shape, pad->shape, sizeof r->mask.key_padding_shape);
     }
     return true;
 }
@@ -237,8 +240,8 @@ static bool load_case(mech_run *r)
 static void free_run(mech_run *r)
 {
     for (int i = 0; i < 3; i++) attn_tensor_free(r->in[i]);
-    free(r->lens);
-    free(r->pad);
+    free((void *)r->lens.data);
+    free((void *)r->mask.key_padding);
     attn_params_free(r->params);
     attn_st_close(r->f);
 }
@@ -274,12 +277,11 @@ static attn_tensor *forward(mech_run *r, attn_ctx *ctx, attn_sdpa_impl impl, att
     attn_tensor **in = r->in;
     switch (r->c->kind) {
     case ADDITIVE:
-        return attn_additive_forward(ctx, &r->additive, in[0], in[1], in[2], r->lens,
-                                     r->lens_ndim, w);
+        return attn_additive_forward(ctx, &r->additive, in[0], in[1], in[2], &r->lens, w);
     case NW:
         return attn_nw_forward(ctx, r->w, in[0], in[1], in[2], w);
     case LINEAR:
-        return attn_linear_attention_forward(ctx, &r->linear, in[0], r->pad);
+        return attn_linear_attention_forward(ctx, &r->linear, in[0], &r->mask);
     case CONV: {
         attn_mha_opts opts = {.average_weights = false, .impl = impl}; /* the seed's per head */
         return attn_conv_attention_forward(ctx, &r->conv, in[0], &opts, w);

@@ -260,13 +260,15 @@ static void forward(attn_ctx *ctx, model_run *r, attn_tensor **outs)
     switch (r->c->kind) {
     case LEARNED_PE: outs[0] = attn_learned_pe_forward(ctx, &r->pe, r->in[0]); break;
     case ENCODER: {
-        attn_mask m = {.key_padding = r->mask[0]};
+        const int64_t B = r->in[0]->shape[0], L = r->in[0]->shape[1];
+        attn_mask m = {.key_padding = r->mask[0], .key_padding_shape = {B, L}};
         outs[0] = attn_encoder_layer_forward(ctx, &r->enc, r->in[0], &m, NULL);
         break;
     }
     case DECODER: {
-        attn_mask self = {.causal = true, .key_padding = r->mask[0]};
-        attn_mask cross = {.key_padding = r->mask[1]};
+        const int64_t B = r->in[0]->shape[0], L = r->in[0]->shape[1], LS = r->in[1]->shape[1];
+        attn_mask self = {.causal = true, .key_padding = r->mask[0], .key_padding_shape = {B, L}};
+        attn_mask cross = {.key_padding = r->mask[1], .key_padding_shape = {B, LS}};
         outs[0] = attn_decoder_layer_forward(ctx, &r->dec, r->in[0], r->in[1], &self, &cross, NULL,
                                              NULL);
         break;

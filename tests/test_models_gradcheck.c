@@ -150,11 +150,12 @@ static attn_tensor *fd_forward(attn_ctx *ctx, attn_tensor **in, void *user)
         return parts[0] && parts[1] ? attn_concat(ctx, parts, 2, 0) : NULL;
     }
     case FD_ENCODER: {
-        attn_mask mask = {.key_padding = enc_pad};
+        attn_mask mask = {.key_padding = enc_pad, .key_padding_shape = {B, L}};
         return attn_encoder_layer_forward(ctx, &m->enc, in[0], &mask, NULL);
     }
     case FD_DECODER: {
-        attn_mask self = {.causal = true, .key_padding = tgt_pad}, cross = {.key_padding = mem_pad};
+        attn_mask self = {.causal = true, .key_padding = tgt_pad, .key_padding_shape = {B, L}};
+        attn_mask cross = {.key_padding = mem_pad, .key_padding_shape = {B, LS}};
         return attn_decoder_layer_forward(ctx, &m->dec, in[0], in[1], &self, &cross, NULL, NULL);
     }
     case FD_CLASSIFIER:

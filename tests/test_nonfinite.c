@@ -65,8 +65,7 @@ int main(void)
         float q3[L * D];
         for (int i = 0; i < L * D; i++) q3[i] = qd[i];
         int64_t lens[1] = {0};
-        o.mask.valid_lens = lens;
-        o.mask.valid_lens_ndim = 1;
+        o.mask.valid_lens = (attn_lens){lens, 1, {1}};
         q = attn_tensor_from(ctx, 4, shape, q3);
         k = attn_tensor_from(ctx, 4, shape, kd);
         v = attn_tensor_from(ctx, 4, shape, vd);

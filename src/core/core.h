@@ -74,4 +74,12 @@ int64_t attn__prod(const int64_t *shape, int from, int to);
 /* true when every element is finite. */
 bool attn__all_finite(const float *x, int64_t n);
 
+/* ---- masks and lengths passed as arrays: checked against the shapes they apply to ---- */
+
+/* valid_lens (NULL or no data: none) is (batch) or (batch, lq) with entries >= 0. op names the
+ * caller in messages. */
+attn_status attn__lens_check(const attn_lens *lens, int64_t batch, int64_t lq, const char *op);
+/* m->key_padding (NULL: none) has key_padding_shape (batch, lk). */
+attn_status attn__key_padding_check(const attn_mask *m, int64_t batch, int64_t lk, const char *op);
+
 #endif

@@ -22,6 +22,8 @@ typedef struct sdpa_masks {
     const uint8_t *key_padding; /* (B, Lk), 1 = padding; NULL: none */
     const uint8_t *attend;      /* 1 = may attend, broadcast by attend_stride; NULL: none */
     int64_t attend_stride[4];   /* element strides for (b, h, i, j); 0 on broadcast dims */
+    const uint8_t *blocked;     /* 1 = masked, broadcast by blocked_stride; NULL: none */
+    int64_t blocked_stride[4];
     const float *additive;      /* added to the scaled scores, broadcast by additive_stride */
     int64_t additive_stride[4];
 } sdpa_masks;

@@ -19,7 +19,7 @@ int64_t sdpa_key_end(const sdpa_problem *p, int64_t b, int64_t i)
 
 bool sdpa_has_elementwise_mask(const sdpa_problem *p)
 {
-    return p->masks.key_padding || p->masks.attend || p->masks.additive;
+    return p->masks.key_padding || p->masks.attend || p->masks.blocked || p->masks.additive;
 }
 
 void sdpa_mask_tile(float *s, int64_t query_stride, int64_t key_stride, const sdpa_problem *p,
@@ -43,6 +43,12 @@ void sdpa_mask_tile(float *s, int64_t query_stride, int64_t key_stride, const sd
             const uint8_t *a = m->attend + b * st[0] + h * st[1] + i * st[2] + j0 * st[3];
             for (int64_t c = 0; c < visible; c++)
                 if (!a[c * st[3]]) row[c * key_stride] = -INFINITY;
+        }
+        if (m->blocked) {
+            const int64_t *st = m->blocked_stride;
+            const uint8_t *a = m->blocked + b * st[0] + h * st[1] + i * st[2] + j0 * st[3];
+            for (int64_t c = 0; c < visible; c++)
+                if (a[c * st[3]]) row[c * key_stride] = -INFINITY;
         }
         if (m->additive) {
             const int64_t *st = m->additive_stride;

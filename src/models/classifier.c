@@ -91,8 +91,12 @@ static attn_tensor *attention(attn_ctx *ctx, const attn_classifier *m, attn_tens
                               const uint8_t *pad, const int64_t *lengths, attn_tensor **weights)
 {
     const attn_classifier_config *c = &m->cfg;
+    const int64_t B = x->shape[0], L = x->shape[1];
     attn_mha_opts opts = {.average_weights = true};
     opts.mask.key_padding = pad;
+    opts.mask.key_padding_shape[0] = B;
+    opts.mask.key_padding_shape[1] = L;
+    const attn_lens lens = {.data = pad ? lengths : NULL, .ndim = 1, .shape = {B}};
     if (c->num_blocks > 0) {
         attn_tensor *w = NULL;
         for (int i = 0; i < c->num_blocks && x; i++)
@@ -108,10 +112,10 @@ static attn_tensor *attention(attn_ctx *ctx, const attn_classifier *m, attn_tens
     }
     switch (c->attention) {
     case ATTN_CLASSIFIER_SOFTMAX: return attn_mha_forward(ctx, &m->mha, x, x, x, &opts, weights);
-    case ATTN_CLASSIFIER_LINEAR: return attn_linear_attention_forward(ctx, &m->linear, x, pad);
+    case ATTN_CLASSIFIER_LINEAR: return attn_linear_attention_forward(ctx, &m->linear, x, &opts.mask);
     case ATTN_CLASSIFIER_CONV: return attn_conv_attention_forward(ctx, &m->conv, x, &opts, weights);
     case ATTN_CLASSIFIER_ADDITIVE:
-        return attn_additive_forward(ctx, &m->additive, x, x, x, pad ? lengths : NULL, 1, weights);
+        return attn_additive_forward(ctx, &m->additive, x, x, x, &lens, weights);
     }
     return NULL;
 }

@@ -42,12 +42,13 @@ attn_tensor *bahdanau_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq
     attn_tensor **outs = attn_arena_alloc(&ctx->arena, 2 * (size_t)tgt_len * sizeof *outs);
     if (!emb || !outs) return NULL;
     attn_tensor **weights = outs + tgt_len;
+    const attn_lens src_lens = {.data = mem->src_lens, .ndim = 1, .shape = {B}};
     for (int64_t t = 0; t < tgt_len; t++) {
         attn_tensor *query = attn_reshape(ctx, attn_narrow(ctx, state, 0, layers - 1, 1), 3,
                                           (int64_t[]){B, 1, H});
         attn_tensor *w = NULL;
         attn_tensor *context = attn_additive_forward(ctx, &m->attention, query, mem->enc_out,
-                                                     mem->enc_out, mem->src_lens, 1,
+                                                     mem->enc_out, &src_lens,
                                                      cross_weights ? &w : NULL);
         attn_tensor *x_t = attn_narrow(ctx, emb, 1, t, 1);
         attn_tensor *inp[2] = {context, x_t};

@@ -50,7 +50,7 @@ attn_status transformer_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64
                                seq2seq_memory *mem)
 {
     attn_tensor *x = embed(ctx, m, &m->src_embedding, src, mem->batch, mem->src_len);
-    attn_mask mask = {.key_padding = mem->src_pad};
+    attn_mask mask = {.key_padding = mem->src_pad, .key_padding_shape = {mem->batch, mem->src_len}};
     for (int i = 0; i < m->cfg.enc_layers && x; i++)
         x = attn_encoder_layer_forward(ctx, &m->enc[i], x, &mask, NULL);
     mem->enc_out = x;
@@ -62,7 +62,8 @@ attn_tensor *transformer_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2
                                 attn_tensor **cross_weights)
 {
     attn_tensor *y = embed(ctx, m, &m->tgt_embedding, tgt, mem->batch, tgt_len);
-    attn_mask self = {.causal = true}, cross = {.key_padding = mem->src_pad};
+    attn_mask self = {.causal = true, .key_padding_shape = {mem->batch, tgt_len}};
+    attn_mask cross = {.key_padding = mem->src_pad, .key_padding_shape = {mem->batch, mem->src_len}};
     if (tgt_lens && !(self.key_padding = seq2seq_padding(ctx, tgt_lens, mem->batch, tgt_len))) return NULL;
     const int last = m->cfg.dec_layers - 1;
     for (int i = 0; i <= last && y; i++)

@@ -4,27 +4,23 @@
 #include <math.h>
 #include <stdio.h>
 
-attn_tensor *attn_masked_softmax(attn_ctx *ctx, attn_tensor *scores, const int64_t *valid_lens,
-                                 int valid_lens_ndim)
+attn_tensor *attn_masked_softmax(attn_ctx *ctx, attn_tensor *scores, const attn_lens *valid_lens)
 {
     if (!ctx || !scores) return NULL;
-    if (!valid_lens) return attn_softmax(ctx, scores, -1);
-    if (scores->ndim != 3 || (valid_lens_ndim != 1 && valid_lens_ndim != 2)) {
+    if (!valid_lens || !valid_lens->data) return attn_softmax(ctx, scores, -1);
+    if (scores->ndim != 3) {
         char buf[64];
         return attn__fail_null(ATTN_ERR_SHAPE,
-                               "masked_softmax: scores %s with %d-D valid_lens; expected scores "
-                               "(B, Lq, Lk) and valid_lens (B) or (B, Lq)",
-                               attn_shape_str(scores, buf, sizeof buf), valid_lens_ndim);
+                               "masked_softmax: scores %s with valid_lens; expected scores (B, Lq, Lk)",
+                               attn_shape_str(scores, buf, sizeof buf));
     }
     const int64_t B = scores->shape[0], Lq = scores->shape[1], Lk = scores->shape[2];
+    if (attn__lens_check(valid_lens, B, Lq, "masked_softmax") != ATTN_OK) return NULL;
     attn_tensor *mask = attn_tensor_zeros(ctx, 3, scores->shape); /* (B, Lq, Lk) 0 or -inf */
     if (!mask) return NULL;
     for (int64_t b = 0; b < B; b++)
         for (int64_t i = 0; i < Lq; i++) {
-            int64_t len = valid_lens_ndim == 1 ? valid_lens[b] : valid_lens[b * Lq + i];
-            if (len < 0)
-                return attn__fail_null(ATTN_ERR_ARG, "masked_softmax: valid_lens %lld < 0",
-                                       (long long)len);
+            int64_t len = valid_lens->ndim == 1 ? valid_lens->data[b] : valid_lens->data[b * Lq + i];
             for (int64_t j = len; j < Lk; j++) mask->data[(b * Lq + i) * Lk + j] = -INFINITY;
         }
     return attn_softmax(ctx, attn_add(ctx, scores, mask), -1);
@@ -56,15 +52,26 @@ attn_status attn_additive_init(attn_additive_layer *m, attn_params *p, const cha
 
 attn_tensor *attn_additive_forward(attn_ctx *ctx, const attn_additive_layer *m,
                                    attn_tensor *queries, attn_tensor *keys, attn_tensor *values,
-                                   const int64_t *valid_lens, int valid_lens_ndim,
-                                   attn_tensor **weights)
+                                   const attn_lens *valid_lens, attn_tensor **weights)
 {
     if (weights) *weights = NULL;
     if (!ctx || !m || !queries || !keys || !values) return NULL;
+    if (queries->ndim != 3 || keys->ndim != 3 || values->ndim != 3 ||
+        keys->shape[0] != queries->shape[0] || values->shape[0] != queries->shape[0] ||
+        values->shape[1] != keys->shape[1]) {
+        char a[64], b[64], c[64];
+        return attn__fail_null(ATTN_ERR_SHAPE,
+                               "additive_attention: queries %s, keys %s, values %s; expected "
+                               "(B, Lq, q_size), (B, Lk, k_size), (B, Lk, v)",
+                               attn_shape_str(queries, a, 64), attn_shape_str(keys, b, 64),
+                               attn_shape_str(values, c, 64));
+    }
+    if (attn__lens_check(valid_lens, queries->shape[0], queries->shape[1], "additive_attention") != ATTN_OK)
+        return NULL;
     attn_tensor *qp = attn_linear_forward(ctx, &m->W_q, queries); /* (B, Lq, h) */
     attn_tensor *kp = attn_linear_forward(ctx, &m->W_k, keys);    /* (B, Lk, h) */
     attn_tensor *scores = attn_additive_scores(ctx, qp, kp, m->w_v.weight);
-    attn_tensor *a = attn_masked_softmax(ctx, scores, valid_lens, valid_lens_ndim);
+    attn_tensor *a = attn_masked_softmax(ctx, scores, valid_lens);
     if (weights) *weights = a;
     return attn_matmul(ctx, attn_dropout(ctx, a, m->dropout), values, false, false);
 }

@@ -36,7 +36,7 @@ static attn_tensor *padding_bias(attn_ctx *ctx, const uint8_t *key_padding, int6
 }
 
 attn_tensor *attn_linear_attention_forward(attn_ctx *ctx, const attn_linear_attention_layer *m,
-                                           attn_tensor *x, const uint8_t *key_padding)
+                                           attn_tensor *x, const attn_mask *mask)
 {
     if (!ctx || !m || !x) return NULL;
     if (x->ndim != 3) {
@@ -44,6 +44,12 @@ attn_tensor *attn_linear_attention_forward(attn_ctx *ctx, const attn_linear_atte
         return attn__fail_null(ATTN_ERR_SHAPE, "linear_attention: x %s, expected (B, L, E)",
                                attn_shape_str(x, a, 64));
     }
+    const uint8_t *key_padding = mask ? mask->key_padding : NULL;
+    if (mask && (mask->causal || mask->attend || mask->blocked || mask->additive || mask->valid_lens.data))
+        return attn__fail_null(ATTN_ERR_ARG, "linear_attention: only key_padding applies (the layer "
+                               "has no (L, L) scores to mask); causal, attend, blocked, additive and "
+                               "valid_lens are not supported");
+    if (attn__key_padding_check(mask, x->shape[0], x->shape[1], "linear_attention") != ATTN_OK) return NULL;
     attn_tensor *q = attn_linear_forward(ctx, &m->to_query, x);
     attn_tensor *k = attn_linear_forward(ctx, &m->to_key, x);
     attn_tensor *v = attn_linear_forward(ctx, &m->to_value, x);

@@ -89,6 +89,18 @@ static attn_status check_inputs(const attn_mha_layer *m, const attn_tensor *q, c
     return ATTN_OK;
 }
 
+/* nn.MultiheadAttention's 3-D masks are (B*H, Lq, Lk), one per batch row and head: as 4-D
+ * (B, H, Lq, Lk) they broadcast like every other mask. (With B = 1 both readings agree.) */
+static void per_head_4d(int *ndim, int64_t shape[4], int64_t batch, int64_t heads)
+{
+    if (*ndim != 3 || shape[0] != batch * heads || shape[0] == 1 || batch == 1) return;
+    shape[3] = shape[2];
+    shape[2] = shape[1];
+    shape[0] = batch;
+    shape[1] = heads;
+    *ndim = 4;
+}
+
 attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query,
                               attn_tensor *key, attn_tensor *value, const attn_mha_opts *opts,
                               attn_tensor **weights)
@@ -103,6 +115,10 @@ attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tenso
     attn_tensor *v = attn_split_heads(ctx, project(ctx, m, value, 2), m->num_heads);
     if (!q || !k || !v) return NULL;
     attn_sdpa_opts so = {.mask = opts->mask, .dropout_p = m->dropout, .impl = opts->impl};
+    const int64_t B = query->shape[0], H = m->num_heads;
+    per_head_4d(&so.mask.attend_ndim, so.mask.attend_shape, B, H);
+    per_head_4d(&so.mask.blocked_ndim, so.mask.blocked_shape, B, H);
+    per_head_4d(&so.mask.additive_ndim, so.mask.additive_shape, B, H);
     attn_tensor *w = NULL;
     attn_tensor *o = attn_sdpa(ctx, q, k, v, &so, weights ? &w : NULL);
     attn_tensor *out = attn_linear_forward(ctx, &m->out_proj, attn_merge_heads(ctx, o));

@@ -14,29 +14,25 @@ typedef struct sdpa_saved {
     float *weights; /* (B, H, Lq, Lk) for the reference path */
 } sdpa_saved;
 
-void attn_mask_invert(uint8_t *dst, const uint8_t *src, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) dst[i] = !src[i];
-}
-
 /* Right-aligns a mask shape against (B, H, Lq, Lk) and computes element strides (0 where the
- * mask has size 1). */
+ * mask has size 1); *count is the mask's element count. */
 static attn_status broadcast_strides(int64_t stride[4], int64_t *count, int ndim,
                                      const int64_t *shape, const int64_t full[4], const char *what)
 {
+    char got[64], want[64];
+    attn__dims_str(want, sizeof want, 4, full);
     if (ndim < 1 || ndim > 4)
-        return attn__fail(ATTN_ERR_SHAPE, "sdpa: %s has %d dims, expected 1 to 4", what, ndim);
-    if (!shape) return attn__fail(ATTN_ERR_ARG, "sdpa: %s has no shape", what);
+        return attn__fail(ATTN_ERR_SHAPE, "sdpa: %s has %d dims; expected 1 to 4, broadcastable to "
+                          "(B, H, Lq, Lk) = %s (set %s_ndim and %s_shape)", what, ndim, want, what, what);
+    attn__dims_str(got, sizeof got, ndim, shape);
     int64_t s = 1;
     for (int d = 3; d >= 0; d--) {
         int src = ndim - (4 - d);
         int64_t n = src >= 0 ? shape[src] : 1;
         if (n != 1 && n != full[d])
-            return attn__fail(ATTN_ERR_SHAPE,
-                              "sdpa: %s dim %d has size %lld; it must be 1 or %lld to broadcast to "
-                              "(B, H, Lq, Lk) = (%lld, %lld, %lld, %lld)",
-                              what, src, (long long)n, (long long)full[d], (long long)full[0],
-                              (long long)full[1], (long long)full[2], (long long)full[3]);
+            return attn__fail(ATTN_ERR_SHAPE, "sdpa: %s has shape %s, which does not broadcast to "
+                              "(B, H, Lq, Lk) = %s (dim %d is %lld; it must be 1 or %lld)",
+                              what, got, want, src, (long long)n, (long long)full[d]);
         stride[d] = n == 1 ? 0 : s;
         if (!attn__mul_ok(s, n, &s))
             return attn__fail(ATTN_ERR_NOMEM, "sdpa: %s has more elements than int64 holds", what);
@@ -52,51 +48,55 @@ static void *arena_copy(attn_ctx *ctx, const void *src, size_t bytes)
     return dst;
 }
 
-/* Fills p->masks from the user's attn_mask (copies in the arena). */
+/* A bool mask (attend or blocked) copied into the arena with its broadcast strides. */
+static const uint8_t *copy_bool_mask(attn_ctx *ctx, int64_t stride[4], const uint8_t *src,
+                                     int ndim, const int64_t *shape, const int64_t full[4],
+                                     const char *what)
+{
+    int64_t n;
+    if (broadcast_strides(stride, &n, ndim, shape, full, what) != ATTN_OK) return NULL;
+    return arena_copy(ctx, src, (size_t)n);
+}
+
+/* Fills p->masks from the user's attn_mask (copies in the arena), after checking every shape. */
 static attn_status prepare_masks(attn_ctx *ctx, sdpa_problem *p, const attn_mask *m)
 {
     const int64_t full[4] = {p->batch, p->heads, p->lq, p->lk};
     sdpa_masks *out = &p->masks;
     memset(out, 0, sizeof *out);
     out->causal = m->causal;
-    int64_t n;
-    if (m->attend) {
-        if (broadcast_strides(out->attend_stride, &n, m->attend_ndim, m->attend_shape, full,
-                              "attend mask") != ATTN_OK)
-            return attn_last_status();
-        if (!(out->attend = arena_copy(ctx, m->attend, (size_t)n))) return attn_last_status();
-    }
+    if (m->attend && !(out->attend = copy_bool_mask(ctx, out->attend_stride, m->attend, m->attend_ndim,
+                                                    m->attend_shape, full, "attend")))
+        return attn_last_status();
+    if (m->blocked && !(out->blocked = copy_bool_mask(ctx, out->blocked_stride, m->blocked, m->blocked_ndim,
+                                                      m->blocked_shape, full, "blocked")))
+        return attn_last_status();
     if (m->additive) {
+        int64_t n;
         if (broadcast_strides(out->additive_stride, &n, m->additive_ndim, m->additive_shape, full,
-                              "additive mask") != ATTN_OK)
+                              "additive") != ATTN_OK)
             return attn_last_status();
-        if (!(out->additive = arena_copy(ctx, m->additive, (size_t)n * sizeof(float))))
-            return attn_last_status();
+        float *copy = arena_copy(ctx, m->additive, (size_t)n * sizeof(float));
+        if (!copy) return attn_last_status();
         for (int64_t i = 0; i < n; i++)
-            if (isnan(out->additive[i]) || out->additive[i] == INFINITY)
+            if (isnan(copy[i]) || copy[i] == INFINITY)
                 return attn__fail(ATTN_ERR_NUMERIC,
                                   "sdpa: additive mask element %lld is %g; expected a finite "
                                   "value or -inf",
-                                  (long long)i, out->additive[i]);
+                                  (long long)i, copy[i]);
+        out->additive = copy;
     }
-    if (m->valid_lens) {
-        if (m->valid_lens_ndim != 1 && m->valid_lens_ndim != 2)
-            return attn__fail(ATTN_ERR_SHAPE, "sdpa: valid_lens has %d dims, expected 1 (B) or 2 (B, Lq)",
-                              m->valid_lens_ndim);
-        n = m->valid_lens_ndim == 1 ? p->batch : p->batch * p->lq; /* fits: checked by the caller */
-        for (int64_t i = 0; i < n; i++)
-            if (m->valid_lens[i] < 0)
-                return attn__fail(ATTN_ERR_ARG, "sdpa: valid_lens[%lld] = %lld, expected >= 0",
-                                  (long long)i, (long long)m->valid_lens[i]);
-        if (!(out->valid_lens = arena_copy(ctx, m->valid_lens, (size_t)n * sizeof(int64_t))))
+    if (attn__lens_check(&m->valid_lens, p->batch, p->lq, "sdpa") != ATTN_OK ||
+        attn__key_padding_check(m, p->batch, p->lk, "sdpa") != ATTN_OK)
+        return attn_last_status();
+    if (m->valid_lens.data) {
+        const int64_t n = m->valid_lens.ndim == 1 ? p->batch : p->batch * p->lq;
+        if (!(out->valid_lens = arena_copy(ctx, m->valid_lens.data, (size_t)n * sizeof(int64_t))))
             return attn_last_status();
-        out->valid_lens_per_query = m->valid_lens_ndim == 2;
+        out->valid_lens_per_query = m->valid_lens.ndim == 2;
     }
-    int64_t bk;
-    if (m->key_padding && !attn__mul_ok(p->batch, p->lk, &bk))
-        return attn__fail(ATTN_ERR_NOMEM, "sdpa: key_padding (B, Lk) is too large");
     if (m->key_padding &&
-        !(out->key_padding = arena_copy(ctx, m->key_padding, (size_t)bk)))
+        !(out->key_padding = arena_copy(ctx, m->key_padding, (size_t)(p->batch * p->lk))))
         return attn_last_status();
     return ATTN_OK;
 }

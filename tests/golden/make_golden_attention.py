@@ -19,7 +19,8 @@ sdpa_*  Scaled dot-product attention written out as the tutorials do (no F.scale
           key_padding_mask  BOOL (B, Lk), true = padding (PyTorch key_padding_mask polarity)
         Metadata: causal ("1" = top-left aligned tril mask), scale ("default" = 1/sqrt(d)).
 
-mha_*   torch.nn.MultiheadAttention(E=16, H=4, batch_first=True, dropout=0). A file holds
+mha_*   torch.nn.MultiheadAttention(E=16, H=4, batch_first=True, dropout=0) (cli_mha_*: the same,
+        for `attn op mha`, with cross-attention inputs). A file holds
           query (and key, value unless metadata self_attention = "1": then the one tensor
           `query` is passed as query, key and value), the parameters under their state_dict
           names (in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias, or
@@ -28,8 +29,8 @@ mha_*   torch.nn.MultiheadAttention(E=16, H=4, batch_first=True, dropout=0). A f
           else (B, H, Lq, Lk)), grad_out, grad.<input> and grad.<parameter>,
         and the masks exactly as given to torch, in PyTorch's polarity:
           key_padding_mask  BOOL (B, Lk), true = padding
-          attn_mask         BOOL (L, S) or (B*H, L, S), true = NOT allowed (the C test inverts it
-                            with attn_mask_invert), or F32 (L, S), added to the scores.
+          attn_mask         BOOL (L, S) or (B*H, L, S), true = NOT allowed (libattn's `blocked`
+                            field), or F32 (L, S), added to the scores.
         Every parameter is randomised (biases too, which torch would zero) so that each one
         matters to the output.
 
@@ -155,9 +156,11 @@ E, HEADS = 16, 4
 
 
 def mha_case(name, b=2, lq=6, lk=None, kdim=None, vdim=None, bias=True, key_padding=False,
-             attn_mask=None, need_weights=False, average=True):
+             attn_mask=None, need_weights=False, average=True, prefix="attn_"):
     """lk None: self-attention (one tensor as query, key and value).
-    attn_mask: None, "bool" (L, S), "bool3d" (B*H, L, S), "float" (L, S), "causal"."""
+    key_padding: False, True (bool) or "float" (0, -inf or a negative value, added).
+    attn_mask: None, "bool" (L, S), "bool3d" (B*H, L, S), "uint8" (L, S, deprecated in torch
+    1.13, read as bool), "float" (L, S), "causal"."""
     torch.manual_seed(zlib.crc32(name.encode()))
     mha = nn.MultiheadAttention(E, HEADS, dropout=0.0, bias=bias, kdim=kdim, vdim=vdim,
                                 batch_first=True)
@@ -182,11 +185,15 @@ def mha_case(name, b=2, lq=6, lk=None, kdim=None, vdim=None, bias=True, key_padd
         n_valid = torch.randint(1, s, (b,))
         n_valid[0] = s
         masks["key_padding_mask"] = torch.arange(s)[None, :] >= n_valid[:, None]
-    if attn_mask in ("bool", "bool3d"):
-        shape = (lq, s) if attn_mask == "bool" else (b * HEADS, lq, s)
+        if key_padding == "float":  # added to the scores: -inf on padding, a soft bias elsewhere
+            soft = -torch.rand(b, s)
+            masks["key_padding_mask"] = torch.where(masks["key_padding_mask"],
+                                                    torch.tensor(NEG_INF), soft)
+    if attn_mask in ("bool", "bool3d", "uint8"):
+        shape = (b * HEADS, lq, s) if attn_mask == "bool3d" else (lq, s)
         m = torch.rand(*shape) < 0.4  # true = blocked
         m[..., 0] = False  # key 0 (never padding) stays visible: no fully masked row
-        masks["attn_mask"] = m
+        masks["attn_mask"] = m.to(torch.uint8) if attn_mask == "uint8" else m
     elif attn_mask == "float":
         m = rn(lq, s)
         m[torch.rand(lq, s) < 0.3] = NEG_INF
@@ -219,7 +226,7 @@ def mha_case(name, b=2, lq=6, lk=None, kdim=None, vdim=None, bias=True, key_padd
             "need_weights": int(need_weights), "average_attn_weights": int(average),
             "masks": "PyTorch polarity: key_padding_mask true = padding, bool attn_mask "
                      "true = blocked, float attn_mask added"}
-    write_safetensors(os.path.join(OUT_DIR, "attn_%s.safetensors" % name), tensors, meta)
+    write_safetensors(os.path.join(OUT_DIR, "%s%s.safetensors" % (prefix, name)), tensors, meta)
 
 
 def mha_cases():
@@ -233,6 +240,16 @@ def mha_cases():
     mha_case("mha_kvdim", lq=5, lk=9, kdim=12, vdim=10, key_padding=True)
     mha_case("mha_nobias", bias=False, attn_mask="bool", key_padding=True, need_weights=True,
              average=False)
+    # For `attn op mha` (tests/test_cli_op.c): separate query, key, value; each mask exactly as
+    # nn.MultiheadAttention takes it
+    mha_case("mha_bool_kpm", lq=5, lk=9, attn_mask="bool", key_padding=True, need_weights=True,
+             average=False, prefix="cli_")
+    mha_case("mha_bool3d_kpm", b=3, lq=5, lk=9, attn_mask="bool3d", key_padding=True,
+             need_weights=True, average=False, prefix="cli_")
+    mha_case("mha_uint8", lq=5, lk=9, attn_mask="uint8", need_weights=True, prefix="cli_")
+    mha_case("mha_float_kpm", lq=5, lk=9, key_padding="float", need_weights=True, prefix="cli_")
+    mha_case("mha_float_bool_kpm", lq=5, lk=9, attn_mask="float", key_padding=True,
+             need_weights=True, prefix="cli_")
 
 
 def main():

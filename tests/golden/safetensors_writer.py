@@ -7,11 +7,12 @@ import struct
 
 import numpy as np
 
-DTYPES = {np.dtype("float32"): "F32", np.dtype("int64"): "I64", np.dtype("bool"): "BOOL"}
+DTYPES = {np.dtype("float32"): "F32", np.dtype("int64"): "I64", np.dtype("bool"): "BOOL",
+          np.dtype("uint8"): "U8"}
 
 
 def write_safetensors(path, tensors, metadata=None):
-    """tensors: dict name -> torch tensor (float32, int64 or bool); metadata: dict or None."""
+    """tensors: dict name -> torch tensor (float32, int64, bool or uint8); metadata: dict or None."""
     header, blobs, offset = {}, [], 0
     if metadata is not None:
         header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
