@@ -57,6 +57,19 @@ ATTN_API void attn_clear_error(void);
 ATTN_API const char *attn_status_name(attn_status s); /* "shape error", ... */
 
 /* ======================================================================================
+ * Output files. Every file the library writes (safetensors, vocabularies, pictures) appears
+ * complete or not at all: a regular file (or a new one) is written to "<name>.tmp.<pid>" in the
+ * same folder (the name cut to fit NAME_MAX), synced and renamed onto it, keeping its
+ * permissions; a symlink's final target is replaced, never the link; a device or FIFO is opened
+ * and written directly, never replaced. Temporary files of killed writers are removed the next
+ * time the same output is written.
+ * ====================================================================================== */
+
+/* ATTN_OK when path could be written now (its folder exists and is writable, it is not a
+ * folder, its name fits), without creating anything: for checking outputs before a long run. */
+ATTN_API attn_status attn_output_check(const char *path);
+
+/* ======================================================================================
  * Threads: OpenMP threads for our kernels; OpenBLAS is kept single-threaded inside them.
  * ====================================================================================== */
 
@@ -803,7 +816,7 @@ ATTN_API attn_vocab *attn_vocab_build(const attn_counter *c, const char *const *
 ATTN_API attn_vocab *attn_vocab_from_tokens(const char *const *tokens, int64_t n);
 ATTN_API void attn_vocab_free(attn_vocab *v);
 /* Text file, one token per line, line i (from 0) = id i, each line ends with "\n". Saved
- * atomically (path.tmp, then rename); a token holding "\n" cannot be saved (ATTN_ERR_ARG). */
+ * as an output file (see "Output files"); a token holding "\n" cannot be saved (ATTN_ERR_ARG). */
 ATTN_API attn_status attn_vocab_save(const attn_vocab *v, const char *path);
 ATTN_API attn_vocab *attn_vocab_load(const char *path); /* errors name the path and line */
 ATTN_API int64_t attn_vocab_size(const attn_vocab *v);
@@ -938,10 +951,14 @@ ATTN_API double attn_bleu_d2l(const char *const *pred, int64_t n_pred, const cha
  * Plots (cairo + Pango): attention heatmaps, grids of heads, line and scatter plots.
  * The format follows path's extension: .png, .svg or .pdf, in any case; another extension is
  * ATTN_ERR_ARG and a path that cannot be written ATTN_ERR_IO, the message naming the path.
- * The file appears complete or not at all (drawn into path.tmp.<pid>, then renamed). Text is
+ * The file appears complete or not at all (see "Output files" above). Text is
  * UTF-8 drawn as it is (no markup), Chinese with WenQuanYi Zen Hei; SVG files also carry every
  * text as invisible <text>, so they can be searched. Sizes are pixels (points in SVG and PDF).
  * ====================================================================================== */
+
+/* ATTN_OK when path has a picture extension (.png, .svg, .pdf in any case: else ATTN_ERR_ARG)
+ * and could be written now (attn_output_check): for checking an option before a long run. */
+ATTN_API attn_status attn_plot_path_check(const char *path);
 
 typedef enum attn_colormap {
     ATTN_CMAP_VIRIDIS = 0, /* matplotlib's default: dark purple (low) to yellow (high) */
@@ -1069,7 +1086,7 @@ ATTN_API attn_status attn_st_writer_add_tensor(attn_st_writer *w, const char *na
                                                const attn_tensor *t);
 ATTN_API attn_status attn_st_writer_set_metadata(attn_st_writer *w, const char *key,
                                                  const char *value); /* replaces an old value */
-/* Writes path.tmp, fsyncs, renames onto path: a crash never leaves a half-written path. */
+/* Writes the file as an output file (see "Output files"): a crash never leaves it half-written. */
 ATTN_API attn_status attn_st_writer_save(attn_st_writer *w, const char *path);
 
 /* Checkpoints: every parameter under its name, plus the optimizer state when opt is not NULL.

@@ -6,6 +6,7 @@
 #include "attn.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 
 /* ---- errors ---- */
 
@@ -73,6 +74,24 @@ int attn__dim(int dim, int ndim, const char *op);
 int64_t attn__prod(const int64_t *shape, int from, int to);
 /* true when every element is finite. */
 bool attn__all_finite(const float *x, int64_t n);
+
+/* ---- output files (outfile.c): regular files replaced atomically, devices and FIFOs written in
+ * place, symlink targets replaced, temporary names within NAME_MAX ---- */
+
+typedef struct attn__outfile {
+    FILE *fp;         /* write here between open and close */
+    const char *path; /* as the caller gave it (messages) */
+    char *target;     /* the file that receives the bytes: path, or the end of its symlinks */
+    char *tmp;        /* renamed onto target at close; NULL when target is written directly */
+} attn__outfile;
+
+/* Opens path for writing; on failure nothing is created and the message names path. */
+attn_status attn__outfile_open(attn__outfile *o, const char *path);
+/* s: the status of the writing. ATTN_OK: flush, sync and rename onto the target (the first
+ * failure is returned); otherwise the temporary file is removed and s returned. */
+attn_status attn__outfile_close(attn__outfile *o, attn_status s);
+/* The status (ATTN_ERR_IO, the message naming the path) for a write that failed with err. */
+attn_status attn__outfile_write_error(attn__outfile *o, int err);
 
 /* ---- masks and lengths passed as arrays: checked against the shapes they apply to ---- */
 

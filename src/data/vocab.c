@@ -237,40 +237,27 @@ attn_status attn_vocab_encode(const attn_vocab *v, int64_t *ids, const char *con
 
 /* ---- text file ---- */
 
-static attn_status write_tokens(FILE *f, const attn_vocab *v, const char *path)
+/* 0, or the errno of the first failed write. */
+static int write_tokens(FILE *f, const attn_vocab *v)
 {
-    for (int64_t i = 0; i < v->tab.count; i++) {
-        const char *t = attn__strtab_key(&v->tab, i);
-        if (strchr(t, '\n'))
-            return attn__fail(ATTN_ERR_ARG, "%s: token %lld holds a newline; the one-token-per-line "
-                              "format cannot store it", path, (long long)i);
-        if (fputs(t, f) < 0 || fputc('\n', f) < 0)
-            return attn__fail(ATTN_ERR_IO, "%s: write failed (%s)", path, strerror(errno));
-    }
-    return ATTN_OK;
+    errno = 0;
+    for (int64_t i = 0; i < v->tab.count; i++)
+        if (fputs(attn__strtab_key(&v->tab, i), f) < 0 || fputc('\n', f) < 0) return errno ? errno : EIO;
+    return 0;
 }
 
 attn_status attn_vocab_save(const attn_vocab *v, const char *path)
 {
     if (!v || !path) return attn__fail(ATTN_ERR_ARG, "attn_vocab_save: NULL argument");
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 5);
-    if (!tmp) return attn__fail(ATTN_ERR_NOMEM, "%s: out of memory", path);
-    memcpy(tmp, path, n);
-    memcpy(tmp + n, ".tmp", 5);
-    FILE *f = fopen(tmp, "wb");
-    attn_status st = f ? write_tokens(f, v, path)
-                       : attn__fail(ATTN_ERR_IO, "%s: cannot write (via %s): %s", path, tmp, strerror(errno));
-    /* on disk before the rename, so a crash leaves the old file or the whole new one */
-    if (f && st == ATTN_OK && (fflush(f) != 0 || fsync(fileno(f)) != 0))
-        st = attn__fail(ATTN_ERR_IO, "%s: write failed (via %s): %s", path, tmp, strerror(errno));
-    if (f && fclose(f) != 0 && st == ATTN_OK)
-        st = attn__fail(ATTN_ERR_IO, "%s: write failed (via %s): %s", path, tmp, strerror(errno));
-    if (st == ATTN_OK && rename(tmp, path) != 0)
-        st = attn__fail(ATTN_ERR_IO, "%s: rename from %s failed (%s)", path, tmp, strerror(errno));
-    if (st != ATTN_OK && f) remove(tmp);
-    free(tmp);
-    return st;
+    for (int64_t i = 0; i < v->tab.count; i++)
+        if (strchr(attn__strtab_key(&v->tab, i), '\n'))
+            return attn__fail(ATTN_ERR_ARG, "%s: token %lld holds a newline; the one-token-per-line "
+                              "format cannot store it", path, (long long)i);
+    attn__outfile out;
+    attn_status st = attn__outfile_open(&out, path);
+    if (st != ATTN_OK) return st;
+    int err = write_tokens(out.fp, v);
+    return attn__outfile_close(&out, err ? attn__outfile_write_error(&out, err) : ATTN_OK);
 }
 
 /* One token per line: line i (from 1 in messages) is id i - 1. */

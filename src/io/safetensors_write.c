@@ -1,7 +1,8 @@
 /* safetensors writer: collects tensors (copied at add time) and string metadata, then writes
  *   N (u64 little-endian) | header JSON, space-padded so 8 + N is a multiple of 8 | data
- * to path.tmp.<pid>, fsyncs it, renames it onto path and fsyncs the directory, so a crash or a
- * full disk never leaves a half-written file at path.
+ * through the library's output file (src/core/outfile.c: a temporary file synced and renamed
+ * onto path, or a device written in place), so a crash or a full disk never leaves a
+ * half-written file at path.
  *
  * The header lists "__metadata__" first, then the tensors in the order they were added, with no
  * spaces inside: {"attn.0":{"dtype":"F32","shape":[1,2,3],"data_offsets":[0,24]}}. The data
@@ -10,11 +11,9 @@
 #include "io.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 typedef struct st_entry {
     char *name;
@@ -313,27 +312,9 @@ static void layout_data(attn_st_writer *w, size_t *order /* (count) */)
 
 /* ---- saving ---- */
 
-/* fsync the directory holding path, so the rename survives a crash. A directory we cannot open
- * for reading, or a filesystem that cannot sync one (EINVAL), is accepted. */
-static int sync_parent_dir(const char *path)
+/* Writes the file through o; 0 or the errno of the first failure. */
+static int write_file(FILE *fp, const strbuf *header, const attn_st_writer *w, const size_t *order)
 {
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!dir) return ENOMEM;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err = 0;
-    free(dir);
-    if (fd < 0) return 0;
-    if (fsync(fd) != 0 && errno != EINVAL) err = errno;
-    close(fd);
-    return err;
-}
-
-/* Writes the file to tmp; 0 or the errno of the first failure. The file is closed either way. */
-static int write_file(const char *tmp, const strbuf *header, const attn_st_writer *w,
-                      const size_t *order)
-{
-    FILE *fp = fopen(tmp, "wb");
-    if (!fp) return errno;
     errno = 0;
     unsigned char n8[8];
     for (int b = 0; b < 8; b++) n8[b] = (unsigned char)((uint64_t)header->len >> (8 * b));
@@ -342,41 +323,28 @@ static int write_file(const char *tmp, const strbuf *header, const attn_st_write
         const st_entry *e = &w->entries[order[i]];
         ok = fwrite(e->data, 1, e->nbytes, fp) == e->nbytes;
     }
-    ok = ok && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
-    int err = ok ? 0 : (errno ? errno : EIO);
-    if (fclose(fp) != 0 && err == 0) err = errno ? errno : EIO;
-    return err;
+    return ok ? 0 : (errno ? errno : EIO);
 }
 
 attn_status attn_st_writer_save(attn_st_writer *w, const char *path)
 {
     if (!w || !path || !*path)
         return attn__fail(ATTN_ERR_ARG, "attn_st_writer_save: writer or path missing");
-    size_t tmp_len = strlen(path) + 32;
-    char *tmp = malloc(tmp_len);
     size_t *order = malloc((w->count ? w->count : 1) * sizeof *order); /* (count) */
     strbuf header = {0};
-    attn_status s = ATTN_OK;
-    if (tmp && order) {
+    if (order) {
         layout_data(w, order);
         build_header(&header, w);
     }
-    if (!tmp || !order || header.failed) {
+    attn_status s = ATTN_OK;
+    attn__outfile out;
+    if (!order || header.failed) {
         s = attn__fail(ATTN_ERR_NOMEM, "%s: out of memory building the header", path);
-    } else {
-        snprintf(tmp, tmp_len, "%s.tmp.%ld", path, (long)getpid());
-        int err = write_file(tmp, &header, w, order);
-        if (err == 0 && rename(tmp, path) != 0) err = errno;
-        if (err != 0) {
-            remove(tmp);
-            s = attn__fail(ATTN_ERR_IO, "%s: cannot write (via %s): %s", path, tmp, strerror(err));
-        } else if ((err = sync_parent_dir(path)) != 0) {
-            s = attn__fail(ATTN_ERR_IO, "%s: written, but syncing its directory failed: %s",
-                           path, strerror(err));
-        }
+    } else if ((s = attn__outfile_open(&out, path)) == ATTN_OK) {
+        int err = write_file(out.fp, &header, w, order);
+        s = attn__outfile_close(&out, err ? attn__outfile_write_error(&out, err) : ATTN_OK);
     }
     free(header.s);
     free(order);
-    free(tmp);
     return s;
 }

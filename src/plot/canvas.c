@@ -1,5 +1,6 @@
-/* The canvas every figure draws on: picks PNG, SVG or PDF from the file name, writes to
- * path.tmp.<pid> and renames it onto path when the picture is complete, and draws text with
+/* The canvas every figure draws on: picks PNG, SVG or PDF from the file name, writes through
+ * the library's output file (a temporary file renamed onto path when the picture is complete,
+ * or a device written in place: src/core/outfile.c), and draws text with
  * Pango (per-glyph font fallback, so Chinese labels get WenQuanYi Zen Hei). cairo draws SVG
  * text as glyph outlines, so the SVG also gets every text as an invisible <text> element laid
  * over the glyphs: the file can be searched and its text selected. */
@@ -104,24 +105,24 @@ static attn_status open_text(plot_canvas *c)
     return ATTN_OK;
 }
 
+attn_status attn_plot_path_check(const char *path)
+{
+    plot_format format;
+    if (!path || !*path) return attn__fail(ATTN_ERR_ARG, "picture path is empty");
+    if (!format_from_path(path, &format))
+        return attn__fail(ATTN_ERR_ARG, "%s: unknown picture format; expected a name ending in .png, "
+                          ".svg or .pdf", path);
+    return attn_output_check(path);
+}
+
 attn_status plot_canvas_open(plot_canvas *c, const char *fn, const char *path)
 {
     memset(c, 0, sizeof *c);
     c->fn = fn;
     c->path = path;
-    if (!path || !*path) return attn__fail(ATTN_ERR_ARG, "%s: no output path", fn);
-    if (!format_from_path(path, &c->format))
-        return attn__fail(ATTN_ERR_ARG,
-                          "%s: '%s': unknown picture format; expected a name ending in .png, "
-                          ".svg or .pdf", fn, path);
-    size_t len = strlen(path) + 32;
-    c->tmp = malloc(len);
-    if (!c->tmp) return attn__fail(ATTN_ERR_NOMEM, "%s: out of memory", fn);
-    snprintf(c->tmp, len, "%s.tmp.%ld", path, (long)getpid());
-    c->fp = fopen(c->tmp, "wb");
-    if (!c->fp)
-        return attn__fail(ATTN_ERR_IO, "%s: cannot write '%s' (via %s): %s", fn, path, c->tmp,
-                          strerror(errno));
+    if (attn_plot_path_check(path) != ATTN_OK) return attn_last_status();
+    format_from_path(path, &c->format);
+    if (attn__outfile_open(&c->out, path) != ATTN_OK) return attn_last_status();
     return open_text(c);
 }
 
@@ -133,7 +134,7 @@ static cairo_status_t write_to_file(void *closure, const unsigned char *data, un
     if (c->write_errno) return CAIRO_STATUS_WRITE_ERROR;
     if (len == 0) return CAIRO_STATUS_SUCCESS;
     errno = 0;
-    if (fwrite(data, 1, len, c->fp) != len) {
+    if (fwrite(data, 1, len, c->out.fp) != len) {
         c->write_errno = errno ? errno : EIO;
         return CAIRO_STATUS_WRITE_ERROR;
     }
@@ -212,9 +213,7 @@ static attn_status finish(plot_canvas *c)
         if (c->svg.failed || c->svg_text.failed) st = CAIRO_STATUS_NO_MEMORY;
         else write_svg(c);
     }
-    if (c->write_errno)
-        return attn__fail(ATTN_ERR_IO, "%s: cannot write '%s' (via %s): %s", c->fn, c->path,
-                          c->tmp, strerror(c->write_errno));
+    if (c->write_errno) return attn__outfile_write_error(&c->out, c->write_errno);
     if (st != CAIRO_STATUS_SUCCESS)
         return attn__fail(st == CAIRO_STATUS_NO_MEMORY ? ATTN_ERR_NOMEM : ATTN_ERR_IO,
                           "%s: '%s': drawing failed: %s", c->fn, c->path,
@@ -233,14 +232,7 @@ attn_status plot_canvas_close(plot_canvas *c, attn_status s)
     if (c->font) pango_font_description_free(c->font);
     free(c->svg.data);
     free(c->svg_text.data);
-    if (c->fp && fclose(c->fp) != 0 && s == ATTN_OK)
-        s = attn__fail(ATTN_ERR_IO, "%s: cannot write '%s' (via %s): %s", c->fn, c->path, c->tmp,
-                       strerror(errno));
-    if (c->fp && s == ATTN_OK && rename(c->tmp, c->path) != 0)
-        s = attn__fail(ATTN_ERR_IO, "%s: cannot rename %s onto '%s': %s", c->fn, c->tmp, c->path,
-                       strerror(errno));
-    if (c->fp && s != ATTN_OK) remove(c->tmp);
-    free(c->tmp);
+    s = attn__outfile_close(&c->out, s);
     memset(c, 0, sizeof *c);
     return s;
 }

@@ -4,7 +4,7 @@
 #ifndef ATTN_PLOT_INTERNAL_H
 #define ATTN_PLOT_INTERNAL_H
 
-#include "attn.h"
+#include "../core/core.h"
 
 #include <cairo.h>
 #include <pango/pangocairo.h>
@@ -36,8 +36,7 @@ typedef struct plot_canvas {
     const char *fn;          /* the public function, for messages */
     const char *path;
     plot_format format;
-    char *tmp;               /* path.tmp.<pid>, renamed onto path at the end */
-    FILE *fp;                /* tmp, open for writing */
+    attn__outfile out;       /* the picture's bytes go here */
     int write_errno;         /* the first failed write, 0 if none */
     plot_buf svg;            /* SVG bytes until the text layer is added */
     plot_buf svg_text;       /* invisible <text> elements, one per drawn text */
@@ -49,7 +48,7 @@ typedef struct plot_canvas {
     double width, height;
 } plot_canvas;
 
-/* Checks path's extension and opens path.tmp.<pid>; text can be measured from here on.
+/* Checks path's extension and opens the output file; text can be measured from here on.
  * ATTN_ERR_ARG for an unknown extension, ATTN_ERR_IO when the file cannot be created. On
  * failure the canvas holds nothing (plot_canvas_close is still allowed). */
 attn_status plot_canvas_open(plot_canvas *c, const char *fn, const char *path);

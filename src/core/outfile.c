@@ -1,0 +1,268 @@
+/* Output files, the one way every writer of the library (safetensors, vocabularies, pictures)
+ * puts bytes on disk:
+ *   - a regular file, or a path that does not exist yet, is written to a temporary file in the
+ *     same folder, synced, and renamed onto it: it appears complete or not at all, and keeps the
+ *     old file's permissions;
+ *   - a symlink is followed (up to 40 links): its final target is replaced, the link stays;
+ *   - a device, FIFO or socket is opened and written directly, never replaced;
+ *   - the temporary name is "<name>.tmp.<pid>" with <name> cut so that it fits NAME_MAX, and
+ *     opening the same output again removes such files left by processes that no longer run. */
+#include "core.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_LINKS 40
+
+/* The folder part of path ("." when none) and the name after the last slash (malloc'd). */
+static attn_status split_path(const char *path, char **dir, char **name)
+{
+    const char *slash = strrchr(path, '/');
+    *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    *name = strdup(slash ? slash + 1 : path);
+    if (!*dir || !*name) {
+        free(*dir);
+        free(*name);
+        return attn__fail(ATTN_ERR_NOMEM, "%s: out of memory", path);
+    }
+    return ATTN_OK;
+}
+
+/* The end of path's symlink chain (malloc'd; path itself when it is not a link), and its stat in
+ * *st (*exists false when nothing is there: a new file, or a dangling link's target). */
+static char *resolve_links(const char *path, struct stat *st, bool *exists)
+{
+    char *at = strdup(path);
+    for (int hops = 0; at; hops++) {
+        if (lstat(at, st) != 0) {
+            if (errno != ENOENT) {
+                attn__fail(ATTN_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+                free(at);
+                return NULL;
+            }
+            *exists = false;
+            return at;
+        }
+        if (!S_ISLNK(st->st_mode)) {
+            *exists = true;
+            return at;
+        }
+        if (hops == MAX_LINKS) {
+            attn__fail(ATTN_ERR_IO, "%s: cannot write: more than %d symbolic links", path, MAX_LINKS);
+            free(at);
+            return NULL;
+        }
+        char link[PATH_MAX];
+        ssize_t n = readlink(at, link, sizeof link - 1);
+        if (n < 0) {
+            attn__fail(ATTN_ERR_IO, "%s: cannot read the link %s: %s", path, at, strerror(errno));
+            free(at);
+            return NULL;
+        }
+        link[n] = '\0';
+        char *next;
+        const char *slash = strrchr(at, '/');
+        if (link[0] == '/' || !slash) { /* absolute, or relative to the current folder */
+            next = strdup(link);
+        } else { /* relative to the link's folder */
+            size_t dir_len = (size_t)(slash - at) + 1;
+            next = malloc(dir_len + (size_t)n + 1);
+            if (next) {
+                memcpy(next, at, dir_len);
+                memcpy(next + dir_len, link, (size_t)n + 1);
+            }
+        }
+        free(at);
+        at = next;
+    }
+    attn__fail(ATTN_ERR_NOMEM, "%s: out of memory", path);
+    return NULL;
+}
+
+/* "<name cut to fit>.tmp." into buf (the pid follows). */
+static void temp_prefix(char *buf, size_t len, const char *name)
+{
+    const size_t suffix = strlen(".tmp.") + 20; /* the pid: at most 20 digits */
+    size_t keep = strlen(name);
+    if (keep + suffix > NAME_MAX) keep = NAME_MAX - suffix;
+    snprintf(buf, len, "%.*s.tmp.", (int)keep, name);
+}
+
+/* Removes dir/<prefix><pid> files whose process no longer runs (left by a killed writer). */
+static void remove_stale_temps(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    const size_t n = strlen(prefix);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (strncmp(e->d_name, prefix, n) != 0) continue;
+        const char *digits = e->d_name + n;
+        char *end;
+        errno = 0;
+        long long pid = strtoll(digits, &end, 10);
+        if (!*digits || *end || errno || pid <= 0 || pid > INT_MAX || pid == (long long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to judge */
+        char stale[PATH_MAX];
+        if ((size_t)snprintf(stale, sizeof stale, "%s/%s", dir, e->d_name) < sizeof stale) unlink(stale);
+    }
+    closedir(d);
+}
+
+static const char *kind_of(mode_t mode)
+{
+    return S_ISDIR(mode) ? "a folder" : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
+           : S_ISFIFO(mode) ? "a FIFO" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
+attn_status attn__outfile_open(attn__outfile *o, const char *path)
+{
+    memset(o, 0, sizeof *o);
+    o->path = path;
+    if (!path || !*path) return attn__fail(ATTN_ERR_ARG, "output path is empty");
+    struct stat st;
+    bool exists = false;
+    if (!(o->target = resolve_links(path, &st, &exists))) return attn_last_status();
+    if (exists && (S_ISDIR(st.st_mode) || S_ISSOCK(st.st_mode))) {
+        attn_status s = attn__fail(ATTN_ERR_IO, "%s: cannot write: it is %s", path, kind_of(st.st_mode));
+        free(o->target);
+        o->target = NULL;
+        return s;
+    }
+    if (exists && !S_ISREG(st.st_mode)) { /* a device or FIFO: written in place */
+        int fd = open(o->target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0 || !(o->fp = fdopen(fd, "wb"))) {
+            attn_status s = attn__fail(ATTN_ERR_IO, "%s: cannot write (%s): %s", path, kind_of(st.st_mode),
+                                       strerror(errno));
+            if (fd >= 0) close(fd);
+            free(o->target);
+            o->target = NULL;
+            return s;
+        }
+        return ATTN_OK;
+    }
+    char *dir, *name;
+    if (split_path(o->target, &dir, &name) != ATTN_OK) {
+        free(o->target);
+        o->target = NULL;
+        return attn_last_status();
+    }
+    attn_status s = ATTN_OK;
+    char prefix[NAME_MAX + 1];
+    temp_prefix(prefix, sizeof prefix, name);
+    if (!*name) s = attn__fail(ATTN_ERR_IO, "%s: cannot write: the path names a folder", path);
+    size_t len = strlen(dir) + 1 + strlen(prefix) + 21;
+    if (s == ATTN_OK && !(o->tmp = malloc(len))) s = attn__fail(ATTN_ERR_NOMEM, "%s: out of memory", path);
+    if (s == ATTN_OK) {
+        remove_stale_temps(dir, prefix);
+        snprintf(o->tmp, len, "%s/%s%ld", dir, prefix, (long)getpid());
+        int fd = open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd >= 0 && exists) { /* keep the replaced file's permissions and, when allowed, owner */
+            if (fchown(fd, st.st_uid, st.st_gid) != 0) { /* not ours to give: keep our own */ }
+            fchmod(fd, st.st_mode & 07777);
+        }
+        if (fd < 0 || !(o->fp = fdopen(fd, "wb"))) {
+            s = attn__fail(ATTN_ERR_IO, "%s: cannot write (via %s): %s", path, o->tmp, strerror(errno));
+            if (fd >= 0) {
+                close(fd);
+                unlink(o->tmp);
+            }
+        }
+    }
+    free(dir);
+    free(name);
+    if (s != ATTN_OK) {
+        free(o->tmp);
+        free(o->target);
+        o->tmp = o->target = NULL;
+    }
+    return s;
+}
+
+/* fsync of the folder holding path, so the rename survives a crash; 0 or errno. */
+static int sync_parent_dir(const char *path)
+{
+    char *dir, *name;
+    if (split_path(path, &dir, &name) != ATTN_OK) return ENOMEM;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err = 0;
+    free(dir);
+    free(name);
+    if (fd < 0) return 0;
+    if (fsync(fd) != 0 && errno != EINVAL) err = errno;
+    close(fd);
+    return err;
+}
+
+attn_status attn__outfile_close(attn__outfile *o, attn_status s)
+{
+    if (!o->fp) return s;
+    int err = 0;
+    errno = 0;
+    if (s == ATTN_OK) {
+        if (fflush(o->fp) != 0) err = errno ? errno : EIO;
+        else if (o->tmp && fsync(fileno(o->fp)) != 0) err = errno;
+    }
+    if (fclose(o->fp) != 0 && s == ATTN_OK && !err) err = errno ? errno : EIO;
+    o->fp = NULL;
+    if (s == ATTN_OK && !err && o->tmp && rename(o->tmp, o->target) != 0) err = errno;
+    if (s == ATTN_OK && err)
+        s = o->tmp ? attn__fail(ATTN_ERR_IO, "%s: cannot write (via %s): %s", o->path, o->tmp, strerror(err))
+                   : attn__fail(ATTN_ERR_IO, "%s: cannot write: %s", o->path, strerror(err));
+    if (o->tmp && s != ATTN_OK) unlink(o->tmp);
+    if (s == ATTN_OK && o->tmp && (err = sync_parent_dir(o->target)) != 0)
+        s = attn__fail(ATTN_ERR_IO, "%s: written, but syncing its folder failed: %s", o->path, strerror(err));
+    free(o->tmp);
+    free(o->target);
+    o->tmp = o->target = NULL;
+    return s;
+}
+
+attn_status attn__outfile_write_error(attn__outfile *o, int err)
+{
+    return o->tmp ? attn__fail(ATTN_ERR_IO, "%s: cannot write (via %s): %s", o->path, o->tmp, strerror(err))
+                  : attn__fail(ATTN_ERR_IO, "%s: cannot write: %s", o->path, strerror(err));
+}
+
+attn_status attn_output_check(const char *path)
+{
+    if (!path || !*path) return attn__fail(ATTN_ERR_ARG, "output path is empty");
+    if (strlen(path) >= PATH_MAX)
+        return attn__fail(ATTN_ERR_ARG, "%.64s...: the path has %zu bytes; at most %d fit", path, strlen(path),
+                          PATH_MAX - 1);
+    struct stat st;
+    bool exists = false;
+    char *target = resolve_links(path, &st, &exists);
+    if (!target) return attn_last_status();
+    attn_status s = ATTN_OK;
+    char *dir = NULL, *name = NULL;
+    if (exists && !S_ISREG(st.st_mode)) {
+        if (S_ISDIR(st.st_mode) || S_ISSOCK(st.st_mode))
+            s = attn__fail(ATTN_ERR_IO, "%s: cannot write: it is %s", path, kind_of(st.st_mode));
+        else if (access(target, W_OK) != 0)
+            s = attn__fail(ATTN_ERR_IO, "%s: cannot write (%s): %s", path, kind_of(st.st_mode), strerror(errno));
+    } else if ((s = split_path(target, &dir, &name)) == ATTN_OK) {
+        struct stat ds;
+        if (!*name)
+            s = attn__fail(ATTN_ERR_IO, "%s: cannot write: the path names a folder", path);
+        else if (strlen(name) > NAME_MAX)
+            s = attn__fail(ATTN_ERR_IO, "%s: cannot write: the file name has %zu bytes; at most %d fit", path,
+                           strlen(name), NAME_MAX);
+        else if (stat(dir, &ds) != 0)
+            s = attn__fail(ATTN_ERR_IO, "%s: cannot write: folder %s: %s", path, dir, strerror(errno));
+        else if (!S_ISDIR(ds.st_mode))
+            s = attn__fail(ATTN_ERR_IO, "%s: cannot write: %s is not a folder", path, dir);
+        else if (access(dir, W_OK | X_OK) != 0)
+            s = attn__fail(ATTN_ERR_IO, "%s: cannot write in folder %s: %s", path, dir, strerror(errno));
+    }
+    free(dir);
+    free(name);
+    free(target);
+    return s;
+}
