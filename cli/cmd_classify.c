@@ -284,7 +284,7 @@ static int load_model(classify_run *run, classify_options *o)
         return cli_fail(CLI_ERR_DATA, "classify", "the vocabulary has %lld tokens but the model expects %lld",
                         (long long)attn_vocab_size(run->vocab), (long long)o->model.vocab_size);
     if ((code = build_model(run, o)) != CLI_OK) return code;
-    if (attn_checkpoint_load(o->train.checkpoint, run->params, NULL, false) != ATTN_OK)
+    if (attn_checkpoint_load(o->train.checkpoint, run->params, NULL, true) != ATTN_OK)
         return cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
     return CLI_OK;
 }

@@ -296,7 +296,7 @@ static int load_model(translate_run *run, translate_options *o)
     free(tp);
     if (!run->tgt_vocab) return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
     if ((code = build_model(run, o)) != CLI_OK) return code;
-    if (attn_checkpoint_load(o->train.checkpoint, run->params, NULL, false) != ATTN_OK)
+    if (attn_checkpoint_load(o->train.checkpoint, run->params, NULL, true) != ATTN_OK)
         return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
     return o->average ? average_checkpoints(run, o) : CLI_OK;
 }

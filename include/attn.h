@@ -1095,15 +1095,19 @@ ATTN_API attn_status attn_st_writer_save(attn_st_writer *w, const char *path);
 ATTN_API attn_status attn_checkpoint_save(const char *path, const attn_params *p,
                                           const attn_optim *opt, const char *const *meta_kv,
                                           int n_meta);
-/* Loads by name into p (and opt when not NULL); strict = every parameter (and optimizer state
- * and step) must be present and every tensor in the file must be one of them; non-strict
- * skips what is missing or unknown. Nothing changes unless the whole file checks out. */
+/* Loads by name into p (and opt when not NULL). strict: every parameter (and, with opt, every
+ * optimizer state buffer and the step) must be present, and every tensor in the file must be one
+ * of them (without opt, the optimizer state of p's parameters is skipped: a training checkpoint
+ * loads strictly for inference); non-strict skips what is missing or unknown. Always: a wrong
+ * shape, or a NaN or Inf anywhere in what is loaded, is refused. One error names every missing,
+ * unexpected and mis-shaped tensor (ATTN_ERR_FORMAT; ATTN_ERR_SHAPE when only shapes differ;
+ * ATTN_ERR_NUMERIC for a non-finite value). Nothing changes unless the whole file checks out. */
 ATTN_API attn_status attn_checkpoint_load(const char *path, attn_params *p, attn_optim *opt,
                                           bool strict);
 /* Checkpoint averaging: p becomes the mean of its own values and those of the same-named
  * parameters in the n checkpoint files (the same model saved at several points of a run). Every
- * parameter must be in every file with its shape; nothing changes unless every file checks out.
- * Sums are kept in double. */
+ * parameter must be in every file with its shape and finite values; nothing changes unless every
+ * file checks out. Sums are kept in double. */
 ATTN_API attn_status attn_checkpoint_average(attn_params *p, const char *const *paths, int n);
 
 #ifdef __cplusplus

@@ -154,19 +154,44 @@ static void test_refusals(const char *path, const char *dir)
 
     model wrong_shape = make_model(4, 6, false, true); /* ln.weight (6), the file has (5) */
     expect_refused("shape", path, wrong_shape, false, ATTN_ERR_SHAPE,
-                   "\"ln.weight\" has shape (5)");
+                   "wrong shape: ln.weight (file (5), model (6))");
     free_model(wrong_shape);
 
     model more = make_model(5, 5, true, false); /* has "extra", the file does not */
-    expect_refused("missing parameter", path, more, true, ATTN_ERR_FORMAT, "\"extra\"");
+    expect_refused("missing parameter", path, more, true, ATTN_ERR_FORMAT, "missing: extra");
     TK_OK(attn_checkpoint_load(path, more.p, NULL, false));
     TK_CHECK(attn_params_get(more.p, "b")->data[0] == attn_params_get(saved.p, "b")->data[0],
              "a non-strict load still loads what is there");
     free_model(more);
 
-    model plain = make_model(6, 5, false, false); /* no optimizer: its state is unknown here */
-    expect_refused("unknown tensor", path, plain, true, ATTN_ERR_FORMAT, "exp_avg");
-    TK_OK(attn_checkpoint_load(path, plain.p, NULL, false));
+    /* no optimizer (inference): the training checkpoint loads strictly, its state skipped */
+    model plain = make_model(6, 5, false, false);
+    TK_OK(attn_checkpoint_load(path, plain.p, NULL, true));
+    TK_CHECK(attn_params_get(plain.p, "w")->data[0] == attn_params_get(saved.p, "w")->data[0],
+             "a strict load without optimizer loads the parameters");
+    /* a tensor that is neither a parameter nor some parameter's state: named when strict */
+    attn_st_writer *sw = attn_st_writer_new();
+    for (size_t i = 0; i < attn_params_count(saved.p); i++)
+        TK_OK(attn_st_writer_add_tensor(sw, attn_params_name(saved.p, i), attn_params_at(saved.p, i)));
+    TK_OK(attn_st_writer_add_tensor(sw, "stray", attn_params_get(saved.p, "b")));
+    TK_OK(attn_st_writer_add_tensor(sw, "exp_avg.nothing", attn_params_get(saved.p, "b")));
+    TK_OK(attn_st_writer_set_metadata(sw, "format", "attn-checkpoint"));
+    TK_OK(attn_st_writer_set_metadata(sw, "version", "1"));
+    char stray_path[160];
+    snprintf(stray_path, sizeof stray_path, "%s/stray.safetensors", dir);
+    TK_OK(attn_st_writer_save(sw, stray_path));
+    expect_refused("unknown tensors", stray_path, plain, true, ATTN_ERR_FORMAT,
+                   "unexpected: stray, exp_avg.nothing");
+    TK_OK(attn_checkpoint_load(stray_path, plain.p, NULL, false));
+    /* a non-finite value is refused, strict or not, naming the tensor and the element */
+    attn_tensor *b = attn_params_get(saved.p, "b");
+    float keep = b->data[2];
+    b->data[2] = NAN;
+    TK_OK(attn_checkpoint_save(stray_path, saved.p, NULL, NULL, 0));
+    b->data[2] = keep;
+    expect_refused("NaN parameter", stray_path, plain, false, ATTN_ERR_NUMERIC, "\"b\" holds nan at element 2");
+    attn_st_writer_free(sw);
+    remove(stray_path);
     free_model(plain);
 
     /* a params-only checkpoint: strict into an optimizer fails, non-strict keeps its state */
@@ -227,7 +252,7 @@ static void test_average(const char *dir)
              "a file with another shape was averaged in, or the refusal does not name it: %s", attn_last_error());
     TK_CHECK(same_as(m, vm, n), "a refused average changed the parameters");
     const char *lacking[1] = {small_path};
-    TK_CHECK(attn_checkpoint_average(big.p, lacking, 1) != ATTN_OK && strstr(attn_last_error(), "\"extra\""),
+    TK_CHECK(attn_checkpoint_average(big.p, lacking, 1) != ATTN_OK && strstr(attn_last_error(), "missing: extra"),
              "a file lacking a parameter was averaged in: %s", attn_last_error());
 
     const char *paths[2] = {a_path, b_path};

@@ -6,6 +6,8 @@
 #include "io.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,18 +109,43 @@ static attn_status read_step(const attn_st_file *f, const char *path, int64_t *s
     return ATTN_OK;
 }
 
-/* The file tensor for one destination of (ndim, shape); *st is NULL when the file lacks it
- * (an error when strict). */
-static attn_status match(const attn_st_file *f, const char *path, const char *name, int ndim,
-                         const int64_t *shape, bool strict, const char *what,
-                         const attn_st_tensor **st)
+/* A list of names for one message: "a, b, c and 4 more". */
+typedef struct name_list {
+    char text[320];
+    size_t len;
+    int count;
+} name_list;
+
+static void name_list_add(name_list *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void name_list_add(name_list *l, const char *fmt, ...)
 {
-    *st = attn_st_find(f, name);
-    if (!*st)
-        return strict ? attn__fail(ATTN_ERR_FORMAT, "%s: %s \"%s\" is missing (strict load)",
-                                   path, what, name)
-                      : ATTN_OK;
-    return attn__st_check_shape(f, *st, ndim, shape);
+    if (l->count++ >= 6 || l->len >= sizeof l->text) return;
+    va_list ap;
+    va_start(ap, fmt);
+    if (l->count > 1) l->len += (size_t)snprintf(l->text + l->len, sizeof l->text - l->len, ", ");
+    if (l->len < sizeof l->text) l->len += (size_t)vsnprintf(l->text + l->len, sizeof l->text - l->len, fmt, ap);
+    va_end(ap);
+}
+
+/* "<label> <names>[ and N more]; " into out (when l has names). */
+static size_t name_list_print(char *out, size_t n, const char *label, const name_list *l)
+{
+    if (!l->count || n == 0) return 0;
+    int w = l->count > 6 ? snprintf(out, n, "%s %s and %d more; ", label, l->text, l->count - 6)
+                         : snprintf(out, n, "%s %s; ", label, l->text);
+    return w < 0 ? 0 : (size_t)w < n ? (size_t)w : n - 1;
+}
+
+/* Optimizer state of some parameter ("exp_avg.<param>", ...): kept in checkpoints, skipped
+ * when loading into a model without an optimizer. */
+static bool is_any_state_of(const attn_params *p, const char *name)
+{
+    static const char *const kinds[] = {"exp_avg.", "exp_avg_sq.", "momentum_buffer."};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        size_t n = strlen(kinds[k]);
+        if (strncmp(name, kinds[k], n) == 0 && attn_params_get(p, name + n)) return true;
+    }
+    return false;
 }
 
 static bool is_state_name(const attn_optim *opt, const char *name)
@@ -132,43 +159,86 @@ static bool is_state_name(const attn_optim *opt, const char *name)
     return false;
 }
 
-/* Strict: every tensor of the file must have somewhere to go. */
-static attn_status check_no_extra(const attn_st_file *f, const char *path, const attn_params *p,
-                                  const attn_optim *opt)
+/* One destination (a parameter or a state buffer) matched with its file tensor. */
+typedef struct load_item {
+    const char *name;
+    float *dst;
+    int64_t numel;
+    const attn_st_tensor *src; /* NULL: not in the file */
+} load_item;
+
+/* How strictly a file must match the model. */
+typedef struct match_rules {
+    bool require_all;  /* every destination must be in the file */
+    bool refuse_extra; /* every file tensor must have a destination (optimizer state of a
+                          parameter counts as one when there is no optimizer) */
+} match_rules;
+
+/* Matches every destination with the file: wrong shapes, and what the rules refuse (missing
+ * destinations, file tensors with nowhere to go), are listed in one error. */
+static attn_status plan(const attn_st_file *f, const char *path, const attn_params *p,
+                        const attn_optim *opt, match_rules rules, load_item *items, size_t n_items,
+                        bool *all_state)
 {
-    for (size_t i = 0; i < attn_st_count(f); i++) {
-        const char *name = attn_st_at(f, i)->name;
-        if (!attn_params_get(p, name) && !is_state_name(opt, name))
-            return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\" is neither a parameter nor "
-                              "optimizer state (strict load)", path, name);
+    name_list missing = {0}, shapes = {0}, extra = {0};
+    const size_t np = attn_params_count(p);
+    *all_state = true;
+    for (size_t i = 0; i < n_items; i++) {
+        load_item *it = &items[i];
+        int ndim = 1;
+        int64_t shape[ATTN_MAX_DIMS] = {0};
+        if (i < np) {
+            const attn_tensor *t = attn_params_at(p, i);
+            *it = (load_item){attn_params_name(p, i), t->data, t->numel, NULL};
+            ndim = t->ndim;
+            memcpy(shape, t->shape, sizeof shape);
+        } else {
+            attn_optim_state_at(opt, i - np, &it->name, &it->dst, &it->numel);
+            shape[0] = it->numel;
+        }
+        it->src = attn_st_find(f, it->name);
+        if (!it->src) {
+            if (i >= np) *all_state = false;
+            if (rules.require_all) name_list_add(&missing, "%s", it->name);
+            continue;
+        }
+        char a[64], b[64];
+        bool same = it->src->ndim == ndim;
+        for (int d = 0; same && d < ndim; d++) same = it->src->shape[d] == shape[d];
+        if (!same)
+            name_list_add(&shapes, "%s (file %s, model %s)", it->name,
+                          attn__dims_str(a, sizeof a, it->src->ndim, it->src->shape),
+                          attn__dims_str(b, sizeof b, ndim, shape));
     }
-    return ATTN_OK;
+    for (size_t i = 0; rules.refuse_extra && i < attn_st_count(f); i++) {
+        const char *name = attn_st_at(f, i)->name;
+        if (!attn_params_get(p, name) && !is_state_name(opt, name) && (opt || !is_any_state_of(p, name)))
+            name_list_add(&extra, "%s", name);
+    }
+    if (!missing.count && !shapes.count && !extra.count) return ATTN_OK;
+    char msg[1000];
+    size_t n = 0;
+    n += name_list_print(msg + n, sizeof msg - n, "missing:", &missing);
+    n += name_list_print(msg + n, sizeof msg - n, "wrong shape:", &shapes);
+    n += name_list_print(msg + n, sizeof msg - n, "unexpected:", &extra);
+    if (n >= 2) msg[n - 2] = '\0'; /* the last "; " */
+    return attn__fail(missing.count || extra.count ? ATTN_ERR_FORMAT : ATTN_ERR_SHAPE,
+                      "%s: does not match the model: %s", path, msg);
 }
 
-/* Matches every parameter and state buffer with its file tensor into src (NULL: absent) and
- * dst; *all_state is true when every state buffer was found. */
-static attn_status plan(const attn_st_file *f, const char *path, const attn_params *p,
-                        const attn_optim *opt, bool strict, const attn_st_tensor **src,
-                        float **dst, bool *all_state)
+/* Every loaded value must be finite: a NaN parameter is never what a user wants to run. */
+static attn_status check_finite(const char *path, const load_item *items, size_t n, float *scratch)
 {
-    size_t np = attn_params_count(p), ns = opt ? attn_optim_state_count(opt) : 0;
-    attn_status s = ATTN_OK;
-    for (size_t i = 0; s == ATTN_OK && i < np; i++) {
-        attn_tensor *t = attn_params_at(p, i);
-        dst[i] = t->data;
-        s = match(f, path, attn_params_name(p, i), t->ndim, t->shape, strict, "parameter",
-                  &src[i]);
+    for (size_t i = 0; i < n; i++) {
+        if (!items[i].src) continue;
+        attn__st_to_f32(scratch, items[i].src);
+        for (int64_t e = 0; e < items[i].numel; e++)
+            if (!isfinite(scratch[e]))
+                return attn__fail(ATTN_ERR_NUMERIC, "%s: tensor \"%s\" holds %g at element %lld; a "
+                                  "checkpoint must hold finite values", path, items[i].name,
+                                  scratch[e], (long long)e);
     }
-    *all_state = true;
-    for (size_t i = 0; s == ATTN_OK && i < ns; i++) {
-        const char *name;
-        int64_t numel;
-        s = attn_optim_state_at(opt, i, &name, &dst[np + i], &numel);
-        if (s == ATTN_OK)
-            s = match(f, path, name, 1, &numel, strict, "optimizer state", &src[np + i]);
-        if (!src[np + i]) *all_state = false;
-    }
-    return s;
+    return ATTN_OK;
 }
 
 attn_status attn_checkpoint_load(const char *path, attn_params *p, attn_optim *opt, bool strict)
@@ -177,25 +247,29 @@ attn_status attn_checkpoint_load(const char *path, attn_params *p, attn_optim *o
         return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_load: path or params missing");
     attn_st_file *f = attn_st_open(path);
     if (!f) return attn_last_status();
-    size_t n = attn_params_count(p) + (opt ? attn_optim_state_count(opt) : 0);
-    const attn_st_tensor **src = calloc(n ? n : 1, sizeof *src); /* (n) NULL: not in the file */
-    float **dst = calloc(n ? n : 1, sizeof *dst);                 /* (n) where each one goes */
+    const size_t n = attn_params_count(p) + (opt ? attn_optim_state_count(opt) : 0);
+    int64_t largest = 1;
+    for (size_t i = 0; i < attn_params_count(p); i++)
+        if (attn_params_at(p, i)->numel > largest) largest = attn_params_at(p, i)->numel;
+    if (opt && attn_params_numel(p) > largest) largest = attn_params_numel(p);
+    load_item *items = calloc(n ? n : 1, sizeof *items);             /* (n) */
+    float *scratch = malloc((size_t)largest * sizeof *scratch);      /* (largest) values of one tensor */
     int64_t step = 0;
     bool has_step = false, all_state = false;
-    attn_status s = src && dst ? check_format(f, path)
-                               : attn__fail(ATTN_ERR_NOMEM, "%s: out of memory", path);
+    attn_status s = items && scratch ? check_format(f, path)
+                                     : attn__fail(ATTN_ERR_NOMEM, "%s: out of memory", path);
     if (s == ATTN_OK) s = read_step(f, path, &step, &has_step);
     if (s == ATTN_OK && opt && strict && !has_step)
         s = attn__fail(ATTN_ERR_FORMAT, "%s: no optimizer step count (strict load)", path);
-    if (s == ATTN_OK) s = plan(f, path, p, opt, strict, src, dst, &all_state);
-    if (s == ATTN_OK && strict) s = check_no_extra(f, path, p, opt);
+    if (s == ATTN_OK) s = plan(f, path, p, opt, (match_rules){strict, strict}, items, n, &all_state);
+    if (s == ATTN_OK) s = check_finite(path, items, n, scratch);
     if (s == ATTN_OK) { /* everything checked: now copy */
         for (size_t i = 0; i < n; i++)
-            if (src[i]) attn__st_to_f32(dst[i], src[i]);
+            if (items[i].src) attn__st_to_f32(items[i].dst, items[i].src);
         if (opt && has_step && all_state) attn_optim_set_step_count(opt, step);
     }
-    free(src);
-    free(dst);
+    free(items);
+    free(scratch);
     attn_st_close(f);
     return s;
 }
@@ -209,30 +283,23 @@ attn_status attn_checkpoint_average(attn_params *p, const char *const *paths, in
     const size_t np = attn_params_count(p);
     const int64_t total = attn_params_numel(p);
     double *sum = malloc((size_t)(total ? total : 1) * sizeof *sum); /* (total) p, then + each file */
-    float *file_values = NULL;                                       /* one file tensor as f32 */
-    if (!sum) return attn__fail(ATTN_ERR_NOMEM, "attn_checkpoint_average: out of memory");
-    for (size_t i = 0, at = 0; i < np; i++) {
+    float *values = malloc((size_t)(total ? total : 1) * sizeof *values); /* (total) one file's */
+    load_item *items = calloc(np ? np : 1, sizeof *items);             /* (np) */
+    attn_status s = sum && values && items ? ATTN_OK
+                                           : attn__fail(ATTN_ERR_NOMEM, "attn_checkpoint_average: out of memory");
+    for (size_t i = 0, at = 0; s == ATTN_OK && i < np; i++) {
         const attn_tensor *t = attn_params_at(p, i);
         for (int64_t e = 0; e < t->numel; e++) sum[at++] = t->data[e];
     }
-    attn_status s = ATTN_OK;
     for (int k = 0; s == ATTN_OK && k < n; k++) {
         attn_st_file *f = attn_st_open(paths[k]);
-        if (!f) {
-            s = attn_last_status();
-            break;
-        }
-        s = check_format(f, paths[k]);
+        bool all_state;
+        s = f ? check_format(f, paths[k]) : attn_last_status();
+        if (s == ATTN_OK) s = plan(f, paths[k], p, NULL, (match_rules){true, false}, items, np, &all_state);
+        if (s == ATTN_OK) s = check_finite(paths[k], items, np, values);
         for (size_t i = 0, at = 0; s == ATTN_OK && i < np; i++) {
-            const attn_tensor *t = attn_params_at(p, i);
-            const attn_st_tensor *st;
-            s = match(f, paths[k], attn_params_name(p, i), t->ndim, t->shape, true, "parameter", &st);
-            float *grown = s == ATTN_OK ? realloc(file_values, (size_t)t->numel * sizeof *grown) : file_values;
-            if (s == ATTN_OK && !grown) s = attn__fail(ATTN_ERR_NOMEM, "%s: out of memory", paths[k]);
-            file_values = grown;
-            if (s != ATTN_OK) break;
-            attn__st_to_f32(file_values, st);
-            for (int64_t e = 0; e < t->numel; e++) sum[at++] += file_values[e];
+            attn__st_to_f32(values, items[i].src);
+            for (int64_t e = 0; e < items[i].numel; e++) sum[at++] += values[e];
         }
         attn_st_close(f);
     }
@@ -240,7 +307,8 @@ attn_status attn_checkpoint_average(attn_params *p, const char *const *paths, in
         attn_tensor *t = attn_params_at(p, i);
         for (int64_t e = 0; e < t->numel; e++) t->data[e] = (float)(sum[at++] / (double)(n + 1));
     }
-    free(file_values);
+    free(items);
+    free(values);
     free(sum);
     return s;
 }
