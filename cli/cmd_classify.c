@@ -291,19 +291,31 @@ static int load_model(classify_run *run, classify_options *o)
 
 /* ---- actions ---- */
 
+/* One split of the aclImdb folder; entries that are not regular files are reported, not read. */
+static int load_reviews(attn_labeled_texts *t, const char *data, const char *split)
+{
+    if (attn_imdb_load(t, data, split) != ATTN_OK) return cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
+    if (t->skipped)
+        fprintf(stderr, "attn classify: note: %s/%s: skipped %lld entr%s named like reviews that %s not "
+                "regular files (e.g. %s)\n", data, split, (long long)t->skipped, t->skipped == 1 ? "y" : "ies",
+                t->skipped == 1 ? "is" : "are", t->skipped_first);
+    return CLI_OK;
+}
+
 static int load_split(classify_split *out, const classify_run *run, const char *split)
 {
     attn_labeled_texts t = {0};
-    attn_status st = attn_imdb_load(&t, run->opt->data, split);
-    if (st == ATTN_OK) st = encode_split(out, &t, run->vocab);
+    int code = load_reviews(&t, run->opt->data, split);
+    if (code == CLI_OK && encode_split(out, &t, run->vocab) != ATTN_OK)
+        code = cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
     attn_labeled_texts_free(&t);
-    return st == ATTN_OK ? CLI_OK : cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
+    return code;
 }
 
 static int do_train(classify_run *run, classify_options *o)
 {
     attn_labeled_texts t = {0};
-    if (attn_imdb_load(&t, o->data, "train") != ATTN_OK) return cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
+    if (load_reviews(&t, o->data, "train") != CLI_OK) return CLI_ERR_DATA;
     double t0 = now_seconds();
     run->vocab = build_vocab(&t);
     classify_split train = {0}, test = {0};

@@ -48,6 +48,7 @@ static int dispatch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a log file or pipe gets every line as it is printed */
     if (!dist_init(&argc, &argv)) return CLI_ERR_USAGE;
     return dist_finish(dispatch(argc, argv));
 }

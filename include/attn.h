@@ -895,11 +895,15 @@ typedef struct attn_labeled_texts {
     int32_t *labels;  /* 1 = pos, 0 = neg */
     int32_t *ratings; /* the <rating> of <id>_<rating>.txt (1-4 neg, 7-10 pos in aclImdb) */
     int64_t *ids;     /* the <id> */
+    int64_t skipped;  /* entries named like reviews that are not regular files (folders, FIFOs,
+                         devices, broken links): left out, never opened */
+    char *skipped_first; /* the first of them, "<path> (<kind>)"; NULL when none */
 } attn_labeled_texts;
 
 /* aclImdb layout: root/<split>/{neg,pos}/<id>_<rating>.txt (split "train" or "test"); every
- * other file or folder is ignored (unsup/, *.feat, urls_*.txt). Order: neg then pos, each by
- * numeric id (as the IMDB PyTorch anchor). A missing folder is ATTN_ERR_IO naming it; a folder
+ * other file or folder is ignored (unsup/, *.feat, urls_*.txt), and entries named like reviews
+ * that are not regular files are counted in out->skipped and left out. Order: neg then pos, each
+ * by numeric id (as the IMDB PyTorch anchor). A missing folder is ATTN_ERR_IO naming it; a folder
  * without reviews ATTN_ERR_FORMAT; a review that is not UTF-8 ATTN_ERR_FORMAT naming the file
  * and byte offset. */
 ATTN_API attn_status attn_imdb_load(attn_labeled_texts *out, const char *root, const char *split);
@@ -913,7 +917,8 @@ typedef struct attn_text_pairs {
 } attn_text_pairs;
 
 /* Two line-aligned files, plain or gzip (e.g. Multi30k train.en.gz / train.fr.gz). Different
- * line counts: ATTN_ERR_FORMAT naming both files and counts. */
+ * line counts: ATTN_ERR_FORMAT naming both files and counts. A path that is not a regular file
+ * (FIFO, device, folder) is ATTN_ERR_IO naming it, without blocking. */
 ATTN_API attn_status attn_pairs_load(attn_text_pairs *out, const char *src_path,
                                      const char *tgt_path);
 /* One tab-separated file (plain or gzip), the first two fields of each line (Tatoeba /

@@ -6,6 +6,8 @@
 
 #include "../core/core.h"
 
+#include <sys/types.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -89,7 +91,10 @@ void attn__strtab_free(attn__strtab *t);
 /* ---- files ---- */
 
 /* Reads the whole file (plain, or gzip-compressed: zlib tells them apart) into a malloc'd,
- * NUL-terminated buffer. ATTN_ERR_IO naming the path on failure. */
+ * NUL-terminated buffer. ATTN_ERR_IO naming the path on failure; a path that is not a regular
+ * file (FIFO, device, folder) is refused without blocking. */
 attn_status attn__read_file(const char *path, char **data, size_t *len);
+/* "a FIFO", "a folder", ... for messages. */
+const char *attn__file_kind(mode_t mode);
 
 #endif

@@ -1,10 +1,14 @@
 /* Whole-file reading for the loaders: plain or gzip-compressed files through zlib (gzread
- * passes plain files through unchanged), into one NUL-terminated buffer. */
+ * passes plain files through unchanged), into one NUL-terminated buffer. Only regular files:
+ * a FIFO or device is refused by name, never waited on. */
 #include "data_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define CHUNK (1u << 20)
@@ -38,20 +42,42 @@ static attn_status read_all(gzFile f, attn__buf *b, const char *path)
     return ATTN_OK;
 }
 
+const char *attn__file_kind(mode_t mode)
+{
+    return S_ISDIR(mode) ? "a folder" : S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device"
+           : S_ISBLK(mode) ? "a block device" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
 attn_status attn__read_file(const char *path, char **data, size_t *len)
 {
     *data = NULL;
     *len = 0;
-    gzFile f = gzopen(path, "rb");
-    if (!f)
-        return attn__fail(ATTN_ERR_IO, "%s: cannot open (%s)", path,
-                          errno ? strerror(errno) : "out of memory");
+    /* O_NONBLOCK: a FIFO must not block the open; it is refused below like a device */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return attn__fail(ATTN_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+    struct stat st;
+    attn_status s = ATTN_OK;
+    if (fstat(fd, &st) != 0)
+        s = attn__fail(ATTN_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        s = attn__fail(ATTN_ERR_IO, "%s: not a regular file (%s); expected a plain or gzip file", path,
+                       attn__file_kind(st.st_mode));
+    if (s != ATTN_OK) {
+        close(fd);
+        return s;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    gzFile f = gzdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return attn__fail(ATTN_ERR_NOMEM, "%s: cannot open (out of memory)", path);
+    }
     attn__buf b = {0};
-    attn_status st = read_all(f, &b, path);
+    s = read_all(f, &b, path);
     gzclose(f);
-    if (st != ATTN_OK) {
+    if (s != ATTN_OK) {
         attn__buf_free(&b);
-        return st;
+        return s;
     }
     *data = b.data;
     *len = b.len;

@@ -1,12 +1,15 @@
 /* The aclImdb loader: root/<split>/{neg,pos}/<id>_<rating>.txt, label from the folder (neg 0,
  * pos 1), id and rating from the file name; everything else in those folders and beside them
- * (unsup/, *.feat, urls_*.txt, README) is ignored. Each folder's reviews are sorted by id. */
+ * (unsup/, *.feat, urls_*.txt, README) is ignored, and so is (counted, never opened) an entry
+ * named like a review that is not a regular file. Each folder's reviews are sorted by id. */
 #include "data_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define LAYOUT "an aclImdb folder with {train,test}/{neg,pos}/<id>_<rating>.txt"
 
@@ -59,21 +62,39 @@ static void free_names(review_name *names, size_t n)
     free(names);
 }
 
-/* The review files of dir, sorted by (id, rating, name). */
-static attn_status list_reviews(const char *dir, review_name **out, size_t *count)
+/* Records an entry named like a review that is not a regular file (left out). */
+static void note_skipped(attn_labeled_texts *d, const char *dir, const char *name, const char *kind)
+{
+    if (d->skipped++ > 0) return;
+    size_t n = strlen(dir) + strlen(name) + strlen(kind) + 8;
+    if ((d->skipped_first = malloc(n))) snprintf(d->skipped_first, n, "%s/%s (%s)", dir, name, kind);
+}
+
+/* The review files of dir, sorted by (id, rating, name); entries named like reviews that are not
+ * regular files (folders, FIFOs, devices, broken links) are counted in d and left out. */
+static attn_status list_reviews(attn_labeled_texts *d, const char *dir, review_name **out, size_t *count)
 {
     *out = NULL;
     *count = 0;
-    DIR *d = opendir(dir);
-    if (!d)
+    DIR *dd = opendir(dir);
+    if (!dd)
         return attn__fail(ATTN_ERR_IO, "%s: cannot open the folder (%s); expected " LAYOUT, dir,
                           strerror(errno));
     review_name *names = NULL;
     size_t n = 0, cap = 0;
     attn_status st = ATTN_OK;
-    for (struct dirent *e; st == ATTN_OK && (e = readdir(d)) != NULL;) {
+    for (struct dirent *e; st == ATTN_OK && (e = readdir(dd)) != NULL;) {
         review_name r = {0};
         if (!parse_name(e->d_name, &r.id, &r.rating)) continue;
+        struct stat info;
+        if (fstatat(dirfd(dd), e->d_name, &info, 0) != 0) {
+            note_skipped(d, dir, e->d_name, errno == ENOENT ? "a broken link" : strerror(errno));
+            continue;
+        }
+        if (!S_ISREG(info.st_mode)) {
+            note_skipped(d, dir, e->d_name, attn__file_kind(info.st_mode));
+            continue;
+        }
         if (n == cap) {
             cap = cap ? cap * 2 : 1024;
             review_name *grown = realloc(names, cap * sizeof *names);
@@ -84,7 +105,7 @@ static attn_status list_reviews(const char *dir, review_name **out, size_t *coun
             st = attn__fail(ATTN_ERR_NOMEM, "%s: listing", dir);
         if (st == ATTN_OK) names[n++] = r;
     }
-    closedir(d);
+    closedir(dd);
     if (st == ATTN_OK && n == 0)
         st = attn__fail(ATTN_ERR_FORMAT, "%s: no reviews; expected files named <id>_<rating>.txt "
                         "(" LAYOUT ")", dir);
@@ -136,7 +157,7 @@ static attn_status load_folder(attn_labeled_texts *d, const char *dir, int32_t l
 {
     review_name *names;
     size_t n;
-    attn_status st = list_reviews(dir, &names, &n);
+    attn_status st = list_reviews(d, dir, &names, &n);
     if (st != ATTN_OK) return st;
     st = grow(d, n);
     for (size_t i = 0; i < n && st == ATTN_OK; i++)
@@ -164,6 +185,8 @@ attn_status attn_imdb_load(attn_labeled_texts *out, const char *root, const char
         free(dir);
     }
     free(split_dir);
+    if (st == ATTN_OK && out->skipped && !out->skipped_first)
+        st = attn__fail(ATTN_ERR_NOMEM, "aclImdb: out of memory");
     if (st != ATTN_OK) attn_labeled_texts_free(out);
     return st;
 }
@@ -177,5 +200,6 @@ void attn_labeled_texts_free(attn_labeled_texts *d)
     free(d->labels);
     free(d->ratings);
     free(d->ids);
+    free(d->skipped_first);
     *d = (attn_labeled_texts){0};
 }
