@@ -3,12 +3,14 @@
 #ifndef ATTN_CLI_CLASSIFY_H
 #define ATTN_CLI_CLASSIFY_H
 
+#include "options.h"
 #include "train_common.h"
 
 typedef struct classify_options {
     train_options train;
     const char *data, *out;
     attn_classifier_config model;
+    int attention;           /* --attention: an attn_classifier_attention */
     bool seed_style_explain; /* explain from embeddings alone, as seed 002's visualize_attention */
 } classify_options;
 
@@ -26,7 +28,11 @@ typedef struct classify_run {
     attn_params *params;
     attn_classifier model;
     bool model_ready;
+    bool vocab_saved; /* train: <checkpoint>.vocab is written with the first checkpoint */
 } classify_run;
+
+/* "<checkpoint>.vocab", malloc'd. */
+char *classify_vocab_path(const char *checkpoint);
 
 /* Trains (resuming when asked), saves checkpoints, prints the test accuracy at the end. */
 int classify_train(classify_run *run, const classify_split *train, const classify_split *test);

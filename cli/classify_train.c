@@ -39,9 +39,18 @@ static attn_status epoch_batches(attn_batches *out, const classify_options *o, i
     return attn_batches_plain(out, n, o->train.batch_size * dist_size(), &rng);
 }
 
-static attn_status save(const classify_run *run, const attn_optim *opt, attn_ctx *ctx, long epoch,
+/* The checkpoint, and with the first one the vocabulary beside it: a run that fails before its
+ * first checkpoint leaves no file behind. */
+static attn_status save(classify_run *run, const attn_optim *opt, attn_ctx *ctx, long epoch,
                         int64_t batch)
 {
+    if (!run->vocab_saved && dist_rank() == 0) {
+        char *vp = classify_vocab_path(run->opt->train.checkpoint);
+        attn_status st = vp ? attn_vocab_save(run->vocab, vp) : ATTN_ERR_NOMEM;
+        free(vp);
+        if (st != ATTN_OK) return st;
+        run->vocab_saved = true;
+    }
     run_position pos = {.epoch = epoch, .batch = batch, .global_batch = run->opt->train.batch_size * dist_size(),
                         .rng = *attn_ctx_rng(ctx)};
     int n;

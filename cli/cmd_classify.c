@@ -7,110 +7,103 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_DATA "data/aclImdb_mini"
-#define DEFAULT_CHECKPOINT "classifier.safetensors"
+static const char *const attention_names[] = {"softmax", "linear", "conv", "additive", NULL};
+static const char *const action_names[] = {"train", "eval", "predict", "explain", NULL};
+enum { TRAIN, EVAL, PREDICT, EXPLAIN };
 
-static void help(void)
+#define M(field) offsetof(classify_options, model.field)
+static const cli_option options[] = {
+    {"--data", "DIR", CLI_TEXT, offsetof(classify_options, data), 0, 0, NULL, "data/aclImdb_mini",
+     "aclImdb root with train/ and test/"},
+    {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "model (train; the others read it from the checkpoint):"},
+    {"--attention", NULL, CLI_CHOICE, offsetof(classify_options, attention), 0, 0, attention_names, "softmax",
+     "the attention layer: the seed's multi-head softmax, or one of seed 002's variants"},
+    {"--blocks", "N", CLI_INT, M(num_blocks), 0, 64, NULL, "0", "N Transformer blocks instead of one attention layer"},
+    {"--pre-ln", NULL, CLI_FLAG, M(norm_first), 0, 0, NULL, NULL, "blocks are pre-LN (default post-LN, as the seed)"},
+    {"--sinusoidal", NULL, CLI_FLAG, M(sinusoidal), 0, 0, NULL, NULL, "sinusoidal positions instead of the learned table"},
+    {"--mask-padding", NULL, CLI_FLAG, M(mask_padding), 0, 0, NULL, NULL,
+     "mask padding keys and pool over real tokens (the seed does not)"},
+    {"--embed-dim", "N", CLI_INT64, M(embed_dim), 1, 4096, NULL, "128", "embedding width E"},
+    {"--heads", "N", CLI_INT64, M(num_heads), 1, 256, NULL, "4", "attention heads (must divide E)"},
+    {"--hidden", "N", CLI_INT64, M(hidden_dim), 1, 65536, NULL, "256", "hidden width of the classifier head"},
+    {"--dropout", "X", CLI_FLOAT, M(dropout), 0, 0.99, NULL, "0.5", "dropout of the classifier head"},
+    {"--additive-hidden", "N", CLI_INT64, M(additive_hidden), 1, 4096, NULL, NULL,
+     "additive attention's hidden width (default E)"},
+    {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "explain:"},
+    {"--out", "FILE", CLI_TEXT, offsetof(classify_options, out), 0, 0, NULL, "attention.png",
+     "the heatmap (.png, .svg or .pdf)"},
+    {"--seed-style", NULL, CLI_FLAG, offsetof(classify_options, seed_style_explain), 0, 0, NULL, NULL,
+     "from the embeddings alone, exactly as the seed draws it"},
+    CLI_TRAIN_OPTIONS(classify_options, "5", "32", "1e-3", "512", "classifier.safetensors"),
+};
+#undef M
+
+const cli_spec classify_spec = {
+    .cmd = "classify",
+    .synopsis = "train|eval|predict|explain [options] [TEXT ...]",
+    .about = "Seed 002's classifier: Embedding + positions + self-attention + mean pool + MLP,\n"
+             "trained with Adam on IMDB reviews (label = folder pos/neg).",
+    .actions = "  train             build the vocabulary, train, print the test accuracy\n"
+               "  eval              test accuracy of a saved model\n"
+               "  predict [TEXT]    label and probability per text (arguments, or lines of stdin)\n"
+               "  explain TEXT      the attention heatmap of a text (seed 002's visualize_attention)\n",
+    CLI_OPTIONS(options),
+};
+
+char *classify_vocab_path(const char *checkpoint)
 {
-    printf("usage: attn classify train|eval|predict|explain [options] [TEXT ...]\n\n"
-           "Seed 002's classifier: Embedding + positions + self-attention + mean pool + MLP,\n"
-           "trained with Adam on IMDB reviews (label = folder pos/neg).\n\n"
-           "  train             build the vocabulary, train, print the test accuracy\n"
-           "  eval              test accuracy of a saved model\n"
-           "  predict [TEXT]    label and probability per text (arguments, or lines of stdin)\n"
-           "  explain TEXT      the attention heatmap of a text (seed 002's visualize_attention)\n\n"
-           "  --data DIR        aclImdb root with train/ and test/ (default %s)\n"
-           "  --attention KIND  softmax (the seed), linear, conv or additive\n"
-           "  --blocks N        N Transformer blocks instead of one attention layer\n"
-           "  --pre-ln          blocks are pre-LN (default post-LN, as the seed)\n"
-           "  --sinusoidal      sinusoidal positions instead of the learned table\n"
-           "  --mask-padding    mask padding keys and pool over real tokens (the seed does not)\n"
-           "  --embed-dim N --heads N --hidden N --dropout X --additive-hidden N\n"
-           "  --out FILE        explain: the heatmap (default attention.png)\n"
-           "  --seed-style      explain from the embeddings alone, exactly as the seed draws it\n\n",
-           DEFAULT_DATA);
-    train_options_help();
-    printf("\ndefaults: epochs 5, batch 32, lr 1e-3, max-len 512, checkpoint %s\n", DEFAULT_CHECKPOINT);
+    size_t n = strlen(checkpoint) + 7;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s.vocab", checkpoint);
+    return p;
 }
 
-static const char *const attention_names[] = {"softmax", "linear", "conv", "additive"};
-
-static int parse_model_option(classify_options *o, int argc, char **argv, int *i)
+/* The files the action reads and writes, and the model's shape, checked before any work. */
+static int validate(const classify_options *o, int action, int n_texts)
 {
-    const char *opt = argv[*i], *v;
-    attn_classifier_config *m = &o->model;
-    if (!strcmp(opt, "--pre-ln")) return m->norm_first = true, 1;
-    if (!strcmp(opt, "--sinusoidal")) return m->sinusoidal = true, 1;
-    if (!strcmp(opt, "--mask-padding")) return m->mask_padding = true, 1;
-    if (!strcmp(opt, "--seed-style")) return o->seed_style_explain = true, 1;
-    if (!strcmp(opt, "--data") || !strcmp(opt, "--out") || !strcmp(opt, "--attention")) {
-        if (!(v = cli_value("classify", argc, argv, i))) return -1;
-        if (!strcmp(opt, "--data")) o->data = v;
-        else if (!strcmp(opt, "--out")) o->out = v;
-        else {
-            int k = 0;
-            while (k < 4 && strcmp(v, attention_names[k])) k++;
-            if (k == 4)
-                return cli_fail(CLI_ERR_USAGE, "classify", "--attention expects softmax, linear, conv "
-                                "or additive, got \"%s\"", v), -1;
-            m->attention = (attn_classifier_attention)k;
-        }
-        return 1;
+    const train_options *t = &o->train;
+    const attn_classifier_config *m = &o->model;
+    if (action == TRAIN || action == EVAL) {
+        if (n_texts) return cli_fail(CLI_ERR_USAGE, "classify", "%s takes no TEXT arguments", action_names[action]);
+        if (!cli_check_input_dir("classify", "--data", o->data)) return CLI_ERR_USAGE;
     }
-    struct { const char *name; int64_t *dst; long max; } nums[] = {
-        {"--embed-dim", &m->embed_dim, 4096}, {"--heads", &m->num_heads, 256},
-        {"--hidden", &m->hidden_dim, 65536}, {"--additive-hidden", &m->additive_hidden, 4096},
-    };
-    for (int k = 0; k < 4; k++)
-        if (!strcmp(opt, nums[k].name)) {
-            long x;
-            if (!(v = cli_value("classify", argc, argv, i)) || !cli_parse_long("classify", opt, v, 1, nums[k].max, &x))
-                return -1;
-            *nums[k].dst = x;
-            return 1;
-        }
-    if (!strcmp(opt, "--blocks") || !strcmp(opt, "--dropout")) {
-        if (!(v = cli_value("classify", argc, argv, i))) return -1;
-        long x;
-        double d;
-        if (!strcmp(opt, "--blocks")) {
-            if (!cli_parse_long("classify", opt, v, 0, 64, &x)) return -1;
-            m->num_blocks = (int)x;
-        } else {
-            if (!cli_parse_float("classify", opt, v, 0.0, 0.99, &d)) return -1;
-            m->dropout = (float)d;
-        }
-        return 1;
+    if (action == EXPLAIN && n_texts != 1)
+        return cli_fail(CLI_ERR_USAGE, "classify", "explain takes one TEXT (quote it), got %d", n_texts);
+    if (action == EXPLAIN && !cli_check_picture("classify", "--out", o->out)) return CLI_ERR_USAGE;
+    if (action != TRAIN || t->resume) {
+        if (!cli_check_input_file("classify", "--checkpoint", t->checkpoint)) return CLI_ERR_USAGE;
     }
-    return 0;
+    if (action == TRAIN) {
+        char *vp = t->checkpoint ? classify_vocab_path(t->checkpoint) : NULL;
+        bool ok = cli_check_output("classify", "--checkpoint", t->checkpoint) && vp &&
+                  cli_check_output("classify", "--checkpoint", vp) &&
+                  (!t->plot_loss || cli_check_picture("classify", "--plot-loss", t->plot_loss));
+        free(vp);
+        if (!ok) return CLI_ERR_USAGE;
+        bool heads = m->num_blocks > 0 || m->attention == ATTN_CLASSIFIER_SOFTMAX || m->attention == ATTN_CLASSIFIER_CONV;
+        if (heads && m->embed_dim % m->num_heads != 0)
+            return cli_fail(CLI_ERR_USAGE, "classify", "--heads %lld must divide --embed-dim %lld",
+                            (long long)m->num_heads, (long long)m->embed_dim);
+    }
+    return CLI_OK;
 }
 
 /* Options after the action; free arguments (texts) are collected in texts. */
-static int parse(int argc, char **argv, classify_options *o, const char ***texts, int *n_texts)
+static int parse(int argc, char **argv, classify_options *o, int *action, const char ***texts, int *n_texts)
 {
     memset(o, 0, sizeof *o);
-    o->data = DEFAULT_DATA;
-    o->out = "attention.png";
     o->model = attn_classifier_defaults(0);
-    o->train = (train_options){.epochs = 5, .batch_size = 32, .lr = 1e-3, .max_len = 512,
-                               .checkpoint = DEFAULT_CHECKPOINT};
     *texts = calloc((size_t)argc, sizeof **texts);
-    *n_texts = 0;
     if (!*texts) return cli_fail(CLI_ERR_DATA, "classify", "out of memory");
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            help();
-            return -1;
-        }
-        int r = train_options_parse(&o->train, "classify", argc, argv, &i);
-        if (r == 0) r = parse_model_option(o, argc, argv, &i);
-        if (r < 0) return CLI_ERR_USAGE;
-        if (r > 0) continue;
-        if (argv[i][0] == '-' && argv[i][1])
-            return cli_fail(CLI_ERR_USAGE, "classify", "unknown option \"%s\" (see attn classify --help)", argv[i]);
-        (*texts)[(*n_texts)++] = argv[i];
-    }
+    int code = cli_parse(&classify_spec, o, argc, argv, 2, *texts, n_texts);
+    if (code != CLI_OK) return code;
+    for (*action = 0; action_names[*action] && strcmp(argv[1], action_names[*action]); ++*action) {}
+    if (!action_names[*action])
+        return cli_fail(CLI_ERR_USAGE, "classify", "unknown action \"%s\"; expected train, eval, predict or explain",
+                        argv[1]);
+    o->model.attention = (attn_classifier_attention)o->attention;
     o->model.max_len = o->train.max_len;
+    if ((code = validate(o, *action, *n_texts)) != CLI_OK) return code;
     if (o->train.threads > 0) attn_set_num_threads((int)o->train.threads);
     return CLI_OK;
 }
@@ -263,20 +256,12 @@ static int build_model(classify_run *run, classify_options *o)
     return CLI_OK;
 }
 
-static char *vocab_path(const char *checkpoint)
-{
-    size_t n = strlen(checkpoint) + 7;
-    char *p = malloc(n);
-    if (p) snprintf(p, n, "%s.vocab", checkpoint);
-    return p;
-}
-
 /* eval/predict/explain: the saved model and vocabulary */
 static int load_model(classify_run *run, classify_options *o)
 {
     int code = load_config(o);
     if (code != CLI_OK) return code;
-    char *vp = vocab_path(o->train.checkpoint);
+    char *vp = classify_vocab_path(o->train.checkpoint);
     run->vocab = vp ? attn_vocab_load(vp) : NULL;
     free(vp);
     if (!run->vocab) return cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
@@ -327,10 +312,6 @@ static int do_train(classify_run *run, classify_options *o)
         printf("data: %lld train / %lld test reviews from %s, vocabulary %lld tokens (%.1f s)\n",
                (long long)train.count, (long long)test.count, o->data,
                (long long)attn_vocab_size(run->vocab), now_seconds() - t0);
-        char *vp = vocab_path(o->train.checkpoint);
-        if (!vp || (dist_rank() == 0 && attn_vocab_save(run->vocab, vp) != ATTN_OK))
-            code = cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
-        free(vp);
     }
     if (code == CLI_OK) code = build_model(run, o);
     if (code == CLI_OK) {
@@ -409,8 +390,7 @@ static int do_predict(classify_run *run, classify_options *o, const char **texts
 
 static int do_explain(classify_run *run, classify_options *o, const char **texts, int n_texts)
 {
-    if (n_texts != 1)
-        return cli_fail(CLI_ERR_USAGE, "classify", "explain takes one TEXT (quote it), got %d", n_texts);
+    (void)n_texts; /* one: validate() checked */
     int code = load_model(run, o);
     attn_ctx *ctx = attn_ctx_new(0);
     int64_t *ids = malloc((size_t)o->model.max_len * sizeof *ids);
@@ -454,26 +434,23 @@ done:
 int cmd_classify(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        help();
+        cli_help(&classify_spec, argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_ERR_USAGE : CLI_OK;
     }
-    const char *action = argv[1];
     classify_options o;
     const char **texts = NULL;
-    int n_texts = 0;
-    int code = parse(argc, argv, &o, &texts, &n_texts);
+    int n_texts = 0, action = 0;
+    int code = parse(argc, argv, &o, &action, &texts, &n_texts);
     classify_run run = {.opt = &o};
     if (code == CLI_OK) {
-        if (!strcmp(action, "train") && n_texts == 0) code = do_train(&run, &o);
-        else if (!strcmp(action, "eval") && n_texts == 0) code = do_eval(&run, &o);
-        else if (!strcmp(action, "predict")) code = do_predict(&run, &o, texts, n_texts);
-        else if (!strcmp(action, "explain")) code = do_explain(&run, &o, texts, n_texts);
-        else if (n_texts) code = cli_fail(CLI_ERR_USAGE, "classify", "unexpected argument \"%s\"", texts[0]);
-        else code = cli_fail(CLI_ERR_USAGE, "classify", "unknown action \"%s\"; expected train, eval, predict or explain", action);
+        if (action == TRAIN) code = do_train(&run, &o);
+        else if (action == EVAL) code = do_eval(&run, &o);
+        else if (action == PREDICT) code = do_predict(&run, &o, texts, n_texts);
+        else code = do_explain(&run, &o, texts, n_texts);
     }
     free(texts);
     if (run.model_ready) attn_classifier_free(&run.model);
     attn_params_free(run.params);
     attn_vocab_free(run.vocab);
-    return code < 0 ? CLI_OK : code;
+    return code == CLI_HELP_SHOWN ? CLI_OK : code;
 }

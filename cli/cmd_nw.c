@@ -2,7 +2,7 @@
  * y = 2.333 sin x + x^0.666 + N(0, 0.5^2) on 150 sorted points of U(0, 5) (or reads x_train,
  * y_train, x_test, y_true from --data), learns the kernel width w on leave-one-out keys, prints
  * "epoch NN, loss = X, w = Y" per epoch like the seed, and plots the fit. */
-#include "cli.h"
+#include "options.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -19,45 +19,40 @@ typedef struct nw_data {
     attn_tensor *x_train, *y_train, *x_test, *y_true; /* heap tensors, 1-D */
 } nw_data;
 
-static void help(void)
-{
-    printf("usage: attn nw [options]\n\n"
-           "Seed 003: Nadaraya-Watson kernel regression as attention pooling, the kernel width w\n"
-           "learned by SGD on leave-one-out keys; prints the loss and w per epoch and plots the fit.\n\n"
-           "  --epochs N        epochs (default 20)\n"
-           "  --lr X            SGD learning rate (default 0.5)\n"
-           "  --n-train N       generated training points (default 150)\n"
-           "  --seed S          data seed (default 0)\n"
-           "  --data FILE       x_train, y_train, x_test, y_true from a safetensors file instead\n"
-           "  --out FILE        save losses, w per epoch, x_test, y_true and predictions (safetensors)\n"
-           "  --plot FILE       the fit plot (.png/.svg/.pdf; default nw_fit.png; \"none\" to skip)\n"
-           "  --plot-loss FILE  the loss curve\n");
-}
+static const cli_option options[] = {
+    {"--epochs", "N", CLI_LONG, offsetof(nw_options, epochs), 1, 1000000, NULL, "20", "epochs"},
+    {"--lr", "X", CLI_DOUBLE, offsetof(nw_options, lr), 0, 1e6, NULL, "0.5", "SGD learning rate"},
+    {"--n-train", "N", CLI_LONG, offsetof(nw_options, n_train), 3, 100000, NULL, "150", "generated training points"},
+    {"--seed", "S", CLI_LONG, offsetof(nw_options, seed), 0, 2147483647.0, NULL, "0", "data seed"},
+    {"--data", "FILE", CLI_TEXT, offsetof(nw_options, data), 0, 0, NULL, NULL,
+     "x_train, y_train, x_test, y_true from a safetensors file instead"},
+    {"--out", "FILE", CLI_TEXT, offsetof(nw_options, out), 0, 0, NULL, NULL,
+     "save losses, w per epoch, x_test, y_true and predictions (safetensors)"},
+    {"--plot", "FILE", CLI_TEXT, offsetof(nw_options, plot), 0, 0, NULL, "nw_fit.png",
+     "the fit plot (.png, .svg or .pdf; \"none\" to skip)"},
+    {"--plot-loss", "FILE", CLI_TEXT, offsetof(nw_options, plot_loss), 0, 0, NULL, NULL, "the loss curve"},
+};
 
+const cli_spec nw_spec = {
+    .cmd = "nw",
+    .synopsis = "[options]",
+    .about = "Seed 003: Nadaraya-Watson kernel regression as attention pooling, the kernel width w\n"
+             "learned by SGD on leave-one-out keys; prints the loss and w per epoch and plots the fit.",
+    CLI_OPTIONS(options),
+};
+
+/* Options, then every path checked before any work. */
 static int parse(int argc, char **argv, nw_options *o)
 {
-    *o = (nw_options){.epochs = 20, .n_train = 150, .lr = 0.5, .plot = "nw_fit.png"};
-    for (int i = 1; i < argc; i++) {
-        const char *opt = argv[i], *v;
-        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
-            help();
-            return -1;
-        }
-        const char **str = !strcmp(opt, "--data") ? &o->data : !strcmp(opt, "--out") ? &o->out
-                           : !strcmp(opt, "--plot") ? &o->plot : !strcmp(opt, "--plot-loss") ? &o->plot_loss : NULL;
-        long *num = !strcmp(opt, "--epochs") ? &o->epochs : !strcmp(opt, "--n-train") ? &o->n_train
-                    : !strcmp(opt, "--seed") ? &o->seed : NULL;
-        if (!str && !num && strcmp(opt, "--lr"))
-            return cli_fail(CLI_ERR_USAGE, "nw", "unknown option \"%s\" (see attn nw --help)", opt);
-        if (!(v = cli_value("nw", argc, argv, &i))) return CLI_ERR_USAGE;
-        if (str) *str = v;
-        else if (num == &o->epochs && !cli_parse_long("nw", opt, v, 1, 1000000, num)) return CLI_ERR_USAGE;
-        else if (num == &o->n_train && !cli_parse_long("nw", opt, v, 3, 100000, num)) return CLI_ERR_USAGE;
-        else if (num == &o->seed && !cli_parse_long("nw", opt, v, 0, 2147483647L, num)) return CLI_ERR_USAGE;
-        else if (!num && !cli_parse_float("nw", opt, v, 0.0, 1e6, &o->lr)) return CLI_ERR_USAGE;
-    }
+    memset(o, 0, sizeof *o);
+    int code = cli_parse(&nw_spec, o, argc, argv, 1, NULL, NULL);
+    if (code != CLI_OK) return code;
     if (o->plot && !strcmp(o->plot, "none")) o->plot = NULL;
-    return CLI_OK;
+    bool ok = (!o->data || cli_check_input_file("nw", "--data", o->data)) &&
+              (!o->out || cli_check_output("nw", "--out", o->out)) &&
+              (!o->plot || cli_check_picture("nw", "--plot", o->plot)) &&
+              (!o->plot_loss || cli_check_picture("nw", "--plot-loss", o->plot_loss));
+    return ok ? CLI_OK : CLI_ERR_USAGE;
 }
 
 static float target_fn(float x) { return 2.333f * sinf(x) + powf(x, 0.666f); }
@@ -225,7 +220,7 @@ int cmd_nw(int argc, char **argv)
 {
     nw_options o;
     int code = parse(argc, argv, &o);
-    if (code != CLI_OK) return code < 0 ? CLI_OK : code;
+    if (code != CLI_OK) return code == CLI_HELP_SHOWN ? CLI_OK : code;
     nw_data d = {0};
     attn_status st = o.data ? load(&d, o.data) : generate(&d, o.n_train, o.seed);
     if (st != ATTN_OK) {

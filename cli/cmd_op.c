@@ -1,30 +1,50 @@
 /* attn op NAME --in IN.safetensors --out OUT.safetensors: runs one attention mechanism on tensors
  * read from a file and writes its outputs (and gradients, when grad_out is given), so any result
  * can be compared with PyTorch on identical inputs. */
-#include "cli.h"
 #include "op_io.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void help(void)
-{
-    printf(
-        "usage: attn op NAME --in IN.safetensors --out OUT.safetensors [options]\n\n"
-        "Runs one mechanism on named tensors from IN and writes the results to OUT.\n\n"
-        "NAME     inputs                         parameters (PyTorch state_dict names)\n"
-        "  sdpa   q (B,H,Lq,D) or (B,Lq,D), k, v   -\n"
-        "  mha    q, k, v: (L,B,E), or (B,L,E)    in_proj_weight, in_proj_bias, out_proj.weight,\n"
-        "         with --batch-first             out_proj.bias (or q_proj_weight, k_proj_weight,\n"
-        "                                        v_proj_weight when kdim/vdim differ; or seed\n"
-        "                                        002's Wq.*, Wk.*, Wv.*, fc_out.*)\n"
-        "  additive q (B,Lq,qs), k (B,Lk,ks), v  W_q.weight, W_k.weight, w_v.weight\n"
-        "  nw     q (n), k (n,m), v (n,m)        w (optional: absent = fixed Gaussian kernel)\n"
-        "  linear x (B,L,E)                      to_query.*, to_key.*, to_value.*\n"
-        "  conv_attention x (B,L,E)              attention.* (as mha), conv.weight, conv.bias,\n"
-        "                                        norm.weight, norm.bias\n\n"
-        "masks (optional inputs; a mask the mechanism does not take is an error):\n"
+static const char *const impl_names[] = {"auto", "fused", "ref", NULL}; /* attn_sdpa_impl order */
+
+#define O(field) offsetof(op_args, field)
+static const cli_option options[] = {
+    {"--in", "IN.safetensors", CLI_TEXT, O(in_path), 0, 0, NULL, NULL, "the inputs, parameters and masks (required)"},
+    {"--out", "OUT.safetensors", CLI_TEXT, O(out_path), 0, 0, NULL, NULL, "the results (required)"},
+    {"--causal", NULL, CLI_FLAG, O(causal), 0, 0, NULL, NULL, "top-left aligned causal mask (sdpa, mha, conv_attention)"},
+    {"--scale", "S", CLI_FLOAT, O(scale), 1e-30, 1e30, NULL, NULL, "score scale (sdpa; default 1/sqrt(D))"},
+    {"--num-heads", "N", CLI_LONG, O(num_heads), 1, 4096, NULL, NULL, "heads (mha, conv_attention; required there)"},
+    {"--need-weights", NULL, CLI_FLAG, O(need_weights), 0, 0, NULL, NULL, "also write `weights`"},
+    {"--no-average-weights", NULL, CLI_FLAG, O(per_head_weights), 0, 0, NULL, NULL,
+     "per-head weights (B,H,Lq,Lk) instead of the mean (mha, conv_attention)"},
+    {"--batch-first", NULL, CLI_FLAG, O(batch_first), 0, 0, NULL, NULL, "mha inputs are (B,L,E) (default: PyTorch's (L,B,E))"},
+    {"--shen", NULL, CLI_FLAG, O(shen), 0, 0, NULL, NULL, "linear: Shen et al.'s variant (softmax of Q over features)"},
+    {"--impl", NULL, CLI_CHOICE, O(impl), 0, 0, impl_names, "auto", "SDPA kernel (auto: fused unless weights are asked)"},
+    {"--threads", "N", CLI_LONG, O(threads), 1, 4096, NULL, NULL, "threads (default: all cores)"},
+};
+#undef O
+
+const cli_spec op_spec = {
+    .cmd = "op",
+    .synopsis = "NAME --in IN.safetensors --out OUT.safetensors [options]",
+    .about = "Runs one mechanism on named tensors from IN and writes the results to OUT, so any\n"
+             "result can be compared with PyTorch on identical inputs.",
+    .actions =
+        "  sdpa              q (B,H,Lq,D) or (B,Lq,D), k, v; no parameters\n"
+        "  mha               q, k, v: (L,B,E), or (B,L,E) with --batch-first; in_proj_weight,\n"
+        "                    in_proj_bias, out_proj.weight, out_proj.bias (or q_proj_weight,\n"
+        "                    k_proj_weight, v_proj_weight when kdim/vdim differ; or seed 002's Wq.*,\n"
+        "                    Wk.*, Wv.*, fc_out.*)\n"
+        "  additive          q (B,Lq,qs), k (B,Lk,ks), v; W_q.weight, W_k.weight, w_v.weight\n"
+        "  nw                q (n), k (n,m), v (n,m); w (optional: absent = fixed Gaussian kernel)\n"
+        "  linear            x (B,L,E); to_query.*, to_key.*, to_value.*\n"
+        "  conv_attention    x (B,L,E); attention.* (as mha), conv.weight, conv.bias, norm.weight,\n"
+        "                    norm.bias\n",
+    CLI_OPTIONS(options),
+    .notes =
+        "Masks (optional inputs; a mask the mechanism does not take is an error):\n"
         "  attn_mask         sdpa: as F.scaled_dot_product_attention: BOOL, true = may attend,\n"
         "                    or a float dtype, added to the scores\n"
         "                    mha, conv_attention: as nn.MultiheadAttention: BOOL, true = NOT\n"
@@ -36,80 +56,52 @@ static void help(void)
         "  valid_lens        an integer dtype, (B) or (B,Lq): keys j >= len masked (D2L)\n"
         "                    (sdpa, mha, additive, conv_attention)\n"
         "  grad_out          the upstream gradient of out: adds dq, dk, dv (dx) and\n"
-        "                    grad.<param name> to OUT\n\n"
-        "options:\n"
-        "  --causal              top-left aligned causal mask (sdpa, mha, conv_attention)\n"
-        "  --scale S             score scale (sdpa; default 1/sqrt(D))\n"
-        "  --num-heads N         heads (mha, conv_attention; required)\n"
-        "  --need-weights        also write `weights`\n"
-        "  --no-average-weights  per-head weights (B,H,Lq,Lk) instead of the mean (mha)\n"
-        "  --batch-first         mha inputs are (B,L,E) (default: PyTorch's (L,B,E))\n"
-        "  --shen                linear: Shen et al.'s variant (softmax of Q over features)\n"
-        "  --impl ref|fused      SDPA kernel (default fused; weights force ref)\n"
-        "  --threads N           threads (default: OpenMP's)\n\n"
-        "outputs: out, weights (when asked), dq dk dv or dx, grad.<param name>\n"
-        "Fully masked query rows give 0 here (PyTorch 1.13 gives NaN).\n");
-}
+        "                    grad.<param name> to OUT\n"
+        "Outputs: out, weights (when asked), dq dk dv or dx, grad.<param name>.\n"
+        "Fully masked query rows give 0 here (PyTorch 1.13 gives NaN).\n",
+};
 
-static int parse_args(int argc, char **argv, op_args *a)
+/* Options that do not apply to the mechanism are errors, as are missing required ones. */
+static int validate(const op_args *a, const op_mechanism *mech)
 {
-    memset(a, 0, sizeof *a);
-    a->average_weights = true;
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v;
-        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-            help();
-            return -1;
-        } else if (!strcmp(o, "--causal")) a->causal = true;
-        else if (!strcmp(o, "--need-weights")) a->need_weights = true;
-        else if (!strcmp(o, "--no-average-weights")) a->average_weights = false;
-        else if (!strcmp(o, "--batch-first")) a->batch_first = true;
-        else if (!strcmp(o, "--shen")) a->shen = true;
-        else if (!strcmp(o, "--in") || !strcmp(o, "--out") || !strcmp(o, "--impl")) {
-            if (!(v = cli_value("op", argc, argv, &i))) return CLI_ERR_USAGE;
-            if (!strcmp(o, "--in")) a->in_path = v;
-            else if (!strcmp(o, "--out")) a->out_path = v;
-            else if (!strcmp(v, "ref")) a->impl = ATTN_SDPA_REF;
-            else if (!strcmp(v, "fused")) a->impl = ATTN_SDPA_FUSED;
-            else return cli_fail(CLI_ERR_USAGE, "op", "--impl expects ref or fused, got \"%s\"", v);
-        } else if (!strcmp(o, "--scale")) {
-            double s;
-            if (!(v = cli_value("op", argc, argv, &i)) || !cli_parse_float("op", o, v, 1e-30, 1e30, &s))
-                return CLI_ERR_USAGE;
-            a->scale = (float)s;
-        } else if (!strcmp(o, "--num-heads") || !strcmp(o, "--threads")) {
-            long n;
-            if (!(v = cli_value("op", argc, argv, &i)) || !cli_parse_long("op", o, v, 1, 4096, &n))
-                return CLI_ERR_USAGE;
-            if (!strcmp(o, "--threads")) attn_set_num_threads((int)n);
-            else a->num_heads = n;
-        } else if (o[0] == '-') {
-            return cli_fail(CLI_ERR_USAGE, "op", "unknown option \"%s\" (see attn op --help)", o);
-        } else if (!a->name) {
-            a->name = o;
-        } else {
-            return cli_fail(CLI_ERR_USAGE, "op", "unexpected argument \"%s\"", o);
-        }
-    }
-    if (!a->name) return cli_fail(CLI_ERR_USAGE, "op", "missing NAME (see attn op --help)");
+    const char *n = mech->name;
+    bool heads = !strcmp(n, "mha") || !strcmp(n, "conv_attention");
+    if (a->causal && !(mech->masks & OP_CAUSAL)) return cli_fail(CLI_ERR_USAGE, "op", "--causal does not apply to %s", n);
+    if (a->scale != 0 && strcmp(n, "sdpa")) return cli_fail(CLI_ERR_USAGE, "op", "--scale applies to sdpa only");
+    if (a->shen && strcmp(n, "linear")) return cli_fail(CLI_ERR_USAGE, "op", "--shen applies to linear only");
+    if (a->batch_first && strcmp(n, "mha")) return cli_fail(CLI_ERR_USAGE, "op", "--batch-first applies to mha only");
+    if (a->per_head_weights && !heads)
+        return cli_fail(CLI_ERR_USAGE, "op", "--no-average-weights applies to mha and conv_attention only");
+    if (heads && a->num_heads < 1) return cli_fail(CLI_ERR_USAGE, "op", "%s needs --num-heads", n);
+    if (!heads && a->num_heads > 0) return cli_fail(CLI_ERR_USAGE, "op", "--num-heads does not apply to %s", n);
     if (!a->in_path || !a->out_path)
         return cli_fail(CLI_ERR_USAGE, "op", "--in and --out are required (see attn op --help)");
+    if (!cli_check_input_file("op", "--in", a->in_path) || !cli_check_output("op", "--out", a->out_path))
+        return CLI_ERR_USAGE;
     return CLI_OK;
 }
 
 int cmd_op(int argc, char **argv)
 {
-    op_args a;
-    int code = parse_args(argc, argv, &a);
-    if (code != CLI_OK) return code < 0 ? CLI_OK : code;
+    op_args a = {0};
+    int n_names = 0;
+    const char **names = calloc((size_t)argc, sizeof *names); /* NAME, and anything unexpected */
+    if (!names) return cli_fail(CLI_ERR_DATA, "op", "out of memory");
+    int code = cli_parse(&op_spec, &a, argc, argv, 1, names, &n_names);
+    if (code == CLI_OK && n_names != 1)
+        code = n_names ? cli_fail(CLI_ERR_USAGE, "op", "unexpected argument \"%s\"", names[1])
+                       : cli_fail(CLI_ERR_USAGE, "op", "missing NAME (see attn op --help)");
+    a.name = names[0];
+    free(names);
+    if (code != CLI_OK) return code == CLI_HELP_SHOWN ? CLI_OK : code;
     const op_mechanism *mech = op_find(a.name);
     if (!mech)
         return cli_fail(CLI_ERR_USAGE, "op",
                         "unknown mechanism \"%s\"; expected sdpa, mha, additive, nw, linear or "
                         "conv_attention",
                         a.name);
-    if (a.causal && !(mech->masks & OP_CAUSAL))
-        return cli_fail(CLI_ERR_USAGE, "op", "--causal does not apply to %s", mech->name);
+    if ((code = validate(&a, mech)) != CLI_OK) return code;
+    if (a.threads > 0) attn_set_num_threads((int)a.threads);
     op_run run = {0};
     run.args = &a;
     run.mech = mech;

@@ -1,46 +1,42 @@
 /* attn shapes: seed 000's example. Q, K, V ~ N(0, 1) of shape (batch, len, d_k); prints the
  * shapes of softmax(Q K^T / sqrt(d_k)) V and of the attention weights. */
-#include "cli.h"
+#include "options.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-static void help(void)
-{
-    printf("usage: attn shapes [--batch N] [--len L] [--dk D] [--seed S]\n\n"
-           "Seed 000's demo: scaled dot-product attention on random Q, K, V of shape\n"
-           "(batch, len, dk); prints the shapes of the output and of the weights.\n"
-           "Defaults: batch 2, len 10, dk 64, seed 0.\n");
-}
+typedef struct shapes_options {
+    long batch, len, dk, seed;
+} shapes_options;
+
+static const cli_option options[] = {
+    {"--batch", "N", CLI_LONG, offsetof(shapes_options, batch), 1, 4096, NULL, "2", "batch size"},
+    {"--len", "L", CLI_LONG, offsetof(shapes_options, len), 1, 4096, NULL, "10", "sequence length"},
+    {"--dk", "D", CLI_LONG, offsetof(shapes_options, dk), 1, 4096, NULL, "64", "query/key width d_k"},
+    {"--seed", "S", CLI_LONG, offsetof(shapes_options, seed), 0, 2147483647.0, NULL, "0", "seed of Q, K, V"},
+};
+
+const cli_spec shapes_spec = {
+    .cmd = "shapes",
+    .synopsis = "[options]",
+    .about = "Seed 000's demo: scaled dot-product attention on random Q, K, V of shape\n"
+             "(batch, len, dk); prints the shapes of the output and of the weights.",
+    CLI_OPTIONS(options),
+};
 
 int cmd_shapes(int argc, char **argv)
 {
-    long batch = 2, len = 10, dk = 64, seed = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *opt = argv[i], *v;
-        long *target = !strcmp(opt, "--batch") ? &batch
-                       : !strcmp(opt, "--len") ? &len
-                       : !strcmp(opt, "--dk")  ? &dk
-                       : !strcmp(opt, "--seed") ? &seed
-                                               : NULL;
-        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
-            help();
-            return CLI_OK;
-        }
-        if (!target) return cli_fail(CLI_ERR_USAGE, "shapes", "unknown option \"%s\" (see --help)", opt);
-        if (!(v = cli_value("shapes", argc, argv, &i))) return CLI_ERR_USAGE;
-        long max = target == &seed ? 2147483647L : 4096;
-        if (!cli_parse_long("shapes", opt, v, target == &seed ? 0 : 1, max, target))
-            return CLI_ERR_USAGE;
-    }
+    shapes_options o;
+    int code = cli_parse(&shapes_spec, &o, argc, argv, 1, NULL, NULL);
+    if (code != CLI_OK) return code == CLI_HELP_SHOWN ? CLI_OK : code;
+    const long batch = o.batch, len = o.len, dk = o.dk, seed = o.seed;
     attn_ctx *ctx = attn_ctx_new((uint64_t)seed);
     if (!ctx) return cli_fail(CLI_ERR_DATA, "shapes", "%s", attn_last_error());
     attn_ctx_set_grad_enabled(ctx, false);
     int64_t shape[3] = {batch, len, dk};
     attn_tensor *q = attn_tensor_empty(ctx, 3, shape), *k = attn_tensor_empty(ctx, 3, shape),
                 *v = attn_tensor_empty(ctx, 3, shape);
-    int code = CLI_OK;
     if (!q || !k || !v) {
         code = cli_fail(CLI_ERR_DATA, "shapes", "%s", attn_last_error());
         goto done;

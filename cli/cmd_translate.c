@@ -8,124 +8,126 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_DATA "data/multi30k"
-#define DEFAULT_CHECKPOINT "translator.safetensors"
+static const char *const model_names[] = {"transformer", "bahdanau", NULL};
+static const char *const action_names[] = {"train", "eval", "translate", NULL};
+enum { TRAIN, EVAL, TRANSLATE };
 
-static void help(void)
+#define O(field) offsetof(translate_options, field)
+static const cli_option options[] = {
+    {"--model", NULL, CLI_CHOICE, O(model_kind), 0, 0, model_names, "transformer",
+     "the Transformer (seed 003 / D2L) or D2L's GRU encoder-decoder with Bahdanau attention"},
+    {"--data", "DIR", CLI_TEXT, O(data), 0, 0, NULL, "data/multi30k", "folder with <split>.<lang>.gz files"},
+    {"--src", "LANG", CLI_TEXT, O(src_lang), 0, 0, NULL, "en", "source language"},
+    {"--tgt", "LANG", CLI_TEXT, O(tgt_lang), 0, 0, NULL, "fr", "target language"},
+    {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "model (train; the others read it from the checkpoint):"},
+    {"--d-model", "N", CLI_INT64, O(model.d_model), 2, 8192, NULL, "256",
+     "model width (Bahdanau: embedding and hidden size)"},
+    {"--heads", "N", CLI_INT64, O(model.num_heads), 1, 256, NULL, "8", "attention heads (must divide --d-model)"},
+    {"--ffn", "N", CLI_INT64, O(model.dim_feedforward), 1, 65536, NULL, "512", "feed-forward width"},
+    {"--layers", "N", CLI_INT, O(layers), 1, 64, NULL, "3", "encoder and decoder layers each"},
+    {"--dropout", "X", CLI_FLOAT, O(model.dropout), 0, 0.99, NULL, "0.1", "dropout"},
+    {"--min-freq", "N", CLI_LONG, O(min_freq), 1, 1000000, NULL, "2", "vocabulary: tokens seen at least N times"},
+    {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "training schedule:"},
+    {"--warmup", "N", CLI_LONG, O(warmup), 1, 1000000, NULL, "800", "warm-up steps of the inverse-square-root schedule"},
+    {"--label-smoothing", "X", CLI_DOUBLE, O(label_smoothing), 0, 0.99, NULL, "0.1", "label smoothing"},
+    {"--budget-min", "M", CLI_LONG, O(budget_min), 1, 100000, NULL, NULL, "stop training after M minutes (then evaluate)"},
+    {"--keep-epochs", "K", CLI_LONG, O(keep_epochs), 1, 1000, NULL, NULL,
+     "also keep the parameters of the last K epochs as CHECKPOINT.epochN (for --average)"},
+    {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "evaluation and translation:"},
+    {"--split", "NAME", CLI_TEXT, O(split), 0, 0, NULL, "test_2016_flickr",
+     "the split train and eval score with BLEU (val: tune decoding without touching the test set)"},
+    {"--eval-limit", "N", CLI_LONG, O(eval_limit), 1, 100000000, NULL, NULL, "score only the first N sentences of that split"},
+    {"--beam", "N", CLI_LONG, O(beam), 1, 64, NULL, "4", "beam size (1 = greedy, batched)"},
+    {"--length-penalty", "A", CLI_DOUBLE, O(length_penalty), 0, 10, NULL, "0.6",
+     "beam score = log p / ((5 + length) / 6)^A"},
+    {"--average", "A,B,...", CLI_TEXT, O(average), 0, 0, NULL, NULL,
+     "eval, translate: the mean of the parameters of --checkpoint and these checkpoints of the same run"},
+    {"--out", "FILE", CLI_TEXT, O(out), 0, 0, NULL, "cross_attention.png",
+     "translate: the cross-attention heatmap of the first sentence"},
+    {"--average-heads", NULL, CLI_FLAG, O(average_heads), 0, 0, NULL, NULL,
+     "one panel averaged over heads instead of one per head"},
+    CLI_TRAIN_OPTIONS(translate_options, "30", "64", NULL, "64", "translator.safetensors"),
+};
+#undef O
+
+const cli_spec translate_spec = {
+    .cmd = "translate",
+    .synopsis = "train|eval|translate [options] [SENTENCE ...]",
+    .about = "Translation with attention (Multi30k en->fr by default): train, corpus BLEU, and\n"
+             "translations with their cross-attention.",
+    .actions = "  train             train on DATA/train.SRC.gz -> train.TGT.gz, validation loss on val,\n"
+               "                    BLEU on --split at the end\n"
+               "  eval              BLEU of a saved model on --split\n"
+               "  translate [TEXT]  translate sentences (arguments, or lines of stdin), and draw the\n"
+               "                    cross-attention of the first one\n",
+    CLI_OPTIONS(options),
+    .notes = "--lr is the factor of d^-0.5 min(s^-0.5, s w^-1.5) for the Transformer (default 1), the\n"
+             "constant rate for Bahdanau (default 1e-3).\n",
+};
+
+char *translate_vocab_path(const char *checkpoint, const char *side)
 {
-    printf("usage: attn translate train|eval|translate [options] [SENTENCE ...]\n\n"
-           "  train               train on DATA/train.SRC.gz -> train.TGT.gz, validation loss on val,\n"
-           "                      BLEU on test_2016_flickr at the end\n"
-           "  eval                BLEU of a saved model on test_2016_flickr\n"
-           "  translate [TEXT]    translate sentences (arguments, or lines of stdin), and draw the\n"
-           "                      cross-attention of the first one\n\n"
-           "  --model KIND        transformer (default) or bahdanau\n"
-           "  --data DIR          folder with <split>.<lang>.gz files (default %s)\n"
-           "  --src LANG --tgt LANG   languages (default en, fr)\n"
-           "  --d-model N --heads N --ffn N --layers N --dropout X   model size (default 256, 8,\n"
-           "                      512, 3 (encoder and decoder), 0.1)\n"
-           "  --warmup N          warm-up steps of the inverse-square-root schedule (default 800)\n"
-           "  --label-smoothing X (default 0.1)\n"
-           "  --min-freq N        vocabulary: tokens seen at least N times (default 2)\n"
-           "  --budget-min M      stop training after M minutes (then evaluate)\n"
-           "  --split NAME        the split train and eval score with BLEU (default test_2016_flickr;\n"
-           "                      val to tune decoding without touching the test set)\n"
-           "  --eval-limit N      score only the first N sentences of that split\n"
-           "  --beam N            beam size for eval, translate and the BLEU after train (default 4;\n"
-           "                      1 = greedy, batched)\n"
-           "  --length-penalty A  beam score = log p / ((5 + length) / 6)^A (default 0.6)\n"
-           "  --keep-epochs K     train: also keep the parameters of the last K epochs as\n"
-           "                      CHECKPOINT.epochN (for --average)\n"
-           "  --average A,B,...   eval, translate: use the mean of the parameters of --checkpoint\n"
-           "                      and these checkpoints of the same run (e.g. the last epochs')\n"
-           "  --out FILE          translate: the cross-attention heatmap (default cross_attention.png)\n"
-           "  --average-heads     one panel averaged over heads instead of one per head\n\n",
-           DEFAULT_DATA);
-    train_options_help();
-    printf("\n--lr is the factor of d^-0.5 min(s^-0.5, s w^-1.5) for the Transformer (default 1), the\n"
-           "constant rate for Bahdanau (default 1e-3). Defaults: epochs 30, batch 64 pairs, max-len 64,\n"
-           "checkpoint %s\n", DEFAULT_CHECKPOINT);
+    size_t n = strlen(checkpoint) + strlen(side) + 8;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s.%s.vocab", checkpoint, side);
+    return p;
 }
 
-static int parse_model_option(translate_options *o, int argc, char **argv, int *i)
+/* The files of --average, each a readable file. */
+static bool check_average(const char *list)
 {
-    const char *opt = argv[*i], *v;
-    if (!strcmp(opt, "--average-heads")) return o->average_heads = true, 1;
-    const char **strs[7] = {&o->data, &o->src_lang, &o->tgt_lang, &o->out, &o->split, &o->average, NULL};
-    const char *snames[7] = {"--data", "--src", "--tgt", "--out", "--split", "--average", "--model"};
-    for (int k = 0; k < 7; k++)
-        if (!strcmp(opt, snames[k])) {
-            if (!(v = cli_value("translate", argc, argv, i))) return -1;
-            if (strs[k]) *strs[k] = v;
-            else if (!strcmp(v, "transformer")) o->model.kind = ATTN_SEQ2SEQ_TRANSFORMER;
-            else if (!strcmp(v, "bahdanau")) o->model.kind = ATTN_SEQ2SEQ_BAHDANAU;
-            else return cli_fail(CLI_ERR_USAGE, "translate", "--model expects transformer or bahdanau, got \"%s\"", v), -1;
-            return 1;
-        }
-    long layers = -1;
-    struct { const char *name; long *dst; long min, max; } nums[] = {
-        {"--warmup", &o->warmup, 1, 1000000}, {"--beam", &o->beam, 1, 64},
-        {"--budget-min", &o->budget_min, 1, 100000}, {"--min-freq", &o->min_freq, 1, 1000000},
-        {"--eval-limit", &o->eval_limit, 1, 100000000}, {"--layers", &layers, 1, 64},
-        {"--keep-epochs", &o->keep_epochs, 1, 1000},
-    };
-    for (int k = 0; k < 7; k++)
-        if (!strcmp(opt, nums[k].name)) {
-            if (!(v = cli_value("translate", argc, argv, i)) || !cli_parse_long("translate", opt, v, nums[k].min, nums[k].max, nums[k].dst))
-                return -1;
-            if (layers > 0) o->model.enc_layers = o->model.dec_layers = (int)layers;
-            return 1;
-        }
-    struct { const char *name; int64_t *dst; long max; } sizes[] = {
-        {"--d-model", &o->model.d_model, 8192}, {"--heads", &o->model.num_heads, 256}, {"--ffn", &o->model.dim_feedforward, 65536},
-    };
-    for (int k = 0; k < 3; k++)
-        if (!strcmp(opt, sizes[k].name)) {
-            long x;
-            if (!(v = cli_value("translate", argc, argv, i)) || !cli_parse_long("translate", opt, v, 1, sizes[k].max, &x)) return -1;
-            *sizes[k].dst = x;
-            return 1;
-        }
-    if (!strcmp(opt, "--dropout") || !strcmp(opt, "--label-smoothing")) {
-        double d;
-        if (!(v = cli_value("translate", argc, argv, i)) || !cli_parse_float("translate", opt, v, 0.0, 0.99, &d)) return -1;
-        if (!strcmp(opt, "--dropout")) o->model.dropout = (float)d;
-        else o->label_smoothing = d;
-        return 1;
-    }
-    if (!strcmp(opt, "--length-penalty")) {
-        if (!(v = cli_value("translate", argc, argv, i)) || !cli_parse_float("translate", opt, v, 0.0, 10.0, &o->length_penalty)) return -1;
-        return 1;
-    }
-    return 0;
+    char *copy = strdup(list), *save = NULL;
+    bool ok = copy != NULL, any = false;
+    for (char *path = copy ? strtok_r(copy, ",", &save) : NULL; ok && path; path = strtok_r(NULL, ",", &save))
+        ok = any = cli_check_input_file("translate", "--average", path);
+    free(copy);
+    if (ok && !any) cli_fail(CLI_ERR_USAGE, "translate", "--average expects checkpoint files separated by commas, got \"%s\"", list);
+    return ok && any;
 }
 
-static int parse(int argc, char **argv, translate_options *o, const char ***texts, int *n_texts)
+/* The files the action reads and writes, and the model's shape, checked before any work. */
+static int validate(const translate_options *o, int action, int n_texts)
+{
+    const train_options *t = &o->train;
+    if (action != TRANSLATE && n_texts)
+        return cli_fail(CLI_ERR_USAGE, "translate", "%s takes no SENTENCE arguments", action_names[action]);
+    if (action != TRANSLATE && !cli_check_input_dir("translate", "--data", o->data)) return CLI_ERR_USAGE;
+    if ((action != TRAIN || t->resume) && !cli_check_input_file("translate", "--checkpoint", t->checkpoint))
+        return CLI_ERR_USAGE;
+    if (action != TRAIN && o->average && !check_average(o->average)) return CLI_ERR_USAGE;
+    if (action == TRANSLATE && !cli_check_picture("translate", "--out", o->out)) return CLI_ERR_USAGE;
+    if (action != TRAIN) return CLI_OK;
+    char *sp = t->checkpoint ? translate_vocab_path(t->checkpoint, "src") : NULL;
+    char *tp = t->checkpoint ? translate_vocab_path(t->checkpoint, "tgt") : NULL;
+    bool ok = cli_check_output("translate", "--checkpoint", t->checkpoint) && sp && tp &&
+              cli_check_output("translate", "--checkpoint", sp) && cli_check_output("translate", "--checkpoint", tp) &&
+              (!t->plot_loss || cli_check_picture("translate", "--plot-loss", t->plot_loss));
+    free(sp);
+    free(tp);
+    if (!ok) return CLI_ERR_USAGE;
+    if (o->model.kind == ATTN_SEQ2SEQ_BAHDANAU && o->layers > 8)
+        return cli_fail(CLI_ERR_USAGE, "translate", "--layers %d: the Bahdanau GRU has at most 8 layers", o->layers);
+    if (o->model.kind == ATTN_SEQ2SEQ_TRANSFORMER && o->model.d_model % o->model.num_heads != 0)
+        return cli_fail(CLI_ERR_USAGE, "translate", "--heads %lld must divide --d-model %lld",
+                        (long long)o->model.num_heads, (long long)o->model.d_model);
+    return CLI_OK;
+}
+
+static int parse(int argc, char **argv, translate_options *o, int *action, const char ***texts, int *n_texts)
 {
     memset(o, 0, sizeof *o);
-    o->data = DEFAULT_DATA, o->src_lang = "en", o->tgt_lang = "fr", o->out = "cross_attention.png", o->split = "test_2016_flickr";
-    o->model = (attn_seq2seq_config){.kind = ATTN_SEQ2SEQ_TRANSFORMER, .d_model = 256, .num_heads = 8,
-                                     .dim_feedforward = 512, .enc_layers = 3, .dec_layers = 3, .dropout = 0.1f};
-    o->warmup = 800, o->beam = 4, o->min_freq = 2, o->label_smoothing = 0.1, o->length_penalty = 0.6;
-    o->train = (train_options){.epochs = 30, .batch_size = 64, .lr = 0, .max_len = 64, .checkpoint = DEFAULT_CHECKPOINT};
     *texts = calloc((size_t)argc, sizeof **texts);
-    *n_texts = 0;
     if (!*texts) return cli_fail(CLI_ERR_DATA, "translate", "out of memory");
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            help();
-            return -1;
-        }
-        int r = train_options_parse(&o->train, "translate", argc, argv, &i);
-        if (r == 0) r = parse_model_option(o, argc, argv, &i);
-        if (r < 0) return CLI_ERR_USAGE;
-        if (r > 0) continue;
-        if (argv[i][0] == '-' && argv[i][1])
-            return cli_fail(CLI_ERR_USAGE, "translate", "unknown option \"%s\" (see attn translate --help)", argv[i]);
-        (*texts)[(*n_texts)++] = argv[i];
-    }
+    int code = cli_parse(&translate_spec, o, argc, argv, 2, *texts, n_texts);
+    if (code != CLI_OK) return code;
+    for (*action = 0; action_names[*action] && strcmp(argv[1], action_names[*action]); ++*action) {}
+    if (!action_names[*action])
+        return cli_fail(CLI_ERR_USAGE, "translate", "unknown action \"%s\"; expected train, eval or translate", argv[1]);
+    o->model.kind = (attn_seq2seq_kind)o->model_kind;
+    o->model.enc_layers = o->model.dec_layers = o->layers;
     if (o->train.lr == 0) o->train.lr = o->model.kind == ATTN_SEQ2SEQ_TRANSFORMER ? 1.0 : 1e-3;
     o->model.max_len = o->train.max_len + 2; /* <bos>/<eos> */
+    if ((code = validate(o, *action, *n_texts)) != CLI_OK) return code;
     if (o->train.threads > 0) attn_set_num_threads((int)o->train.threads);
     return CLI_OK;
 }
@@ -225,14 +227,6 @@ static int read_config(const char *path, attn_seq2seq_config *c, const char *hin
     return CLI_OK;
 }
 
-static char *vocab_path(const char *checkpoint, const char *side)
-{
-    size_t n = strlen(checkpoint) + strlen(side) + 8;
-    char *p = malloc(n);
-    if (p) snprintf(p, n, "%s.%s.vocab", checkpoint, side);
-    return p;
-}
-
 static int build_model(translate_run *run, translate_options *o)
 {
     attn_seq2seq_config *c = &o->model;
@@ -289,7 +283,7 @@ static int load_model(translate_run *run, translate_options *o)
 {
     int code = read_config(o->train.checkpoint, &o->model, " (train a model first: attn translate train)");
     if (code != CLI_OK) return code;
-    char *sp = vocab_path(o->train.checkpoint, "src"), *tp = vocab_path(o->train.checkpoint, "tgt");
+    char *sp = translate_vocab_path(o->train.checkpoint, "src"), *tp = translate_vocab_path(o->train.checkpoint, "tgt");
     run->src_vocab = sp ? attn_vocab_load(sp) : NULL;
     run->tgt_vocab = run->src_vocab && tp ? attn_vocab_load(tp) : NULL;
     free(sp);
@@ -313,14 +307,6 @@ static int do_train(translate_run *run, translate_options *o)
     run->tgt_vocab = run->src_vocab ? build_vocab(o, pairs.tgt, pairs.count) : NULL;
     attn_text_pairs_free(&pairs);
     int code = run->tgt_vocab ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
-    if (code == CLI_OK) {
-        char *sp = vocab_path(o->train.checkpoint, "src"), *tp = vocab_path(o->train.checkpoint, "tgt");
-        if (!sp || !tp || (dist_rank() == 0 && (attn_vocab_save(run->src_vocab, sp) != ATTN_OK ||
-                                                attn_vocab_save(run->tgt_vocab, tp) != ATTN_OK)))
-            code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
-        free(sp);
-        free(tp);
-    }
     if (code == CLI_OK) code = build_model(run, o);
     if (code == CLI_OK) code = load_split(&train, run, "train", 0);
     if (code == CLI_OK) code = load_split(&val, run, "val", 0);
@@ -439,26 +425,23 @@ static int do_translate(translate_run *run, translate_options *o, const char **t
 int cmd_translate(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        help();
+        cli_help(&translate_spec, argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_ERR_USAGE : CLI_OK;
     }
-    const char *action = argv[1];
     translate_options o;
     const char **texts = NULL;
-    int n_texts = 0;
-    int code = parse(argc, argv, &o, &texts, &n_texts);
+    int n_texts = 0, action = 0;
+    int code = parse(argc, argv, &o, &action, &texts, &n_texts);
     translate_run run = {.opt = &o};
     if (code == CLI_OK) {
-        if (!strcmp(action, "train") && n_texts == 0) code = do_train(&run, &o);
-        else if (!strcmp(action, "eval") && n_texts == 0) code = do_eval(&run, &o);
-        else if (!strcmp(action, "translate")) code = do_translate(&run, &o, texts, n_texts);
-        else if (n_texts) code = cli_fail(CLI_ERR_USAGE, "translate", "unexpected argument \"%s\"", texts[0]);
-        else code = cli_fail(CLI_ERR_USAGE, "translate", "unknown action \"%s\"; expected train, eval or translate", action);
+        if (action == TRAIN) code = do_train(&run, &o);
+        else if (action == EVAL) code = do_eval(&run, &o);
+        else code = do_translate(&run, &o, texts, n_texts);
     }
     free(texts);
     if (run.model_ready) attn_seq2seq_free(&run.model);
     attn_params_free(run.params);
     attn_vocab_free(run.src_vocab);
     attn_vocab_free(run.tgt_vocab);
-    return code < 0 ? CLI_OK : code;
+    return code == CLI_HELP_SHOWN ? CLI_OK : code;
 }

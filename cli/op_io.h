@@ -3,14 +3,14 @@
 #ifndef ATTN_CLI_OP_IO_H
 #define ATTN_CLI_OP_IO_H
 
-#include "cli.h"
+#include "options.h"
 
 typedef struct op_args {
     const char *name, *in_path, *out_path;
-    bool causal, need_weights, average_weights, batch_first, shen;
-    float scale;
-    long num_heads;
-    attn_sdpa_impl impl;
+    bool causal, need_weights, per_head_weights, batch_first, shen;
+    float scale;     /* 0: 1/sqrt(D) */
+    long num_heads, threads;
+    int impl;        /* an attn_sdpa_impl */
 } op_args;
 
 /* The masks a mechanism takes from the input file, and whose conventions a bool attn_mask

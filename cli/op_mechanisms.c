@@ -138,10 +138,6 @@ static attn_status mha_from_file(op_run *run, attn_mha_layer *m, const char *pre
     bool bias = has(run, prefix, *seed_names ? "Wq.bias" : "in_proj_bias");
     char pfx[128];
     snprintf(pfx, sizeof pfx, "%.*s", (int)(strlen(prefix) ? strlen(prefix) - 1 : 0), prefix);
-    if (run->args->num_heads < 1) {
-        fprintf(stderr, "attn op: %s needs --num-heads\n", run->args->name);
-        return ATTN_ERR_ARG;
-    }
     return attn_mha_init(m, run->params, pfx, E, run->args->num_heads, kdim, vdim, bias, 0.0f, rng);
 }
 
@@ -151,7 +147,7 @@ static attn_tensor *fwd_sdpa(op_run *run, attn_tensor **weights)
 {
     attn_tensor *q = input(run, "q", "dq"), *k = input(run, "k", "dk"), *v = input(run, "v", "dv");
     if (!q || !k || !v || op_load_masks(run, run->mech) != ATTN_OK) return NULL;
-    attn_sdpa_opts opts = {.scale = run->args->scale, .mask = run->mask, .impl = run->args->impl};
+    attn_sdpa_opts opts = {.scale = run->args->scale, .mask = run->mask, .impl = (attn_sdpa_impl)run->args->impl};
     return attn_sdpa(run->ctx, q, k, v, &opts, weights);
 }
 
@@ -175,8 +171,8 @@ static attn_tensor *fwd_mha(op_run *run, attn_tensor **weights)
         (seed_names && load_seed_mha(run, "", &m) != ATTN_OK) ||
         load_params(run, seed_names ? "" : NULL) != ATTN_OK || op_load_masks(run, run->mech) != ATTN_OK)
         return NULL;
-    attn_mha_opts opts = {.mask = run->mask, .average_weights = run->args->average_weights,
-                          .impl = run->args->impl};
+    attn_mha_opts opts = {.mask = run->mask, .average_weights = !run->args->per_head_weights,
+                          .impl = (attn_sdpa_impl)run->args->impl};
     attn_tensor *out = attn_mha_forward(run->ctx, &m, seq_first(run, q), seq_first(run, k),
                                         seq_first(run, v), &opts, weights);
     return out ? seq_first(run, out) : NULL;
@@ -249,10 +245,6 @@ static attn_tensor *fwd_conv_attention(op_run *run, attn_tensor **weights)
         fprintf(stderr, "attn op: conv_attention needs conv.weight (E, E, k)\n");
         return NULL;
     }
-    if (run->args->num_heads < 1) {
-        fprintf(stderr, "attn op: conv_attention needs --num-heads\n");
-        return NULL;
-    }
     attn_rng rng;
     attn_rng_seed(&rng, 0);
     attn_conv_attention_layer m;
@@ -263,8 +255,8 @@ static attn_tensor *fwd_conv_attention(op_run *run, attn_tensor **weights)
         (seed_names && load_seed_mha(run, "attention.", &m.attention) != ATTN_OK) ||
         load_params(run, seed_names ? "attention." : NULL) != ATTN_OK || op_load_masks(run, run->mech) != ATTN_OK)
         return NULL;
-    attn_mha_opts opts = {.mask = run->mask, .average_weights = run->args->average_weights,
-                          .impl = run->args->impl};
+    attn_mha_opts opts = {.mask = run->mask, .average_weights = !run->args->per_head_weights,
+                          .impl = (attn_sdpa_impl)run->args->impl};
     return attn_conv_attention_forward(run->ctx, &m, x, &opts, weights);
 }
 

@@ -11,51 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-void train_options_help(void)
-{
-    printf("common training options:\n"
-           "  --epochs N            epochs\n"
-           "  --batch-size N        examples per step\n"
-           "  --lr X                learning rate\n"
-           "  --max-len N           longest sequence kept (tokens)\n"
-           "  --seed S              seed for init, shuffling and dropout\n"
-           "  --threads N           threads (default: all cores)\n"
-           "  --checkpoint PATH     save the run there after every epoch (atomically)\n"
-           "  --checkpoint-every N  also every N steps\n"
-           "  --resume              continue the run saved at --checkpoint\n"
-           "  --max-steps N         stop after N steps in all (then evaluate, as at the end)\n"
-           "  --log-steps           print every step's loss in full precision\n"
-           "  --plot-loss FILE      the training loss curve (.png/.svg/.pdf)\n"
-           "under mpirun -np R, each of the R ranks takes --batch-size examples of every step\n"
-           "(global batch = batch size x R); rank 0 prints and writes every file\n");
-}
-
-int train_options_parse(train_options *o, const char *cmd, int argc, char **argv, int *i)
-{
-    const char *opt = argv[*i], *v;
-    if (!strcmp(opt, "--resume") || !strcmp(opt, "--log-steps")) {
-        *(!strcmp(opt, "--resume") ? &o->resume : &o->log_steps) = true;
-        return 1;
-    }
-    const char **str = !strcmp(opt, "--checkpoint") ? &o->checkpoint : !strcmp(opt, "--plot-loss") ? &o->plot_loss : NULL;
-    struct { const char *name; long *dst, min, max; } nums[] = {
-        {"--epochs", &o->epochs, 1, 100000},       {"--batch-size", &o->batch_size, 1, 65536},
-        {"--max-len", &o->max_len, 1, 100000},     {"--seed", &o->seed, 0, 2147483647L},
-        {"--threads", &o->threads, 1, 1024},       {"--checkpoint-every", &o->checkpoint_every, 1, 1L << 40},
-        {"--max-steps", &o->max_steps, 1, 1L << 40},
-    };
-    int num = -1;
-    for (int k = 0; k < (int)(sizeof nums / sizeof nums[0]); k++)
-        if (!strcmp(opt, nums[k].name)) num = k;
-    if (!str && num < 0 && strcmp(opt, "--lr")) return 0;
-    if (!(v = cli_value(cmd, argc, argv, i))) return -1;
-    if (str) *str = v;
-    else if (num >= 0) {
-        if (!cli_parse_long(cmd, opt, v, nums[num].min, nums[num].max, nums[num].dst)) return -1;
-    } else if (!cli_parse_float(cmd, opt, v, 1e-12, 10.0, &o->lr)) return -1;
-    return 1;
-}
-
 double now_seconds(void)
 {
     struct timespec ts;

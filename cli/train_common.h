@@ -7,6 +7,7 @@
 
 #include "cli.h"
 
+/* The options every training command shares (rows: CLI_TRAIN_OPTIONS in options.h). */
 typedef struct train_options {
     long epochs, batch_size, max_len, seed, threads, checkpoint_every;
     long max_steps; /* 0: no limit */
@@ -15,10 +16,6 @@ typedef struct train_options {
     bool resume, log_steps;
 } train_options;
 
-/* Consumes argv[*i] (and its value) when it is a common option: 1 consumed, 0 not common,
- * -1 bad value (message printed). */
-int train_options_parse(train_options *o, const char *cmd, int argc, char **argv, int *i);
-void train_options_help(void);
 
 /* Shown on rank 0 only. */
 typedef struct progress {

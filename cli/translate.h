@@ -3,6 +3,7 @@
 #ifndef ATTN_CLI_TRANSLATE_H
 #define ATTN_CLI_TRANSLATE_H
 
+#include "options.h"
 #include "train_common.h"
 
 typedef struct translate_options {
@@ -12,6 +13,8 @@ typedef struct translate_options {
     long warmup, beam, budget_min, min_freq, eval_limit, keep_epochs;
     double label_smoothing, length_penalty;
     bool average_heads;
+    int model_kind; /* --model: an attn_seq2seq_kind */
+    int layers;     /* --layers: encoder and decoder each */
 } translate_options;
 
 /* Pairs encoded with the vocabularies (no specials added yet). */
@@ -26,6 +29,7 @@ typedef struct translate_run {
     attn_params *params;
     attn_seq2seq model;
     bool model_ready;
+    bool vocabs_saved; /* train: the vocabularies are written with the first checkpoint */
 } translate_run;
 
 int translate_train(translate_run *run, const translate_split *train, const translate_split *val);
@@ -48,5 +52,7 @@ char *translate_detok(const translate_run *run, const int64_t *ids, int64_t n, a
 /* Forward + label-smoothed cross-entropy of a batch (scalar tensor in ctx). */
 attn_tensor *translate_loss(attn_ctx *ctx, const translate_run *run, const translate_batch *b);
 const char *const *translate_config_kv(const attn_seq2seq_config *c, int *n);
+/* "<checkpoint>.<side>.vocab" (side "src" or "tgt"), malloc'd. */
+char *translate_vocab_path(const char *checkpoint, const char *side);
 
 #endif

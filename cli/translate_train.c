@@ -29,9 +29,22 @@ static attn_status epoch_batches(attn_batches *out, const translate_run *run, co
     return attn_batches_bucketed(out, &s->src, &s->tgt, run->opt->train.batch_size * dist_size(), 100, &rng);
 }
 
-static attn_status save(const translate_run *run, const attn_optim *opt, attn_ctx *ctx, long epoch,
+/* The checkpoint, and with the first one the vocabularies beside it: a run that fails before its
+ * first checkpoint leaves no file behind. */
+static attn_status save(translate_run *run, const attn_optim *opt, attn_ctx *ctx, long epoch,
                         int64_t batch)
 {
+    if (!run->vocabs_saved && dist_rank() == 0) {
+        const char *sides[2] = {"src", "tgt"};
+        const attn_vocab *vocabs[2] = {run->src_vocab, run->tgt_vocab};
+        for (int i = 0; i < 2; i++) {
+            char *path = translate_vocab_path(run->opt->train.checkpoint, sides[i]);
+            attn_status st = path ? attn_vocab_save(vocabs[i], path) : ATTN_ERR_NOMEM;
+            free(path);
+            if (st != ATTN_OK) return st;
+        }
+        run->vocabs_saved = true;
+    }
     run_position pos = {.epoch = epoch, .batch = batch, .global_batch = run->opt->train.batch_size * dist_size(),
                         .rng = *attn_ctx_rng(ctx)};
     int n;

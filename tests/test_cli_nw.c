@@ -68,7 +68,7 @@ int main(void)
         TK_CHECK(run(cmd) == 2, "attn nw %s must exit 2", bad[i]);
     }
     snprintf(cmd, sizeof cmd, "%s nw --data /nonexistent.safetensors --plot none 2>/dev/null", bin);
-    TK_CHECK(run(cmd) == 1, "a missing --data file must exit 1");
+    TK_CHECK(run(cmd) == 2, "a missing --data file is a bad option: exit 2 before any work");
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     run(cmd);
     return tk_finish("test_cli_nw");

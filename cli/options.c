@@ -1,0 +1,307 @@
+/* The option tables' interpreter: parsing with range checks, --help, the man page, and the
+ * checks of paths made before any work (see options.h). */
+#include "options.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void *field(void *opts, const cli_option *o) { return (char *)opts + o->offset; }
+
+static bool is_integer(cli_opt_type t) { return t == CLI_LONG || t == CLI_INT64 || t == CLI_INT; }
+
+/* "a, b or c" */
+static void choices_text(char *buf, size_t len, const char *const *choices, const char *last_sep)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; choices[i] && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", i == 0 ? "" : choices[i + 1] ? ", " : last_sep,
+                              choices[i]);
+}
+
+/* Stores text as o's value in opts; false with a message naming the option. */
+static bool set_value(const char *cmd, const cli_option *o, void *opts, const char *text)
+{
+    void *dst = field(opts, o);
+    if (o->type == CLI_TEXT) {
+        *(const char **)dst = text;
+        return true;
+    }
+    if (o->type == CLI_CHOICE) {
+        for (int i = 0; o->choices[i]; i++)
+            if (!strcmp(text, o->choices[i])) {
+                *(int *)dst = i;
+                return true;
+            }
+        char list[256];
+        choices_text(list, sizeof list, o->choices, " or ");
+        cli_fail(CLI_ERR_USAGE, cmd, "%s expects %s, got \"%s\"", o->name, list, text);
+        return false;
+    }
+    char *end;
+    errno = 0;
+    if (is_integer(o->type)) {
+        long long v = strtoll(text, &end, 10);
+        if (errno || end == text || *end) {
+            cli_fail(CLI_ERR_USAGE, cmd, "%s expects an integer, got \"%s\"", o->name, text);
+            return false;
+        }
+        if ((double)v < o->min || (double)v > o->max) {
+            cli_fail(CLI_ERR_USAGE, cmd, "%s must be in [%.0f, %.0f], got %lld", o->name, o->min, o->max, v);
+            return false;
+        }
+        if (o->type == CLI_LONG) *(long *)dst = (long)v;
+        else if (o->type == CLI_INT64) *(int64_t *)dst = (int64_t)v;
+        else *(int *)dst = (int)v;
+        return true;
+    }
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !isfinite(v)) {
+        cli_fail(CLI_ERR_USAGE, cmd, "%s expects a finite number, got \"%s\"", o->name, text);
+        return false;
+    }
+    if (v < o->min || v > o->max) {
+        cli_fail(CLI_ERR_USAGE, cmd, "%s must be in [%g, %g], got %g", o->name, o->min, o->max, v);
+        return false;
+    }
+    if (o->type == CLI_DOUBLE) *(double *)dst = v;
+    else *(float *)dst = (float)v;
+    return true;
+}
+
+static const cli_option *find(const cli_spec *spec, const char *name)
+{
+    for (size_t i = 0; i < spec->n_options; i++)
+        if (spec->options[i].name && !strcmp(spec->options[i].name, name)) return &spec->options[i];
+    return NULL;
+}
+
+int cli_parse(const cli_spec *spec, void *opts, int argc, char **argv, int first, const char **args,
+              int *n_args)
+{
+    for (size_t i = 0; i < spec->n_options; i++) {
+        const cli_option *o = &spec->options[i];
+        if (o->name && o->def && !set_value(spec->cmd, o, opts, o->def)) return CLI_ERR_USAGE; /* a table bug */
+    }
+    if (n_args) *n_args = 0;
+    bool options_end = false;
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        if (!options_end && (!strcmp(a, "--help") || !strcmp(a, "-h"))) {
+            cli_help(spec, stdout);
+            return CLI_HELP_SHOWN;
+        }
+        if (!options_end && !strcmp(a, "--")) {
+            options_end = true;
+            continue;
+        }
+        if (options_end || a[0] != '-' || !a[1]) {
+            if (!args) return cli_fail(CLI_ERR_USAGE, spec->cmd, "unexpected argument \"%s\" (see attn %s --help)", a, spec->cmd);
+            args[(*n_args)++] = a;
+            continue;
+        }
+        const cli_option *o = find(spec, a);
+        if (!o) return cli_fail(CLI_ERR_USAGE, spec->cmd, "unknown option \"%s\" (see attn %s --help)", a, spec->cmd);
+        if (o->type == CLI_FLAG) {
+            *(bool *)field(opts, o) = true;
+            continue;
+        }
+        if (i + 1 >= argc) return cli_fail(CLI_ERR_USAGE, spec->cmd, "option %s needs a value", a);
+        if (!set_value(spec->cmd, o, opts, argv[++i])) return CLI_ERR_USAGE;
+    }
+    return CLI_OK;
+}
+
+/* ---- help and man page ---- */
+
+/* What --help shows after the option's name: its value, or the choices. */
+static void value_text(char *buf, size_t len, const cli_option *o)
+{
+    if (o->type == CLI_CHOICE && !o->value) {
+        size_t n = 0;
+        buf[0] = '\0';
+        for (int i = 0; o->choices[i] && n < len; i++)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "|" : "", o->choices[i]);
+    } else {
+        snprintf(buf, len, "%s", o->value ? o->value : "");
+    }
+}
+
+/* text at column 24, wrapped at spaces to stay within 96 columns. */
+static void print_wrapped(FILE *out, const char *text)
+{
+    const int indent = 24, width = 96;
+    int col = indent;
+    while (*text) {
+        size_t word = strcspn(text, " ");
+        if (col > indent && col + 1 + (int)word > width) {
+            fprintf(out, "\n%*s", indent, "");
+            col = indent;
+        } else if (col > indent) {
+            fputc(' ', out);
+            col++;
+        }
+        fprintf(out, "%.*s", (int)word, text);
+        col += (int)word;
+        text += word;
+        text += strspn(text, " ");
+    }
+}
+
+void cli_help(const cli_spec *spec, FILE *out)
+{
+    fprintf(out, "usage: attn %s %s\n\n%s\n", spec->cmd, spec->synopsis, spec->about);
+    if (spec->actions) fprintf(out, "\n%s", spec->actions);
+    fprintf(out, "\noptions:\n");
+    for (size_t i = 0; i < spec->n_options; i++) {
+        const cli_option *o = &spec->options[i];
+        if (!o->name) {
+            fprintf(out, "%s\n", o->help);
+            continue;
+        }
+        char value[160], head[200];
+        value_text(value, sizeof value, o);
+        snprintf(head, sizeof head, "  %s%s%s", o->name, *value ? " " : "", value);
+        if (strlen(head) > 23) fprintf(out, "%s\n%-24s", head, "");
+        else fprintf(out, "%-24s", head);
+        char help[512];
+        if (o->def) snprintf(help, sizeof help, "%s (default %s)", o->help, o->def);
+        else snprintf(help, sizeof help, "%s", o->help);
+        print_wrapped(out, help);
+        fputc('\n', out);
+    }
+    if (spec->notes) fprintf(out, "\n%s", spec->notes);
+}
+
+/* s with roff's special characters escaped: \ and -, and a leading . or ' on a line. */
+static void roff(FILE *out, const char *s)
+{
+    bool line_start = true;
+    for (; *s; s++) {
+        if (line_start && (*s == '.' || *s == '\'')) fputs("\\&", out);
+        if (*s == '\\') fputs("\\e", out);
+        else if (*s == '-') fputs("\\-", out);
+        else fputc(*s, out);
+        line_start = *s == '\n';
+    }
+}
+
+/* Text made of "  name  description" lines (spec->actions) as roff tagged paragraphs. */
+static void roff_actions(FILE *out, const char *text)
+{
+    const char *line = text;
+    while (*line) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char buf[512];
+        snprintf(buf, sizeof buf, "%.*s", (int)len, line);
+        char *name = buf + strspn(buf, " ");
+        char *gap = strstr(name, "  ");
+        if (name == buf + 2 && gap) { /* "  name   what it does" */
+            *gap = '\0';
+            fputs(".TP\n.B ", out);
+            roff(out, name);
+            fputc('\n', out);
+            roff(out, gap + 1 + strspn(gap + 1, " "));
+        } else { /* a continuation line */
+            roff(out, name);
+        }
+        fputc('\n', out);
+        line += len + (end ? 1 : 0);
+    }
+}
+
+void cli_man(const cli_spec *spec, FILE *out)
+{
+    fprintf(out, ".SS \"attn %s\"\n.B attn %s\n", spec->cmd, spec->cmd);
+    roff(out, spec->synopsis);
+    fputs("\n.PP\n", out);
+    roff(out, spec->about);
+    fputc('\n', out);
+    if (spec->actions) roff_actions(out, spec->actions);
+    for (size_t i = 0; i < spec->n_options; i++) {
+        const cli_option *o = &spec->options[i];
+        if (!o->name) {
+            fputs(".PP\n", out);
+            roff(out, o->help);
+            fputc('\n', out);
+            continue;
+        }
+        char value[160];
+        value_text(value, sizeof value, o);
+        fputs(".TP\n.B ", out);
+        roff(out, o->name);
+        if (*value) {
+            fputs(" \" \"\n.I ", out); /* keeps the value in italics on the same line */
+            roff(out, value);
+        }
+        fputc('\n', out);
+        roff(out, o->help);
+        if (o->def) {
+            fputs(" (default ", out);
+            roff(out, o->def);
+            fputc(')', out);
+        }
+        fputc('\n', out);
+    }
+    if (spec->notes) {
+        fputs(".PP\n", out);
+        roff(out, spec->notes);
+        fputc('\n', out);
+    }
+}
+
+/* ---- paths, before any work ---- */
+
+bool cli_check_output(const char *cmd, const char *opt, const char *path)
+{
+    if (!path || !*path) {
+        cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a file name", opt);
+        return false;
+    }
+    if (attn_output_check(path) == ATTN_OK) return true;
+    cli_fail(CLI_ERR_USAGE, cmd, "%s %s", opt, attn_last_error());
+    return false;
+}
+
+bool cli_check_picture(const char *cmd, const char *opt, const char *path)
+{
+    if (!path || !*path) {
+        cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a .png, .svg or .pdf file name", opt);
+        return false;
+    }
+    if (attn_plot_path_check(path) == ATTN_OK) return true;
+    cli_fail(CLI_ERR_USAGE, cmd, "%s %s", opt, attn_last_error());
+    return false;
+}
+
+bool cli_check_input_file(const char *cmd, const char *opt, const char *path)
+{
+    struct stat st;
+    const char *why = !path || !*path             ? "is empty; expected a file"
+                      : stat(path, &st) != 0      ? strerror(errno)
+                      : S_ISDIR(st.st_mode)       ? "is a folder; expected a file"
+                      : !S_ISREG(st.st_mode)      ? "is not a regular file"
+                      : access(path, R_OK) != 0   ? strerror(errno)
+                                                  : NULL;
+    if (why) cli_fail(CLI_ERR_USAGE, cmd, "%s %s: %s", opt, path ? path : "", why);
+    return !why;
+}
+
+bool cli_check_input_dir(const char *cmd, const char *opt, const char *path)
+{
+    struct stat st;
+    const char *why = !path || !*path              ? "is empty; expected a folder"
+                      : stat(path, &st) != 0       ? strerror(errno)
+                      : !S_ISDIR(st.st_mode)       ? "is not a folder"
+                      : access(path, R_OK | X_OK) != 0 ? strerror(errno)
+                                                   : NULL;
+    if (why) cli_fail(CLI_ERR_USAGE, cmd, "%s %s: %s", opt, path ? path : "", why);
+    return !why;
+}

@@ -1,0 +1,94 @@
+/* Options as tables: one table per subcommand holds every option's name, value, range, default
+ * and line of help, and drives the parsing, `attn <command> --help` and the man page
+ * (`attn --man`, docs/attn.1), so none of them can drift from the others. */
+#ifndef ATTN_CLI_OPTIONS_H
+#define ATTN_CLI_OPTIONS_H
+
+#include "cli.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef enum cli_opt_type {
+    CLI_FLAG,   /* bool, no value */
+    CLI_LONG,   /* long in [min, max] */
+    CLI_INT64,  /* int64_t in [min, max] */
+    CLI_INT,    /* int in [min, max] */
+    CLI_DOUBLE, /* double in [min, max] */
+    CLI_FLOAT,  /* float in [min, max] */
+    CLI_TEXT,   /* const char *, as given (paths: checked by the command before any work) */
+    CLI_CHOICE, /* int: the index of the value in choices */
+} cli_opt_type;
+
+typedef struct cli_option {
+    const char *name;            /* "--epochs"; NULL: a heading line in --help (help = its text) */
+    const char *value;           /* what --help shows after the name ("N", "FILE"); NULL for flags */
+    cli_opt_type type;
+    size_t offset;               /* of the destination in the command's options struct */
+    double min, max;             /* numbers: the accepted range */
+    const char *const *choices;  /* CLI_CHOICE: the accepted values, NULL-terminated */
+    const char *def;             /* the default as it would be typed, or NULL (none, or set in code) */
+    const char *help;            /* one line */
+} cli_option;
+
+/* A subcommand as the user sees it. */
+typedef struct cli_spec {
+    const char *cmd;          /* "classify" */
+    const char *synopsis;     /* after "attn <cmd> " */
+    const char *about;        /* what it does (a few lines) */
+    const char *actions;      /* "  train  ...\n" lines, or NULL */
+    const cli_option *options;
+    size_t n_options;
+    const char *notes;        /* after the options, or NULL */
+} cli_spec;
+
+#define CLI_OPTIONS(table) .options = (table), .n_options = sizeof(table) / sizeof((table)[0])
+
+/* Rows for the options every training command shares (each command gives its own defaults). */
+#define CLI_TRAIN_OPTIONS(T, EPOCHS, BATCH, LR, MAX_LEN, CHECKPOINT)                               \
+    {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "training:"},                                                \
+    {"--epochs", "N", CLI_LONG, offsetof(T, train.epochs), 1, 100000, NULL, EPOCHS, "epochs"},      \
+    {"--batch-size", "N", CLI_LONG, offsetof(T, train.batch_size), 1, 65536, NULL, BATCH,          \
+     "examples per step (per rank under mpirun: global batch = N x ranks)"},                         \
+    {"--lr", "X", CLI_DOUBLE, offsetof(T, train.lr), 1e-12, 10, NULL, LR, "learning rate"},         \
+    {"--max-len", "N", CLI_LONG, offsetof(T, train.max_len), 1, 100000, NULL, MAX_LEN,             \
+     "longest sequence kept (tokens)"},                                                              \
+    {"--seed", "S", CLI_LONG, offsetof(T, train.seed), 0, 2147483647.0, NULL, "0",                 \
+     "seed for initialisation, shuffling and dropout"},                                              \
+    {"--threads", "N", CLI_LONG, offsetof(T, train.threads), 1, 1024, NULL, NULL,                   \
+     "threads (default: all cores)"},                                                                \
+    {"--checkpoint", "PATH", CLI_TEXT, offsetof(T, train.checkpoint), 0, 0, NULL, CHECKPOINT,      \
+     "the model file: written after every epoch (atomically) by train, read by the others"},         \
+    {"--checkpoint-every", "N", CLI_LONG, offsetof(T, train.checkpoint_every), 1, 1099511627776.0, \
+     NULL, NULL, "also save every N steps"},                                                         \
+    {"--resume", NULL, CLI_FLAG, offsetof(T, train.resume), 0, 0, NULL, NULL,                      \
+     "continue the run saved at --checkpoint (same losses as without the stop)"},                    \
+    {"--max-steps", "N", CLI_LONG, offsetof(T, train.max_steps), 1, 1099511627776.0, NULL, NULL,   \
+     "stop after N steps in all (then evaluate, as at the end)"},                                    \
+    {"--log-steps", NULL, CLI_FLAG, offsetof(T, train.log_steps), 0, 0, NULL, NULL,                \
+     "print every step's loss in full precision"},                                                   \
+    {"--plot-loss", "FILE", CLI_TEXT, offsetof(T, train.plot_loss), 0, 0, NULL, NULL,              \
+     "the training loss curve (.png, .svg or .pdf)"}
+
+enum { CLI_HELP_SHOWN = -1 };
+
+/* Sets every default of spec's table in opts, then reads argv[first..argc): options into opts,
+ * other arguments into args (room for argc entries, may be NULL when none are allowed) and
+ * *n_args. "--" ends the options. Returns CLI_OK, CLI_HELP_SHOWN (--help printed) or
+ * CLI_ERR_USAGE (message printed, naming the option and what was expected). */
+int cli_parse(const cli_spec *spec, void *opts, int argc, char **argv, int first, const char **args,
+              int *n_args);
+/* `attn <cmd> --help` */
+void cli_help(const cli_spec *spec, FILE *out);
+/* The command's part of the man page (roff). */
+void cli_man(const cli_spec *spec, FILE *out);
+
+/* Checks made before any work, each printing "attn <cmd>: <option> <value>: <why>" and returning
+ * false: a file the command will write (folder exists and is writable; not a folder), a picture
+ * (also .png/.svg/.pdf), a file it will read (a readable regular file), a folder it will read. */
+bool cli_check_output(const char *cmd, const char *opt, const char *path);
+bool cli_check_picture(const char *cmd, const char *opt, const char *path);
+bool cli_check_input_file(const char *cmd, const char *opt, const char *path);
+bool cli_check_input_dir(const char *cmd, const char *opt, const char *path);
+
+#endif
