@@ -210,7 +210,7 @@ int classify_train(classify_run *run, const classify_split *train, const classif
     float *losses = malloc((size_t)(per_epoch * o->train.epochs + 1) * sizeof *losses);
     int64_t n_losses = 0;
     int code = opt && ctx && losses ? CLI_OK : cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
-    run_position pos = {.global_batch = global};
+    run_position pos = {.global_batch = global, .per_epoch = per_epoch};
     if (code == CLI_OK) {
         pos.rng = *attn_ctx_rng(ctx);
         code = run_start("classify", o->train.resume ? o->train.checkpoint : NULL, run->params, opt, &pos);

@@ -204,44 +204,39 @@ int classify_evaluate(classify_run *run, const classify_split *split, double *ac
 
 /* ---- model config in checkpoints ---- */
 
+/* The model config in checkpoint metadata; the ranges are those of the options that set it. */
+_Static_assert(sizeof(attn_classifier_attention) == sizeof(int), "enums are read as int");
+#define C(field) offsetof(attn_classifier_config, field)
+static const config_field config_fields[] = {
+    {"vocab_size", CONFIG_I64, C(vocab_size), 3, 100000000},
+    {"embed_dim", CONFIG_I64, C(embed_dim), 1, 4096},
+    {"num_heads", CONFIG_I64, C(num_heads), 1, 256},
+    {"hidden_dim", CONFIG_I64, C(hidden_dim), 1, 65536},
+    {"max_len", CONFIG_I64, C(max_len), 1, 100000},
+    {"attention", CONFIG_INT, C(attention), 0, ATTN_CLASSIFIER_ADDITIVE},
+    {"num_blocks", CONFIG_INT, C(num_blocks), 0, 64},
+    {"norm_first", CONFIG_BOOL, C(norm_first), 0, 1},
+    {"sinusoidal", CONFIG_BOOL, C(sinusoidal), 0, 1},
+    {"mask_padding", CONFIG_BOOL, C(mask_padding), 0, 1},
+};
+#undef C
+#define N_CONFIG_FIELDS (int)(sizeof config_fields / sizeof config_fields[0])
+
 const char *const *classify_config_kv(const attn_classifier_config *c, int *n)
 {
-    static char vals[11][32];
-    static const char *kv[22];
-    const char *keys[11] = {"model", "vocab_size", "embed_dim", "num_heads", "hidden_dim", "max_len",
-                            "attention", "num_blocks", "norm_first", "sinusoidal", "mask_padding"};
-    long nums[11] = {0, (long)c->vocab_size, (long)c->embed_dim, (long)c->num_heads, (long)c->hidden_dim,
-                     (long)c->max_len, (long)c->attention, c->num_blocks, c->norm_first, c->sinusoidal,
-                     c->mask_padding};
-    for (int i = 0; i < 11; i++) {
-        if (i == 0) snprintf(vals[i], 32, "attn-classifier");
-        else snprintf(vals[i], 32, "%ld", nums[i]);
-        kv[2 * i] = keys[i];
-        kv[2 * i + 1] = vals[i];
-    }
-    *n = 11;
-    return kv;
+    return config_kv("attn-classifier", config_fields, N_CONFIG_FIELDS, c, n);
 }
 
-/* The config of a saved model (its metadata), and its vocabulary (<checkpoint>.vocab). */
+/* The config of a saved model (its metadata), range-checked before anything is built from it. */
 static int load_config(classify_options *o)
 {
-    attn_st_file *f = attn_st_open(o->train.checkpoint);
-    if (!f) return cli_fail(CLI_ERR_DATA, "classify", "%s (train a model first: attn classify train)", attn_last_error());
-    const char *model = attn_st_metadata(f, "model");
-    long v[10];
-    const char *keys[10] = {"vocab_size", "embed_dim", "num_heads", "hidden_dim", "max_len",
-                            "attention", "num_blocks", "norm_first", "sinusoidal", "mask_padding"};
-    bool ok = model && !strcmp(model, "attn-classifier");
-    for (int i = 0; ok && i < 10; i++) ok = checkpoint_meta_long(f, keys[i], &v[i]);
-    attn_st_close(f);
-    if (!ok) return cli_fail(CLI_ERR_DATA, "classify", "%s is not a classifier checkpoint (its metadata "
-                             "lacks model=attn-classifier and the model config)", o->train.checkpoint);
     attn_classifier_config *c = &o->model;
-    c->vocab_size = v[0], c->embed_dim = v[1], c->num_heads = v[2], c->hidden_dim = v[3], c->max_len = v[4];
-    c->attention = (attn_classifier_attention)v[5], c->num_blocks = (int)v[6];
-    c->norm_first = v[7], c->sinusoidal = v[8], c->mask_padding = v[9];
-    return CLI_OK;
+    int code = config_read("classify", o->train.checkpoint, " (train a model first: attn classify train)",
+                           "attn-classifier", "classifier", config_fields, N_CONFIG_FIELDS, c);
+    if (code == CLI_OK && c->embed_dim % c->num_heads != 0)
+        code = cli_fail(CLI_ERR_DATA, "classify", "%s: metadata num_heads %lld does not divide embed_dim %lld",
+                        o->train.checkpoint, (long long)c->num_heads, (long long)c->embed_dim);
+    return code;
 }
 
 static int build_model(classify_run *run, classify_options *o)

@@ -190,41 +190,43 @@ static void free_split(translate_split *s)
 
 /* ---- model config, checkpoints ---- */
 
+/* The model config in checkpoint metadata; the ranges are those of the options that set it. */
+_Static_assert(sizeof(attn_seq2seq_kind) == sizeof(int), "enums are read as int");
+#define C(field) offsetof(attn_seq2seq_config, field)
+static const config_field config_fields[] = {
+    {"kind", CONFIG_INT, C(kind), 0, ATTN_SEQ2SEQ_BAHDANAU},
+    {"src_vocab", CONFIG_I64, C(src_vocab), 4, 100000000},
+    {"tgt_vocab", CONFIG_I64, C(tgt_vocab), 4, 100000000},
+    {"d_model", CONFIG_I64, C(d_model), 2, 8192},
+    {"num_heads", CONFIG_I64, C(num_heads), 1, 256},
+    {"dim_feedforward", CONFIG_I64, C(dim_feedforward), 1, 65536},
+    {"enc_layers", CONFIG_INT, C(enc_layers), 1, 64},
+    {"dec_layers", CONFIG_INT, C(dec_layers), 1, 64},
+    {"max_len", CONFIG_I64, C(max_len), 2, 100002},
+    {"pad_id", CONFIG_I64, C(pad_id), 0, 100000000},
+    {"bos_id", CONFIG_I64, C(bos_id), 0, 100000000},
+    {"eos_id", CONFIG_I64, C(eos_id), 0, 100000000},
+};
+#undef C
+#define N_CONFIG_FIELDS (int)(sizeof config_fields / sizeof config_fields[0])
+
 const char *const *translate_config_kv(const attn_seq2seq_config *c, int *n)
 {
-    static char vals[13][32];
-    static const char *kv[26];
-    const char *keys[13] = {"model", "kind", "src_vocab", "tgt_vocab", "d_model", "num_heads", "dim_feedforward",
-                            "enc_layers", "dec_layers", "max_len", "pad_id", "bos_id", "eos_id"};
-    long nums[13] = {0, c->kind, (long)c->src_vocab, (long)c->tgt_vocab, (long)c->d_model, (long)c->num_heads,
-                     (long)c->dim_feedforward, c->enc_layers, c->dec_layers, (long)c->max_len, (long)c->pad_id,
-                     (long)c->bos_id, (long)c->eos_id};
-    for (int i = 0; i < 13; i++) {
-        if (i == 0) snprintf(vals[i], 32, "attn-seq2seq");
-        else snprintf(vals[i], 32, "%ld", nums[i]);
-        kv[2 * i] = keys[i];
-        kv[2 * i + 1] = vals[i];
-    }
-    *n = 13;
-    return kv;
+    return config_kv("attn-seq2seq", config_fields, N_CONFIG_FIELDS, c, n);
 }
 
+/* The config of a saved model, range-checked and consistent before anything is built from it. */
 static int read_config(const char *path, attn_seq2seq_config *c, const char *hint)
 {
-    attn_st_file *f = attn_st_open(path);
-    if (!f) return cli_fail(CLI_ERR_DATA, "translate", "%s%s", attn_last_error(), hint);
-    const char *model = attn_st_metadata(f, "model");
-    const char *keys[12] = {"kind", "src_vocab", "tgt_vocab", "d_model", "num_heads", "dim_feedforward",
-                            "enc_layers", "dec_layers", "max_len", "pad_id", "bos_id", "eos_id"};
-    long v[12];
-    bool ok = model && !strcmp(model, "attn-seq2seq");
-    for (int i = 0; ok && i < 12; i++) ok = checkpoint_meta_long(f, keys[i], &v[i]);
-    attn_st_close(f);
-    if (!ok) return cli_fail(CLI_ERR_DATA, "translate", "%s is not a translation checkpoint", path);
-    c->kind = (attn_seq2seq_kind)v[0], c->src_vocab = v[1], c->tgt_vocab = v[2], c->d_model = v[3];
-    c->num_heads = v[4], c->dim_feedforward = v[5], c->enc_layers = (int)v[6], c->dec_layers = (int)v[7];
-    c->max_len = v[8], c->pad_id = v[9], c->bos_id = v[10], c->eos_id = v[11];
-    return CLI_OK;
+    int code = config_read("translate", path, hint, "attn-seq2seq", "translation", config_fields, N_CONFIG_FIELDS, c);
+    if (code != CLI_OK) return code;
+    const char *why = c->kind == ATTN_SEQ2SEQ_TRANSFORMER && c->d_model % c->num_heads ? "num_heads does not divide d_model"
+                      : c->kind == ATTN_SEQ2SEQ_BAHDANAU && (c->enc_layers > 8 || c->dec_layers > 8)
+                          ? "the Bahdanau GRU has at most 8 layers"
+                      : c->pad_id >= c->tgt_vocab || c->bos_id >= c->tgt_vocab || c->eos_id >= c->tgt_vocab
+                          ? "pad_id, bos_id and eos_id must be below tgt_vocab"
+                          : NULL;
+    return why ? cli_fail(CLI_ERR_DATA, "translate", "%s: metadata: %s", path, why) : CLI_OK;
 }
 
 static int build_model(translate_run *run, translate_options *o)

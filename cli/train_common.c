@@ -3,6 +3,7 @@
 #include "dist.h"
 #include "train_guard.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -133,10 +134,61 @@ bool checkpoint_meta_long(const attn_st_file *f, const char *key, long *out)
     const char *v = attn_st_metadata(f, key);
     char *end;
     if (!v) return false;
+    errno = 0;
     long x = strtol(v, &end, 10);
-    if (end == v || *end) return false;
+    if (end == v || *end || errno) return false;
     *out = x;
     return true;
+}
+
+const char *const *config_kv(const char *model_name, const config_field *fields, int n_fields, const void *cfg,
+                             int *n)
+{
+    static char vals[CONFIG_MAX_FIELDS][32];
+    static const char *kv[2 * (CONFIG_MAX_FIELDS + 1)];
+    kv[0] = "model";
+    kv[1] = model_name;
+    for (int i = 0; i < n_fields && i < CONFIG_MAX_FIELDS; i++) {
+        const char *at = (const char *)cfg + fields[i].offset;
+        long v = fields[i].type == CONFIG_I64 ? (long)*(const int64_t *)at
+                 : fields[i].type == CONFIG_INT ? *(const int *)at : *(const bool *)at;
+        snprintf(vals[i], sizeof vals[i], "%ld", v);
+        kv[2 * i + 2] = fields[i].key;
+        kv[2 * i + 3] = vals[i];
+    }
+    *n = n_fields + 1;
+    return kv;
+}
+
+int config_read(const char *cmd, const char *path, const char *hint, const char *model_name, const char *what,
+                const config_field *fields, int n_fields, void *cfg)
+{
+    attn_st_file *f = attn_st_open(path);
+    if (!f) return cli_fail(CLI_ERR_DATA, cmd, "%s%s", attn_last_error(), hint);
+    const char *model = attn_st_metadata(f, "model");
+    int code = model && !strcmp(model, model_name)
+                   ? CLI_OK
+                   : cli_fail(CLI_ERR_DATA, cmd, "%s is not a %s checkpoint (its metadata lacks model=%s)", path,
+                              what, model_name);
+    for (int i = 0; code == CLI_OK && i < n_fields; i++) {
+        const config_field *c = &fields[i];
+        long v;
+        if (!checkpoint_meta_long(f, c->key, &v)) {
+            const char *text = attn_st_metadata(f, c->key);
+            code = cli_fail(CLI_ERR_DATA, cmd, "%s: metadata %s is %s%s%s; expected an integer in [%ld, %ld]", path,
+                            c->key, text ? "\"" : "", text ? text : "missing", text ? "\"" : "", c->min, c->max);
+        } else if (v < c->min || v > c->max) {
+            code = cli_fail(CLI_ERR_DATA, cmd, "%s: metadata %s = %ld is out of range [%ld, %ld]", path, c->key, v,
+                            c->min, c->max);
+        } else {
+            char *at = (char *)cfg + c->offset;
+            if (c->type == CONFIG_I64) *(int64_t *)at = v;
+            else if (c->type == CONFIG_INT) *(int *)at = (int)v;
+            else *(bool *)at = v != 0;
+        }
+    }
+    attn_st_close(f);
+    return code;
 }
 
 typedef struct rank_rng {
@@ -165,12 +217,16 @@ static int load_root(const char *cmd, const char *path, attn_params *p, attn_opt
     attn_st_file *f = NULL;
     if (attn_checkpoint_load(path, p, opt, true) != ATTN_OK || !(f = attn_st_open(path)))
         return cli_fail(CLI_ERR_DATA, cmd, "resume: %s", attn_last_error());
-    long epoch, global;
-    const char *batch = attn_st_metadata(f, "run.batch");
+    long epoch, global, batch;
     int code = CLI_OK;
-    if (!checkpoint_meta_long(f, "run.epoch", &epoch) || !batch || !root_rng_read(f, &pos->rng)) {
+    if (!checkpoint_meta_long(f, "run.epoch", &epoch) || !checkpoint_meta_long(f, "run.batch", &batch) ||
+        !root_rng_read(f, &pos->rng)) {
         code = cli_fail(CLI_ERR_DATA, cmd, "resume: %s has no run position (run.epoch, run.batch, run.rng_*); "
                         "it was not written by a training command", path);
+    } else if (epoch < 0 || epoch > 100000 || batch < 0 || batch >= pos->per_epoch) {
+        code = cli_fail(CLI_ERR_DATA, cmd, "resume: %s: run position epoch %ld, batch %ld is out of range "
+                        "(epoch in [0, 100000], batch in [0, %lld): an epoch of this data has %lld batches)",
+                        path, epoch, batch, (long long)pos->per_epoch, (long long)pos->per_epoch);
     } else if (checkpoint_meta_long(f, "run.global_batch", &global) && global != pos->global_batch) {
         code = cli_fail(CLI_ERR_USAGE, cmd, "resume: %s was written with a global batch of %ld examples "
                         "(--batch-size x ranks); this run has %lld x %d = %lld: resume with the same product",
@@ -178,7 +234,7 @@ static int load_root(const char *cmd, const char *path, attn_params *p, attn_opt
                         (long long)pos->global_batch);
     } else {
         pos->epoch = epoch;
-        pos->batch = strtoll(batch, NULL, 10);
+        pos->batch = batch;
         rngs[0] = (rank_rng){.rng = pos->rng, .have = 1};
         int missing = 0;
         for (int r = 1; r < dist_size(); r++) {

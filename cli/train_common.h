@@ -40,6 +40,7 @@ double now_seconds(void);
 typedef struct run_position {
     long epoch;
     int64_t batch, global_batch;
+    int64_t per_epoch; /* batches in an epoch: a resumed position must lie inside one */
     attn_rng rng;
 } run_position;
 
@@ -54,8 +55,28 @@ int run_start(const char *cmd, const char *resume, attn_params *p, attn_optim *o
  * the caller's key/values (model config) as metadata; the other ranks return ATTN_OK. */
 attn_status run_checkpoint_save(const char *path, const attn_params *p, const attn_optim *opt,
                                 const run_position *pos, const char *const *kv, int n_kv);
-/* A metadata value of a checkpoint as an integer (for the model config before building it). */
+/* A metadata value of a checkpoint as an integer. */
 bool checkpoint_meta_long(const attn_st_file *f, const char *key, long *out);
+
+/* A model's config as checkpoint metadata, one row per field: written by config_kv, read back by
+ * config_read with every value range-checked before anything is built from it. */
+typedef enum config_type { CONFIG_I64, CONFIG_INT, CONFIG_BOOL } config_type; /* CONFIG_INT: ints, enums */
+typedef struct config_field {
+    const char *key;
+    config_type type;
+    size_t offset; /* in the config struct */
+    long min, max;
+} config_field;
+
+enum { CONFIG_MAX_FIELDS = 16 };
+/* "model" = model_name, then every field of cfg, as key/value pairs in static storage (*n pairs). */
+const char *const *config_kv(const char *model_name, const config_field *fields, int n_fields, const void *cfg,
+                             int *n);
+/* Reads cfg from the metadata of the checkpoint at path: model must be model_name (else "PATH is not
+ * a WHAT checkpoint") and every field present, an integer and in range; otherwise CLI_ERR_DATA
+ * with a message naming the key. hint follows a message about the file itself. */
+int config_read(const char *cmd, const char *path, const char *hint, const char *model_name, const char *what,
+                const config_field *fields, int n_fields, void *cfg);
 
 /* The seed of this rank's dropout stream: seed + 17 on rank 0 (as a one-process run), another
  * stream on every other rank. */

@@ -196,7 +196,8 @@ int translate_train(translate_run *run, const translate_split *train, const tran
                                      .base_lr = (float)o->train.lr, .warmup_steps = o->warmup, .d_model = c->d_model};
     if (!ts.opt || !ts.ctx) return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
     const int64_t global = o->train.batch_size * dist_size();
-    run_position pos = {.global_batch = global, .rng = *attn_ctx_rng(ts.ctx)};
+    ts.per_epoch = (train->src.count + global - 1) / global;
+    run_position pos = {.global_batch = global, .per_epoch = ts.per_epoch, .rng = *attn_ctx_rng(ts.ctx)};
     int code = run_start("translate", o->train.resume ? o->train.checkpoint : NULL, run->params, ts.opt, &pos);
     if (code == CLI_OK) {
         *attn_ctx_rng(ts.ctx) = pos.rng;
@@ -205,7 +206,6 @@ int translate_train(translate_run *run, const translate_split *train, const tran
         if (dist_size() > 1)
             printf("data-parallel: %d ranks x %lld pairs per step\n", dist_size(), (long long)o->train.batch_size);
     }
-    ts.per_epoch = (train->src.count + global - 1) / global;
     ts.cap_losses = ts.per_epoch * o->train.epochs;
     if (!(ts.losses = malloc((size_t)ts.cap_losses * sizeof *ts.losses))) code = cli_fail(CLI_ERR_DATA, "translate", "out of memory");
     ts.deadline = o->budget_min > 0 ? now_seconds() + 60.0 * (double)o->budget_min : 0;
