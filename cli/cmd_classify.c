@@ -71,7 +71,9 @@ static int validate(const classify_options *o, int action, int n_texts)
         return cli_fail(CLI_ERR_USAGE, "classify", "explain takes one TEXT (quote it), got %d", n_texts);
     if (action == EXPLAIN && !cli_check_picture("classify", "--out", o->out)) return CLI_ERR_USAGE;
     if (action != TRAIN || t->resume) {
-        if (!cli_check_input_file("classify", "--checkpoint", t->checkpoint)) return CLI_ERR_USAGE;
+        if (!cli_check_input_file("classify", "--checkpoint", t->checkpoint,
+                                  t->resume ? NULL : " (train a model first: attn classify train)"))
+            return CLI_ERR_USAGE;
     }
     if (action == TRAIN) {
         char *vp = t->checkpoint ? classify_vocab_path(t->checkpoint) : NULL;
@@ -276,9 +278,11 @@ static int load_reviews(attn_labeled_texts *t, const char *data, const char *spl
 {
     if (attn_imdb_load(t, data, split) != ATTN_OK) return cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
     if (t->skipped)
-        fprintf(stderr, "attn classify: note: %s/%s: skipped %lld entr%s named like reviews that %s not "
-                "regular files (e.g. %s)\n", data, split, (long long)t->skipped, t->skipped == 1 ? "y" : "ies",
-                t->skipped == 1 ? "is" : "are", t->skipped_first);
+        fprintf(stderr, "attn classify: note: %s/%s: skipped %lld %s (e.g. %s)\n", data, split,
+                (long long)t->skipped,
+                t->skipped == 1 ? "entry named like a review that is not a regular file"
+                                : "entries named like reviews that are not regular files",
+                t->skipped_first);
     return CLI_OK;
 }
 

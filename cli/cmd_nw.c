@@ -48,7 +48,7 @@ static int parse(int argc, char **argv, nw_options *o)
     int code = cli_parse(&nw_spec, o, argc, argv, 1, NULL, NULL);
     if (code != CLI_OK) return code;
     if (o->plot && !strcmp(o->plot, "none")) o->plot = NULL;
-    bool ok = (!o->data || cli_check_input_file("nw", "--data", o->data)) &&
+    bool ok = (!o->data || cli_check_input_file("nw", "--data", o->data, NULL)) &&
               (!o->out || cli_check_output("nw", "--out", o->out)) &&
               (!o->plot || cli_check_picture("nw", "--plot", o->plot)) &&
               (!o->plot_loss || cli_check_picture("nw", "--plot-loss", o->plot_loss));

@@ -76,7 +76,7 @@ static int validate(const op_args *a, const op_mechanism *mech)
     if (!heads && a->num_heads > 0) return cli_fail(CLI_ERR_USAGE, "op", "--num-heads does not apply to %s", n);
     if (!a->in_path || !a->out_path)
         return cli_fail(CLI_ERR_USAGE, "op", "--in and --out are required (see attn op --help)");
-    if (!cli_check_input_file("op", "--in", a->in_path) || !cli_check_output("op", "--out", a->out_path))
+    if (!cli_check_input_file("op", "--in", a->in_path, NULL) || !cli_check_output("op", "--out", a->out_path))
         return CLI_ERR_USAGE;
     return CLI_OK;
 }

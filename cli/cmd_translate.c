@@ -79,7 +79,7 @@ static bool check_average(const char *list)
     char *copy = strdup(list), *save = NULL;
     bool ok = copy != NULL, any = false;
     for (char *path = copy ? strtok_r(copy, ",", &save) : NULL; ok && path; path = strtok_r(NULL, ",", &save))
-        ok = any = cli_check_input_file("translate", "--average", path);
+        ok = any = cli_check_input_file("translate", "--average", path, NULL);
     free(copy);
     if (ok && !any) cli_fail(CLI_ERR_USAGE, "translate", "--average expects checkpoint files separated by commas, got \"%s\"", list);
     return ok && any;
@@ -92,7 +92,9 @@ static int validate(const translate_options *o, int action, int n_texts)
     if (action != TRANSLATE && n_texts)
         return cli_fail(CLI_ERR_USAGE, "translate", "%s takes no SENTENCE arguments", action_names[action]);
     if (action != TRANSLATE && !cli_check_input_dir("translate", "--data", o->data)) return CLI_ERR_USAGE;
-    if ((action != TRAIN || t->resume) && !cli_check_input_file("translate", "--checkpoint", t->checkpoint))
+    if ((action != TRAIN || t->resume) &&
+        !cli_check_input_file("translate", "--checkpoint", t->checkpoint,
+                              t->resume ? NULL : " (train a model first: attn translate train)"))
         return CLI_ERR_USAGE;
     if (action != TRAIN && o->average && !check_average(o->average)) return CLI_ERR_USAGE;
     if (action == TRANSLATE && !cli_check_picture("translate", "--out", o->out)) return CLI_ERR_USAGE;

@@ -281,7 +281,7 @@ bool cli_check_picture(const char *cmd, const char *opt, const char *path)
     return false;
 }
 
-bool cli_check_input_file(const char *cmd, const char *opt, const char *path)
+bool cli_check_input_file(const char *cmd, const char *opt, const char *path, const char *hint)
 {
     struct stat st;
     const char *why = !path || !*path             ? "is empty; expected a file"
@@ -290,7 +290,7 @@ bool cli_check_input_file(const char *cmd, const char *opt, const char *path)
                       : !S_ISREG(st.st_mode)      ? "is not a regular file"
                       : access(path, R_OK) != 0   ? strerror(errno)
                                                   : NULL;
-    if (why) cli_fail(CLI_ERR_USAGE, cmd, "%s %s: %s", opt, path ? path : "", why);
+    if (why) cli_fail(CLI_ERR_USAGE, cmd, "%s %s: %s%s", opt, path ? path : "", why, hint ? hint : "");
     return !why;
 }
 

@@ -85,10 +85,11 @@ void cli_man(const cli_spec *spec, FILE *out);
 
 /* Checks made before any work, each printing "attn <cmd>: <option> <value>: <why>" and returning
  * false: a file the command will write (folder exists and is writable; not a folder), a picture
- * (also .png/.svg/.pdf), a file it will read (a readable regular file), a folder it will read. */
+ * (also .png/.svg/.pdf), a file it will read (a readable regular file; hint, when not NULL, follows
+ * the message), a folder it will read. */
 bool cli_check_output(const char *cmd, const char *opt, const char *path);
 bool cli_check_picture(const char *cmd, const char *opt, const char *path);
-bool cli_check_input_file(const char *cmd, const char *opt, const char *path);
+bool cli_check_input_file(const char *cmd, const char *opt, const char *path, const char *hint);
 bool cli_check_input_dir(const char *cmd, const char *opt, const char *path);
 
 #endif

@@ -174,16 +174,16 @@ row "safetensors: unknown dtype F8_E4M3"          1 "dtype.safetensors: tensor \
 row "safetensors: shape product overflows"        1 "overflow.safetensors: tensor \"q\": shape \(4294967296, 4294967296, 4\) has more elements than int64" "$o" -- op "$in/overflow.safetensors"
 row "safetensors: negative dimension"             1 "negative_dim.safetensors: tensor \"q\": shape entry 0 must be a non-negative integer" "$o" -- op "$in/negative_dim.safetensors"
 row "safetensors: duplicate tensor name"          1 "dup_name.safetensors: .*\"q\"" "$o" -- op "$in/dup_name.safetensors"
-row "safetensors: a directory"                    1 "in: not a regular file \(a directory\)" "$o" -- op "$in"
-row "safetensors: a FIFO (must not block)"        1 "fifo.safetensors: not a regular file" "$o" -- timeout 20 "$bin" op sdpa --in "$in/fifo.safetensors" --out "$o"
-row "safetensors: /dev/zero"                      1 "/dev/zero: not a regular file" "$o" -- op /dev/zero
-row "safetensors: missing file"                   1 "nowhere.safetensors: cannot open: No such file" "$o" -- op "$in/nowhere.safetensors"
+row "safetensors: a directory"                    2 "--in .*in: is a folder; expected a file" "$o" -- op "$in"
+row "safetensors: a FIFO (must not block)"        2 "--in .*fifo.safetensors: is not a regular file" "$o" -- timeout 20 "$bin" op sdpa --in "$in/fifo.safetensors" --out "$o"
+row "safetensors: /dev/zero"                      2 "--in /dev/zero: is not a regular file" "$o" -- op /dev/zero
+row "safetensors: missing file"                   2 "--in .*nowhere.safetensors: No such file" "$o" -- op "$in/nowhere.safetensors"
 row "attn op sdpa: tensor v missing"              1 "missing_v.safetensors: no tensor named \"v\"" "$o" -- op "$in/missing_v.safetensors"
 row "attn op sdpa: k of the wrong shape"          1 "sdpa: q \(1, 1, 2, 2\), k \(1, 1, 2, 3\), v \(1, 1, 2, 2\) do not fit" "$o" -- op "$in/wrong_shape.safetensors"
 row "attn op sdpa: q with 5 dims"                 1 "five_dims.safetensors: tensor \"q\" has 5 dimensions; attn tensors have at most 4" "$o" -- op "$in/five_dims.safetensors"
 row "attn op mha: in_proj_weight (3, 2)"          1 "tensor \"in_proj_weight\" has shape \(3, 2\) in the file, but its destination has shape \(6, 2\)" "$o" -- "$bin" op mha --num-heads 1 --in "$in/mha_param_shape.safetensors" --out "$o"
 row "attn op mha: seed name Wq.weight (1, 2)"     1 "Wq.weight has shape \(1, 2\), expected \(2, 2\)" "$o" -- "$bin" op mha --num-heads 1 --in "$in/mha_seed_shape.safetensors" --out "$o"
-row "attn op mha: --num-heads missing"            1 "mha needs --num-heads" "$o" -- "$bin" op mha --in "$in/mha_param_shape.safetensors" --out "$o"
+row "attn op mha: --num-heads missing"            2 "mha needs --num-heads" "$o" -- "$bin" op mha --in "$in/mha_param_shape.safetensors" --out "$o"
 row "attn op: NaN in q"                           1 "tensor \"q\" has NaN at index \(0, 0, 1, 0\); expected finite values" "$o" -- op "$in/nan_q.safetensors"
 row "attn op: +Inf in k"                          1 "tensor \"k\" has \+Inf at index \(0, 0, 0, 1\); expected finite values" "$o" -- op "$in/inf_k.safetensors"
 row "attn op: NaN in a parameter"                 1 "tensor \"in_proj_weight\" has NaN at index \(4, 0\)" "$o" -- "$bin" op mha --num-heads 1 --in "$in/mha_param_nan.safetensors" --out "$o"
@@ -195,20 +195,25 @@ row "attn op: --scale not a number"               2 "--scale expects a finite nu
 row "attn op: --scale nan"                        2 "--scale expects a finite number, got \"nan\"" "$o" -- op "$in/good.safetensors" --scale nan
 row "attn op: --threads 0 (out of range)"         2 "--threads must be in \[1, 4096\], got 0" "$o" -- op "$in/good.safetensors" --threads 0
 row "attn op: --num-heads 1e99"                   2 "--num-heads expects an integer, got \"1e99\"" "$o" -- op "$in/good.safetensors" --num-heads 1e99
-row "attn op: --impl value unknown"               2 "--impl expects ref or fused, got \"best\"" "$o" -- op "$in/good.safetensors" --impl best
-row "attn op: --out in a missing folder"          1 "nowhere/o.safetensors: cannot write" "$out/nowhere" -- "$bin" op sdpa --in "$in/good.safetensors" --out "$out/nowhere/o.safetensors"
-row "attn op: --out under a regular file"         1 "a_file/o.safetensors: cannot write .*Not a directory" -- "$bin" op sdpa --in "$in/good.safetensors" --out "$in/a_file/o.safetensors"
+row "attn op: --impl value unknown"               2 "--impl expects auto, fused or ref, got \"best\"" "$o" -- op "$in/good.safetensors" --impl best
+row "attn op: --out in a missing folder"          2 "--out .*nowhere/o.safetensors: cannot write: folder .*nowhere: No such file" "$out/nowhere" -- "$bin" op sdpa --in "$in/good.safetensors" --out "$out/nowhere/o.safetensors"
+row "attn op: --out under a regular file"         2 "--out .*a_file/o.safetensors: cannot write.*Not a directory" -- "$bin" op sdpa --in "$in/good.safetensors" --out "$in/a_file/o.safetensors"
 row "attn op: --in missing its value"             2 "option --in needs a value" "$o" -- "$bin" op sdpa --out "$o" --in
 row "attn: unknown command"                       2 "unknown command \"frobnicate\"" -- "$bin" frobnicate
 
 ck=$out/ck.safetensors
 cls() { "$bin" classify train "${tiny[@]}" --checkpoint "$ck" "$@"; }
-row "classify: missing data folder"               1 "nowhere: cannot open the folder \(No such file or directory\); expected an aclImdb folder" "$ck" "$ck.vocab" -- cls --data "$in/nowhere"
-row "classify: data folder is a file"             1 "a_file: cannot open the folder \(Not a directory\)" "$ck" "$ck.vocab" -- cls --data "$in/a_file"
+row "classify: missing data folder"               2 "--data .*nowhere: No such file or directory" "$ck" "$ck.vocab" -- cls --data "$in/nowhere"
+row "classify: data folder is a file"             2 "--data .*a_file: is not a folder" "$ck" "$ck.vocab" -- cls --data "$in/a_file"
 row "classify: empty data folder"                 1 "imdb_empty/train/neg: cannot open the folder .*expected an aclImdb folder" "$ck" "$ck.vocab" -- cls --data "$in/imdb_empty"
 row "classify: folders without reviews"           1 "imdb_noreviews/train/neg: no reviews; expected files named <id>_<rating>.txt" "$ck" "$ck.vocab" -- cls --data "$in/imdb_noreviews"
 row "classify: a review that is not UTF-8"        1 "imdb_latin1/train/pos/3_8.txt: invalid UTF-8 at byte offset 5 \\(byte 0xE9" "$ck" "$ck.vocab" -- cls --data "$in/imdb_latin1"
-row "classify: a review that is a folder"         1 "imdb_dir/train/pos/9_9.txt: .*(Is a directory|read failed)" "$ck" -- cls --data "$in/imdb_dir"
+review_folder() {
+  cls --data "$in/imdb_dir" --epochs 1 || return
+  note="skipped, reported, trained"
+  rm -f "$ck" "$ck.vocab"
+}
+row "classify: a review that is a folder (skipped)" 0 "skipped 1 entry named like a review that is not a regular file \(e.g. .*9_9.txt \(a folder\)\)" -- review_folder
 big_review() {
   cls --data "$in/imdb_big" --epochs 1 || return
   note="review of $big_size bytes, cut to --max-len 32; checkpoint written"
@@ -226,15 +231,15 @@ row "classify: --max-len 99999999999999999999"    2 "--max-len expects an intege
 row "classify: --dropout 1.5"                     2 "--dropout must be in \[0, 0.99\], got 1.5" "$ck" -- cls --data "$in/imdb" --dropout 1.5
 row "classify: --attention unknown"               2 "--attention expects softmax, linear, conv or additive, got \"sparse\"" "$ck" -- cls --data "$in/imdb" --attention sparse
 row "classify: batch 65536 x max-len 100000 (52 GB)" 1 "out of memory for a batch of 65536 x 100000 token ids; lower --batch-size or --max-len" "$ck" -- cls --data "$in/imdb" --batch-size 65536 --max-len 100000
-row "classify: --checkpoint in a missing folder"  1 "nowhere/ck.safetensors.vocab: cannot write \\(via .*\\): No such file or directory" "$out/nowhere" -- "$bin" classify train "${tiny[@]}" --data "$in/imdb" --checkpoint "$out/nowhere/ck.safetensors"
-row "classify eval: no checkpoint"                1 "ck.safetensors: cannot open: No such file .*train a model first" -- "$bin" classify eval --data "$in/imdb" --checkpoint "$ck"
+row "classify: --checkpoint in a missing folder"  2 "--checkpoint .*nowhere/ck.safetensors: cannot write: folder .*nowhere: No such file" "$out/nowhere" -- "$bin" classify train "${tiny[@]}" --data "$in/imdb" --checkpoint "$out/nowhere/ck.safetensors"
+row "classify eval: no checkpoint"                2 "--checkpoint .*ck.safetensors: No such file or directory \(train a model first" -- "$bin" classify eval --data "$in/imdb" --checkpoint "$ck"
 # a checkpoint to break
 "$bin" classify train "${tiny[@]}" --epochs 1 --data "$in/imdb" --checkpoint "$in/good_ck.safetensors" >/dev/null 2>&1
 cp "$in/good_ck.safetensors.vocab" "$ck.vocab"
 head -c 3000 "$in/good_ck.safetensors" > "$ck"
 row "classify train --resume: truncated checkpoint" 1 "resume: .*ck.safetensors: .*(past the end|too short|not valid JSON)" -- cls --data "$in/imdb" --resume
 row "classify eval: truncated checkpoint"         1 "ck.safetensors: .*(past the end|too short|not valid JSON)" -- "$bin" classify eval --data "$in/imdb" --checkpoint "$ck"
-row "classify --resume: another model's checkpoint" 1 "resume: .*ck.safetensors: tensor \"embedding.weight\" has shape \(38, 16\) in the file, but its destination has shape \(38, 24\)" -- \
+row "classify --resume: another model's checkpoint" 1 "resume: .*ck.safetensors: does not match the model: wrong shape: embedding.weight \(file \(38, 16\), model \(38, 24\)\)" -- \
   bash -c 'cp "$1.vocab" "$2.vocab"; cp "$1" "$2"; shift 2; "$@"' _ "$in/good_ck.safetensors" "$ck" "$bin" classify train "${tiny[@]}" --embed-dim 24 --data "$in/imdb" --checkpoint "$ck" --resume
 row "translate eval: a classifier checkpoint"     1 "ck.safetensors is not a translation checkpoint" -- "$bin" translate eval --data "$in/pairs" --checkpoint "$ck"
 cp "$in/good.safetensors" "$ck"
@@ -307,7 +312,7 @@ row "classify: parameters NaN after step 7, checkpoint every step" 1 "epoch 2, s
 row "classify: loss NaN at step 8, checkpoint per epoch" 1 "epoch 2, step 3: the loss is not finite; stopped, the last good checkpoint is .*ck.safetensors" -- nan_per_epoch
 
 tr() { "$bin" translate train --d-model 16 --heads 2 --ffn 16 --layers 1 --epochs 1 --batch-size 4 --min-freq 1 --threads 1 --checkpoint "$ck" "$@"; }
-row "translate: missing data folder"              1 "nowhere/train.en.gz: cannot open \(No such file or directory\)" "$ck" -- tr --data "$in/nowhere"
+row "translate: missing data folder"              2 "--data .*nowhere: No such file or directory" "$ck" -- tr --data "$in/nowhere"
 row "translate: line counts differ"               1 "train.en.gz has 12 lines but .*train.fr.gz has 13; expected line-aligned files" "$ck" -- tr --data "$in/pairs_misaligned"
 row "translate: a line that is not UTF-8"         1 "val.fr.gz: invalid UTF-8 at byte offset 6" "$ck" -- tr --data "$in/pairs_latin1"
 row "translate: truncated gzip file"              1 "train.en.gz: the gzip stream ends early .*expected a complete plain or gzip file" "$ck" -- tr --data "$in/pairs_badgz"
@@ -323,7 +328,7 @@ row "bench: --runs 0"                             2 "--runs must be in \[1, 1000
 row "nw: Inf in --data x_train"                   1 "nw_inf.safetensors: x_train\[3\] is inf; expected finite values" "$out/nw.safetensors" -- "$bin" nw --epochs 2 --plot none --data "$in/nw_inf.safetensors" --out "$out/nw.safetensors"
 row "nw: --data with 2 training points"           1 "nw_short.safetensors: expected 1-D x_train and y_train of one length >= 3" "$out/nw.safetensors" -- "$bin" nw --epochs 2 --plot none --data "$in/nw_short.safetensors" --out "$out/nw.safetensors"
 row "nw: --lr -1 (out of range)"                  2 "--lr must be in \[0, 1e\+06\], got -1" "$out/nw.safetensors" -- "$bin" nw --lr -1 --plot none --out "$out/nw.safetensors"
-row "nw: --out in a missing folder"               1 "nowhere/nw.safetensors: cannot write" "$out/nowhere" -- "$bin" nw --epochs 2 --plot none --out "$out/nowhere/nw.safetensors"
+row "nw: --out in a missing folder"               2 "--out .*nowhere/nw.safetensors: cannot write: folder" "$out/nowhere" -- "$bin" nw --epochs 2 --plot none --out "$out/nowhere/nw.safetensors"
 
 row "plot: --out with extension .bmp"             2 "--out .*x.bmp: expected a .png, .svg or .pdf file name" "$out/x.bmp" -- "$bin" plot heatmap --in "$in/heat_nan.safetensors" --tensor w --out "$out/x.bmp"
 row "plot: --out in a missing folder"             1 "nowhere/x.png" "$out/nowhere" -- "$bin" plot heatmap --in "$in/heat_nan.safetensors" --tensor w --out "$out/nowhere/x.png"
