@@ -9,11 +9,16 @@
 
 enum { CLI_OK = 0, CLI_ERR_DATA = 1, CLI_ERR_USAGE = 2 };
 
+typedef struct cli_spec cli_spec; /* a subcommand's options table (options.h) */
+
 typedef struct cli_command {
     const char *name;
     int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
     const char *summary;
+    const cli_spec *spec;              /* its options, --help and man page section */
 } cli_command;
+
+extern const cli_spec shapes_spec, nw_spec, classify_spec, translate_spec, op_spec;
 
 int cmd_shapes(int argc, char **argv);
 int cmd_op(int argc, char **argv);

@@ -1,28 +1,67 @@
 /* attn: the command-line program. Dispatches to one subcommand per file; started by mpirun, it
  * first joins the MPI job (dist.h) and leaves it with the subcommand's exit status. */
-#include "cli.h"
 #include "dist.h"
+#include "options.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static const cli_command commands[] = {
-    {"shapes", cmd_shapes, "seed 000's demo: scaled dot-product attention on random Q, K, V"},
-    {"nw", cmd_nw, "seed 003: Nadaraya-Watson kernel regression trained with SGD, with its plot"},
-    {"classify", cmd_classify, "seed 002: the self-attention IMDB classifier (train, eval, predict, explain)"},
-    {"translate", cmd_translate, "translation with attention: Transformer or Bahdanau GRU, Multi30k en->fr, BLEU"},
-    {"plot", cmd_plot, "draw a saved attention matrix (e.g. attn op's weights) as a heatmap"},
-    {"bench", cmd_bench, "validate, then time the kernels and training steps (GFLOP/s, ms, memory)"},
-    {"op", cmd_op, "run one attention mechanism on tensors from a safetensors file"},
+    {"shapes", cmd_shapes, "seed 000's demo: scaled dot-product attention on random Q, K, V", &shapes_spec},
+    {"nw", cmd_nw, "seed 003: Nadaraya-Watson kernel regression trained with SGD, with its plot", &nw_spec},
+    {"classify", cmd_classify, "seed 002: the self-attention IMDB classifier (train, eval, predict, explain)",
+     &classify_spec},
+    {"translate", cmd_translate, "translation with attention: Transformer or Bahdanau GRU, Multi30k en->fr, BLEU",
+     &translate_spec},
+    {"plot", cmd_plot, "draw a saved attention matrix (e.g. attn op's weights) as a heatmap", NULL},
+    {"bench", cmd_bench, "validate, then time the kernels and training steps (GFLOP/s, ms, memory)", NULL},
+    {"op", cmd_op, "run one attention mechanism on tensors from a safetensors file", &op_spec},
 };
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
 
 static void usage(FILE *out)
 {
     fprintf(out, "usage: attn <command> [options]   (attn <command> --help for its options)\n\n"
                  "attention mechanisms and small Transformers in C (libattn %s)\n\ncommands:\n",
             attn_version());
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    for (size_t i = 0; i < N_COMMANDS; i++) fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+}
+
+/* The man page, docs/attn.1: made from the commands' option tables, so it lists every command and
+ * option as --help does (a test compares the file with this output). */
+static void man_page(FILE *out)
+{
+    fprintf(out, ".TH ATTN 1 \"\" \"attn %s\" \"User Commands\"\n", attn_version());
+    fputs(".SH NAME\nattn \\- attention mechanisms and small Transformers: demos, training, translation, "
+          "benchmarks\n.SH SYNOPSIS\n", out);
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        fprintf(out, ".B attn %s\n", commands[i].name);
+        cli_roff(out, commands[i].spec ? commands[i].spec->synopsis : "[options]");
+        fputs("\n.br\n", out);
+    }
+    fputs(".SH DESCRIPTION\n.B attn\nruns the programs of three attention tutorials in C: the shape demo of "
+          "scaled dot\\-product\nattention, Nadaraya\\-Watson kernel regression as attention pooling, a "
+          "self\\-attention IMDB\nsentiment classifier, and translation with a Transformer or a "
+          "Bahdanau\\-attention GRU. It is built\non\n.BR libattn ,\nwhose results are checked against "
+          "PyTorch 1.13. Every command prints its options with\n.BR \\-\\-help .\n.SH COMMANDS\n", out);
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        if (commands[i].spec) cli_man(commands[i].spec, out);
+        else fprintf(out, ".SS \"attn %s\"\n%s (see\n.BR \"attn %s \\-\\-help\" ).\n", commands[i].name,
+                     commands[i].summary, commands[i].name);
+    }
+    fputs(".SH DATA-PARALLEL TRAINING\nStarted by\n.BR mpirun ,\n.B classify train\nand\n.B translate train\n"
+          "train data\\-parallel: each rank takes\n.B \\-\\-batch\\-size\nexamples of every step, gradients "
+          "are averaged with one all\\-reduce, and rank 0 alone prints,\nwrites checkpoints and plots. Long runs "
+          "show a progress line (epoch, step, loss, tokens/s, ETA) on a\nterminal and plain log lines otherwise.\n"
+          ".SH FILES\nPictures: the extension of the output path chooses PNG, SVG or PDF. Tensors: safetensors\n"
+          "(F32, F64, F16, BF16, I64, I32, I16, I8, U8, BOOL), validated on reading. Every output file appears\n"
+          "complete or not at all: a regular file is written beside itself and renamed; a symlink's\ntarget is "
+          "replaced, not the link; a device or FIFO is written in place.\n"
+          ".SH EXIT STATUS\n0 on success, 1 on a data or runtime error, 2 on a usage error (unknown option, bad "
+          "value, a\nfile option that names nothing usable), reported before any work. Messages name the option or "
+          "file\nand what was expected.\n"
+          ".SH NOTES\nA query whose keys are all masked gets output 0, weight 0 and gradient 0; PyTorch 1.13 gives "
+          "NaN\nthere.\n.SH SEE ALSO\nThe README of the project, and\n.I include/attn.h\nfor the library.\n", out);
 }
 
 static int dispatch(int argc, char **argv)
@@ -35,11 +74,15 @@ static int dispatch(int argc, char **argv)
         usage(stdout);
         return CLI_OK;
     }
+    if (!strcmp(argv[1], "--man")) {
+        man_page(stdout);
+        return CLI_OK;
+    }
     if (!strcmp(argv[1], "--version")) {
         printf("attn %s\n", attn_version());
         return CLI_OK;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    for (size_t i = 0; i < N_COMMANDS; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "attn: unknown command \"%s\"\n", argv[1]);
     usage(stderr);

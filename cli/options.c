@@ -180,7 +180,7 @@ void cli_help(const cli_spec *spec, FILE *out)
 }
 
 /* s with roff's special characters escaped: \ and -, and a leading . or ' on a line. */
-static void roff(FILE *out, const char *s)
+void cli_roff(FILE *out, const char *s)
 {
     bool line_start = true;
     for (; *s; s++) {
@@ -206,11 +206,11 @@ static void roff_actions(FILE *out, const char *text)
         if (name == buf + 2 && gap) { /* "  name   what it does" */
             *gap = '\0';
             fputs(".TP\n.B ", out);
-            roff(out, name);
+            cli_roff(out, name);
             fputc('\n', out);
-            roff(out, gap + 1 + strspn(gap + 1, " "));
+            cli_roff(out, gap + 1 + strspn(gap + 1, " "));
         } else { /* a continuation line */
-            roff(out, name);
+            cli_roff(out, name);
         }
         fputc('\n', out);
         line += len + (end ? 1 : 0);
@@ -220,39 +220,41 @@ static void roff_actions(FILE *out, const char *text)
 void cli_man(const cli_spec *spec, FILE *out)
 {
     fprintf(out, ".SS \"attn %s\"\n.B attn %s\n", spec->cmd, spec->cmd);
-    roff(out, spec->synopsis);
+    cli_roff(out, spec->synopsis);
     fputs("\n.PP\n", out);
-    roff(out, spec->about);
+    cli_roff(out, spec->about);
     fputc('\n', out);
     if (spec->actions) roff_actions(out, spec->actions);
     for (size_t i = 0; i < spec->n_options; i++) {
         const cli_option *o = &spec->options[i];
         if (!o->name) {
             fputs(".PP\n", out);
-            roff(out, o->help);
+            cli_roff(out, o->help);
             fputc('\n', out);
             continue;
         }
         char value[160];
         value_text(value, sizeof value, o);
-        fputs(".TP\n.B ", out);
-        roff(out, o->name);
+        fputs(*value ? ".TP\n.BI \"" : ".TP\n.B \"", out); /* name bold, value italic */
+        cli_roff(out, o->name);
+        fputc('"', out);
         if (*value) {
-            fputs(" \" \"\n.I ", out); /* keeps the value in italics on the same line */
-            roff(out, value);
+            fputs(" \" ", out);
+            cli_roff(out, value);
+            fputc('"', out);
         }
         fputc('\n', out);
-        roff(out, o->help);
+        cli_roff(out, o->help);
         if (o->def) {
             fputs(" (default ", out);
-            roff(out, o->def);
+            cli_roff(out, o->def);
             fputc(')', out);
         }
         fputc('\n', out);
     }
     if (spec->notes) {
         fputs(".PP\n", out);
-        roff(out, spec->notes);
+        cli_roff(out, spec->notes);
         fputc('\n', out);
     }
 }

@@ -82,6 +82,8 @@ int cli_parse(const cli_spec *spec, void *opts, int argc, char **argv, int first
 void cli_help(const cli_spec *spec, FILE *out);
 /* The command's part of the man page (roff). */
 void cli_man(const cli_spec *spec, FILE *out);
+/* s as roff text: \ and - escaped, a leading . or ' on a line protected. */
+void cli_roff(FILE *out, const char *s);
 
 /* Checks made before any work, each printing "attn <cmd>: <option> <value>: <why>" and returning
  * false: a file the command will write (folder exists and is writable; not a folder), a picture
