@@ -183,6 +183,12 @@ static attn_tensor *fwd_additive(op_run *run, attn_tensor **weights)
     attn_tensor *q = input(run, "q", "dq"), *k = input(run, "k", "dk"), *v = input(run, "v", "dv");
     const attn_st_tensor *wq = attn_st_find(run->file, "W_q.weight");
     if (!q || !k || !v) return NULL;
+    if (q->ndim != 3 || k->ndim != 3 || v->ndim != 3) {
+        char a[64], b[64], c[64];
+        fprintf(stderr, "attn op: additive expects q (B, Lq, q_size), k (B, Lk, k_size), v (B, Lk, v); got "
+                "%s, %s, %s\n", attn_shape_str(q, a, 64), attn_shape_str(k, b, 64), attn_shape_str(v, c, 64));
+        return NULL;
+    }
     if (!wq || wq->ndim != 2) {
         fprintf(stderr, "attn op: additive needs W_q.weight (h, query_size)\n");
         return NULL;

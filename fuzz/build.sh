@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets into build-fuzz/ (or $1): fuzz_safetensors, fuzz_tokenizer,
-# fuzz_imdb, fuzz_parallel, each with AddressSanitizer and UndefinedBehaviorSanitizer, against
+# fuzz_imdb, fuzz_parallel, fuzz_op, each with AddressSanitizer and UndefinedBehaviorSanitizer, against
 # the library sources. Needs clang and libclang-rt-14-dev (scripts/setup.sh installs them).
 # Run one:  build-fuzz/fuzz_safetensors -max_total_time=600 build-fuzz/corpus/safetensors fuzz/corpus/safetensors
 set -euo pipefail

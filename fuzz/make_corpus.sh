@@ -44,3 +44,53 @@ printf 'Go.\tVa !\tCC-BY 2.0 (France) Attribution: tatoeba.org\r\nHi.\tSalut\xe2
 printf 'one line\nno tab\n\0une ligne\n' > $p/misaligned.bin
 printf '\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03' > $p/gzip_header_only.bin
 echo "fuzz/corpus: $(find $c -type f | wc -l) files, $(du -sk $c | cut -f1) KiB"
+
+# op: the layout of fuzz/fuzz_op.c (mechanism, flags, heads, scale, then records of name index,
+# dtype index, ndim, dims, value mode, values): one valid input per mechanism, masks included
+mkdir -p $c/op
+python3 - "$c/op" <<'PY'
+import os, sys
+names = ["q", "k", "v", "x", "attn_mask", "key_padding_mask", "valid_lens", "grad_out", "w",
+         "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias", "q_proj_weight",
+         "k_proj_weight", "v_proj_weight", "Wq.weight", "Wq.bias", "Wk.weight", "Wk.bias", "Wv.weight",
+         "Wv.bias", "fc_out.weight", "fc_out.bias", "W_q.weight", "W_k.weight", "w_v.weight",
+         "to_query.weight", "to_query.bias", "to_key.weight", "to_key.bias", "to_value.weight",
+         "to_value.bias", "conv.weight", "conv.bias", "norm.weight", "norm.bias",
+         "attention.in_proj_weight", "attention.in_proj_bias", "attention.out_proj.weight",
+         "attention.out_proj.bias"]
+F32, BOOL, I64 = 0, 3, 4
+def rec(name, dtype, shape, vals=None):
+    n = 1
+    for d in shape: n *= d
+    vals = vals if vals is not None else [(7 * i + 3) % 31 - 15 for i in range(n)]
+    return bytes([names.index(name), dtype, len(shape), *shape, 0]) + bytes(v & 0xff for v in vals)
+seeds = {
+    "sdpa_masks": bytes([0, 0x02, 0, 0]) + rec("q", F32, [1, 1, 2, 2]) + rec("k", F32, [1, 1, 2, 2])
+        + rec("v", F32, [1, 1, 2, 2]) + rec("attn_mask", BOOL, [2, 2], [1, 0, 1, 1])
+        + rec("key_padding_mask", BOOL, [1, 2], [0, 0]) + rec("valid_lens", I64, [1], [2])
+        + rec("grad_out", F32, [1, 1, 2, 2]),
+    "mha_masks": bytes([1, 0x0a, 1, 0]) + rec("q", F32, [1, 2, 2]) + rec("k", F32, [1, 2, 2])
+        + rec("v", F32, [1, 2, 2]) + rec("in_proj_weight", F32, [6, 2]) + rec("in_proj_bias", F32, [6])
+        + rec("out_proj.weight", F32, [2, 2]) + rec("out_proj.bias", F32, [2])
+        + rec("attn_mask", BOOL, [2, 2], [0, 1, 0, 0]) + rec("key_padding_mask", BOOL, [1, 2], [0, 0])
+        + rec("grad_out", F32, [1, 2, 2]),
+    "additive_lens": bytes([2, 0x02, 0, 0]) + rec("q", F32, [1, 2, 2]) + rec("k", F32, [1, 3, 2])
+        + rec("v", F32, [1, 3, 2]) + rec("W_q.weight", F32, [3, 2]) + rec("W_k.weight", F32, [3, 2])
+        + rec("w_v.weight", F32, [1, 3]) + rec("valid_lens", I64, [1], [2]),
+    "nw_learned": bytes([3, 0x02, 0, 0]) + rec("q", F32, [3]) + rec("k", F32, [3, 2])
+        + rec("v", F32, [3, 2]) + rec("w", F32, [1], [16]) + rec("grad_out", F32, [3]),
+    "linear_padding": bytes([4, 0, 0, 0]) + rec("x", F32, [1, 3, 2])
+        + b"".join(rec(n, F32, [2, 2] if n.endswith("weight") else [2]) for n in
+                   ["to_query.weight", "to_query.bias", "to_key.weight", "to_key.bias", "to_value.weight",
+                    "to_value.bias"])
+        + rec("key_padding_mask", BOOL, [1, 3], [0, 0, 1]),
+    "conv_attention": bytes([5, 0x02, 1, 0]) + rec("x", F32, [1, 3, 2])
+        + rec("attention.in_proj_weight", F32, [6, 2]) + rec("attention.in_proj_bias", F32, [6])
+        + rec("attention.out_proj.weight", F32, [2, 2]) + rec("attention.out_proj.bias", F32, [2])
+        + rec("conv.weight", F32, [2, 2, 3]) + rec("conv.bias", F32, [2]) + rec("norm.weight", F32, [2])
+        + rec("norm.bias", F32, [2]),
+}
+for name, data in seeds.items():
+    with open(os.path.join(sys.argv[1], name + ".bin"), "wb") as f:
+        f.write(data)
+PY
