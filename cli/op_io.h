@@ -49,8 +49,8 @@ struct op_mechanism {
 };
 
 const op_mechanism *op_find(const char *name);
-/* Runs the mechanism, the backward when grad_out is present, and fills run->writer. Returns a
- * CLI exit code (the message already printed). */
+/* Reads the masks, runs the mechanism, the backward when grad_out is present, and fills
+ * run->writer. Returns a CLI exit code (the message already printed). */
 int op_execute(op_run *run, const op_mechanism *mech);
 void op_run_free(op_run *run);
 /* Reads the masks mech takes (all optional) into run->mask; a mask it does not take, a dtype its

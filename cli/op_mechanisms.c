@@ -146,7 +146,7 @@ static attn_status mha_from_file(op_run *run, attn_mha_layer *m, const char *pre
 static attn_tensor *fwd_sdpa(op_run *run, attn_tensor **weights)
 {
     attn_tensor *q = input(run, "q", "dq"), *k = input(run, "k", "dk"), *v = input(run, "v", "dv");
-    if (!q || !k || !v || op_load_masks(run, run->mech) != ATTN_OK) return NULL;
+    if (!q || !k || !v) return NULL;
     attn_sdpa_opts opts = {.scale = run->args->scale, .mask = run->mask, .impl = (attn_sdpa_impl)run->args->impl};
     return attn_sdpa(run->ctx, q, k, v, &opts, weights);
 }
@@ -169,7 +169,7 @@ static attn_tensor *fwd_mha(op_run *run, attn_tensor **weights)
     bool seed_names;
     if (mha_from_file(run, &m, "", q->shape[2], k->shape[2], v->shape[2], &rng, &seed_names) != ATTN_OK ||
         (seed_names && load_seed_mha(run, "", &m) != ATTN_OK) ||
-        load_params(run, seed_names ? "" : NULL) != ATTN_OK || op_load_masks(run, run->mech) != ATTN_OK)
+        load_params(run, seed_names ? "" : NULL) != ATTN_OK)
         return NULL;
     attn_mha_opts opts = {.mask = run->mask, .average_weights = !run->args->per_head_weights,
                           .impl = (attn_sdpa_impl)run->args->impl};
@@ -198,7 +198,7 @@ static attn_tensor *fwd_additive(op_run *run, attn_tensor **weights)
     attn_additive_layer m;
     if (attn_additive_init(&m, run->params, "", q->shape[q->ndim - 1], k->shape[k->ndim - 1],
                            wq->shape[0], 0.0f, &rng) != ATTN_OK ||
-        load_params(run, NULL) != ATTN_OK || op_load_masks(run, run->mech) != ATTN_OK)
+        load_params(run, NULL) != ATTN_OK)
         return NULL;
     return attn_additive_forward(run->ctx, &m, q, k, v, &run->mask.valid_lens, weights);
 }
@@ -234,7 +234,7 @@ static attn_tensor *fwd_linear(op_run *run, attn_tensor **weights)
     if (attn_linear_attention_init(&m, run->params, "", x->shape[2],
                                    run->args->shen ? ATTN_LINEAR_ATTENTION_SHEN : ATTN_LINEAR_ATTENTION_EFFICIENT,
                                    &rng) != ATTN_OK ||
-        load_params(run, NULL) != ATTN_OK || op_load_masks(run, run->mech) != ATTN_OK)
+        load_params(run, NULL) != ATTN_OK)
         return NULL;
     return attn_linear_attention_forward(run->ctx, &m, x, &run->mask);
 }
@@ -259,7 +259,7 @@ static attn_tensor *fwd_conv_attention(op_run *run, attn_tensor **weights)
     if (attn_conv_attention_init(&m, run->params, "", x->shape[2], run->args->num_heads,
                                  cw->shape[2], &rng) != ATTN_OK ||
         (seed_names && load_seed_mha(run, "attention.", &m.attention) != ATTN_OK) ||
-        load_params(run, seed_names ? "attention." : NULL) != ATTN_OK || op_load_masks(run, run->mech) != ATTN_OK)
+        load_params(run, seed_names ? "attention." : NULL) != ATTN_OK)
         return NULL;
     attn_mha_opts opts = {.mask = run->mask, .average_weights = !run->args->per_head_weights,
                           .impl = (attn_sdpa_impl)run->args->impl};
@@ -306,6 +306,10 @@ static int write_grads(op_run *run)
 
 int op_execute(op_run *run, const op_mechanism *mech)
 {
+    if (op_load_masks(run, mech) != ATTN_OK) {
+        if (attn_last_status() != ATTN_OK) fprintf(stderr, "attn op %s: %s\n", mech->name, attn_last_error());
+        return CLI_ERR_DATA;
+    }
     attn_tensor *weights = NULL;
     attn_tensor *out = mech->forward(run, run->args->need_weights ? &weights : NULL);
     if (!out) {

@@ -336,6 +336,9 @@ row "plot: tensor missing"                        1 "heat_nan.safetensors: no te
 heat_nan() { "$bin" plot heatmap --in "$in/heat_nan.safetensors" --tensor w --out "$out/x.png" && [[ -s $out/x.png ]] && note="NaN cell drawn grey"; rm -f "$out/x.png"; }
 row "plot: NaN in the matrix (valid: grey cell)"  0 "" -- heat_nan
 
+# the edges of trust: masks, conventions, strict checkpoints, output files, loaders, buffering
+source tests/robustness/trust.sh
+
 # ---- the table ------------------------------------------------------------------------------
 printf '| %-52s | %4s | %4s | %-4s | %s\n' "input" "want" "exit" "ok" "message (first line)"
 printf '|%s|%s|%s|%s|%s\n' "$(printf -- '-%.0s' {1..54})" "------" "------" "------" "------"

@@ -12,11 +12,12 @@ attn_status attn__lens_check(const attn_lens *lens, int64_t batch, int64_t lq, c
     const int64_t per_batch[1] = {batch}, per_query[2] = {batch, lq};
     attn__dims_str(want1, sizeof want1, 1, per_batch);
     attn__dims_str(want2, sizeof want2, 2, per_query);
+    if (lens->ndim == 0)
+        return attn__fail(ATTN_ERR_SHAPE, "%s: valid_lens.ndim and .shape are not set; expected (B) = %s or "
+                          "(B, Lq) = %s", op, want1, want2);
     if (lens->ndim != 1 && lens->ndim != 2)
-        return attn__fail(ATTN_ERR_SHAPE,
-                          "%s: valid_lens has %d dims; expected (B) = %s or (B, Lq) = %s (set "
-                          "valid_lens.ndim and .shape)",
-                          op, lens->ndim, want1, want2);
+        return attn__fail(ATTN_ERR_SHAPE, "%s: valid_lens has %d dims; expected (B) = %s or (B, Lq) = %s", op,
+                          lens->ndim, want1, want2);
     attn__dims_str(got, sizeof got, lens->ndim, lens->shape);
     bool fits = lens->shape[0] == batch && (lens->ndim == 1 || lens->shape[1] == lq);
     if (!fits)
@@ -37,8 +38,9 @@ attn_status attn__key_padding_check(const attn_mask *m, int64_t batch, int64_t l
         char got[64], want[64];
         attn__dims_str(got, sizeof got, 2, m->key_padding_shape);
         attn__dims_str(want, sizeof want, 2, (const int64_t[]){batch, lk});
-        return attn__fail(ATTN_ERR_SHAPE, "%s: key_padding has shape %s; expected (B, Lk) = %s "
-                          "(set key_padding_shape)", op, got, want);
+        if (!m->key_padding_shape[0] && !m->key_padding_shape[1])
+            return attn__fail(ATTN_ERR_SHAPE, "%s: key_padding_shape is not set; expected (B, Lk) = %s", op, want);
+        return attn__fail(ATTN_ERR_SHAPE, "%s: key_padding has shape %s; expected (B, Lk) = %s", op, got, want);
     }
     return ATTN_OK;
 }

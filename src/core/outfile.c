@@ -236,6 +236,10 @@ attn_status attn_output_check(const char *path)
     if (strlen(path) >= PATH_MAX)
         return attn__fail(ATTN_ERR_ARG, "%.64s...: the path has %zu bytes; at most %d fit", path, strlen(path),
                           PATH_MAX - 1);
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    if (strlen(base) > NAME_MAX)
+        return attn__fail(ATTN_ERR_ARG, "%.64s...: the file name has %zu bytes; at most %d fit", path,
+                          strlen(base), NAME_MAX);
     struct stat st;
     bool exists = false;
     char *target = resolve_links(path, &st, &exists);

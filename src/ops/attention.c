@@ -21,18 +21,20 @@ static attn_status broadcast_strides(int64_t stride[4], int64_t *count, int ndim
 {
     char got[64], want[64];
     attn__dims_str(want, sizeof want, 4, full);
-    if (ndim < 1 || ndim > 4)
+    if (ndim == 0)
+        return attn__fail(ATTN_ERR_SHAPE, "sdpa: %s_ndim and %s_shape are not set; expected a shape of 1 to 4 "
+                          "dims broadcastable to (B, H, Lq, Lk) = %s", what, what, want);
+    if (ndim < 0 || ndim > 4)
         return attn__fail(ATTN_ERR_SHAPE, "sdpa: %s has %d dims; expected 1 to 4, broadcastable to "
-                          "(B, H, Lq, Lk) = %s (set %s_ndim and %s_shape)", what, ndim, want, what, what);
+                          "(B, H, Lq, Lk) = %s", what, ndim, want);
     attn__dims_str(got, sizeof got, ndim, shape);
     int64_t s = 1;
     for (int d = 3; d >= 0; d--) {
         int src = ndim - (4 - d);
         int64_t n = src >= 0 ? shape[src] : 1;
         if (n != 1 && n != full[d])
-            return attn__fail(ATTN_ERR_SHAPE, "sdpa: %s has shape %s, which does not broadcast to "
-                              "(B, H, Lq, Lk) = %s (dim %d is %lld; it must be 1 or %lld)",
-                              what, got, want, src, (long long)n, (long long)full[d]);
+            return attn__fail(ATTN_ERR_SHAPE, "sdpa: %s mask has shape %s, which does not broadcast to "
+                              "(B, H, Lq, Lk) = %s", what, got, want);
         stride[d] = n == 1 ? 0 : s;
         if (!attn__mul_ok(s, n, &s))
             return attn__fail(ATTN_ERR_NOMEM, "sdpa: %s has more elements than int64 holds", what);

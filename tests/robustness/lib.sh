@@ -79,3 +79,23 @@ f32() {
   done
   printf '%s' "$out"
 }
+
+# st_header_len FILE: the length of a safetensors file's JSON header.
+st_header_len() { od -An -tu8 -N8 "$1" | command tr -d ' '; }
+
+# st_rewrite SRC DST SED_EXPR: DST is SRC with its JSON header edited by sed (the data bytes kept).
+st_rewrite() {
+  local src=$1 dst=$2 expr=$3 n header
+  n=$(st_header_len "$src")
+  header=$(head -c $((8 + n)) "$src" | tail -c "$n" | sed -e "$expr")
+  { printf "$(le64 ${#header})"; printf '%s' "$header"; tail -c +$((9 + n)) "$src"; } > "$dst.part" && mv "$dst.part" "$dst"
+}
+
+# st_poison SRC DST NAME: DST is SRC with the first float32 of tensor NAME set to NaN.
+st_poison() {
+  local src=$1 dst=$2 name=$3 n begin
+  n=$(st_header_len "$src")
+  begin=$(head -c $((8 + n)) "$src" | tail -c "$n" | grep -o "\"$name\":{[^}]*}" | sed -nE 's/.*"data_offsets":\[([0-9]+),.*/\1/p')
+  cp "$src" "$dst"
+  printf '\x00\x00\xc0\x7f' | dd of="$dst" bs=1 seek=$((8 + n + begin)) conv=notrunc 2>/dev/null
+}
