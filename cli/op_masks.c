@@ -43,9 +43,9 @@ static float *float_values(const op_run *run, const char *name)
 /* The shape a (4 dims) and b (4 dims) broadcast to, into out4; false when they do not. */
 static bool broadcast4(int64_t out4[4], const int64_t a4[4], const int64_t b4[4])
 {
-    for (int d = 0; d < 4; d++) {
+    for (int d = 0; d < 4; d++) { /* as PyTorch: a size of 1 takes the other size, 0 included */
         if (a4[d] != b4[d] && a4[d] != 1 && b4[d] != 1) return false;
-        out4[d] = a4[d] > b4[d] ? a4[d] : b4[d];
+        out4[d] = a4[d] == 1 ? b4[d] : a4[d];
     }
     return true;
 }
