@@ -609,7 +609,7 @@ typedef struct attn_classifier {
 ATTN_API attn_status attn_classifier_init(attn_classifier *m, attn_params *p,
                                           const attn_classifier_config *cfg, attn_rng *rng);
 ATTN_API void attn_classifier_free(attn_classifier *m); /* the blocks array; params stay in p */
-/* ids (B, L) with lengths (B) (tokens past a length are padding) -> logits (B, classes).
+/* ids (B, L) with lengths (B), each in [1, L] (tokens past a length are padding) -> logits (B, classes).
  * weights (may be NULL) receives the (last) attention layer's weights averaged over heads
  * (B, L, L), when the variant has weights (not linear). */
 ATTN_API attn_tensor *attn_classifier_forward(attn_ctx *ctx, const attn_classifier *m,
@@ -651,7 +651,8 @@ typedef struct attn_seq2seq {
 ATTN_API attn_status attn_seq2seq_init(attn_seq2seq *m, attn_params *p,
                                        const attn_seq2seq_config *cfg, attn_rng *rng);
 ATTN_API void attn_seq2seq_free(attn_seq2seq *m);
-/* Teacher forcing: src (B, S) with src_lens, tgt_in (B, T) (<bos> first) with tgt_lens ->
+/* Teacher forcing: src (B, S) with src_lens, tgt_in (B, T) (<bos> first) with tgt_lens (lengths in
+ * [0, S] and [0, T]) ->
  * logits (B, T, V_tgt). cross_weights (may be NULL): the last decoder layer's cross-attention,
  * per head (B, H, T, S) (Bahdanau: (B, 1, T, S)). */
 ATTN_API attn_tensor *attn_seq2seq_forward(attn_ctx *ctx, const attn_seq2seq *m,

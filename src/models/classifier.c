@@ -145,6 +145,10 @@ attn_tensor *attn_classifier_forward(attn_ctx *ctx, const attn_classifier *m, co
         return attn__fail_null(ATTN_ERR_SHAPE, "classifier: batch %lld x length %lld; expected "
                                "length in [1, %lld] and batch x length within int64",
                                (long long)batch, (long long)len, (long long)m->cfg.max_len);
+    for (int64_t b = 0; b < batch; b++)
+        if (lengths[b] < 1 || lengths[b] > len)
+            return attn__fail_null(ATTN_ERR_ARG, "classifier: lengths[%lld] = %lld; expected in [1, %lld]",
+                                   (long long)b, (long long)lengths[b], (long long)len);
     attn_tensor *x = attn_embedding_forward(ctx, &m->embedding, ids, 2, (int64_t[]){batch, len});
     if (m->cfg.sinusoidal)
         x = attn_add_positions(ctx, x, attn_sinusoidal_table(ctx, len, m->cfg.embed_dim, ATTN_PE_INTERLEAVED));

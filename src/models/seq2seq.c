@@ -49,6 +49,16 @@ static attn_status check_ids(const int64_t *ids, int64_t n, int64_t vocab, const
     return ATTN_OK;
 }
 
+/* lens[0..batch) in [0, len]: a length past its sequence is a caller's mistake, not padding. */
+static attn_status check_lens(const int64_t *lens, int64_t batch, int64_t len, const char *what)
+{
+    for (int64_t b = 0; lens && b < batch; b++)
+        if (lens[b] < 0 || lens[b] > len)
+            return attn__fail(ATTN_ERR_ARG, "seq2seq: %s length %lld of row %lld is outside [0, %lld]", what,
+                              (long long)lens[b], (long long)b, (long long)len);
+    return ATTN_OK;
+}
+
 attn_status seq2seq_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                            const int64_t *src_lens, int64_t batch, int64_t src_len,
                            seq2seq_memory *mem)
@@ -58,7 +68,9 @@ attn_status seq2seq_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *
         return attn__fail(ATTN_ERR_SHAPE, "seq2seq: source batch %lld x %lld; expected length in [1, %lld]"
                           " and a batch whose size fits in int64",
                           (long long)batch, (long long)src_len, (long long)m->cfg.max_len);
-    if (check_ids(src, n_ids, m->cfg.src_vocab, "source") != ATTN_OK) return attn_last_status();
+    if (check_ids(src, n_ids, m->cfg.src_vocab, "source") != ATTN_OK ||
+        check_lens(src_lens, batch, src_len, "source") != ATTN_OK)
+        return attn_last_status();
     *mem = (seq2seq_memory){.src_lens = src_lens, .batch = batch, .src_len = src_len};
     if (!(mem->src_pad = seq2seq_padding(ctx, src_lens, batch, src_len))) return attn_last_status();
     return m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER ? transformer_encode(ctx, m, src, mem)
@@ -73,7 +85,9 @@ attn_tensor *seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_
     if (tgt_len < 1 || tgt_len > m->cfg.max_len || !attn__mul_ok(mem->batch, tgt_len, &n_ids))
         return attn__fail_null(ATTN_ERR_SHAPE, "seq2seq: target length %lld; expected [1, %lld]",
                                (long long)tgt_len, (long long)m->cfg.max_len);
-    if (check_ids(tgt, n_ids, m->cfg.tgt_vocab, "target") != ATTN_OK) return NULL;
+    if (check_ids(tgt, n_ids, m->cfg.tgt_vocab, "target") != ATTN_OK ||
+        check_lens(tgt_lens, mem->batch, tgt_len, "target") != ATTN_OK)
+        return NULL;
     return m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER
                ? transformer_decode(ctx, m, mem, tgt, tgt_lens, tgt_len, cross_weights)
                : bahdanau_decode(ctx, m, mem, tgt, tgt_len, cross_weights);
