@@ -129,6 +129,15 @@ static attn_status load_params(op_run *run, const char *seed_prefix)
     return ATTN_OK;
 }
 
+/* --num-heads against the width the inputs give (E of q or x). */
+static bool heads_fit(const op_run *run, int64_t E, const char *input)
+{
+    if (E >= 1 && E % run->args->num_heads == 0) return true;
+    fprintf(stderr, "attn op %s: --num-heads %ld does not divide the width E = %lld of %s\n", run->args->name,
+            run->args->num_heads, (long long)E, input);
+    return false;
+}
+
 /* Builds an MHA under prefix ("" or "attention."), sized from the file, and loads it. */
 static attn_status mha_from_file(op_run *run, attn_mha_layer *m, const char *prefix, int64_t E,
                                  int64_t kdim, int64_t vdim, attn_rng *rng, bool *seed_names)
@@ -138,6 +147,7 @@ static attn_status mha_from_file(op_run *run, attn_mha_layer *m, const char *pre
     bool bias = has(run, prefix, *seed_names ? "Wq.bias" : "in_proj_bias");
     char pfx[128];
     snprintf(pfx, sizeof pfx, "%.*s", (int)(strlen(prefix) ? strlen(prefix) - 1 : 0), prefix);
+    if (!heads_fit(run, E, "q")) return ATTN_ERR_SHAPE;
     return attn_mha_init(m, run->params, pfx, E, run->args->num_heads, kdim, vdim, bias, 0.0f, rng);
 }
 
@@ -256,6 +266,7 @@ static attn_tensor *fwd_conv_attention(op_run *run, attn_tensor **weights)
     attn_conv_attention_layer m;
     bool seed_names = !attn_st_find(run->file, "attention.in_proj_weight") &&
                       attn_st_find(run->file, "attention.Wq.weight");
+    if (!heads_fit(run, x->shape[2], "x")) return NULL;
     if (attn_conv_attention_init(&m, run->params, "", x->shape[2], run->args->num_heads,
                                  cw->shape[2], &rng) != ATTN_OK ||
         (seed_names && load_seed_mha(run, "attention.", &m.attention) != ATTN_OK) ||
