@@ -50,15 +50,11 @@ echo "fuzz/corpus: $(find $c -type f | wc -l) files, $(du -sk $c | cut -f1) KiB"
 mkdir -p $c/op
 python3 - "$c/op" <<'PY'
 import os, sys
-names = ["q", "k", "v", "x", "attn_mask", "key_padding_mask", "valid_lens", "grad_out", "w",
-         "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias", "q_proj_weight",
-         "k_proj_weight", "v_proj_weight", "Wq.weight", "Wq.bias", "Wk.weight", "Wk.bias", "Wv.weight",
-         "Wv.bias", "fc_out.weight", "fc_out.bias", "W_q.weight", "W_k.weight", "w_v.weight",
-         "to_query.weight", "to_query.bias", "to_key.weight", "to_key.bias", "to_value.weight",
-         "to_value.bias", "conv.weight", "conv.bias", "norm.weight", "norm.bias",
-         "attention.in_proj_weight", "attention.in_proj_bias", "attention.out_proj.weight",
-         "attention.out_proj.bias"]
-F32, BOOL, I64 = 0, 3, 4
+import re
+# the name table of fuzz/fuzz_op.c, read from the source so the two cannot drift
+src = open("fuzz/fuzz_op.c").read()
+names = re.findall(r'"([^"]+)"', src[src.index("names[] = {"):src.index("};", src.index("names[] = {"))])
+F32, BOOL, I64 = 0, 3, 4  # indexes into fuzz_op.c's dtypes[]
 def rec(name, dtype, shape, vals=None):
     n = 1
     for d in shape: n *= d
