@@ -3,7 +3,7 @@
  *   in_proj_weight, or the separate q/k/v_proj_weight when kdim/vdim differ from E)
  *   heads: (B, L, E) -> (B, H, L, E/H);  o = sdpa(q, k, v, mask, dropout)
  *   out = merge_heads(o) Wo^T + bo */
-#include "../core/core.h"
+#include "nn_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -73,6 +73,16 @@ static attn_tensor *project(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor 
     return attn_linear(ctx, x, w, b);
 }
 
+attn_tensor *mha_project(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x, int which)
+{
+    return project(ctx, m, x, which);
+}
+
+attn_tensor *mha_output(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *o)
+{
+    return attn_linear_forward(ctx, &m->out_proj, attn_merge_heads(ctx, o));
+}
+
 static attn_status check_inputs(const attn_mha_layer *m, const attn_tensor *q, const attn_tensor *k,
                                 const attn_tensor *v)
 {
@@ -120,8 +130,7 @@ attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tenso
     per_head_4d(&so.mask.blocked_ndim, so.mask.blocked_shape, B, H);
     per_head_4d(&so.mask.additive_ndim, so.mask.additive_shape, B, H);
     attn_tensor *w = NULL;
-    attn_tensor *o = attn_sdpa(ctx, q, k, v, &so, weights ? &w : NULL);
-    attn_tensor *out = attn_linear_forward(ctx, &m->out_proj, attn_merge_heads(ctx, o));
+    attn_tensor *out = mha_output(ctx, m, attn_sdpa(ctx, q, k, v, &so, weights ? &w : NULL));
     if (!out) return NULL;
     if (weights) {
         bool grad = attn_ctx_grad_enabled(ctx);

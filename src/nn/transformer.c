@@ -1,9 +1,11 @@
 /* Transformer encoder and decoder layers with torch.nn.TransformerEncoderLayer/DecoderLayer names
  * (math in attn.h): multi-head attention, a position-wise FFN (linear1, activation, linear2),
- * dropout on each residual branch and Add & Norm, post-LN or pre-LN. */
-#include "../core/core.h"
+ * dropout on each residual branch and Add & Norm, post-LN or pre-LN. The decoder layer also runs
+ * one position at a time over cached keys and values (decoder_layer_step, for decoding). */
+#include "nn_internal.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static void join(char *out, size_t n, const char *prefix, const char *name)
 {
@@ -143,6 +145,78 @@ attn_tensor *attn_decoder_layer_forward(attn_ctx *ctx, const attn_decoder_layer 
     in = branch_input(ctx, s2, x);
     x = residual(ctx, s2, x,
                  attn_mha_forward(ctx, &m->multihead_attn, in, memory, memory, &co, cross_weights));
+    in = branch_input(ctx, s3, x);
+    return residual(ctx, s3, x, ffn(ctx, &m->cfg, &m->linear1, &m->linear2, in));
+}
+
+/* ---- The decoder layer one position at a time, over cached keys and values ---- */
+
+attn_status decoder_layer_cache_memory(attn_ctx *ctx, const attn_decoder_layer *m, attn_tensor *memory,
+                                       decoder_layer_cache *c)
+{
+    const attn_mha_layer *a = &m->multihead_attn;
+    c->cross_k = attn_split_heads(ctx, mha_project(ctx, a, memory, 1), a->num_heads); /* (B, H, S, Dh) */
+    c->cross_v = attn_split_heads(ctx, mha_project(ctx, a, memory, 2), a->num_heads);
+    return c->cross_k && c->cross_v ? ATTN_OK : attn_last_status();
+}
+
+/* Positions [0, len) of a (cap, R, E) cache as heads (R, H, len, Dh), a copy in ctx. */
+static attn_tensor *cached_heads(attn_ctx *ctx, attn_tensor *cache, int64_t len, int64_t heads)
+{
+    const int64_t R = cache->shape[1], E = cache->shape[2];
+    attn_tensor *x = attn_reshape(ctx, attn_narrow(ctx, cache, 0, 0, len), 4,
+                                  (int64_t[]){len, R, heads, E / heads});
+    return attn_permute(ctx, x, (const int[]){1, 2, 0, 3});
+}
+
+/* The newest position attends to itself and to every earlier one, so one query needs no mask (a
+ * causal mask would be wrong: top-left aligned, it shows query 0 key 0 alone). */
+static attn_tensor *self_attention_step(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x,
+                                        decoder_layer_cache *c, int64_t pos)
+{
+    attn_tensor *q = attn_split_heads(ctx, mha_project(ctx, m, x, 0), m->num_heads); /* (R, H, 1, Dh) */
+    attn_tensor *k = mha_project(ctx, m, x, 1), *v = mha_project(ctx, m, x, 2);     /* (R, 1, E) */
+    if (!q || !k || !v) return NULL;
+    memcpy(c->self_k->data + pos * k->numel, k->data, (size_t)k->numel * sizeof(float));
+    memcpy(c->self_v->data + pos * v->numel, v->data, (size_t)v->numel * sizeof(float));
+    attn_sdpa_opts so = {.dropout_p = m->dropout};
+    attn_tensor *keys = cached_heads(ctx, c->self_k, pos + 1, m->num_heads); /* (R, H, pos + 1, Dh) */
+    attn_tensor *values = cached_heads(ctx, c->self_v, pos + 1, m->num_heads);
+    return mha_output(ctx, m, attn_sdpa(ctx, q, keys, values, &so, NULL));
+}
+
+/* The beams of one memory item are its queries: x (R, 1, E) read as (B, beams, E) attends to the
+ * item's cached (B, H, S, Dh) keys and values. */
+static attn_tensor *cross_attention_step(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x,
+                                         const decoder_layer_cache *c)
+{
+    if (!x) return NULL;
+    const int64_t R = x->shape[0], E = x->shape[2];
+    attn_tensor *q = attn_reshape(ctx, x, 3, (int64_t[]){R / c->beams, c->beams, E});
+    q = attn_split_heads(ctx, mha_project(ctx, m, q, 0), m->num_heads); /* (B, H, beams, Dh) */
+    attn_sdpa_opts so = {.mask = c->cross_mask, .dropout_p = m->dropout};
+    attn_tensor *o = mha_output(ctx, m, attn_sdpa(ctx, q, c->cross_k, c->cross_v, &so, NULL));
+    return attn_reshape(ctx, o, 3, (int64_t[]){R, 1, E});
+}
+
+attn_tensor *decoder_layer_step(attn_ctx *ctx, const attn_decoder_layer *m, attn_tensor *x,
+                                decoder_layer_cache *c, int64_t pos)
+{
+    if (!ctx || !m || !x || !c) return NULL;
+    const int64_t R = x->shape[0];
+    if (x->ndim != 3 || x->shape[1] != 1 || c->beams < 1 || R % c->beams || pos < 0 ||
+        pos >= c->self_k->shape[0] || c->self_k->shape[1] != R) {
+        char buf[64];
+        return attn__fail_null(ATTN_ERR_SHAPE, "decoder layer step: x %s at position %lld; expected "
+                               "(%lld, 1, E) and a position below %lld",
+                               attn_shape_str(x, buf, sizeof buf), (long long)pos,
+                               (long long)c->self_k->shape[1], (long long)c->self_k->shape[0]);
+    }
+    sublayer s1 = {&m->cfg, &m->norm1}, s2 = {&m->cfg, &m->norm2}, s3 = {&m->cfg, &m->norm3};
+    attn_tensor *in = branch_input(ctx, s1, x);
+    x = residual(ctx, s1, x, self_attention_step(ctx, &m->self_attn, in, c, pos));
+    in = branch_input(ctx, s2, x);
+    x = residual(ctx, s2, x, cross_attention_step(ctx, &m->multihead_attn, in, c));
     in = branch_input(ctx, s3, x);
     return residual(ctx, s3, x, ffn(ctx, &m->cfg, &m->linear1, &m->linear2, in));
 }
