@@ -1,19 +1,11 @@
 /* Decoding for the seq2seq models: batched greedy search and beam search with a length
- * penalty. Each step decodes the whole prefix again (no key/value cache): simple, and cheap for
- * caption-length sentences. */
+ * penalty, both driving an attn_seq2seq_decoder (seq2seq_decoder.c) one step at a time: CACHED,
+ * or RECOMPUTE for the reference twins (*_ref). */
 #include "seq2seq_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Logits of the last position of each prefix row: (B, V) view into the decoder's output. */
-static const float *last_logits(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
-                                const int64_t *prefix, int64_t len)
-{
-    attn_tensor *logits = seq2seq_decode(ctx, m, mem, prefix, NULL, len, NULL);
-    return logits ? logits->data : NULL; /* (B, len, V) */
-}
 
 static int64_t argmax(const float *x, int64_t n)
 {
@@ -23,9 +15,9 @@ static int64_t argmax(const float *x, int64_t n)
     return best;
 }
 
-attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                                const int64_t *src_lens, int64_t batch, int64_t src_len,
-                                int64_t max_out, int64_t *out, int64_t *out_lens)
+static attn_status greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                          const int64_t *src_lens, int64_t batch, int64_t src_len, int64_t max_out,
+                          int64_t *out, int64_t *out_lens, attn_seq2seq_decode_impl impl)
 {
     if (!ctx || !m || !src || !src_lens || !out || !out_lens || max_out < 1)
         return attn__fail(ATTN_ERR_ARG, "seq2seq_greedy: NULL argument or max_out < 1");
@@ -34,31 +26,22 @@ attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int6
     const int64_t stride = max_out;
     if (max_out >= c->max_len) max_out = c->max_len - 1; /* (max_out + 1 could overflow) */
     attn_ctx_reset(ctx);
-    bool grad = attn_ctx_grad_enabled(ctx), training = attn_ctx_training(ctx);
-    attn_ctx_set_grad_enabled(ctx, false);
-    attn_ctx_set_training(ctx, false);
-    seq2seq_memory mem;
-    attn_status st = seq2seq_encode(ctx, m, src, src_lens, batch, src_len, &mem);
-    int64_t *prefix = malloc((size_t)(batch * (max_out + 1)) * sizeof *prefix); /* (B, t) rows */
-    int64_t *next = malloc((size_t)(batch * (max_out + 1)) * sizeof *next);
-    if (st == ATTN_OK && (!prefix || !next)) st = attn__fail(ATTN_ERR_NOMEM, "seq2seq_greedy: out of memory");
+    attn_seq2seq_decoder *d = attn_seq2seq_decoder_new(m, src, src_lens, batch, src_len, 1, max_out, impl);
+    if (!d) return attn_last_status();
+    int64_t *tokens = malloc((size_t)batch * sizeof *tokens);           /* (B) each row's latest */
+    float *logits = malloc((size_t)(batch * c->tgt_vocab) * sizeof *logits); /* (B, V) */
+    attn_status st = tokens && logits ? ATTN_OK : attn__fail(ATTN_ERR_NOMEM, "seq2seq_greedy: out of memory");
     for (int64_t b = 0; st == ATTN_OK && b < batch; b++) {
-        prefix[b] = c->bos_id;
+        tokens[b] = c->bos_id;
         out_lens[b] = -1; /* not finished */
         for (int64_t t = 0; t < stride; t++) out[b * stride + t] = c->pad_id;
     }
     int64_t done = 0;
     for (int64_t t = 1; st == ATTN_OK && t <= max_out && done < batch; t++) {
-        const float *logits = last_logits(ctx, m, &mem, prefix, t);
-        if (!logits) {
-            st = attn_last_status();
-            break;
-        }
-        for (int64_t b = 0; b < batch; b++) { /* rows of length t+1 into next */
-            memcpy(next + b * (t + 1), prefix + b * t, (size_t)t * sizeof *next);
-            int64_t tok = out_lens[b] >= 0 ? c->pad_id
-                                           : argmax(logits + (b * t + t - 1) * c->tgt_vocab, c->tgt_vocab);
-            next[b * (t + 1) + t] = tok;
+        if ((st = attn_seq2seq_decoder_step(d, logits, tokens)) != ATTN_OK) break;
+        for (int64_t b = 0; b < batch; b++) { /* finished rows are fed padding */
+            int64_t tok = out_lens[b] >= 0 ? c->pad_id : argmax(logits + b * c->tgt_vocab, c->tgt_vocab);
+            tokens[b] = tok;
             if (out_lens[b] >= 0) continue;
             out[b * stride + t - 1] = tok;
             if (tok == c->eos_id || t == max_out) {
@@ -66,21 +49,34 @@ attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int6
                 done++;
             }
         }
-        int64_t *swap = prefix;
-        prefix = next;
-        next = swap;
     }
-    free(prefix);
-    free(next);
-    attn_ctx_set_grad_enabled(ctx, grad);
-    attn_ctx_set_training(ctx, training);
+    free(tokens);
+    free(logits);
+    attn_seq2seq_decoder_free(d);
     return st;
+}
+
+attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                                const int64_t *src_lens, int64_t batch, int64_t src_len,
+                                int64_t max_out, int64_t *out, int64_t *out_lens)
+{
+    return greedy(ctx, m, src, src_lens, batch, src_len, max_out, out, out_lens,
+                  ATTN_SEQ2SEQ_DECODE_CACHED);
+}
+
+attn_status attn_seq2seq_greedy_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                                    const int64_t *src_lens, int64_t batch, int64_t src_len,
+                                    int64_t max_out, int64_t *out, int64_t *out_lens)
+{
+    return greedy(ctx, m, src, src_lens, batch, src_len, max_out, out, out_lens,
+                  ATTN_SEQ2SEQ_DECODE_RECOMPUTE);
 }
 
 typedef struct hypothesis {
     int64_t *tokens; /* (max_out + 1): <bos> first */
     int64_t len;     /* tokens including <bos> */
     double logp;
+    int64_t row;     /* the decoder row holding its state */
 } hypothesis;
 
 static double penalized(double logp, int64_t len, float alpha)
@@ -88,31 +84,9 @@ static double penalized(double logp, int64_t len, float alpha)
     return logp / pow((5.0 + (double)len) / 6.0, alpha);
 }
 
-/* Replicates the single-sentence memory k times (beam rows share it). */
-static attn_status expand_memory(attn_ctx *ctx, const seq2seq_memory *one, int k, seq2seq_memory *many,
-                                 int64_t *lens_k)
-{
-    *many = *one;
-    many->batch = k;
-    const attn_tensor *e = one->enc_out;
-    attn_tensor *rows[64];
-    for (int i = 0; i < k; i++) {
-        rows[i] = (attn_tensor *)e;
-        lens_k[i] = one->src_lens[0];
-    }
-    many->enc_out = attn_concat(ctx, rows, k, 0);
-    if (one->enc_state) { /* (layers, 1, H) -> (layers, k, H) */
-        for (int i = 0; i < k; i++) rows[i] = one->enc_state;
-        many->enc_state = attn_concat(ctx, rows, k, 1);
-    }
-    many->src_lens = lens_k;
-    many->src_pad = seq2seq_padding(ctx, lens_k, k, one->src_len);
-    return many->enc_out && many->src_pad && (!one->enc_state || many->enc_state) ? ATTN_OK : attn_last_status();
-}
-
-attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                              int64_t src_len, int beam_size, float alpha, int64_t max_out,
-                              int64_t *out, int64_t *out_len, attn_tensor **cross_weights)
+static attn_status beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, int64_t src_len,
+                        int beam_size, float alpha, int64_t max_out, int64_t *out, int64_t *out_len,
+                        attn_tensor **cross_weights, attn_seq2seq_decode_impl impl)
 {
     if (cross_weights) *cross_weights = NULL;
     if (!ctx || !m || !src || !out || !out_len || max_out < 1 || beam_size < 1 || beam_size > 64)
@@ -123,18 +97,15 @@ attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_
     const int k = beam_size;
     if (max_out >= c->max_len) max_out = c->max_len - 1; /* (max_out + 1 could overflow) */
     attn_ctx_reset(ctx);
-    bool grad = attn_ctx_grad_enabled(ctx), training = attn_ctx_training(ctx);
-    attn_ctx_set_grad_enabled(ctx, false);
-    attn_ctx_set_training(ctx, false);
-    int64_t lens_k[64];
-    seq2seq_memory one, many;
-    attn_status st = seq2seq_encode(ctx, m, src, &src_len, 1, src_len, &one);
-    if (st == ATTN_OK) st = expand_memory(ctx, &one, k, &many, lens_k);
+    /* k rows of one sentence; rows past the live hypotheses repeat row 0 */
+    attn_seq2seq_decoder *d = attn_seq2seq_decoder_new(m, src, &src_len, 1, src_len, k, max_out, impl);
+    if (!d) return attn_last_status();
     hypothesis *live = calloc((size_t)k, sizeof *live), *cand = calloc((size_t)k * (size_t)k, sizeof *cand);
     int64_t *store = malloc((size_t)(k + k * k + 1) * (size_t)(max_out + 1) * sizeof *store);
-    int64_t *prefix = malloc((size_t)k * (size_t)(max_out + 1) * sizeof *prefix);
-    if (st == ATTN_OK && (!live || !cand || !store || !prefix))
-        st = attn__fail(ATTN_ERR_NOMEM, "seq2seq_beam: out of memory");
+    int64_t tokens[64], parents[64];
+    float *logits = malloc((size_t)k * (size_t)V * sizeof *logits); /* (k, V) */
+    attn_status st = live && cand && store && logits ? ATTN_OK
+                                                     : attn__fail(ATTN_ERR_NOMEM, "seq2seq_beam: out of memory");
     hypothesis best = {0};
     double best_score = -INFINITY;
     int n_live = 1, n_finished = 0;
@@ -146,16 +117,11 @@ attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_
         live[0].len = 1;
     }
     for (int64_t t = 1; st == ATTN_OK && t <= max_out && n_live > 0; t++) {
-        for (int i = 0; i < k; i++) /* rows of length t; dead rows repeat row 0 */
-            memcpy(prefix + i * t, live[i < n_live ? i : 0].tokens, (size_t)t * sizeof *prefix);
-        const float *logits = last_logits(ctx, m, &many, prefix, t);
-        if (!logits) {
-            st = attn_last_status();
-            break;
-        }
+        for (int i = 0; i < k; i++) tokens[i] = live[i < n_live ? i : 0].tokens[t - 1];
+        if ((st = attn_seq2seq_decoder_step(d, logits, tokens)) != ATTN_OK) break;
         int n_cand = 0;
         for (int i = 0; i < n_live; i++) {
-            const float *row = logits + ((int64_t)i * t + t - 1) * V;
+            const float *row = logits + (int64_t)i * V;
             float mx = row[argmax(row, V)];
             double sum = 0;
             for (int64_t v = 0; v < V; v++) sum += exp((double)row[v] - mx);
@@ -172,6 +138,7 @@ attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_
                 h->tokens[t] = tok;
                 h->len = t + 1;
                 h->logp = live[i].logp + row[tok] - lse;
+                h->row = i;
             }
         }
         /* keep the k best candidates; finished ones (<eos> or max length) compete for best */
@@ -193,29 +160,53 @@ attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_
                 live[n_live].len = h->len;
                 live[n_live].logp = h->logp;
                 memcpy(live[n_live].tokens, h->tokens, (size_t)h->len * sizeof *h->tokens);
-                n_live++;
+                parents[n_live++] = h->row;
             }
             h->len = 0; /* used */
         }
         if (n_finished >= k) n_live = 0; /* k hypotheses ended: the usual stopping rule */
+        for (int i = n_live; i < k; i++) parents[i] = parents[0];
+        if (n_live > 0) st = attn_seq2seq_decoder_reorder(d, parents);
     }
     if (st == ATTN_OK) {
         int64_t n = best.len - 1; /* without <bos> */
         if (n > 0 && best.tokens[best.len - 1] == c->eos_id) n--;
         memcpy(out, best.tokens + 1, (size_t)n * sizeof *out);
         *out_len = n;
-        if (cross_weights) { /* one more pass over <bos> + the answer for its cross-attention */
+        if (cross_weights) { /* one teacher-forced pass over <bos> + the answer, in eval mode */
+            bool grad = attn_ctx_grad_enabled(ctx), training = attn_ctx_training(ctx);
+            attn_ctx_set_grad_enabled(ctx, false);
+            attn_ctx_set_training(ctx, false);
             attn_tensor *w = NULL;
-            if (seq2seq_decode(ctx, m, &one, best.tokens, NULL, n + 1, &w) && w)
+            seq2seq_memory one;
+            if (seq2seq_encode(ctx, m, src, &src_len, 1, src_len, &one) == ATTN_OK &&
+                seq2seq_decode(ctx, m, &one, best.tokens, NULL, n + 1, &w) && w)
                 *cross_weights = attn_reshape(ctx, w, 3, (int64_t[]){w->shape[1], n + 1, src_len});
             if (!*cross_weights) st = attn_last_status();
+            attn_ctx_set_grad_enabled(ctx, grad);
+            attn_ctx_set_training(ctx, training);
         }
     }
     free(live);
     free(cand);
     free(store);
-    free(prefix);
-    attn_ctx_set_grad_enabled(ctx, grad);
-    attn_ctx_set_training(ctx, training);
+    free(logits);
+    attn_seq2seq_decoder_free(d);
     return st;
+}
+
+attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                              int64_t src_len, int beam_size, float alpha, int64_t max_out,
+                              int64_t *out, int64_t *out_len, attn_tensor **cross_weights)
+{
+    return beam(ctx, m, src, src_len, beam_size, alpha, max_out, out, out_len, cross_weights,
+                ATTN_SEQ2SEQ_DECODE_CACHED);
+}
+
+attn_status attn_seq2seq_beam_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                                  int64_t src_len, int beam_size, float alpha, int64_t max_out,
+                                  int64_t *out, int64_t *out_len, attn_tensor **cross_weights)
+{
+    return beam(ctx, m, src, src_len, beam_size, alpha, max_out, out, out_len, cross_weights,
+                ATTN_SEQ2SEQ_DECODE_RECOMPUTE);
 }

@@ -1,10 +1,11 @@
 /* Private to src/models: what the seq2seq front (seq2seq.c), its two architectures and the
  * decoders share. The encoder's result is kept in a seq2seq_memory; decoding a target prefix
- * gives logits for every position of it. */
+ * gives logits for every position of it. Step-by-step decoding (attn_seq2seq_decoder) keeps what
+ * each architecture carries from one step to the next in its cache. */
 #ifndef ATTN_SEQ2SEQ_INTERNAL_H
 #define ATTN_SEQ2SEQ_INTERNAL_H
 
-#include "../core/core.h"
+#include "../nn/nn_internal.h"
 
 typedef struct seq2seq_memory {
     attn_tensor *enc_out;    /* (B, S, d) */
@@ -37,5 +38,49 @@ attn_status seq2seq_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *
 attn_tensor *seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
                             const int64_t *tgt, const int64_t *tgt_lens, int64_t tgt_len,
                             attn_tensor **cross_weights);
+
+/* ---- Step-by-step decoding (seq2seq_decoder.c, seq2seq_*_step.c) ---- */
+
+/* CACHED Transformer: one cache per decoder layer and the positional table. */
+typedef struct transformer_cache {
+    decoder_layer_cache *layers; /* (dec_layers) */
+    attn_tensor *positions;      /* (cap, d) sinusoidal table, in keep */
+} transformer_cache;
+
+/* CACHED Bahdanau: the GRU state and the encoder outputs as the attention reads them. */
+typedef struct bahdanau_cache {
+    attn_tensor *keys;   /* (B, S, h) W_k of the encoder outputs, in keep */
+    attn_tensor *values; /* (R, S, H) the encoder outputs of each row's sentence, in keep */
+    attn_tensor *state;  /* (layers, R, H) heap: the GRU state after the tokens fed so far */
+} bahdanau_cache;
+
+struct attn_seq2seq_decoder {
+    const attn_seq2seq *m;
+    attn_seq2seq_decode_impl impl;
+    attn_ctx *keep;         /* the encoder's results and what is computed from them once */
+    attn_ctx *work;         /* one step's activations, reset at every step */
+    int64_t batch, beams, rows, cap, steps; /* rows = batch * beams; cap = most steps */
+    seq2seq_memory mem;     /* per sentence (batch rows), in keep */
+    seq2seq_memory row_mem; /* RECOMPUTE: per row (rows), in keep */
+    int64_t *prefix;        /* RECOMPUTE: (rows, cap) tokens fed so far, heap */
+    transformer_cache tc;
+    bahdanau_cache bc;
+};
+
+/* x (outer, rows, width): in every outer slice, row r becomes row parents[r] (scratch: rows x
+ * width floats). */
+void seq2seq_gather_rows(float *x, float *scratch, int64_t outer, int64_t rows, int64_t width,
+                         const int64_t *parents);
+
+attn_status transformer_cache_init(attn_seq2seq_decoder *d);
+/* tokens (R) at position d->steps -> logits (R, 1, V) in d->work */
+attn_tensor *transformer_cache_step(attn_seq2seq_decoder *d, const int64_t *tokens);
+attn_status transformer_cache_reorder(attn_seq2seq_decoder *d, const int64_t *parents);
+void transformer_cache_free(attn_seq2seq_decoder *d);
+
+attn_status bahdanau_cache_init(attn_seq2seq_decoder *d);
+attn_tensor *bahdanau_cache_step(attn_seq2seq_decoder *d, const int64_t *tokens);
+attn_status bahdanau_cache_reorder(attn_seq2seq_decoder *d, const int64_t *parents);
+void bahdanau_cache_free(attn_seq2seq_decoder *d);
 
 #endif
