@@ -12,7 +12,8 @@
  * mask. scores (B, beams, S), src_lens (B). */
 static attn_tensor *source_softmax(attn_ctx *ctx, attn_tensor *scores, const int64_t *src_lens)
 {
-    return attn_masked_softmax(ctx, scores, src_lens, 1);
+    const attn_lens lens = {.data = src_lens, .ndim = 1, .shape = {scores ? scores->shape[0] : 0}};
+    return attn_masked_softmax(ctx, scores, &lens);
 }
 
 attn_status bahdanau_cache_init(attn_seq2seq_decoder *d)

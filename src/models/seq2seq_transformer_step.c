@@ -12,7 +12,7 @@
 /* The source padding for the cross-attention: the one place this file names a mask field. */
 static attn_mask source_mask(const seq2seq_memory *mem)
 {
-    return (attn_mask){.key_padding = mem->src_pad};
+    return (attn_mask){.key_padding = mem->src_pad, .key_padding_shape = {mem->batch, mem->src_len}};
 }
 
 attn_status transformer_cache_init(attn_seq2seq_decoder *d)

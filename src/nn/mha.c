@@ -60,8 +60,9 @@ attn_status attn_mha_init(attn_mha_layer *m, attn_params *p, const char *prefix,
     return st;
 }
 
-/* One projection: input @ W_i^T + b_i, W_i = rows [i E, (i+1) E) of in_proj_weight or its own. */
-static attn_tensor *project(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x, int i)
+/* One projection (nn_internal.h): input @ W_i^T + b_i, W_i = rows [i E, (i+1) E) of
+ * in_proj_weight or its own. */
+attn_tensor *mha_project(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x, int i)
 {
     const int64_t E = m->embed_dim;
     attn_tensor *w = m->in_proj_weight ? attn_narrow(ctx, m->in_proj_weight, 0, i * E, E)
@@ -71,11 +72,6 @@ static attn_tensor *project(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor 
     attn_tensor *b = m->in_proj_bias ? attn_narrow(ctx, m->in_proj_bias, 0, i * E, E) : NULL;
     if (!w || (m->in_proj_bias && !b)) return NULL;
     return attn_linear(ctx, x, w, b);
-}
-
-attn_tensor *mha_project(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x, int which)
-{
-    return project(ctx, m, x, which);
 }
 
 attn_tensor *mha_output(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *o)
@@ -120,9 +116,9 @@ attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tenso
     if (check_inputs(m, query, key, value) != ATTN_OK) return NULL;
     attn_mha_opts defaults = {.average_weights = true};
     if (!opts) opts = &defaults;
-    attn_tensor *q = attn_split_heads(ctx, project(ctx, m, query, 0), m->num_heads);
-    attn_tensor *k = attn_split_heads(ctx, project(ctx, m, key, 1), m->num_heads);
-    attn_tensor *v = attn_split_heads(ctx, project(ctx, m, value, 2), m->num_heads);
+    attn_tensor *q = attn_split_heads(ctx, mha_project(ctx, m, query, 0), m->num_heads);
+    attn_tensor *k = attn_split_heads(ctx, mha_project(ctx, m, key, 1), m->num_heads);
+    attn_tensor *v = attn_split_heads(ctx, mha_project(ctx, m, value, 2), m->num_heads);
     if (!q || !k || !v) return NULL;
     attn_sdpa_opts so = {.mask = opts->mask, .dropout_p = m->dropout, .impl = opts->impl};
     const int64_t B = query->shape[0], H = m->num_heads;
