@@ -696,6 +696,11 @@ ATTN_API attn_status attn_seq2seq_decoder_step(attn_seq2seq_decoder *d, float *l
 /* Beam re-selection: row r continues the hypothesis that row parents[r] held (parents (R), each
  * a row of the same sentence: parents[r] / beams == r / beams); rows may be repeated or dropped. */
 ATTN_API attn_status attn_seq2seq_decoder_reorder(attn_seq2seq_decoder *d, const int64_t *parents);
+/* Keeps the sentences keep[0..n) (ascending, each below the current batch) with their rows and
+ * drops the others (e.g. those whose search has ended, so that no step is spent on them): the
+ * decoder then holds n sentences, numbered in keep's order, and n x beams rows. */
+ATTN_API attn_status attn_seq2seq_decoder_select(attn_seq2seq_decoder *d, const int64_t *keep,
+                                                 int64_t n);
 ATTN_API void attn_seq2seq_decoder_free(attn_seq2seq_decoder *d); /* NULL is fine */
 
 /* Greedy decoding of a batch: out (B, max_out) receives token ids (<eos> included, then pad),
@@ -708,9 +713,12 @@ ATTN_API attn_status attn_seq2seq_greedy_ref(attn_ctx *ctx, const attn_seq2seq *
                                              const int64_t *src, const int64_t *src_lens,
                                              int64_t batch, int64_t src_len, int64_t max_out,
                                              int64_t *out, int64_t *out_lens);
-/* Beam search for one sentence (batch 1) with length penalty ((5 + len) / 6)^alpha; out
- * (max_out), *out_len. cross_weights (may be NULL): for the best hypothesis, (H, out_len + 1, S)
- * in ctx's arena. Decodes with the CACHED decoder; attn_seq2seq_beam_ref with RECOMPUTE. */
+/* Beam search for one sentence (batch 1) with length penalty ((5 + len) / 6)^alpha: keeps the
+ * beam_size best hypotheses by log-probability and stops once beam_size of them have ended
+ * (<eos> or max_out tokens); the answer is the ended one of best penalised score. out (max_out)
+ * receives its tokens without <eos> (then pad), *out_len their count. cross_weights (may be
+ * NULL): for the answer, (H, out_len + 1, S) in ctx's arena. Runs with grad off in ctx (which it
+ * resets first). Decodes with the CACHED decoder; attn_seq2seq_beam_ref with RECOMPUTE. */
 ATTN_API attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                                        int64_t src_len, int beam_size, float alpha,
                                        int64_t max_out, int64_t *out, int64_t *out_len,
@@ -719,6 +727,23 @@ ATTN_API attn_status attn_seq2seq_beam_ref(attn_ctx *ctx, const attn_seq2seq *m,
                                            const int64_t *src, int64_t src_len, int beam_size,
                                            float alpha, int64_t max_out, int64_t *out,
                                            int64_t *out_len, attn_tensor **cross_weights);
+/* The beam searches of a batch of sentences run together, each as attn_seq2seq_beam would run it
+ * alone, in one decoder of batch x beam_size rows (a step reads every weight once for all of
+ * them): src (B, S) with src_lens (B); max_out (B) each sentence's limit (at most out_width once
+ * capped at the model's max_len - 1); out (B, out_width) and out_lens (B) as attn_seq2seq_beam's.
+ * Padding is masked everywhere in the Transformer, so its answers are those of the sentences
+ * alone; D2L's GRU encoder reads the padding, so for a Bahdanau model batch sentences of one
+ * length (src_len = their length) to get them. attn_seq2seq_beam_batch_ref: RECOMPUTE. */
+ATTN_API attn_status attn_seq2seq_beam_batch(const attn_seq2seq *m, const int64_t *src,
+                                             const int64_t *src_lens, int64_t batch,
+                                             int64_t src_len, int beam_size, float alpha,
+                                             const int64_t *max_out, int64_t out_width,
+                                             int64_t *out, int64_t *out_lens);
+ATTN_API attn_status attn_seq2seq_beam_batch_ref(const attn_seq2seq *m, const int64_t *src,
+                                                 const int64_t *src_lens, int64_t batch,
+                                                 int64_t src_len, int beam_size, float alpha,
+                                                 const int64_t *max_out, int64_t out_width,
+                                                 int64_t *out, int64_t *out_lens);
 
 /* ======================================================================================
  * Optimizers: the exact update rules of torch.optim (1.13, single-tensor path).

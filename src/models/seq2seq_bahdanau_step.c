@@ -57,10 +57,19 @@ attn_tensor *bahdanau_cache_step(attn_seq2seq_decoder *d, const int64_t *tokens)
 attn_status bahdanau_cache_reorder(attn_seq2seq_decoder *d, const int64_t *parents)
 {
     const int64_t R = d->rows, H = d->m->cfg.d_model;
-    float *scratch = attn_arena_alloc(&d->work->arena, (size_t)(R * H) * sizeof *scratch);
+    seq2seq_rows rows = {.x = d->bc.state->data, .outer = d->m->cfg.dec_layers, .outer_stride = R * H,
+                         .row_stride = H, .segs = 1, .len = H}; /* (layers, R, H) */
+    float *scratch = attn_arena_alloc(&d->work->arena, (size_t)(R * seq2seq_rows_width(&rows)) * sizeof *scratch);
     if (!scratch) return attn_last_status();
-    seq2seq_gather_rows(d->bc.state->data, scratch, d->m->cfg.dec_layers, R, H, parents);
+    seq2seq_rows_gather(&rows, parents, R, scratch);
     return ATTN_OK;
+}
+
+void bahdanau_cache_select(attn_seq2seq_decoder *d, const int64_t *keep, const int64_t *rows, int64_t n)
+{
+    seq2seq_keep_tensor(d->bc.keys, 0, keep, n);               /* (B, S, h) */
+    seq2seq_keep_tensor(d->bc.state, 1, rows, n * d->beams);   /* (layers, R, H) */
+    d->bc.values = d->row_mem.enc_out;                         /* kept with the rows' memory */
 }
 
 void bahdanau_cache_free(attn_seq2seq_decoder *d)

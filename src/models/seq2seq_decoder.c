@@ -8,17 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void seq2seq_gather_rows(float *x, float *scratch, int64_t outer, int64_t rows, int64_t width,
-                         const int64_t *parents)
-{
-    for (int64_t o = 0; o < outer; o++) {
-        float *slice = x + o * rows * width; /* (rows, width) */
-        for (int64_t r = 0; r < rows; r++)
-            memcpy(scratch + r * width, slice + parents[r] * width, (size_t)width * sizeof(float));
-        memcpy(slice, scratch, (size_t)(rows * width) * sizeof(float));
-    }
-}
-
 /* Each sentence's memory repeated for its beams: (B, ...) -> (B * beams, ...) rows, in ctx. */
 static attn_status repeat_memory(attn_ctx *ctx, const seq2seq_memory *one, int64_t beams,
                                  seq2seq_memory *rows)
@@ -177,6 +166,48 @@ attn_status attn_seq2seq_decoder_reorder(attn_seq2seq_decoder *d, const int64_t 
     if (d->impl == ATTN_SEQ2SEQ_DECODE_RECOMPUTE) return recompute_reorder(d, parents);
     return d->m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER ? transformer_cache_reorder(d, parents)
                                                       : bahdanau_cache_reorder(d, parents);
+}
+
+/* Keeps items keep (n, ascending) of a memory in place: lengths, padding, outputs and state. The
+ * arrays are the decoder's own (in keep). */
+static void memory_keep(seq2seq_memory *mem, const int64_t *keep, int64_t n)
+{
+    seq2seq_keep_tensor(mem->enc_out, 0, keep, n);                     /* (B, S, d) */
+    if (mem->enc_state) seq2seq_keep_tensor(mem->enc_state, 1, keep, n); /* (layers, B, H) */
+    seq2seq_keep_rows((int64_t *)mem->src_lens, sizeof(int64_t), 1, mem->batch, 1, keep, n);
+    seq2seq_keep_rows((uint8_t *)mem->src_pad, 1, 1, mem->batch, mem->src_len, keep, n);
+    mem->batch = n;
+}
+
+attn_status attn_seq2seq_decoder_select(attn_seq2seq_decoder *d, const int64_t *keep, int64_t n)
+{
+    if (!d || !keep) return attn__fail(ATTN_ERR_ARG, "seq2seq_decoder_select: NULL argument");
+    if (n < 1 || n > d->batch)
+        return attn__fail(ATTN_ERR_ARG, "seq2seq_decoder_select: %lld sentences kept; expected 1 to the "
+                          "%lld there are", (long long)n, (long long)d->batch);
+    for (int64_t i = 0; i < n; i++)
+        if (keep[i] < 0 || keep[i] >= d->batch || (i > 0 && keep[i] <= keep[i - 1]))
+            return attn__fail(ATTN_ERR_ARG, "seq2seq_decoder_select: keep[%lld] = %lld; expected "
+                              "sentences in [0, %lld), ascending", (long long)i, (long long)keep[i],
+                              (long long)d->batch);
+    if (n == d->batch) return ATTN_OK; /* all of them, in order */
+    attn_ctx_reset(d->work);
+    const int64_t beams = d->beams, R = n * beams;
+    int64_t *rows = attn_arena_alloc(&d->work->arena, (size_t)R * sizeof *rows); /* rows kept */
+    if (!rows) return attn_last_status();
+    for (int64_t i = 0; i < R; i++) rows[i] = keep[i / beams] * beams + i % beams;
+    const bool shared = d->row_mem.enc_out == d->mem.enc_out; /* one beam: rows = sentences */
+    if (d->row_mem.enc_out && !shared) memory_keep(&d->row_mem, rows, R);
+    memory_keep(&d->mem, keep, n);
+    if (shared) d->row_mem = d->mem;
+    if (d->prefix) seq2seq_keep_rows(d->prefix, sizeof *d->prefix, 1, d->rows, d->cap, rows, R);
+    if (d->impl == ATTN_SEQ2SEQ_DECODE_CACHED && d->m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER)
+        transformer_cache_select(d, keep, rows, n);
+    else if (d->impl == ATTN_SEQ2SEQ_DECODE_CACHED)
+        bahdanau_cache_select(d, keep, rows, n);
+    d->batch = n;
+    d->rows = R;
+    return ATTN_OK;
 }
 
 void attn_seq2seq_decoder_free(attn_seq2seq_decoder *d)

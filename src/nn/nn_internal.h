@@ -14,7 +14,7 @@ attn_tensor *mha_output(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *o);
 /* What one decoder layer keeps between steps. R rows decode B memory items, `beams` consecutive
  * rows per item (R = B * beams). */
 typedef struct decoder_layer_cache {
-    attn_tensor *self_k, *self_v;   /* (cap, R, E), heap: keys and values of positions < pos */
+    attn_tensor *self_k, *self_v;   /* (R, H, cap, E/H), heap: keys and values of positions < pos */
     attn_tensor *cross_k, *cross_v; /* (B, H, S, E/H): the memory projected once */
     attn_mask cross_mask;           /* over the memory (source padding), shapes of (B, H, beams, S) */
     int64_t beams;

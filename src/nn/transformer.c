@@ -160,29 +160,30 @@ attn_status decoder_layer_cache_memory(attn_ctx *ctx, const attn_decoder_layer *
     return c->cross_k && c->cross_v ? ATTN_OK : attn_last_status();
 }
 
-/* Positions [0, len) of a (cap, R, E) cache as heads (R, H, len, Dh), a copy in ctx. */
-static attn_tensor *cached_heads(attn_ctx *ctx, attn_tensor *cache, int64_t len, int64_t heads)
+/* cache[:, :, pos] = x[:, 0] for x (R, 1, E) and cache (R, H, cap, Dh) */
+static void cache_put(attn_tensor *cache, const attn_tensor *x, int64_t pos)
 {
-    const int64_t R = cache->shape[1], E = cache->shape[2];
-    attn_tensor *x = attn_reshape(ctx, attn_narrow(ctx, cache, 0, 0, len), 4,
-                                  (int64_t[]){len, R, heads, E / heads});
-    return attn_permute(ctx, x, (const int[]){1, 2, 0, 3});
+    const int64_t R = cache->shape[0], H = cache->shape[1], cap = cache->shape[2], dh = cache->shape[3];
+    for (int64_t rh = 0; rh < R * H; rh++)
+        memcpy(cache->data + (rh * cap + pos) * dh, x->data + rh * dh, (size_t)dh * sizeof(float));
 }
 
-/* The newest position attends to itself and to every earlier one, so one query needs no mask (a
- * causal mask would be wrong: top-left aligned, it shows query 0 key 0 alone). */
+/* The newest position attends to itself and to every earlier one: the cache's first pos + 1
+ * positions, read in place (SDPA skips the keys past valid_lens). A causal mask would be wrong
+ * here: top-left aligned, it shows query 0 key 0 alone. */
 static attn_tensor *self_attention_step(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x,
                                         decoder_layer_cache *c, int64_t pos)
 {
+    const int64_t R = x->shape[0];
     attn_tensor *q = attn_split_heads(ctx, mha_project(ctx, m, x, 0), m->num_heads); /* (R, H, 1, Dh) */
     attn_tensor *k = mha_project(ctx, m, x, 1), *v = mha_project(ctx, m, x, 2);     /* (R, 1, E) */
-    if (!q || !k || !v) return NULL;
-    memcpy(c->self_k->data + pos * k->numel, k->data, (size_t)k->numel * sizeof(float));
-    memcpy(c->self_v->data + pos * v->numel, v->data, (size_t)v->numel * sizeof(float));
-    attn_sdpa_opts so = {.dropout_p = m->dropout};
-    attn_tensor *keys = cached_heads(ctx, c->self_k, pos + 1, m->num_heads); /* (R, H, pos + 1, Dh) */
-    attn_tensor *values = cached_heads(ctx, c->self_v, pos + 1, m->num_heads);
-    return mha_output(ctx, m, attn_sdpa(ctx, q, keys, values, &so, NULL));
+    int64_t *lens = attn_arena_alloc(&ctx->arena, (size_t)R * sizeof *lens);
+    if (!q || !k || !v || !lens) return NULL;
+    cache_put(c->self_k, k, pos);
+    cache_put(c->self_v, v, pos);
+    for (int64_t r = 0; r < R; r++) lens[r] = pos + 1;
+    attn_sdpa_opts so = {.dropout_p = m->dropout, .mask.valid_lens = {.data = lens, .ndim = 1, .shape = {R}}};
+    return mha_output(ctx, m, attn_sdpa(ctx, q, c->self_k, c->self_v, &so, NULL));
 }
 
 /* The beams of one memory item are its queries: x (R, 1, E) read as (B, beams, E) attends to the
@@ -205,12 +206,12 @@ attn_tensor *decoder_layer_step(attn_ctx *ctx, const attn_decoder_layer *m, attn
     if (!ctx || !m || !x || !c) return NULL;
     const int64_t R = x->shape[0];
     if (x->ndim != 3 || x->shape[1] != 1 || c->beams < 1 || R % c->beams || pos < 0 ||
-        pos >= c->self_k->shape[0] || c->self_k->shape[1] != R) {
+        pos >= c->self_k->shape[2] || c->self_k->shape[0] != R) {
         char buf[64];
         return attn__fail_null(ATTN_ERR_SHAPE, "decoder layer step: x %s at position %lld; expected "
                                "(%lld, 1, E) and a position below %lld",
                                attn_shape_str(x, buf, sizeof buf), (long long)pos,
-                               (long long)c->self_k->shape[1], (long long)c->self_k->shape[0]);
+                               (long long)c->self_k->shape[0], (long long)c->self_k->shape[2]);
     }
     sublayer s1 = {&m->cfg, &m->norm1}, s2 = {&m->cfg, &m->norm2}, s3 = {&m->cfg, &m->norm3};
     attn_tensor *in = branch_input(ctx, s1, x);

@@ -63,7 +63,10 @@ attn_tensor *attn_linear(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, att
     attn_tensor *y = attn_tensor_empty(ctx, x->ndim, shape); /* (..., out) */
     if (!y) return NULL;
     attn_gemm_set_threads(attn_get_num_threads());
-    attn_gemm(y->data, out, x->data, in, weight->data, in, rows, out, in, false, true, 1, 0);
+    if (rows <= ATTN_GEMM_ROWS_MAX) /* a few rows (decoding): no packing of W */
+        attn_gemm_rows(y->data, x->data, weight->data, rows, out, in);
+    else
+        attn_gemm(y->data, out, x->data, in, weight->data, in, rows, out, in, false, true, 1, 0);
     if (bias) {
         float *yd = y->data;
         const float *bd = bias->data;
