@@ -729,11 +729,12 @@ ATTN_API attn_status attn_seq2seq_beam_ref(attn_ctx *ctx, const attn_seq2seq *m,
                                            int64_t *out_len, attn_tensor **cross_weights);
 /* The beam searches of a batch of sentences run together, each as attn_seq2seq_beam would run it
  * alone, in one decoder of batch x beam_size rows (a step reads every weight once for all of
- * them): src (B, S) with src_lens (B); max_out (B) each sentence's limit (at most out_width once
- * capped at the model's max_len - 1); out (B, out_width) and out_lens (B) as attn_seq2seq_beam's.
- * Padding is masked everywhere in the Transformer, so its answers are those of the sentences
- * alone; D2L's GRU encoder reads the padding, so for a Bahdanau model batch sentences of one
- * length (src_len = their length) to get them. attn_seq2seq_beam_batch_ref: RECOMPUTE. */
+ * them): src (B, S) with src_lens (B, each in [1, S]); max_out (B) each sentence's limit (at most
+ * out_width once capped at the model's max_len - 1); out (B, out_width) and out_lens (B) as
+ * attn_seq2seq_beam's. The Transformer masks padding everywhere and decodes the batch at once
+ * (the answers are the sentences' alone up to float32 rounding); D2L's GRU encoder reads the
+ * padding, so Bahdanau sentences are decoded in groups of one length, unpadded.
+ * attn_seq2seq_beam_batch_ref: the same with RECOMPUTE. */
 ATTN_API attn_status attn_seq2seq_beam_batch(const attn_seq2seq *m, const int64_t *src,
                                              const int64_t *src_lens, int64_t batch,
                                              int64_t src_len, int beam_size, float alpha,

@@ -9,8 +9,14 @@
  *     lengths) and attn_seq2seq_beam = attn_seq2seq_beam_ref for beams 1, 2 and 4, once where every
  *     hypothesis runs to max_out and once with an <eos> the model emits early;
  *   - the cross-attention weights beam search returns are the same with either decoder;
- *   - hostile input: NULL arguments, batch, beams, max_steps, source lengths and tokens out of
- *     range, a step past max_steps, a parent from another sentence; a failed step changes nothing. */
+ *   - attn_seq2seq_beam_batch on the padded batch (different lengths and limits) = each sentence's
+ *     attn_seq2seq_beam_ref alone = attn_seq2seq_beam_batch_ref, for 1, 2 and 4 beams;
+ *   - attn_seq2seq_decoder_select mid-way (after a reorder, then again): both decoders keep the
+ *     same sentences and their logits still agree;
+ *   - hostile input: NULL arguments, batch, beams (0, 65, more than the vocabulary), max_steps,
+ *     max_out, source lengths and tokens out of range, a step past max_steps, a parent from
+ *     another sentence, sentences to keep out of order, repeated or gone; a failed step changes
+ *     nothing. */
 #include "testkit.h"
 
 #include <math.h>
@@ -23,6 +29,9 @@
 enum { B = 3, S = 5, MAX_LEN = 12, STEPS = 9, V = 13 };
 static const int64_t src[B * S] = {4, 5, 6, 7, 3, 8, 3, 1, 1, 1, 9, 10, 11, 3, 1}; /* 1 = <pad> */
 static const int64_t src_lens[B] = {5, 2, 4};
+
+#define TK_STATUS(expr, want) \
+    TK_CHECK((expr) == (want), "%s: expected %s, got \"%s\"", #expr, attn_status_name(want), attn_last_error())
 
 typedef struct model {
     attn_seq2seq s2s;
@@ -137,6 +146,71 @@ static void check_searches_eos(attn_ctx *ctx, model *m, const char *name)
     m->s2s.cfg.eos_id = saved;
 }
 
+/* Sentences of different lengths and limits searched together = each searched alone by the
+ * reference, and = the batched reference twin. */
+static void check_beam_batch(const model *m, const char *name)
+{
+    const int64_t max_out[B] = {8, 3, 6}, W = 8;
+    int64_t out[B * 8], lens[B], ref[B * 8], ref_lens[B], one[8], n;
+    for (int beams = 1; beams <= 4; beams *= 2) {
+        TK_OK(attn_seq2seq_beam_batch(&m->s2s, src, src_lens, B, S, beams, 0.6f, max_out, W, out, lens));
+        TK_OK(attn_seq2seq_beam_batch_ref(&m->s2s, src, src_lens, B, S, beams, 0.6f, max_out, W, ref, ref_lens));
+        TK_CHECK(!memcmp(out, ref, sizeof out) && !memcmp(lens, ref_lens, sizeof lens),
+                 "%s: beam_batch %d differs from beam_batch_ref", name, beams);
+        attn_ctx *ctx = attn_ctx_new(0);
+        for (int64_t b = 0; b < B; b++) {
+            TK_OK(attn_seq2seq_beam_ref(ctx, &m->s2s, src + b * S, src_lens[b], beams, 0.6f, max_out[b], one, &n,
+                                        NULL));
+            TK_CHECK(n == lens[b] && n <= max_out[b] && !memcmp(one, out + b * W, (size_t)n * sizeof *one),
+                     "%s: beam_batch %d, sentence %lld differs from its search alone", name, beams, (long long)b);
+            for (int64_t j = n; j < W; j++)
+                TK_CHECK(out[b * W + j] == m->s2s.cfg.pad_id, "%s: beam_batch row %lld not padded", name, (long long)b);
+        }
+        attn_ctx_free(ctx);
+    }
+}
+
+/* Dropping sentences mid-way: both decoders keep the same ones and still agree. */
+static void check_select(const model *m, const char *name)
+{
+    const int64_t beams = 2, keep[2] = {0, 2}, keep_last[1] = {1};
+    attn_seq2seq_decoder *d[2] = {
+        attn_seq2seq_decoder_new(&m->s2s, src, src_lens, B, S, beams, STEPS, ATTN_SEQ2SEQ_DECODE_CACHED),
+        attn_seq2seq_decoder_new(&m->s2s, src, src_lens, B, S, beams, STEPS, ATTN_SEQ2SEQ_DECODE_RECOMPUTE)};
+    TK_NOT_NULL(d[0]);
+    TK_NOT_NULL(d[1]);
+    if (!d[0] || !d[1]) return;
+    float logits[2][B * 2 * V];
+    int64_t tokens[B * 2] = {2, 2, 2, 2, 2, 2}, rows = B * beams;
+    const int64_t parents[B * 2] = {1, 1, 2, 2, 5, 4};
+    for (int t = 0; t < 6; t++) {
+        for (int i = 0; i < 2; i++) TK_OK(attn_seq2seq_decoder_step(d[i], logits[i], tokens));
+        char what[64];
+        snprintf(what, sizeof what, "%s select, step %d", name, t);
+        tk_close(what, logits[0], logits[1], rows * V, ATOL, RTOL);
+        for (int64_t r = 0; r < rows; r++) tokens[r] = 4 + (r + t) % 7;
+        if (t == 1) /* after a re-selection, sentences 0 and 2 go on */
+            for (int i = 0; i < 2; i++) {
+                TK_OK(attn_seq2seq_decoder_reorder(d[i], parents));
+                TK_OK(attn_seq2seq_decoder_select(d[i], keep, 2));
+            }
+        if (t == 3) /* then the last one of them alone */
+            for (int i = 0; i < 2; i++) TK_OK(attn_seq2seq_decoder_select(d[i], keep_last, 1));
+        rows = t < 1 ? B * beams : t < 3 ? 2 * beams : beams;
+    }
+    const int64_t bad_order[2] = {1, 0}, twice[2] = {0, 0}, outside[1] = {1};
+    TK_STATUS(attn_seq2seq_decoder_select(NULL, keep, 1), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_decoder_select(d[0], NULL, 1), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_decoder_select(d[0], keep, 0), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_decoder_select(d[0], keep, 2), ATTN_ERR_ARG); /* one sentence is left */
+    TK_STATUS(attn_seq2seq_decoder_select(d[0], outside, 1), ATTN_ERR_ARG);
+    attn_seq2seq_decoder *e = attn_seq2seq_decoder_new(&m->s2s, src, src_lens, B, S, 1, 2, ATTN_SEQ2SEQ_DECODE_CACHED);
+    TK_STATUS(attn_seq2seq_decoder_select(e, bad_order, 2), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_decoder_select(e, twice, 2), ATTN_ERR_ARG);
+    attn_seq2seq_decoder_free(e);
+    for (int i = 0; i < 2; i++) attn_seq2seq_decoder_free(d[i]);
+}
+
 static void check_cross_weights(attn_ctx *ctx, const model *m, const char *name)
 {
     int64_t out[8], n = 0, n_ref = 0;
@@ -151,9 +225,6 @@ static void check_cross_weights(attn_ctx *ctx, const model *m, const char *name)
              "%s: beam's cross-attention weights differ between the decoders", name);
     free(copy);
 }
-
-#define TK_STATUS(expr, want) \
-    TK_CHECK((expr) == (want), "%s: expected %s, got \"%s\"", #expr, attn_status_name(want), attn_last_error())
 
 static void check_hostile(attn_ctx *ctx, const model *m)
 {
@@ -215,6 +286,14 @@ static void check_hostile(attn_ctx *ctx, const model *m)
     TK_STATUS(attn_seq2seq_beam(ctx, s, src, S, 2, 0.6f, 0, out, &n, NULL), ATTN_ERR_ARG);
     TK_STATUS(attn_seq2seq_beam(ctx, s, src, 0, 2, 0.6f, 4, out, &n, NULL), ATTN_ERR_SHAPE);
     TK_STATUS(attn_seq2seq_beam_ref(ctx, s, src, S, 2, 0.6f, 4, NULL, &n, NULL), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam(ctx, s, src, S, V + 1, 0.6f, 4, out, &n, NULL), ATTN_ERR_ARG); /* beams > V */
+    const int64_t limits[B] = {4, 4, 4}, too_long[B] = {4, 5, 4};
+    TK_STATUS(attn_seq2seq_beam_batch(s, src, src_lens, B, S, 2, 0.6f, NULL, 4, out, out_lens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam_batch(s, src, src_lens, B, S, 2, 0.6f, too_long, 4, out, out_lens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam_batch(s, src, src_lens, 0, S, 2, 0.6f, limits, 4, out, out_lens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam_batch(s, src, zero_len, B, S, 2, 0.6f, limits, 4, out, out_lens), ATTN_ERR_SHAPE);
+    TK_STATUS(attn_seq2seq_beam_batch(s, src, long_len, B, S, 2, 0.6f, limits, 4, out, out_lens), ATTN_ERR_SHAPE);
+    TK_STATUS(attn_seq2seq_beam_batch(s, src, src_lens, B, S, 2, 0.6f, limits, 0, out, out_lens), ATTN_ERR_ARG);
 }
 
 int main(void)
@@ -228,6 +307,8 @@ int main(void)
         for (int64_t beams = 1; beams <= 4; beams *= 2) check_steps(&m, kinds[k].name, beams, 7 + (uint64_t)beams);
         check_searches_eos(ctx, &m, kinds[k].name);
         check_cross_weights(ctx, &m, kinds[k].name);
+        check_beam_batch(&m, kinds[k].name);
+        check_select(&m, kinds[k].name);
         check_hostile(ctx, &m);
         model_free(&m);
     }

@@ -3,7 +3,8 @@
  * decodes the rows of all sentences together; after each step a sentence keeps its k best
  * continuations and the decoder's rows follow them (reorder). A sentence stops when k of its
  * hypotheses have ended (<eos> or its max_out); its rows idle until the batch is done.
- * attn_seq2seq_beam is the batch of one sentence. */
+ * attn_seq2seq_beam is the batch of one sentence. Bahdanau sentences of different lengths are
+ * searched in groups of one length (beam_batch). */
 #include "seq2seq_internal.h"
 
 #include <math.h>
@@ -136,7 +137,7 @@ static void searches_free(sentence_search *s, int64_t *block)
     free(block);
 }
 
-static attn_status beam_batch(const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
+static attn_status beam_rows(const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
                               int64_t batch, int64_t src_len, int beam_size, float alpha,
                               const int64_t *max_out, int64_t out_width, int64_t *out, int64_t *out_lens,
                               attn_seq2seq_decode_impl impl)
@@ -220,6 +221,59 @@ static attn_status beam_batch(const attn_seq2seq *m, const int64_t *src, const i
     free(parents);
     free(logits);
     attn_seq2seq_decoder_free(d);
+    return st;
+}
+
+/* D2L's GRU encoder reads the padding: Bahdanau sentences go in groups of one source length, each
+ * at its own width, to be searched as they would be alone. The Transformer masks the padding and
+ * takes the batch at once. */
+static attn_status beam_batch(const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
+                              int64_t batch, int64_t src_len, int beam_size, float alpha,
+                              const int64_t *max_out, int64_t out_width, int64_t *out, int64_t *out_lens,
+                              attn_seq2seq_decode_impl impl)
+{
+    bool grouped = m && src && src_lens && max_out && out && out_lens && out_width >= 1 &&
+                   m->cfg.kind == ATTN_SEQ2SEQ_BAHDANAU && src_len >= 1 && src_len <= m->cfg.max_len,
+         padded = false;
+    for (int64_t b = 0; grouped && b < batch; b++) padded = padded || src_lens[b] != src_len;
+    if (!grouped || !padded) /* (beam_rows reports bad arguments) */
+        return beam_rows(m, src, src_lens, batch, src_len, beam_size, alpha, max_out, out_width, out,
+                         out_lens, impl);
+    int64_t *rows = malloc((size_t)batch * sizeof *rows), *lens = malloc((size_t)batch * sizeof *lens);
+    int64_t *limits = malloc((size_t)batch * sizeof *limits), *sub_lens = malloc((size_t)batch * sizeof *sub_lens);
+    int64_t *sub = NULL, *sub_out = NULL, n_ids, n_out;
+    if (attn__mul_ok(batch, src_len, &n_ids) && attn__mul_ok(batch, out_width, &n_out)) {
+        sub = malloc((size_t)n_ids * sizeof *sub);
+        sub_out = malloc((size_t)n_out * sizeof *sub_out);
+    }
+    attn_status st = rows && lens && limits && sub_lens && sub && sub_out
+                         ? ATTN_OK : attn__fail(ATTN_ERR_NOMEM, "seq2seq_beam: out of memory");
+    for (int64_t b = 0; st == ATTN_OK && b < batch; b++)
+        if (src_lens[b] < 1 || src_lens[b] > src_len)
+            st = attn__fail(ATTN_ERR_SHAPE, "seq2seq_beam: src_lens[%lld] = %lld; expected in [1, %lld] "
+                            "(the source width)", (long long)b, (long long)src_lens[b], (long long)src_len);
+    for (int64_t len = 1; st == ATTN_OK && len <= src_len; len++) {
+        int64_t n = 0; /* the sentences of this length, unpadded */
+        for (int64_t b = 0; b < batch; b++)
+            if (src_lens[b] == len) {
+                memcpy(sub + n * len, src + b * src_len, (size_t)len * sizeof *sub);
+                rows[n] = b;
+                limits[n] = max_out[b];
+                sub_lens[n++] = len;
+            }
+        if (n > 0)
+            st = beam_rows(m, sub, sub_lens, n, len, beam_size, alpha, limits, out_width, sub_out, lens, impl);
+        for (int64_t i = 0; st == ATTN_OK && i < n; i++) {
+            memcpy(out + rows[i] * out_width, sub_out + i * out_width, (size_t)out_width * sizeof *out);
+            out_lens[rows[i]] = lens[i];
+        }
+    }
+    free(rows);
+    free(lens);
+    free(limits);
+    free(sub_lens);
+    free(sub);
+    free(sub_out);
     return st;
 }
 
