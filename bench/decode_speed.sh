@@ -6,11 +6,12 @@
 # bench_decode on the whole split as `attn translate eval` decodes it (greedy over batches of 100,
 # beam search per sentence, max_out = source length + 10), one after the other, same checkpoint,
 # same threads, RUNS times each in turns; the timing covers the decoding calls alone.
-# Prints per search the median sentences/s of each decoder, the ratio of the cached decoder to
-# each other, and how many sentences' tokens differ from the cached decoder's.
+# Prints per search the median sentences/s of each decoder (wall clock) and its CPU seconds, the
+# ratios of the cached decoder to each other (on the machine shared with other work, the CPU
+# time ratio is the steadier one), and how many sentences' tokens differ from the cached one's.
 #   bash bench/decode_speed.sh CHECKPOINT [BASE_REV]
 # Environment: THREADS (2), BEAMS ("1 4"; 1 = greedy), RUNS (1), DATA (data/multi30k),
-# SPLIT (test_2016_flickr), SRC/TGT (en, fr). Train a checkpoint first, e.g.
+# SPLIT (test_2016_flickr), SRC/TGT (en, fr), LIMIT (the first N sentences; default all). Train a checkpoint first, e.g.
 #   build/attn translate train --budget-min 8 --checkpoint /tmp/decode_ck.safetensors
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,13 +19,13 @@ ck=${1:?usage: bash bench/decode_speed.sh CHECKPOINT [BASE_REV]}
 base=${2:-}
 threads=${THREADS:-2} beams=${BEAMS:-1 4} runs=${RUNS:-1}
 args=(--checkpoint "$ck" --data "${DATA:-data/multi30k}" --split "${SPLIT:-test_2016_flickr}"
-      --src "${SRC:-en}" --tgt "${TGT:-fr}" --threads "$threads")
+      --src "${SRC:-en}" --tgt "${TGT:-fr}" --threads "$threads" ${LIMIT:+--limit "$LIMIT"})
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" --target bench_decode >/dev/null
-decoders=("cached build/bench_decode --decoder cached" "ref build/bench_decode --decoder ref")
+decoders=("cached build/bench_decode --decoder default" "ref build/bench_decode --decoder ref")
 if [[ -n $base ]]; then # the other revision's library, this benchmark program
   rev=$(git rev-parse --short "$base")
   mkdir "$tmp/base"
@@ -47,16 +48,18 @@ for beam in $beams; do
       name=${d%% *} cmd=${d#* }
       line=$($cmd "${args[@]}" --beam "$beam" --out "$tmp/$name.$beam.tokens")
       field sentences_per_s "$line" >>"$tmp/$name.$beam.rates"
+      field cpu_seconds "$line" >>"$tmp/$name.$beam.cpu"
       sentences=$(field sentences "$line")
     done
   done
-  cached=$(median <"$tmp/cached.$beam.rates")
-  printf '%-8s %-16s %12s %10s %22s\n' search decoder sentences/s "cached/it" "sentences differing"
+  rate0=$(median <"$tmp/cached.$beam.rates") cpu0=$(median <"$tmp/cached.$beam.cpu")
+  printf '%-8s %-14s %12s %12s %10s %10s %s\n' search decoder sentences/s "CPU s" "x wall" "x CPU" "sentences differing"
   for d in "${decoders[@]}"; do
     name=${d%% *}
-    rate=$(median <"$tmp/$name.$beam.rates")
+    rate=$(median <"$tmp/$name.$beam.rates") cpu=$(median <"$tmp/$name.$beam.cpu")
     differ=$(paste -d'|' "$tmp/cached.$beam.tokens" "$tmp/$name.$beam.tokens" | awk -F'|' '$1 != $2' | wc -l)
-    printf '%-8s %-16s %12.2f %10.2f %15d of %s\n' "$search" "$name" "$rate" "$(awk "BEGIN {print $cached / $rate}")" \
-           "$differ" "$sentences"
+    printf '%-8s %-14s %12.2f %12.2f %10.2f %10.2f %d of %s\n' "$search" "$name" "$rate" "$cpu" \
+           "$(awk "BEGIN {print $rate0 / $rate}")" "$(awk "BEGIN {print $cpu / $cpu0}")" "$differ" "$sentences"
   done
 done
+echo "x wall, x CPU: how many times faster the cached decoder is (sentences/s, CPU seconds)"

@@ -2,7 +2,8 @@
  * own k hypotheses in k rows of one attn_seq2seq_decoder (rows [b k, (b + 1) k)), so a step
  * decodes the rows of all sentences together; after each step a sentence keeps its k best
  * continuations and the decoder's rows follow them (reorder). A sentence stops when k of its
- * hypotheses have ended (<eos> or its max_out); its rows idle until the batch is done.
+ * hypotheses have ended (<eos> or its max_out); the ended sentences leave the decoder (select)
+ * once they are an eighth of those in it.
  * attn_seq2seq_beam is the batch of one sentence. Bahdanau sentences of different lengths are
  * searched in groups of one length (beam_batch). */
 #include "seq2seq_internal.h"
