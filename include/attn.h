@@ -703,7 +703,8 @@ ATTN_API attn_status attn_seq2seq_decoder_select(attn_seq2seq_decoder *d, const 
                                                  int64_t n);
 ATTN_API void attn_seq2seq_decoder_free(attn_seq2seq_decoder *d); /* NULL is fine */
 
-/* Greedy decoding of a batch: out (B, max_out) receives token ids (<eos> included, then pad),
+/* Greedy decoding of a batch: src (B, S) with src_lens (B), each in [1, S] (ids past a length
+ * are padding); out (B, max_out) receives token ids (<eos> included, then pad),
  * out_lens (B) the lengths without <eos>. Runs with grad off in ctx (which it resets first).
  * Decodes with the CACHED decoder; attn_seq2seq_greedy_ref, the reference twin, with RECOMPUTE. */
 ATTN_API attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,

@@ -242,7 +242,7 @@ static void check_hostile(attn_ctx *ctx, const model *m)
     TK_CHECK(!attn_seq2seq_decoder_new(s, src, src_lens, B, S, 1, MAX_LEN + 1, C), "max_steps > max_len accepted");
     TK_CHECK(!attn_seq2seq_decoder_new(s, src, src_lens, B, 0, 1, 4, C), "source length 0 accepted");
     TK_CHECK(!attn_seq2seq_decoder_new(s, src, zero_len, B, S, 1, 4, C), "a source length 0 accepted");
-    TK_CHECK(attn_last_status() == ATTN_ERR_SHAPE, "a source length 0: %s", attn_last_error());
+    TK_CHECK(attn_last_status() == ATTN_ERR_ARG, "a source length 0: %s", attn_last_error());
     TK_CHECK(!attn_seq2seq_decoder_new(s, src, long_len, B, S, 1, 4, C), "a length past the width accepted");
     TK_CHECK(!attn_seq2seq_decoder_new(s, bad_src, src_lens, B, S, 1, 4, C), "source id 99 accepted");
     TK_CHECK(!attn_seq2seq_decoder_new(s, src, src_lens, B, S, 1, 4, (attn_seq2seq_decode_impl)7), "impl 7 accepted");
@@ -280,7 +280,7 @@ static void check_hostile(attn_ctx *ctx, const model *m)
     int64_t out[B * 4], out_lens[B], n;
     TK_STATUS(attn_seq2seq_greedy(ctx, s, src, src_lens, B, S, 0, out, out_lens), ATTN_ERR_ARG);
     TK_STATUS(attn_seq2seq_greedy(ctx, s, NULL, src_lens, B, S, 4, out, out_lens), ATTN_ERR_ARG);
-    TK_STATUS(attn_seq2seq_greedy(ctx, s, src, zero_len, B, S, 4, out, out_lens), ATTN_ERR_SHAPE);
+    TK_STATUS(attn_seq2seq_greedy(ctx, s, src, zero_len, B, S, 4, out, out_lens), ATTN_ERR_ARG);
     TK_STATUS(attn_seq2seq_beam(ctx, s, src, S, 0, 0.6f, 4, out, &n, NULL), ATTN_ERR_ARG);
     TK_STATUS(attn_seq2seq_beam(ctx, s, src, S, 65, 0.6f, 4, out, &n, NULL), ATTN_ERR_ARG);
     TK_STATUS(attn_seq2seq_beam(ctx, s, src, S, 2, 0.6f, 0, out, &n, NULL), ATTN_ERR_ARG);
@@ -291,8 +291,8 @@ static void check_hostile(attn_ctx *ctx, const model *m)
     TK_STATUS(attn_seq2seq_beam_batch(s, src, src_lens, B, S, 2, 0.6f, NULL, 4, out, out_lens), ATTN_ERR_ARG);
     TK_STATUS(attn_seq2seq_beam_batch(s, src, src_lens, B, S, 2, 0.6f, too_long, 4, out, out_lens), ATTN_ERR_ARG);
     TK_STATUS(attn_seq2seq_beam_batch(s, src, src_lens, 0, S, 2, 0.6f, limits, 4, out, out_lens), ATTN_ERR_ARG);
-    TK_STATUS(attn_seq2seq_beam_batch(s, src, zero_len, B, S, 2, 0.6f, limits, 4, out, out_lens), ATTN_ERR_SHAPE);
-    TK_STATUS(attn_seq2seq_beam_batch(s, src, long_len, B, S, 2, 0.6f, limits, 4, out, out_lens), ATTN_ERR_SHAPE);
+    TK_STATUS(attn_seq2seq_beam_batch(s, src, zero_len, B, S, 2, 0.6f, limits, 4, out, out_lens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam_batch(s, src, long_len, B, S, 2, 0.6f, limits, 4, out, out_lens), ATTN_ERR_ARG);
     TK_STATUS(attn_seq2seq_beam_batch(s, src, src_lens, B, S, 2, 0.6f, limits, 0, out, out_lens), ATTN_ERR_ARG);
 }
 

@@ -251,7 +251,7 @@ static attn_status beam_batch(const attn_seq2seq *m, const int64_t *src, const i
                          ? ATTN_OK : attn__fail(ATTN_ERR_NOMEM, "seq2seq_beam: out of memory");
     for (int64_t b = 0; st == ATTN_OK && b < batch; b++)
         if (src_lens[b] < 1 || src_lens[b] > src_len)
-            st = attn__fail(ATTN_ERR_SHAPE, "seq2seq_beam: src_lens[%lld] = %lld; expected in [1, %lld] "
+            st = attn__fail(ATTN_ERR_ARG, "seq2seq_beam: src_lens[%lld] = %lld; expected in [1, %lld] "
                             "(the source width)", (long long)b, (long long)src_lens[b], (long long)src_len);
     for (int64_t len = 1; st == ATTN_OK && len <= src_len; len++) {
         int64_t n = 0; /* the sentences of this length, unpadded */

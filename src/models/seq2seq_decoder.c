@@ -83,7 +83,7 @@ static attn_status check_new(const attn_seq2seq *m, const int64_t *src, const in
                           (long long)src_len, (long long)m->cfg.max_len);
     for (int64_t b = 0; b < batch; b++)
         if (src_lens[b] < 1 || src_lens[b] > src_len)
-            return attn__fail(ATTN_ERR_SHAPE, "seq2seq_decoder_new: src_lens[%lld] = %lld; expected in "
+            return attn__fail(ATTN_ERR_ARG, "seq2seq_decoder_new: src_lens[%lld] = %lld; expected in "
                               "[1, %lld] (the source width)", (long long)b, (long long)src_lens[b],
                               (long long)src_len);
     return ATTN_OK;
