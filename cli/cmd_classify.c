@@ -111,7 +111,7 @@ static int parse(int argc, char **argv, classify_options *o, const char ***texts
         (*texts)[(*n_texts)++] = argv[i];
     }
     o->model.max_len = o->train.max_len;
-    if (o->train.threads > 0) attn_set_num_threads((int)o->train.threads);
+    if (o->train.threads > 0) cli_set_threads((int)o->train.threads);
     return CLI_OK;
 }
 
@@ -172,7 +172,7 @@ int classify_evaluate(classify_run *run, const classify_split *split, double *ac
 {
     const int64_t bs = 64, max_len = run->model.cfg.max_len;
     int64_t *ids = malloc((size_t)(bs * max_len) * sizeof *ids), lengths[64], labels[64], rows[64];
-    attn_ctx *ctx = attn_ctx_new(0);
+    attn_ctx *ctx = cli_ctx_new(0);
     int code = ids && ctx ? CLI_OK : cli_fail(CLI_ERR_DATA, "classify", "out of memory");
     int64_t correct = 0;
     double loss_sum = 0;
@@ -371,7 +371,7 @@ static int predict_one(classify_run *run, attn_ctx *ctx, attn_tokens *tokens, in
 static int do_predict(classify_run *run, classify_options *o, const char **texts, int n_texts)
 {
     int code = load_model(run, o);
-    attn_ctx *ctx = attn_ctx_new(0);
+    attn_ctx *ctx = cli_ctx_new(0);
     int64_t *ids = malloc((size_t)o->model.max_len * sizeof *ids);
     attn_tokens tokens = {0};
     if (code == CLI_OK && (!ctx || !ids)) code = cli_fail(CLI_ERR_DATA, "classify", "out of memory");
@@ -400,7 +400,7 @@ static int do_explain(classify_run *run, classify_options *o, const char **texts
     if (n_texts != 1)
         return cli_fail(CLI_ERR_USAGE, "classify", "explain takes one TEXT (quote it), got %d", n_texts);
     int code = load_model(run, o);
-    attn_ctx *ctx = attn_ctx_new(0);
+    attn_ctx *ctx = cli_ctx_new(0);
     int64_t *ids = malloc((size_t)o->model.max_len * sizeof *ids);
     attn_tokens tokens = {0};
     if (code != CLI_OK || !ctx || !ids) goto done;

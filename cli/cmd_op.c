@@ -76,7 +76,7 @@ static int parse_args(int argc, char **argv, op_args *a)
             long n;
             if (!(v = cli_value("op", argc, argv, &i)) || !cli_parse_long("op", o, v, 1, 4096, &n))
                 return CLI_ERR_USAGE;
-            if (!strcmp(o, "--threads")) attn_set_num_threads((int)n);
+            if (!strcmp(o, "--threads")) cli_set_threads((int)n);
             else a->num_heads = n;
         } else if (o[0] == '-') {
             return cli_fail(CLI_ERR_USAGE, "op", "unknown option \"%s\" (see attn op --help)", o);
@@ -106,7 +106,7 @@ int cmd_op(int argc, char **argv)
     op_run run = {0};
     run.args = &a;
     run.file = attn_st_open(a.in_path);
-    run.ctx = attn_ctx_new(0);
+    run.ctx = cli_ctx_new(0);
     run.params = attn_params_new();
     run.writer = attn_st_writer_new();
     code = CLI_ERR_DATA;

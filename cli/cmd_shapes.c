@@ -34,7 +34,7 @@ int cmd_shapes(int argc, char **argv)
         if (!cli_parse_long("shapes", opt, v, target == &seed ? 0 : 1, max, target))
             return CLI_ERR_USAGE;
     }
-    attn_ctx *ctx = attn_ctx_new((uint64_t)seed);
+    attn_ctx *ctx = cli_ctx_new((uint64_t)seed);
     if (!ctx) return cli_fail(CLI_ERR_DATA, "shapes", "%s", attn_last_error());
     attn_ctx_set_grad_enabled(ctx, false);
     int64_t shape[3] = {batch, len, dk};

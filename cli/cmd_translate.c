@@ -126,7 +126,7 @@ static int parse(int argc, char **argv, translate_options *o, const char ***text
     }
     if (o->train.lr == 0) o->train.lr = o->model.kind == ATTN_SEQ2SEQ_TRANSFORMER ? 1.0 : 1e-3;
     o->model.max_len = o->train.max_len + 2; /* <bos>/<eos> */
-    if (o->train.threads > 0) attn_set_num_threads((int)o->train.threads);
+    if (o->train.threads > 0) cli_set_threads((int)o->train.threads);
     return CLI_OK;
 }
 
@@ -419,7 +419,7 @@ static int translate_one(translate_run *run, const translate_options *o, attn_ct
 static int do_translate(translate_run *run, translate_options *o, const char **texts, int n_texts)
 {
     int code = load_model(run, o);
-    attn_ctx *ctx = attn_ctx_new(0);
+    attn_ctx *ctx = cli_ctx_new(0);
     if (code == CLI_OK && !ctx) code = cli_fail(CLI_ERR_DATA, "translate", "out of memory");
     for (int i = 0; code == CLI_OK && i < n_texts; i++) code = translate_one(run, o, ctx, texts[i], i == 0);
     char *line = NULL;

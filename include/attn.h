@@ -11,8 +11,15 @@
  *   - Activations live in an attn_ctx (an arena, reset after every step); parameters live in an
  *     attn_params registry with PyTorch state_dict names. Ownership is stated per function.
  *   - Backward functions accumulate (+=) into .grad; zero them with attn_params_zero_grad().
- *   - Thread safety: different objects may be used from different threads; one object (ctx,
- *     params, optimizer) only from one thread at a time.
+ *   - Threads: the library has no mutable global state; the error message is per thread and
+ *     each ctx and optimizer carries its own OpenMP thread count. So threads that each use their
+ *     own objects (ctx, params, modules, optimizer, writer, ...) never interfere: two threads
+ *     may train two models at once, each bit-identical to its run alone (tests/test_threads.c,
+ *     also under ThreadSanitizer). What may be shared, read-only, by threads at once: an
+ *     attn_st_file, an attn_vocab (lookups), const tensors, and a params registry with its
+ *     modules while every thread only runs forwards with grad off in its own ctx (a backward
+ *     writes .grad: training needs a registry per thread). Everything else is one thread's at
+ *     a time: a ctx, an optimizer, an attn_rng, a writer, a counter, tokens and id_seqs.
  */
 #ifndef ATTN_H
 #define ATTN_H
@@ -57,11 +64,17 @@ ATTN_API void attn_clear_error(void);
 ATTN_API const char *attn_status_name(attn_status s); /* "shape error", ... */
 
 /* ======================================================================================
- * Threads: OpenMP threads for our kernels; OpenBLAS is kept single-threaded inside them.
+ * Threads: each ctx has its own thread count for the OpenMP loops of the ops run in it (see
+ * attn_ctx_set_num_threads); the optimizer has its own (attn_optim_set_num_threads). There is
+ * no process-wide setting. OpenBLAS is set to one thread once, on first use (our loops call
+ * it from inside their parallel regions): a program that also calls OpenBLAS shares that.
  * ====================================================================================== */
 
-ATTN_API void attn_set_num_threads(int n); /* n <= 0: the OpenMP default */
-ATTN_API int attn_get_num_threads(void);
+#define ATTN_MAX_THREADS 1024
+
+/* The count a new ctx or optimizer starts with: OpenMP's omp_get_max_threads() in the calling
+ * thread (OMP_NUM_THREADS, or the cores), 1 in a build without OpenMP. */
+ATTN_API int attn_default_num_threads(void);
 
 /* ======================================================================================
  * Random numbers: explicit state, never global. PCG32 (O'Neill), 64-bit state.
@@ -135,6 +148,11 @@ ATTN_API bool attn_ctx_training(const attn_ctx *ctx);
 ATTN_API attn_rng *attn_ctx_rng(attn_ctx *ctx);                  /* used by dropout */
 ATTN_API size_t attn_ctx_bytes_used(const attn_ctx *ctx);        /* arena bytes in use now */
 ATTN_API size_t attn_ctx_bytes_peak(const attn_ctx *ctx);        /* most ever in use */
+/* Threads for the ops run in ctx from now on (n in [1, ATTN_MAX_THREADS]; n <= 0: the
+ * default, attn_default_num_threads()). A build without OpenMP runs serially whatever n is.
+ * Same seed + same thread count = bit-identical results. */
+ATTN_API attn_status attn_ctx_set_num_threads(attn_ctx *ctx, int n);
+ATTN_API int attn_ctx_num_threads(const attn_ctx *ctx); /* 0 for a NULL ctx */
 
 /* ======================================================================================
  * Autograd
@@ -664,6 +682,9 @@ typedef struct attn_optim attn_optim;
 ATTN_API attn_optim *attn_optim_new(attn_params *p, const attn_optim_config *cfg);
 ATTN_API void attn_optim_free(attn_optim *opt);
 ATTN_API attn_status attn_optim_step(attn_optim *opt); /* uses the lr set for this step */
+/* Threads of the update loop (n <= 0: attn_default_num_threads(), the count it starts with);
+ * the update is elementwise, so the result does not depend on it. */
+ATTN_API attn_status attn_optim_set_num_threads(attn_optim *opt, int n);
 ATTN_API void attn_optim_set_lr(attn_optim *opt, float lr);
 ATTN_API float attn_optim_get_lr(const attn_optim *opt);
 ATTN_API int64_t attn_optim_step_count(const attn_optim *opt); /* steps taken */
@@ -675,7 +696,8 @@ ATTN_API attn_status attn_optim_state_at(const attn_optim *opt, size_t i, const 
 ATTN_API void attn_optim_set_step_count(attn_optim *opt, int64_t steps);
 
 /* torch.nn.utils.clip_grad_norm_: scales every grad by min(1, max_norm / (norm + 1e-6)).
- * Returns the total 2-norm before clipping (NaN/Inf if a gradient is not finite). */
+ * Returns the total 2-norm before clipping (NaN/Inf if a gradient is not finite). Runs on the
+ * calling thread (one sum in double, in parameter order). */
 ATTN_API float attn_clip_grad_norm(attn_params *p, float max_norm);
 
 /* Learning-rate schedules, step counted from 1. */

@@ -5,6 +5,8 @@
 #   3. OpenMP off and no -march=native (build-noomp/: the portable 4-lane vectors of simd.h),
 #      the whole suite
 #   3b. AVX2 + FMA only (build-avx2/: -march=haswell, the 8-lane kernels), the whole suite
+#   3c. ThreadSanitizer (build-tsan/, OpenMP off): tests/test_threads.c, two models trained by
+#       two threads at once, with no report
 #   4. install into a temporary prefix and build examples/ against it with pkg-config
 #   5. data-parallel training with 2 MPI ranks against build/ (tests/mpi/test_mpi.sh, one count
 #      per check)
@@ -41,6 +43,15 @@ suite "" -DCMAKE_BUILD_TYPE=Release
 suite "-asan" -DCMAKE_BUILD_TYPE=Debug -DATTN_SANITIZE=ON
 suite "-noomp" -DCMAKE_BUILD_TYPE=Release -DATTN_OPENMP=OFF -DATTN_NATIVE=OFF
 suite "-avx2" -DCMAKE_BUILD_TYPE=Release -DATTN_NATIVE=OFF -DCMAKE_C_FLAGS=-march=haswell
+
+echo "== ThreadSanitizer: two threads train two models at once (build-tsan/, OpenMP off)"
+if cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Release -DATTN_TSAN=ON -DATTN_OPENMP=OFF >/dev/null &&
+   cmake --build build-tsan -j"$jobs" --target test_threads >/dev/null &&
+   TSAN_OPTIONS="halt_on_error=1 exitcode=66" build-tsan/test_threads; then
+  passed=$((passed + 1))
+else
+  echo "test_threads under ThreadSanitizer: FAILED"; failed=$((failed + 1))
+fi
 
 echo "== installed library + pkg-config example"
 prefix=$(mktemp -d)

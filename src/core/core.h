@@ -50,6 +50,7 @@ struct attn_ctx {
     attn_node **tape;    /* recorded ops in creation order (malloc'd, reused across steps) */
     size_t tape_len, tape_cap;
     bool tape_consumed;  /* a backward already ran over this tape */
+    int num_threads;     /* OpenMP threads of every op run in this ctx (1 without OpenMP) */
 };
 
 /* ---- tensors ---- */

@@ -10,6 +10,7 @@ attn_ctx *attn_ctx_new(uint64_t seed)
     attn_rng_seed(&ctx->rng, seed);
     ctx->grad_enabled = true;
     ctx->training = true;
+    ctx->num_threads = attn_default_num_threads();
     return ctx;
 }
 

@@ -57,7 +57,7 @@ attn_tensor *attn_additive_scores(attn_ctx *ctx, attn_tensor *qp, attn_tensor *k
     attn_tensor *out = attn_tensor_empty(ctx, 3, (int64_t[]){s.batch, s.lq, s.lk});
     if (!out) return NULL;
     const int64_t H = s.h;
-#pragma omp parallel for collapse(2) schedule(static) if (s.batch * s.lq * s.lk * H > 65536)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(ctx->num_threads) if (s.batch * s.lq * s.lk * H > 65536)
     for (int64_t b = 0; b < s.batch; b++)
         for (int64_t i = 0; i < s.lq; i++) {
             const float *q = qp->data + (b * s.lq + i) * H;

@@ -117,7 +117,7 @@ static attn_tensor *binary(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, binary
         int64_t n = y->numel;
         const float *x = a->data, *z = b->data;
         float *out = y->data;
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > 65536)
         for (int64_t i = 0; i < n; i++) out[i] = apply(kind, x[i], z[i]);
     } else {
         int64_t o = 0;

@@ -36,7 +36,7 @@ static attn_status cross_entropy_backward(attn_ctx *ctx, attn_node *node)
     double scale = (double)node->out->grad[0] / (double)s->count;
     double off = s->eps / (double)s->classes, hit = 1.0 - s->eps;
     int64_t c_n = s->classes;
-#pragma omp parallel for schedule(static) if (s->rows * c_n > 65536)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (s->rows * c_n > 65536)
     for (int64_t i = 0; i < s->rows; i++) {
         if (s->target[i] == s->ignore_index) continue;
         const float *zi = z + i * c_n;
@@ -108,7 +108,7 @@ attn_tensor *attn_cross_entropy(attn_ctx *ctx, attn_tensor *logits, const int64_
     if (!lse || !row_loss || !y) return NULL;
     const float *z = logits->data;
     double hit = 1.0 - s.eps, off = s.eps / (double)s.classes;
-#pragma omp parallel for schedule(static) if (s.rows * s.classes > 65536)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (s.rows * s.classes > 65536)
     for (int64_t i = 0; i < s.rows; i++) {
         const float *zi = z + i * s.classes;
         lse[i] = log_sum_exp(zi, s.classes);

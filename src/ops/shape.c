@@ -80,7 +80,7 @@ attn_tensor *attn_reshape(attn_ctx *ctx, attn_tensor *x, int ndim, const int64_t
 
 /* out = in permuted: in has shape (ndim dims), out.shape[i] = shape[perm[i]]; += when acc. */
 static void permute_kernel(float *out, const float *in, int ndim, const int64_t *shape,
-                           const int *perm, bool acc)
+                           const int *perm, bool acc, int threads)
 {
     int64_t in_stride[ATTN_MAX_DIMS], os[4] = {1, 1, 1, 1}, st[4] = {0, 0, 0, 0};
     for (int64_t i = ndim - 1, s = 1; i >= 0; i--) {
@@ -92,7 +92,7 @@ static void permute_kernel(float *out, const float *in, int ndim, const int64_t 
         st[4 - ndim + i] = in_stride[perm[i]];
     }
     int64_t n01 = os[0] * os[1], inner = os[2] * os[3];
-#pragma omp parallel for schedule(static) if (n01 > 1 && n01 * inner > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(threads) if (n01 > 1 && n01 * inner > PARALLEL_MIN)
     for (int64_t ab = 0; ab < n01; ab++) {
         const float *src = in + (ab / os[1]) * st[0] + (ab % os[1]) * st[1];
         float *dst = out + ab * inner;
@@ -116,7 +116,7 @@ static attn_status permute_backward(attn_ctx *ctx, attn_node *node)
     attn_status st = ATTN_OK;
     float *gx = attn__in_grad(ctx, node, 0, &st);
     if (!gx) return st;
-    permute_kernel(gx, node->out->grad, s->ndim, s->out_shape, s->inv, true);
+    permute_kernel(gx, node->out->grad, s->ndim, s->out_shape, s->inv, true, ctx->num_threads);
     return ATTN_OK;
 }
 
@@ -128,7 +128,7 @@ static attn_tensor *permute_op(attn_ctx *ctx, attn_tensor *x, const char *op, in
 {
     attn_tensor *y = attn_tensor_empty(ctx, y_ndim, y_shape);
     if (!y) return NULL;
-    permute_kernel(y->data, x->data, ndim, shape, perm, false);
+    permute_kernel(y->data, x->data, ndim, shape, perm, false, ctx->num_threads);
     if (attn__needs_grad(ctx, &x, 1)) {
         attn_node *node = attn__record(ctx, op, permute_backward, y, &x, 1, sizeof(permute_saved));
         if (!node) return NULL;

@@ -39,6 +39,7 @@ struct attn_optim {
     int64_t steps;
     int64_t numel;
     int n_bufs;               /* 0, 1 (SGD momentum) or 2 (Adam: exp_avg, exp_avg_sq) */
+    int num_threads;          /* OpenMP threads of the update loop */
     float *state;             /* (n_bufs, numel) */
     char **names;             /* (n_bufs * param count) state names, param-major */
 };
@@ -138,6 +139,7 @@ attn_optim *attn_optim_new(attn_params *p, const attn_optim_config *cfg)
                    as_decimal(cfg->beta1),    as_decimal(cfg->beta2),
                    as_decimal(cfg->eps)};
     o->numel = attn_params_numel(p);
+    o->num_threads = attn_default_num_threads();
     o->n_bufs = cfg->kind != ATTN_OPTIM_SGD ? 2 : cfg->momentum != 0.0f ? 1 : 0;
     size_t floats = (size_t)o->n_bufs * (size_t)o->numel;
     o->state = calloc(floats ? floats : 1, sizeof(float));
@@ -171,7 +173,7 @@ static void sgd_step(attn_optim *o, float *p, const float *g, int64_t n)
     float keep = (float)(1.0 - o->h.dampening), neg_lr = (float)-o->h.lr;
     bool first = o->steps == 0, nesterov = o->cfg.nesterov, use_wd = o->h.weight_decay != 0.0;
     float *buf = o->state; /* (numel) momentum_buffer, used when mom != 0 */
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for schedule(static) num_threads(o->num_threads) if (n > 65536)
     for (int64_t i = 0; i < n; i++) {
         float d = use_wd ? FMA(p[i], wd, g[i]) : g[i];
         if (mom != 0.0f) {
@@ -192,7 +194,7 @@ static void adam_step(attn_optim *o, float *p, const float *g, int64_t n, double
     double bc1 = 1.0 - pow(h->beta1, t), bc2 = 1.0 - pow(h->beta2, t);
     float bc2_sqrt = (float)sqrt(bc2), eps = (float)h->eps, neg_step = (float)-(h->lr / bc1);
     float *m = o->state, *v = o->state + n; /* (numel) exp_avg, (numel) exp_avg_sq */
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for schedule(static) num_threads(o->num_threads) if (n > 65536)
     for (int64_t i = 0; i < n; i++) {
         float gi = l2 ? FMA(p[i], wd, g[i]) : g[i];
         if (adamw) p[i] = p[i] * decay;
@@ -213,6 +215,16 @@ attn_status attn_optim_step(attn_optim *opt)
     else
         adam_step(opt, p, g, opt->numel, (double)(opt->steps + 1));
     opt->steps++;
+    return ATTN_OK;
+}
+
+attn_status attn_optim_set_num_threads(attn_optim *opt, int n)
+{
+    if (!opt) return attn__fail(ATTN_ERR_ARG, "attn_optim_set_num_threads: optimizer is NULL");
+    if (n > ATTN_MAX_THREADS)
+        return attn__fail(ATTN_ERR_ARG, "attn_optim_set_num_threads: %d threads, at most %d", n,
+                          ATTN_MAX_THREADS);
+    opt->num_threads = n > 0 ? n : attn_default_num_threads();
     return ATTN_OK;
 }
 
