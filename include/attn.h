@@ -37,6 +37,11 @@ extern "C" {
 #else
 #define ATTN_API __attribute__((visibility("default")))
 #endif
+#if defined(__GNUC__)
+#define ATTN_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define ATTN_PRINTF(fmt, args)
+#endif
 
 #define ATTN_VERSION_MAJOR 0
 #define ATTN_VERSION_MINOR 1
@@ -62,6 +67,10 @@ ATTN_API const char *attn_last_error(void);   /* message of the last failure in 
 ATTN_API attn_status attn_last_status(void);  /* its status; ATTN_OK after attn_clear_error */
 ATTN_API void attn_clear_error(void);
 ATTN_API const char *attn_status_name(attn_status s); /* "shape error", ... */
+/* Records a failure (status and printf-style message) for attn_last_error() in this thread, as
+ * the library's own functions do, so that code built on libattn reports through one channel;
+ * returns status. */
+ATTN_API attn_status attn_set_error(attn_status status, const char *fmt, ...) ATTN_PRINTF(2, 3);
 
 /* ======================================================================================
  * Threads: each ctx has its own thread count for the OpenMP loops of the ops run in it (see

@@ -30,6 +30,16 @@ void *attn__fail_null(attn_status status, const char *fmt, ...)
     return NULL;
 }
 
+attn_status attn_set_error(attn_status status, const char *fmt, ...)
+{
+    if (!fmt) fmt = "(no message)";
+    va_list ap;
+    va_start(ap, fmt);
+    set_message(status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
 const char *attn_last_error(void) { return last_message; }
 
 attn_status attn_last_status(void) { return last_status; }
