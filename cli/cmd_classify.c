@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_DATA "data/aclImdb_mini"
+#define DEFAULT_DATA "aclImdb_mini" /* the shipped data set: cli_default_data() */
 #define DEFAULT_CHECKPOINT "classifier.safetensors"
 
 static void help(void)
@@ -19,7 +19,7 @@ static void help(void)
            "  eval              test accuracy of a saved model\n"
            "  predict [TEXT]    label and probability per text (arguments, or lines of stdin)\n"
            "  explain TEXT      the attention heatmap of a text (seed 002's visualize_attention)\n\n"
-           "  --data DIR        aclImdb root with train/ and test/ (default %s)\n"
+           "  --data DIR        aclImdb root with train/ and test/ (default the shipped %s)\n"
            "  --attention KIND  softmax (the seed), linear, conv or additive\n"
            "  --blocks N        N Transformer blocks instead of one attention layer\n"
            "  --pre-ln          blocks are pre-LN (default post-LN, as the seed)\n"
@@ -89,7 +89,7 @@ static int parse_model_option(classify_options *o, int argc, char **argv, int *i
 static int parse(int argc, char **argv, classify_options *o, const char ***texts, int *n_texts)
 {
     memset(o, 0, sizeof *o);
-    o->data = DEFAULT_DATA;
+    o->data = cli_default_data(DEFAULT_DATA);
     o->out = "attention.png";
     o->model = attn_classifier_defaults(0);
     o->train = (train_options){.epochs = 5, .batch_size = 32, .lr = 1e-3, .max_len = 512,

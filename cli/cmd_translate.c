@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_DATA "data/multi30k"
+#define DEFAULT_DATA "multi30k" /* the shipped data set: cli_default_data() */
 #define DEFAULT_CHECKPOINT "translator.safetensors"
 
 static void help(void)
@@ -20,7 +20,7 @@ static void help(void)
            "  translate [TEXT]    translate sentences (arguments, or lines of stdin), and draw the\n"
            "                      cross-attention of the first one\n\n"
            "  --model KIND        transformer (default) or bahdanau\n"
-           "  --data DIR          folder with <split>.<lang>.gz files (default %s)\n"
+           "  --data DIR          folder with <split>.<lang>.gz files (default the shipped %s)\n"
            "  --src LANG --tgt LANG   languages (default en, fr)\n"
            "  --d-model N --heads N --ffn N --layers N --dropout X   model size (default 256, 8,\n"
            "                      512, 3 (encoder and decoder), 0.1)\n"
@@ -103,7 +103,7 @@ static int parse_model_option(translate_options *o, int argc, char **argv, int *
 static int parse(int argc, char **argv, translate_options *o, const char ***texts, int *n_texts)
 {
     memset(o, 0, sizeof *o);
-    o->data = DEFAULT_DATA, o->src_lang = "en", o->tgt_lang = "fr", o->out = "cross_attention.png", o->split = "test_2016_flickr";
+    o->data = cli_default_data(DEFAULT_DATA), o->src_lang = "en", o->tgt_lang = "fr", o->out = "cross_attention.png", o->split = "test_2016_flickr";
     o->model = (attn_seq2seq_config){.kind = ATTN_SEQ2SEQ_TRANSFORMER, .d_model = 256, .num_heads = 8,
                                      .dim_feedforward = 512, .enc_layers = 3, .dec_layers = 3, .dropout = 0.1f};
     o->warmup = 800, o->beam = 4, o->min_freq = 2, o->label_smoothing = 0.1, o->length_penalty = 0.6;

@@ -7,7 +7,9 @@
 #   3b. AVX2 + FMA only (build-avx2/: -march=haswell, the 8-lane kernels), the whole suite
 #   3c. ThreadSanitizer (build-tsan/, OpenMP off): tests/test_threads.c, two models trained by
 #       two threads at once, with no report
-#   4. install into a temporary prefix and build examples/ against it with pkg-config
+#   4. install into a temporary prefix: examples/ built against it with pkg-config and with
+#      find_package(attn), the program built from cli/ against it alone, and the installed attn
+#      run from / (classify train --max-steps 2 on the data installed in share/attn)
 #   5. data-parallel training with 2 MPI ranks against build/ (tests/mpi/test_mpi.sh, one count
 #      per check)
 #   6. robustness: the bad-input matrix against build-asan/attn (tests/robustness.sh, one count per
@@ -53,17 +55,42 @@ else
   echo "test_threads under ThreadSanitizer: FAILED"; failed=$((failed + 1))
 fi
 
-echo "== installed library + pkg-config example"
+echo "== install into a temporary prefix: pkg-config and find_package consumers, the program"
+echo "   built on the installed library alone, and the installed attn run from /"
 prefix=$(mktemp -d)
-if cmake --install build --prefix "$prefix" >/dev/null &&
-   pcdir=$(dirname "$(find "$prefix" -name attn.pc | head -1)") &&
-   export PKG_CONFIG_PATH="$pcdir" &&
-   cc -std=c11 -Wall -Wextra -Werror examples/train_tiny.c -o "$prefix/train_tiny" $(pkg-config --cflags --libs attn) -lm &&
-   [[ "$(pkg-config --modversion attn)" == "$(sed -nE 's/^project\(attn VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)" ]] &&
-   LD_LIBRARY_PATH="$(pkg-config --variable=libdir attn)" "$prefix/train_tiny"; then
-  passed=$((passed + 1))
+count() { # label, command...: one count
+  local label=$1; shift
+  if "$@"; then passed=$((passed + 1)); else echo "$label: FAILED"; failed=$((failed + 1)); fi
+}
+pkg_config_consumer() { # the examples with cc and pkg-config, each run
+  local pcdir version
+  pcdir=$(dirname "$(find "$prefix" -name attn.pc | head -1)") || return 1
+  version=$(sed -nE 's/^project\(attn VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)
+  [[ "$(PKG_CONFIG_PATH="$pcdir" pkg-config --modversion attn)" == "$version" ]] || return 1
+  cc -std=c11 -Wall -Wextra -Werror examples/train_tiny.c -o "$prefix/train_tiny" \
+     $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs attn) -lm &&
+  LD_LIBRARY_PATH="$(PKG_CONFIG_PATH="$pcdir" pkg-config --variable=libdir attn)" "$prefix/train_tiny"
+}
+cmake_consumer() { # examples/CMakeLists.txt: find_package(attn), attn::attn
+  cmake -S examples -B "$prefix/build-examples" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
+  cmake --build "$prefix/build-examples" -j"$jobs" >/dev/null &&
+  "$prefix/build-examples/train_tiny"
+}
+program_on_installed_library() { # cli/CMakeLists.txt alone: the program needs only attn.h
+  cmake -S cli -B "$prefix/build-cli" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
+  cmake --build "$prefix/build-cli" -j"$jobs" >/dev/null &&
+  [[ "$("$prefix/build-cli/attn" --version)" == "attn $(sed -nE 's/^project\(attn VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)" ]]
+}
+installed_attn_from_root() { # finds share/attn/aclImdb_mini beside itself
+  (cd / && "$prefix/bin/attn" classify train --max-steps 2 --checkpoint "$prefix/classifier.safetensors")
+}
+if cmake --install build --prefix "$prefix" >/dev/null; then
+  count "pkg-config consumer (examples/, cc)" pkg_config_consumer
+  count "find_package consumer (examples/CMakeLists.txt)" cmake_consumer
+  count "the program built against the installed library (cli/CMakeLists.txt)" program_on_installed_library
+  count "cd / && attn classify train --max-steps 2 (installed)" installed_attn_from_root
 else
-  echo "example against the installed library: FAILED"; failed=$((failed + 1))
+  echo "cmake --install: FAILED"; failed=$((failed + 1))
 fi
 rm -rf "$prefix"
 
