@@ -311,7 +311,10 @@ ATTN_API attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, a
                                 const attn_sdpa_opts *opts, attn_tensor **weights);
 
 /* ======================================================================================
- * Modules (nn): named parameters initialised as PyTorch does.
+ * Modules (nn): named parameters initialised as PyTorch does, from the rng every *_init
+ * takes. rng NULL skips the random init (those parameters stay 0; LayerNorm's ones and zeros
+ * and the zeroed biases are set as usual): for modules whose values come from a file
+ * (attn_params_load, attn_checkpoint_load).
  * ====================================================================================== */
 
 typedef struct attn_linear_layer {
@@ -1080,6 +1083,29 @@ ATTN_API attn_status attn_st_writer_set_metadata(attn_st_writer *w, const char *
                                                  const char *value); /* replaces an old value */
 /* Writes path.tmp, fsyncs, renames onto path: a crash never leaves a half-written path. */
 ATTN_API attn_status attn_st_writer_save(attn_st_writer *w, const char *path);
+
+/* PyTorch state_dicts: a safetensors file of named tensors, as safetensors.torch.save_file(
+ * module.state_dict()) writes it, or tools/safetensors_convert.py from a torch.save file (torch
+ * 1.13 has no safetensors package). The file key of each parameter is prefix + its name (prefix
+ * NULL or "": none), so prefix "encoder.layers.0." loads that layer of a whole model's file
+ * into a module registered without it. Any dtype the reader knows is converted to float32.
+ * strict (torch's load_state_dict(strict=True)): every parameter must have its key, and no key
+ * starting with prefix may be left over; not strict: parameters without a key keep their values
+ * and other keys are ignored. Always: the shapes must be equal and the values finite. Every
+ * problem is named in the message (missing, unexpected and wrong-shape keys, all of them as
+ * far as the message holds; the first tensor with NaN or Inf and where), and nothing changes
+ * unless the whole file checks out. Modules built with rng NULL skip the random init that a
+ * strict load overwrites anyway. Unlike attn_checkpoint_load, no attn metadata is needed. */
+ATTN_API attn_status attn_params_load(attn_params *p, const char *path, const char *prefix,
+                                      bool strict);
+/* The same from an open file (e.g. one that also holds inputs); loaded (may be NULL;
+ * attn_params_count(p) entries) receives which parameters the file provided. */
+ATTN_API attn_status attn_params_load_file(attn_params *p, const attn_st_file *f,
+                                           const char *prefix, bool strict, bool *loaded);
+/* Every parameter as F32 under prefix + its name, metadata format "pt": a file that
+ * safetensors.torch.load_file (or tools/safetensors_convert.py, then torch.load) reads back
+ * into the module's load_state_dict. Written atomically as attn_st_writer_save. */
+ATTN_API attn_status attn_params_save(const attn_params *p, const char *path, const char *prefix);
 
 /* Checkpoints: every parameter under its name, plus the optimizer state when opt is not NULL.
  * __metadata__ carries format "attn-checkpoint", version, the step count (with opt) and the

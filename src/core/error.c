@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 static _Thread_local attn_status last_status = ATTN_OK;
-static _Thread_local char last_message[1024] = "";
+static _Thread_local char last_message[4096] = "";
 
 static void set_message(attn_status status, const char *fmt, va_list ap)
 {

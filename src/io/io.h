@@ -13,6 +13,9 @@ bool attn__utf8_valid(const unsigned char *s, size_t n);
  * (numel floats). Cannot fail: the tensor was validated when its file was parsed. */
 void attn__st_to_f32(float *out, const attn_st_tensor *t);
 
+/* The path (or the caller's name) f was opened with, for messages. */
+const char *attn__st_label(const attn_st_file *f);
+
 /* ATTN_OK when t has exactly the shape (ndim, shape); else ATTN_ERR_SHAPE with a message naming
  * f's file, the tensor and both shapes. */
 attn_status attn__st_check_shape(const attn_st_file *f, const attn_st_tensor *t, int ndim,

@@ -654,6 +654,8 @@ static const attn_st_tensor *find_or_fail(const attn_st_file *f, const char *nam
     return t;
 }
 
+const char *attn__st_label(const attn_st_file *f) { return f->label; }
+
 attn_status attn__st_check_shape(const attn_st_file *f, const attn_st_tensor *t, int ndim,
                                  const int64_t *shape)
 {

@@ -42,10 +42,10 @@ attn_tensor *attn_add_positions(attn_ctx *ctx, attn_tensor *x, attn_tensor *tabl
 attn_status attn_learned_pe_init(attn_learned_pe *m, attn_params *p, const char *name,
                                  int64_t max_len, int64_t dim, attn_rng *rng)
 {
-    if (!m || !p || !name || !rng) return attn__fail(ATTN_ERR_ARG, "learned_pe_init: NULL argument");
+    if (!m || !p || !name) return attn__fail(ATTN_ERR_ARG, "learned_pe_init: NULL argument");
     m->table = attn_params_add(p, name, 3, (int64_t[]){1, max_len, dim});
     if (!m->table) return attn_last_status();
-    attn_tensor_fill_normal(m->table, rng, 0.0f, 1.0f);
+    if (rng) attn_tensor_fill_normal(m->table, rng, 0.0f, 1.0f);
     return ATTN_OK;
 }
 
