@@ -67,14 +67,18 @@ pkg_config_consumer() { # the examples with cc and pkg-config, each run
   pcdir=$(dirname "$(find "$prefix" -name attn.pc | head -1)") || return 1
   version=$(sed -nE 's/^project\(attn VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)
   [[ "$(PKG_CONFIG_PATH="$pcdir" pkg-config --modversion attn)" == "$version" ]] || return 1
-  cc -std=c11 -Wall -Wextra -Werror examples/train_tiny.c -o "$prefix/train_tiny" \
-     $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs attn) -lm &&
-  LD_LIBRARY_PATH="$(PKG_CONFIG_PATH="$pcdir" pkg-config --variable=libdir attn)" "$prefix/train_tiny"
+  local example libdir
+  libdir=$(PKG_CONFIG_PATH="$pcdir" pkg-config --variable=libdir attn)
+  for example in train_tiny pytorch_weights; do
+    cc -std=c11 -Wall -Wextra -Werror "examples/$example.c" -o "$prefix/$example" \
+       $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs attn) -lm || return 1
+  done
+  LD_LIBRARY_PATH="$libdir" "$prefix/train_tiny" && LD_LIBRARY_PATH="$libdir" "$prefix/pytorch_weights" tests/golden
 }
 cmake_consumer() { # examples/CMakeLists.txt: find_package(attn), attn::attn
   cmake -S examples -B "$prefix/build-examples" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
   cmake --build "$prefix/build-examples" -j"$jobs" >/dev/null &&
-  "$prefix/build-examples/train_tiny"
+  "$prefix/build-examples/train_tiny" && "$prefix/build-examples/pytorch_weights" tests/golden
 }
 program_on_installed_library() { # cli/CMakeLists.txt alone: the program needs only attn.h
   cmake -S cli -B "$prefix/build-cli" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
