@@ -40,6 +40,17 @@ attn_status attn_set_error(attn_status status, const char *fmt, ...)
     return status;
 }
 
+attn_status attn__null_arg(const char *fn)
+{
+    return attn__fail(ATTN_ERR_ARG, "%s: a required argument is NULL", fn);
+}
+
+void *attn__null_input(const char *fn)
+{
+    if (last_status == ATTN_OK) attn__null_arg(fn);
+    return NULL;
+}
+
 const char *attn_last_error(void) { return last_message; }
 
 attn_status attn_last_status(void) { return last_status; }
@@ -66,3 +77,5 @@ const char *attn_status_name(attn_status s)
 }
 
 const char *attn_version(void) { return ATTN_VERSION_STRING; }
+
+int attn_version_number(void) { return ATTN_VERSION_NUMBER; }

@@ -135,7 +135,7 @@ attn_tensor *attn_classifier_forward(attn_ctx *ctx, const attn_classifier *m, co
                                      attn_tensor **weights)
 {
     if (weights) *weights = NULL;
-    if (!ctx || !m || !ids || !lengths) return NULL;
+    if (!ctx || !m || !ids || !lengths) return attn__null_input(__func__);
     int64_t n_ids;
     if (batch < 1 || len < 1 || len > m->cfg.max_len || !attn__mul_ok(batch, len, &n_ids))
         return attn__fail_null(ATTN_ERR_SHAPE, "classifier: batch %lld x length %lld; expected "

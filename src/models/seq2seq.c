@@ -85,7 +85,7 @@ attn_tensor *attn_seq2seq_forward(attn_ctx *ctx, const attn_seq2seq *m, const in
                                   attn_tensor **cross_weights)
 {
     if (cross_weights) *cross_weights = NULL;
-    if (!ctx || !m || !src || !src_lens || !tgt_in || !tgt_lens) return NULL;
+    if (!ctx || !m || !src || !src_lens || !tgt_in || !tgt_lens) return attn__null_input(__func__);
     seq2seq_memory mem;
     if (seq2seq_encode(ctx, m, src, src_lens, batch, src_len, &mem) != ATTN_OK) return NULL;
     return seq2seq_decode(ctx, m, &mem, tgt_in, tgt_lens, tgt_len, cross_weights);

@@ -7,7 +7,7 @@
 attn_tensor *attn_masked_softmax(attn_ctx *ctx, attn_tensor *scores, const int64_t *valid_lens,
                                  int valid_lens_ndim)
 {
-    if (!ctx || !scores) return NULL;
+    if (!ctx || !scores) return attn__null_input(__func__);
     if (!valid_lens) return attn_softmax(ctx, scores, -1);
     if (scores->ndim != 3 || (valid_lens_ndim != 1 && valid_lens_ndim != 2)) {
         char buf[64];
@@ -60,7 +60,7 @@ attn_tensor *attn_additive_forward(attn_ctx *ctx, const attn_additive_layer *m,
                                    attn_tensor **weights)
 {
     if (weights) *weights = NULL;
-    if (!ctx || !m || !queries || !keys || !values) return NULL;
+    if (!ctx || !m || !queries || !keys || !values) return attn__null_input(__func__);
     attn_tensor *qp = attn_linear_forward(ctx, &m->W_q, queries); /* (B, Lq, h) */
     attn_tensor *kp = attn_linear_forward(ctx, &m->W_k, keys);    /* (B, Lk, h) */
     attn_tensor *scores = attn_additive_scores(ctx, qp, kp, m->w_v.weight);

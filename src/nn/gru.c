@@ -50,7 +50,7 @@ attn_tensor *attn_gru_forward(attn_ctx *ctx, const attn_gru_layer *m, attn_tenso
                               attn_tensor *h0, attn_tensor **h_n)
 {
     if (h_n) *h_n = NULL;
-    if (!ctx || !m || !x) return NULL;
+    if (!ctx || !m || !x) return attn__null_input(__func__);
     const int64_t H = m->hidden_size;
     if (x->ndim != 3 || x->shape[2] != m->input_size ||
         (h0 && (h0->ndim != 3 || h0->shape[0] != m->num_layers || h0->shape[1] != x->shape[0] ||

@@ -94,7 +94,7 @@ attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tenso
                               attn_tensor **weights)
 {
     if (weights) *weights = NULL;
-    if (!ctx || !m || !query || !key || !value) return NULL;
+    if (!ctx || !m || !query || !key || !value) return attn__null_input(__func__);
     if (check_inputs(m, query, key, value) != ATTN_OK) return NULL;
     attn_mha_opts defaults = {.average_weights = true};
     if (!opts) opts = &defaults;

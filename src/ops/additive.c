@@ -43,7 +43,7 @@ static attn_status additive_backward(attn_ctx *ctx, attn_node *node)
 
 attn_tensor *attn_additive_scores(attn_ctx *ctx, attn_tensor *qp, attn_tensor *kp, attn_tensor *wv)
 {
-    if (!ctx || !qp || !kp || !wv) return NULL;
+    if (!ctx || !qp || !kp || !wv) return attn__null_input(__func__);
     if (qp->ndim != 3 || kp->ndim != 3 || qp->shape[0] != kp->shape[0] ||
         qp->shape[2] != kp->shape[2] || wv->numel != qp->shape[2]) {
         char a[64], b[64], c[64];

@@ -16,6 +16,10 @@ typedef struct sdpa_saved {
 
 void attn_mask_invert(uint8_t *dst, const uint8_t *src, int64_t n)
 {
+    if ((!dst || !src) && n > 0) {
+        attn__null_arg("attn_mask_invert");
+        return;
+    }
     for (int64_t i = 0; i < n; i++) dst[i] = !src[i];
 }
 
@@ -148,7 +152,7 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
                        const attn_sdpa_opts *opts, attn_tensor **weights)
 {
     if (weights) *weights = NULL;
-    if (!ctx || !q || !k || !v) return NULL;
+    if (!ctx || !q || !k || !v) return attn__null_input(__func__);
     attn_sdpa_opts defaults = {0};
     if (!opts) opts = &defaults;
     if (check_shapes(q, k, v) != ATTN_OK) return NULL;

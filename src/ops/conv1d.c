@@ -98,7 +98,7 @@ static attn_status conv1d_check(const attn_tensor *x, const attn_tensor *w, cons
 attn_tensor *attn_conv1d(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias,
                          int64_t padding)
 {
-    if (!ctx || !x || !weight) return NULL;
+    if (!ctx || !x || !weight) return attn__null_input(__func__);
     if (conv1d_check(x, weight, bias, padding) != ATTN_OK) return NULL;
     conv1d_saved s = {NULL, x->shape[0], x->shape[1], x->shape[2], weight->shape[0],
                       weight->shape[2], padding, x->shape[2] + 2 * padding - weight->shape[2] + 1};

@@ -83,7 +83,7 @@ static attn_status embedding_check(const attn_tensor *w, const int64_t *ids, int
 attn_tensor *attn_embedding(attn_ctx *ctx, attn_tensor *weight, const int64_t *ids, int ndim,
                             const int64_t *shape, int64_t padding_idx)
 {
-    if (!ctx || !weight) return NULL;
+    if (!ctx || !weight) return attn__null_input(__func__);
     int64_t n;
     if (embedding_check(weight, ids, ndim, shape, padding_idx, &n) != ATTN_OK) return NULL;
     int64_t dim = weight->shape[1];

@@ -36,7 +36,7 @@ static bool affine_ok(const attn_tensor *t, int64_t c)
 attn_tensor *attn_layer_norm(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight,
                              attn_tensor *bias, float eps)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     char sx[64], sw[64], sb[64];
     if (x->ndim < 1 || !affine_ok(weight, x->shape[x->ndim - 1]) ||
         !affine_ok(bias, x->shape[x->ndim - 1]))

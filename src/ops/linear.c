@@ -52,7 +52,7 @@ static attn_status linear_check(const attn_tensor *x, const attn_tensor *w, cons
 
 attn_tensor *attn_linear(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias)
 {
-    if (!ctx || !x || !weight) return NULL;
+    if (!ctx || !x || !weight) return attn__null_input(__func__);
     if (linear_check(x, weight, bias) != ATTN_OK) return NULL;
     int64_t in = weight->shape[1], out = weight->shape[0];
     int64_t rows = attn__prod(x->shape, 0, x->ndim - 1);

@@ -95,7 +95,7 @@ static attn_status ce_check(const attn_tensor *logits, const int64_t *target, fl
 attn_tensor *attn_cross_entropy(attn_ctx *ctx, attn_tensor *logits, const int64_t *target,
                                 int64_t ignore_index, float label_smoothing)
 {
-    if (!ctx || !logits) return NULL;
+    if (!ctx || !logits) return attn__null_input(__func__);
     if (ce_check(logits, target, label_smoothing) != ATTN_OK) return NULL;
     ce_saved s = {NULL, NULL, logits->shape[0], logits->shape[1], ignore_index, 0,
                   (double)label_smoothing};
@@ -156,7 +156,7 @@ static attn_status mse_backward(attn_ctx *ctx, attn_node *node)
 
 attn_tensor *attn_mse_loss(attn_ctx *ctx, attn_tensor *pred, attn_tensor *target)
 {
-    if (!ctx || !pred || !target) return NULL;
+    if (!ctx || !pred || !target) return attn__null_input(__func__);
     if (!attn_same_shape(pred, target)) {
         char ps[64], ts[64];
         return attn__fail_null(ATTN_ERR_SHAPE,

@@ -42,7 +42,7 @@ static attn_status matmul_backward(attn_ctx *ctx, attn_node *node)
 
 attn_tensor *attn_matmul(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, bool trans_a, bool trans_b)
 {
-    if (!ctx || !a || !b) return NULL;
+    if (!ctx || !a || !b) return attn__null_input(__func__);
     char sa_buf[64], sb_buf[64];
     if (a->ndim < 2 || b->ndim < 2)
         return attn__fail_null(ATTN_ERR_SHAPE, "matmul: A %s and B %s need at least 2 dims",

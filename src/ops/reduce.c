@@ -53,7 +53,7 @@ static attn_tensor *reduce(attn_ctx *ctx, attn_tensor *x, const char *op, bool m
 static attn_tensor *reduce_dim(attn_ctx *ctx, attn_tensor *x, int dim, bool keepdim, bool mean)
 {
     const char *op = mean ? "mean" : "sum";
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(op);
     int d = attn__dim(dim, x->ndim, op);
     if (d < 0) return NULL;
     int64_t shape[ATTN_MAX_DIMS];
@@ -77,12 +77,12 @@ attn_tensor *attn_mean(attn_ctx *ctx, attn_tensor *x, int dim, bool keepdim)
 
 attn_tensor *attn_sum_all(attn_ctx *ctx, attn_tensor *x)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     return reduce(ctx, x, "sum_all", false, 1, x->numel, 1, 0, NULL);
 }
 
 attn_tensor *attn_mean_all(attn_ctx *ctx, attn_tensor *x)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     return reduce(ctx, x, "mean_all", true, 1, x->numel, 1, 0, NULL);
 }

@@ -58,7 +58,7 @@ static bool reshape_infer(int64_t *out, const attn_tensor *x, int ndim, const in
 
 attn_tensor *attn_reshape(attn_ctx *ctx, attn_tensor *x, int ndim, const int64_t *shape)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     if (ndim < 0 || ndim > ATTN_MAX_DIMS || (ndim > 0 && !shape))
         return attn__fail_null(ATTN_ERR_ARG, "reshape: %d dims%s, expected 0 to %d and a shape",
                                ndim, ndim > 0 && !shape ? " with a NULL shape" : "",
@@ -164,7 +164,7 @@ static bool perm_check(int *p, const attn_tensor *x, const int *perm)
 
 attn_tensor *attn_permute(attn_ctx *ctx, attn_tensor *x, const int *perm)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     if (!perm) return attn__fail_null(ATTN_ERR_ARG, "permute: perm is NULL");
     int p[ATTN_MAX_DIMS];
     if (!perm_check(p, x, perm)) return NULL;
@@ -175,7 +175,7 @@ attn_tensor *attn_permute(attn_ctx *ctx, attn_tensor *x, const int *perm)
 
 attn_tensor *attn_transpose(attn_ctx *ctx, attn_tensor *x, int dim0, int dim1)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     int d0 = attn__dim(dim0, x->ndim, "transpose"), d1 = attn__dim(dim1, x->ndim, "transpose");
     if (d0 < 0 || d1 < 0) return NULL;
     int p[ATTN_MAX_DIMS];
@@ -191,7 +191,7 @@ static const int heads_perm[4] = {0, 2, 1, 3};
 
 attn_tensor *attn_split_heads(attn_ctx *ctx, attn_tensor *x, int64_t num_heads)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     char sx[64];
     if (num_heads < 1)
         return attn__fail_null(ATTN_ERR_ARG, "split_heads: num_heads is %lld, expected >= 1",
@@ -208,7 +208,7 @@ attn_tensor *attn_split_heads(attn_ctx *ctx, attn_tensor *x, int64_t num_heads)
 
 attn_tensor *attn_merge_heads(attn_ctx *ctx, attn_tensor *x)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     char sx[64];
     if (x->ndim != 4)
         return attn__fail_null(ATTN_ERR_SHAPE, "merge_heads: x %s, expected (B, H, L, D)",
@@ -271,12 +271,12 @@ static bool concat_fits(const attn_tensor *a, const attn_tensor *b, int d)
 
 attn_tensor *attn_concat(attn_ctx *ctx, attn_tensor *const *xs, int n, int dim)
 {
-    if (!ctx) return NULL;
+    if (!ctx) return attn__null_input(__func__);
     if (!xs || n < 1)
         return attn__fail_null(ATTN_ERR_ARG, "concat: %s, expected an array of at least 1 tensor",
                                xs ? "no tensors" : "xs is NULL");
     for (int i = 0; i < n; i++)
-        if (!xs[i]) return NULL;
+        if (!xs[i]) return attn__null_input(__func__);
     int d = attn__dim(dim, xs[0]->ndim, "concat");
     if (d < 0) return NULL;
     int64_t shape[ATTN_MAX_DIMS], total = 0;

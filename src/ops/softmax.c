@@ -75,7 +75,7 @@ static attn_status softmax_backward(attn_ctx *ctx, attn_node *node)
 
 static attn_tensor *softmax_op(attn_ctx *ctx, attn_tensor *x, int dim, const softmax_kind *kind)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(kind->name);
     int d = attn__dim(dim, x->ndim, kind->name);
     if (d < 0) return NULL;
     int64_t outer = attn__prod(x->shape, 0, d), n = x->shape[d];

@@ -70,7 +70,7 @@ static attn_status unary_backward(attn_ctx *ctx, attn_node *node)
 
 static attn_tensor *unary(attn_ctx *ctx, attn_tensor *x, unary_kind kind)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(unary_ops[kind].name);
     const unary_op *op = &unary_ops[kind];
     attn_tensor *y = attn__empty_like(ctx, x);
     if (!y) return NULL;

@@ -228,37 +228,43 @@ attn_status attn_optim_set_num_threads(attn_optim *opt, int n)
     return ATTN_OK;
 }
 
-/* A negative or NaN lr is refused (the error is recorded, the lr kept). */
-void attn_optim_set_lr(attn_optim *opt, float lr)
+/* A negative or NaN lr is refused (the lr is kept). */
+attn_status attn_optim_set_lr(attn_optim *opt, float lr)
 {
-    if (!opt) return;
-    if (!(lr >= 0.0f)) {
-        attn__fail(ATTN_ERR_ARG, "attn_optim_set_lr: lr %g, expected >= 0; kept %g", (double)lr,
-                   (double)opt->cfg.lr);
-        return;
-    }
+    if (!opt) return attn__null_arg("attn_optim_set_lr");
+    if (!(lr >= 0.0f))
+        return attn__fail(ATTN_ERR_ARG, "attn_optim_set_lr: lr %g, expected >= 0; kept %g",
+                          (double)lr, (double)opt->cfg.lr);
     opt->cfg.lr = lr;
     opt->h.lr = as_decimal(lr);
+    return ATTN_OK;
 }
 
-float attn_optim_get_lr(const attn_optim *opt) { return opt ? opt->cfg.lr : NAN; }
-int64_t attn_optim_step_count(const attn_optim *opt) { return opt ? opt->steps : 0; }
+float attn_optim_get_lr(const attn_optim *opt)
+{
+    return opt ? opt->cfg.lr : (attn__null_arg("attn_optim_get_lr"), NAN);
+}
+int64_t attn_optim_step_count(const attn_optim *opt)
+{
+    return opt ? opt->steps : (attn__null_arg("attn_optim_step_count"), 0);
+}
 
 /* Restoring a count of 0 makes SGD's next step start its momentum buffers afresh, as torch's
  * empty state would. A negative count is refused. */
-void attn_optim_set_step_count(attn_optim *opt, int64_t steps)
+attn_status attn_optim_set_step_count(attn_optim *opt, int64_t steps)
 {
-    if (!opt) return;
-    if (steps < 0) {
-        attn__fail(ATTN_ERR_ARG, "attn_optim_set_step_count: %lld, expected >= 0", (long long)steps);
-        return;
-    }
+    if (!opt) return attn__null_arg("attn_optim_set_step_count");
+    if (steps < 0)
+        return attn__fail(ATTN_ERR_ARG, "attn_optim_set_step_count: %lld, expected >= 0",
+                          (long long)steps);
     opt->steps = steps;
+    return ATTN_OK;
 }
 
 size_t attn_optim_state_count(const attn_optim *opt)
 {
-    return opt ? attn_params_count(opt->params) * (size_t)opt->n_bufs : 0;
+    return opt ? attn_params_count(opt->params) * (size_t)opt->n_bufs
+               : (attn__null_arg("attn_optim_state_count"), 0);
 }
 
 attn_status attn_optim_state_at(const attn_optim *opt, size_t i, const char **name, float **data,
