@@ -3,8 +3,10 @@
  * that the two could share. Model A is seed 002's classifier with a Transformer block (GEMMs,
  * SDPA, layer norm, dropout, AdamW), model B the Bahdanau translator (GRU, additive attention,
  * SGD with momentum, gradient clipping); they use different thread counts (1 and 2), which
- * must not leak from one ctx to the other. Built with -DATTN_TSAN=ON (scripts/test.sh), the
- * same run is checked by ThreadSanitizer. */
+ * must not leak from one ctx to the other. Then two threads share one classifier's parameters
+ * read-only (what attn.h allows): each runs inference with grad off in its own ctx, and gets the
+ * logits of the serial run. Built with -DATTN_TSAN=ON (scripts/test.sh), the same runs are
+ * checked by ThreadSanitizer. */
 #include "testkit.h"
 
 #include <pthread.h>
@@ -112,6 +114,60 @@ static bool same_run(const char *what, const job *alone, const job *together)
     return same;
 }
 
+/* ---- shared parameters, read-only ---- */
+
+typedef struct reader {
+    const attn_classifier *model; /* shared */
+    int first_step;               /* the batches it classifies: STEPS of them from here */
+    float logits[STEPS][BATCH * 2];
+    attn_status status;
+} reader;
+
+static void *classify(void *arg)
+{
+    reader *r = arg;
+    attn_ctx *ctx = attn_ctx_new(3);
+    r->status = ctx ? ATTN_OK : attn_last_status();
+    if (ctx) attn_ctx_set_grad_enabled(ctx, false), attn_ctx_set_training(ctx, false);
+    for (int s = 0; r->status == ATTN_OK && s < STEPS; s++) {
+        int64_t ids[BATCH * LEN], lens[BATCH], labels[BATCH];
+        make_batch(ids, lens, labels, 4, r->first_step + s);
+        attn_tensor *logits = attn_classifier_forward(ctx, r->model, ids, lens, BATCH, LEN, NULL);
+        if (logits) memcpy(r->logits[s], logits->data, sizeof r->logits[s]);
+        else r->status = attn_last_status();
+        attn_ctx_reset(ctx);
+    }
+    attn_ctx_free(ctx);
+    return NULL;
+}
+
+static void shared_inference(void)
+{
+    attn_rng rng;
+    attn_rng_seed(&rng, 9);
+    attn_params *p = attn_params_new();
+    attn_classifier m = {0};
+    attn_classifier_config c = attn_classifier_defaults(VOCAB);
+    c.embed_dim = 64, c.num_heads = 4, c.hidden_dim = 64, c.max_len = LEN, c.num_blocks = 1;
+    TK_OK(p ? attn_classifier_init(&m, p, &c, &rng) : ATTN_ERR_NOMEM);
+    static reader alone[2], together[2]; /* static: the logits are large for a stack */
+    for (int i = 0; i < 2; i++) {
+        alone[i] = (reader){.model = &m, .first_step = i * STEPS};
+        together[i] = alone[i];
+        classify(&alone[i]);
+    }
+    pthread_t ids[2];
+    int started = 0;
+    for (int i = 0; i < 2; i++) started += pthread_create(&ids[i], NULL, classify, &together[i]) == 0;
+    for (int i = 0; i < started; i++) pthread_join(ids[i], NULL);
+    for (int i = 0; i < 2; i++)
+        TK_CHECK(started == 2 && alone[i].status == ATTN_OK && together[i].status == ATTN_OK &&
+                 memcmp(alone[i].logits, together[i].logits, sizeof alone[i].logits) == 0,
+                 "reader %d of shared parameters: the serial run's logits, bit for bit", i);
+    attn_classifier_free(&m);
+    attn_params_free(p);
+}
+
 int main(void)
 {
     job alone[2] = {{.translator = false, .threads = 2}, {.translator = true, .threads = 1}};
@@ -127,5 +183,6 @@ int main(void)
         same_run("Bahdanau translator (1 thread)", &alone[1], &together[1]);
     }
     for (int i = 0; i < 2; i++) free(alone[i].final), free(together[i].final);
+    shared_inference();
     return tk_finish("test_threads");
 }
