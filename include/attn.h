@@ -47,7 +47,9 @@
  *     attn_st_file, an attn_vocab (lookups), const tensors, and a params registry with its
  *     modules while every thread only runs forwards with grad off in its own ctx (a backward
  *     writes .grad: training needs a registry per thread). Everything else is one thread's at
- *     a time: a ctx, an optimizer, an attn_rng, a writer, a counter, tokens and id_seqs.
+ *     a time: a ctx, an optimizer, an attn_rng, a writer, a counter, tokens and id_seqs. The
+ *     libraries below have their own rules: OpenBLAS (one thread, called from both in the test)
+ *     and, for the plot functions, cairo, Pango and fontconfig (not covered by the test).
  */
 #ifndef ATTN_H
 #define ATTN_H
