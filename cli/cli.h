@@ -39,4 +39,17 @@ bool cli_parse_float(const char *cmd, const char *opt, const char *value, double
 /* The value of option argv[*i] (advancing *i), or NULL with a message when it is missing. */
 const char *cli_value(const char *cmd, int argc, char **argv, int *i);
 
+/* The shipped data set `name` (e.g. "aclImdb_mini"): in $ATTN_DATA_DIR when it is set;
+ * else the first folder that has it of data/ beside the program (the build tree), ../share/attn
+ * beside it (an installed bin/attn) and the configured install folder; else data/<name>
+ * relative to the current folder. The string lives as long as the process. */
+const char *cli_default_data(const char *name);
+
+/* --threads: the count every ctx and optimizer made below gets (n <= 0: the library default,
+ * attn_default_num_threads()). NULL from the constructors with attn_last_error() set. */
+void cli_set_threads(int n);
+int cli_threads(void); /* the count in effect */
+attn_ctx *cli_ctx_new(uint64_t seed);
+attn_optim *cli_optim_new(attn_params *p, const attn_optim_config *cfg);
+
 #endif

@@ -85,7 +85,7 @@ static int sdpa_validate(const bench_args *a)
     attn_rng rng;
     attn_rng_seed(&rng, 3);
     attn_tensor *t[3] = {randn(&rng, 4, shape, false), randn(&rng, 4, shape, false), randn(&rng, 4, shape, false)};
-    attn_ctx *ctx = attn_ctx_new(0);
+    attn_ctx *ctx = cli_ctx_new(0);
     attn_sdpa_opts f = {.impl = ATTN_SDPA_FUSED}, r = {.impl = ATTN_SDPA_REF};
     f.mask.causal = r.mask.causal = a->causal;
     attn_tensor *x = ctx ? attn_sdpa(ctx, t[0], t[1], t[2], &f, NULL) : NULL;
@@ -105,7 +105,7 @@ static int sdpa_setup(const bench_args *a, void **state, bench_result *r)
     int64_t shape[4] = {a->B, a->H, a->L, a->d};
     attn_rng rng;
     attn_rng_seed(&rng, 1);
-    s->ctx = attn_ctx_new(0);
+    s->ctx = cli_ctx_new(0);
     s->backward = !strcmp(a->mode, "fwdbwd");
     s->q = randn(&rng, 4, shape, s->backward), s->k = randn(&rng, 4, shape, s->backward);
     s->v = randn(&rng, 4, shape, s->backward), s->g = randn(&rng, 4, shape, false);
@@ -137,7 +137,7 @@ static int peak_setup(const bench_args *a, void **state, bench_result *r)
     (void)a;
     int *threads = malloc(sizeof *threads);
     if (!threads) return cli_fail(CLI_ERR_DATA, "bench", "out of memory");
-    *threads = attn_get_num_threads() < BENCH_PEAK_MAX_THREADS ? attn_get_num_threads() : BENCH_PEAK_MAX_THREADS;
+    *threads = cli_threads() < BENCH_PEAK_MAX_THREADS ? cli_threads() : BENCH_PEAK_MAX_THREADS;
     *state = threads;
     r->flop = bench_peak_flop_per_thread() * *threads;
     return CLI_OK;
@@ -165,7 +165,7 @@ static int gemm_setup(const bench_args *a, void **state, bench_result *r)
     int64_t shape[3] = {a->B * a->H, a->L, a->d};
     attn_rng rng;
     attn_rng_seed(&rng, 1);
-    s->ctx = attn_ctx_new(0);
+    s->ctx = cli_ctx_new(0);
     attn_ctx_set_grad_enabled(s->ctx, false);
     s->q = randn(&rng, 3, shape, false), s->k = randn(&rng, 3, shape, false);
     *state = s;
@@ -239,7 +239,7 @@ static int module_setup(const bench_args *a, void **state, bench_result *r)
     *state = s;
     if (!s) return cli_fail(CLI_ERR_DATA, "bench", "out of memory");
     s->a = a;
-    s->ctx = attn_ctx_new(0);
+    s->ctx = cli_ctx_new(0);
     s->params = attn_params_new();
     attn_rng rng;
     attn_rng_seed(&rng, 1);
@@ -277,7 +277,7 @@ static int module_setup(const bench_args *a, void **state, bench_result *r)
     }
     if (st == ATTN_OK && strcmp(a->workload, "mha")) {
         attn_optim_config oc = attn_optim_defaults(ATTN_OPTIM_ADAM);
-        if (!(s->opt = attn_optim_new(s->params, &oc))) st = attn_last_status();
+        if (!(s->opt = cli_optim_new(s->params, &oc))) st = attn_last_status();
     }
     bool inputs = !strcmp(a->workload, "classifier") ? s->ids && s->lengths && s->labels
                   : !strcmp(a->workload, "encoder")  ? s->x && s->target
@@ -362,7 +362,7 @@ static int parse(int argc, char **argv, bench_args *a)
             if (!(v = cli_value("bench", argc, argv, &i))) return CLI_ERR_USAGE;
             if (k == 6) {
                 if (!cli_parse_long("bench", o, v, 1, 1024, &threads)) return CLI_ERR_USAGE;
-                attn_set_num_threads((int)threads);
+                cli_set_threads((int)threads);
             } else if (!cli_parse_long("bench", o, v, nums[k].min, nums[k].max, nums[k].dst)) {
                 return CLI_ERR_USAGE;
             }
@@ -405,12 +405,12 @@ static int run_workload(const workload *w, bench_args a)
                    "\"d\":%ld,\"threads\":%d,\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f,\"gflops_med\":%.2f,"
                    "\"items_per_s_med\":%.2f,\"unit\":\"%s\",\"arena_peak_mib\":%.1f}\n",
                    w->name, mode, a.impl == ATTN_SDPA_REF ? "ref" : "fused",
-                   a.causal ? "true" : "false", a.B, a.H, a.L, a.d, attn_get_num_threads(), r.t_min, r.t_med,
+                   a.causal ? "true" : "false", a.B, a.H, a.L, a.d, cli_threads(), r.t_min, r.t_med,
                    r.t_max, r.flop / r.t_med * 1e-9, r.items / r.t_med, r.unit, r.peak_bytes / 1048576.0);
         else {
             printf("%-10s %-7s L=%-5ld B=%-3ld %s threads=%d  ms min/med/max %9.2f %9.2f %9.2f  GFLOP/s %6.1f",
                    w->name, mode, a.L, a.B, a.causal ? "causal" : "      ",
-                   attn_get_num_threads(), 1e3 * r.t_min, 1e3 * r.t_med, 1e3 * r.t_max, r.flop / r.t_med * 1e-9);
+                   cli_threads(), 1e3 * r.t_min, 1e3 * r.t_med, 1e3 * r.t_max, r.flop / r.t_med * 1e-9);
             if (r.items > 0) printf("  %.1f %s", r.items / r.t_med, r.unit);
             printf("  arena %.1f MiB\n", r.peak_bytes / 1048576.0);
         }

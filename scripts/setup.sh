@@ -6,7 +6,8 @@
 set -euo pipefail
 packages=(build-essential cmake pkg-config libopenblas-dev libcjson-dev zlib1g-dev
           libcairo2-dev libpango1.0-dev fonts-wqy-zenhei time openmpi-bin libopenmpi-dev
-          clang libclang-rt-14-dev valgrind) # clang + its runtime: libFuzzer (fuzz/); valgrind
+          clang libclang-rt-14-dev valgrind python3-numpy) # clang + its runtime: libFuzzer
+          # (fuzz/); valgrind; numpy: tools/safetensors_convert.py, read back in a test
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -111,6 +111,10 @@ attn_tensor *tk_randn(uint64_t seed, int ndim, const int64_t *shape)
 
 #define GRADCHECK_SEED 4242u
 
+static int gradcheck_threads = 0; /* 0: the ctx's default */
+
+void tk_gradcheck_set_threads(int n) { gradcheck_threads = n; }
+
 /* loss = sum(out * r) in double, from a fresh forward. */
 static double probe_loss(attn_ctx *ctx, tk_forward_fn forward, attn_tensor **inputs, void *user,
                          const float *r, int64_t n)
@@ -128,6 +132,7 @@ bool tk_gradcheck(const char *what, tk_forward_fn forward, attn_tensor **inputs,
                   void *user, float eps, float atol, float rtol)
 {
     attn_ctx *ctx = attn_ctx_new(GRADCHECK_SEED);
+    attn_ctx_set_num_threads(ctx, gradcheck_threads);
     attn_rng_seed(attn_ctx_rng(ctx), GRADCHECK_SEED);
     for (int i = 0; i < n_inputs; i++) attn_tensor_zero_grad(inputs[i]);
     attn_tensor *out = forward(ctx, inputs, user);

@@ -39,6 +39,8 @@ bool tk_golden_close(attn_st_file *f, const char *name, const float *actual, int
 typedef attn_tensor *(*tk_forward_fn)(attn_ctx *ctx, attn_tensor **inputs, void *user);
 bool tk_gradcheck(const char *what, tk_forward_fn forward, attn_tensor **inputs, int n_inputs,
                   void *user, float eps, float atol, float rtol);
+/* Threads of the ctx tk_gradcheck makes (0, the start: attn_default_num_threads()). */
+void tk_gradcheck_set_threads(int n);
 
 /* A heap tensor filled with N(0, 1) from seed, requires_grad set. */
 attn_tensor *tk_randn(uint64_t seed, int ndim, const int64_t *shape);

@@ -34,6 +34,8 @@ typedef struct sdpa_problem {
     sdpa_masks masks;
     float dropout_p;        /* on P, 0 when not training */
     uint64_t dropout_seed;  /* the mask is a hash of (seed, b, h, i, j): reproducible anywhere */
+    int threads;            /* OpenMP threads of the (b, h) loops (the ctx's count); the scratch
+                               holds one slice per thread */
 } sdpa_problem;
 
 /* Keys [0, sdpa_key_end) of row (b, i) can be visible; later ones are masked by causal or

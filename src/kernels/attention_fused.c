@@ -12,8 +12,6 @@
 #include "kernels.h"
 #include "simd.h"
 
-#include "attn.h"
-
 #include <math.h>
 #include <string.h>
 
@@ -164,7 +162,7 @@ void sdpa_forward_fused(float *out, float *lse, const float *q, const float *k, 
     const int64_t per_thread = sdpa_fused_scratch_floats(p, 1);
     /* The blocks of one head run one after another, so its K and V stay in cache; late query
      * blocks see more keys under a causal mask: each head hands them out first. */
-#pragma omp parallel for schedule(dynamic, 1) num_threads(attn_get_num_threads()) if (sdpa_parallel(p))
+#pragma omp parallel for schedule(dynamic, 1) num_threads(p->threads) if (sdpa_parallel(p))
     for (int64_t t = 0; t < per_head * blocks; t++) {
         int64_t blk = blocks - 1 - t % blocks, bh = t / blocks;
         int64_t i0 = blk * SDPA_BR, rows = p->lq - i0 < SDPA_BR ? p->lq - i0 : SDPA_BR;
@@ -255,7 +253,7 @@ void sdpa_backward_fused(float *dq, float *dk, float *dv, const float *dout, con
                          float *scratch, const sdpa_problem *p)
 {
     const int64_t per_thread = sdpa_fused_scratch_floats(p, 1);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(attn_get_num_threads()) if (sdpa_parallel(p))
+#pragma omp parallel for schedule(dynamic, 1) num_threads(p->threads) if (sdpa_parallel(p))
     for (int64_t bh = 0; bh < p->batch * p->heads; bh++)
         backward_head(dq, dk, dv, dout, q, k, v, out, lse, scratch + thread_id() * per_thread, p,
                       bh / p->heads, bh % p->heads);

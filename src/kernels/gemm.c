@@ -1,8 +1,8 @@
 /* GEMM: OpenBLAS sgemm behind one row-major signature, and the triple loop it is tested against.
  * One thread pool: OpenBLAS always runs single-threaded, and a large GEMM called outside a
- * parallel region is cut into row (or column) blocks over our OpenMP threads. Two pools on two
- * cores (OpenMP workers spinning while OpenBLAS's threads run) cost more than a third of a
- * training step in the scheduler. */
+ * parallel region is cut into row (or column) blocks over the caller's OpenMP threads (the
+ * ctx's count, passed in). Two pools on two cores (OpenMP workers spinning while OpenBLAS's
+ * threads run) cost more than a third of a training step in the scheduler. */
 #include "kernels.h"
 
 #include <cblas.h>
@@ -14,16 +14,10 @@
 
 #define SPLIT_MIN_WORK (1 << 21) /* m n k below which one thread does the whole GEMM */
 
-static int split_threads = 1;
+/* OpenBLAS's own thread count is process-wide: set to 1 once, before the first sgemm. */
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 
 static void blas_single_threaded(void) { openblas_set_num_threads(1); }
-
-void attn_gemm_set_threads(int n)
-{
-    pthread_once(&blas_once, blas_single_threaded);
-    split_threads = n < 1 ? 1 : n;
-}
 
 static void sgemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb,
                   int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta)
@@ -35,7 +29,7 @@ static void sgemm(float *c, int64_t ldc, const float *a, int64_t lda, const floa
 
 void attn_gemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb,
                int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha,
-               float beta)
+               float beta, int threads)
 {
     if (m == 0 || n == 0) return;
     if (k == 0) { /* sgemm skips C when K = 0 only for beta = 1; make beta = 0 exact */
@@ -44,7 +38,6 @@ void attn_gemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *
         return;
     }
     pthread_once(&blas_once, blas_single_threaded);
-    int threads = split_threads;
 #ifdef _OPENMP
     if (omp_in_parallel()) threads = 1;
 #endif

@@ -8,10 +8,11 @@
 
 /* C (M, N) = alpha * op(A) @ op(B) + beta * C. op(A) is (M, K): A is (M, K) with row stride lda,
  * or (K, M) when trans_a. op(B) is (K, N): B is (K, N) with row stride ldb, or (N, K) when
- * trans_b. beta = 0 never reads C. */
+ * trans_b. beta = 0 never reads C. A large GEMM called outside a parallel region is split over
+ * `threads` OpenMP threads (the ctx's count); inside one it runs on the calling thread. */
 void attn_gemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb,
                int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha,
-               float beta);
+               float beta, int threads);
 void attn_gemm_ref(float *c, int64_t ldc, const float *a, int64_t lda, const float *b,
                    int64_t ldb, int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b,
                    float alpha, float beta);
@@ -24,24 +25,23 @@ void attn_tile_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t
 void attn_tile_gemm_ref(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks,
                         const float *b, int64_t ldb, int64_t m, int64_t n, int64_t k, float alpha,
                         bool accumulate);
-/* Sets the OpenBLAS thread count for the next attn_gemm calls made outside parallel regions. */
-void attn_gemm_set_threads(int n);
 
 /* ---- softmax and log-softmax over the last dim of a (rows, cols) block ----
  *   softmax:     y = exp(x - max) / sum exp(x - max)      dx += y * (dy - sum(dy * y))
  *   log_softmax: y = x - max - log sum exp(x - max)       dx += dy - exp(y) * sum(dy)
  * A row of all -inf gives y = 0 (softmax) or -inf (log_softmax) and dx += 0. Outputs must not
- * overlap inputs; backward accumulates into dx. */
-void attn_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols);
+ * overlap inputs; backward accumulates into dx. The fast kernels spread rows over `threads`
+ * OpenMP threads; the results do not depend on the count. */
+void attn_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols, int threads);
 void attn_softmax_rows_ref(float *y, const float *x, int64_t rows, int64_t cols);
 void attn_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows,
-                                int64_t cols);
+                                int64_t cols, int threads);
 void attn_softmax_rows_backward_ref(float *dx, const float *dy, const float *y, int64_t rows,
                                     int64_t cols);
-void attn_log_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols);
+void attn_log_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols, int threads);
 void attn_log_softmax_rows_ref(float *y, const float *x, int64_t rows, int64_t cols);
 void attn_log_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows,
-                                    int64_t cols);
+                                    int64_t cols, int threads);
 void attn_log_softmax_rows_backward_ref(float *dx, const float *dy, const float *y,
                                         int64_t rows, int64_t cols);
 
@@ -51,14 +51,15 @@ void attn_log_softmax_rows_backward_ref(float *dx, const float *dy, const float 
  *   backward: g = dy * w,  dx += rstd * (g - mean(g) - xhat * mean(g * xhat)),
  *             dw += sum_rows dy * xhat,  db += sum_rows dy   (dx, dw, db may each be NULL)
  * mean and rstd (rows) are written by the forward and read by the backward; row and column
- * sums are accumulated in double. */
+ * sums are accumulated in double. The fast kernels spread rows (columns for dw, db) over
+ * `threads` OpenMP threads; the results do not depend on the count. */
 void attn_layernorm_rows(float *y, float *mean, float *rstd, const float *x, const float *w,
-                         const float *b, int64_t rows, int64_t cols, float eps);
+                         const float *b, int64_t rows, int64_t cols, float eps, int threads);
 void attn_layernorm_rows_ref(float *y, float *mean, float *rstd, const float *x, const float *w,
                              const float *b, int64_t rows, int64_t cols, float eps);
 void attn_layernorm_rows_backward(float *dx, float *dw, float *db, const float *dy,
                                   const float *x, const float *mean, const float *rstd,
-                                  const float *w, int64_t rows, int64_t cols);
+                                  const float *w, int64_t rows, int64_t cols, int threads);
 void attn_layernorm_rows_backward_ref(float *dx, float *dw, float *db, const float *dy,
                                       const float *x, const float *mean, const float *rstd,
                                       const float *w, int64_t rows, int64_t cols);

@@ -133,8 +133,7 @@ static attn_status sdpa_backward(attn_ctx *ctx, attn_node *node)
     for (int i = 0; i < 3; i++)
         if (!*grads[i] && !(*grads[i] = attn_arena_calloc(&ctx->arena, (size_t)in[i]->numel * sizeof(float))))
             return attn_last_status();
-    int threads = attn_get_num_threads();
-    int64_t n = s->fused ? sdpa_fused_scratch_floats(p, threads) : sdpa_ref_scratch_floats(p, threads);
+    int64_t n = s->fused ? sdpa_fused_scratch_floats(p, p->threads) : sdpa_ref_scratch_floats(p, p->threads);
     if (n < 0 || (uint64_t)n > SIZE_MAX / sizeof(float))
         return attn__fail(ATTN_ERR_NOMEM, "sdpa backward: scratch of %lld floats is too large", (long long)n);
     float *scratch = attn_arena_alloc(&ctx->arena, (size_t)n * sizeof(float));
@@ -151,7 +150,7 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
                        const attn_sdpa_opts *opts, attn_tensor **weights)
 {
     if (weights) *weights = NULL;
-    if (!ctx || !q || !k || !v) return NULL;
+    if (!ctx || !q || !k || !v) return attn__null_input(__func__);
     attn_sdpa_opts defaults = {0};
     if (!opts) opts = &defaults;
     if (check_shapes(q, k, v) != ATTN_OK) return NULL;
@@ -171,6 +170,7 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
     if (attn__shape_numel(3, (int64_t[]){p.batch, p.heads, p.lq}, &bhq, "sdpa (B, H, Lq)") != ATTN_OK ||
         attn__shape_numel(3, (int64_t[]){p.batch, p.heads, p.lk}, &bhk, "sdpa (B, H, Lk)") != ATTN_OK)
         return NULL;
+    p.threads = ctx->num_threads;
     p.scale = opts->scale > 0.0f ? opts->scale : 1.0f / sqrtf((float)(p.d ? p.d : 1));
     p.dropout_p = attn_ctx_training(ctx) ? opts->dropout_p : 0.0f;
     if (p.dropout_p > 0.0f)
@@ -188,7 +188,7 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
     bool fused = !weights && opts->impl != ATTN_SDPA_REF;
     attn_tensor *w = NULL;
     if (fused) {
-        int64_t n = sdpa_fused_scratch_floats(&p, attn_get_num_threads());
+        int64_t n = sdpa_fused_scratch_floats(&p, p.threads);
         if (n < 0 || (uint64_t)n > SIZE_MAX / sizeof(float))
             return attn__fail_null(ATTN_ERR_NOMEM, "sdpa: scratch of %lld floats is too large", (long long)n);
         float *scratch = attn_arena_alloc(&ctx->arena, (size_t)n * sizeof(float));

@@ -107,7 +107,7 @@ static attn_status binary_backward(attn_ctx *ctx, attn_node *node)
 
 static attn_tensor *binary(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, binary_kind kind)
 {
-    if (!ctx || !a || !b) return NULL;
+    if (!ctx || !a || !b) return attn__null_input(binary_names[kind]);
     broadcast plan;
     int nd = 0;
     if (broadcast_plan(&plan, a, b, binary_names[kind], &nd) != ATTN_OK) return NULL;
@@ -117,7 +117,7 @@ static attn_tensor *binary(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, binary
         int64_t n = y->numel;
         const float *x = a->data, *z = b->data;
         float *out = y->data;
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > 65536)
         for (int64_t i = 0; i < n; i++) out[i] = apply(kind, x[i], z[i]);
     } else {
         int64_t o = 0;
@@ -162,7 +162,7 @@ static attn_status scale_backward(attn_ctx *ctx, attn_node *node)
 
 attn_tensor *attn_scale(attn_ctx *ctx, attn_tensor *x, float s)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     attn_tensor *y = attn__empty_like(ctx, x);
     if (!y) return NULL;
     for (int64_t i = 0; i < x->numel; i++) y->data[i] = s * x->data[i];
@@ -194,7 +194,7 @@ static attn_status bias_add_backward(attn_ctx *ctx, attn_node *node)
 
 attn_tensor *attn_bias_add(attn_ctx *ctx, attn_tensor *x, attn_tensor *bias)
 {
-    if (!ctx || !x || !bias) return NULL;
+    if (!ctx || !x || !bias) return attn__null_input(__func__);
     if (x->ndim < 1 || bias->ndim != 1 || bias->shape[0] != x->shape[x->ndim - 1]) {
         char a[64], b[64];
         return attn__fail_null(ATTN_ERR_SHAPE,

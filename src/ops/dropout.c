@@ -24,7 +24,7 @@ static attn_status dropout_backward(attn_ctx *ctx, attn_node *node)
 
 attn_tensor *attn_dropout(attn_ctx *ctx, attn_tensor *x, float p)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     if (!(p >= 0.0f && p <= 1.0f))
         return attn__fail_null(ATTN_ERR_ARG, "dropout: p is %g, expected a probability in [0, 1]",
                                (double)p);

@@ -83,7 +83,7 @@ static attn_status embedding_check(const attn_tensor *w, const int64_t *ids, int
 attn_tensor *attn_embedding(attn_ctx *ctx, attn_tensor *weight, const int64_t *ids, int ndim,
                             const int64_t *shape, int64_t padding_idx)
 {
-    if (!ctx || !weight) return NULL;
+    if (!ctx || !weight) return attn__null_input(__func__);
     int64_t n;
     if (embedding_check(weight, ids, ndim, shape, padding_idx, &n) != ATTN_OK) return NULL;
     int64_t dim = weight->shape[1];
@@ -94,7 +94,7 @@ attn_tensor *attn_embedding(attn_ctx *ctx, attn_tensor *weight, const int64_t *i
     if (!y) return NULL;
     float *yd = y->data;
     const float *wd = weight->data;
-#pragma omp parallel for schedule(static) if (n * dim > 65536)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n * dim > 65536)
     for (int64_t i = 0; i < n; i++)
         memcpy(yd + i * dim, wd + ids[i] * dim, (size_t)dim * sizeof(float));
     if (attn__needs_grad(ctx, &weight, 1)) {

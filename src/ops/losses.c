@@ -36,7 +36,7 @@ static attn_status cross_entropy_backward(attn_ctx *ctx, attn_node *node)
     double scale = (double)node->out->grad[0] / (double)s->count;
     double off = s->eps / (double)s->classes, hit = 1.0 - s->eps;
     int64_t c_n = s->classes;
-#pragma omp parallel for schedule(static) if (s->rows * c_n > 65536)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (s->rows * c_n > 65536)
     for (int64_t i = 0; i < s->rows; i++) {
         if (s->target[i] == s->ignore_index) continue;
         const float *zi = z + i * c_n;
@@ -95,7 +95,7 @@ static attn_status ce_check(const attn_tensor *logits, const int64_t *target, fl
 attn_tensor *attn_cross_entropy(attn_ctx *ctx, attn_tensor *logits, const int64_t *target,
                                 int64_t ignore_index, float label_smoothing)
 {
-    if (!ctx || !logits) return NULL;
+    if (!ctx || !logits) return attn__null_input(__func__);
     if (ce_check(logits, target, label_smoothing) != ATTN_OK) return NULL;
     ce_saved s = {NULL, NULL, logits->shape[0], logits->shape[1], ignore_index, 0,
                   (double)label_smoothing};
@@ -108,7 +108,7 @@ attn_tensor *attn_cross_entropy(attn_ctx *ctx, attn_tensor *logits, const int64_
     if (!lse || !row_loss || !y) return NULL;
     const float *z = logits->data;
     double hit = 1.0 - s.eps, off = s.eps / (double)s.classes;
-#pragma omp parallel for schedule(static) if (s.rows * s.classes > 65536)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (s.rows * s.classes > 65536)
     for (int64_t i = 0; i < s.rows; i++) {
         const float *zi = z + i * s.classes;
         lse[i] = log_sum_exp(zi, s.classes);
@@ -156,7 +156,7 @@ static attn_status mse_backward(attn_ctx *ctx, attn_node *node)
 
 attn_tensor *attn_mse_loss(attn_ctx *ctx, attn_tensor *pred, attn_tensor *target)
 {
-    if (!ctx || !pred || !target) return NULL;
+    if (!ctx || !pred || !target) return attn__null_input(__func__);
     if (!attn_same_shape(pred, target)) {
         char ps[64], ts[64];
         return attn__fail_null(ATTN_ERR_SHAPE,

@@ -27,7 +27,7 @@ static attn_status narrow_backward(attn_ctx *ctx, attn_node *node)
 
 attn_tensor *attn_narrow(attn_ctx *ctx, attn_tensor *x, int dim, int64_t start, int64_t length)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     int d = attn__dim(dim, x->ndim, "narrow");
     if (d < 0) return NULL;
     if (start < 0 || length < 0 || start + length > x->shape[d]) {
