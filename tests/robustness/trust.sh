@@ -118,7 +118,7 @@ row "classify eval: metadata heads do not divide E"   1 "metadata num_heads 3 do
 row "classify eval: an unexpected tensor"             1 "unexpected 1: \"stray.embedding.weight\"" -- ev cls_extra
 resume_from() { cp "$in/$1.safetensors" "$ck"; cp "$in/$1.safetensors.vocab" "$ck.vocab"; cls --data "$in/imdb" --epochs 2 --resume; local rc=$?; rm -f "$ck" "$ck.vocab"; return $rc; }
 row "classify --resume: run.epoch=-5"                 1 "run position epoch -5, batch 0 is out of range" -- resume_from cls_epoch
-row "classify --resume: run.batch=999999"             1 "run position epoch 1, batch 999999 is out of range \(epoch in \[0, 100000\], batch in \[0, 5\)" -- resume_from cls_batch
+row "classify --resume: run.batch=999999"             1 "run position epoch 1, batch 999999 is out of range \(epoch in \[0, 100000\], batch in \[0, 5\]" -- resume_from cls_batch
 row "classify --resume: no run.epoch"                 1 "has no run position" -- resume_from cls_noepoch
 
 "$bin" translate train --d-model 16 --heads 2 --ffn 16 --layers 1 --epochs 1 --batch-size 4 --min-freq 1 --threads 1 --beam 1 --data "$in/pairs" --checkpoint "$in/tr.safetensors" >/dev/null 2>&1
