@@ -14,6 +14,7 @@ static const cli_command commands[] = {
     {"plot", cmd_plot, "draw a saved attention matrix (e.g. attn op's weights) as a heatmap"},
     {"bench", cmd_bench, "validate, then time the kernels and training steps (GFLOP/s, ms, memory)"},
     {"op", cmd_op, "run one attention mechanism on tensors from a safetensors file"},
+    {"tour", cmd_tour, "every listing of the three tutorials, step by step, with its numbers and figures"},
 };
 
 static void usage(FILE *out)
