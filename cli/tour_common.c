@@ -64,16 +64,25 @@ void tour_print_shape(const char *label, const attn_tensor *x)
     printf("%s: %s\n", label, attn_shape_str(x, buf, sizeof buf));
 }
 
+/* s right-aligned in width terminal columns (a CJK character takes two, as terminals draw it). */
+static void print_right(const char *s, int width)
+{
+    int columns = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if ((*p & 0xc0) != 0x80) columns += *p >= 0xe3 && *p <= 0xe9 ? 2 : 1; /* U+3000..U+9FFF */
+    printf("%*s%s", width > columns ? width - columns : 0, "", s);
+}
+
 void tour_print_matrix(const float *m, int64_t rows, int64_t cols, const char *const *row_labels,
                        const char *const *col_labels)
 {
     if (col_labels) {
         printf("%8s", "");
-        for (int64_t j = 0; j < cols; j++) printf(" %8s", col_labels[j]);
+        for (int64_t j = 0; j < cols; j++) print_right(col_labels[j], 9);
         printf("\n");
     }
     for (int64_t i = 0; i < rows; i++) {
-        if (row_labels) printf("%8s", row_labels[i]);
+        if (row_labels) print_right(row_labels[i], 8);
         for (int64_t j = 0; j < cols; j++) {
             float v = m[i * cols + j];
             printf(" %8.4f", fabsf(v) < 5e-5f ? 0.0f : v); /* no "-0.0000" */
