@@ -40,17 +40,20 @@ static int done(tour_run *t, modules *m, int code)
     return code == CLI_ERR_DATA && attn_last_status() != ATTN_OK ? tour_fail(t) : code;
 }
 
-/* Section 1.2's SelfAttention(8): Q, K, V = Wq(x), Wk(x), Wv(x), each Linear(8, 8). */
-static bool self_attention_qkv(tour_run *t, modules *m, attn_tensor *x, attn_tensor **qkv)
+/* Section 1.2: x and SelfAttention(8)'s Q, K, V = Wq(x), Wk(x), Wv(x), each Linear(8, 8). */
+static bool self_attention_qkv(tour_run *t, modules *m, attn_tensor **x, attn_tensor **qkv)
 {
-    static const char *const names[3] = {"Wq", "Wk", "Wv"};
+    static const char *const names[3] = {"Wq", "Wk", "Wv"}, *const outputs[3] = {"Q", "K", "V"};
+    if (!(*x = seed_input(t->ctx))) return false;
+    tour_keep(t, "x", *x);
     for (int i = 0; i < 3; i++) {
         attn_linear_layer l;
         if (attn_linear_init(&l, m->p, names[i], 8, 8, true, &m->scratch) != ATTN_OK) return false;
         tour_init_linear(&l, &t->rng);
         tour_keep(t, attn_params_name(m->p, 2 * (size_t)i), l.weight);
         tour_keep(t, attn_params_name(m->p, 2 * (size_t)i + 1), l.bias);
-        if (!(qkv[i] = attn_linear_forward(t->ctx, &l, x))) return false;
+        if (!(qkv[i] = attn_linear_forward(t->ctx, &l, *x))) return false;
+        tour_keep(t, outputs[i], qkv[i]);
     }
     return true;
 }
@@ -58,28 +61,19 @@ static bool self_attention_qkv(tour_run *t, modules *m, attn_tensor *x, attn_ten
 /* Section 2.1's scaled_dot_product_attention on section 1.2's Q, K, V: weights (1, 4, 4). */
 static attn_tensor *sdpa_of_x(tour_run *t, modules *m, attn_tensor **weights)
 {
-    attn_tensor *x = seed_input(t->ctx), *qkv[3];
-    if (!x || !self_attention_qkv(t, m, x, qkv)) return NULL;
-    tour_keep(t, "x", x);
-    tour_keep(t, "Q", qkv[0]);
-    tour_keep(t, "K", qkv[1]);
-    tour_keep(t, "V", qkv[2]);
-    return attn_sdpa(t->ctx, qkv[0], qkv[1], qkv[2], NULL, weights);
+    attn_tensor *x, *qkv[3];
+    return self_attention_qkv(t, m, &x, qkv) ? attn_sdpa(t->ctx, qkv[0], qkv[1], qkv[2], NULL, weights) : NULL;
 }
 
 int tour_002_qkv(tour_run *t)
 {
     modules m;
-    attn_tensor *x = seed_input(t->ctx), *qkv[3];
-    if (!modules_open(&m) || !x || !self_attention_qkv(t, &m, x, qkv)) return done(t, &m, CLI_ERR_DATA);
+    attn_tensor *x, *qkv[3];
+    if (!modules_open(&m) || !self_attention_qkv(t, &m, &x, qkv)) return done(t, &m, CLI_ERR_DATA);
     tour_print_shape("输入序列形状 (input shape)", x);
     tour_print_shape("Query形状 (Query shape)", qkv[0]);
     tour_print_shape("Key形状 (Key shape)", qkv[1]);
     tour_print_shape("Value形状 (Value shape)", qkv[2]);
-    tour_keep(t, "x", x);
-    tour_keep(t, "Q", qkv[0]);
-    tour_keep(t, "K", qkv[1]);
-    tour_keep(t, "V", qkv[2]);
     return done(t, &m, CLI_OK);
 }
 

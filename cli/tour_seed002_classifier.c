@@ -85,9 +85,7 @@ int tour_002_data(tour_run *t)
         printf("text_pipeline(\"%s\"):\n ", sample_text);
         for (int64_t i = 0; i < n; i++) printf(" %s=%lld", toks.items[i], (long long)ids[i]);
         printf("\n");
-        int64_t label_shape = BATCH, text_shape[2] = {BATCH, SEED_MAX_LEN};
-        printf("first batch: labels (%lld), texts (%lld, %lld), texts[0, :8] =", (long long)label_shape,
-               (long long)text_shape[0], (long long)text_shape[1]);
+        printf("first batch: labels (%d), texts (%d, %d), texts[0, :8] =", BATCH, BATCH, SEED_MAX_LEN);
         for (int i = 0; i < 8; i++) printf(" %lld", (long long)batch[i]);
         printf("\nnote: torchtext's IMDB yields the labels 1 (neg) and 2 (pos), so the tutorial's\n"
                "`1 if label=='pos' else 0` makes all %lld labels 0; attn takes the label from the\n"
