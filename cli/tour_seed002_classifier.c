@@ -135,7 +135,7 @@ int tour_002_model(tour_run *t)
 
 /* ---- 6.3: a short run of the training loop, then visualize_attention ---- */
 
-enum { TRAIN_REVIEWS = 128, TRAIN_LEN = 32, TRAIN_EPOCHS = 2 };
+enum { TRAIN_REVIEWS = 64, TRAIN_LEN = 32, TRAIN_EPOCHS = 2 };
 
 typedef struct trainer {
     attn_classifier model;
