@@ -27,6 +27,7 @@ int cmd_classify(int argc, char **argv);
 int cmd_translate(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_tour(int argc, char **argv);
 
 /* Prints "attn <cmd>: <message>" to stderr; returns code. */
 int cli_fail(int code, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

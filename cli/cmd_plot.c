@@ -16,15 +16,17 @@ static void help(void)
            "  --xlabels a,b,c     key labels;  --ylabels a,b,c  query labels\n"
            "  --index i[,j]       leading indices (e.g. batch 0, head 2: --index 0,2)\n"
            "  --grid              one panel per matrix of the last 3 dims (e.g. heads)\n"
+           "  --panel-titles a,b  titles of the --grid panels (default: head 1, head 2, ...)\n"
            "  --cmap viridis|reds colour map (default viridis)\n"
            "  --range auto|unit   colour scale from the data, or fixed [0, 1] (default auto)\n"
            "  --title TEXT --xlabel TEXT --ylabel TEXT\n"
            "  --values on|off     numbers in the cells (default: on up to 16 x 16)\n"
-           "The format follows the extension of --out: .png, .svg or .pdf.\n");
+           "The format follows the extension of --out: .png, .svg or .pdf. Seed 002's picture:\n"
+           "  --labels 词1,词2,词3,词4 --xlabel Key位置 --ylabel Query位置 --values on\n");
 }
 
 typedef struct plot_args {
-    const char *in, *tensor, *out, *labels, *xlabels, *ylabels, *index, *title, *xlabel, *ylabel;
+    const char *in, *tensor, *out, *labels, *xlabels, *ylabels, *index, *title, *xlabel, *ylabel, *panel_titles;
     bool grid;
     attn_heatmap_opts opts;
 } plot_args;
@@ -48,6 +50,7 @@ static int64_t split_list(char *s, const char ***labels)
 static int parse(int argc, char **argv, plot_args *a)
 {
     memset(a, 0, sizeof *a);
+    a->opts.auto_range = true; /* --range auto */
     for (int i = 2; i < argc; i++) {
         const char *o = argv[i], *v;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) return help(), -1;
@@ -55,16 +58,19 @@ static int parse(int argc, char **argv, plot_args *a)
             a->grid = true;
             continue;
         }
-        const char **str[] = {&a->in, &a->tensor, &a->out, &a->labels, &a->xlabels, &a->ylabels, &a->index,
-                              &a->title, &a->xlabel, &a->ylabel};
-        const char *names[] = {"--in", "--tensor", "--out", "--labels", "--xlabels", "--ylabels", "--index",
-                               "--title", "--xlabel", "--ylabel"};
+        const struct { const char *name; const char **dst; } strs[] = {
+            {"--in", &a->in}, {"--tensor", &a->tensor}, {"--out", &a->out}, {"--labels", &a->labels},
+            {"--xlabels", &a->xlabels}, {"--ylabels", &a->ylabels}, {"--index", &a->index},
+            {"--title", &a->title}, {"--xlabel", &a->xlabel}, {"--ylabel", &a->ylabel},
+            {"--panel-titles", &a->panel_titles},
+        };
+        const int n_strs = (int)(sizeof strs / sizeof strs[0]);
         int k = 0;
-        while (k < 10 && strcmp(o, names[k])) k++;
-        if (k == 10 && strcmp(o, "--cmap") && strcmp(o, "--range") && strcmp(o, "--values"))
+        while (k < n_strs && strcmp(o, strs[k].name)) k++;
+        if (k == n_strs && strcmp(o, "--cmap") && strcmp(o, "--range") && strcmp(o, "--values"))
             return cli_fail(CLI_ERR_USAGE, "plot", "unknown option \"%s\" (see attn plot --help)", o);
         if (!(v = cli_value("plot", argc, argv, &i))) return CLI_ERR_USAGE;
-        if (k < 10) *str[k] = v;
+        if (k < n_strs) *strs[k].dst = v;
         else if (!strcmp(o, "--cmap") && (!strcmp(v, "viridis") || !strcmp(v, "reds")))
             a->opts.cmap = !strcmp(v, "reds") ? ATTN_CMAP_REDS : ATTN_CMAP_VIRIDIS;
         else if (!strcmp(o, "--range") && (!strcmp(v, "auto") || !strcmp(v, "unit")))
@@ -117,6 +123,37 @@ static int select_offset(const plot_args *a, const attn_tensor *t, int keep, int
     return CLI_OK;
 }
 
+/* One panel per matrix of (panels, rows, cols), titled by --panel-titles or "head 1", "head 2",
+ * ...; two rows of panels from 4 panels on. */
+static int plot_grid(plot_args *a, const float *values, int64_t panels, int64_t rows, int64_t cols)
+{
+    enum { MAX_PANELS = 4096 }; /* the most attn_plot_heatmap_grid draws */
+    if (panels < 1 || panels > MAX_PANELS)
+        return cli_fail(CLI_ERR_DATA, "plot", "--grid: %lld panels; expected 1 to %d", (long long)panels, MAX_PANELS);
+    char *store = NULL;
+    const char **titles = NULL;
+    int code = CLI_OK;
+    if (a->panel_titles) {
+        int64_t n = (store = strdup(a->panel_titles)) ? split_list(store, &titles) : -1;
+        if (n != panels)
+            code = cli_fail(CLI_ERR_USAGE, "plot", "%lld --panel-titles for %lld panels", (long long)n, (long long)panels);
+    } else if ((store = malloc((size_t)panels * 16)) && (titles = malloc((size_t)panels * sizeof *titles))) {
+        for (int64_t i = 0; i < panels; i++) {
+            snprintf(store + i * 16, 16, "head %lld", (long long)i + 1);
+            titles[i] = store + i * 16;
+        }
+    } else {
+        code = cli_fail(CLI_ERR_DATA, "plot", "out of memory");
+    }
+    int gc = panels >= 4 ? (int)(panels + 1) / 2 : (int)panels, gr = panels % gc ? 1 : (int)panels / gc;
+    if (panels % gc) gc = (int)panels;
+    if (code == CLI_OK && attn_plot_heatmap_grid(a->out, values, gr, gc, rows, cols, titles, &a->opts) != ATTN_OK)
+        code = cli_fail(CLI_ERR_DATA, "plot", "%s", attn_last_error());
+    free(titles);
+    free(store);
+    return code;
+}
+
 int cmd_plot(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "heatmap")) {
@@ -158,16 +195,12 @@ int cmd_plot(int argc, char **argv)
         a.opts.title = a.title;
         a.opts.xlabel = a.xlabel;
         a.opts.ylabel = a.ylabel;
-        attn_status st;
         if (a.grid) {
-            int panels = (int)t->shape[t->ndim - 3], gc = panels >= 4 ? (panels + 1) / 2 : panels;
-            st = panels % gc ? attn_plot_heatmap_grid(a.out, t->data + offset, 1, panels, rows, cols, NULL, &a.opts)
-                             : attn_plot_heatmap_grid(a.out, t->data + offset, panels / gc, gc, rows, cols, NULL, &a.opts);
-        } else {
-            st = attn_plot_heatmap(a.out, t->data + offset, rows, cols, &a.opts);
+            code = plot_grid(&a, t->data + offset, t->shape[t->ndim - 3], rows, cols);
+        } else if (attn_plot_heatmap(a.out, t->data + offset, rows, cols, &a.opts) != ATTN_OK) {
+            code = cli_fail(CLI_ERR_DATA, "plot", "%s", attn_last_error());
         }
-        if (st != ATTN_OK) code = cli_fail(CLI_ERR_DATA, "plot", "%s", attn_last_error());
-        else printf("wrote %s\n", a.out);
+        if (code == CLI_OK) printf("wrote %s\n", a.out);
     }
     for (int k = 0; k < 2; k++) {
         free(label_copy[k]);

@@ -16,6 +16,7 @@ static const cli_command commands[] = {
     {"plot", cmd_plot, "draw a saved attention matrix (e.g. attn op's weights) as a heatmap", NULL},
     {"bench", cmd_bench, "validate, then time the kernels and training steps (GFLOP/s, ms, memory)", NULL},
     {"op", cmd_op, "run one attention mechanism on tensors from a safetensors file", &op_spec},
+    {"tour", cmd_tour, "every listing of the three tutorials, step by step, with its numbers and figures", NULL},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

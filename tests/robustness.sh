@@ -124,6 +124,7 @@ nw_header='{"x_train":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"y_train
 st_file "$in/nw_inf.safetensors" "$nw_header" "$(f32 0 0.5 1 inf 0 1 2 1 0 1 0 1)"
 st_file "$in/nw_short.safetensors" '{"x_train":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y_train":{"dtype":"F32","shape":[2],"data_offsets":[8,16]},"x_test":{"dtype":"F32","shape":[2],"data_offsets":[16,24]},"y_true":{"dtype":"F32","shape":[2],"data_offsets":[24,32]}}' "$(f32 0 1 0 1 0 1 0 1)"
 st_file "$in/heat_nan.safetensors" '{"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}}' "$(f32 0.5 nan 1 0)"
+st_file "$in/heat3.safetensors" '{"w":{"dtype":"F32","shape":[2,2,2],"data_offsets":[0,32]}}' "$(f32 0 1 2 0.5 1 0 -1 2)"
 
 # aclImdb folders
 make_imdb "$in/imdb" 10 5
@@ -333,11 +334,16 @@ row "nw: --out in a missing folder"               2 "--out .*nowhere/nw.safetens
 row "plot: --out with extension .bmp"             2 "--out .*x.bmp: expected a .png, .svg or .pdf file name" "$out/x.bmp" -- "$bin" plot heatmap --in "$in/heat_nan.safetensors" --tensor w --out "$out/x.bmp"
 row "plot: --out in a missing folder"             1 "nowhere/x.png" "$out/nowhere" -- "$bin" plot heatmap --in "$in/heat_nan.safetensors" --tensor w --out "$out/nowhere/x.png"
 row "plot: tensor missing"                        1 "heat_nan.safetensors: no tensor named \"weights\"" "$out/x.png" -- "$bin" plot heatmap --in "$in/heat_nan.safetensors" --tensor weights --out "$out/x.png"
+row "plot: --grid with 3 --panel-titles for 2"    2 "3 --panel-titles for 2 panels" "$out/x.png" -- "$bin" plot heatmap --in "$in/heat3.safetensors" --tensor w --grid --panel-titles a,b,c --out "$out/x.png"
 heat_nan() { "$bin" plot heatmap --in "$in/heat_nan.safetensors" --tensor w --out "$out/x.png" && [[ -s $out/x.png ]] && note="NaN cell drawn grey"; rm -f "$out/x.png"; }
 row "plot: NaN in the matrix (valid: grey cell)"  0 "" -- heat_nan
 
 # the edges of trust: masks, conventions, strict checkpoints, output files, loaders, buffering
 source tests/robustness/trust.sh
+row "tour: --out-dir is a file"                   2 "--out-dir .*heat_nan.safetensors: not a folder" -- "$bin" tour 002/2.2 --out-dir "$in/heat_nan.safetensors"
+row "tour: --save in a missing folder"            2 "--save .*nowhere: not a folder" "$out/nowhere" -- "$bin" tour 002/2.2 --out-dir "$out" --save "$out/nowhere"
+row "tour: unknown step"                          2 "unknown step \"002/9.9\" \(attn tour --list shows them\)" -- "$bin" tour 002/9.9 --out-dir "$out"
+row "tour: --data that is not a folder"           2 "--data .*nowhere: not a folder" -- "$bin" tour 002/6.1 --out-dir "$out" --data "$in/nowhere"
 
 # ---- the table ------------------------------------------------------------------------------
 printf '| %-52s | %4s | %4s | %-4s | %s\n' "input" "want" "exit" "ok" "message (first line)"
