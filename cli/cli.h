@@ -18,7 +18,7 @@ typedef struct cli_command {
     const cli_spec *spec;              /* its options, --help and man page section */
 } cli_command;
 
-extern const cli_spec shapes_spec, nw_spec, classify_spec, translate_spec, op_spec;
+extern const cli_spec shapes_spec, nw_spec, classify_spec, translate_spec, op_spec, plot_spec, tour_spec;
 
 int cmd_shapes(int argc, char **argv);
 int cmd_op(int argc, char **argv);

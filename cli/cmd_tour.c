@@ -44,19 +44,26 @@ typedef struct tour_options {
     int order[N_STEPS], n_order; /* steps in the order asked */
 } tour_options;
 
-static void help(void)
-{
-    printf("usage: attn tour [STEP ...] [--out-dir DIR] [--save DIR] [--data DIR] [--list]\n\n"
-           "Runs the code listings of the three tutorials (seeds 000, 002, 003) one step each,\n"
-           "with deterministic weights: prints what the listing prints and draws its figures.\n"
-           "STEP is an id (attn tour 002/3.2) or a seed (attn tour 003); none: every step in order.\n\n"
-           "  --list          the steps, one a line\n"
-           "  --out-dir DIR   where figures go (default: the current folder)\n"
-           "  --save DIR      also write each step's inputs, weights and outputs to\n"
-           "                  DIR/<step>.safetensors (e.g. 002_3_2.safetensors)\n"
-           "  --data DIR      aclImdb root for seed 002 section 6 (default data/aclImdb_mini)\n\n"
-           "docs/tutorial.md (English) and docs/tutorial.zh-CN.md map every section to its step.\n");
-}
+#define O(field) offsetof(tour_options, field)
+static const cli_option options[] = {
+    {"--list", NULL, CLI_FLAG, O(list), 0, 0, NULL, NULL, "the steps, one a line"},
+    {"--out-dir", "DIR", CLI_TEXT, O(out_dir), 0, 0, NULL, ".", "where figures go"},
+    {"--save", "DIR", CLI_TEXT, O(save_dir), 0, 0, NULL, NULL,
+     "also write each step's inputs, weights and outputs to DIR/<step>.safetensors (e.g. 002_3_2.safetensors)"},
+    {"--data", "DIR", CLI_TEXT, O(data_dir), 0, 0, NULL, NULL,
+     "aclImdb root for seed 002 section 6 (default the shipped aclImdb_mini)"},
+};
+#undef O
+
+const cli_spec tour_spec = {
+    .cmd = "tour",
+    .synopsis = "[STEP ...] [options]",
+    .about = "Runs the code listings of the three tutorials (seeds 000, 002, 003) one step each, with\n"
+             "deterministic weights: prints what the listing prints and draws its figures. STEP is an id\n"
+             "(attn tour 002/3.2) or a seed (attn tour 003); none: every step in order.",
+    CLI_OPTIONS(options),
+    .notes = "docs/tutorial.md (English) and docs/tutorial.zh-CN.md map every section to its step.\n",
+};
 
 /* An existing folder we may write into, with room for the names put in it. */
 static bool writable_dir(const char *opt, const char *dir)
@@ -88,29 +95,22 @@ static bool select_steps(tour_options *o, const char *arg)
 
 static int parse(int argc, char **argv, tour_options *o)
 {
-    *o = (tour_options){.out_dir = ".", .data_dir = "data/aclImdb_mini"};
-    for (int i = 1; i < argc; i++) {
-        const char *opt = argv[i];
-        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) return help(), -1;
-        if (!strcmp(opt, "--list")) {
-            o->list = true;
-            continue;
-        }
-        const char **dst = !strcmp(opt, "--out-dir") ? &o->out_dir : !strcmp(opt, "--save") ? &o->save_dir
-                           : !strcmp(opt, "--data")  ? &o->data_dir : NULL;
-        if (dst) {
-            if (!(*dst = cli_value("tour", argc, argv, &i))) return CLI_ERR_USAGE;
-            o->data_given |= dst == &o->data_dir;
-        } else if (opt[0] == '-') {
-            return cli_fail(CLI_ERR_USAGE, "tour", "unknown option \"%s\" (see attn tour --help)", opt);
-        } else if (!select_steps(o, opt)) {
-            return cli_fail(CLI_ERR_USAGE, "tour", "unknown step \"%s\" (attn tour --list shows them)", opt);
-        }
-    }
+    memset(o, 0, sizeof *o);
+    const char **args = calloc((size_t)argc, sizeof *args); /* the STEP arguments */
+    int n_args = 0;
+    int code = args ? cli_parse(&tour_spec, o, argc, argv, 1, args, &n_args)
+                    : cli_fail(CLI_ERR_DATA, "tour", "out of memory");
+    for (int i = 0; code == CLI_OK && i < n_args; i++)
+        if (!select_steps(o, args[i]))
+            code = cli_fail(CLI_ERR_USAGE, "tour", "unknown step \"%s\" (attn tour --list shows them)", args[i]);
+    free(args);
+    if (code != CLI_OK) return code;
     if (o->n_order == 0)
         for (int i = 0; i < N_STEPS; i++) o->order[o->n_order++] = i;
     if (!writable_dir("--out-dir", o->out_dir) || (o->save_dir && !writable_dir("--save", o->save_dir)))
         return CLI_ERR_USAGE;
+    o->data_given = o->data_dir != NULL;
+    if (!o->data_given) o->data_dir = cli_default_data("aclImdb_mini");
     struct stat st;
     if (o->data_given && (stat(o->data_dir, &st) != 0 || !S_ISDIR(st.st_mode)))
         return cli_fail(CLI_ERR_USAGE, "tour", "--data %s: not a folder", o->data_dir);
@@ -160,7 +160,7 @@ int cmd_tour(int argc, char **argv)
 {
     tour_options o;
     int code = parse(argc, argv, &o);
-    if (code != CLI_OK) return code < 0 ? CLI_OK : code;
+    if (code != CLI_OK) return code == CLI_HELP_SHOWN ? CLI_OK : code;
     if (o.list) {
         for (int k = 0; k < o.n_order; k++) printf("%-18s %s\n", steps[o.order[k]].id, steps[o.order[k]].title);
         return CLI_OK;

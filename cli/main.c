@@ -13,10 +13,10 @@ static const cli_command commands[] = {
      &classify_spec},
     {"translate", cmd_translate, "translation with attention: Transformer or Bahdanau GRU, Multi30k en->fr, BLEU",
      &translate_spec},
-    {"plot", cmd_plot, "draw a saved attention matrix (e.g. attn op's weights) as a heatmap", NULL},
+    {"plot", cmd_plot, "draw a saved attention matrix (e.g. attn op's weights) as a heatmap", &plot_spec},
     {"bench", cmd_bench, "validate, then time the kernels and training steps (GFLOP/s, ms, memory)", NULL},
     {"op", cmd_op, "run one attention mechanism on tensors from a safetensors file", &op_spec},
-    {"tour", cmd_tour, "every listing of the three tutorials, step by step, with its numbers and figures", NULL},
+    {"tour", cmd_tour, "every listing of the three tutorials, step by step, with its numbers and figures", &tour_spec},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

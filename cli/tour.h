@@ -12,7 +12,7 @@
 #ifndef ATTN_CLI_TOUR_H
 #define ATTN_CLI_TOUR_H
 
-#include "cli.h"
+#include "options.h"
 
 #define TOUR_SEED 0
 
