@@ -331,8 +331,8 @@ row "nw: --data with 2 training points"           1 "nw_short.safetensors: expec
 row "nw: --lr -1 (out of range)"                  2 "--lr must be in \[0, 1e\+06\], got -1" "$out/nw.safetensors" -- "$bin" nw --lr -1 --plot none --out "$out/nw.safetensors"
 row "nw: --out in a missing folder"               2 "--out .*nowhere/nw.safetensors: cannot write: folder" "$out/nowhere" -- "$bin" nw --epochs 2 --plot none --out "$out/nowhere/nw.safetensors"
 
-row "plot: --out with extension .bmp"             2 "--out .*x.bmp: expected a .png, .svg or .pdf file name" "$out/x.bmp" -- "$bin" plot heatmap --in "$in/heat_nan.safetensors" --tensor w --out "$out/x.bmp"
-row "plot: --out in a missing folder"             1 "nowhere/x.png" "$out/nowhere" -- "$bin" plot heatmap --in "$in/heat_nan.safetensors" --tensor w --out "$out/nowhere/x.png"
+row "plot: --out with extension .bmp"             2 "--out .*x.bmp: unknown picture format; expected a name ending in .png, .svg or .pdf" "$out/x.bmp" -- "$bin" plot heatmap --in "$in/heat_nan.safetensors" --tensor w --out "$out/x.bmp"
+row "plot: --out in a missing folder"             2 "--out .*nowhere/x.png: cannot write: folder" "$out/nowhere" -- "$bin" plot heatmap --in "$in/heat_nan.safetensors" --tensor w --out "$out/nowhere/x.png"
 row "plot: tensor missing"                        1 "heat_nan.safetensors: no tensor named \"weights\"" "$out/x.png" -- "$bin" plot heatmap --in "$in/heat_nan.safetensors" --tensor weights --out "$out/x.png"
 row "plot: --grid with 3 --panel-titles for 2"    2 "3 --panel-titles for 2 panels" "$out/x.png" -- "$bin" plot heatmap --in "$in/heat3.safetensors" --tensor w --grid --panel-titles a,b,c --out "$out/x.png"
 heat_nan() { "$bin" plot heatmap --in "$in/heat_nan.safetensors" --tensor w --out "$out/x.png" && [[ -s $out/x.png ]] && note="NaN cell drawn grey"; rm -f "$out/x.png"; }
