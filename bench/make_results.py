@@ -22,11 +22,13 @@ def sh(cmd):
 
 def machine_line(stamp):
     cpu = sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").strip()
+    dnnl = sh("dpkg-query -W -f='${Version}' libdnnl2")
     openblas = sh("dpkg-query -W -f='${Version}' libopenblas0-pthread")
     torch = sh("dpkg-query -W -f='${Version}' python3-torch")
     return "\n".join([
         f"cpu: {cpu}, {sh('nproc')} cores; kernel {platform.release()}",
-        f"gcc: {sh('gcc -dumpfullversion')}; openblas: {openblas}; python3-torch: {torch}",
+        f"gcc: {sh('gcc -dumpfullversion')}; onednn: {dnnl or '-'}; openblas: {openblas or '-'}; "
+        f"python3-torch: {torch}",
         f"runs: {stamp}",
     ])
 
@@ -86,7 +88,8 @@ def sdpa_section(rows):
     print("## Scaled dot-product attention (B=8, H=8, d=64)\n")
     print("GFLOP/s from one count for both sides: 4·B·H·L²·d forward (half for causal: our kernel "
           "skips the masked half, PyTorch's math path computes it), 3.5× that for forward+backward. "
-          "`sgemm QK^T` = OpenBLAS on the (L, 64) @ (64, L) shape, B·H times, 2 threads, same run.\n")
+          "`sgemm QK^T` = the build's GEMM library on the (L, 64) @ (64, L) shape, B·H times, 2 threads, "
+          "same run.\n")
     peak = rows.get(("peak", 1024, "none", "fma"), {})
     p2, p1 = peak.get("attn peak"), peak.get("attn peak 1 thread")
     if p2 and p1:

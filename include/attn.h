@@ -57,11 +57,14 @@ ATTN_API void attn_clear_error(void);
 ATTN_API const char *attn_status_name(attn_status s); /* "shape error", ... */
 
 /* ======================================================================================
- * Threads: OpenMP threads for our kernels; OpenBLAS is kept single-threaded inside them.
+ * Threads: OpenMP threads for our kernels; the GEMM library runs on one thread inside them.
  * ====================================================================================== */
 
 ATTN_API void attn_set_num_threads(int n); /* n <= 0: the OpenMP default */
 ATTN_API int attn_get_num_threads(void);
+/* The GEMM library this build calls (CMake ATTN_GEMM), e.g. "oneDNN 2.6.3 dnnl_sgemm" or
+ * "OpenBLAS cblas_sgemm (Haswell kernels)". A static string. */
+ATTN_API const char *attn_gemm_backend(void);
 
 /* ======================================================================================
  * Random numbers: explicit state, never global. PCG32 (O'Neill), 64-bit state.

@@ -24,7 +24,7 @@ void attn_tile_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t
 void attn_tile_gemm_ref(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks,
                         const float *b, int64_t ldb, int64_t m, int64_t n, int64_t k, float alpha,
                         bool accumulate);
-/* Sets the OpenBLAS thread count for the next attn_gemm calls made outside parallel regions. */
+/* Sets the thread count over which the next attn_gemm calls made outside parallel regions split. */
 void attn_gemm_set_threads(int n);
 
 /* ---- softmax and log-softmax over the last dim of a (rows, cols) block ----
