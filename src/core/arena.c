@@ -59,10 +59,21 @@ void *attn_arena_alloc(attn_arena *a, size_t bytes)
     return p;
 }
 
+/* Zeroed: big blocks (gradients of logits, of activations) are cleared in CLEAR_CHUNK pieces
+ * spread over the threads, so the backward does not wait on one thread's memset. */
+#define CLEAR_CHUNK ((size_t)1 << 16)
+#define CLEAR_PARALLEL_MIN ((size_t)1 << 20)
+
 void *attn_arena_calloc(attn_arena *a, size_t bytes)
 {
-    void *p = attn_arena_alloc(a, bytes);
-    if (p) memset(p, 0, bytes);
+    unsigned char *p = attn_arena_alloc(a, bytes);
+    if (!p) return NULL;
+    const int64_t chunks = (int64_t)((bytes + CLEAR_CHUNK - 1) / CLEAR_CHUNK);
+#pragma omp parallel for schedule(static) if (bytes >= CLEAR_PARALLEL_MIN)
+    for (int64_t c = 0; c < chunks; c++) {
+        size_t off = (size_t)c * CLEAR_CHUNK;
+        memset(p + off, 0, bytes - off < CLEAR_CHUNK ? bytes - off : CLEAR_CHUNK);
+    }
     return p;
 }
 

@@ -72,12 +72,20 @@ static int64_t block_key_min(const sdpa_problem *p, int64_t b, int64_t i0, int64
     return end;
 }
 
-/* Dropout on a transposed tile: query i0 + r, key j0 + c at t[c * qw + r]. */
+/* Dropout on a transposed tile: query i0 + r, key j0 + c at t[c * qw + r]; the draws of
+ * sdpa_dropout_scale (u < p drops) with the seed's hash taken once per tile. */
 static void dropout_tile(float *t, int64_t qw, const sdpa_problem *p, int64_t b, int64_t h,
                          int64_t i0, int64_t rows, int64_t j0, int64_t cols)
 {
+    const uint64_t key = attn_hash64(p->dropout_seed);
+    const uint32_t keep_from = (uint32_t)ceilf(p->dropout_p * 16777216.0f); /* u >= p: 24-bit draw >= p 2^24 */
+    const float scale = p->dropout_p < 1.0f ? 1.0f / (1.0f - p->dropout_p) : 0.0f;
+    const uint64_t row0 = ((uint64_t)b * (uint64_t)p->heads + (uint64_t)h) * (uint64_t)p->lq + (uint64_t)i0;
     for (int64_t c = 0; c < cols; c++)
-        for (int64_t r = 0; r < rows; r++) t[c * qw + r] *= sdpa_dropout_scale(p, b, h, i0 + r, j0 + c);
+        for (int64_t r = 0; r < rows; r++) {
+            uint64_t idx = (row0 + (uint64_t)r) * (uint64_t)p->lk + (uint64_t)(j0 + c);
+            t[c * qw + r] *= (uint32_t)(attn_hash64(idx ^ key) >> 40) >= keep_from ? scale : 0.0f;
+        }
 }
 
 /* dst (cols, ld) = src (rows, cols)^T, and dst's columns rows..ld zero. */
