@@ -37,6 +37,8 @@ typedef struct attn_arena {
 
 void *attn_arena_alloc(attn_arena *a, size_t bytes);        /* NULL + error on failure */
 void *attn_arena_calloc(attn_arena *a, size_t bytes);
+/* memset(p, 0, bytes), spread over the threads from 1 MiB on (gradients, activations) */
+void attn__clear(void *p, size_t bytes);
 void attn_arena_reset(attn_arena *a);
 void attn_arena_release(attn_arena *a);
 
