@@ -206,7 +206,8 @@ static attn_tensor *small_ints(uint64_t seed, int64_t rows, int64_t cols, float 
  * in float32 (d 16, scale 1/4) and up to ~200, so the fused backward's P = exp(S - m - log l)
  * has only the exp's and log's errors; from lse = m + log l rounded to float it would carry
  * |lse| 2^-24 more (measured: dV error 9.4e-7 (Lk 23) and 1.3e-6 (Lk 300) of its largest value
- * that way, 2.6e-7 and 3.6e-7 now). dV = P^T dO shows P's error alone. */
+ * that way, 2.6e-7 and 3.6e-7 now, in the AVX2 and the portable builds); bound 6e-7 of dV's
+ * largest value. dV = P^T dO shows P's error alone. */
 static void large_scores(void)
 {
     const int64_t lks[2] = {23, 300};
@@ -225,7 +226,7 @@ static void large_scores(void)
         run_result fused = run(&c, &in, q, k, v, ATTN_SDPA_FUSED, g->data);
         if (fused.out && want) {
             double e = scaled_error(fused.dv->data, want, fused.dv->numel);
-            TK_CHECK(e <= 5e-7, "large scores, Lk %lld: dv error %.3g of its largest value, expected <= 5e-7",
+            TK_CHECK(e <= 6e-7, "large scores, Lk %lld: dv error %.3g of its largest value, expected <= 6e-7",
                      (long long)lk, e);
             printf("large scores, Lk %lld: dv error %.2e of its largest value\n", (long long)lk, e);
         }
