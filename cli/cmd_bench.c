@@ -2,7 +2,9 @@
  * (median of runs after a warm-up) and prints ms, GFLOP/s and the arena's peak memory.
  * Workloads mirror ../shared/bench/bench_torch.py so bench/compare_torch.sh can put both sides
  * in one table: peak (bench_peak.c: the float32 ceiling), sdpa, sgemm (the
- * QK^T shape), mha (train), encoder (train step with Adam), classifier (train step). */
+ * QK^T shape), mha (train), encoder (train step with Adam), classifier (train step); and gemm:
+ * the GEMM library of this build on the models' own linear-layer shapes, forward and both
+ * backward products (bench/compare_gemm.sh puts the builds of each library side by side). */
 #include "bench_peak.h"
 #include "cli.h"
 
@@ -17,6 +19,7 @@ typedef struct bench_args {
     long L, B, H, d, runs, warmup;
     bool causal, json;
     attn_sdpa_impl impl;
+    int gemm_case; /* gemm: index into gemm_cases */
 } bench_args;
 
 typedef struct bench_result {
@@ -181,6 +184,96 @@ static void gemm_teardown(void *p)
     free(s);
 }
 
+/* ---- gemm: the linear layers of the models, Y (R, out) = X (R, in) W^T and its backward ---- */
+
+typedef struct gemm_shape {
+    const char *layer;
+    int64_t rows, out, in;
+} gemm_shape;
+
+/* The translator (attn translate train: d 256, FFN 512, 64 sentence pairs ~ 1024 target tokens,
+ * 6434 French words), the classifier (batch 32 x 512 tokens, E 128) and the encoder workload
+ * (B 8 x L 256, d 512, FFN 2048). */
+static const gemm_shape gemm_shapes[] = {
+    {"translator-proj", 1024, 256, 256},      {"translator-ffn1", 1024, 512, 256},
+    {"translator-ffn2", 1024, 256, 512},      {"translator-generator", 1024, 6434, 256},
+    {"classifier-proj", 16384, 128, 128},     {"encoder-proj", 2048, 512, 512},
+    {"encoder-ffn1", 2048, 2048, 512},        {"encoder-ffn2", 2048, 512, 2048},
+};
+enum { GEMM_OPS = 3 }; /* forward Y = X W^T, dX = dY W, dW = dY^T X */
+static const char *const gemm_ops[GEMM_OPS] = {"fwd", "bwd-data", "bwd-weight"};
+#define GEMM_CASES ((int)(sizeof gemm_shapes / sizeof gemm_shapes[0]) * GEMM_OPS)
+
+typedef struct gemm_prod_state {
+    attn_ctx *ctx;
+    attn_tensor *a, *b; /* op(A) (M, K) and op(B) (K, N) as the layer's product reads them */
+    bool trans_a, trans_b;
+    int64_t m, n, k;
+} gemm_prod_state;
+
+static int gemm_prod_run(void *p)
+{
+    gemm_prod_state *s = p;
+    attn_ctx_reset(s->ctx);
+    return attn_matmul(s->ctx, s->a, s->b, s->trans_a, s->trans_b) ? CLI_OK
+                                                                    : cli_fail(CLI_ERR_DATA, "bench", "%s", attn_last_error());
+}
+
+/* 64 entries of C against double sums: |C - ref| <= 1e-5 sum |a b| */
+static int gemm_prod_validate(gemm_prod_state *s)
+{
+    attn_ctx_reset(s->ctx);
+    attn_tensor *c = attn_matmul(s->ctx, s->a, s->b, s->trans_a, s->trans_b);
+    if (!c) return cli_fail(CLI_ERR_DATA, "bench", "%s", attn_last_error());
+    attn_rng rng;
+    attn_rng_seed(&rng, 5);
+    for (int t = 0; t < 64; t++) {
+        int64_t i = attn_rng_below(&rng, (uint32_t)s->m), j = attn_rng_below(&rng, (uint32_t)s->n);
+        double acc = 0.0, mag = 0.0;
+        for (int64_t p = 0; p < s->k; p++) {
+            double av = s->trans_a ? s->a->data[p * s->m + i] : s->a->data[i * s->k + p];
+            double bv = s->trans_b ? s->b->data[j * s->k + p] : s->b->data[p * s->n + j];
+            acc += av * bv, mag += fabs(av * bv);
+        }
+        if (!(fabs(c->data[i * s->n + j] - acc) <= 1e-5 * mag))
+            return cli_fail(CLI_ERR_DATA, "bench", "gemm: C[%lld][%lld] = %g, expected %g", (long long)i,
+                            (long long)j, (double)c->data[i * s->n + j], acc);
+    }
+    return CLI_OK;
+}
+
+static int gemm_prod_setup(const bench_args *a, void **state, bench_result *r)
+{
+    const gemm_shape *g = &gemm_shapes[a->gemm_case / GEMM_OPS];
+    const int op = a->gemm_case % GEMM_OPS;
+    gemm_prod_state *s = calloc(1, sizeof *s);
+    *state = s;
+    if (!s) return cli_fail(CLI_ERR_DATA, "bench", "out of memory");
+    attn_rng rng;
+    attn_rng_seed(&rng, 1);
+    s->ctx = attn_ctx_new(0);
+    if (s->ctx) attn_ctx_set_grad_enabled(s->ctx, false);
+    /* forward: X (R, in) W (out, in)^T;  dX = dY (R, out) W (out, in);  dW = dY (R, out)^T X (R, in) */
+    const int64_t a_shape[3][2] = {{g->rows, g->in}, {g->rows, g->out}, {g->rows, g->out}};
+    const int64_t b_shape[3][2] = {{g->out, g->in}, {g->out, g->in}, {g->rows, g->in}};
+    const int64_t mnk[3][3] = {{g->rows, g->out, g->in}, {g->rows, g->in, g->out}, {g->out, g->in, g->rows}};
+    s->trans_a = op == 2, s->trans_b = op == 0;
+    s->m = mnk[op][0], s->n = mnk[op][1], s->k = mnk[op][2];
+    s->a = randn(&rng, 2, a_shape[op], false), s->b = randn(&rng, 2, b_shape[op], false);
+    r->flop = 2.0 * (double)s->m * (double)s->n * (double)s->k;
+    if (!s->ctx || !s->a || !s->b) return cli_fail(CLI_ERR_DATA, "bench", "out of memory");
+    return gemm_prod_validate(s);
+}
+
+static void gemm_prod_teardown(void *p)
+{
+    gemm_prod_state *s = p;
+    if (!s) return;
+    attn_ctx_free(s->ctx);
+    attn_tensor_free(s->a), attn_tensor_free(s->b);
+    free(s);
+}
+
 /* ---- modules: mha (train), encoder layer (train step), classifier (train step) ---- */
 
 typedef struct module_state {
@@ -304,6 +397,7 @@ static const workload workloads[] = {
     {"peak", peak_setup, peak_run, peak_teardown},
     {"sdpa", sdpa_setup, sdpa_run, sdpa_teardown},
     {"sgemm", gemm_setup, gemm_run, gemm_teardown},
+    {"gemm", gemm_prod_setup, gemm_prod_run, gemm_prod_teardown},
     {"mha", module_setup, mha_run, module_teardown},
     {"encoder", module_setup, encoder_run, module_teardown},
     {"classifier", module_setup, classifier_run, module_teardown},
@@ -314,6 +408,7 @@ static size_t arena_peak(const workload *w, void *state)
     if (w->run == peak_run) return 0;
     if (w->run == sdpa_run) return attn_ctx_bytes_peak(((sdpa_state *)state)->ctx);
     if (w->run == gemm_run) return attn_ctx_bytes_peak(((gemm_state *)state)->ctx);
+    if (w->run == gemm_prod_run) return attn_ctx_bytes_peak(((gemm_prod_state *)state)->ctx);
     return attn_ctx_bytes_peak(((module_state *)state)->ctx);
 }
 
@@ -323,7 +418,9 @@ static void help(void)
            "Validates, then times (median of runs after warm-up). Workloads:\n"
            "  peak        fused multiply-adds from registers on every thread: the float32 ceiling\n"
            "  sdpa        scaled dot-product attention (B, H, L, d), --mode fwd|fwdbwd, --causal\n"
-           "  sgemm       OpenBLAS sgemm on the QK^T shape (B*H times (L, d) @ (d, L))\n"
+           "  sgemm       the GEMM library on the QK^T shape (B*H times (L, d) @ (d, L))\n"
+           "  gemm        the GEMM library on the models' linear layers (translator, classifier,\n"
+           "              encoder): forward X W^T, backward dY W and dY^T X, one row each\n"
            "  mha         multi-head self-attention E=512, 8 heads: forward + backward\n"
            "  encoder     Transformer encoder layer d=512, 8 heads, FFN 2048: train step with Adam\n"
            "  classifier  seed 002's classifier (vocab 20000, E=128, 4 heads): train step with Adam\n"
@@ -400,7 +497,23 @@ static int run_workload(const workload *w, bench_args a)
         r.peak_bytes = arena_peak(w, state);
         const bool sdpa = !strcmp(w->name, "sdpa");
         const char *mode = sdpa ? a.mode : w->run == peak_run ? "fma" : w->run == gemm_run ? "fwd" : "train";
-        if (a.json)
+        if (w->run == gemm_prod_run) {
+            const gemm_prod_state *s = state;
+            const char *layer = gemm_shapes[a.gemm_case / GEMM_OPS].layer, *op = gemm_ops[a.gemm_case % GEMM_OPS];
+            if (a.json)
+                printf("{\"workload\":\"gemm\",\"layer\":\"%s\",\"mode\":\"%s\",\"M\":%lld,\"N\":%lld,\"K\":%lld,"
+                       "\"trans_a\":%s,\"trans_b\":%s,\"backend\":\"%s\",\"threads\":%d,\"t_min\":%.6f,"
+                       "\"t_med\":%.6f,\"t_max\":%.6f,\"gflops_med\":%.2f}\n",
+                       layer, op, (long long)s->m, (long long)s->n, (long long)s->k, s->trans_a ? "true" : "false",
+                       s->trans_b ? "true" : "false", attn_gemm_backend(), cli_threads(), r.t_min, r.t_med,
+                       r.t_max, r.flop / r.t_med * 1e-9);
+            else
+                printf("gemm %-20s %-10s M=%-5lld N=%-5lld K=%-5lld %-5s threads=%d  ms min/med/max %8.3f %8.3f %8.3f  "
+                       "GFLOP/s %6.1f\n",
+                       layer, op, (long long)s->m, (long long)s->n, (long long)s->k,
+                       s->trans_a ? "A^T B" : s->trans_b ? "A B^T" : "A B", cli_threads(), 1e3 * r.t_min,
+                       1e3 * r.t_med, 1e3 * r.t_max, r.flop / r.t_med * 1e-9);
+        } else if (a.json)
             printf("{\"workload\":\"%s\",\"mode\":\"%s\",\"impl\":\"%s\",\"causal\":%s,\"B\":%ld,\"H\":%ld,\"L\":%ld,"
                    "\"d\":%ld,\"threads\":%d,\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f,\"gflops_med\":%.2f,"
                    "\"items_per_s_med\":%.2f,\"unit\":\"%s\",\"arena_peak_mib\":%.1f}\n",
@@ -428,7 +541,10 @@ int cmd_bench(int argc, char **argv)
     if (code != CLI_OK) return code < 0 ? CLI_OK : code;
     for (size_t i = 0; i < sizeof workloads / sizeof workloads[0]; i++) {
         if (a.workload && strcmp(a.workload, workloads[i].name)) continue;
-        if ((code = run_workload(&workloads[i], a)) != CLI_OK) return code;
+        const bool gemm = workloads[i].run == gemm_prod_run;
+        if (gemm && !a.json) printf("GEMM library: %s\n", attn_gemm_backend());
+        for (a.gemm_case = 0; a.gemm_case < (gemm ? GEMM_CASES : 1); a.gemm_case++)
+            if ((code = run_workload(&workloads[i], a)) != CLI_OK) return code;
         if (a.workload) return CLI_OK;
     }
     return a.workload ? cli_fail(CLI_ERR_USAGE, "bench", "unknown workload \"%s\" (see attn bench --help)", a.workload)

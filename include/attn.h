@@ -122,8 +122,9 @@ ATTN_API attn_status attn_output_check(const char *path);
 /* ======================================================================================
  * Threads: each ctx has its own thread count for the OpenMP loops of the ops run in it (see
  * attn_ctx_set_num_threads); the optimizer has its own (attn_optim_set_num_threads). There is
- * no process-wide setting. OpenBLAS is set to one thread once, on first use (our loops call
- * it from inside their parallel regions): a program that also calls OpenBLAS shares that.
+ * no process-wide setting. The GEMM library runs on the calling thread alone (oneDNN: for each
+ * call; OpenBLAS: set to one thread once, on first use, which a program that also calls OpenBLAS
+ * shares): our loops split large products over the ctx's threads themselves.
  * ====================================================================================== */
 
 #define ATTN_MAX_THREADS 1024
@@ -131,6 +132,9 @@ ATTN_API attn_status attn_output_check(const char *path);
 /* The count a new ctx or optimizer starts with: OpenMP's omp_get_max_threads() in the calling
  * thread (OMP_NUM_THREADS, or the cores), 1 in a build without OpenMP. */
 ATTN_API int attn_default_num_threads(void);
+/* The GEMM library this build calls (CMake ATTN_GEMM), e.g. "oneDNN 2.6.3 dnnl_sgemm" or
+ * "OpenBLAS cblas_sgemm (Haswell kernels)". A static string. */
+ATTN_API const char *attn_gemm_backend(void);
 
 /* ======================================================================================
  * Random numbers: explicit state, never global. PCG32 (O'Neill), 64-bit state.

@@ -64,6 +64,7 @@ static const char *const no_pointer_arguments[] = {
     "attn_clear_error",
     "attn_status_name",
     "attn_default_num_threads",
+    "attn_gemm_backend",
     "attn_ctx_new",
     "attn_params_new",
     "attn_classifier_defaults",

@@ -160,7 +160,7 @@ void attn_params_zero_grad(attn_params *p)
         return;
     }
     if (p->grad_block) {
-        memset(p->grad_block, 0, (size_t)p->numel * sizeof(float));
+        attn__clear(p->grad_block, (size_t)p->numel * sizeof(float), attn_default_num_threads());
         return;
     }
     for (size_t i = 0; i < p->count; i++) attn_tensor_zero_grad(p->tensors[i]);

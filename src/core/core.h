@@ -43,7 +43,10 @@ typedef struct attn_arena {
 } attn_arena;
 
 void *attn_arena_alloc(attn_arena *a, size_t bytes);        /* NULL + error on failure */
-void *attn_arena_calloc(attn_arena *a, size_t bytes);
+/* Zero-filled, cleared over `threads` threads (the ctx's count) from 1 MiB on. */
+void *attn_arena_calloc(attn_arena *a, size_t bytes, int threads);
+/* memset(p, 0, bytes), spread over `threads` threads from 1 MiB on (gradients, activations) */
+void attn__clear(void *p, size_t bytes, int threads);
 void attn_arena_reset(attn_arena *a);
 void attn_arena_release(attn_arena *a);
 

@@ -117,7 +117,7 @@ float *attn__grad(attn_ctx *ctx, attn_tensor *t)
             return attn__fail_null(ATTN_ERR_NOMEM, "could not allocate a gradient of %zu bytes",
                                    bytes);
     } else {
-        t->grad = attn_arena_calloc(&ctx->arena, bytes);
+        t->grad = attn_arena_calloc(&ctx->arena, bytes, ctx->num_threads);
     }
     return t->grad;
 }

@@ -12,21 +12,23 @@
 #include <omp.h>
 #endif
 
-/* Softmax of one row of masked scores in place; returns lse (+inf for a fully masked row). */
-static float softmax_row(float *s, int64_t n)
+/* Softmax of one row of masked scores in place; stats (2) = max and log sum exp(s - max)
+ * (+inf and 0 for a fully masked row). */
+static void softmax_row(float *stats, float *s, int64_t n)
 {
     float m = attn_row_max(s, n);
     if (m == -INFINITY) {
         memset(s, 0, (size_t)n * sizeof(float));
-        return INFINITY;
+        stats[0] = INFINITY, stats[1] = 0.0f;
+        return;
     }
     float sum = attn_exp_shift_sum_ref(s, s, m, n);
     float inv = 1.0f / sum;
     for (int64_t j = 0; j < n; j++) s[j] *= inv;
-    return m + logf(sum);
+    stats[0] = m, stats[1] = logf(sum);
 }
 
-void sdpa_forward_ref(float *out, float *lse, float *weights, const float *q, const float *k,
+void sdpa_forward_ref(float *out, float *stats, float *weights, const float *q, const float *k,
                       const float *v, const sdpa_problem *p)
 {
     const int64_t H = p->heads, Lq = p->lq, Lk = p->lk, D = p->d, Dv = p->dv;
@@ -37,7 +39,7 @@ void sdpa_forward_ref(float *out, float *lse, float *weights, const float *q, co
         float *o = out + bh * Lq * Dv;            /* (Lq, Dv) */
         attn_gemm(w, Lk, q + bh * Lq * D, D, k + bh * Lk * D, D, Lq, Lk, D, false, true, p->scale, 0, 1);
         sdpa_mask_tile(w, Lk, 1, p, b, h, 0, Lq, 0, Lk);
-        for (int64_t i = 0; i < Lq; i++) lse[bh * Lq + i] = softmax_row(w + i * Lk, Lk);
+        for (int64_t i = 0; i < Lq; i++) softmax_row(stats + 2 * (bh * Lq + i), w + i * Lk, Lk);
         if (p->dropout_p <= 0.0f) {
             attn_gemm(o, Dv, w, Lk, v + bh * Lk * Dv, Dv, Lq, Dv, Lk, false, false, 1, 0, 1);
             continue;

@@ -26,6 +26,49 @@ void attn_tile_gemm_ref(float *c, int64_t ldc, const float *a, int64_t a_rs, int
                         const float *b, int64_t ldb, int64_t m, int64_t n, int64_t k, float alpha,
                         bool accumulate);
 
+/* ---- elementwise helpers, threaded over big blocks (threads: the caller's ctx's count); every
+ * element summed in the same order whatever the thread count ---- */
+
+/* y (n) += x (n) */
+void attn_add_into(float *y, const float *x, int64_t n, int threads);
+/* sums (cols) += sum over rows of x (rows, cols), each column in row order (bias gradients) */
+void attn_col_sums_add(float *sums, const float *x, int64_t rows, int64_t cols, int threads);
+
+/* splitmix64's finaliser: a good 64-bit mix of a counter, the dropout generator's hash */
+static inline uint64_t attn_hash64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* ---- dropout masks: keep[i] = 1 when u_i = (attn_hash64(i ^ attn_hash64(key)) >> 40) / 2^24
+ * is >= p, else 0, for i in [0, n). A pure function of (key, i): the same mask on any number of
+ * threads. The fast one threads and vectorises; *_ref is the formula, one element at a time. */
+void attn_dropout_mask(uint8_t *keep, int64_t n, uint64_t key, float p, int threads);
+void attn_dropout_mask_ref(uint8_t *keep, int64_t n, uint64_t key, float p);
+
+/* ---- cross-entropy with label smoothing eps over rows of logits z (rows, C), targets t ----
+ *   m_i = max_c z_ic,  s_i = sum_c exp(z_ic - m_i),  lse_i = m_i + log s_i
+ *   loss_i = (1 - eps) (lse_i - z_it) + eps / C sum_c (lse_i - z_ic)    (0 where t_i = ignore)
+ *   backward: dz_ic += scale (exp(z_ic - m_i) / s_i - (1 - eps) [c = t_i] - eps / C)
+ *             (rows with t_i = ignore get nothing)
+ * max (rows) and sum (rows) are written by the forward for the backward. The fast pair runs rows
+ * in parallel with simd.h's exp (2 ulp) and float lanes for s; *_ref uses libm's exp in double. */
+void attn_cross_entropy_rows(float *max, double *sum, double *loss, const float *z, const int64_t *t,
+                             int64_t rows, int64_t classes, int64_t ignore_index, double eps, int threads);
+void attn_cross_entropy_rows_ref(float *max, double *sum, double *loss, const float *z,
+                                 const int64_t *t, int64_t rows, int64_t classes,
+                                 int64_t ignore_index, double eps);
+void attn_cross_entropy_rows_backward(float *dz, const float *z, const float *max, const double *sum,
+                                      const int64_t *t, int64_t rows, int64_t classes,
+                                      int64_t ignore_index, double eps, double scale, int threads);
+void attn_cross_entropy_rows_backward_ref(float *dz, const float *z, const float *max,
+                                          const double *sum, const int64_t *t, int64_t rows,
+                                          int64_t classes, int64_t ignore_index, double eps,
+                                          double scale);
+
 /* ---- softmax and log-softmax over the last dim of a (rows, cols) block ----
  *   softmax:     y = exp(x - max) / sum exp(x - max)      dx += y * (dy - sum(dy * y))
  *   log_softmax: y = x - max - log sum exp(x - max)       dx += dy - exp(y) * sum(dy)

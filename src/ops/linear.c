@@ -11,13 +11,6 @@ typedef struct linear_sizes {
     int64_t rows, in, out;
 } linear_sizes;
 
-/* db (out) += column sums of dy (rows, out). */
-static void bias_grad(float *db, const float *dy, int64_t rows, int64_t out)
-{
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t j = 0; j < out; j++) db[j] += dy[r * out + j];
-}
-
 static attn_status linear_backward(attn_ctx *ctx, attn_node *node)
 {
     const linear_sizes *s = node->saved;
@@ -31,7 +24,7 @@ static attn_status linear_backward(attn_ctx *ctx, attn_node *node)
         attn_gemm(dx, s->in, dy, s->out, w, s->in, s->rows, s->in, s->out, false, false, 1, 1, ctx->num_threads);
     if (dw) /* dW (out, in) += dY^T (out, R) @ X (R, in) */
         attn_gemm(dw, s->in, dy, s->out, x, s->in, s->out, s->in, s->rows, true, false, 1, 1, ctx->num_threads);
-    if (db) bias_grad(db, dy, s->rows, s->out);
+    if (db) attn_col_sums_add(db, dy, s->rows, s->out, ctx->num_threads); /* db (out) += column sums of dy */
     return ATTN_OK;
 }
 

@@ -23,8 +23,7 @@ static attn_status reshape_backward(attn_ctx *ctx, attn_node *node)
     attn_status st = ATTN_OK;
     float *gx = attn__in_grad(ctx, node, 0, &st);
     if (!gx) return st;
-    const float *dy = node->out->grad;
-    for (int64_t i = 0; i < node->out->numel; i++) gx[i] += dy[i];
+    attn_add_into(gx, node->out->grad, node->out->numel, ctx->num_threads);
     return ATTN_OK;
 }
 

@@ -63,7 +63,7 @@ static attn_status softmax_backward(attn_ctx *ctx, attn_node *node)
     }
     float *yt = scratch(ctx, numel);   /* (outer, inner, n) */
     float *dyt = scratch(ctx, numel);  /* (outer, inner, n) */
-    float *dxt = attn_arena_calloc(&ctx->arena, (size_t)(numel ? numel : 1) * sizeof(float));
+    float *dxt = attn_arena_calloc(&ctx->arena, (size_t)(numel ? numel : 1) * sizeof(float), ctx->num_threads);
     if (!yt || !dyt || !dxt) return attn_last_status();
     const int threads = ctx->num_threads;
     swap_last2(yt, y, s->outer, s->n, s->inner, false, threads);
