@@ -18,7 +18,7 @@ typedef struct cli_command {
     const cli_spec *spec;              /* its options, --help and man page section */
 } cli_command;
 
-extern const cli_spec shapes_spec, nw_spec, classify_spec, translate_spec, op_spec, plot_spec, tour_spec;
+extern const cli_spec shapes_spec, nw_spec, classify_spec, translate_spec, op_spec, plot_spec, tour_spec, bench_spec;
 
 int cmd_shapes(int argc, char **argv);
 int cmd_op(int argc, char **argv);
@@ -31,14 +31,10 @@ int cmd_tour(int argc, char **argv);
 
 /* Prints "attn <cmd>: <message>" to stderr; returns code. */
 int cli_fail(int code, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Parses value of option opt as an integer / float in [min, max]; false (with a message) if it
- * is not a number or out of range. */
+/* Parses value of option opt as an integer in [min, max]; false (with a message) if it is not a
+ * number or out of range (for values inside an option's value; options.h parses options). */
 bool cli_parse_long(const char *cmd, const char *opt, const char *value, long min, long max,
                     long *out);
-bool cli_parse_float(const char *cmd, const char *opt, const char *value, double min, double max,
-                     double *out);
-/* The value of option argv[*i] (advancing *i), or NULL with a message when it is missing. */
-const char *cli_value(const char *cmd, int argc, char **argv, int *i);
 
 /* The shipped data set `name` (e.g. "aclImdb_mini"): in $ATTN_DATA_DIR when it is set;
  * else the first folder that has it of data/ beside the program (the build tree), ../share/attn

@@ -6,7 +6,7 @@
  * the GEMM library of this build on the models' own linear-layer shapes, forward and both
  * backward products (bench/compare_gemm.sh puts the builds of each library side by side). */
 #include "bench_peak.h"
-#include "cli.h"
+#include "options.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -15,12 +15,15 @@
 #include <time.h>
 
 typedef struct bench_args {
-    const char *workload, *mode;
-    long L, B, H, d, runs, warmup;
+    const char *workload;
+    long L, B, H, d, runs, warmup, threads;
     bool causal, json;
-    attn_sdpa_impl impl;
+    int mode;      /* index into mode_names */
+    int impl;      /* an attn_sdpa_impl */
     int gemm_case; /* gemm: index into gemm_cases */
 } bench_args;
+
+static const char *const mode_names[] = {"fwd", "fwdbwd", NULL};
 
 typedef struct bench_result {
     double t_min, t_med, t_max; /* seconds */
@@ -109,10 +112,10 @@ static int sdpa_setup(const bench_args *a, void **state, bench_result *r)
     attn_rng rng;
     attn_rng_seed(&rng, 1);
     s->ctx = cli_ctx_new(0);
-    s->backward = !strcmp(a->mode, "fwdbwd");
+    s->backward = a->mode == 1;
     s->q = randn(&rng, 4, shape, s->backward), s->k = randn(&rng, 4, shape, s->backward);
     s->v = randn(&rng, 4, shape, s->backward), s->g = randn(&rng, 4, shape, false);
-    s->opts.impl = a->impl;
+    s->opts.impl = (attn_sdpa_impl)a->impl;
     s->opts.mask.causal = a->causal;
     *state = s;
     r->flop = 4.0 * a->B * a->H * (double)a->L * a->L * a->d * (a->causal ? 0.5 : 1.0) * (s->backward ? 3.5 : 1.0);
@@ -292,7 +295,7 @@ static int mha_run(void *p)
 {
     module_state *s = p;
     attn_ctx_reset(s->ctx);
-    attn_mha_opts o = {.impl = s->a->impl};
+    attn_mha_opts o = {.impl = (attn_sdpa_impl)s->a->impl};
     attn_tensor *out = attn_mha_forward(s->ctx, &s->mha, s->x, s->x, s->x, &o, NULL);
     if (!out || attn_backward(s->ctx, attn_sum_all(s->ctx, out)) != ATTN_OK)
         return cli_fail(CLI_ERR_DATA, "bench", "mha: %s", attn_last_error());
@@ -412,59 +415,56 @@ static size_t arena_peak(const workload *w, void *state)
     return attn_ctx_bytes_peak(((module_state *)state)->ctx);
 }
 
-static void help(void)
-{
-    printf("usage: attn bench [WORKLOAD] [options]\n\n"
-           "Validates, then times (median of runs after warm-up). Workloads:\n"
-           "  peak        fused multiply-adds from registers on every thread: the float32 ceiling\n"
-           "  sdpa        scaled dot-product attention (B, H, L, d), --mode fwd|fwdbwd, --causal\n"
-           "  sgemm       the GEMM library on the QK^T shape (B*H times (L, d) @ (d, L))\n"
-           "  gemm        the GEMM library on the models' linear layers (translator, classifier,\n"
-           "              encoder): forward X W^T, backward dY W and dY^T X, one row each\n"
-           "  mha         multi-head self-attention E=512, 8 heads: forward + backward\n"
-           "  encoder     Transformer encoder layer d=512, 8 heads, FFN 2048: train step with Adam\n"
-           "  classifier  seed 002's classifier (vocab 20000, E=128, 4 heads): train step with Adam\n"
-           "With no workload, all of them at their default sizes.\n\n"
-           "  --L N --B N --H N --d N   sizes (defaults: sdpa/sgemm B 8, H 8, d 64, L 1024;\n"
-           "                            mha B 8 L 512; encoder B 8 L 256; classifier B 32 L 512)\n"
-           "  --mode fwd|fwdbwd  --causal  --impl fused|ref\n"
-           "  --runs N (default 5)  --warmup N (default 1)  --threads N  --json\n");
-}
+static const char *const impl_names[] = {"auto", "fused", "ref", NULL}; /* attn_sdpa_impl order */
+
+#define O(field) offsetof(bench_args, field)
+static const cli_option options[] = {
+    {"--L", "N", CLI_LONG, O(L), 1, 65536, NULL, NULL, "sequence length (sdpa, sgemm: 1024; mha, classifier: 512; encoder: 256)"},
+    {"--B", "N", CLI_LONG, O(B), 1, 4096, NULL, NULL, "batch (classifier: 32, the others: 8)"},
+    {"--H", "N", CLI_LONG, O(H), 1, 256, NULL, NULL, "heads (default 8)"},
+    {"--d", "N", CLI_LONG, O(d), 1, 4096, NULL, NULL, "head width (default 64)"},
+    {"--mode", NULL, CLI_CHOICE, O(mode), 0, 0, mode_names, "fwd", "sdpa: forward, or forward and backward"},
+    {"--causal", NULL, CLI_FLAG, O(causal), 0, 0, NULL, NULL, "sdpa: a causal mask"},
+    {"--impl", NULL, CLI_CHOICE, O(impl), 0, 0, impl_names, "auto", "sdpa: the kernel"},
+    {"--runs", "N", CLI_LONG, O(runs), 1, 1000, NULL, "5", "timed runs (the median is reported)"},
+    {"--warmup", "N", CLI_LONG, O(warmup), 0, 100, NULL, "1", "untimed runs first"},
+    {"--threads", "N", CLI_LONG, O(threads), 1, 1024, NULL, NULL, "threads (default: all cores)"},
+    {"--json", NULL, CLI_FLAG, O(json), 0, 0, NULL, NULL, "one JSON line per result (bench/compare_*.sh read them)"},
+};
+#undef O
+
+const cli_spec bench_spec = {
+    .cmd = "bench",
+    .synopsis = "[WORKLOAD] [options]",
+    .about = "Validates each kernel against its reference twin, then times it (median of runs after a\n"
+             "warm-up) and prints ms, GFLOP/s and the arena's peak memory. With no WORKLOAD, all of them.",
+    .actions = "  peak              fused multiply-adds from registers on every thread: the float32 ceiling\n"
+               "  sdpa              scaled dot-product attention (B, H, L, d), --mode, --causal, --impl\n"
+               "  sgemm             the GEMM library on the QK^T shape (B*H times (L, d) @ (d, L))\n"
+               "  gemm              the GEMM library on the models' linear layers: forward X W^T, backward\n"
+               "                    dY W and dY^T X, one row each\n"
+               "  mha               multi-head self-attention E=512, 8 heads: forward + backward\n"
+               "  encoder           Transformer encoder layer d=512, 8 heads, FFN 2048: train step with Adam\n"
+               "  classifier        seed 002's classifier (vocab 20000, E=128, 4 heads): train step with Adam\n",
+    CLI_OPTIONS(options),
+};
+
+static bool known_workload(const char *name);
 
 static int parse(int argc, char **argv, bench_args *a)
 {
-    *a = (bench_args){.mode = "fwd", .runs = 5, .warmup = 1, .impl = ATTN_SDPA_AUTO};
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v;
-        if (!strcmp(o, "--help") || !strcmp(o, "-h")) return help(), -1;
-        if (!strcmp(o, "--causal")) a->causal = true;
-        else if (!strcmp(o, "--json")) a->json = true;
-        else if (o[0] != '-') {
-            a->workload = o;
-        } else if (!strcmp(o, "--mode") || !strcmp(o, "--impl")) {
-            if (!(v = cli_value("bench", argc, argv, &i))) return CLI_ERR_USAGE;
-            if (!strcmp(o, "--mode") && (!strcmp(v, "fwd") || !strcmp(v, "fwdbwd"))) a->mode = v;
-            else if (!strcmp(o, "--impl") && (!strcmp(v, "fused") || !strcmp(v, "ref")))
-                a->impl = !strcmp(v, "ref") ? ATTN_SDPA_REF : ATTN_SDPA_FUSED;
-            else return cli_fail(CLI_ERR_USAGE, "bench", "%s: unexpected value \"%s\"", o, v);
-        } else {
-            struct { const char *name; long *dst, min, max; } nums[] = {
-                {"--L", &a->L, 1, 65536}, {"--B", &a->B, 1, 4096}, {"--H", &a->H, 1, 256}, {"--d", &a->d, 1, 4096},
-                {"--runs", &a->runs, 1, 1000}, {"--warmup", &a->warmup, 0, 100},
-            };
-            long threads = 0;
-            int k = 0;
-            while (k < 6 && strcmp(o, nums[k].name)) k++;
-            if (k == 6 && strcmp(o, "--threads")) return cli_fail(CLI_ERR_USAGE, "bench", "unknown option \"%s\" (see attn bench --help)", o);
-            if (!(v = cli_value("bench", argc, argv, &i))) return CLI_ERR_USAGE;
-            if (k == 6) {
-                if (!cli_parse_long("bench", o, v, 1, 1024, &threads)) return CLI_ERR_USAGE;
-                cli_set_threads((int)threads);
-            } else if (!cli_parse_long("bench", o, v, nums[k].min, nums[k].max, nums[k].dst)) {
-                return CLI_ERR_USAGE;
-            }
-        }
-    }
+    memset(a, 0, sizeof *a);
+    const char **names = calloc((size_t)argc, sizeof *names);
+    int n = 0;
+    int code = names ? cli_parse(&bench_spec, a, argc, argv, 1, names, &n)
+                     : cli_fail(CLI_ERR_DATA, "bench", "out of memory");
+    if (code == CLI_OK && n > 1) code = cli_fail(CLI_ERR_USAGE, "bench", "unexpected argument \"%s\"", names[1]);
+    a->workload = code == CLI_OK && n == 1 ? names[0] : NULL;
+    free(names);
+    if (code != CLI_OK) return code;
+    if (a->workload && !known_workload(a->workload))
+        return cli_fail(CLI_ERR_USAGE, "bench", "unknown workload \"%s\" (see attn bench --help)", a->workload);
+    if (a->threads) cli_set_threads((int)a->threads);
     return CLI_OK;
 }
 
@@ -496,7 +496,7 @@ static int run_workload(const workload *w, bench_args a)
         r.t_min = t[0], r.t_med = t[a.runs / 2], r.t_max = t[a.runs - 1];
         r.peak_bytes = arena_peak(w, state);
         const bool sdpa = !strcmp(w->name, "sdpa");
-        const char *mode = sdpa ? a.mode : w->run == peak_run ? "fma" : w->run == gemm_run ? "fwd" : "train";
+        const char *mode = sdpa ? mode_names[a.mode] : w->run == peak_run ? "fma" : w->run == gemm_run ? "fwd" : "train";
         if (w->run == gemm_prod_run) {
             const gemm_prod_state *s = state;
             const char *layer = gemm_shapes[a.gemm_case / GEMM_OPS].layer, *op = gemm_ops[a.gemm_case % GEMM_OPS];
@@ -534,19 +534,24 @@ static int run_workload(const workload *w, bench_args a)
     return code;
 }
 
+static bool known_workload(const char *name)
+{
+    for (size_t i = 0; i < sizeof workloads / sizeof workloads[0]; i++)
+        if (!strcmp(name, workloads[i].name)) return true;
+    return false;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     bench_args a;
     int code = parse(argc, argv, &a);
-    if (code != CLI_OK) return code < 0 ? CLI_OK : code;
+    if (code != CLI_OK) return code == CLI_HELP_SHOWN ? CLI_OK : code;
     for (size_t i = 0; i < sizeof workloads / sizeof workloads[0]; i++) {
         if (a.workload && strcmp(a.workload, workloads[i].name)) continue;
         const bool gemm = workloads[i].run == gemm_prod_run;
         if (gemm && !a.json) printf("GEMM library: %s\n", attn_gemm_backend());
         for (a.gemm_case = 0; a.gemm_case < (gemm ? GEMM_CASES : 1); a.gemm_case++)
             if ((code = run_workload(&workloads[i], a)) != CLI_OK) return code;
-        if (a.workload) return CLI_OK;
     }
-    return a.workload ? cli_fail(CLI_ERR_USAGE, "bench", "unknown workload \"%s\" (see attn bench --help)", a.workload)
-                      : CLI_OK;
+    return CLI_OK;
 }
