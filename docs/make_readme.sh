@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rewrites the generated blocks of README.md, so what it shows cannot go stale:
-#   <!-- run: ARGS -->   ... <!-- end -->   "$ attn ARGS" and what the program prints, indented
+#   <!-- run: ARGS -->   ... <!-- end -->   "$ attn ARGS" and what the program prints on stdout, indented
 #   <!-- file: PATH -->  ... <!-- end -->   the file, in a ```c block
 # Commands run in an empty temporary folder (files they write are thrown away).
 # Usage: docs/make_readme.sh [ATTN_BIN]          rewrite README.md
@@ -29,7 +29,10 @@ while IFS= read -r line || [[ -n $line ]]; do
     mkdir -p "$work/run" && rm -rf "$work/run"/*
     printf '    $ attn %s\n' "$args" >> "$out"
     # shellcheck disable=SC2086 # ARGS are words, as typed in the README
-    (cd "$work/run" && "$bin" $args) 2>&1 | sed -e 's/^/    /' -e 's/[[:space:]]*$//' >> "$out"
+    if ! (cd "$work/run" && "$bin" $args) > "$work/output" 2> "$work/errors"; then
+      echo "make_readme: \`attn $args\` failed:" >&2; cat "$work/errors" >&2; exit 1
+    fi
+    sed -e 's/^/    /' -e 's/[[:space:]]*$//' "$work/output" >> "$out"
     skipping=1
   elif [[ $line =~ ^'<!-- file: '(.*)' -->'$ ]]; then
     { echo '```c'; cat "${BASH_REMATCH[1]}"; echo '```'; } >> "$out"

@@ -9,6 +9,8 @@
  * the same order, so the same seed and thread count repeat a run bit for bit. */
 #include "kernels.h"
 
+#include "attn.h" /* attn_gemm_backend is public: its declaration gives it default visibility */
+
 #include <pthread.h>
 #include <stdio.h>
 
