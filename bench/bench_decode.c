@@ -90,9 +90,9 @@ static attn_status beam_search(attn_ctx *ctx, const attn_seq2seq *m, const optio
                                out + i * out_width, &out_lens[i], NULL);
     return st;
 #else
-    (void)ctx;
-    return (ref ? attn_seq2seq_beam_batch_ref : attn_seq2seq_beam_batch)(m, src, lens, n, width, o->beam, o->alpha,
-                                                                         max_out, out_width, out, out_lens);
+    return (ref ? attn_seq2seq_beam_batch_ref : attn_seq2seq_beam_batch)(ctx, m, src, lens, n, width, o->beam,
+                                                                         o->alpha, max_out, out_width, out,
+                                                                         out_lens);
 #endif
 }
 
@@ -135,7 +135,6 @@ int main(int argc, char **argv)
     options o;
     int code = parse(&o, argc, argv);
     if (code) return code;
-    attn_set_num_threads(o.threads);
     attn_seq2seq m = {0};
     attn_params *p = NULL;
     if (load_model(&m, &p, o.checkpoint)) return 1;
@@ -157,6 +156,7 @@ int main(int argc, char **argv)
     const int64_t bs = 100, max_extra = 10, n_all = ids.count;
     attn_pad_opts pad = {.pad_id = c->pad_id, .bos_id = -1, .eos_id = c->eos_id};
     attn_ctx *ctx = attn_ctx_new(0);
+    if (ctx && attn_ctx_set_num_threads(ctx, o.threads) != ATTN_OK) return fail("threads");
     int64_t rows[100], lens[100], out_lens[100];
     int64_t *src = malloc((size_t)(bs * c->max_len) * sizeof *src);
     int64_t *out = malloc((size_t)(bs * (c->max_len + max_extra)) * sizeof *out);

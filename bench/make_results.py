@@ -3,6 +3,8 @@
 bench/results/all_*.jsonl (one run with every row), else the newest sdpa_*.jsonl and models_*.jsonl.
 Usage: make_results.py bench/results > RESULTS.md
        make_results.py --readme bench/results   (the README's compact table of the same rows)
+       make_results.py --ort bench/results      (the ONNX Runtime section alone, from the newest
+                                                 ort_*.jsonl of bench/compare_ort.sh)
 Rows of ours come from `attn bench --json` (or the older bench_sdpa program), PyTorch's from
 ../shared/bench/bench_torch.py; every row's ratio is taken between figures of the same run."""
 import glob
@@ -22,11 +24,13 @@ def sh(cmd):
 
 def machine_line(stamp):
     cpu = sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").strip()
+    dnnl = sh("dpkg-query -W -f='${Version}' libdnnl2")
     openblas = sh("dpkg-query -W -f='${Version}' libopenblas0-pthread")
     torch = sh("dpkg-query -W -f='${Version}' python3-torch")
     return "\n".join([
         f"cpu: {cpu}, {sh('nproc')} cores; kernel {platform.release()}",
-        f"gcc: {sh('gcc -dumpfullversion')}; openblas: {openblas}; python3-torch: {torch}",
+        f"gcc: {sh('gcc -dumpfullversion')}; onednn: {dnnl or '-'}; openblas: {openblas or '-'}; "
+        f"python3-torch: {torch}",
         f"runs: {stamp}",
     ])
 
@@ -86,7 +90,8 @@ def sdpa_section(rows):
     print("## Scaled dot-product attention (B=8, H=8, d=64)\n")
     print("GFLOP/s from one count for both sides: 4·B·H·L²·d forward (half for causal: our kernel "
           "skips the masked half, PyTorch's math path computes it), 3.5× that for forward+backward. "
-          "`sgemm QK^T` = OpenBLAS on the (L, 64) @ (64, L) shape, B·H times, 2 threads, same run.\n")
+          "`sgemm QK^T` = the build's GEMM library on the (L, 64) @ (64, L) shape, B·H times, 2 threads, "
+          "same run.\n")
     peak = rows.get(("peak", 1024, "none", "fma"), {})
     p2, p1 = peak.get("attn peak"), peak.get("attn peak 1 thread")
     if p2 and p1:
@@ -172,6 +177,57 @@ def readme_table(rows):
         print(f"| {name} | {attn} | {short(t)} | {ratio(a, t)} | {short(tt)} | {ratio(a, tt)} | {scale} | {rss} |")
 
 
+ORT_VARIANTS = [("ort mha", "ORT MultiHeadAttention"), ("ort attention23", "ORT Attention (opset 23)"),
+                ("ort math", "ORT math graph")]
+
+
+def ort_section(path):
+    """bench/compare_ort.sh's rows: ours and ONNX Runtime's on the same inputs, same run."""
+    rows, peak = {}, None
+    for line in open(path):
+        rec = json.loads(line)
+        r = rec["result"]
+        if rec["tag"] == "attn peak":
+            peak = r["gflops_med"]
+            continue
+        rows.setdefault((r["what"], r["L"], r["causal"]), {})[rec["tag"]] = r
+    ms = lambda r: f"{1e3 * r['t_med']:.1f} ({1e3 * r['t_min']:.1f}–{1e3 * r['t_max']:.1f})" if r else "-"
+    print("## ONNX Runtime 1.30 (float32, CPU), same inputs, same run\n")
+    print(f"From `bench/compare_ort.sh` (`{os.path.basename(path)}`). Median (min–max) ms; 2 threads on both "
+          "sides (ORT: 2 intra-op threads, sequential execution, all graph optimisations). ORT's time is its "
+          "native session run (its profiler's `model_run`), not the Node.js call; ours is `bench_ort` "
+          "(bench/bench_ort.c) on the same inputs. `vs fastest ORT` = the fastest ORT variant's median over "
+          "ours; `max diff` = the largest |ORT - ours| over every output, all variants.")
+    if peak:
+        print(f" Float32 ceiling of the run (`attn bench peak`): {peak:.1f} GFLOP/s.")
+    print("\n### Scaled dot-product attention forward (B=8, H=8, d=64)\n")
+    print("| L | mask | attn ms | GFLOP/s | % of peak | " + " | ".join(n + " ms" for _, n in ORT_VARIANTS) +
+          " | vs fastest ORT | max diff |")
+    print("|---|---|---|---|---|" + "---|" * len(ORT_VARIANTS) + "---|---|")
+    for key in sorted(k for k in rows if k[0] == "sdpa"):
+        r = rows[key]
+        a = r.get("attn")
+        theirs = [r[t] for t, _ in ORT_VARIANTS if t in r]
+        g = sdpa_flop(key[1], key[2], False) / a["t_med"] * 1e-9 if a else None
+        best = min((t["t_med"] for t in theirs), default=None)
+        cells = [str(key[1]), "causal" if key[2] else "none", ms(a), f"{g:.1f}" if g else "-",
+                 f"{100 * g / peak:.0f}%" if g and peak else "-"]
+        cells += [ms(r.get(t)) for t, _ in ORT_VARIANTS]
+        cells.append(f"{best / a['t_med']:.2f}×" if a and best else "-")
+        cells.append(f"{max(t['max_abs_diff'] for t in theirs):.1e}" if theirs else "-")
+        print("| " + " | ".join(cells) + " |")
+    enc = [k for k in rows if k[0] == "encoder"]
+    if enc:
+        print("\n### nn.TransformerEncoderLayer(512, 8, 2048) forward, B=8, L=256 (exported from PyTorch 1.13)\n")
+        print("| attn ms | ORT ms | vs ORT | max diff |")
+        print("|---|---|---|---|")
+        for key in enc:
+            a, o = rows[key].get("attn"), rows[key].get("ort encoder")
+            vs = f"{o['t_med'] / a['t_med']:.2f}×" if a and o else "-"
+            print(f"| {ms(a)} | {ms(o)} | {vs} | {o['max_abs_diff']:.1e} |" if o else f"| {ms(a)} | - | - | - |")
+    print()
+
+
 def newest(folder, group):
     files = sorted(glob.glob(os.path.join(folder, f"{group}_*.jsonl")))
     return files[-1] if files else None
@@ -180,6 +236,11 @@ def newest(folder, group):
 def main():
     readme = sys.argv[1] == "--readme"
     folder = sys.argv[-1]
+    ort = newest(folder, "ort")
+    if sys.argv[1] == "--ort":
+        if ort:
+            ort_section(ort)
+        return
     files = [newest(folder, "all")] if newest(folder, "all") else [
         f for f in (newest(folder, "sdpa"), newest(folder, "models")) if f]
     rows = {}
@@ -198,6 +259,8 @@ def main():
     print("```\n" + machine_line(", ".join(os.path.basename(f) for f in files)) + "\n```\n")
     sdpa_section(rows)
     models_section(rows)
+    if ort:
+        ort_section(ort)
 
 
 main()

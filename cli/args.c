@@ -3,7 +3,6 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,15 +18,6 @@ int cli_fail(int code, const char *cmd, const char *fmt, ...)
     return code;
 }
 
-const char *cli_value(const char *cmd, int argc, char **argv, int *i)
-{
-    if (*i + 1 >= argc) {
-        cli_fail(CLI_ERR_USAGE, cmd, "option %s needs a value", argv[*i]);
-        return NULL;
-    }
-    return argv[++*i];
-}
-
 bool cli_parse_long(const char *cmd, const char *opt, const char *value, long min, long max,
                     long *out)
 {
@@ -40,24 +30,6 @@ bool cli_parse_long(const char *cmd, const char *opt, const char *value, long mi
     }
     if (v < min || v > max) {
         cli_fail(CLI_ERR_USAGE, cmd, "%s must be in [%ld, %ld], got %ld", opt, min, max, v);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
-bool cli_parse_float(const char *cmd, const char *opt, const char *value, double min, double max,
-                     double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(value, &end);
-    if (errno || end == value || *end || !isfinite(v)) {
-        cli_fail(CLI_ERR_USAGE, cmd, "%s expects a finite number, got \"%s\"", opt, value);
-        return false;
-    }
-    if (v < min || v > max) {
-        cli_fail(CLI_ERR_USAGE, cmd, "%s must be in [%g, %g], got %g", opt, min, max, v);
         return false;
     }
     *out = v;

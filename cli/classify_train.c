@@ -204,8 +204,8 @@ int classify_train(classify_run *run, const classify_split *train, const classif
     const classify_options *o = run->opt;
     attn_optim_config cfg = attn_optim_defaults(ATTN_OPTIM_ADAM);
     cfg.lr = (float)o->train.lr;
-    attn_optim *opt = attn_optim_new(run->params, &cfg);
-    attn_ctx *ctx = attn_ctx_new(rank_dropout_seed(o->train.seed));
+    attn_optim *opt = cli_optim_new(run->params, &cfg);
+    attn_ctx *ctx = cli_ctx_new(rank_dropout_seed(o->train.seed));
     const int64_t global = o->train.batch_size * dist_size(), per_epoch = (train->count + global - 1) / global;
     float *losses = malloc((size_t)(per_epoch * o->train.epochs + 1) * sizeof *losses);
     int64_t n_losses = 0;

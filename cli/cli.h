@@ -18,7 +18,7 @@ typedef struct cli_command {
     const cli_spec *spec;              /* its options, --help and man page section */
 } cli_command;
 
-extern const cli_spec shapes_spec, nw_spec, classify_spec, translate_spec, op_spec;
+extern const cli_spec shapes_spec, nw_spec, classify_spec, translate_spec, op_spec, plot_spec, tour_spec, bench_spec;
 
 int cmd_shapes(int argc, char **argv);
 int cmd_op(int argc, char **argv);
@@ -27,16 +27,26 @@ int cmd_classify(int argc, char **argv);
 int cmd_translate(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_tour(int argc, char **argv);
 
 /* Prints "attn <cmd>: <message>" to stderr; returns code. */
 int cli_fail(int code, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Parses value of option opt as an integer / float in [min, max]; false (with a message) if it
- * is not a number or out of range. */
+/* Parses value of option opt as an integer in [min, max]; false (with a message) if it is not a
+ * number or out of range (for values inside an option's value; options.h parses options). */
 bool cli_parse_long(const char *cmd, const char *opt, const char *value, long min, long max,
                     long *out);
-bool cli_parse_float(const char *cmd, const char *opt, const char *value, double min, double max,
-                     double *out);
-/* The value of option argv[*i] (advancing *i), or NULL with a message when it is missing. */
-const char *cli_value(const char *cmd, int argc, char **argv, int *i);
+
+/* The shipped data set `name` (e.g. "aclImdb_mini"): in $ATTN_DATA_DIR when it is set;
+ * else the first folder that has it of data/ beside the program (the build tree), ../share/attn
+ * beside it (an installed bin/attn) and the configured install folder; else data/<name>
+ * relative to the current folder. The string lives as long as the process. */
+const char *cli_default_data(const char *name);
+
+/* --threads: the count every ctx and optimizer made below gets (n <= 0: the library default,
+ * attn_default_num_threads()). NULL from the constructors with attn_last_error() set. */
+void cli_set_threads(int n);
+int cli_threads(void); /* the count in effect */
+attn_ctx *cli_ctx_new(uint64_t seed);
+attn_optim *cli_optim_new(attn_params *p, const attn_optim_config *cfg);
 
 #endif

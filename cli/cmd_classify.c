@@ -13,8 +13,9 @@ enum { TRAIN, EVAL, PREDICT, EXPLAIN };
 
 #define M(field) offsetof(classify_options, model.field)
 static const cli_option options[] = {
-    {"--data", "DIR", CLI_TEXT, offsetof(classify_options, data), 0, 0, NULL, "data/aclImdb_mini",
-     "aclImdb root with train/ and test/"},
+    {"--data", "DIR", CLI_TEXT, offsetof(classify_options, data), 0, 0, NULL, NULL,
+     "aclImdb root with train/ and test/ (default the shipped aclImdb_mini: $ATTN_DATA_DIR, or beside the "
+     "program, or its installed share/attn)"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "model (train; the others read it from the checkpoint):"},
     {"--attention", NULL, CLI_CHOICE, offsetof(classify_options, attention), 0, 0, attention_names, "softmax",
      "the attention layer: the seed's multi-head softmax, or one of seed 002's variants"},
@@ -99,6 +100,7 @@ static int parse(int argc, char **argv, classify_options *o, int *action, const 
     if (!*texts) return cli_fail(CLI_ERR_DATA, "classify", "out of memory");
     int code = cli_parse(&classify_spec, o, argc, argv, 2, *texts, n_texts);
     if (code != CLI_OK) return code;
+    if (!o->data) o->data = cli_default_data("aclImdb_mini");
     for (*action = 0; action_names[*action] && strcmp(argv[1], action_names[*action]); ++*action) {}
     if (!action_names[*action])
         return cli_fail(CLI_ERR_USAGE, "classify", "unknown action \"%s\"; expected train, eval, predict or explain",
@@ -106,7 +108,7 @@ static int parse(int argc, char **argv, classify_options *o, int *action, const 
     o->model.attention = (attn_classifier_attention)o->attention;
     o->model.max_len = o->train.max_len;
     if ((code = validate(o, *action, *n_texts)) != CLI_OK) return code;
-    if (o->train.threads > 0) attn_set_num_threads((int)o->train.threads);
+    if (o->train.threads > 0) cli_set_threads((int)o->train.threads);
     return CLI_OK;
 }
 
@@ -167,7 +169,7 @@ int classify_evaluate(classify_run *run, const classify_split *split, double *ac
 {
     const int64_t bs = 64, max_len = run->model.cfg.max_len;
     int64_t *ids = malloc((size_t)(bs * max_len) * sizeof *ids), lengths[64], labels[64], rows[64];
-    attn_ctx *ctx = attn_ctx_new(0);
+    attn_ctx *ctx = cli_ctx_new(0);
     int code = ids && ctx ? CLI_OK : cli_fail(CLI_ERR_DATA, "classify", "out of memory");
     int64_t correct = 0;
     double loss_sum = 0;
@@ -363,7 +365,7 @@ static int predict_one(classify_run *run, attn_ctx *ctx, attn_tokens *tokens, in
 static int do_predict(classify_run *run, classify_options *o, const char **texts, int n_texts)
 {
     int code = load_model(run, o);
-    attn_ctx *ctx = attn_ctx_new(0);
+    attn_ctx *ctx = cli_ctx_new(0);
     int64_t *ids = malloc((size_t)o->model.max_len * sizeof *ids);
     attn_tokens tokens = {0};
     if (code == CLI_OK && (!ctx || !ids)) code = cli_fail(CLI_ERR_DATA, "classify", "out of memory");
@@ -391,7 +393,7 @@ static int do_explain(classify_run *run, classify_options *o, const char **texts
 {
     (void)n_texts; /* one: validate() checked */
     int code = load_model(run, o);
-    attn_ctx *ctx = attn_ctx_new(0);
+    attn_ctx *ctx = cli_ctx_new(0);
     int64_t *ids = malloc((size_t)o->model.max_len * sizeof *ids);
     attn_tokens tokens = {0};
     if (code != CLI_OK || !ctx || !ids) goto done;

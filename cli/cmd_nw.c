@@ -177,8 +177,8 @@ static int train(const nw_options *o, const nw_data *d, attn_params *p, attn_ten
 {
     attn_optim_config cfg = attn_optim_defaults(ATTN_OPTIM_SGD);
     cfg.lr = (float)o->lr;
-    attn_optim *opt = attn_optim_new(p, &cfg);
-    attn_ctx *ctx = attn_ctx_new(0);
+    attn_optim *opt = cli_optim_new(p, &cfg);
+    attn_ctx *ctx = cli_ctx_new(0);
     int code = opt && ctx ? CLI_OK : cli_fail(CLI_ERR_DATA, "nw", "%s", attn_last_error());
     for (long e = 0; code == CLI_OK && e < o->epochs; e++) {
         attn_tensor *keys = attn_nw_leave_one_out(ctx, d->x_train);
@@ -205,7 +205,7 @@ static int train(const nw_options *o, const nw_data *d, attn_params *p, attn_ten
 
 static int predict(const nw_data *d, attn_tensor *w, float *pred)
 {
-    attn_ctx *ctx = attn_ctx_new(0);
+    attn_ctx *ctx = cli_ctx_new(0);
     if (!ctx) return cli_fail(CLI_ERR_DATA, "nw", "%s", attn_last_error());
     attn_ctx_set_grad_enabled(ctx, false);
     int64_t n = d->x_test->numel;

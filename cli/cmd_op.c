@@ -101,12 +101,12 @@ int cmd_op(int argc, char **argv)
                         "conv_attention",
                         a.name);
     if ((code = validate(&a, mech)) != CLI_OK) return code;
-    if (a.threads > 0) attn_set_num_threads((int)a.threads);
+    if (a.threads > 0) cli_set_threads((int)a.threads);
     op_run run = {0};
     run.args = &a;
     run.mech = mech;
     run.file = attn_st_open(a.in_path);
-    run.ctx = attn_ctx_new(0);
+    run.ctx = cli_ctx_new(0);
     run.params = attn_params_new();
     run.writer = attn_st_writer_new();
     code = CLI_ERR_DATA;

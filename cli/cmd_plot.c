@@ -1,33 +1,53 @@
 /* attn plot heatmap: draws any saved matrix (e.g. the `weights` that attn op writes) as a
  * heatmap, or a grid of heatmaps for a stack of them (one panel per head). */
-#include "cli.h"
+#include "options.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-
-static void help(void)
-{
-    printf("usage: attn plot heatmap --in FILE.safetensors --tensor NAME --out FILE.png [options]\n\n"
-           "Draws a (rows, cols) matrix from a safetensors file; a tensor with more dims is indexed\n"
-           "with --index down to 2 dims, or, with --grid, its last 3 dims become one panel each.\n\n"
-           "  --labels a,b,c      the same token labels on both axes\n"
-           "  --xlabels a,b,c     key labels;  --ylabels a,b,c  query labels\n"
-           "  --index i[,j]       leading indices (e.g. batch 0, head 2: --index 0,2)\n"
-           "  --grid              one panel per matrix of the last 3 dims (e.g. heads)\n"
-           "  --cmap viridis|reds colour map (default viridis)\n"
-           "  --range auto|unit   colour scale from the data, or fixed [0, 1] (default auto)\n"
-           "  --title TEXT --xlabel TEXT --ylabel TEXT\n"
-           "  --values on|off     numbers in the cells (default: on up to 16 x 16)\n"
-           "The format follows the extension of --out: .png, .svg or .pdf.\n");
-}
 
 typedef struct plot_args {
-    const char *in, *tensor, *out, *labels, *xlabels, *ylabels, *index, *title, *xlabel, *ylabel;
+    const char *in, *tensor, *out, *labels, *xlabels, *ylabels, *index, *title, *xlabel, *ylabel, *panel_titles;
     bool grid;
+    int cmap, range, values; /* indexes into the choices below */
     attn_heatmap_opts opts;
 } plot_args;
+
+static const char *const cmap_names[] = {"viridis", "reds", NULL}; /* attn_colormap order */
+static const char *const range_names[] = {"auto", "unit", NULL};
+static const char *const values_names[] = {"auto", "on", "off", NULL};
+
+#define O(field) offsetof(plot_args, field)
+static const cli_option options[] = {
+    {"--in", "FILE", CLI_TEXT, O(in), 0, 0, NULL, NULL, "the safetensors file (required)"},
+    {"--tensor", "NAME", CLI_TEXT, O(tensor), 0, 0, NULL, NULL, "the tensor to draw (required)"},
+    {"--out", "FILE", CLI_TEXT, O(out), 0, 0, NULL, NULL, "the picture: .png, .svg or .pdf (required)"},
+    {"--labels", "a,b,c", CLI_TEXT, O(labels), 0, 0, NULL, NULL, "the same token labels on both axes"},
+    {"--xlabels", "a,b,c", CLI_TEXT, O(xlabels), 0, 0, NULL, NULL, "key (column) labels"},
+    {"--ylabels", "a,b,c", CLI_TEXT, O(ylabels), 0, 0, NULL, NULL, "query (row) labels"},
+    {"--index", "i[,j]", CLI_TEXT, O(index), 0, 0, NULL, NULL, "leading indices (e.g. batch 0, head 2: --index 0,2)"},
+    {"--grid", NULL, CLI_FLAG, O(grid), 0, 0, NULL, NULL, "one panel per matrix of the last 3 dims (e.g. heads)"},
+    {"--panel-titles", "a,b", CLI_TEXT, O(panel_titles), 0, 0, NULL, NULL,
+     "titles of the --grid panels (default: head 1, head 2, ...)"},
+    {"--cmap", NULL, CLI_CHOICE, O(cmap), 0, 0, cmap_names, "viridis", "colour map"},
+    {"--range", NULL, CLI_CHOICE, O(range), 0, 0, range_names, "auto", "colour scale from the data, or fixed [0, 1]"},
+    {"--title", "TEXT", CLI_TEXT, O(title), 0, 0, NULL, NULL, "above the picture"},
+    {"--xlabel", "TEXT", CLI_TEXT, O(xlabel), 0, 0, NULL, NULL, "the column axis title (default key)"},
+    {"--ylabel", "TEXT", CLI_TEXT, O(ylabel), 0, 0, NULL, NULL, "the row axis title (default query)"},
+    {"--values", NULL, CLI_CHOICE, O(values), 0, 0, values_names, "auto", "numbers in the cells (auto: up to 16 x 16)"},
+};
+#undef O
+
+const cli_spec plot_spec = {
+    .cmd = "plot",
+    .synopsis = "heatmap --in FILE.safetensors --tensor NAME --out FILE.png [options]",
+    .about = "Draws a (rows, cols) matrix from a safetensors file (e.g. the weights attn op writes); a\n"
+             "tensor with more dims is indexed with --index down to 2 dims, or, with --grid, its last 3\n"
+             "dims become one panel each.",
+    CLI_OPTIONS(options),
+    .notes = "The format follows the extension of --out. Seed 002's picture:\n"
+             "  --labels 词1,词2,词3,词4 --xlabel Key位置 --ylabel Query位置 --values on\n",
+};
 
 /* Splits a comma-separated list in place; returns the count (labels points into s). */
 static int64_t split_list(char *s, const char ***labels)
@@ -48,37 +68,15 @@ static int64_t split_list(char *s, const char ***labels)
 static int parse(int argc, char **argv, plot_args *a)
 {
     memset(a, 0, sizeof *a);
-    for (int i = 2; i < argc; i++) {
-        const char *o = argv[i], *v;
-        if (!strcmp(o, "--help") || !strcmp(o, "-h")) return help(), -1;
-        if (!strcmp(o, "--grid")) {
-            a->grid = true;
-            continue;
-        }
-        const char **str[] = {&a->in, &a->tensor, &a->out, &a->labels, &a->xlabels, &a->ylabels, &a->index,
-                              &a->title, &a->xlabel, &a->ylabel};
-        const char *names[] = {"--in", "--tensor", "--out", "--labels", "--xlabels", "--ylabels", "--index",
-                               "--title", "--xlabel", "--ylabel"};
-        int k = 0;
-        while (k < 10 && strcmp(o, names[k])) k++;
-        if (k == 10 && strcmp(o, "--cmap") && strcmp(o, "--range") && strcmp(o, "--values"))
-            return cli_fail(CLI_ERR_USAGE, "plot", "unknown option \"%s\" (see attn plot --help)", o);
-        if (!(v = cli_value("plot", argc, argv, &i))) return CLI_ERR_USAGE;
-        if (k < 10) *str[k] = v;
-        else if (!strcmp(o, "--cmap") && (!strcmp(v, "viridis") || !strcmp(v, "reds")))
-            a->opts.cmap = !strcmp(v, "reds") ? ATTN_CMAP_REDS : ATTN_CMAP_VIRIDIS;
-        else if (!strcmp(o, "--range") && (!strcmp(v, "auto") || !strcmp(v, "unit")))
-            a->opts.auto_range = !strcmp(v, "auto");
-        else if (!strcmp(o, "--values") && (!strcmp(v, "on") || !strcmp(v, "off")))
-            a->opts.annotate = !strcmp(v, "on") ? 1 : -1;
-        else
-            return cli_fail(CLI_ERR_USAGE, "plot", "%s: unexpected value \"%s\" (see attn plot --help)", o, v);
-    }
+    int code = cli_parse(&plot_spec, a, argc, argv, 2, NULL, NULL);
+    if (code != CLI_OK) return code;
     if (!a->in || !a->tensor || !a->out)
         return cli_fail(CLI_ERR_USAGE, "plot", "--in, --tensor and --out are required (see attn plot --help)");
-    const char *ext = strrchr(a->out, '.');
-    if (!ext || (strcasecmp(ext, ".png") && strcasecmp(ext, ".svg") && strcasecmp(ext, ".pdf")))
-        return cli_fail(CLI_ERR_USAGE, "plot", "--out %s: expected a .png, .svg or .pdf file name", a->out);
+    if (!cli_check_input_file("plot", "--in", a->in, NULL) || !cli_check_picture("plot", "--out", a->out))
+        return CLI_ERR_USAGE;
+    a->opts.cmap = (attn_colormap)a->cmap;
+    a->opts.auto_range = a->range == 0;
+    a->opts.annotate = a->values == 1 ? 1 : a->values == 2 ? -1 : 0;
     return CLI_OK;
 }
 
@@ -117,16 +115,48 @@ static int select_offset(const plot_args *a, const attn_tensor *t, int keep, int
     return CLI_OK;
 }
 
+/* One panel per matrix of (panels, rows, cols), titled by --panel-titles or "head 1", "head 2",
+ * ...; two rows of panels from 4 panels on. */
+static int plot_grid(plot_args *a, const float *values, int64_t panels, int64_t rows, int64_t cols)
+{
+    enum { MAX_PANELS = 4096 }; /* the most attn_plot_heatmap_grid draws */
+    if (panels < 1 || panels > MAX_PANELS)
+        return cli_fail(CLI_ERR_DATA, "plot", "--grid: %lld panels; expected 1 to %d", (long long)panels, MAX_PANELS);
+    char *store = NULL;
+    const char **titles = NULL;
+    int code = CLI_OK;
+    if (a->panel_titles) {
+        int64_t n = (store = strdup(a->panel_titles)) ? split_list(store, &titles) : -1;
+        if (n != panels)
+            code = cli_fail(CLI_ERR_USAGE, "plot", "%lld --panel-titles for %lld panels", (long long)n, (long long)panels);
+    } else if ((store = malloc((size_t)panels * 16)) && (titles = malloc((size_t)panels * sizeof *titles))) {
+        for (int64_t i = 0; i < panels; i++) {
+            snprintf(store + i * 16, 16, "head %lld", (long long)i + 1);
+            titles[i] = store + i * 16;
+        }
+    } else {
+        code = cli_fail(CLI_ERR_DATA, "plot", "out of memory");
+    }
+    int gc = panels >= 4 ? (int)(panels + 1) / 2 : (int)panels, gr = panels % gc ? 1 : (int)panels / gc;
+    if (panels % gc) gc = (int)panels;
+    if (code == CLI_OK && attn_plot_heatmap_grid(a->out, values, gr, gc, rows, cols, titles, &a->opts) != ATTN_OK)
+        code = cli_fail(CLI_ERR_DATA, "plot", "%s", attn_last_error());
+    free(titles);
+    free(store);
+    return code;
+}
+
 int cmd_plot(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "heatmap")) {
-        if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) return help(), CLI_OK;
-        help();
-        return CLI_ERR_USAGE;
+        bool asked = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+        if (!asked && argc >= 2) cli_fail(CLI_ERR_USAGE, "plot", "unknown plot \"%s\"; expected heatmap", argv[1]);
+        cli_help(&plot_spec, asked ? stdout : stderr);
+        return asked ? CLI_OK : CLI_ERR_USAGE;
     }
     plot_args a;
     int code = parse(argc, argv, &a);
-    if (code != CLI_OK) return code < 0 ? CLI_OK : code;
+    if (code != CLI_OK) return code == CLI_HELP_SHOWN ? CLI_OK : code;
     attn_st_file *f = attn_st_open(a.in);
     attn_tensor *t = f ? attn_st_load(f, a.tensor, NULL) : NULL;
     attn_st_close(f);
@@ -158,16 +188,12 @@ int cmd_plot(int argc, char **argv)
         a.opts.title = a.title;
         a.opts.xlabel = a.xlabel;
         a.opts.ylabel = a.ylabel;
-        attn_status st;
         if (a.grid) {
-            int panels = (int)t->shape[t->ndim - 3], gc = panels >= 4 ? (panels + 1) / 2 : panels;
-            st = panels % gc ? attn_plot_heatmap_grid(a.out, t->data + offset, 1, panels, rows, cols, NULL, &a.opts)
-                             : attn_plot_heatmap_grid(a.out, t->data + offset, panels / gc, gc, rows, cols, NULL, &a.opts);
-        } else {
-            st = attn_plot_heatmap(a.out, t->data + offset, rows, cols, &a.opts);
+            code = plot_grid(&a, t->data + offset, t->shape[t->ndim - 3], rows, cols);
+        } else if (attn_plot_heatmap(a.out, t->data + offset, rows, cols, &a.opts) != ATTN_OK) {
+            code = cli_fail(CLI_ERR_DATA, "plot", "%s", attn_last_error());
         }
-        if (st != ATTN_OK) code = cli_fail(CLI_ERR_DATA, "plot", "%s", attn_last_error());
-        else printf("wrote %s\n", a.out);
+        if (code == CLI_OK) printf("wrote %s\n", a.out);
     }
     for (int k = 0; k < 2; k++) {
         free(label_copy[k]);

@@ -31,7 +31,7 @@ int cmd_shapes(int argc, char **argv)
     int code = cli_parse(&shapes_spec, &o, argc, argv, 1, NULL, NULL);
     if (code != CLI_OK) return code == CLI_HELP_SHOWN ? CLI_OK : code;
     const long batch = o.batch, len = o.len, dk = o.dk, seed = o.seed;
-    attn_ctx *ctx = attn_ctx_new((uint64_t)seed);
+    attn_ctx *ctx = cli_ctx_new((uint64_t)seed);
     if (!ctx) return cli_fail(CLI_ERR_DATA, "shapes", "%s", attn_last_error());
     attn_ctx_set_grad_enabled(ctx, false);
     int64_t shape[3] = {batch, len, dk};

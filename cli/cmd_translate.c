@@ -16,7 +16,8 @@ enum { TRAIN, EVAL, TRANSLATE };
 static const cli_option options[] = {
     {"--model", NULL, CLI_CHOICE, O(model_kind), 0, 0, model_names, "transformer",
      "the Transformer (seed 003 / D2L) or D2L's GRU encoder-decoder with Bahdanau attention"},
-    {"--data", "DIR", CLI_TEXT, O(data), 0, 0, NULL, "data/multi30k", "folder with <split>.<lang>.gz files"},
+    {"--data", "DIR", CLI_TEXT, O(data), 0, 0, NULL, NULL,
+     "folder with <split>.<lang>.gz files (default the shipped multi30k, found as --data of classify)"},
     {"--src", "LANG", CLI_TEXT, O(src_lang), 0, 0, NULL, "en", "source language"},
     {"--tgt", "LANG", CLI_TEXT, O(tgt_lang), 0, 0, NULL, "fr", "target language"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "model (train; the others read it from the checkpoint):"},
@@ -122,6 +123,7 @@ static int parse(int argc, char **argv, translate_options *o, int *action, const
     if (!*texts) return cli_fail(CLI_ERR_DATA, "translate", "out of memory");
     int code = cli_parse(&translate_spec, o, argc, argv, 2, *texts, n_texts);
     if (code != CLI_OK) return code;
+    if (!o->data) o->data = cli_default_data("multi30k");
     for (*action = 0; action_names[*action] && strcmp(argv[1], action_names[*action]); ++*action) {}
     if (!action_names[*action])
         return cli_fail(CLI_ERR_USAGE, "translate", "unknown action \"%s\"; expected train, eval or translate", argv[1]);
@@ -130,7 +132,7 @@ static int parse(int argc, char **argv, translate_options *o, int *action, const
     if (o->train.lr == 0) o->train.lr = o->model.kind == ATTN_SEQ2SEQ_TRANSFORMER ? 1.0 : 1e-3;
     o->model.max_len = o->train.max_len + 2; /* <bos>/<eos> */
     if ((code = validate(o, *action, *n_texts)) != CLI_OK) return code;
-    if (o->train.threads > 0) attn_set_num_threads((int)o->train.threads);
+    if (o->train.threads > 0) cli_set_threads((int)o->train.threads);
     return CLI_OK;
 }
 
@@ -409,7 +411,7 @@ static int translate_one(translate_run *run, const translate_options *o, attn_ct
 static int do_translate(translate_run *run, translate_options *o, const char **texts, int n_texts)
 {
     int code = load_model(run, o);
-    attn_ctx *ctx = attn_ctx_new(0);
+    attn_ctx *ctx = cli_ctx_new(0);
     if (code == CLI_OK && !ctx) code = cli_fail(CLI_ERR_DATA, "translate", "out of memory");
     for (int i = 0; code == CLI_OK && i < n_texts; i++) code = translate_one(run, o, ctx, texts[i], i == 0);
     char *line = NULL;

@@ -13,9 +13,10 @@ static const cli_command commands[] = {
      &classify_spec},
     {"translate", cmd_translate, "translation with attention: Transformer or Bahdanau GRU, Multi30k en->fr, BLEU",
      &translate_spec},
-    {"plot", cmd_plot, "draw a saved attention matrix (e.g. attn op's weights) as a heatmap", NULL},
-    {"bench", cmd_bench, "validate, then time the kernels and training steps (GFLOP/s, ms, memory)", NULL},
+    {"plot", cmd_plot, "draw a saved attention matrix (e.g. attn op's weights) as a heatmap", &plot_spec},
+    {"bench", cmd_bench, "validate, then time the kernels and training steps (GFLOP/s, ms, memory)", &bench_spec},
     {"op", cmd_op, "run one attention mechanism on tensors from a safetensors file", &op_spec},
+    {"tour", cmd_tour, "every listing of the three tutorials, step by step, with its numbers and figures", &tour_spec},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -36,7 +37,7 @@ static void man_page(FILE *out)
           "benchmarks\n.SH SYNOPSIS\n", out);
     for (size_t i = 0; i < N_COMMANDS; i++) {
         fprintf(out, ".B attn %s\n", commands[i].name);
-        cli_roff(out, commands[i].spec ? commands[i].spec->synopsis : "[options]");
+        cli_roff(out, commands[i].spec->synopsis);
         fputs("\n.br\n", out);
     }
     fputs(".SH DESCRIPTION\n.B attn\nruns the programs of three attention tutorials in C: the shape demo of "
@@ -45,9 +46,7 @@ static void man_page(FILE *out)
           "Bahdanau\\-attention GRU. It is built\non\n.BR libattn ,\nwhose results are checked against "
           "PyTorch 1.13. Every command prints its options with\n.BR \\-\\-help .\n.SH COMMANDS\n", out);
     for (size_t i = 0; i < N_COMMANDS; i++) {
-        if (commands[i].spec) cli_man(commands[i].spec, out);
-        else fprintf(out, ".SS \"attn %s\"\n%s (see\n.BR \"attn %s \\-\\-help\" ).\n", commands[i].name,
-                     commands[i].summary, commands[i].name);
+        cli_man(commands[i].spec, out);
     }
     fputs(".SH DATA-PARALLEL TRAINING\nStarted by\n.BR mpirun ,\n.B classify train\nand\n.B translate train\n"
           "train data\\-parallel: each rank takes\n.B \\-\\-batch\\-size\nexamples of every step, gradients "
@@ -57,6 +56,9 @@ static void man_page(FILE *out)
           "(F32, F64, F16, BF16, I64, I32, I16, I8, U8, BOOL), validated on reading. Every output file appears\n"
           "complete or not at all: a regular file is written beside itself and renamed; a symlink's\ntarget is "
           "replaced, not the link; a device or FIFO is written in place.\n"
+          ".SH ENVIRONMENT\n.TP\n.B ATTN_DATA_DIR\nthe folder holding the shipped data sets (aclImdb_mini, multi30k); without it the program\n"
+          "looks in data/ beside itself (the build tree), then in ../share/attn (an installed program).\n"
+          ".TP\n.B OMP_NUM_THREADS\nthe default thread count where a command has no\n.BR \\-\\-threads .\n"
           ".SH EXIT STATUS\n0 on success, 1 on a data or runtime error, 2 on a usage error (unknown option, bad "
           "value, a\nfile option that names nothing usable), reported before any work. Messages name the option or "
           "file\nand what was expected.\n"

@@ -111,22 +111,23 @@ static attn_status load_seed_mha(op_run *run, const char *prefix, const attn_mha
     return m->out_proj.bias ? copy_rows(run, m->out_proj.bias, 0, m->embed_dim, prefix, "fc_out.bias") : ATTN_OK;
 }
 
-/* Every registered parameter from the file by name; those under an MHA prefix that uses seed
- * 002's names come from load_seed_mha. */
+/* Every registered parameter from the file by name (attn_params_load_file checks shapes and
+ * finite values; the file also holds the inputs, so the load is not strict); those under an MHA
+ * prefix that uses seed 002's names come from load_seed_mha. */
 static attn_status load_params(op_run *run, const char *seed_prefix)
 {
-    for (size_t i = 0; i < attn_params_count(run->params); i++) {
+    const size_t n = attn_params_count(run->params);
+    bool *loaded = calloc(n ? n : 1, sizeof *loaded); /* (n) the file had it */
+    if (!loaded) return attn_set_error(ATTN_ERR_NOMEM, "out of memory");
+    attn_status st = attn_params_load_file(run->params, run->file, NULL, false, loaded);
+    for (size_t i = 0; st == ATTN_OK && i < n; i++) {
         const char *name = attn_params_name(run->params, i);
-        if (seed_prefix && !strncmp(name, seed_prefix, strlen(seed_prefix))) continue;
-        if (!attn_st_find(run->file, name)) {
-            fprintf(stderr, "attn op: parameter \"%s\" is missing from the input file\n", name);
-            return ATTN_ERR_FORMAT;
-        }
-        if (attn_st_copy_into(run->file, name, attn_params_at(run->params, i)) != ATTN_OK)
-            return attn_last_status();
-        if (!op_check_finite(attn_params_at(run->params, i), name)) return ATTN_ERR_NUMERIC;
+        if (loaded[i] || (seed_prefix && !strncmp(name, seed_prefix, strlen(seed_prefix)))) continue;
+        fprintf(stderr, "attn op: parameter \"%s\" is missing from the input file\n", name);
+        st = ATTN_ERR_FORMAT;
     }
-    return ATTN_OK;
+    free(loaded);
+    return st;
 }
 
 /* --num-heads against the width the inputs give (E of q or x). */

@@ -223,9 +223,10 @@ static int load_root(const char *cmd, const char *path, attn_params *p, attn_opt
         !root_rng_read(f, &pos->rng)) {
         code = cli_fail(CLI_ERR_DATA, cmd, "resume: %s has no run position (run.epoch, run.batch, run.rng_*); "
                         "it was not written by a training command", path);
-    } else if (epoch < 0 || epoch > 100000 || batch < 0 || batch >= pos->per_epoch) {
+    } else if (epoch < 0 || epoch > 100000 || batch < 0 || batch > pos->per_epoch) {
+        /* batch = per_epoch: the epoch's last step was saved (--checkpoint-every), not its end */
         code = cli_fail(CLI_ERR_DATA, cmd, "resume: %s: run position epoch %ld, batch %ld is out of range "
-                        "(epoch in [0, 100000], batch in [0, %lld): an epoch of this data has %lld batches)",
+                        "(epoch in [0, 100000], batch in [0, %lld]: an epoch of this data has %lld batches)",
                         path, epoch, batch, (long long)pos->per_epoch, (long long)pos->per_epoch);
     } else if (checkpoint_meta_long(f, "run.global_batch", &global) && global != pos->global_batch) {
         code = cli_fail(CLI_ERR_USAGE, cmd, "resume: %s was written with a global batch of %ld examples "

@@ -50,7 +50,7 @@ attn_status translate_batch_fill(translate_batch *b, const translate_run *run, c
 
 int translate_val_loss(translate_run *run, const translate_split *split, double *loss)
 {
-    attn_ctx *ctx = attn_ctx_new(0);
+    attn_ctx *ctx = cli_ctx_new(0);
     int64_t *rows = malloc(128 * sizeof *rows);
     translate_batch b = {0};
     int code = ctx && rows ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "out of memory");
@@ -98,7 +98,7 @@ int translate_evaluate(translate_run *run, const translate_split *split, const c
 {
     if (dist_rank() != 0) return CLI_OK; /* under mpirun, rank 0 alone decodes and reports */
     const int64_t bs = 100, n_all = split->src.count, max_extra = 10, beam = run->opt->beam;
-    attn_ctx *ctx = attn_ctx_new(0);
+    attn_ctx *ctx = cli_ctx_new(0);
     translate_batch b = {0};
     int64_t rows[100], *out = NULL, out_lens[100], limits[100];
     attn_tokens scratch = {0}, hyp_tok = {0}, ref_tok = {0};
@@ -117,7 +117,7 @@ int translate_evaluate(translate_run *run, const translate_split *split, const c
             st = attn_seq2seq_greedy(ctx, &run->model, b.src, b.src_lens, n, b.src_width, max_out, out, out_lens);
         for (int64_t i = 0; i < n; i++) limits[i] = b.src_lens[i] + max_extra; /* each sentence's own */
         if (st == ATTN_OK && beam > 1) /* the batch's searches together, each as it would run alone */
-            st = attn_seq2seq_beam_batch(&run->model, b.src, b.src_lens, n, b.src_width, (int)beam,
+            st = attn_seq2seq_beam_batch(ctx, &run->model, b.src, b.src_lens, n, b.src_width, (int)beam,
                                          (float)run->opt->length_penalty, limits, max_out, out, out_lens);
         if (st != ATTN_OK) {
             code = cli_fail(CLI_ERR_DATA, "translate", "%s", out ? attn_last_error() : "out of memory");

@@ -190,7 +190,7 @@ int translate_train(translate_run *run, const translate_split *train, const tran
     attn_optim_config cfg = attn_optim_defaults(ATTN_OPTIM_ADAM);
     cfg.beta2 = 0.98f;
     cfg.eps = 1e-9f;
-    train_state ts = {.opt = attn_optim_new(run->params, &cfg), .ctx = attn_ctx_new(rank_dropout_seed(o->train.seed)),
+    train_state ts = {.opt = cli_optim_new(run->params, &cfg), .ctx = cli_ctx_new(rank_dropout_seed(o->train.seed)),
                       .max_steps = o->train.max_steps};
     ts.schedule = (attn_lr_schedule){.kind = c->kind == ATTN_SEQ2SEQ_TRANSFORMER ? ATTN_LR_INV_SQRT : ATTN_LR_CONSTANT,
                                      .base_lr = (float)o->train.lr, .warmup_steps = o->warmup, .d_model = c->d_model};

@@ -1,18 +1,55 @@
 /* attn.h - the one public header of libattn: tensors, autograd, differentiable ops, modules,
  * optimizers and safetensors I/O for attention mechanisms and small Transformers, in C11.
  *
+ * Naming (every public name follows it):
+ *   - Functions are attn_<noun>_<verb> (attn_tensor_alloc, attn_mha_forward, attn_params_load);
+ *     a differentiable op is attn_<op> (attn_matmul, attn_softmax); a module has attn_<module>_init
+ *     and attn_<module>_forward, its struct attn_<module>_layer; setters are attn_<noun>_set_<what>
+ *     and return attn_status; getters have no verb (attn_ctx_num_threads, attn_vocab_size).
+ *   - Types are attn_<noun> (attn_tensor, attn_ctx); enum values and macros are ATTN_<ENUM>_<VALUE>
+ *     (ATTN_SDPA_FUSED, ATTN_ERR_SHAPE). Struct fields ending in '_' are private.
+ *   - Objects made by attn_<noun>_new or _alloc are released by the matching _free; objects the
+ *     caller declares (attn_tokens, attn_id_seqs, ...) are zero-initialised and released by _free.
+ *   - Parameters follow PyTorch's state_dict names; options mirror the PyTorch API they name.
+ *
+ * Versions and ABI: ATTN_VERSION_NUMBER (MAJOR * 10000 + MINOR * 100 + PATCH) is the header's
+ * version, attn_version_number() the library's; a program can compare them at start. While the
+ * major version is 0, every minor release may change the API and the ABI (a change is listed in
+ * the commit that makes it), and patch releases change neither: the shared library's soname
+ * carries MAJOR.MINOR (libattn.so.0.2), and find_package(attn 0.2) accepts only 0.2.x, so a
+ * program built against 0.1 never loads 0.2 by mistake. From 1.0 on, the usual rule: the ABI
+ * changes only with the major version.
+ *
  * Conventions (read once, they hold everywhere):
  *   - Tensors are float32, row-major, up to 4 dimensions, in PyTorch's dimension order
  *     (the last dimension is contiguous; matmul(A, B) = A @ B; Linear weights are (out, in)).
  *   - Negative dims count from the end, as in PyTorch (-1 = last).
  *   - Every function that can fail returns NULL or an attn_status, and the reason is kept in
- *     attn_last_error() (per thread). The library never exits or aborts on bad input.
- *     Ops given a NULL input return NULL at once, so a chain of ops can be checked at its end.
+ *     attn_last_error() (per thread, until the next failure or attn_clear_error). The library
+ *     never exits or aborts on bad input.
+ *   - Arguments: a NULL where an object is needed (any pointer not documented as optional,
+ *     "may be NULL" / "or NULL") is ATTN_ERR_ARG: functions returning attn_status return it,
+ *     those returning a pointer return NULL, those returning a count, bool or number return 0,
+ *     false, -1 or NaN; each records ATTN_ERR_ARG. *_free functions and attn_st_close accept
+ *     NULL and do nothing. An op given a NULL tensor returns NULL and records ATTN_ERR_ARG unless
+ *     a failure is recorded already: the NULL then is a failed op's result, whose message is
+ *     kept, so a chain of ops can be checked at its end (attn_clear_error() first to tell the
+ *     two apart). tests/test_api_null.c calls every function below with NULLs.
  *   - Activations live in an attn_ctx (an arena, reset after every step); parameters live in an
  *     attn_params registry with PyTorch state_dict names. Ownership is stated per function.
- *   - Backward functions accumulate (+=) into .grad; zero them with attn_params_zero_grad().
- *   - Thread safety: different objects may be used from different threads; one object (ctx,
- *     params, optimizer) only from one thread at a time.
+ *     Pointers a function hands out stay valid until the call named beside it ("valid until
+ *     attn_ctx_reset"); the calls that invalidate memory say so (INVALIDATES).
+ *   - Threads: the library has no mutable global state; the error message is per thread and
+ *     each ctx and optimizer carries its own OpenMP thread count. So threads that each use their
+ *     own objects (ctx, params, modules, optimizer, writer, ...) never interfere: two threads
+ *     may train two models at once, each bit-identical to its run alone (tests/test_threads.c,
+ *     also under ThreadSanitizer). What may be shared, read-only, by threads at once: an
+ *     attn_st_file, an attn_vocab (lookups), const tensors, and a params registry with its
+ *     modules while every thread only runs forwards with grad off in its own ctx (a backward
+ *     writes .grad: training needs a registry per thread). Everything else is one thread's at
+ *     a time: a ctx, an optimizer, an attn_rng, a writer, a counter, tokens and id_seqs. The
+ *     libraries below have their own rules: OpenBLAS (one thread, called from both in the test)
+ *     and, for the plot functions, cairo, Pango and fontconfig (not covered by the test).
  */
 #ifndef ATTN_H
 #define ATTN_H
@@ -30,11 +67,19 @@ extern "C" {
 #else
 #define ATTN_API __attribute__((visibility("default")))
 #endif
+#if defined(__GNUC__)
+#define ATTN_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define ATTN_PRINTF(fmt, args)
+#endif
 
 #define ATTN_VERSION_MAJOR 0
-#define ATTN_VERSION_MINOR 1
+#define ATTN_VERSION_MINOR 2
 #define ATTN_VERSION_PATCH 0
-ATTN_API const char *attn_version(void); /* "0.1.0" */
+#define ATTN_VERSION_NUMBER \
+    (ATTN_VERSION_MAJOR * 10000 + ATTN_VERSION_MINOR * 100 + ATTN_VERSION_PATCH) /* 200 */
+ATTN_API const char *attn_version(void); /* the library's version, "0.2.0" */
+ATTN_API int attn_version_number(void);  /* the library's ATTN_VERSION_NUMBER, 200 */
 
 /* ======================================================================================
  * Errors
@@ -51,10 +96,15 @@ typedef enum attn_status {
     ATTN_ERR_STATE,   /* call out of order, e.g. backward twice on one graph */
 } attn_status;
 
-ATTN_API const char *attn_last_error(void);   /* message of the last failure in this thread */
+ATTN_API const char *attn_last_error(void);   /* message of the last failure in this thread;
+                                                 the string changes with the next failure */
 ATTN_API attn_status attn_last_status(void);  /* its status; ATTN_OK after attn_clear_error */
 ATTN_API void attn_clear_error(void);
 ATTN_API const char *attn_status_name(attn_status s); /* "shape error", ... */
+/* Records a failure (status and printf-style message) for attn_last_error() in this thread, as
+ * the library's own functions do, so that code built on libattn reports through one channel;
+ * returns status. */
+ATTN_API attn_status attn_set_error(attn_status status, const char *fmt, ...) ATTN_PRINTF(2, 3);
 
 /* ======================================================================================
  * Output files. Every file the library writes (safetensors, vocabularies, pictures) appears
@@ -70,11 +120,21 @@ ATTN_API const char *attn_status_name(attn_status s); /* "shape error", ... */
 ATTN_API attn_status attn_output_check(const char *path);
 
 /* ======================================================================================
- * Threads: OpenMP threads for our kernels; OpenBLAS is kept single-threaded inside them.
+ * Threads: each ctx has its own thread count for the OpenMP loops of the ops run in it (see
+ * attn_ctx_set_num_threads); the optimizer has its own (attn_optim_set_num_threads). There is
+ * no process-wide setting. The GEMM library runs on the calling thread alone (oneDNN: for each
+ * call; OpenBLAS: set to one thread once, on first use, which a program that also calls OpenBLAS
+ * shares): our loops split large products over the ctx's threads themselves.
  * ====================================================================================== */
 
-ATTN_API void attn_set_num_threads(int n); /* n <= 0: the OpenMP default */
-ATTN_API int attn_get_num_threads(void);
+#define ATTN_MAX_THREADS 1024
+
+/* The count a new ctx or optimizer starts with: OpenMP's omp_get_max_threads() in the calling
+ * thread (OMP_NUM_THREADS, or the cores), 1 in a build without OpenMP. */
+ATTN_API int attn_default_num_threads(void);
+/* The GEMM library this build calls (CMake ATTN_GEMM), e.g. "oneDNN 2.6.3 dnnl_sgemm" or
+ * "OpenBLAS cblas_sgemm (Haswell kernels)". A static string. */
+ATTN_API const char *attn_gemm_backend(void);
 
 /* ======================================================================================
  * Random numbers: explicit state, never global. PCG32 (O'Neill), 64-bit state.
@@ -87,13 +147,13 @@ typedef struct attn_rng {
     float spare;
 } attn_rng;
 
-ATTN_API void attn_rng_seed(attn_rng *rng, uint64_t seed);
+ATTN_API attn_status attn_rng_seed(attn_rng *rng, uint64_t seed);
 ATTN_API uint32_t attn_rng_u32(attn_rng *rng);
 ATTN_API uint32_t attn_rng_below(attn_rng *rng, uint32_t n); /* uniform in [0, n), unbiased */
 ATTN_API float attn_rng_uniform(attn_rng *rng);              /* uniform in [0, 1) */
 ATTN_API float attn_rng_normal(attn_rng *rng);               /* N(0, 1) */
 ATTN_API bool attn_rng_bernoulli(attn_rng *rng, float p);    /* true with probability p */
-ATTN_API void attn_rng_shuffle(attn_rng *rng, int64_t *items, int64_t n); /* Fisher-Yates */
+ATTN_API attn_status attn_rng_shuffle(attn_rng *rng, int64_t *items, int64_t n); /* Fisher-Yates */
 
 /* ======================================================================================
  * Tensors
@@ -125,10 +185,10 @@ ATTN_API attn_tensor *attn_tensor_from(attn_ctx *ctx, int ndim, const int64_t *s
 ATTN_API attn_tensor *attn_tensor_alloc(int ndim, const int64_t *shape); /* zero-filled */
 ATTN_API void attn_tensor_free(attn_tensor *t);
 
-ATTN_API void attn_tensor_set_requires_grad(attn_tensor *t, bool on);
+ATTN_API attn_status attn_tensor_set_requires_grad(attn_tensor *t, bool on);
 ATTN_API void attn_tensor_zero_grad(attn_tensor *t);
-ATTN_API void attn_tensor_fill_normal(attn_tensor *t, attn_rng *rng, float mean, float std);
-ATTN_API void attn_tensor_fill_uniform(attn_tensor *t, attn_rng *rng, float lo, float hi);
+ATTN_API attn_status attn_tensor_fill_normal(attn_tensor *t, attn_rng *rng, float mean, float std);
+ATTN_API attn_status attn_tensor_fill_uniform(attn_tensor *t, attn_rng *rng, float lo, float hi);
 /* "(2, 10, 64)" into buf; returns buf. */
 ATTN_API const char *attn_shape_str(const attn_tensor *t, char *buf, size_t len);
 ATTN_API bool attn_same_shape(const attn_tensor *a, const attn_tensor *b);
@@ -139,15 +199,21 @@ ATTN_API bool attn_same_shape(const attn_tensor *a, const attn_tensor *b);
 
 ATTN_API attn_ctx *attn_ctx_new(uint64_t seed); /* NULL on allocation failure */
 ATTN_API void attn_ctx_free(attn_ctx *ctx);
-/* Drops every activation and the tape, keeps the memory for the next step (no page faults). */
+/* Drops every activation and the tape, keeps the memory for the next step (no page faults).
+ * INVALIDATES every tensor made in ctx (and their ->grad) and every *weights it handed out. */
 ATTN_API void attn_ctx_reset(attn_ctx *ctx);
-ATTN_API void attn_ctx_set_grad_enabled(attn_ctx *ctx, bool on); /* off = inference, no tape */
+ATTN_API attn_status attn_ctx_set_grad_enabled(attn_ctx *ctx, bool on); /* off: inference, no tape */
 ATTN_API bool attn_ctx_grad_enabled(const attn_ctx *ctx);
-ATTN_API void attn_ctx_set_training(attn_ctx *ctx, bool on);     /* dropout active when on */
+ATTN_API attn_status attn_ctx_set_training(attn_ctx *ctx, bool on);     /* dropout active when on */
 ATTN_API bool attn_ctx_training(const attn_ctx *ctx);
 ATTN_API attn_rng *attn_ctx_rng(attn_ctx *ctx);                  /* used by dropout */
 ATTN_API size_t attn_ctx_bytes_used(const attn_ctx *ctx);        /* arena bytes in use now */
 ATTN_API size_t attn_ctx_bytes_peak(const attn_ctx *ctx);        /* most ever in use */
+/* Threads for the ops run in ctx from now on (n in [1, ATTN_MAX_THREADS]; n <= 0: the
+ * default, attn_default_num_threads()). A build without OpenMP runs serially whatever n is.
+ * Same seed + same thread count = bit-identical results. */
+ATTN_API attn_status attn_ctx_set_num_threads(attn_ctx *ctx, int n);
+ATTN_API int attn_ctx_num_threads(const attn_ctx *ctx); /* 0 for a NULL ctx */
 
 /* ======================================================================================
  * Autograd
@@ -171,10 +237,12 @@ ATTN_API attn_tensor *attn_params_add(attn_params *p, const char *name, int ndim
 ATTN_API attn_tensor *attn_params_get(const attn_params *p, const char *name); /* NULL if none */
 ATTN_API size_t attn_params_count(const attn_params *p);
 ATTN_API attn_tensor *attn_params_at(const attn_params *p, size_t i);
-ATTN_API const char *attn_params_name(const attn_params *p, size_t i);
+ATTN_API const char *attn_params_name(const attn_params *p, size_t i); /* valid until _free */
 ATTN_API int64_t attn_params_numel(const attn_params *p); /* all parameters together */
 /* Moves every parameter's data into one block and every grad into another (done by
- * attn_optim_new; no parameter can be added afterwards). Tensor pointers stay valid. */
+ * attn_optim_new; no parameter can be added afterwards). The attn_tensor pointers stay valid,
+ * with the same values, but INVALIDATES their old ->data and ->grad: re-read t->data after
+ * pack (or attn_optim_new) rather than keeping a float pointer from before. */
 ATTN_API attn_status attn_params_pack(attn_params *p);
 ATTN_API float *attn_params_grad_block(attn_params *p);  /* after pack: numel floats */
 ATTN_API float *attn_params_data_block(attn_params *p);  /* after pack: numel floats */
@@ -315,7 +383,10 @@ ATTN_API attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, a
                                 const attn_sdpa_opts *opts, attn_tensor **weights);
 
 /* ======================================================================================
- * Modules (nn): named parameters initialised as PyTorch does.
+ * Modules (nn): named parameters initialised as PyTorch does, from the rng every *_init
+ * takes. rng NULL skips the random init (those parameters stay 0; LayerNorm's ones and zeros
+ * and the zeroed biases are set as usual): for modules whose values come from a file
+ * (attn_params_load, attn_checkpoint_load).
  * ====================================================================================== */
 
 typedef struct attn_linear_layer {
@@ -701,12 +772,16 @@ ATTN_API attn_status attn_seq2seq_decoder_reorder(attn_seq2seq_decoder *d, const
  * decoder then holds n sentences, numbered in keep's order, and n x beams rows. */
 ATTN_API attn_status attn_seq2seq_decoder_select(attn_seq2seq_decoder *d, const int64_t *keep,
                                                  int64_t n);
+/* Threads of the decoder's steps (n <= 0: attn_default_num_threads(), the count it starts with). */
+ATTN_API attn_status attn_seq2seq_decoder_set_num_threads(attn_seq2seq_decoder *d, int n);
 ATTN_API void attn_seq2seq_decoder_free(attn_seq2seq_decoder *d); /* NULL is fine */
 
 /* Greedy decoding of a batch: src (B, S) with src_lens (B), each in [1, S] (ids past a length
- * are padding); out (B, max_out) receives token ids (<eos> included, then pad),
- * out_lens (B) the lengths without <eos>. Runs with grad off in ctx (which it resets first).
- * Decodes with the CACHED decoder; attn_seq2seq_greedy_ref, the reference twin, with RECOMPUTE. */
+ * are padding); out (B, max_out) receives token ids (<eos> included, then pad), out_lens (B) the
+ * lengths without <eos>. RESETS ctx first (INVALIDATES every tensor made in it before the call,
+ * as attn_ctx_reset), runs with grad and training off and gives ctx its modes back at the end;
+ * decodes on ctx's thread count. Decodes with the CACHED decoder; attn_seq2seq_greedy_ref, the
+ * reference twin, with RECOMPUTE. */
 ATTN_API attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                                          const int64_t *src_lens, int64_t batch, int64_t src_len,
                                          int64_t max_out, int64_t *out, int64_t *out_lens);
@@ -718,8 +793,10 @@ ATTN_API attn_status attn_seq2seq_greedy_ref(attn_ctx *ctx, const attn_seq2seq *
  * beam_size best hypotheses by log-probability and stops once beam_size of them have ended
  * (<eos> or max_out tokens); the answer is the ended one of best penalised score. out (max_out)
  * receives its tokens without <eos> (then pad), *out_len their count. cross_weights (may be
- * NULL): for the answer, (H, out_len + 1, S) in ctx's arena. Runs with grad off in ctx (which it
- * resets first). Decodes with the CACHED decoder; attn_seq2seq_beam_ref with RECOMPUTE. */
+ * NULL): for the answer, (H, out_len + 1, S) in ctx's arena. RESETS ctx first (INVALIDATES
+ * every tensor made in it before the call, as attn_ctx_reset), runs with grad and training off
+ * and gives ctx its modes back at the end; decodes on ctx's thread count. Decodes with the
+ * CACHED decoder; attn_seq2seq_beam_ref with RECOMPUTE. */
 ATTN_API attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                                        int64_t src_len, int beam_size, float alpha,
                                        int64_t max_out, int64_t *out, int64_t *out_len,
@@ -734,18 +811,19 @@ ATTN_API attn_status attn_seq2seq_beam_ref(attn_ctx *ctx, const attn_seq2seq *m,
  * out_width once capped at the model's max_len - 1); out (B, out_width) and out_lens (B) as
  * attn_seq2seq_beam's. The Transformer masks padding everywhere and decodes the batch at once
  * (the answers are the sentences' alone up to float32 rounding); D2L's GRU encoder reads the
- * padding, so Bahdanau sentences are decoded in groups of one length, unpadded.
- * attn_seq2seq_beam_batch_ref: the same with RECOMPUTE. */
-ATTN_API attn_status attn_seq2seq_beam_batch(const attn_seq2seq *m, const int64_t *src,
-                                             const int64_t *src_lens, int64_t batch,
-                                             int64_t src_len, int beam_size, float alpha,
-                                             const int64_t *max_out, int64_t out_width,
-                                             int64_t *out, int64_t *out_lens);
-ATTN_API attn_status attn_seq2seq_beam_batch_ref(const attn_seq2seq *m, const int64_t *src,
-                                                 const int64_t *src_lens, int64_t batch,
-                                                 int64_t src_len, int beam_size, float alpha,
-                                                 const int64_t *max_out, int64_t out_width,
-                                                 int64_t *out, int64_t *out_lens);
+ * padding, so Bahdanau sentences are decoded in groups of one length, unpadded. ctx as for
+ * attn_seq2seq_beam. attn_seq2seq_beam_batch_ref: the same with RECOMPUTE. */
+ATTN_API attn_status attn_seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m,
+                                             const int64_t *src, const int64_t *src_lens,
+                                             int64_t batch, int64_t src_len, int beam_size,
+                                             float alpha, const int64_t *max_out,
+                                             int64_t out_width, int64_t *out, int64_t *out_lens);
+ATTN_API attn_status attn_seq2seq_beam_batch_ref(attn_ctx *ctx, const attn_seq2seq *m,
+                                                 const int64_t *src, const int64_t *src_lens,
+                                                 int64_t batch, int64_t src_len, int beam_size,
+                                                 float alpha, const int64_t *max_out,
+                                                 int64_t out_width, int64_t *out,
+                                                 int64_t *out_lens);
 
 /* ======================================================================================
  * Optimizers: the exact update rules of torch.optim (1.13, single-tensor path).
@@ -774,18 +852,23 @@ typedef struct attn_optim attn_optim;
 ATTN_API attn_optim *attn_optim_new(attn_params *p, const attn_optim_config *cfg);
 ATTN_API void attn_optim_free(attn_optim *opt);
 ATTN_API attn_status attn_optim_step(attn_optim *opt); /* uses the lr set for this step */
-ATTN_API void attn_optim_set_lr(attn_optim *opt, float lr);
+/* Threads of the update loop (n <= 0: attn_default_num_threads(), the count it starts with);
+ * the update is elementwise, so the result does not depend on it. */
+ATTN_API attn_status attn_optim_set_num_threads(attn_optim *opt, int n);
+ATTN_API attn_status attn_optim_set_lr(attn_optim *opt, float lr); /* lr >= 0, else refused */
 ATTN_API float attn_optim_get_lr(const attn_optim *opt);
 ATTN_API int64_t attn_optim_step_count(const attn_optim *opt); /* steps taken */
 /* The state as named tensors ("exp_avg.<param>", "exp_avg_sq.<param>", "momentum_buffer.<param>")
- * for checkpoints; the step count travels as metadata. Pointers into the optimizer. */
+ * for checkpoints; the step count travels as metadata. Pointers into the optimizer, valid until
+ * attn_optim_free. */
 ATTN_API size_t attn_optim_state_count(const attn_optim *opt);
 ATTN_API attn_status attn_optim_state_at(const attn_optim *opt, size_t i, const char **name,
                                          float **data, int64_t *numel);
-ATTN_API void attn_optim_set_step_count(attn_optim *opt, int64_t steps);
+ATTN_API attn_status attn_optim_set_step_count(attn_optim *opt, int64_t steps); /* >= 0 */
 
 /* torch.nn.utils.clip_grad_norm_: scales every grad by min(1, max_norm / (norm + 1e-6)).
- * Returns the total 2-norm before clipping (NaN/Inf if a gradient is not finite). */
+ * Returns the total 2-norm before clipping (NaN/Inf if a gradient is not finite). Runs on the
+ * calling thread (one sum in double, in parameter order). */
 ATTN_API float attn_clip_grad_norm(attn_params *p, float max_norm);
 
 /* Learning-rate schedules, step counted from 1. */
@@ -1136,6 +1219,8 @@ ATTN_API size_t attn_dtype_size(attn_dtype dt);
 ATTN_API attn_st_file *attn_st_open(const char *path);
 /* The same on bytes in memory (copied); name is used in messages. */
 ATTN_API attn_st_file *attn_st_parse(const void *bytes, size_t len, const char *name);
+/* INVALIDATES every attn_st_tensor (name, data) and metadata string taken from f; tensors
+ * loaded with attn_st_load are copies and stay. */
 ATTN_API void attn_st_close(attn_st_file *f);
 ATTN_API size_t attn_st_count(const attn_st_file *f);
 ATTN_API const attn_st_tensor *attn_st_at(const attn_st_file *f, size_t i); /* header order */
@@ -1168,6 +1253,29 @@ ATTN_API attn_status attn_st_writer_set_metadata(attn_st_writer *w, const char *
                                                  const char *value); /* replaces an old value */
 /* Writes the file as an output file (see "Output files"): a crash never leaves it half-written. */
 ATTN_API attn_status attn_st_writer_save(attn_st_writer *w, const char *path);
+
+/* PyTorch state_dicts: a safetensors file of named tensors, as safetensors.torch.save_file(
+ * module.state_dict()) writes it, or tools/safetensors_convert.py from a torch.save file (torch
+ * 1.13 has no safetensors package). The file key of each parameter is prefix + its name (prefix
+ * NULL or "": none), so prefix "encoder.layers.0." loads that layer of a whole model's file
+ * into a module registered without it. Any dtype the reader knows is converted to float32.
+ * strict (torch's load_state_dict(strict=True)): every parameter must have its key, and no key
+ * starting with prefix may be left over; not strict: parameters without a key keep their values
+ * and other keys are ignored. Always: the shapes must be equal and the values finite. Every
+ * problem is named in the message (missing, unexpected and wrong-shape keys, all of them as
+ * far as the message holds; the first tensor with NaN or Inf and where), and nothing changes
+ * unless the whole file checks out. Modules built with rng NULL skip the random init that a
+ * strict load overwrites anyway. Unlike attn_checkpoint_load, no attn metadata is needed. */
+ATTN_API attn_status attn_params_load(attn_params *p, const char *path, const char *prefix,
+                                      bool strict);
+/* The same from an open file (e.g. one that also holds inputs); loaded (may be NULL;
+ * attn_params_count(p) entries) receives which parameters the file provided. */
+ATTN_API attn_status attn_params_load_file(attn_params *p, const attn_st_file *f,
+                                           const char *prefix, bool strict, bool *loaded);
+/* Every parameter as F32 under prefix + its name, metadata format "pt": a file that
+ * safetensors.torch.load_file (or tools/safetensors_convert.py, then torch.load) reads back
+ * into the module's load_state_dict. Written atomically as attn_st_writer_save. */
+ATTN_API attn_status attn_params_save(const attn_params *p, const char *path, const char *prefix);
 
 /* Checkpoints: every parameter under its name, plus the optimizer state when opt is not NULL.
  * __metadata__ carries format "attn-checkpoint", version, the step count (with opt) and the

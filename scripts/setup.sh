@@ -3,10 +3,18 @@
 # attn program trains across processes under mpirun; the library does not use it). Skips apt
 # when every package is already there. The PyTorch oracle (python3-torch) is not needed: golden
 # files are committed; install it only to regenerate them (tests/golden/README.md).
+# The GEMM library is oneDNN (libdnnl-dev), the build's default; ATTN_GEMM=openblas bash
+# scripts/setup.sh installs OpenBLAS (libopenblas-dev) for -DATTN_GEMM=openblas instead.
 set -euo pipefail
-packages=(build-essential cmake pkg-config libopenblas-dev libcjson-dev zlib1g-dev
+case ${ATTN_GEMM:-dnnl} in
+  dnnl) gemm=libdnnl-dev ;;
+  openblas) gemm=libopenblas-dev ;;
+  *) echo "setup: ATTN_GEMM is \"$ATTN_GEMM\", expected dnnl or openblas" >&2; exit 2 ;;
+esac
+packages=(build-essential cmake pkg-config "$gemm" libcjson-dev zlib1g-dev
           libcairo2-dev libpango1.0-dev fonts-wqy-zenhei time openmpi-bin libopenmpi-dev
-          clang libclang-rt-14-dev valgrind) # clang + its runtime: libFuzzer (fuzz/); valgrind
+          clang libclang-rt-14-dev valgrind python3-numpy) # clang + its runtime: libFuzzer
+          # (fuzz/); valgrind; numpy: tools/safetensors_convert.py, read back in a test
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

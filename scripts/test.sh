@@ -5,7 +5,11 @@
 #   3. OpenMP off and no -march=native (build-noomp/: the portable 4-lane vectors of simd.h),
 #      the whole suite
 #   3b. AVX2 + FMA only (build-avx2/: -march=haswell, the 8-lane kernels), the whole suite
-#   4. install into a temporary prefix and build examples/ against it with pkg-config
+#   3c. ThreadSanitizer (build-tsan/, OpenMP off): tests/test_threads.c, two models trained by
+#       two threads at once, with no report
+#   4. install into a temporary prefix: examples/ built against it with pkg-config and with
+#      find_package(attn), the program built from cli/ against it alone, and the installed attn
+#      run from / (classify train --max-steps 2 on the data installed in share/attn)
 #   5. data-parallel training with 2 MPI ranks against build/ (tests/mpi/test_mpi.sh, one count
 #      per check)
 #   6. robustness: the bad-input matrix against build-asan/attn (tests/robustness.sh, one count per
@@ -42,17 +46,55 @@ suite "-asan" -DCMAKE_BUILD_TYPE=Debug -DATTN_SANITIZE=ON
 suite "-noomp" -DCMAKE_BUILD_TYPE=Release -DATTN_OPENMP=OFF -DATTN_NATIVE=OFF
 suite "-avx2" -DCMAKE_BUILD_TYPE=Release -DATTN_NATIVE=OFF -DCMAKE_C_FLAGS=-march=haswell
 
-echo "== installed library + pkg-config example"
-prefix=$(mktemp -d)
-if cmake --install build --prefix "$prefix" >/dev/null &&
-   pcdir=$(dirname "$(find "$prefix" -name attn.pc | head -1)") &&
-   export PKG_CONFIG_PATH="$pcdir" &&
-   cc -std=c11 -Wall -Wextra -Werror examples/train_tiny.c -o "$prefix/train_tiny" $(pkg-config --cflags --libs attn) -lm &&
-   [[ "$(pkg-config --modversion attn)" == "$(sed -nE 's/^project\(attn VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)" ]] &&
-   LD_LIBRARY_PATH="$(pkg-config --variable=libdir attn)" "$prefix/train_tiny"; then
+echo "== ThreadSanitizer: two threads train two models at once (build-tsan/, OpenMP off)"
+if cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Release -DATTN_TSAN=ON -DATTN_OPENMP=OFF >/dev/null &&
+   cmake --build build-tsan -j"$jobs" --target test_threads >/dev/null &&
+   TSAN_OPTIONS="halt_on_error=1 exitcode=66" build-tsan/test_threads; then
   passed=$((passed + 1))
 else
-  echo "example against the installed library: FAILED"; failed=$((failed + 1))
+  echo "test_threads under ThreadSanitizer: FAILED"; failed=$((failed + 1))
+fi
+
+echo "== install into a temporary prefix: pkg-config and find_package consumers, the program"
+echo "   built on the installed library alone, and the installed attn run from /"
+prefix=$(mktemp -d)
+count() { # label, command...: one count
+  local label=$1; shift
+  if "$@"; then passed=$((passed + 1)); else echo "$label: FAILED"; failed=$((failed + 1)); fi
+}
+pkg_config_consumer() { # the examples with cc and pkg-config, each run
+  local pcdir version
+  pcdir=$(dirname "$(find "$prefix" -name attn.pc | head -1)") || return 1
+  version=$(sed -nE 's/^project\(attn VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)
+  [[ "$(PKG_CONFIG_PATH="$pcdir" pkg-config --modversion attn)" == "$version" ]] || return 1
+  local example libdir
+  libdir=$(PKG_CONFIG_PATH="$pcdir" pkg-config --variable=libdir attn)
+  for example in train_tiny pytorch_weights; do
+    cc -std=c11 -Wall -Wextra -Werror "examples/$example.c" -o "$prefix/$example" \
+       $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs attn) -lm || return 1
+  done
+  LD_LIBRARY_PATH="$libdir" "$prefix/train_tiny" && LD_LIBRARY_PATH="$libdir" "$prefix/pytorch_weights" tests/golden
+}
+cmake_consumer() { # examples/CMakeLists.txt: find_package(attn), attn::attn
+  cmake -S examples -B "$prefix/build-examples" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
+  cmake --build "$prefix/build-examples" -j"$jobs" >/dev/null &&
+  "$prefix/build-examples/train_tiny" && "$prefix/build-examples/pytorch_weights" tests/golden
+}
+program_on_installed_library() { # cli/CMakeLists.txt alone: the program needs only attn.h
+  cmake -S cli -B "$prefix/build-cli" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
+  cmake --build "$prefix/build-cli" -j"$jobs" >/dev/null &&
+  [[ "$("$prefix/build-cli/attn" --version)" == "attn $(sed -nE 's/^project\(attn VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)" ]]
+}
+installed_attn_from_root() { # finds share/attn/aclImdb_mini beside itself
+  (cd / && "$prefix/bin/attn" classify train --max-steps 2 --checkpoint "$prefix/classifier.safetensors")
+}
+if cmake --install build --prefix "$prefix" >/dev/null; then
+  count "pkg-config consumer (examples/, cc)" pkg_config_consumer
+  count "find_package consumer (examples/CMakeLists.txt)" cmake_consumer
+  count "the program built against the installed library (cli/CMakeLists.txt)" program_on_installed_library
+  count "cd / && attn classify train --max-steps 2 (installed)" installed_attn_from_root
+else
+  echo "cmake --install: FAILED"; failed=$((failed + 1))
 fi
 rm -rf "$prefix"
 

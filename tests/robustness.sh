@@ -124,6 +124,7 @@ nw_header='{"x_train":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"y_train
 st_file "$in/nw_inf.safetensors" "$nw_header" "$(f32 0 0.5 1 inf 0 1 2 1 0 1 0 1)"
 st_file "$in/nw_short.safetensors" '{"x_train":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y_train":{"dtype":"F32","shape":[2],"data_offsets":[8,16]},"x_test":{"dtype":"F32","shape":[2],"data_offsets":[16,24]},"y_true":{"dtype":"F32","shape":[2],"data_offsets":[24,32]}}' "$(f32 0 1 0 1 0 1 0 1)"
 st_file "$in/heat_nan.safetensors" '{"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}}' "$(f32 0.5 nan 1 0)"
+st_file "$in/heat3.safetensors" '{"w":{"dtype":"F32","shape":[2,2,2],"data_offsets":[0,32]}}' "$(f32 0 1 2 0.5 1 0 -1 2)"
 
 # aclImdb folders
 make_imdb "$in/imdb" 10 5
@@ -181,7 +182,7 @@ row "safetensors: missing file"                   2 "--in .*nowhere.safetensors:
 row "attn op sdpa: tensor v missing"              1 "missing_v.safetensors: no tensor named \"v\"" "$o" -- op "$in/missing_v.safetensors"
 row "attn op sdpa: k of the wrong shape"          1 "sdpa: q \(1, 1, 2, 2\), k \(1, 1, 2, 3\), v \(1, 1, 2, 2\) do not fit" "$o" -- op "$in/wrong_shape.safetensors"
 row "attn op sdpa: q with 5 dims"                 1 "five_dims.safetensors: tensor \"q\" has 5 dimensions; attn tensors have at most 4" "$o" -- op "$in/five_dims.safetensors"
-row "attn op mha: in_proj_weight (3, 2)"          1 "tensor \"in_proj_weight\" has shape \(3, 2\) in the file, but its destination has shape \(6, 2\)" "$o" -- "$bin" op mha --num-heads 1 --in "$in/mha_param_shape.safetensors" --out "$o"
+row "attn op mha: in_proj_weight (3, 2)"          1 "wrong shape 1: \"in_proj_weight\" \(3, 2\) in the file, \(6, 2\) in the module" "$o" -- "$bin" op mha --num-heads 1 --in "$in/mha_param_shape.safetensors" --out "$o"
 row "attn op mha: seed name Wq.weight (1, 2)"     1 "Wq.weight has shape \(1, 2\), expected \(2, 2\)" "$o" -- "$bin" op mha --num-heads 1 --in "$in/mha_seed_shape.safetensors" --out "$o"
 row "attn op mha: --num-heads missing"            2 "mha needs --num-heads" "$o" -- "$bin" op mha --in "$in/mha_param_shape.safetensors" --out "$o"
 row "attn op: NaN in q"                           1 "tensor \"q\" has NaN at index \(0, 0, 1, 0\); expected finite values" "$o" -- op "$in/nan_q.safetensors"
@@ -239,7 +240,7 @@ cp "$in/good_ck.safetensors.vocab" "$ck.vocab"
 head -c 3000 "$in/good_ck.safetensors" > "$ck"
 row "classify train --resume: truncated checkpoint" 1 "resume: .*ck.safetensors: .*(past the end|too short|not valid JSON)" -- cls --data "$in/imdb" --resume
 row "classify eval: truncated checkpoint"         1 "ck.safetensors: .*(past the end|too short|not valid JSON)" -- "$bin" classify eval --data "$in/imdb" --checkpoint "$ck"
-row "classify --resume: another model's checkpoint" 1 "resume: .*ck.safetensors: does not match the model: wrong shape: embedding.weight \(file \(38, 16\), model \(38, 24\)\)" -- \
+row "classify --resume: another model's checkpoint" 1 "resume: .*ck.safetensors: the file does not fit the parameters: wrong shape [0-9]+: \"embedding.weight\" \(38, 16\) in the file, \(38, 24\) in the module" -- \
   bash -c 'cp "$1.vocab" "$2.vocab"; cp "$1" "$2"; shift 2; "$@"' _ "$in/good_ck.safetensors" "$ck" "$bin" classify train "${tiny[@]}" --embed-dim 24 --data "$in/imdb" --checkpoint "$ck" --resume
 row "translate eval: a classifier checkpoint"     1 "ck.safetensors is not a translation checkpoint" -- "$bin" translate eval --data "$in/pairs" --checkpoint "$ck"
 cp "$in/good.safetensors" "$ck"
@@ -330,14 +331,19 @@ row "nw: --data with 2 training points"           1 "nw_short.safetensors: expec
 row "nw: --lr -1 (out of range)"                  2 "--lr must be in \[0, 1e\+06\], got -1" "$out/nw.safetensors" -- "$bin" nw --lr -1 --plot none --out "$out/nw.safetensors"
 row "nw: --out in a missing folder"               2 "--out .*nowhere/nw.safetensors: cannot write: folder" "$out/nowhere" -- "$bin" nw --epochs 2 --plot none --out "$out/nowhere/nw.safetensors"
 
-row "plot: --out with extension .bmp"             2 "--out .*x.bmp: expected a .png, .svg or .pdf file name" "$out/x.bmp" -- "$bin" plot heatmap --in "$in/heat_nan.safetensors" --tensor w --out "$out/x.bmp"
-row "plot: --out in a missing folder"             1 "nowhere/x.png" "$out/nowhere" -- "$bin" plot heatmap --in "$in/heat_nan.safetensors" --tensor w --out "$out/nowhere/x.png"
+row "plot: --out with extension .bmp"             2 "--out .*x.bmp: unknown picture format; expected a name ending in .png, .svg or .pdf" "$out/x.bmp" -- "$bin" plot heatmap --in "$in/heat_nan.safetensors" --tensor w --out "$out/x.bmp"
+row "plot: --out in a missing folder"             2 "--out .*nowhere/x.png: cannot write: folder" "$out/nowhere" -- "$bin" plot heatmap --in "$in/heat_nan.safetensors" --tensor w --out "$out/nowhere/x.png"
 row "plot: tensor missing"                        1 "heat_nan.safetensors: no tensor named \"weights\"" "$out/x.png" -- "$bin" plot heatmap --in "$in/heat_nan.safetensors" --tensor weights --out "$out/x.png"
+row "plot: --grid with 3 --panel-titles for 2"    2 "3 --panel-titles for 2 panels" "$out/x.png" -- "$bin" plot heatmap --in "$in/heat3.safetensors" --tensor w --grid --panel-titles a,b,c --out "$out/x.png"
 heat_nan() { "$bin" plot heatmap --in "$in/heat_nan.safetensors" --tensor w --out "$out/x.png" && [[ -s $out/x.png ]] && note="NaN cell drawn grey"; rm -f "$out/x.png"; }
 row "plot: NaN in the matrix (valid: grey cell)"  0 "" -- heat_nan
 
 # the edges of trust: masks, conventions, strict checkpoints, output files, loaders, buffering
 source tests/robustness/trust.sh
+row "tour: --out-dir is a file"                   2 "--out-dir .*heat_nan.safetensors: not a folder" -- "$bin" tour 002/2.2 --out-dir "$in/heat_nan.safetensors"
+row "tour: --save in a missing folder"            2 "--save .*nowhere: not a folder" "$out/nowhere" -- "$bin" tour 002/2.2 --out-dir "$out" --save "$out/nowhere"
+row "tour: unknown step"                          2 "unknown step \"002/9.9\" \(attn tour --list shows them\)" -- "$bin" tour 002/9.9 --out-dir "$out"
+row "tour: --data that is not a folder"           2 "--data .*nowhere: not a folder" -- "$bin" tour 002/6.1 --out-dir "$out" --data "$in/nowhere"
 
 # ---- the table ------------------------------------------------------------------------------
 printf '| %-52s | %4s | %4s | %-4s | %s\n' "input" "want" "exit" "ok" "message (first line)"

@@ -1,8 +1,9 @@
 /* Scaled dot-product attention: the fused kernel against the reference on edge shapes and masks
  * (forward, lse-free outputs, and every gradient), finite-difference gradient checks of both,
- * fully masked rows (0, never NaN), and dropout reproducibility.
+ * fully masked rows (0, never NaN), dropout reproducibility, and the fused backward's P against
+ * float64 where the scores are large.
  * Tolerance fused vs ref: atol 2e-5 + rtol 2e-4 (float32; the two sum in different orders and
- * the fused path uses a 2-ulp polynomial exp). */
+ * the fused path uses a 2-ulp polynomial exp). Large scores: see large_scores. */
 #include "testkit.h"
 
 #include <math.h>
@@ -160,6 +161,82 @@ static void fused_vs_ref(const sdpa_case *c)
     attn_tensor_free(g);
 }
 
+/* dV (lk, d) = P^T dO of one head (no masks) in float64: the oracle of large_scores. */
+static void sdpa_dv_f64(double *dv, const float *q, const float *k, const float *g, int64_t lq,
+                        int64_t lk, int64_t d)
+{
+    double *p = malloc((size_t)lk * sizeof *p);
+    memset(dv, 0, (size_t)(lk * d) * sizeof *dv);
+    for (int64_t i = 0; p && i < lq; i++) {
+        double max = -INFINITY, sum = 0.0;
+        for (int64_t j = 0; j < lk; j++) {
+            p[j] = 0.0;
+            for (int64_t c = 0; c < d; c++) p[j] += (double)q[i * d + c] * k[j * d + c];
+            p[j] /= sqrt((double)d);
+            if (p[j] > max) max = p[j];
+        }
+        for (int64_t j = 0; j < lk; j++) sum += p[j] = exp(p[j] - max);
+        for (int64_t j = 0; j < lk; j++)
+            for (int64_t c = 0; c < d; c++) dv[j * d + c] += p[j] / sum * g[i * d + c];
+    }
+    free(p);
+}
+
+/* max |got - want| / max |want| */
+static double scaled_error(const float *got, const double *want, int64_t n)
+{
+    double err = 0.0, mag = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        if (fabs(got[i] - want[i]) > err) err = fabs(got[i] - want[i]);
+        if (fabs(want[i]) > mag) mag = fabs(want[i]);
+    }
+    return err / mag;
+}
+
+/* Small integers in [-3, 3] plus offset: products and sums of them are exact in float32. */
+static attn_tensor *small_ints(uint64_t seed, int64_t rows, int64_t cols, float offset)
+{
+    attn_tensor *t = attn_tensor_alloc(4, (int64_t[]){1, 1, rows, cols});
+    attn_rng rng;
+    attn_rng_seed(&rng, seed);
+    for (int64_t i = 0; t && i < t->numel; i++) t->data[i] = (float)attn_rng_below(&rng, 7) - 3.0f + offset;
+    return t;
+}
+
+/* Large scores, against float64: integer q and k (keys share a part 10) whose scores are exact
+ * in float32 (d 16, scale 1/4) and up to ~200, so the fused backward's P = exp(S - m - log l)
+ * has only the exp's and log's errors; from lse = m + log l rounded to float it would carry
+ * |lse| 2^-24 more (measured: dV error 9.4e-7 (Lk 23) and 1.3e-6 (Lk 300) of its largest value
+ * that way, 2.6e-7 and 3.6e-7 now, in the AVX2 and the portable builds); bound 6e-7 of dV's
+ * largest value. dV = P^T dO shows P's error alone. */
+static void large_scores(void)
+{
+    const int64_t lks[2] = {23, 300};
+    const int64_t lq = 37, d = 16;
+    for (int t = 0; t < 2; t++) {
+        const int64_t lk = lks[t];
+        attn_tensor *q = small_ints(11, lq, d, 0.0f), *k = small_ints(12, lk, d, 10.0f);
+        attn_tensor *v = tk_randn(13, 4, (int64_t[]){1, 1, lk, d});
+        attn_tensor *g = tk_randn(14, 4, (int64_t[]){1, 1, lq, d});
+        attn_tensor_set_requires_grad(q, true), attn_tensor_set_requires_grad(k, true);
+        double *want = malloc((size_t)(lk * d) * sizeof *want);
+        if (want) sdpa_dv_f64(want, q->data, k->data, g->data, lq, lk, d);
+        sdpa_case c = {.name = "large scores"};
+        static sdpa_inputs in;
+        make_masks(&in, &c);
+        run_result fused = run(&c, &in, q, k, v, ATTN_SDPA_FUSED, g->data);
+        if (fused.out && want) {
+            double e = scaled_error(fused.dv->data, want, fused.dv->numel);
+            TK_CHECK(e <= 6e-7, "large scores, Lk %lld: dv error %.3g of its largest value, expected <= 6e-7",
+                     (long long)lk, e);
+            printf("large scores, Lk %lld: dv error %.2e of its largest value\n", (long long)lk, e);
+        }
+        free_result(&fused);
+        free(want);
+        attn_tensor_free(q), attn_tensor_free(k), attn_tensor_free(v), attn_tensor_free(g);
+    }
+}
+
 /* A fully masked row: output 0, and no gradient reaches q of that row or any k, v through it. */
 static void fully_masked_row(void)
 {
@@ -260,6 +337,7 @@ int main(void)
 {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) fused_vs_ref(&cases[i]);
     fully_masked_row();
+    large_scores();
     gradchecks();
     bad_inputs();
     return tk_finish("test_attention");

@@ -154,11 +154,11 @@ static void test_refusals(const char *path, const char *dir)
 
     model wrong_shape = make_model(4, 6, false, true); /* ln.weight (6), the file has (5) */
     expect_refused("shape", path, wrong_shape, false, ATTN_ERR_SHAPE,
-                   "wrong shape: ln.weight (file (5), model (6))");
+                   "wrong shape 3: \"ln.weight\" (5) in the file, (6) in the module");
     free_model(wrong_shape);
 
     model more = make_model(5, 5, true, false); /* has "extra", the file does not */
-    expect_refused("missing parameter", path, more, true, ATTN_ERR_FORMAT, "missing: extra");
+    expect_refused("missing parameter", path, more, true, ATTN_ERR_FORMAT, "missing 1: \"extra\"");
     TK_OK(attn_checkpoint_load(path, more.p, NULL, false));
     TK_CHECK(attn_params_get(more.p, "b")->data[0] == attn_params_get(saved.p, "b")->data[0],
              "a non-strict load still loads what is there");
@@ -181,7 +181,7 @@ static void test_refusals(const char *path, const char *dir)
     snprintf(stray_path, sizeof stray_path, "%s/stray.safetensors", dir);
     TK_OK(attn_st_writer_save(sw, stray_path));
     expect_refused("unknown tensors", stray_path, plain, true, ATTN_ERR_FORMAT,
-                   "unexpected: stray, exp_avg.nothing");
+                   "unexpected 2: \"stray\", \"exp_avg.nothing\"");
     TK_OK(attn_checkpoint_load(stray_path, plain.p, NULL, false));
     /* a non-finite value is refused, strict or not, naming the tensor and the element */
     attn_tensor *b = attn_params_get(saved.p, "b");
@@ -189,7 +189,7 @@ static void test_refusals(const char *path, const char *dir)
     b->data[2] = NAN;
     TK_OK(attn_checkpoint_save(stray_path, saved.p, NULL, NULL, 0));
     b->data[2] = keep;
-    expect_refused("NaN parameter", stray_path, plain, false, ATTN_ERR_NUMERIC, "\"b\" holds nan at element 2");
+    expect_refused("NaN parameter", stray_path, plain, false, ATTN_ERR_NUMERIC, "tensor \"b\" has NaN at index (2)");
     attn_st_writer_free(sw);
     remove(stray_path);
     free_model(plain);
@@ -252,7 +252,7 @@ static void test_average(const char *dir)
              "a file with another shape was averaged in, or the refusal does not name it: %s", attn_last_error());
     TK_CHECK(same_as(m, vm, n), "a refused average changed the parameters");
     const char *lacking[1] = {small_path};
-    TK_CHECK(attn_checkpoint_average(big.p, lacking, 1) != ATTN_OK && strstr(attn_last_error(), "missing: extra"),
+    TK_CHECK(attn_checkpoint_average(big.p, lacking, 1) != ATTN_OK && strstr(attn_last_error(), "missing 1: \"extra\""),
              "a file lacking a parameter was averaged in: %s", attn_last_error());
 
     const char *paths[2] = {a_path, b_path};

@@ -49,12 +49,12 @@ int main(void)
         for (int a = 0; a < 7; a++)
             for (int b = 0; b < 7; b++) {
                 const int64_t n = ns[a], k = ks[b];
-                attn_gemm_rows(y, x, w, m, n, k);
+                attn_gemm_rows(y, x, w, m, n, k, 2);
                 attn_gemm_rows_ref(ref, x, w, m, n, k);
                 char what[64];
                 snprintf(what, sizeof what, "gemm_rows m %lld n %lld k %lld", (long long)m, (long long)n, (long long)k);
                 cases += close_rows(y, ref, x, w, m, n, k, what);
-                attn_gemm_rows(one, x + (m - 1) * k, w, 1, n, k); /* the last row alone */
+                attn_gemm_rows(one, x + (m - 1) * k, w, 1, n, k, 1); /* the last row alone */
                 same_bits = same_bits && !memcmp(one, y + (m - 1) * n, (size_t)n * sizeof *one);
             }
     TK_CHECK(cases == 9 * 7 * 7, "gemm_rows: %d of %d cases within tolerance", cases, 9 * 7 * 7);

@@ -210,7 +210,7 @@ int main(void)
      * OpenMP region whatever the size; on a loaded machine each region waits for a descheduled
      * thread (measured: 46 s instead of 0.2 s under ctest during a parallel build). The parallel
      * paths are compared with torch in test_golden_models. */
-    attn_set_num_threads(1);
+    tk_gradcheck_set_threads(1);
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i], 100 + 10 * i);
     printf("test_models_gradcheck: %zu cases\n", sizeof cases / sizeof *cases);
     return tk_finish("test_models_gradcheck");

@@ -82,8 +82,11 @@ static void test_linear_errors(void)
                  strstr(attn_last_error(), "(3)"),
              "linear bias mismatch: %s", attn_last_error());
     attn_clear_error();
-    TK_CHECK(attn_linear(ctx, NULL, w, b) == NULL && attn_last_status() == ATTN_OK,
-             "linear of NULL returns NULL without a new error");
+    TK_CHECK(attn_linear(ctx, NULL, w, b) == NULL && attn_last_status() == ATTN_ERR_ARG,
+             "linear of NULL returns NULL with ATTN_ERR_ARG");
+    attn_linear(ctx, x, w, b); /* the bias mismatch again: a failure upstream */
+    TK_CHECK(attn_linear(ctx, NULL, w, b) == NULL && attn_last_status() == ATTN_ERR_SHAPE,
+             "linear of a NULL from a failed op keeps that op's error");
     attn_ctx_free(ctx);
 }
 

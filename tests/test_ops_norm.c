@@ -58,7 +58,7 @@ static void layernorm_pair(int64_t rows, int64_t cols, bool affine, bool grads)
     float *rstd = malloc((size_t)rows * sizeof(float));
     float *mean_ref = malloc((size_t)rows * sizeof(float));
     float *rstd_ref = malloc((size_t)rows * sizeof(float));
-    attn_layernorm_rows(y, mean, rstd, x, w, b, rows, cols, LN_EPS);
+    attn_layernorm_rows(y, mean, rstd, x, w, b, rows, cols, LN_EPS, 2);
     attn_layernorm_rows_ref(y_ref, mean_ref, rstd_ref, x, w, b, rows, cols, LN_EPS);
     char what[96];
     snprintf(what, sizeof what, "layernorm %lldx%lld%s", (long long)rows, (long long)cols,
@@ -73,11 +73,11 @@ static void layernorm_pair(int64_t rows, int64_t cols, bool affine, bool grads)
     float *dx_ref = copy_buf(dx, n), *dw_ref = copy_buf(dw, cols), *db_ref = copy_buf(db, cols);
     /* grads: all three; otherwise dx only, then dw and db only */
     attn_layernorm_rows_backward(dx, grads ? dw : NULL, grads ? db : NULL, dy, x, mean_ref,
-                                 rstd_ref, w, rows, cols);
+                                 rstd_ref, w, rows, cols, 2);
     attn_layernorm_rows_backward_ref(dx_ref, grads ? dw_ref : NULL, grads ? db_ref : NULL, dy, x,
                                      mean_ref, rstd_ref, w, rows, cols);
     if (!grads) {
-        attn_layernorm_rows_backward(NULL, dw, db, dy, x, mean_ref, rstd_ref, w, rows, cols);
+        attn_layernorm_rows_backward(NULL, dw, db, dy, x, mean_ref, rstd_ref, w, rows, cols, 2);
         attn_layernorm_rows_backward_ref(NULL, dw_ref, db_ref, dy, x, mean_ref, rstd_ref, w, rows,
                                          cols);
     }

@@ -47,11 +47,15 @@ static bool any_nan(const float *p, int64_t n)
 
 /* ---- kernels: fast against _ref ---- */
 
-typedef void (*fwd_kernel)(float *, const float *, int64_t, int64_t);
-typedef void (*bwd_kernel)(float *, const float *, const float *, int64_t, int64_t);
+typedef void (*fwd_kernel)(float *, const float *, int64_t, int64_t, int threads);
+typedef void (*fwd_kernel_ref)(float *, const float *, int64_t, int64_t);
+typedef void (*bwd_kernel)(float *, const float *, const float *, int64_t, int64_t, int threads);
+typedef void (*bwd_kernel_ref)(float *, const float *, const float *, int64_t, int64_t);
 
-static void kernel_pair(const char *name, fwd_kernel fast, fwd_kernel ref, bwd_kernel bfast,
-                        bwd_kernel bref, int64_t rows, int64_t cols, bool masked)
+enum { KERNEL_THREADS = 2 }; /* the fast kernels' parallel loops run (on large shapes) */
+
+static void kernel_pair(const char *name, fwd_kernel fast, fwd_kernel_ref ref, bwd_kernel bfast,
+                        bwd_kernel_ref bref, int64_t rows, int64_t cols, bool masked)
 {
     int64_t n = rows * cols;
     float *x = randn_buf(rows * 1000 + cols, n, 3.0f);
@@ -60,7 +64,7 @@ static void kernel_pair(const char *name, fwd_kernel fast, fwd_kernel ref, bwd_k
             if (i < cols || (i % 3 == 1 && i % cols != 0)) x[i] = -INFINITY;
     }
     float *y = malloc((size_t)n * sizeof(float)), *y_ref = malloc((size_t)n * sizeof(float));
-    fast(y, x, rows, cols);
+    fast(y, x, rows, cols, KERNEL_THREADS);
     ref(y_ref, x, rows, cols);
     char what[96];
     snprintf(what, sizeof what, "%s forward fast vs ref %lldx%lld%s", name, (long long)rows,
@@ -71,7 +75,7 @@ static void kernel_pair(const char *name, fwd_kernel fast, fwd_kernel ref, bwd_k
     float *dy = randn_buf(7 + n, n, 1.0f);
     float *dx = randn_buf(9 + n, n, 1.0f), *dx_ref = malloc((size_t)n * sizeof(float));
     memcpy(dx_ref, dx, (size_t)n * sizeof(float)); /* same start: both must accumulate */
-    bfast(dx, dy, y_ref, rows, cols);
+    bfast(dx, dy, y_ref, rows, cols, KERNEL_THREADS);
     bref(dx_ref, dy, y_ref, rows, cols);
     snprintf(what, sizeof what, "%s backward fast vs ref %lldx%lld%s", name, (long long)rows,
              (long long)cols, masked ? " masked" : "");
@@ -108,14 +112,14 @@ static void test_kernel_values(void)
 {
     float x[8] = {5.0f, 5.0f, 5.0f, 5.0f, 1000.0f, -INFINITY, 1000.0f, -1000.0f}, y[8];
     float expect[8] = {0.25f, 0.25f, 0.25f, 0.25f, 0.5f, 0.0f, 0.5f, 0.0f};
-    attn_softmax_rows(y, x, 2, 4);
+    attn_softmax_rows(y, x, 2, 4, 1);
     tk_close("softmax known rows (fast)", y, expect, 8, 1e-7f, 0.0f);
     attn_softmax_rows_ref(y, x, 2, 4);
     tk_close("softmax known rows (ref)", y, expect, 8, 1e-7f, 0.0f);
     float one = 3.0f, out;
-    attn_softmax_rows(&out, &one, 1, 1);
+    attn_softmax_rows(&out, &one, 1, 1, 1);
     TK_CHECK(out == 1.0f, "softmax of one column is 1, got %g", (double)out);
-    attn_log_softmax_rows(&out, &one, 1, 1);
+    attn_log_softmax_rows(&out, &one, 1, 1, 1);
     TK_CHECK(out == 0.0f, "log_softmax of one column is 0, got %g", (double)out);
 }
 

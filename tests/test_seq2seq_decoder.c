@@ -148,16 +148,15 @@ static void check_searches_eos(attn_ctx *ctx, model *m, const char *name)
 
 /* Sentences of different lengths and limits searched together = each searched alone by the
  * reference, and = the batched reference twin. */
-static void check_beam_batch(const model *m, const char *name)
+static void check_beam_batch(attn_ctx *ctx, const model *m, const char *name)
 {
     const int64_t max_out[B] = {8, 3, 6}, W = 8;
     int64_t out[B * 8], lens[B], ref[B * 8], ref_lens[B], one[8], n;
     for (int beams = 1; beams <= 4; beams *= 2) {
-        TK_OK(attn_seq2seq_beam_batch(&m->s2s, src, src_lens, B, S, beams, 0.6f, max_out, W, out, lens));
-        TK_OK(attn_seq2seq_beam_batch_ref(&m->s2s, src, src_lens, B, S, beams, 0.6f, max_out, W, ref, ref_lens));
+        TK_OK(attn_seq2seq_beam_batch(ctx, &m->s2s, src, src_lens, B, S, beams, 0.6f, max_out, W, out, lens));
+        TK_OK(attn_seq2seq_beam_batch_ref(ctx, &m->s2s, src, src_lens, B, S, beams, 0.6f, max_out, W, ref, ref_lens));
         TK_CHECK(!memcmp(out, ref, sizeof out) && !memcmp(lens, ref_lens, sizeof lens),
                  "%s: beam_batch %d differs from beam_batch_ref", name, beams);
-        attn_ctx *ctx = attn_ctx_new(0);
         for (int64_t b = 0; b < B; b++) {
             TK_OK(attn_seq2seq_beam_ref(ctx, &m->s2s, src + b * S, src_lens[b], beams, 0.6f, max_out[b], one, &n,
                                         NULL));
@@ -166,7 +165,6 @@ static void check_beam_batch(const model *m, const char *name)
             for (int64_t j = n; j < W; j++)
                 TK_CHECK(out[b * W + j] == m->s2s.cfg.pad_id, "%s: beam_batch row %lld not padded", name, (long long)b);
         }
-        attn_ctx_free(ctx);
     }
 }
 
@@ -288,12 +286,12 @@ static void check_hostile(attn_ctx *ctx, const model *m)
     TK_STATUS(attn_seq2seq_beam_ref(ctx, s, src, S, 2, 0.6f, 4, NULL, &n, NULL), ATTN_ERR_ARG);
     TK_STATUS(attn_seq2seq_beam(ctx, s, src, S, V + 1, 0.6f, 4, out, &n, NULL), ATTN_ERR_ARG); /* beams > V */
     const int64_t limits[B] = {4, 4, 4}, too_long[B] = {4, 5, 4};
-    TK_STATUS(attn_seq2seq_beam_batch(s, src, src_lens, B, S, 2, 0.6f, NULL, 4, out, out_lens), ATTN_ERR_ARG);
-    TK_STATUS(attn_seq2seq_beam_batch(s, src, src_lens, B, S, 2, 0.6f, too_long, 4, out, out_lens), ATTN_ERR_ARG);
-    TK_STATUS(attn_seq2seq_beam_batch(s, src, src_lens, 0, S, 2, 0.6f, limits, 4, out, out_lens), ATTN_ERR_ARG);
-    TK_STATUS(attn_seq2seq_beam_batch(s, src, zero_len, B, S, 2, 0.6f, limits, 4, out, out_lens), ATTN_ERR_ARG);
-    TK_STATUS(attn_seq2seq_beam_batch(s, src, long_len, B, S, 2, 0.6f, limits, 4, out, out_lens), ATTN_ERR_ARG);
-    TK_STATUS(attn_seq2seq_beam_batch(s, src, src_lens, B, S, 2, 0.6f, limits, 0, out, out_lens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam_batch(ctx, s, src, src_lens, B, S, 2, 0.6f, NULL, 4, out, out_lens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam_batch(ctx, s, src, src_lens, B, S, 2, 0.6f, too_long, 4, out, out_lens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam_batch(ctx, s, src, src_lens, 0, S, 2, 0.6f, limits, 4, out, out_lens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam_batch(ctx, s, src, zero_len, B, S, 2, 0.6f, limits, 4, out, out_lens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam_batch(ctx, s, src, long_len, B, S, 2, 0.6f, limits, 4, out, out_lens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam_batch(ctx, s, src, src_lens, B, S, 2, 0.6f, limits, 0, out, out_lens), ATTN_ERR_ARG);
 }
 
 int main(void)
@@ -307,7 +305,7 @@ int main(void)
         for (int64_t beams = 1; beams <= 4; beams *= 2) check_steps(&m, kinds[k].name, beams, 7 + (uint64_t)beams);
         check_searches_eos(ctx, &m, kinds[k].name);
         check_cross_weights(ctx, &m, kinds[k].name);
-        check_beam_batch(&m, kinds[k].name);
+        check_beam_batch(ctx, &m, kinds[k].name);
         check_select(&m, kinds[k].name);
         check_hostile(ctx, &m);
         model_free(&m);

@@ -4,7 +4,8 @@
 # not ours, not counted).
 #   attn nw --epochs 2 (with its plot), attn classify train on 20 reviews (1 epoch, max-len 32,
 #   embed-dim 16), attn translate train on 24 sentence pairs (a 1-layer d=16 Transformer, 1 epoch,
-#   then BLEU), attn op sdpa with grad_out and --need-weights, attn plot heatmap.
+#   then BLEU), attn op sdpa with grad_out and --need-weights, attn plot heatmap, attn tour (three
+#   steps with their figures and --save).
 # valgrind cannot run AVX-512 code, so the program is built without -march=native
 # (build-valgrind/, RelWithDebInfo), unless ATTN_BIN names one.
 # Usage: tests/valgrind.sh   Ends with "valgrind: N passed, N failed".
@@ -65,6 +66,7 @@ check translate "$bin" translate train --data "$work/pairs" --d-model 16 --heads
   --batch-size 8 --min-freq 1 --max-len 12 --threads 1 --checkpoint "$work/tr.safetensors"
 check op_sdpa "$bin" op sdpa --in "$work/qkv.safetensors" --out "$work/out.safetensors" --need-weights --threads 1
 check plot_heatmap "$bin" plot heatmap --in "$work/out.safetensors" --tensor weights --index 0,1 --out "$work/w.png"
+check tour "$bin" tour 002/3.2 002/3.3 003/nw-train --out-dir "$work" --save "$work"
 
 printf '%s\n' "${summary[@]}"
 echo "valgrind: $passed passed, $failed failed"

@@ -85,18 +85,44 @@ attn_tensor *attn_params_add(attn_params *p, const char *name, int ndim, const i
 
 attn_tensor *attn_params_get(const attn_params *p, const char *name)
 {
-    if (!p || !name) return NULL;
+    if (!p || !name) return attn__null_arg("attn_params_get"), NULL;
     for (size_t i = 0; i < p->count; i++)
         if (strcmp(p->names[i], name) == 0) return p->tensors[i];
     return NULL;
 }
 
-size_t attn_params_count(const attn_params *p) { return p ? p->count : 0; }
-attn_tensor *attn_params_at(const attn_params *p, size_t i) { return i < p->count ? p->tensors[i] : NULL; }
-const char *attn_params_name(const attn_params *p, size_t i) { return i < p->count ? p->names[i] : NULL; }
-int64_t attn_params_numel(const attn_params *p) { return p ? p->numel : 0; }
-float *attn_params_grad_block(attn_params *p) { return p ? p->grad_block : NULL; }
-float *attn_params_data_block(attn_params *p) { return p ? p->data_block : NULL; }
+/* Getters: a NULL registry records ATTN_ERR_ARG and reads as 0 or NULL; an index past the end
+ * reads as NULL (ATTN_ERR_ARG too). */
+size_t attn_params_count(const attn_params *p)
+{
+    return p ? p->count : (attn__null_arg("attn_params_count"), 0);
+}
+attn_tensor *attn_params_at(const attn_params *p, size_t i)
+{
+    if (!p || i >= p->count)
+        return attn__fail_null(ATTN_ERR_ARG, "attn_params_at: index %zu, the registry has %zu", i,
+                               p ? p->count : 0);
+    return p->tensors[i];
+}
+const char *attn_params_name(const attn_params *p, size_t i)
+{
+    if (!p || i >= p->count)
+        return attn__fail_null(ATTN_ERR_ARG, "attn_params_name: index %zu, the registry has %zu", i,
+                               p ? p->count : 0);
+    return p->names[i];
+}
+int64_t attn_params_numel(const attn_params *p)
+{
+    return p ? p->numel : (attn__null_arg("attn_params_numel"), 0);
+}
+float *attn_params_grad_block(attn_params *p)
+{
+    return p ? p->grad_block : (attn__null_arg("attn_params_grad_block"), NULL);
+}
+float *attn_params_data_block(attn_params *p)
+{
+    return p ? p->data_block : (attn__null_arg("attn_params_data_block"), NULL);
+}
 
 attn_status attn_params_pack(attn_params *p)
 {
@@ -129,9 +155,12 @@ attn_status attn_params_pack(attn_params *p)
 
 void attn_params_zero_grad(attn_params *p)
 {
-    if (!p) return;
+    if (!p) {
+        attn__null_arg("attn_params_zero_grad");
+        return;
+    }
     if (p->grad_block) {
-        memset(p->grad_block, 0, (size_t)p->numel * sizeof(float));
+        attn__clear(p->grad_block, (size_t)p->numel * sizeof(float), attn_default_num_threads());
         return;
     }
     for (size_t i = 0; i < p->count; i++) attn_tensor_zero_grad(p->tensors[i]);

@@ -59,10 +59,26 @@ void *attn_arena_alloc(attn_arena *a, size_t bytes)
     return p;
 }
 
-void *attn_arena_calloc(attn_arena *a, size_t bytes)
+/* Big blocks (the gradients of logits, of activations, of every parameter) are cleared in
+ * CLEAR_CHUNK pieces spread over the threads, so a step does not wait on one thread's memset. */
+#define CLEAR_CHUNK ((size_t)1 << 16)
+#define CLEAR_PARALLEL_MIN ((size_t)1 << 20)
+
+void attn__clear(void *p, size_t bytes, int threads)
+{
+    unsigned char *b = p;
+    const int64_t chunks = (int64_t)((bytes + CLEAR_CHUNK - 1) / CLEAR_CHUNK);
+#pragma omp parallel for schedule(static) num_threads(threads) if (bytes >= CLEAR_PARALLEL_MIN)
+    for (int64_t c = 0; c < chunks; c++) {
+        size_t off = (size_t)c * CLEAR_CHUNK;
+        memset(b + off, 0, bytes - off < CLEAR_CHUNK ? bytes - off : CLEAR_CHUNK);
+    }
+}
+
+void *attn_arena_calloc(attn_arena *a, size_t bytes, int threads)
 {
     void *p = attn_arena_alloc(a, bytes);
-    if (p) memset(p, 0, bytes);
+    if (p) attn__clear(p, bytes, threads);
     return p;
 }
 

@@ -17,6 +17,12 @@ attn_status attn__fail(attn_status status, const char *fmt, ...)
 void *attn__fail_null(attn_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The NULL contract of attn.h for functions given a NULL where an object is needed. */
+attn_status attn__null_arg(const char *fn); /* records ATTN_ERR_ARG "<fn>: ..."; returns it */
+/* Ops given a NULL input return NULL and record ATTN_ERR_ARG, unless a failure is recorded
+ * already: the NULL then comes from a failed op upstream, whose message is kept. */
+void *attn__null_input(const char *fn);
+
 /* ---- sizes: overflow-checked products ---- */
 
 /* a * b into *out; false when it overflows int64 or either is negative. */
@@ -37,7 +43,10 @@ typedef struct attn_arena {
 } attn_arena;
 
 void *attn_arena_alloc(attn_arena *a, size_t bytes);        /* NULL + error on failure */
-void *attn_arena_calloc(attn_arena *a, size_t bytes);
+/* Zero-filled, cleared over `threads` threads (the ctx's count) from 1 MiB on. */
+void *attn_arena_calloc(attn_arena *a, size_t bytes, int threads);
+/* memset(p, 0, bytes), spread over `threads` threads from 1 MiB on (gradients, activations) */
+void attn__clear(void *p, size_t bytes, int threads);
 void attn_arena_reset(attn_arena *a);
 void attn_arena_release(attn_arena *a);
 
@@ -51,6 +60,7 @@ struct attn_ctx {
     attn_node **tape;    /* recorded ops in creation order (malloc'd, reused across steps) */
     size_t tape_len, tape_cap;
     bool tape_consumed;  /* a backward already ran over this tape */
+    int num_threads;     /* OpenMP threads of every op run in this ctx (1 without OpenMP) */
 };
 
 /* ---- tensors ---- */

@@ -10,6 +10,7 @@ attn_ctx *attn_ctx_new(uint64_t seed)
     attn_rng_seed(&ctx->rng, seed);
     ctx->grad_enabled = true;
     ctx->training = true;
+    ctx->num_threads = attn_default_num_threads();
     return ctx;
 }
 
@@ -23,16 +24,44 @@ void attn_ctx_free(attn_ctx *ctx)
 
 void attn_ctx_reset(attn_ctx *ctx)
 {
-    if (!ctx) return;
+    if (!ctx) {
+        attn__null_arg("attn_ctx_reset");
+        return;
+    }
     attn_arena_reset(&ctx->arena);
     ctx->tape_len = 0;
     ctx->tape_consumed = false;
 }
 
-void attn_ctx_set_grad_enabled(attn_ctx *ctx, bool on) { ctx->grad_enabled = on; }
-bool attn_ctx_grad_enabled(const attn_ctx *ctx) { return ctx->grad_enabled; }
-void attn_ctx_set_training(attn_ctx *ctx, bool on) { ctx->training = on; }
-bool attn_ctx_training(const attn_ctx *ctx) { return ctx->training; }
-attn_rng *attn_ctx_rng(attn_ctx *ctx) { return &ctx->rng; }
-size_t attn_ctx_bytes_used(const attn_ctx *ctx) { return ctx->arena.used; }
-size_t attn_ctx_bytes_peak(const attn_ctx *ctx) { return ctx->arena.peak; }
+attn_status attn_ctx_set_grad_enabled(attn_ctx *ctx, bool on)
+{
+    if (!ctx) return attn__null_arg("attn_ctx_set_grad_enabled");
+    ctx->grad_enabled = on;
+    return ATTN_OK;
+}
+
+attn_status attn_ctx_set_training(attn_ctx *ctx, bool on)
+{
+    if (!ctx) return attn__null_arg("attn_ctx_set_training");
+    ctx->training = on;
+    return ATTN_OK;
+}
+
+/* Getters: a NULL ctx records ATTN_ERR_ARG and reads as false, NULL or 0. */
+bool attn_ctx_grad_enabled(const attn_ctx *ctx)
+{
+    return ctx ? ctx->grad_enabled : (attn__null_arg("attn_ctx_grad_enabled"), false);
+}
+bool attn_ctx_training(const attn_ctx *ctx)
+{
+    return ctx ? ctx->training : (attn__null_arg("attn_ctx_training"), false);
+}
+attn_rng *attn_ctx_rng(attn_ctx *ctx) { return ctx ? &ctx->rng : (attn__null_arg("attn_ctx_rng"), NULL); }
+size_t attn_ctx_bytes_used(const attn_ctx *ctx)
+{
+    return ctx ? ctx->arena.used : (attn__null_arg("attn_ctx_bytes_used"), 0);
+}
+size_t attn_ctx_bytes_peak(const attn_ctx *ctx)
+{
+    return ctx ? ctx->arena.peak : (attn__null_arg("attn_ctx_bytes_peak"), 0);
+}

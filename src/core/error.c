@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 static _Thread_local attn_status last_status = ATTN_OK;
-static _Thread_local char last_message[1024] = "";
+static _Thread_local char last_message[4096] = "";
 
 static void set_message(attn_status status, const char *fmt, va_list ap)
 {
@@ -27,6 +27,27 @@ void *attn__fail_null(attn_status status, const char *fmt, ...)
     va_start(ap, fmt);
     set_message(status, fmt, ap);
     va_end(ap);
+    return NULL;
+}
+
+attn_status attn_set_error(attn_status status, const char *fmt, ...)
+{
+    if (!fmt) fmt = "(no message)";
+    va_list ap;
+    va_start(ap, fmt);
+    set_message(status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+attn_status attn__null_arg(const char *fn)
+{
+    return attn__fail(ATTN_ERR_ARG, "%s: a required argument is NULL", fn);
+}
+
+void *attn__null_input(const char *fn)
+{
+    if (last_status == ATTN_OK) attn__null_arg(fn);
     return NULL;
 }
 
@@ -56,3 +77,5 @@ const char *attn_status_name(attn_status s)
 }
 
 const char *attn_version(void) { return ATTN_VERSION_STRING; }
+
+int attn_version_number(void) { return ATTN_VERSION_NUMBER; }

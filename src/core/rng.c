@@ -6,8 +6,9 @@
 
 #define PCG_MULT 6364136223846793005ULL
 
-void attn_rng_seed(attn_rng *rng, uint64_t seed)
+attn_status attn_rng_seed(attn_rng *rng, uint64_t seed)
 {
+    if (!rng) return attn__null_arg("attn_rng_seed");
     rng->state = 0;
     rng->inc = (seed << 1u) | 1u;
     attn_rng_u32(rng);
@@ -15,10 +16,12 @@ void attn_rng_seed(attn_rng *rng, uint64_t seed)
     attn_rng_u32(rng);
     rng->has_spare = 0;
     rng->spare = 0.0f;
+    return ATTN_OK;
 }
 
 uint32_t attn_rng_u32(attn_rng *rng)
 {
+    if (!rng) return attn__null_arg("attn_rng_u32"), 0;
     uint64_t old = rng->state;
     rng->state = old * PCG_MULT + rng->inc;
     uint32_t xorshifted = (uint32_t)(((old >> 18u) ^ old) >> 27u);
@@ -28,6 +31,7 @@ uint32_t attn_rng_u32(attn_rng *rng)
 
 uint32_t attn_rng_below(attn_rng *rng, uint32_t n)
 {
+    if (!rng) return attn__null_arg("attn_rng_below"), 0;
     if (n == 0) return 0;
     uint32_t threshold = -n % n; /* rejection removes the modulo bias */
     for (;;) {
@@ -38,11 +42,13 @@ uint32_t attn_rng_below(attn_rng *rng, uint32_t n)
 
 float attn_rng_uniform(attn_rng *rng)
 {
+    if (!rng) return attn__null_arg("attn_rng_uniform"), NAN;
     return (float)(attn_rng_u32(rng) >> 8) * (1.0f / 16777216.0f); /* 24 bits: exact in float */
 }
 
 float attn_rng_normal(attn_rng *rng)
 {
+    if (!rng) return attn__null_arg("attn_rng_normal"), NAN;
     if (rng->has_spare) {
         rng->has_spare = 0;
         return rng->spare;
@@ -59,14 +65,20 @@ float attn_rng_normal(attn_rng *rng)
     return (float)(r * cos(th));
 }
 
-bool attn_rng_bernoulli(attn_rng *rng, float p) { return attn_rng_uniform(rng) < p; }
-
-void attn_rng_shuffle(attn_rng *rng, int64_t *items, int64_t n)
+bool attn_rng_bernoulli(attn_rng *rng, float p)
 {
+    if (!rng) return attn__null_arg("attn_rng_bernoulli"), false;
+    return attn_rng_uniform(rng) < p;
+}
+
+attn_status attn_rng_shuffle(attn_rng *rng, int64_t *items, int64_t n)
+{
+    if (!rng || (!items && n > 0)) return attn__null_arg("attn_rng_shuffle");
     for (int64_t i = n - 1; i > 0; i--) {
         int64_t j = (int64_t)attn_rng_below(rng, (uint32_t)(i + 1));
         int64_t t = items[i];
         items[i] = items[j];
         items[j] = t;
     }
+    return ATTN_OK;
 }

@@ -117,29 +117,36 @@ float *attn__grad(attn_ctx *ctx, attn_tensor *t)
             return attn__fail_null(ATTN_ERR_NOMEM, "could not allocate a gradient of %zu bytes",
                                    bytes);
     } else {
-        t->grad = attn_arena_calloc(&ctx->arena, bytes);
+        t->grad = attn_arena_calloc(&ctx->arena, bytes, ctx->num_threads);
     }
     return t->grad;
 }
 
-void attn_tensor_set_requires_grad(attn_tensor *t, bool on)
+attn_status attn_tensor_set_requires_grad(attn_tensor *t, bool on)
 {
-    if (t) t->requires_grad = on;
+    if (!t) return attn__null_arg("attn_tensor_set_requires_grad");
+    t->requires_grad = on;
+    return ATTN_OK;
 }
 
 void attn_tensor_zero_grad(attn_tensor *t)
 {
-    if (t && t->grad) memset(t->grad, 0, (size_t)t->numel * sizeof(float));
+    if (!t) attn__null_arg("attn_tensor_zero_grad");
+    else if (t->grad) memset(t->grad, 0, (size_t)t->numel * sizeof(float));
 }
 
-void attn_tensor_fill_normal(attn_tensor *t, attn_rng *rng, float mean, float std)
+attn_status attn_tensor_fill_normal(attn_tensor *t, attn_rng *rng, float mean, float std)
 {
+    if (!t || !rng) return attn__null_arg("attn_tensor_fill_normal");
     for (int64_t i = 0; i < t->numel; i++) t->data[i] = mean + std * attn_rng_normal(rng);
+    return ATTN_OK;
 }
 
-void attn_tensor_fill_uniform(attn_tensor *t, attn_rng *rng, float lo, float hi)
+attn_status attn_tensor_fill_uniform(attn_tensor *t, attn_rng *rng, float lo, float hi)
 {
+    if (!t || !rng) return attn__null_arg("attn_tensor_fill_uniform");
     for (int64_t i = 0; i < t->numel; i++) t->data[i] = lo + (hi - lo) * attn_rng_uniform(rng);
+    return ATTN_OK;
 }
 
 const char *attn__dims_str(char *buf, size_t len, int ndim, const int64_t *shape)
@@ -154,8 +161,9 @@ const char *attn__dims_str(char *buf, size_t len, int ndim, const int64_t *shape
 
 const char *attn_shape_str(const attn_tensor *t, char *buf, size_t len)
 {
+    if (!buf || !len) return attn__null_arg("attn_shape_str"), buf;
     if (!t) {
-        if (buf && len) snprintf(buf, len, "(null)");
+        snprintf(buf, len, "(null)");
         return buf;
     }
     return attn__dims_str(buf, len, t->ndim, t->shape);
@@ -163,6 +171,7 @@ const char *attn_shape_str(const attn_tensor *t, char *buf, size_t len)
 
 bool attn_same_shape(const attn_tensor *a, const attn_tensor *b)
 {
+    if (!a || !b) return attn__null_arg("attn_same_shape"), false;
     if (a->ndim != b->ndim) return false;
     for (int i = 0; i < a->ndim; i++)
         if (a->shape[i] != b->shape[i]) return false;

@@ -1,27 +1,40 @@
-/* Thread count for our OpenMP loops. OpenBLAS is pinned to one thread: our kernels call it from
- * inside parallel regions, and its own pool would oversubscribe the cores. Large GEMMs outside
- * parallel regions go through attn_gemm, which chooses the BLAS thread count per call. */
+/* Thread counts. There is no process-wide setting: each ctx carries the count its ops use
+ * (num_threads clauses on every parallel region, and the GEMM's split), set from OpenMP's
+ * default when the ctx is made. OpenBLAS is pinned to one thread once (kernels/gemm.c). */
 #include "core.h"
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-static int num_threads = 0; /* 0: not set, use the OpenMP default */
-
-void attn_set_num_threads(int n)
-{
-    num_threads = n > 0 ? n : 0;
-#ifdef _OPENMP
-    if (n > 0) omp_set_num_threads(n);
-#endif
-}
-
-int attn_get_num_threads(void)
+int attn_default_num_threads(void)
 {
 #ifdef _OPENMP
-    return num_threads > 0 ? num_threads : omp_get_max_threads();
+    return omp_get_max_threads();
 #else
     return 1;
 #endif
+}
+
+attn_status attn_ctx_set_num_threads(attn_ctx *ctx, int n)
+{
+    if (!ctx) return attn__fail(ATTN_ERR_ARG, "attn_ctx_set_num_threads: ctx is NULL");
+    if (n > ATTN_MAX_THREADS)
+        return attn__fail(ATTN_ERR_ARG, "attn_ctx_set_num_threads: %d threads, at most %d", n,
+                          ATTN_MAX_THREADS);
+#ifdef _OPENMP
+    ctx->num_threads = n > 0 ? n : attn_default_num_threads();
+#else
+    ctx->num_threads = 1; /* serial build: the loops run on the calling thread */
+#endif
+    return ATTN_OK;
+}
+
+int attn_ctx_num_threads(const attn_ctx *ctx)
+{
+    if (!ctx) {
+        attn__fail(ATTN_ERR_ARG, "attn_ctx_num_threads: ctx is NULL");
+        return 0;
+    }
+    return ctx->num_threads;
 }

@@ -37,11 +37,13 @@ attn_status attn_id_seqs_push(attn_id_seqs *s, const int64_t *ids, int64_t n)
 
 int64_t attn_id_seqs_len(const attn_id_seqs *s, int64_t i)
 {
+    if (!s) return attn__null_arg("attn_id_seqs_len"), 0;
     return i >= 0 && i < s->count ? s->offsets[i + 1] - s->offsets[i] : 0;
 }
 
 void attn_id_seqs_free(attn_id_seqs *s)
 {
+    if (!s) return;
     free(s->offsets);
     free(s->ids);
     *s = (attn_id_seqs){0};
@@ -85,6 +87,7 @@ attn_status attn_encode_texts(attn_id_seqs *out, const attn_vocab *v, attn_token
 int64_t attn_pad_ids(int64_t *row, const int64_t *ids, int64_t len, const attn_pad_opts *opts,
                      int64_t width)
 {
+    if (!row || !opts || (!ids && len > 0)) return attn__null_arg("attn_pad_ids"), -1;
     int64_t k = 0;
     if (opts->bos_id >= 0 && k < width) row[k++] = opts->bos_id;
     for (int64_t i = 0; i < len && k < width; i++)
@@ -118,6 +121,7 @@ attn_status attn_batch_pad(int64_t *out, int64_t *lengths, const attn_id_seqs *s
 int64_t attn_batch_width(const attn_id_seqs *s, const int64_t *rows, int64_t n, int64_t extra,
                          int64_t max_len)
 {
+    if (!s) return attn__null_arg("attn_batch_width"), 0;
     int64_t w = 0;
     for (int64_t i = 0; i < n; i++) {
         int64_t len = attn_id_seqs_len(s, row_of(rows, i)) + extra;
@@ -130,6 +134,7 @@ int64_t attn_batch_width(const attn_id_seqs *s, const int64_t *rows, int64_t n, 
 
 void attn_batches_free(attn_batches *b)
 {
+    if (!b) return;
     free(b->offsets);
     free(b->rows);
     *b = (attn_batches){0};
@@ -138,6 +143,7 @@ void attn_batches_free(attn_batches *b)
 /* out with n rows 0..n-1 (shuffled when rng is set) and room for the batch offsets. */
 static attn_status batches_init(attn_batches *out, int64_t n, int64_t batch_size, attn_rng *rng)
 {
+    if (!out) return attn__null_arg("attn_batches");
     *out = (attn_batches){0};
     if (n < 0 || batch_size <= 0)
         return attn__fail(ATTN_ERR_ARG, "batches: %lld examples in batches of %lld; expected n >= 0 "

@@ -245,6 +245,7 @@ attn_status attn_bleu_add(attn_bleu_stats *s, const char *hyp, const char *ref)
 
 double attn_bleu_score(const attn_bleu_stats *s, double *precisions, double *bp)
 {
+    if (!s) return attn__null_arg("attn_bleu_score"), NAN;
     double logsum = 0.0, p[4];
     bool any_zero = false;
     for (int n = 0; n < 4; n++) {
@@ -265,6 +266,7 @@ double attn_bleu_score(const attn_bleu_stats *s, double *precisions, double *bp)
 double attn_bleu_d2l(const char *const *pred, int64_t n_pred, const char *const *label,
                      int64_t n_label, int k)
 {
+    if ((!pred && n_pred > 0) || (!label && n_label > 0)) return attn__null_arg("attn_bleu_d2l"), NAN;
     if (n_pred <= 0) return 0.0;
     int kk = k < n_pred ? k : (int)n_pred;
     int64_t *m = malloc((size_t)(kk > 0 ? kk : 1) * sizeof *m);

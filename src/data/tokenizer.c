@@ -58,12 +58,17 @@ attn_status attn_tokens_push(attn_tokens *t, const char *s, size_t len)
 
 void attn_tokens_clear(attn_tokens *t)
 {
+    if (!t) {
+        attn__null_arg("attn_tokens_clear");
+        return;
+    }
     t->count = 0;
     t->store_len_ = 0;
 }
 
 void attn_tokens_free(attn_tokens *t)
 {
+    if (!t) return;
     free(t->items);
     free(t->store_);
     free(t->offs_);
@@ -161,6 +166,7 @@ const char *attn_tokenizer_name(attn_tokenizer kind)
 
 int attn_tokenizer_from_name(const char *name)
 {
+    if (!name) return attn__null_arg("attn_tokenizer_from_name"), -1;
     for (int k = 0; name && k < N_TOKENIZERS; k++)
         if (strcmp(name, tokenizer_names[k]) == 0) return k;
     return -1;

@@ -67,12 +67,19 @@ attn_status attn_counter_add(attn_counter *c, const char *const *tokens, int64_t
 
 int64_t attn_counter_get(const attn_counter *c, const char *token)
 {
+    if (!c || !token) return attn__null_arg("attn_counter_get"), 0;
     int64_t id = attn__strtab_find(&c->tab, token, strlen(token));
     return id < 0 ? 0 : c->counts[id];
 }
 
-int64_t attn_counter_distinct(const attn_counter *c) { return c->tab.count; }
-int64_t attn_counter_total(const attn_counter *c) { return c->total; }
+int64_t attn_counter_distinct(const attn_counter *c)
+{
+    return c ? c->tab.count : (attn__null_arg("attn_counter_distinct"), 0);
+}
+int64_t attn_counter_total(const attn_counter *c)
+{
+    return c ? c->total : (attn__null_arg("attn_counter_total"), 0);
+}
 
 /* ---- building ---- */
 
@@ -192,25 +199,34 @@ void attn_vocab_free(attn_vocab *v)
 
 /* ---- lookups ---- */
 
-int64_t attn_vocab_size(const attn_vocab *v) { return v ? v->tab.count : 0; }
+int64_t attn_vocab_size(const attn_vocab *v)
+{
+    return v ? v->tab.count : (attn__null_arg("attn_vocab_size"), 0);
+}
 
 const char *attn_vocab_token(const attn_vocab *v, int64_t id)
 {
-    return v && id >= 0 && id < v->tab.count ? attn__strtab_key(&v->tab, id) : NULL;
+    if (!v) return attn__null_arg("attn_vocab_token"), NULL;
+    return id >= 0 && id < v->tab.count ? attn__strtab_key(&v->tab, id) : NULL;
 }
 
 int64_t attn_vocab_find(const attn_vocab *v, const char *token)
 {
-    return v && token ? attn__strtab_find(&v->tab, token, strlen(token)) : -1;
+    if (!v || !token) return attn__null_arg("attn_vocab_find"), -1;
+    return attn__strtab_find(&v->tab, token, strlen(token));
 }
 
 int64_t attn_vocab_id(const attn_vocab *v, const char *token)
 {
+    if (!v || !token) return attn__null_arg("attn_vocab_id"), -1;
     int64_t id = attn_vocab_find(v, token);
     return id >= 0 ? id : attn_vocab_unk(v);
 }
 
-int64_t attn_vocab_unk(const attn_vocab *v) { return v ? v->unk : -1; }
+int64_t attn_vocab_unk(const attn_vocab *v)
+{
+    return v ? v->unk : (attn__null_arg("attn_vocab_unk"), -1);
+}
 
 attn_status attn_vocab_set_unk(attn_vocab *v, int64_t id)
 {

@@ -6,8 +6,6 @@
 #include "io.h"
 
 #include <errno.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,33 +107,6 @@ static attn_status read_step(const attn_st_file *f, const char *path, int64_t *s
     return ATTN_OK;
 }
 
-/* A list of names for one message: "a, b, c and 4 more". */
-typedef struct name_list {
-    char text[320];
-    size_t len;
-    int count;
-} name_list;
-
-static void name_list_add(name_list *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void name_list_add(name_list *l, const char *fmt, ...)
-{
-    if (l->count++ >= 6 || l->len >= sizeof l->text) return;
-    va_list ap;
-    va_start(ap, fmt);
-    if (l->count > 1) l->len += (size_t)snprintf(l->text + l->len, sizeof l->text - l->len, ", ");
-    if (l->len < sizeof l->text) l->len += (size_t)vsnprintf(l->text + l->len, sizeof l->text - l->len, fmt, ap);
-    va_end(ap);
-}
-
-/* "<label> <names>[ and N more]; " into out (when l has names). */
-static size_t name_list_print(char *out, size_t n, const char *label, const name_list *l)
-{
-    if (!l->count || n == 0) return 0;
-    int w = l->count > 6 ? snprintf(out, n, "%s %s and %d more; ", label, l->text, l->count - 6)
-                         : snprintf(out, n, "%s %s; ", label, l->text);
-    return w < 0 ? 0 : (size_t)w < n ? (size_t)w : n - 1;
-}
-
 /* Optimizer state of some parameter ("exp_avg.<param>", ...): kept in checkpoints, skipped
  * when loading into a model without an optimizer. */
 static bool is_any_state_of(const attn_params *p, const char *name)
@@ -159,86 +130,33 @@ static bool is_state_name(const attn_optim *opt, const char *name)
     return false;
 }
 
-/* One destination (a parameter or a state buffer) matched with its file tensor. */
-typedef struct load_item {
-    const char *name;
-    float *dst;
-    int64_t numel;
-    const attn_st_tensor *src; /* NULL: not in the file */
-} load_item;
+typedef struct model {
+    const attn_params *p;
+    const attn_optim *opt; /* NULL: no optimizer, its state in the file is skipped */
+} model;
 
-/* How strictly a file must match the model. */
-typedef struct match_rules {
-    bool require_all;  /* every destination must be in the file */
-    bool refuse_extra; /* every file tensor must have a destination (optimizer state of a
-                          parameter counts as one when there is no optimizer) */
-} match_rules;
-
-/* Matches every destination with the file: wrong shapes, and what the rules refuse (missing
- * destinations, file tensors with nowhere to go), are listed in one error. */
-static attn_status plan(const attn_st_file *f, const char *path, const attn_params *p,
-                        const attn_optim *opt, match_rules rules, load_item *items, size_t n_items,
-                        bool *all_state)
+/* Strict: a file tensor must be a parameter, or optimizer state (of the optimizer given, or of
+ * any parameter when none is). */
+static bool known_tensor(const char *name, const void *user)
 {
-    name_list missing = {0}, shapes = {0}, extra = {0};
-    const size_t np = attn_params_count(p);
-    *all_state = true;
-    for (size_t i = 0; i < n_items; i++) {
-        load_item *it = &items[i];
-        int ndim = 1;
-        int64_t shape[ATTN_MAX_DIMS] = {0};
-        if (i < np) {
-            const attn_tensor *t = attn_params_at(p, i);
-            *it = (load_item){attn_params_name(p, i), t->data, t->numel, NULL};
-            ndim = t->ndim;
-            memcpy(shape, t->shape, sizeof shape);
-        } else {
-            attn_optim_state_at(opt, i - np, &it->name, &it->dst, &it->numel);
-            shape[0] = it->numel;
-        }
-        it->src = attn_st_find(f, it->name);
-        if (!it->src) {
-            if (i >= np) *all_state = false;
-            if (rules.require_all) name_list_add(&missing, "%s", it->name);
-            continue;
-        }
-        char a[64], b[64];
-        bool same = it->src->ndim == ndim;
-        for (int d = 0; same && d < ndim; d++) same = it->src->shape[d] == shape[d];
-        if (!same)
-            name_list_add(&shapes, "%s (file %s, model %s)", it->name,
-                          attn__dims_str(a, sizeof a, it->src->ndim, it->src->shape),
-                          attn__dims_str(b, sizeof b, ndim, shape));
-    }
-    for (size_t i = 0; rules.refuse_extra && i < attn_st_count(f); i++) {
-        const char *name = attn_st_at(f, i)->name;
-        if (!attn_params_get(p, name) && !is_state_name(opt, name) && (opt || !is_any_state_of(p, name)))
-            name_list_add(&extra, "%s", name);
-    }
-    if (!missing.count && !shapes.count && !extra.count) return ATTN_OK;
-    char msg[1000];
-    size_t n = 0;
-    n += name_list_print(msg + n, sizeof msg - n, "missing:", &missing);
-    n += name_list_print(msg + n, sizeof msg - n, "wrong shape:", &shapes);
-    n += name_list_print(msg + n, sizeof msg - n, "unexpected:", &extra);
-    if (n >= 2) msg[n - 2] = '\0'; /* the last "; " */
-    return attn__fail(missing.count || extra.count ? ATTN_ERR_FORMAT : ATTN_ERR_SHAPE,
-                      "%s: does not match the model: %s", path, msg);
+    const model *m = user;
+    return attn_params_get(m->p, name) || (m->opt ? is_state_name(m->opt, name) : is_any_state_of(m->p, name));
 }
 
-/* Every loaded value must be finite: a NaN parameter is never what a user wants to run. */
-static attn_status check_finite(const char *path, const load_item *items, size_t n, float *scratch)
+/* Every parameter, then every optimizer state buffer, as load destinations. */
+static void fill_items(attn__load_item *items, int64_t *state_numel, const attn_params *p,
+                       const attn_optim *opt)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (!items[i].src) continue;
-        attn__st_to_f32(scratch, items[i].src);
-        for (int64_t e = 0; e < items[i].numel; e++)
-            if (!isfinite(scratch[e]))
-                return attn__fail(ATTN_ERR_NUMERIC, "%s: tensor \"%s\" holds %g at element %lld; a "
-                                  "checkpoint must hold finite values", path, items[i].name,
-                                  scratch[e], (long long)e);
+    const size_t np = attn_params_count(p), ns = opt ? attn_optim_state_count(opt) : 0;
+    for (size_t i = 0; i < np; i++) {
+        attn_tensor *t = attn_params_at(p, i);
+        items[i] = (attn__load_item){attn_params_name(p, i), t->ndim, t->shape, t->data, NULL};
     }
-    return ATTN_OK;
+    for (size_t i = 0; i < ns; i++) {
+        attn__load_item *it = &items[np + i];
+        *it = (attn__load_item){.ndim = 1, .shape = &state_numel[i]};
+        attn_optim_state_at(opt, i, &it->key, &it->dst, &state_numel[i]);
+    }
 }
 
 attn_status attn_checkpoint_load(const char *path, attn_params *p, attn_optim *opt, bool strict)
@@ -247,29 +165,31 @@ attn_status attn_checkpoint_load(const char *path, attn_params *p, attn_optim *o
         return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_load: path or params missing");
     attn_st_file *f = attn_st_open(path);
     if (!f) return attn_last_status();
-    const size_t n = attn_params_count(p) + (opt ? attn_optim_state_count(opt) : 0);
-    int64_t largest = 1;
-    for (size_t i = 0; i < attn_params_count(p); i++)
-        if (attn_params_at(p, i)->numel > largest) largest = attn_params_at(p, i)->numel;
-    if (opt && attn_params_numel(p) > largest) largest = attn_params_numel(p);
-    load_item *items = calloc(n ? n : 1, sizeof *items);             /* (n) */
-    float *scratch = malloc((size_t)largest * sizeof *scratch);      /* (largest) values of one tensor */
+    const size_t np = attn_params_count(p), ns = opt ? attn_optim_state_count(opt) : 0, n = np + ns;
+    attn__load_item *items = calloc(n ? n : 1, sizeof *items); /* (n) */
+    int64_t *state_numel = calloc(ns ? ns : 1, sizeof *state_numel); /* (ns) */
     int64_t step = 0;
-    bool has_step = false, all_state = false;
-    attn_status s = items && scratch ? check_format(f, path)
-                                     : attn__fail(ATTN_ERR_NOMEM, "%s: out of memory", path);
+    bool has_step = false;
+    attn_status s = items && state_numel ? check_format(f, path)
+                                         : attn__fail(ATTN_ERR_NOMEM, "%s: out of memory", path);
     if (s == ATTN_OK) s = read_step(f, path, &step, &has_step);
     if (s == ATTN_OK && opt && strict && !has_step)
         s = attn__fail(ATTN_ERR_FORMAT, "%s: no optimizer step count (strict load)", path);
-    if (s == ATTN_OK) s = plan(f, path, p, opt, (match_rules){strict, strict}, items, n, &all_state);
-    if (s == ATTN_OK) s = check_finite(path, items, n, scratch);
+    const model m = {p, opt};
+    const attn__load_rules rules = {.require_all = strict, .known = strict ? known_tensor : NULL, .user = &m};
+    if (s == ATTN_OK) {
+        fill_items(items, state_numel, p, opt);
+        s = attn__load_match(f, path, "", items, n, &rules);
+    }
+    if (s == ATTN_OK) s = attn__load_finite(items, n, path);
     if (s == ATTN_OK) { /* everything checked: now copy */
-        for (size_t i = 0; i < n; i++)
-            if (items[i].src) attn__st_to_f32(items[i].dst, items[i].src);
+        attn__load_copy(items, n);
+        bool all_state = true;
+        for (size_t i = np; i < n; i++) all_state = all_state && items[i].src;
         if (opt && has_step && all_state) attn_optim_set_step_count(opt, step);
     }
     free(items);
-    free(scratch);
+    free(state_numel);
     attn_st_close(f);
     return s;
 }
@@ -282,24 +202,25 @@ attn_status attn_checkpoint_average(attn_params *p, const char *const *paths, in
         return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_average: params or paths missing");
     const size_t np = attn_params_count(p);
     const int64_t total = attn_params_numel(p);
-    double *sum = malloc((size_t)(total ? total : 1) * sizeof *sum); /* (total) p, then + each file */
+    double *sum = malloc((size_t)(total ? total : 1) * sizeof *sum);      /* (total) p, then + each file */
     float *values = malloc((size_t)(total ? total : 1) * sizeof *values); /* (total) one file's */
-    load_item *items = calloc(np ? np : 1, sizeof *items);             /* (np) */
+    attn__load_item *items = calloc(np ? np : 1, sizeof *items);        /* (np) into values */
     attn_status s = sum && values && items ? ATTN_OK
                                            : attn__fail(ATTN_ERR_NOMEM, "attn_checkpoint_average: out of memory");
     for (size_t i = 0, at = 0; s == ATTN_OK && i < np; i++) {
         const attn_tensor *t = attn_params_at(p, i);
+        items[i] = (attn__load_item){attn_params_name(p, i), t->ndim, t->shape, values + at, NULL};
         for (int64_t e = 0; e < t->numel; e++) sum[at++] = t->data[e];
     }
+    const attn__load_rules every_parameter = {.require_all = true};
     for (int k = 0; s == ATTN_OK && k < n; k++) {
         attn_st_file *f = attn_st_open(paths[k]);
-        bool all_state;
         s = f ? check_format(f, paths[k]) : attn_last_status();
-        if (s == ATTN_OK) s = plan(f, paths[k], p, NULL, (match_rules){true, false}, items, np, &all_state);
-        if (s == ATTN_OK) s = check_finite(paths[k], items, np, values);
-        for (size_t i = 0, at = 0; s == ATTN_OK && i < np; i++) {
-            attn__st_to_f32(values, items[i].src);
-            for (int64_t e = 0; e < items[i].numel; e++) sum[at++] += values[e];
+        if (s == ATTN_OK) s = attn__load_match(f, paths[k], "", items, np, &every_parameter);
+        if (s == ATTN_OK) s = attn__load_finite(items, np, paths[k]);
+        if (s == ATTN_OK) {
+            attn__load_copy(items, np);
+            for (int64_t e = 0; e < total; e++) sum[e] += values[e];
         }
         attn_st_close(f);
     }

@@ -618,16 +618,22 @@ void attn_st_close(attn_st_file *f)
 
 /* ---- public: lookup ---- */
 
-size_t attn_st_count(const attn_st_file *f) { return f ? f->count : 0; }
+size_t attn_st_count(const attn_st_file *f)
+{
+    return f ? f->count : (attn__null_arg("attn_st_count"), 0);
+}
 
 const attn_st_tensor *attn_st_at(const attn_st_file *f, size_t i)
 {
-    return f && i < f->count ? &f->tensors[i] : NULL;
+    if (!f || i >= f->count)
+        return attn__fail_null(ATTN_ERR_ARG, "attn_st_at: index %zu, the file has %zu tensors", i,
+                               f ? f->count : 0);
+    return &f->tensors[i];
 }
 
 const attn_st_tensor *attn_st_find(const attn_st_file *f, const char *name)
 {
-    if (!f || !name) return NULL;
+    if (!f || !name) return attn__null_arg("attn_st_find"), NULL; /* absent: NULL, no error */
     attn_st_tensor key = {.name = name};
     const attn_st_tensor *pkey = &key;
     const attn_st_tensor **hit =
@@ -637,7 +643,8 @@ const attn_st_tensor *attn_st_find(const attn_st_file *f, const char *name)
 
 const char *attn_st_metadata(const attn_st_file *f, const char *key)
 {
-    if (!f || !key || !f->metadata) return NULL;
+    if (!f || !key) return attn__null_arg("attn_st_metadata"), NULL;
+    if (!f->metadata) return NULL;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(f->metadata, key);
     return v ? v->valuestring : NULL;
 }
@@ -653,6 +660,8 @@ static const attn_st_tensor *find_or_fail(const attn_st_file *f, const char *nam
     if (!t) return attn__fail_null(ATTN_ERR_ARG, "%s: no tensor named \"%s\"", f->label, name);
     return t;
 }
+
+const char *attn__st_label(const attn_st_file *f) { return f->label; }
 
 attn_status attn__st_check_shape(const attn_st_file *f, const attn_st_tensor *t, int ndim,
                                  const int64_t *shape)

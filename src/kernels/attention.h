@@ -1,11 +1,12 @@
 /* Private: scaled dot-product attention kernels, no autograd.
  *   forward:  S = scale * Q K^T + mask,  P = softmax_rows(S),  O = dropout(P) V
- *             lse[i] = log sum_j exp(S[i, j])   (+inf for a row whose keys are all masked)
- *   backward: dV = dropout(P)^T dO,  dP = dropout'(dO V^T),  D = rowsum(dO * O),
+ *             stats[i] = (m_i, log l_i): m_i = max_j S[i, j], l_i = sum_j exp(S[i, j] - m_i)
+ *             (+inf and 0 for a row whose keys are all masked), so P = exp((S - m) - log l)
+ *   backward: dV = dropout(P)^T dO,  dP = dropout'(dO V^T),  D = rowsum(dO * O) = rowsum(P * dP),
  *             dS = P * (dP - D),  dQ = scale * dS K,  dK = scale * dS^T Q
  * Two implementations of each: *_ref materialises S for a whole (b, h) and is the need_weights
  * path; *_fused tiles the work (FlashAttention-2 schedule: online softmax over key blocks,
- * backward recomputes P from lse) and never holds (Lq, Lk): a few tiles per thread in the
+ * backward recomputes P from stats) and never holds (Lq, Lk): a few tiles per thread in the
  * forward, plus Q^T and dO^T of one head (Lq (D + Dv)) per thread in the backward.
  * Q (B, H, Lq, D), K (B, H, Lk, D), V (B, H, Lk, Dv), O (B, H, Lq, Dv), all contiguous.
  * A fully masked query row gives O = 0, weights 0 and zero gradients. */
@@ -34,6 +35,8 @@ typedef struct sdpa_problem {
     sdpa_masks masks;
     float dropout_p;        /* on P, 0 when not training */
     uint64_t dropout_seed;  /* the mask is a hash of (seed, b, h, i, j): reproducible anywhere */
+    int threads;            /* OpenMP threads of the (b, h) loops (the ctx's count); the scratch
+                               holds one slice per thread */
 } sdpa_problem;
 
 /* Keys [0, sdpa_key_end) of row (b, i) can be visible; later ones are masked by causal or
@@ -51,8 +54,8 @@ bool sdpa_parallel(const sdpa_problem *p);
 /* Dropout keep factor for element (b, h, i, j): 0 or 1/(1-p). */
 float sdpa_dropout_scale(const sdpa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j);
 
-/* Reference: weights (B, H, Lq, Lk) receives P (before dropout); lse (B, H, Lq). */
-void sdpa_forward_ref(float *out, float *lse, float *weights, const float *q, const float *k,
+/* Reference: weights (B, H, Lq, Lk) receives P (before dropout); stats (B, H, Lq, 2). */
+void sdpa_forward_ref(float *out, float *stats, float *weights, const float *q, const float *k,
                       const float *v, const sdpa_problem *p);
 /* Accumulates into dq, dk, dv from the saved weights. scratch: sdpa_ref_scratch_floats. */
 void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const float *q,
@@ -60,13 +63,15 @@ void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const
                        float *scratch, const sdpa_problem *p);
 int64_t sdpa_ref_scratch_floats(const sdpa_problem *p, int threads);
 
-/* Fused: out and lse written; scratch: sdpa_fused_scratch_floats (per thread: tiles, and in the
- * backward Lq (D + Dv + 2) more). */
-void sdpa_forward_fused(float *out, float *lse, const float *q, const float *k, const float *v,
+/* Fused: out and stats (B, H, Lq, 2) written; scratch: sdpa_fused_scratch_floats (per thread:
+ * tiles, and in the backward Lq (D + Dv + 3) more). */
+void sdpa_forward_fused(float *out, float *stats, const float *q, const float *k, const float *v,
                         float *scratch, const sdpa_problem *p);
-/* Accumulates into dq, dk, dv, recomputing P from lse. */
+/* Accumulates into dq, dk, dv, recomputing P from stats. D: rowsum(P * dP) of the tile when a
+ * head's keys fit one tile (as PyTorch's math path: each dS row sums to 0 up to one rounding),
+ * else rowsum(dO * O) (FlashAttention). */
 void sdpa_backward_fused(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                         const float *k, const float *v, const float *out, const float *lse,
+                         const float *k, const float *v, const float *out, const float *stats,
                          float *scratch, const sdpa_problem *p);
 int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads);
 

@@ -6,13 +6,11 @@
  * stream through an online softmax (running max m and sum l per query, the output accumulator
  * rescaled when m grows); key blocks that causal or valid_lens hide from every query of the
  * block are skipped. Backward: one task per (b, h); key blocks outermost so dK_j and dV_j stay in
- * cache, P recomputed from the saved lse. Extra memory: a few tiles per thread in the forward,
- * Q^T and dO^T of one head per thread in the backward. */
+ * cache, P recomputed from the saved row statistics. Extra memory: a few tiles per thread in the
+ * forward, Q^T and dO^T of one head per thread in the backward. */
 #include "attention.h"
 #include "kernels.h"
 #include "simd.h"
-
-#include "attn.h"
 
 #include <math.h>
 #include <string.h>
@@ -37,12 +35,12 @@ static int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; 
 
 int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads)
 {
-    /* fwd = BR (D + BC + Dv + 2), bwd = Lq' (D + Dv + 2) + 3 BC BR with Lq' = Lq rounded up to
+    /* fwd = BR (D + BC + Dv + 2), bwd = Lq' (D + Dv + 3) + 3 BC BR with Lq' = Lq rounded up to
      * BR (at least the Lq rounded up to vectors the backward uses); -1 when the size overflows (huge Lq or D with no elements): the caller reports it */
     int64_t fwd, bwd, total, lqp;
-    if (__builtin_add_overflow(p->d, p->dv, &fwd) || __builtin_add_overflow(fwd, 2, &fwd) ||
-        __builtin_add_overflow(p->lq, SDPA_BR - 1, &lqp) ||
-        __builtin_mul_overflow(lqp / SDPA_BR * SDPA_BR, fwd, &bwd) ||
+    if (__builtin_add_overflow(p->d, p->dv, &fwd) || __builtin_add_overflow(fwd, 3, &bwd) ||
+        __builtin_add_overflow(fwd, 2, &fwd) || __builtin_add_overflow(p->lq, SDPA_BR - 1, &lqp) ||
+        __builtin_mul_overflow(lqp / SDPA_BR * SDPA_BR, bwd, &bwd) ||
         __builtin_add_overflow(bwd, (int64_t)3 * SDPA_BC * SDPA_BR, &bwd) ||
         __builtin_add_overflow(fwd, SDPA_BC, &fwd) || __builtin_mul_overflow(fwd, SDPA_BR, &fwd) ||
         __builtin_mul_overflow((int64_t)threads, fwd > bwd ? fwd : bwd, &total))
@@ -72,12 +70,20 @@ static int64_t block_key_min(const sdpa_problem *p, int64_t b, int64_t i0, int64
     return end;
 }
 
-/* Dropout on a transposed tile: query i0 + r, key j0 + c at t[c * qw + r]. */
+/* Dropout on a transposed tile: query i0 + r, key j0 + c at t[c * qw + r]; the draws of
+ * sdpa_dropout_scale (u < p drops) with the seed's hash taken once per tile. */
 static void dropout_tile(float *t, int64_t qw, const sdpa_problem *p, int64_t b, int64_t h,
                          int64_t i0, int64_t rows, int64_t j0, int64_t cols)
 {
+    const uint64_t key = attn_hash64(p->dropout_seed);
+    const uint32_t keep_from = (uint32_t)ceilf(p->dropout_p * 16777216.0f); /* u >= p: 24-bit draw >= p 2^24 */
+    const float scale = p->dropout_p < 1.0f ? 1.0f / (1.0f - p->dropout_p) : 0.0f;
+    const uint64_t row0 = ((uint64_t)b * (uint64_t)p->heads + (uint64_t)h) * (uint64_t)p->lq + (uint64_t)i0;
     for (int64_t c = 0; c < cols; c++)
-        for (int64_t r = 0; r < rows; r++) t[c * qw + r] *= sdpa_dropout_scale(p, b, h, i0 + r, j0 + c);
+        for (int64_t r = 0; r < rows; r++) {
+            uint64_t idx = (row0 + (uint64_t)r) * (uint64_t)p->lk + (uint64_t)(j0 + c);
+            t[c * qw + r] *= (uint32_t)(attn_hash64(idx ^ key) >> 40) >= keep_from ? scale : 0.0f;
+        }
 }
 
 /* dst (cols, ld) = src (rows, cols)^T, and dst's columns rows..ld zero. */
@@ -117,7 +123,7 @@ static void online_softmax(float *st, float *ot, float *m, float *l, int64_t qw,
 
 /* One query block: rows [i0, i0+rows) of head (b, h), in tiles qw = rows rounded up to whole
  * vectors wide (a short block, as in step-by-step decoding, computes no padding lanes beyond). */
-static void forward_block(float *out, float *lse, const float *q, const float *k, const float *v,
+static void forward_block(float *out, float *stats, const float *q, const float *k, const float *v,
                           float *scratch, const sdpa_problem *p, int64_t b, int64_t h, int64_t i0,
                           int64_t rows)
 {
@@ -145,41 +151,56 @@ static void forward_block(float *out, float *lse, const float *q, const float *k
         attn_tile_gemm(ot, qw, v + (bh * Lk + j0) * Dv, 1, Dv, st, qw, Dv, qw, cols, 1.0f, true);
     }
     for (int64_t r = 0; r < rows; r++) {
-        float *o = out + (bh * p->lq + i0 + r) * Dv;
+        float *o = out + (bh * p->lq + i0 + r) * Dv, *st_r = stats + 2 * (bh * p->lq + i0 + r);
         if (l[r] > 0.0f || isnan(l[r])) { /* NaN in q or k: the row is NaN, as in PyTorch */
             float inv = 1.0f / l[r];
             for (int64_t c = 0; c < Dv; c++) o[c] = ot[c * qw + r] * inv;
-            lse[bh * p->lq + i0 + r] = m[r] + logf(l[r]);
-        } else { /* every key masked: output 0, and exp(s - lse) = 0 in the backward */
+            st_r[0] = m[r], st_r[1] = logf(l[r]);
+        } else { /* every key masked: output 0, and P = exp(s - inf) = 0 in the backward */
             memset(o, 0, (size_t)Dv * sizeof(float));
-            lse[bh * p->lq + i0 + r] = INFINITY;
+            st_r[0] = INFINITY, st_r[1] = 0.0f;
         }
     }
 }
 
-void sdpa_forward_fused(float *out, float *lse, const float *q, const float *k, const float *v,
+void sdpa_forward_fused(float *out, float *stats, const float *q, const float *k, const float *v,
                         float *scratch, const sdpa_problem *p)
 {
     const int64_t blocks = (p->lq + SDPA_BR - 1) / SDPA_BR, per_head = p->batch * p->heads;
     const int64_t per_thread = sdpa_fused_scratch_floats(p, 1);
     /* The blocks of one head run one after another, so its K and V stay in cache; late query
      * blocks see more keys under a causal mask: each head hands them out first. */
-#pragma omp parallel for schedule(dynamic, 1) num_threads(attn_get_num_threads()) if (sdpa_parallel(p))
+#pragma omp parallel for schedule(dynamic, 1) num_threads(p->threads) if (sdpa_parallel(p))
     for (int64_t t = 0; t < per_head * blocks; t++) {
         int64_t blk = blocks - 1 - t % blocks, bh = t / blocks;
         int64_t i0 = blk * SDPA_BR, rows = p->lq - i0 < SDPA_BR ? p->lq - i0 : SDPA_BR;
-        forward_block(out, lse, q, k, v, scratch + thread_id() * per_thread, p, bh / p->heads,
+        forward_block(out, stats, q, k, v, scratch + thread_id() * per_thread, p, bh / p->heads,
                       bh % p->heads, i0, rows);
     }
 }
 
-/* st (cols, qw) scores become P^T = exp(S^T - lse) (0 where lse = +inf: fully masked query). */
-static void probabilities(float *st, int64_t qw, const float *lse, int64_t cols)
+/* st (cols, qw) scores become P^T = exp((S^T - m) - log l) (0 where m = +inf: fully masked
+ * query). S - m is exact near the max, where P is large; lse = m + log l rounded to float would
+ * shift every P of the row by that rounding, |lse| 2^-24 relative. */
+static void probabilities(float *st, int64_t qw, const float *m, const float *log_l, int64_t cols)
 {
     for (int64_t v = 0; v < qw; v += VF_LANES) {
-        vf shift = vf_load(lse + v);
+        vf max = vf_load(m + v), log_sum = vf_load(log_l + v);
         for (int64_t c = 0; c < cols; c++)
-            vf_store(st + c * qw + v, vf_exp(vf_sub(vf_load(st + c * qw + v), shift)));
+            vf_store(st + c * qw + v, vf_exp(vf_sub(vf_sub(vf_load(st + c * qw + v), max), log_sum)));
+    }
+}
+
+/* dsum (qw) = rowsum(P * dP) over a tile of cols keys that holds every key of its queries: D
+ * from the very P and dP that dS = P (dP - D) uses, so each row of dS sums to 0 up to one
+ * rounding (rowsum(dO * O) differs from it by the roundings of O and dP, which dQ and dK then
+ * carry times the keys' and queries' common part) */
+static void tile_rowsum(float *dsum, const float *pt, const float *dpt, int64_t qw, int64_t cols)
+{
+    for (int64_t v = 0; v < qw; v += VF_LANES) {
+        vf acc = vf_set1(0.0f);
+        for (int64_t c = 0; c < cols; c++) acc = vf_fma(vf_load(pt + c * qw + v), vf_load(dpt + c * qw + v), acc);
+        vf_store(dsum + v, acc);
     }
 }
 
@@ -197,24 +218,27 @@ static void score_gradient(float *dpt, const float *pt, int64_t qw, const float 
 
 /* Backward of head (b, h). */
 static void backward_head(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                          const float *k, const float *v, const float *out, const float *lse,
+                          const float *k, const float *v, const float *out, const float *stats,
                           float *scratch, const sdpa_problem *p, int64_t b, int64_t h)
 {
     const int64_t bh = b * p->heads + h, D = p->d, Dv = p->dv, Lq = p->lq, Lk = p->lk;
     const int64_t Lqp = round_up(Lq, VF_LANES);
     float *qt = scratch;                 /* (D, Lq') Q^T of the head (Lq' = Lq rounded up to vectors) */
     float *dot = qt + D * Lqp;           /* (Dv, Lq') dO^T */
-    float *lse_h = dot + Dv * Lqp;       /* (Lq') lse, +inf past Lq */
-    float *dsum = lse_h + Lqp;           /* (Lq') D = rowsum(dO * O), 0 past Lq */
+    float *m = dot + Dv * Lqp;           /* (Lq') row max of S, +inf past Lq */
+    float *log_l = m + Lqp;              /* (Lq') log sum exp(S - m), 0 past Lq */
+    float *dsum = log_l + Lqp;           /* (Lq') D = rowsum(dO * O), 0 past Lq */
     float *st = dsum + Lqp;              /* (BC, qw) S^T, then P^T; qw = rows rounded up to vectors */
     float *dpt = st + SDPA_BC * SDPA_BR; /* (BC, qw) dP^T, then dS^T */
     float *pd = dpt + SDPA_BC * SDPA_BR; /* (BC, qw) dropout(P)^T */
     transpose_padded(qt, Lqp, q + bh * Lq * D, Lq, D);
     transpose_padded(dot, Lqp, dout + bh * Lq * Dv, Lq, Dv);
+    const bool one_key_block = Lk <= SDPA_BC; /* D then comes from the tile (tile_rowsum) */
     for (int64_t i = 0; i < Lqp; i++) {
-        lse_h[i] = i < Lq ? lse[bh * Lq + i] : INFINITY;
+        m[i] = i < Lq ? stats[2 * (bh * Lq + i)] : INFINITY;
+        log_l[i] = i < Lq ? stats[2 * (bh * Lq + i) + 1] : 0.0f;
         double acc = 0.0;
-        for (int64_t c = 0; i < Lq && c < Dv; c++)
+        for (int64_t c = 0; !one_key_block && i < Lq && c < Dv; c++)
             acc += (double)out[(bh * Lq + i) * Dv + c] * dout[(bh * Lq + i) * Dv + c];
         dsum[i] = (float)acc;
     }
@@ -231,7 +255,7 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
             attn_tile_gemm(st, qw, kj, D, 1, qt + i0, Lqp, cols, qw, D, p->scale, false);
             if (elementwise || j0 + cols > block_key_min(p, b, i0, rows))
                 sdpa_mask_tile(st, 1, qw, p, b, h, i0, rows, j0, cols);
-            probabilities(st, qw, lse_h + i0, cols);
+            probabilities(st, qw, m + i0, log_l + i0, cols);
             const float *pv = st;
             if (drop) {
                 memcpy(pd, st, (size_t)(cols * qw) * sizeof(float));
@@ -242,6 +266,7 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
             attn_tile_gemm(dvj, Dv, pv, qw, 1, doi, Dv, cols, Dv, rows, 1.0f, true);
             attn_tile_gemm(dpt, qw, vj, Dv, 1, dot + i0, Lqp, cols, qw, Dv, 1.0f, false);
             if (drop) dropout_tile(dpt, qw, p, b, h, i0, rows, j0, cols);
+            if (one_key_block) tile_rowsum(dsum + i0, st, dpt, qw, cols);
             score_gradient(dpt, st, qw, dsum + i0, cols);
             /* dQ_i += scale dS K_j;  dK_j += scale dS^T Q_i */
             attn_tile_gemm(dq + (bh * Lq + i0) * D, D, dpt, 1, qw, kj, D, rows, D, cols, p->scale, true);
@@ -251,12 +276,12 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
 }
 
 void sdpa_backward_fused(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                         const float *k, const float *v, const float *out, const float *lse,
+                         const float *k, const float *v, const float *out, const float *stats,
                          float *scratch, const sdpa_problem *p)
 {
     const int64_t per_thread = sdpa_fused_scratch_floats(p, 1);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(attn_get_num_threads()) if (sdpa_parallel(p))
+#pragma omp parallel for schedule(dynamic, 1) num_threads(p->threads) if (sdpa_parallel(p))
     for (int64_t bh = 0; bh < p->batch * p->heads; bh++)
-        backward_head(dq, dk, dv, dout, q, k, v, out, lse, scratch + thread_id() * per_thread, p,
+        backward_head(dq, dk, dv, dout, q, k, v, out, stats, scratch + thread_id() * per_thread, p,
                       bh / p->heads, bh % p->heads);
 }

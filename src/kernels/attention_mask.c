@@ -1,6 +1,7 @@
 /* Masks and dropout shared by the reference and fused attention kernels, so both see exactly
  * the same visible keys and the same dropout mask. */
 #include "attention.h"
+#include "kernels.h"
 
 #include <math.h>
 
@@ -63,21 +64,12 @@ bool sdpa_parallel(const sdpa_problem *p)
     return (double)p->batch * (double)p->heads * (double)p->lq * (double)p->lk * (double)(p->d + p->dv) >= 1e6;
 }
 
-/* splitmix64 finaliser: a good 64-bit mix of the element index and the seed */
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 float sdpa_dropout_scale(const sdpa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j)
 {
     if (p->dropout_p <= 0.0f) return 1.0f;
     if (p->dropout_p >= 1.0f) return 0.0f;
     uint64_t idx = (((uint64_t)b * (uint64_t)p->heads + (uint64_t)h) * (uint64_t)p->lq +
                     (uint64_t)i) * (uint64_t)p->lk + (uint64_t)j;
-    float u = (float)(mix64(idx ^ mix64(p->dropout_seed)) >> 40) * (1.0f / 16777216.0f);
+    float u = (float)(attn_hash64(idx ^ attn_hash64(p->dropout_seed)) >> 40) * (1.0f / 16777216.0f);
     return u < p->dropout_p ? 0.0f : 1.0f / (1.0f - p->dropout_p);
 }

@@ -5,8 +5,6 @@
 #include "kernels.h"
 #include "vmath.h"
 
-#include "attn.h"
-
 #include <math.h>
 #include <string.h>
 
@@ -14,35 +12,36 @@
 #include <omp.h>
 #endif
 
-/* Softmax of one row of masked scores in place; returns lse (+inf for a fully masked row). */
-static float softmax_row(float *s, int64_t n)
+/* Softmax of one row of masked scores in place; stats (2) = max and log sum exp(s - max)
+ * (+inf and 0 for a fully masked row). */
+static void softmax_row(float *stats, float *s, int64_t n)
 {
     float m = attn_row_max(s, n);
     if (m == -INFINITY) {
         memset(s, 0, (size_t)n * sizeof(float));
-        return INFINITY;
+        stats[0] = INFINITY, stats[1] = 0.0f;
+        return;
     }
     float sum = attn_exp_shift_sum_ref(s, s, m, n);
     float inv = 1.0f / sum;
     for (int64_t j = 0; j < n; j++) s[j] *= inv;
-    return m + logf(sum);
+    stats[0] = m, stats[1] = logf(sum);
 }
 
-void sdpa_forward_ref(float *out, float *lse, float *weights, const float *q, const float *k,
+void sdpa_forward_ref(float *out, float *stats, float *weights, const float *q, const float *k,
                       const float *v, const sdpa_problem *p)
 {
     const int64_t H = p->heads, Lq = p->lq, Lk = p->lk, D = p->d, Dv = p->dv;
-    attn_gemm_set_threads(1);
-#pragma omp parallel for schedule(dynamic, 1) if (sdpa_parallel(p))
+#pragma omp parallel for schedule(dynamic, 1) num_threads(p->threads) if (sdpa_parallel(p))
     for (int64_t bh = 0; bh < p->batch * H; bh++) {
         int64_t b = bh / H, h = bh % H;
         float *w = weights + bh * Lq * Lk;        /* (Lq, Lk) */
         float *o = out + bh * Lq * Dv;            /* (Lq, Dv) */
-        attn_gemm(w, Lk, q + bh * Lq * D, D, k + bh * Lk * D, D, Lq, Lk, D, false, true, p->scale, 0);
+        attn_gemm(w, Lk, q + bh * Lq * D, D, k + bh * Lk * D, D, Lq, Lk, D, false, true, p->scale, 0, 1);
         sdpa_mask_tile(w, Lk, 1, p, b, h, 0, Lq, 0, Lk);
-        for (int64_t i = 0; i < Lq; i++) lse[bh * Lq + i] = softmax_row(w + i * Lk, Lk);
+        for (int64_t i = 0; i < Lq; i++) softmax_row(stats + 2 * (bh * Lq + i), w + i * Lk, Lk);
         if (p->dropout_p <= 0.0f) {
-            attn_gemm(o, Dv, w, Lk, v + bh * Lk * Dv, Dv, Lq, Dv, Lk, false, false, 1, 0);
+            attn_gemm(o, Dv, w, Lk, v + bh * Lk * Dv, Dv, Lq, Dv, Lk, false, false, 1, 0, 1);
             continue;
         }
         memset(o, 0, (size_t)(Lq * Dv) * sizeof(float));
@@ -70,8 +69,7 @@ void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const
                        float *scratch, const sdpa_problem *p)
 {
     const int64_t H = p->heads, Lq = p->lq, Lk = p->lk, D = p->d, Dv = p->dv;
-    attn_gemm_set_threads(1);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(attn_get_num_threads()) if (sdpa_parallel(p))
+#pragma omp parallel for schedule(dynamic, 1) num_threads(p->threads) if (sdpa_parallel(p))
     for (int64_t bh = 0; bh < p->batch * H; bh++) {
         int tid = 0;
 #ifdef _OPENMP
@@ -89,9 +87,9 @@ void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const
                 for (int64_t j = 0; j < Lk; j++)
                     pd[i * Lk + j] = P[i * Lk + j] * sdpa_dropout_scale(p, b, h, i, j);
         /* dV += dropout(P)^T dO */
-        attn_gemm(dv + bh * Lk * Dv, Dv, drop ? pd : P, Lk, doh, Dv, Lk, Dv, Lq, true, false, 1, 1);
+        attn_gemm(dv + bh * Lk * Dv, Dv, drop ? pd : P, Lk, doh, Dv, Lk, Dv, Lq, true, false, 1, 1, 1);
         /* dP = dropout'(dO V^T) */
-        attn_gemm(ds, Lk, doh, Dv, vh, Dv, Lq, Lk, Dv, false, true, 1, 0);
+        attn_gemm(ds, Lk, doh, Dv, vh, Dv, Lq, Lk, Dv, false, true, 1, 0, 1);
         for (int64_t i = 0; i < Lq; i++) {
             double dsum = 0.0; /* D_i = rowsum(dO * O) */
             for (int64_t c = 0; c < Dv; c++) dsum += (double)doh[i * Dv + c] * oh[i * Dv + c];
@@ -101,7 +99,7 @@ void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const
                 ds[i * Lk + j] = P[i * Lk + j] * (dp - (float)dsum);
             }
         }
-        attn_gemm(dq + bh * Lq * D, D, ds, Lk, kh, D, Lq, D, Lk, false, false, p->scale, 1);
-        attn_gemm(dk + bh * Lk * D, D, ds, Lk, qh, D, Lk, D, Lq, true, false, p->scale, 1);
+        attn_gemm(dq + bh * Lq * D, D, ds, Lk, kh, D, Lq, D, Lk, false, false, p->scale, 1, 1);
+        attn_gemm(dk + bh * Lk * D, D, ds, Lk, qh, D, Lk, D, Lq, true, false, p->scale, 1, 1);
     }
 }

@@ -10,8 +10,6 @@
 #include "kernels.h"
 #include "simd.h"
 
-#include "attn.h"
-
 enum { GEMM_ROWS_MR = 4, GEMM_ROWS_NR = 2 }; /* 8 accumulators, 2 W vectors, 1 X vector */
 
 /* sum of the lanes of x, in lane order */
@@ -74,12 +72,13 @@ static void row_block(float *y, const float *x, const float *w, int64_t r0, int 
         }
 }
 
-void attn_gemm_rows(float *y, const float *x, const float *w, int64_t m, int64_t n, int64_t k)
+void attn_gemm_rows(float *y, const float *x, const float *w, int64_t m, int64_t n, int64_t k,
+                    int threads)
 {
     /* columns in chunks, over the threads when the product is worth a parallel region */
     enum { CHUNK = 64 };
     const int64_t chunks = (n + CHUNK - 1) / CHUNK;
-#pragma omp parallel for schedule(static) num_threads(attn_get_num_threads()) \
+#pragma omp parallel for schedule(static) num_threads(threads) \
     if ((double)m * (double)n * (double)k >= (double)(1 << 21))
     for (int64_t c = 0; c < chunks; c++) {
         const int64_t j0 = c * CHUNK, j1 = j0 + CHUNK < n ? j0 + CHUNK : n;

@@ -8,10 +8,11 @@
 
 /* C (M, N) = alpha * op(A) @ op(B) + beta * C. op(A) is (M, K): A is (M, K) with row stride lda,
  * or (K, M) when trans_a. op(B) is (K, N): B is (K, N) with row stride ldb, or (N, K) when
- * trans_b. beta = 0 never reads C. */
+ * trans_b. beta = 0 never reads C. A large GEMM called outside a parallel region is split over
+ * `threads` OpenMP threads (the ctx's count); inside one it runs on the calling thread. */
 void attn_gemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb,
                int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha,
-               float beta);
+               float beta, int threads);
 void attn_gemm_ref(float *c, int64_t ldc, const float *a, int64_t lda, const float *b,
                    int64_t ldb, int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b,
                    float alpha, float beta);
@@ -26,29 +27,71 @@ void attn_tile_gemm_ref(float *c, int64_t ldc, const float *a, int64_t a_rs, int
                         bool accumulate);
 /* Y (m, n) = X (m, k) @ W (n, k)^T without packing W, for a few rows (m <= ATTN_GEMM_ROWS_MAX,
  * where it beats the BLAS): each W row is read once per 4 rows of X. Rows of Y do not depend on
- * m. Parallel over column chunks for large products. */
+ * m. Large products are split by column chunks over `threads` OpenMP threads. */
 #define ATTN_GEMM_ROWS_MAX 8
-void attn_gemm_rows(float *y, const float *x, const float *w, int64_t m, int64_t n, int64_t k);
+void attn_gemm_rows(float *y, const float *x, const float *w, int64_t m, int64_t n, int64_t k,
+                    int threads);
 void attn_gemm_rows_ref(float *y, const float *x, const float *w, int64_t m, int64_t n, int64_t k);
 
-/* Sets the OpenBLAS thread count for the next attn_gemm calls made outside parallel regions. */
-void attn_gemm_set_threads(int n);
+/* ---- elementwise helpers, threaded over big blocks (threads: the caller's ctx's count); every
+ * element summed in the same order whatever the thread count ---- */
+
+/* y (n) += x (n) */
+void attn_add_into(float *y, const float *x, int64_t n, int threads);
+/* sums (cols) += sum over rows of x (rows, cols), each column in row order (bias gradients) */
+void attn_col_sums_add(float *sums, const float *x, int64_t rows, int64_t cols, int threads);
+
+/* splitmix64's finaliser: a good 64-bit mix of a counter, the dropout generator's hash */
+static inline uint64_t attn_hash64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* ---- dropout masks: keep[i] = 1 when u_i = (attn_hash64(i ^ attn_hash64(key)) >> 40) / 2^24
+ * is >= p, else 0, for i in [0, n). A pure function of (key, i): the same mask on any number of
+ * threads. The fast one threads and vectorises; *_ref is the formula, one element at a time. */
+void attn_dropout_mask(uint8_t *keep, int64_t n, uint64_t key, float p, int threads);
+void attn_dropout_mask_ref(uint8_t *keep, int64_t n, uint64_t key, float p);
+
+/* ---- cross-entropy with label smoothing eps over rows of logits z (rows, C), targets t ----
+ *   m_i = max_c z_ic,  s_i = sum_c exp(z_ic - m_i),  lse_i = m_i + log s_i
+ *   loss_i = (1 - eps) (lse_i - z_it) + eps / C sum_c (lse_i - z_ic)    (0 where t_i = ignore)
+ *   backward: dz_ic += scale (exp(z_ic - m_i) / s_i - (1 - eps) [c = t_i] - eps / C)
+ *             (rows with t_i = ignore get nothing)
+ * max (rows) and sum (rows) are written by the forward for the backward. The fast pair runs rows
+ * in parallel with simd.h's exp (2 ulp) and float lanes for s; *_ref uses libm's exp in double. */
+void attn_cross_entropy_rows(float *max, double *sum, double *loss, const float *z, const int64_t *t,
+                             int64_t rows, int64_t classes, int64_t ignore_index, double eps, int threads);
+void attn_cross_entropy_rows_ref(float *max, double *sum, double *loss, const float *z,
+                                 const int64_t *t, int64_t rows, int64_t classes,
+                                 int64_t ignore_index, double eps);
+void attn_cross_entropy_rows_backward(float *dz, const float *z, const float *max, const double *sum,
+                                      const int64_t *t, int64_t rows, int64_t classes,
+                                      int64_t ignore_index, double eps, double scale, int threads);
+void attn_cross_entropy_rows_backward_ref(float *dz, const float *z, const float *max,
+                                          const double *sum, const int64_t *t, int64_t rows,
+                                          int64_t classes, int64_t ignore_index, double eps,
+                                          double scale);
 
 /* ---- softmax and log-softmax over the last dim of a (rows, cols) block ----
  *   softmax:     y = exp(x - max) / sum exp(x - max)      dx += y * (dy - sum(dy * y))
  *   log_softmax: y = x - max - log sum exp(x - max)       dx += dy - exp(y) * sum(dy)
  * A row of all -inf gives y = 0 (softmax) or -inf (log_softmax) and dx += 0. Outputs must not
- * overlap inputs; backward accumulates into dx. */
-void attn_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols);
+ * overlap inputs; backward accumulates into dx. The fast kernels spread rows over `threads`
+ * OpenMP threads; the results do not depend on the count. */
+void attn_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols, int threads);
 void attn_softmax_rows_ref(float *y, const float *x, int64_t rows, int64_t cols);
 void attn_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows,
-                                int64_t cols);
+                                int64_t cols, int threads);
 void attn_softmax_rows_backward_ref(float *dx, const float *dy, const float *y, int64_t rows,
                                     int64_t cols);
-void attn_log_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols);
+void attn_log_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols, int threads);
 void attn_log_softmax_rows_ref(float *y, const float *x, int64_t rows, int64_t cols);
 void attn_log_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows,
-                                    int64_t cols);
+                                    int64_t cols, int threads);
 void attn_log_softmax_rows_backward_ref(float *dx, const float *dy, const float *y,
                                         int64_t rows, int64_t cols);
 
@@ -58,14 +101,15 @@ void attn_log_softmax_rows_backward_ref(float *dx, const float *dy, const float 
  *   backward: g = dy * w,  dx += rstd * (g - mean(g) - xhat * mean(g * xhat)),
  *             dw += sum_rows dy * xhat,  db += sum_rows dy   (dx, dw, db may each be NULL)
  * mean and rstd (rows) are written by the forward and read by the backward; row and column
- * sums are accumulated in double. */
+ * sums are accumulated in double. The fast kernels spread rows (columns for dw, db) over
+ * `threads` OpenMP threads; the results do not depend on the count. */
 void attn_layernorm_rows(float *y, float *mean, float *rstd, const float *x, const float *w,
-                         const float *b, int64_t rows, int64_t cols, float eps);
+                         const float *b, int64_t rows, int64_t cols, float eps, int threads);
 void attn_layernorm_rows_ref(float *y, float *mean, float *rstd, const float *x, const float *w,
                              const float *b, int64_t rows, int64_t cols, float eps);
 void attn_layernorm_rows_backward(float *dx, float *dw, float *db, const float *dy,
                                   const float *x, const float *mean, const float *rstd,
-                                  const float *w, int64_t rows, int64_t cols);
+                                  const float *w, int64_t rows, int64_t cols, int threads);
 void attn_layernorm_rows_backward_ref(float *dx, float *dw, float *db, const float *dy,
                                       const float *x, const float *mean, const float *rstd,
                                       const float *w, int64_t rows, int64_t cols);

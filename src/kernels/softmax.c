@@ -179,30 +179,30 @@ static void log_softmax_row_backward(float *restrict dx, const float *restrict d
     for (; c < n; c++) dx[c] += dy[c] - attn_exp_nonpos(y[c]) * sum;
 }
 
-void attn_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols)
+void attn_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols, int threads)
 {
-#pragma omp parallel for schedule(static) if (rows > 1 && rows * cols >= PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= PARALLEL_MIN)
     for (int64_t r = 0; r < rows; r++) softmax_row(y + r * cols, x + r * cols, cols);
 }
 
-void attn_log_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols)
+void attn_log_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols, int threads)
 {
-#pragma omp parallel for schedule(static) if (rows > 1 && rows * cols >= PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= PARALLEL_MIN)
     for (int64_t r = 0; r < rows; r++) log_softmax_row(y + r * cols, x + r * cols, cols);
 }
 
 void attn_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows,
-                                int64_t cols)
+                                int64_t cols, int threads)
 {
-#pragma omp parallel for schedule(static) if (rows > 1 && rows * cols >= PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= PARALLEL_MIN)
     for (int64_t r = 0; r < rows; r++)
         softmax_row_backward(dx + r * cols, dy + r * cols, y + r * cols, cols);
 }
 
 void attn_log_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows,
-                                    int64_t cols)
+                                    int64_t cols, int threads)
 {
-#pragma omp parallel for schedule(static) if (rows > 1 && rows * cols >= PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= PARALLEL_MIN)
     for (int64_t r = 0; r < rows; r++)
         log_softmax_row_backward(dx + r * cols, dy + r * cols, y + r * cols, cols);
 }

@@ -51,7 +51,7 @@ static attn_status init_attention(attn_classifier *m, attn_params *p, attn_rng *
 attn_status attn_classifier_init(attn_classifier *m, attn_params *p, const attn_classifier_config *cfg,
                                  attn_rng *rng)
 {
-    if (!m || !p || !cfg || !rng) return attn__fail(ATTN_ERR_ARG, "classifier_init: NULL argument");
+    if (!m || !p || !cfg) return attn__fail(ATTN_ERR_ARG, "classifier_init: NULL argument");
     if (cfg->vocab_size < 1 || cfg->embed_dim < 1 || cfg->max_len < 1 || cfg->num_classes < 1 ||
         cfg->hidden_dim < 1 || cfg->num_blocks < 0 || !(cfg->dropout >= 0 && cfg->dropout < 1))
         return attn__fail(ATTN_ERR_ARG, "classifier_init: sizes must be >= 1, blocks >= 0 and "
@@ -139,7 +139,7 @@ attn_tensor *attn_classifier_forward(attn_ctx *ctx, const attn_classifier *m, co
                                      attn_tensor **weights)
 {
     if (weights) *weights = NULL;
-    if (!ctx || !m || !ids || !lengths) return NULL;
+    if (!ctx || !m || !ids || !lengths) return attn__null_input(__func__);
     int64_t n_ids;
     if (batch < 1 || len < 1 || len > m->cfg.max_len || !attn__mul_ok(batch, len, &n_ids))
         return attn__fail_null(ATTN_ERR_SHAPE, "classifier: batch %lld x length %lld; expected "

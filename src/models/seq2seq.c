@@ -17,7 +17,7 @@ uint8_t *seq2seq_padding(attn_ctx *ctx, const int64_t *lens, int64_t batch, int6
 attn_status attn_seq2seq_init(attn_seq2seq *m, attn_params *p, const attn_seq2seq_config *cfg,
                               attn_rng *rng)
 {
-    if (!m || !p || !cfg || !rng) return attn__fail(ATTN_ERR_ARG, "seq2seq_init: NULL argument");
+    if (!m || !p || !cfg) return attn__fail(ATTN_ERR_ARG, "seq2seq_init: NULL argument");
     const attn_seq2seq_config *c = cfg;
     if (c->src_vocab < 4 || c->tgt_vocab < 4 || c->d_model < 2 || c->enc_layers < 1 ||
         c->dec_layers < 1 || c->max_len < 2 || !(c->dropout >= 0 && c->dropout < 1) ||
@@ -99,7 +99,7 @@ attn_tensor *attn_seq2seq_forward(attn_ctx *ctx, const attn_seq2seq *m, const in
                                   attn_tensor **cross_weights)
 {
     if (cross_weights) *cross_weights = NULL;
-    if (!ctx || !m || !src || !src_lens || !tgt_in || !tgt_lens) return NULL;
+    if (!ctx || !m || !src || !src_lens || !tgt_in || !tgt_lens) return attn__null_input(__func__);
     seq2seq_memory mem;
     if (seq2seq_encode(ctx, m, src, src_lens, batch, src_len, &mem) != ATTN_OK) return NULL;
     return seq2seq_decode(ctx, m, &mem, tgt_in, tgt_lens, tgt_len, cross_weights);

@@ -139,9 +139,9 @@ static void searches_free(sentence_search *s, int64_t *block)
 }
 
 static attn_status beam_rows(const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
-                              int64_t batch, int64_t src_len, int beam_size, float alpha,
-                              const int64_t *max_out, int64_t out_width, int64_t *out, int64_t *out_lens,
-                              attn_seq2seq_decode_impl impl)
+                             int64_t batch, int64_t src_len, int beam_size, float alpha,
+                             const int64_t *max_out, int64_t out_width, int64_t *out, int64_t *out_lens,
+                             attn_seq2seq_decode_impl impl, int threads)
 {
     if (!m || !src || !src_lens || !max_out || !out || !out_lens || beam_size < 1 || beam_size > 64)
         return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: NULL argument or beam size outside [1, 64]");
@@ -164,7 +164,10 @@ static attn_status beam_rows(const attn_seq2seq *m, const int64_t *src, const in
         return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: batch %lld x beam %lld x vocabulary is too large",
                           (long long)batch, (long long)k);
     attn_seq2seq_decoder *d = attn_seq2seq_decoder_new(m, src, src_lens, batch, src_len, k, cap, impl);
-    if (!d) return attn_last_status();
+    if (!d || attn_seq2seq_decoder_set_num_threads(d, threads) != ATTN_OK) {
+        attn_seq2seq_decoder_free(d);
+        return attn_last_status();
+    }
     int64_t *block;
     sentence_search *s = searches_new(batch, (int)k, cap, c->bos_id, &block);
     int64_t *tokens = malloc((size_t)(batch * k) * sizeof *tokens);  /* (B k) each row's latest */
@@ -186,7 +189,8 @@ static attn_status beam_rows(const attn_seq2seq *m, const int64_t *src, const in
                 tokens[a * k + i] = sa->n_live > 0 ? sa->live[i < sa->n_live ? i : 0].tokens[t - 1] : c->pad_id;
         }
         if ((st = attn_seq2seq_decoder_step(d, logits, tokens)) != ATTN_OK) break;
-        int64_t ended = 0;
+        int64_t ended = 0; /* the sentences' searches are independent: over the threads */
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) reduction(+ : ended) if (n_alive > 1)
         for (int64_t a = 0; a < n_alive; a++) {
             int64_t *p = parents + a * k; /* rows of the decoder's sentence a: [a k, (a + 1) k) */
             sentence_search *sa = &s[alive[a]];
@@ -228,18 +232,21 @@ static attn_status beam_rows(const attn_seq2seq *m, const int64_t *src, const in
 /* D2L's GRU encoder reads the padding: Bahdanau sentences go in groups of one source length, each
  * at its own width, to be searched as they would be alone. The Transformer masks the padding and
  * takes the batch at once. */
-static attn_status beam_batch(const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
-                              int64_t batch, int64_t src_len, int beam_size, float alpha,
-                              const int64_t *max_out, int64_t out_width, int64_t *out, int64_t *out_lens,
-                              attn_seq2seq_decode_impl impl)
+static attn_status beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                              const int64_t *src_lens, int64_t batch, int64_t src_len, int beam_size,
+                              float alpha, const int64_t *max_out, int64_t out_width, int64_t *out,
+                              int64_t *out_lens, attn_seq2seq_decode_impl impl)
 {
+    if (!ctx) return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: NULL ctx");
+    attn_ctx_reset(ctx);
+    const int threads = attn_ctx_num_threads(ctx);
     bool grouped = m && src && src_lens && max_out && out && out_lens && out_width >= 1 &&
                    m->cfg.kind == ATTN_SEQ2SEQ_BAHDANAU && src_len >= 1 && src_len <= m->cfg.max_len,
          padded = false;
     for (int64_t b = 0; grouped && b < batch; b++) padded = padded || src_lens[b] != src_len;
     if (!grouped || !padded) /* (beam_rows reports bad arguments) */
         return beam_rows(m, src, src_lens, batch, src_len, beam_size, alpha, max_out, out_width, out,
-                         out_lens, impl);
+                         out_lens, impl, threads);
     int64_t *rows = malloc((size_t)batch * sizeof *rows), *lens = malloc((size_t)batch * sizeof *lens);
     int64_t *limits = malloc((size_t)batch * sizeof *limits), *sub_lens = malloc((size_t)batch * sizeof *sub_lens);
     int64_t *sub = NULL, *sub_out = NULL, n_ids, n_out;
@@ -263,7 +270,8 @@ static attn_status beam_batch(const attn_seq2seq *m, const int64_t *src, const i
                 sub_lens[n++] = len;
             }
         if (n > 0)
-            st = beam_rows(m, sub, sub_lens, n, len, beam_size, alpha, limits, out_width, sub_out, lens, impl);
+            st = beam_rows(m, sub, sub_lens, n, len, beam_size, alpha, limits, out_width, sub_out, lens, impl,
+                           threads);
         for (int64_t i = 0; st == ATTN_OK && i < n; i++) {
             memcpy(out + rows[i] * out_width, sub_out + i * out_width, (size_t)out_width * sizeof *out);
             out_lens[rows[i]] = lens[i];
@@ -278,21 +286,21 @@ static attn_status beam_batch(const attn_seq2seq *m, const int64_t *src, const i
     return st;
 }
 
-attn_status attn_seq2seq_beam_batch(const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
-                                    int64_t batch, int64_t src_len, int beam_size, float alpha,
-                                    const int64_t *max_out, int64_t out_width, int64_t *out,
-                                    int64_t *out_lens)
+attn_status attn_seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                                    const int64_t *src_lens, int64_t batch, int64_t src_len,
+                                    int beam_size, float alpha, const int64_t *max_out,
+                                    int64_t out_width, int64_t *out, int64_t *out_lens)
 {
-    return beam_batch(m, src, src_lens, batch, src_len, beam_size, alpha, max_out, out_width, out,
+    return beam_batch(ctx, m, src, src_lens, batch, src_len, beam_size, alpha, max_out, out_width, out,
                       out_lens, ATTN_SEQ2SEQ_DECODE_CACHED);
 }
 
-attn_status attn_seq2seq_beam_batch_ref(const attn_seq2seq *m, const int64_t *src,
+attn_status attn_seq2seq_beam_batch_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                                         const int64_t *src_lens, int64_t batch, int64_t src_len,
                                         int beam_size, float alpha, const int64_t *max_out,
                                         int64_t out_width, int64_t *out, int64_t *out_lens)
 {
-    return beam_batch(m, src, src_lens, batch, src_len, beam_size, alpha, max_out, out_width, out,
+    return beam_batch(ctx, m, src, src_lens, batch, src_len, beam_size, alpha, max_out, out_width, out,
                       out_lens, ATTN_SEQ2SEQ_DECODE_RECOMPUTE);
 }
 
@@ -305,9 +313,8 @@ static attn_status beam_one(attn_ctx *ctx, const attn_seq2seq *m, const int64_t 
     if (cross_weights) *cross_weights = NULL;
     if (!ctx || !m || !out || !out_len || max_out < 1)
         return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: NULL argument or max_out < 1");
-    attn_ctx_reset(ctx);
     const int64_t width = max_out < m->cfg.max_len ? max_out : m->cfg.max_len - 1; /* out's room used */
-    attn_status st = beam_batch(m, src, &src_len, 1, src_len, beam_size, alpha, &max_out, width, out,
+    attn_status st = beam_batch(ctx, m, src, &src_len, 1, src_len, beam_size, alpha, &max_out, width, out,
                                 out_len, impl);
     if (st != ATTN_OK || !cross_weights) return st;
     bool grad = attn_ctx_grad_enabled(ctx), training = attn_ctx_training(ctx);

@@ -28,7 +28,10 @@ static attn_status greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *s
     if (max_out >= c->max_len) max_out = c->max_len - 1; /* (max_out + 1 could overflow) */
     attn_ctx_reset(ctx);
     attn_seq2seq_decoder *d = attn_seq2seq_decoder_new(m, src, src_lens, batch, src_len, 1, max_out, impl);
-    if (!d) return attn_last_status();
+    if (!d || attn_seq2seq_decoder_set_num_threads(d, attn_ctx_num_threads(ctx)) != ATTN_OK) {
+        attn_seq2seq_decoder_free(d);
+        return attn_last_status();
+    }
     int64_t *tokens = malloc((size_t)batch * sizeof *tokens); /* (B) each row's latest */
     int64_t *alive = malloc((size_t)batch * sizeof *alive);   /* the sentence of each decoder row */
     int64_t *keep = malloc((size_t)batch * sizeof *keep);

@@ -210,6 +210,13 @@ attn_status attn_seq2seq_decoder_select(attn_seq2seq_decoder *d, const int64_t *
     return ATTN_OK;
 }
 
+attn_status attn_seq2seq_decoder_set_num_threads(attn_seq2seq_decoder *d, int n)
+{
+    if (!d) return attn__fail(ATTN_ERR_ARG, "seq2seq_decoder_set_num_threads: NULL decoder");
+    if (attn_ctx_set_num_threads(d->work, n) != ATTN_OK) return attn_last_status();
+    return attn_ctx_set_num_threads(d->keep, n);
+}
+
 void attn_seq2seq_decoder_free(attn_seq2seq_decoder *d)
 {
     if (!d) return;

@@ -6,7 +6,7 @@
 
 attn_tensor *attn_masked_softmax(attn_ctx *ctx, attn_tensor *scores, const attn_lens *valid_lens)
 {
-    if (!ctx || !scores) return NULL;
+    if (!ctx || !scores) return attn__null_input(__func__);
     if (!valid_lens || !valid_lens->data) return attn_softmax(ctx, scores, -1);
     if (scores->ndim != 3) {
         char buf[64];
@@ -55,7 +55,7 @@ attn_tensor *attn_additive_forward(attn_ctx *ctx, const attn_additive_layer *m,
                                    const attn_lens *valid_lens, attn_tensor **weights)
 {
     if (weights) *weights = NULL;
-    if (!ctx || !m || !queries || !keys || !values) return NULL;
+    if (!ctx || !m || !queries || !keys || !values) return attn__null_input(__func__);
     if (queries->ndim != 3 || keys->ndim != 3 || values->ndim != 3 ||
         keys->shape[0] != queries->shape[0] || values->shape[0] != queries->shape[0] ||
         values->shape[1] != keys->shape[1]) {

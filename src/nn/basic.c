@@ -6,7 +6,8 @@
  *   LayerNorm(dim, eps):    weight (dim) = 1, bias (dim) = 0;  y = norm(x) * weight + bias
  *   Conv1d(in, out, k, p):  weight (out, in, k), bias (out) ~ U(+-1/sqrt(in * k));  y = conv(x)
  * Names are "<prefix>.weight" and "<prefix>.bias", or "weight"/"bias" for an empty prefix.
- * Weights are drawn before biases, each in row-major order, from the caller's rng.
+ * Weights are drawn before biases, each in row-major order, from the caller's rng; with rng NULL
+ * nothing is drawn (the values stay 0, LayerNorm's 1 and 0): for loading a state_dict.
  */
 #include "../core/core.h"
 
@@ -35,12 +36,12 @@ static attn_status add_fan_in_uniform(attn_tensor **weight, attn_tensor **bias, 
     float bound = (float)(1.0 / sqrt((double)fan_in));
     *weight = add_param(p, prefix, "weight", ndim, shape);
     if (!*weight) return attn_last_status();
-    attn_tensor_fill_uniform(*weight, rng, -bound, bound);
+    if (rng) attn_tensor_fill_uniform(*weight, rng, -bound, bound);
     *bias = NULL;
     if (!with_bias) return ATTN_OK;
     *bias = add_param(p, prefix, "bias", 1, shape);
     if (!*bias) return attn_last_status();
-    attn_tensor_fill_uniform(*bias, rng, -bound, bound);
+    if (rng) attn_tensor_fill_uniform(*bias, rng, -bound, bound);
     return ATTN_OK;
 }
 
@@ -49,7 +50,7 @@ static attn_status add_fan_in_uniform(attn_tensor **weight, attn_tensor **bias, 
 attn_status attn_linear_init(attn_linear_layer *m, attn_params *p, const char *prefix,
                              int64_t in_features, int64_t out_features, bool bias, attn_rng *rng)
 {
-    if (!m || !p || !rng) return attn__fail(ATTN_ERR_ARG, "attn_linear_init: module, params or rng is NULL");
+    if (!m || !p) return attn__fail(ATTN_ERR_ARG, "attn_linear_init: module or params is NULL");
     if (in_features < 1 || out_features < 1)
         return attn__fail(ATTN_ERR_ARG, "attn_linear_init(%s): in %lld, out %lld, expected >= 1",
                           prefix ? prefix : "", (long long)in_features, (long long)out_features);
@@ -70,8 +71,7 @@ attn_tensor *attn_linear_forward(attn_ctx *ctx, const attn_linear_layer *m, attn
 attn_status attn_embedding_init(attn_embedding_layer *m, attn_params *p, const char *prefix,
                                 int64_t num, int64_t dim, int64_t padding_idx, attn_rng *rng)
 {
-    if (!m || !p || !rng)
-        return attn__fail(ATTN_ERR_ARG, "attn_embedding_init: module, params or rng is NULL");
+    if (!m || !p) return attn__fail(ATTN_ERR_ARG, "attn_embedding_init: module or params is NULL");
     if (num < 1 || dim < 1)
         return attn__fail(ATTN_ERR_ARG, "attn_embedding_init(%s): num %lld, dim %lld, expected >= 1",
                           prefix ? prefix : "", (long long)num, (long long)dim);
@@ -83,7 +83,7 @@ attn_status attn_embedding_init(attn_embedding_layer *m, attn_params *p, const c
     int64_t shape[2] = {num, dim};
     m->weight = add_param(p, prefix, "weight", 2, shape);
     if (!m->weight) return attn_last_status();
-    attn_tensor_fill_normal(m->weight, rng, 0.0f, 1.0f);
+    if (rng) attn_tensor_fill_normal(m->weight, rng, 0.0f, 1.0f);
     m->num_embeddings = num;
     m->embedding_dim = dim;
     m->padding_idx = padding_idx < 0 ? -1 : padding_idx;
@@ -131,7 +131,7 @@ attn_status attn_conv1d_init(attn_conv1d_layer *m, attn_params *p, const char *p
                              int64_t in_channels, int64_t out_channels, int64_t kernel_size,
                              int64_t padding, bool bias, attn_rng *rng)
 {
-    if (!m || !p || !rng) return attn__fail(ATTN_ERR_ARG, "attn_conv1d_init: module, params or rng is NULL");
+    if (!m || !p) return attn__fail(ATTN_ERR_ARG, "attn_conv1d_init: module or params is NULL");
     if (in_channels < 1 || out_channels < 1 || kernel_size < 1 || padding < 0)
         return attn__fail(ATTN_ERR_ARG,
                           "attn_conv1d_init(%s): in %lld, out %lld, kernel %lld, padding %lld; "

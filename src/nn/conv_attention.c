@@ -31,7 +31,7 @@ attn_tensor *attn_conv_attention_forward(attn_ctx *ctx, const attn_conv_attentio
                                          attn_tensor **weights)
 {
     if (weights) *weights = NULL;
-    if (!ctx || !m || !x) return NULL;
+    if (!ctx || !m || !x) return attn__null_input(__func__);
     attn_tensor *attn_out = attn_mha_forward(ctx, &m->attention, x, x, x, opts, weights);
     attn_tensor *conv_out =
         attn_transpose(ctx, attn_conv1d_forward(ctx, &m->conv, attn_transpose(ctx, x, 1, 2)), 1, 2);

@@ -8,7 +8,7 @@
 attn_status attn_gru_init(attn_gru_layer *m, attn_params *p, const char *prefix, int64_t input_size,
                           int64_t hidden_size, int num_layers, float dropout, attn_rng *rng)
 {
-    if (!m || !p || !prefix || !rng) return attn__fail(ATTN_ERR_ARG, "gru_init: NULL argument");
+    if (!m || !p || !prefix) return attn__fail(ATTN_ERR_ARG, "gru_init: NULL argument");
     if (input_size < 1 || hidden_size < 1 || num_layers < 1 || num_layers > 8 ||
         !(dropout >= 0.0f && dropout < 1.0f))
         return attn__fail(ATTN_ERR_ARG, "gru_init: sizes >= 1, 1 to 8 layers and dropout in [0, 1) "
@@ -27,7 +27,7 @@ attn_status attn_gru_init(attn_gru_layer *m, attn_params *p, const char *prefix,
         for (int i = 0; i < 4; i++) {
             snprintf(name, sizeof name, "%s%s%s_l%d", prefix, dot, kinds[i], l);
             if (!(*slots[i] = attn_params_add(p, name, i < 2 ? 2 : 1, shapes[i]))) return attn_last_status();
-            attn_tensor_fill_uniform(*slots[i], rng, -bound, bound);
+            if (rng) attn_tensor_fill_uniform(*slots[i], rng, -bound, bound);
         }
     }
     return ATTN_OK;
@@ -50,7 +50,7 @@ attn_tensor *attn_gru_forward(attn_ctx *ctx, const attn_gru_layer *m, attn_tenso
                               attn_tensor *h0, attn_tensor **h_n)
 {
     if (h_n) *h_n = NULL;
-    if (!ctx || !m || !x) return NULL;
+    if (!ctx || !m || !x) return attn__null_input(__func__);
     const int64_t H = m->hidden_size;
     if (x->ndim != 3 || x->shape[2] != m->input_size ||
         (h0 && (h0->ndim != 3 || h0->shape[0] != m->num_layers || h0->shape[1] != x->shape[0] ||

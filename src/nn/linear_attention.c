@@ -38,7 +38,7 @@ static attn_tensor *padding_bias(attn_ctx *ctx, const uint8_t *key_padding, int6
 attn_tensor *attn_linear_attention_forward(attn_ctx *ctx, const attn_linear_attention_layer *m,
                                            attn_tensor *x, const attn_mask *mask)
 {
-    if (!ctx || !m || !x) return NULL;
+    if (!ctx || !m || !x) return attn__null_input(__func__);
     if (x->ndim != 3) {
         char a[64];
         return attn__fail_null(ATTN_ERR_SHAPE, "linear_attention: x %s, expected (B, L, E)",

@@ -20,14 +20,14 @@ static attn_tensor *add_param(attn_params *p, const char *prefix, const char *na
 static void xavier_uniform(attn_tensor *w, int64_t fan_in, int64_t fan_out, attn_rng *rng)
 {
     float bound = sqrtf(6.0f / (float)(fan_in + fan_out));
-    attn_tensor_fill_uniform(w, rng, -bound, bound);
+    if (rng) attn_tensor_fill_uniform(w, rng, -bound, bound); /* NULL: no random init */
 }
 
 attn_status attn_mha_init(attn_mha_layer *m, attn_params *p, const char *prefix, int64_t embed_dim,
                           int64_t num_heads, int64_t kdim, int64_t vdim, bool bias, float dropout,
                           attn_rng *rng)
 {
-    if (!m || !p || !prefix || !rng) return attn__fail(ATTN_ERR_ARG, "mha_init: NULL argument");
+    if (!m || !p || !prefix) return attn__fail(ATTN_ERR_ARG, "mha_init: NULL argument");
     if (embed_dim <= 0 || num_heads <= 0 || embed_dim % num_heads != 0)
         return attn__fail(ATTN_ERR_ARG,
                           "mha_init: embed_dim %lld must be a positive multiple of num_heads %lld",
@@ -112,7 +112,7 @@ attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tenso
                               attn_tensor **weights)
 {
     if (weights) *weights = NULL;
-    if (!ctx || !m || !query || !key || !value) return NULL;
+    if (!ctx || !m || !query || !key || !value) return attn__null_input(__func__);
     if (check_inputs(m, query, key, value) != ATTN_OK) return NULL;
     attn_mha_opts defaults = {.average_weights = true};
     if (!opts) opts = &defaults;

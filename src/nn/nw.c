@@ -8,7 +8,7 @@ attn_tensor *attn_nw_forward(attn_ctx *ctx, attn_tensor *w, attn_tensor *queries
                              attn_tensor *keys, attn_tensor *values, attn_tensor **weights)
 {
     if (weights) *weights = NULL;
-    if (!ctx || !queries || !keys || !values) return NULL;
+    if (!ctx || !queries || !keys || !values) return attn__null_input(__func__);
     if (queries->ndim != 1 || keys->ndim != 2 || !attn_same_shape(keys, values) ||
         keys->shape[0] != queries->shape[0] || (w && w->numel != 1)) {
         char a[64], b[64], c[64];
@@ -29,7 +29,7 @@ attn_tensor *attn_nw_forward(attn_ctx *ctx, attn_tensor *w, attn_tensor *queries
 
 attn_tensor *attn_nw_leave_one_out(attn_ctx *ctx, const attn_tensor *x)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     if (x->ndim != 1 || x->shape[0] < 2) {
         char a[64];
         return attn__fail_null(ATTN_ERR_SHAPE, "nw_leave_one_out: x %s, expected (n) with n >= 2",

@@ -6,7 +6,7 @@
 
 attn_tensor *attn_sinusoidal_table(attn_ctx *ctx, int64_t max_len, int64_t d, attn_pe_layout layout)
 {
-    if (!ctx) return NULL;
+    if (!ctx) return attn__null_input(__func__);
     if (max_len < 1 || d < 2 || d % 2)
         return attn__fail_null(ATTN_ERR_ARG,
                                "sinusoidal_table: max_len %lld and d %lld; expected max_len >= 1 "
@@ -27,7 +27,7 @@ attn_tensor *attn_sinusoidal_table(attn_ctx *ctx, int64_t max_len, int64_t d, at
 
 attn_tensor *attn_add_positions(attn_ctx *ctx, attn_tensor *x, attn_tensor *table)
 {
-    if (!ctx || !x || !table) return NULL;
+    if (!ctx || !x || !table) return attn__null_input(__func__);
     if (x->ndim != 3 || table->ndim != 2 || table->shape[1] != x->shape[2] ||
         table->shape[0] < x->shape[1]) {
         char a[64], b[64];
@@ -42,16 +42,16 @@ attn_tensor *attn_add_positions(attn_ctx *ctx, attn_tensor *x, attn_tensor *tabl
 attn_status attn_learned_pe_init(attn_learned_pe *m, attn_params *p, const char *name,
                                  int64_t max_len, int64_t dim, attn_rng *rng)
 {
-    if (!m || !p || !name || !rng) return attn__fail(ATTN_ERR_ARG, "learned_pe_init: NULL argument");
+    if (!m || !p || !name) return attn__fail(ATTN_ERR_ARG, "learned_pe_init: NULL argument");
     m->table = attn_params_add(p, name, 3, (int64_t[]){1, max_len, dim});
     if (!m->table) return attn_last_status();
-    attn_tensor_fill_normal(m->table, rng, 0.0f, 1.0f);
+    if (rng) attn_tensor_fill_normal(m->table, rng, 0.0f, 1.0f);
     return ATTN_OK;
 }
 
 attn_tensor *attn_learned_pe_forward(attn_ctx *ctx, const attn_learned_pe *m, attn_tensor *x)
 {
-    if (!ctx || !m || !x) return NULL;
+    if (!ctx || !m || !x) return attn__null_input(__func__);
     if (x->ndim != 3 || x->shape[2] != m->table->shape[2] || x->shape[1] > m->table->shape[1]) {
         char a[64], b[64];
         return attn__fail_null(ATTN_ERR_SHAPE,

@@ -118,7 +118,7 @@ attn_tensor *attn_encoder_layer_forward(attn_ctx *ctx, const attn_encoder_layer 
                                         const attn_mask *mask, attn_tensor **weights)
 {
     if (weights) *weights = NULL;
-    if (!ctx || !m || !x) return NULL;
+    if (!ctx || !m || !x) return attn__null_input(__func__);
     attn_mha_opts opts = {.average_weights = false};
     if (mask) opts.mask = *mask;
     sublayer s1 = {&m->cfg, &m->norm1}, s2 = {&m->cfg, &m->norm2};
@@ -135,7 +135,7 @@ attn_tensor *attn_decoder_layer_forward(attn_ctx *ctx, const attn_decoder_layer 
 {
     if (self_weights) *self_weights = NULL;
     if (cross_weights) *cross_weights = NULL;
-    if (!ctx || !m || !x || !memory) return NULL;
+    if (!ctx || !m || !x || !memory) return attn__null_input(__func__);
     attn_mha_opts so = {.average_weights = false}, co = {.average_weights = false};
     if (self_mask) so.mask = *self_mask;
     if (cross_mask) co.mask = *cross_mask;

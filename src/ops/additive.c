@@ -43,7 +43,7 @@ static attn_status additive_backward(attn_ctx *ctx, attn_node *node)
 
 attn_tensor *attn_additive_scores(attn_ctx *ctx, attn_tensor *qp, attn_tensor *kp, attn_tensor *wv)
 {
-    if (!ctx || !qp || !kp || !wv) return NULL;
+    if (!ctx || !qp || !kp || !wv) return attn__null_input(__func__);
     if (qp->ndim != 3 || kp->ndim != 3 || qp->shape[0] != kp->shape[0] ||
         qp->shape[2] != kp->shape[2] || wv->numel != qp->shape[2]) {
         char a[64], b[64], c[64];
@@ -57,7 +57,7 @@ attn_tensor *attn_additive_scores(attn_ctx *ctx, attn_tensor *qp, attn_tensor *k
     attn_tensor *out = attn_tensor_empty(ctx, 3, (int64_t[]){s.batch, s.lq, s.lk});
     if (!out) return NULL;
     const int64_t H = s.h;
-#pragma omp parallel for collapse(2) schedule(static) if (s.batch * s.lq * s.lk * H > 65536)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(ctx->num_threads) if (s.batch * s.lq * s.lk * H > 65536)
     for (int64_t b = 0; b < s.batch; b++)
         for (int64_t i = 0; i < s.lq; i++) {
             const float *q = qp->data + (b * s.lq + i) * H;

@@ -10,7 +10,7 @@
 typedef struct sdpa_saved {
     sdpa_problem problem;
     bool fused;
-    float *lse;     /* (B, H, Lq) */
+    float *stats;   /* (B, H, Lq, 2) row max and log sum of the softmax */
     float *weights; /* (B, H, Lq, Lk) for the reference path */
 } sdpa_saved;
 
@@ -131,17 +131,16 @@ static attn_status sdpa_backward(attn_ctx *ctx, attn_node *node)
     attn_tensor *in[3] = {node->in[0], node->in[1], node->in[2]};
     float **grads[3] = {&dq, &dk, &dv};
     for (int i = 0; i < 3; i++)
-        if (!*grads[i] && !(*grads[i] = attn_arena_calloc(&ctx->arena, (size_t)in[i]->numel * sizeof(float))))
+        if (!*grads[i] && !(*grads[i] = attn_arena_calloc(&ctx->arena, (size_t)in[i]->numel * sizeof(float), ctx->num_threads)))
             return attn_last_status();
-    int threads = attn_get_num_threads();
-    int64_t n = s->fused ? sdpa_fused_scratch_floats(p, threads) : sdpa_ref_scratch_floats(p, threads);
+    int64_t n = s->fused ? sdpa_fused_scratch_floats(p, p->threads) : sdpa_ref_scratch_floats(p, p->threads);
     if (n < 0 || (uint64_t)n > SIZE_MAX / sizeof(float))
         return attn__fail(ATTN_ERR_NOMEM, "sdpa backward: scratch of %lld floats is too large", (long long)n);
     float *scratch = attn_arena_alloc(&ctx->arena, (size_t)n * sizeof(float));
     if (!scratch) return attn_last_status();
     const float *q = in[0]->data, *k = in[1]->data, *v = in[2]->data;
     if (s->fused)
-        sdpa_backward_fused(dq, dk, dv, node->out->grad, q, k, v, node->out->data, s->lse, scratch, p);
+        sdpa_backward_fused(dq, dk, dv, node->out->grad, q, k, v, node->out->data, s->stats, scratch, p);
     else
         sdpa_backward_ref(dq, dk, dv, node->out->grad, q, k, v, node->out->data, s->weights, scratch, p);
     return ATTN_OK;
@@ -151,7 +150,7 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
                        const attn_sdpa_opts *opts, attn_tensor **weights)
 {
     if (weights) *weights = NULL;
-    if (!ctx || !q || !k || !v) return NULL;
+    if (!ctx || !q || !k || !v) return attn__null_input(__func__);
     attn_sdpa_opts defaults = {0};
     if (!opts) opts = &defaults;
     if (check_shapes(q, k, v) != ATTN_OK) return NULL;
@@ -171,10 +170,13 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
     if (attn__shape_numel(3, (int64_t[]){p.batch, p.heads, p.lq}, &bhq, "sdpa (B, H, Lq)") != ATTN_OK ||
         attn__shape_numel(3, (int64_t[]){p.batch, p.heads, p.lk}, &bhk, "sdpa (B, H, Lk)") != ATTN_OK)
         return NULL;
+    p.threads = ctx->num_threads;
     p.scale = opts->scale > 0.0f ? opts->scale : 1.0f / sqrtf((float)(p.d ? p.d : 1));
     p.dropout_p = attn_ctx_training(ctx) ? opts->dropout_p : 0.0f;
-    if (p.dropout_p > 0.0f)
-        p.dropout_seed = ((uint64_t)attn_rng_u32(&ctx->rng) << 32) | attn_rng_u32(&ctx->rng);
+    if (p.dropout_p > 0.0f) { /* two draws in a fixed order: high half first */
+        const uint64_t hi = attn_rng_u32(&ctx->rng);
+        p.dropout_seed = hi << 32 | attn_rng_u32(&ctx->rng);
+    }
     if (prepare_masks(ctx, &p, &opts->mask) != ATTN_OK) return NULL;
 
     int64_t out_shape[4], w_shape[4], w_numel;
@@ -183,27 +185,27 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
     memcpy(w_shape, q->shape, sizeof w_shape);
     w_shape[nd - 1] = p.lk;
     attn_tensor *out = attn_tensor_empty(ctx, nd, out_shape);
-    float *lse = attn_arena_alloc(&ctx->arena, (size_t)(bhq ? bhq : 1) * sizeof(float));
-    if (!out || !lse) return NULL;
+    float *stats = attn_arena_alloc(&ctx->arena, 2 * (size_t)(bhq ? bhq : 1) * sizeof(float));
+    if (!out || !stats) return NULL;
     bool fused = !weights && opts->impl != ATTN_SDPA_REF;
     attn_tensor *w = NULL;
     if (fused) {
-        int64_t n = sdpa_fused_scratch_floats(&p, attn_get_num_threads());
+        int64_t n = sdpa_fused_scratch_floats(&p, p.threads);
         if (n < 0 || (uint64_t)n > SIZE_MAX / sizeof(float))
             return attn__fail_null(ATTN_ERR_NOMEM, "sdpa: scratch of %lld floats is too large", (long long)n);
         float *scratch = attn_arena_alloc(&ctx->arena, (size_t)n * sizeof(float));
         if (!scratch) return NULL;
-        sdpa_forward_fused(out->data, lse, q->data, k->data, v->data, scratch, &p);
+        sdpa_forward_fused(out->data, stats, q->data, k->data, v->data, scratch, &p);
     } else {
         if (attn__shape_numel(nd, w_shape, &w_numel, "sdpa weights") != ATTN_OK) return NULL;
         if (!(w = attn_tensor_empty(ctx, nd, w_shape))) return NULL;
-        sdpa_forward_ref(out->data, lse, w->data, q->data, k->data, v->data, &p);
+        sdpa_forward_ref(out->data, stats, w->data, q->data, k->data, v->data, &p);
     }
     attn_tensor *in[3] = {q, k, v};
     if (attn__needs_grad(ctx, in, 3)) {
         attn_node *node = attn__record(ctx, "sdpa", sdpa_backward, out, in, 3, sizeof(sdpa_saved));
         if (!node) return NULL;
-        *(sdpa_saved *)node->saved = (sdpa_saved){p, fused, lse, w ? w->data : NULL};
+        *(sdpa_saved *)node->saved = (sdpa_saved){p, fused, stats, w ? w->data : NULL};
     }
     if (weights) *weights = w;
     return out;

@@ -3,8 +3,13 @@
  *   sub: y = a - b     da += dy,       db -= dy
  *   mul: y = a * b     da += dy * b,   db += dy * a
  *   div: y = a / b     da += dy / b,   db -= dy * a / b^2
- * Gradients of broadcast operands are summed over the broadcast dims. */
+ * Gradients of broadcast operands are summed over the broadcast dims. Big blocks are split
+ * over the threads: the output by its elements, a broadcast operand's gradient by the operand's
+ * elements, each summing its outputs in the order of one thread's loop. */
 #include "../autograd/tape.h"
+#include "../kernels/kernels.h"
+
+#define PARALLEL_MIN 65536 /* elements below which threads cost more than they save */
 
 typedef enum binary_kind { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV } binary_kind;
 
@@ -58,6 +63,19 @@ typedef struct binary_saved {
     binary_kind kind;
 } binary_saved;
 
+/* Element offset of position i (4 dims) under strides st. */
+static inline int64_t offset(const int64_t i[4], const int64_t st[4])
+{
+    return i[0] * st[0] + i[1] * st[1] + i[2] * st[2] + i[3] * st[3];
+}
+
+/* Element strides of the output (the broadcast shape, contiguous). */
+static void out_strides(const broadcast *p, int64_t os[4])
+{
+    os[3] = 1;
+    for (int d = 2; d >= 0; d--) os[d] = os[d + 1] * p->shape[d + 1];
+}
+
 /* d(a op b)/da and /db at one element, times dy. */
 static inline void partials(binary_kind kind, float x, float y, float dy, float *dx, float *dyy)
 {
@@ -71,6 +89,42 @@ static inline void partials(binary_kind kind, float x, float y, float dy, float 
     }
 }
 
+/* g (operand a when which = 0, b when 1) += the operand's partial times dy, summed over the
+ * dims the operand is broadcast along. One task per element of the operand; its outputs are
+ * visited in the order of the output's own loop. */
+static void broadcast_grad(float *g, int which, const binary_saved *s, const float *a, const float *b,
+                           const float *dy, int threads)
+{
+    const broadcast *p = &s->plan;
+    const int64_t *sx = which ? p->sb : p->sa;
+    int64_t os[4], kept[4], reduced[4], n_kept = 1;
+    out_strides(p, os);
+    for (int d = 0; d < 4; d++) { /* each dim is the operand's own (kept) or summed over */
+        bool summed = p->shape[d] > 1 && sx[d] == 0;
+        kept[d] = summed ? 1 : p->shape[d];
+        reduced[d] = summed ? p->shape[d] : 1;
+        n_kept *= kept[d];
+    }
+#pragma omp parallel for schedule(static) num_threads(threads) \
+    if (n_kept > 1 && n_kept * reduced[0] * reduced[1] * reduced[2] * reduced[3] > PARALLEL_MIN)
+    for (int64_t e = 0; e < n_kept; e++) {
+        int64_t k[4], i[4], rest = e;
+        for (int d = 3; d >= 0; d--) k[d] = rest % kept[d], rest /= kept[d];
+        const int64_t ix = offset(k, sx);
+        float acc = g[ix];
+        for (int64_t r0 = 0; r0 < reduced[0]; r0++)
+            for (int64_t r1 = 0; r1 < reduced[1]; r1++)
+                for (int64_t r2 = 0; r2 < reduced[2]; r2++)
+                    for (int64_t r3 = 0; r3 < reduced[3]; r3++) {
+                        i[0] = k[0] + r0, i[1] = k[1] + r1, i[2] = k[2] + r2, i[3] = k[3] + r3;
+                        float dx, dyy;
+                        partials(s->kind, a[offset(i, p->sa)], b[offset(i, p->sb)], dy[offset(i, os)], &dx, &dyy);
+                        acc += which ? dyy : dx;
+                    }
+        g[ix] = acc;
+    }
+}
+
 static attn_status binary_backward(attn_ctx *ctx, attn_node *node)
 {
     const binary_saved *s = node->saved;
@@ -80,8 +134,9 @@ static attn_status binary_backward(attn_ctx *ctx, attn_node *node)
     float *gb = attn__in_grad(ctx, node, 1, &st);
     if (st != ATTN_OK) return st;
     const float *a = node->in[0]->data, *b = node->in[1]->data, *dy = node->out->grad;
+    const int64_t n = node->out->numel;
     if (p->same) {
-        int64_t n = node->out->numel;
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
         for (int64_t i = 0; i < n; i++) {
             float dx, dyy;
             partials(s->kind, a[i], b[i], dy[i], &dx, &dyy);
@@ -90,24 +145,14 @@ static attn_status binary_backward(attn_ctx *ctx, attn_node *node)
         }
         return ATTN_OK;
     }
-    int64_t o = 0;
-    for (int64_t i0 = 0; i0 < p->shape[0]; i0++)
-        for (int64_t i1 = 0; i1 < p->shape[1]; i1++)
-            for (int64_t i2 = 0; i2 < p->shape[2]; i2++)
-                for (int64_t i3 = 0; i3 < p->shape[3]; i3++, o++) {
-                    int64_t ia = i0 * p->sa[0] + i1 * p->sa[1] + i2 * p->sa[2] + i3 * p->sa[3];
-                    int64_t ib = i0 * p->sb[0] + i1 * p->sb[1] + i2 * p->sb[2] + i3 * p->sb[3];
-                    float dx, dyy;
-                    partials(s->kind, a[ia], b[ib], dy[o], &dx, &dyy);
-                    if (ga) ga[ia] += dx;
-                    if (gb) gb[ib] += dyy;
-                }
+    if (ga) broadcast_grad(ga, 0, s, a, b, dy, ctx->num_threads);
+    if (gb) broadcast_grad(gb, 1, s, a, b, dy, ctx->num_threads);
     return ATTN_OK;
 }
 
 static attn_tensor *binary(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, binary_kind kind)
 {
-    if (!ctx || !a || !b) return NULL;
+    if (!ctx || !a || !b) return attn__null_input(binary_names[kind]);
     broadcast plan;
     int nd = 0;
     if (broadcast_plan(&plan, a, b, binary_names[kind], &nd) != ATTN_OK) return NULL;
@@ -117,20 +162,19 @@ static attn_tensor *binary(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, binary
         int64_t n = y->numel;
         const float *x = a->data, *z = b->data;
         float *out = y->data;
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > 65536)
         for (int64_t i = 0; i < n; i++) out[i] = apply(kind, x[i], z[i]);
-    } else {
-        int64_t o = 0;
-        for (int64_t i0 = 0; i0 < plan.shape[0]; i0++)
-            for (int64_t i1 = 0; i1 < plan.shape[1]; i1++)
-                for (int64_t i2 = 0; i2 < plan.shape[2]; i2++)
-                    for (int64_t i3 = 0; i3 < plan.shape[3]; i3++, o++) {
-                        int64_t ia = i0 * plan.sa[0] + i1 * plan.sa[1] + i2 * plan.sa[2] +
-                                     i3 * plan.sa[3];
-                        int64_t ib = i0 * plan.sb[0] + i1 * plan.sb[1] + i2 * plan.sb[2] +
-                                     i3 * plan.sb[3];
-                        y->data[o] = apply(kind, a->data[ia], b->data[ib]);
-                    }
+    } else { /* rows of the last dim, one task each */
+        const int64_t rows = plan.shape[0] * plan.shape[1] * plan.shape[2], last = plan.shape[3];
+        const float *x = a->data, *z = b->data;
+        float *out = y->data;
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (rows > 1 && y->numel > PARALLEL_MIN)
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t i[4] = {r / (plan.shape[1] * plan.shape[2]), r / plan.shape[2] % plan.shape[1],
+                            r % plan.shape[2], 0};
+            const float *xr = x + offset(i, plan.sa), *zr = z + offset(i, plan.sb);
+            for (int64_t c = 0; c < last; c++) out[r * last + c] = apply(kind, xr[c * plan.sa[3]], zr[c * plan.sb[3]]);
+        }
     }
     attn_tensor *in[2] = {a, b};
     if (attn__needs_grad(ctx, in, 2)) {
@@ -154,18 +198,23 @@ static attn_status scale_backward(attn_ctx *ctx, attn_node *node)
     attn_status st = ATTN_OK;
     float *gx = attn__in_grad(ctx, node, 0, &st);
     if (!gx) return st;
-    float s = *(const float *)node->saved;
-    const float *dy = node->out->grad;
-    for (int64_t i = 0; i < node->out->numel; i++) gx[i] += s * dy[i];
+    const float s = *(const float *)node->saved, *dy = node->out->grad;
+    const int64_t n = node->out->numel;
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
+    for (int64_t i = 0; i < n; i++) gx[i] += s * dy[i];
     return ATTN_OK;
 }
 
 attn_tensor *attn_scale(attn_ctx *ctx, attn_tensor *x, float s)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     attn_tensor *y = attn__empty_like(ctx, x);
     if (!y) return NULL;
-    for (int64_t i = 0; i < x->numel; i++) y->data[i] = s * x->data[i];
+    const float *xd = x->data;
+    float *yd = y->data;
+    const int64_t n = x->numel;
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
+    for (int64_t i = 0; i < n; i++) yd[i] = s * xd[i];
     if (attn__needs_grad(ctx, &x, 1)) {
         attn_node *node = attn__record(ctx, "scale", scale_backward, y, &x, 1, sizeof(float));
         if (!node) return NULL;
@@ -184,17 +233,14 @@ static attn_status bias_add_backward(attn_ctx *ctx, attn_node *node)
     if (st != ATTN_OK) return st;
     const float *dy = node->out->grad;
     int64_t c = node->in[1]->numel, rows = c ? node->out->numel / c : 0;
-    if (gx)
-        for (int64_t i = 0; i < node->out->numel; i++) gx[i] += dy[i];
-    if (gb)
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t j = 0; j < c; j++) gb[j] += dy[r * c + j];
+    if (gx) attn_add_into(gx, dy, node->out->numel, ctx->num_threads);
+    if (gb) attn_col_sums_add(gb, dy, rows, c, ctx->num_threads);
     return ATTN_OK;
 }
 
 attn_tensor *attn_bias_add(attn_ctx *ctx, attn_tensor *x, attn_tensor *bias)
 {
-    if (!ctx || !x || !bias) return NULL;
+    if (!ctx || !x || !bias) return attn__null_input(__func__);
     if (x->ndim < 1 || bias->ndim != 1 || bias->shape[0] != x->shape[x->ndim - 1]) {
         char a[64], b[64];
         return attn__fail_null(ATTN_ERR_SHAPE,
@@ -203,9 +249,12 @@ attn_tensor *attn_bias_add(attn_ctx *ctx, attn_tensor *x, attn_tensor *bias)
     }
     attn_tensor *y = attn__empty_like(ctx, x);
     if (!y) return NULL;
-    int64_t c = bias->numel, rows = c ? x->numel / c : 0;
+    const int64_t c = bias->numel, rows = c ? x->numel / c : 0;
+    const float *xd = x->data, *bd = bias->data;
+    float *yd = y->data;
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (rows * c > PARALLEL_MIN)
     for (int64_t r = 0; r < rows; r++)
-        for (int64_t j = 0; j < c; j++) y->data[r * c + j] = x->data[r * c + j] + bias->data[j];
+        for (int64_t j = 0; j < c; j++) yd[r * c + j] = xd[r * c + j] + bd[j];
     attn_tensor *in[2] = {x, bias};
     if (attn__needs_grad(ctx, in, 2) &&
         !attn__record(ctx, "bias_add", bias_add_backward, y, in, 2, 0))

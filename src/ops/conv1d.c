@@ -54,14 +54,13 @@ static attn_status conv1d_backward(attn_ctx *ctx, attn_node *node)
     float *dcol = dx ? attn_arena_alloc(&ctx->arena, (size_t)(ck * s->lout + 1) * sizeof(float))
                      : NULL; /* (Cin*K, Lout) */
     if (dx && !dcol) return attn_last_status();
-    attn_gemm_set_threads(attn_get_num_threads());
     for (int64_t b = 0; b < s->batch; b++) {
         const float *dyb = dy + b * s->cout * s->lout;
         if (dw) /* dW (Cout, Cin*K) += dy[b] (Cout, Lout) @ col[b]^T */
             attn_gemm(dw, ck, dyb, s->lout, s->col + b * ck * s->lout, s->lout, s->cout, ck,
-                      s->lout, false, true, 1, 1);
+                      s->lout, false, true, 1, 1, ctx->num_threads);
         if (dx) { /* dcol (Cin*K, Lout) = W^T @ dy[b] */
-            attn_gemm(dcol, s->lout, w, ck, dyb, s->lout, ck, s->lout, s->cout, true, false, 1, 0);
+            attn_gemm(dcol, s->lout, w, ck, dyb, s->lout, ck, s->lout, s->cout, true, false, 1, 0, ctx->num_threads);
             col2im_add(dx + b * s->cin * s->len, dcol, s);
         }
         if (db)
@@ -99,7 +98,7 @@ static attn_status conv1d_check(const attn_tensor *x, const attn_tensor *w, cons
 attn_tensor *attn_conv1d(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias,
                          int64_t padding)
 {
-    if (!ctx || !x || !weight) return NULL;
+    if (!ctx || !x || !weight) return attn__null_input(__func__);
     if (conv1d_check(x, weight, bias, padding) != ATTN_OK) return NULL;
     conv1d_saved s = {NULL, x->shape[0], x->shape[1], x->shape[2], weight->shape[0],
                       weight->shape[2], padding, x->shape[2] + 2 * padding - weight->shape[2] + 1};
@@ -109,11 +108,10 @@ attn_tensor *attn_conv1d(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, att
     attn_tensor *y = attn_tensor_empty(ctx, 3, shape);                           /* (B, Cout, Lout) */
     float *col = attn_arena_alloc(&ctx->arena, (size_t)(col_n + 1) * sizeof(float)); /* (B, Cin*K, Lout) */
     if (!y || !col) return NULL;
-    attn_gemm_set_threads(attn_get_num_threads());
     for (int64_t b = 0; b < s.batch; b++) {
         float *colb = col + b * ck * s.lout, *yb = y->data + b * s.cout * s.lout;
         im2col(colb, x->data + b * s.cin * s.len, &s);
-        attn_gemm(yb, s.lout, weight->data, ck, colb, s.lout, s.cout, s.lout, ck, false, false, 1, 0);
+        attn_gemm(yb, s.lout, weight->data, ck, colb, s.lout, s.cout, s.lout, ck, false, false, 1, 0, ctx->num_threads);
         if (bias)
             for (int64_t o = 0; o < s.cout; o++)
                 for (int64_t t = 0; t < s.lout; t++) yb[o * s.lout + t] += bias->data[o];

@@ -1,9 +1,14 @@
 /* Dropout (dy = the output's gradient):
- *   training, p > 0: keep ~ Bernoulli(1 - p) per element from the ctx RNG,
+ *   training, p > 0: keep ~ Bernoulli(1 - p) per element: attn_dropout_mask (kernels.h), a hash
+ *                    of the element's index under a key drawn from the ctx RNG (64 bits per
+ *                    call), so the mask depends on the seed alone, not on the thread count,
  *                    y = keep * x / (1 - p)          dx += keep * dy / (1 - p)
  *   eval or p == 0:  y = x (the input itself, no copy and no node)
  * p == 1 drops every element (y = 0, dx += 0). The keep mask is saved for the backward. */
 #include "../autograd/tape.h"
+#include "../kernels/kernels.h"
+
+#define PARALLEL_MIN 65536 /* elements below which threads cost more than they save */
 
 typedef struct dropout_saved {
     uint8_t *keep; /* (numel) 1 = kept */
@@ -17,14 +22,18 @@ static attn_status dropout_backward(attn_ctx *ctx, attn_node *node)
     float *gx = attn__in_grad(ctx, node, 0, &st);
     if (!gx) return st;
     const float *dy = node->out->grad;
-    for (int64_t i = 0; i < node->out->numel; i++)
-        if (s->keep[i]) gx[i] += dy[i] * s->scale;
+    const uint8_t *keep = s->keep;
+    const float scale = s->scale;
+    const int64_t n = node->out->numel;
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
+    for (int64_t i = 0; i < n; i++)
+        if (keep[i]) gx[i] += dy[i] * scale;
     return ATTN_OK;
 }
 
 attn_tensor *attn_dropout(attn_ctx *ctx, attn_tensor *x, float p)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     if (!(p >= 0.0f && p <= 1.0f))
         return attn__fail_null(ATTN_ERR_ARG, "dropout: p is %g, expected a probability in [0, 1]",
                                (double)p);
@@ -32,12 +41,15 @@ attn_tensor *attn_dropout(attn_ctx *ctx, attn_tensor *x, float p)
     attn_tensor *y = attn__empty_like(ctx, x);
     uint8_t *keep = attn_arena_alloc(&ctx->arena, (size_t)(x->numel ? x->numel : 1));
     if (!y || !keep) return NULL;
-    float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+    const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
     attn_rng *rng = attn_ctx_rng(ctx);
-    for (int64_t i = 0; i < x->numel; i++) { /* sequential: the mask depends only on the seed */
-        keep[i] = p < 1.0f && attn_rng_bernoulli(rng, 1.0f - p);
-        y->data[i] = keep[i] ? x->data[i] * scale : 0.0f;
-    }
+    const uint64_t key_hi = attn_rng_u32(rng), key = key_hi << 32 | attn_rng_u32(rng);
+    attn_dropout_mask(keep, x->numel, key, p, ctx->num_threads);
+    const float *xd = x->data;
+    float *yd = y->data;
+    const int64_t n = x->numel;
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
+    for (int64_t i = 0; i < n; i++) yd[i] = keep[i] ? xd[i] * scale : 0.0f;
     if (attn__needs_grad(ctx, &x, 1)) {
         attn_node *node =
             attn__record(ctx, "dropout", dropout_backward, y, &x, 1, sizeof(dropout_saved));

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#define EMB_COL_BLOCK 32 /* columns per task of the backward */
+
 typedef struct embedding_saved {
     const int64_t *ids; /* (n) copy in the arena */
     int64_t n, dim, padding_idx;
@@ -21,10 +23,18 @@ static attn_status embedding_backward(attn_ctx *ctx, attn_node *node)
     float *dw = attn__in_grad(ctx, node, 0, &st); /* (V, E) */
     if (!dw) return st;
     const float *dy = node->out->grad;            /* (n, E) */
-    for (int64_t i = 0; i < s->n; i++) {          /* serial: ids repeat, rows collide */
-        if (s->ids[i] == s->padding_idx) continue;
-        float *row = dw + s->ids[i] * s->dim;
-        for (int64_t j = 0; j < s->dim; j++) row[j] += dy[i * s->dim + j];
+    /* ids repeat, so rows collide: the threads split the columns instead, each adding every
+     * position's slice in position order (the same sums as one thread) */
+    const int64_t n = s->n, dim = s->dim, blocks = (dim + EMB_COL_BLOCK - 1) / EMB_COL_BLOCK;
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (blocks > 1 && n * dim > 65536)
+    for (int64_t blk = 0; blk < blocks; blk++) {
+        const int64_t c0 = blk * EMB_COL_BLOCK, width = dim - c0 < EMB_COL_BLOCK ? dim - c0 : EMB_COL_BLOCK;
+        for (int64_t i = 0; i < n; i++) {
+            if (s->ids[i] == s->padding_idx) continue;
+            float *row = dw + s->ids[i] * dim + c0;
+            const float *g = dy + i * dim + c0;
+            for (int64_t j = 0; j < width; j++) row[j] += g[j];
+        }
     }
     return ATTN_OK;
 }
@@ -83,7 +93,7 @@ static attn_status embedding_check(const attn_tensor *w, const int64_t *ids, int
 attn_tensor *attn_embedding(attn_ctx *ctx, attn_tensor *weight, const int64_t *ids, int ndim,
                             const int64_t *shape, int64_t padding_idx)
 {
-    if (!ctx || !weight) return NULL;
+    if (!ctx || !weight) return attn__null_input(__func__);
     int64_t n;
     if (embedding_check(weight, ids, ndim, shape, padding_idx, &n) != ATTN_OK) return NULL;
     int64_t dim = weight->shape[1];
@@ -94,7 +104,7 @@ attn_tensor *attn_embedding(attn_ctx *ctx, attn_tensor *weight, const int64_t *i
     if (!y) return NULL;
     float *yd = y->data;
     const float *wd = weight->data;
-#pragma omp parallel for schedule(static) if (n * dim > 65536)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n * dim > 65536)
     for (int64_t i = 0; i < n; i++)
         memcpy(yd + i * dim, wd + ids[i] * dim, (size_t)dim * sizeof(float));
     if (attn__needs_grad(ctx, &weight, 1)) {

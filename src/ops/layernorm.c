@@ -23,7 +23,7 @@ static attn_status layernorm_backward(attn_ctx *ctx, attn_node *node)
     if (st != ATTN_OK) return st;
     const attn_tensor *w = node->in[1];
     attn_layernorm_rows_backward(gx, gw, gb, node->out->grad, node->in[0]->data, s->mean,
-                                 s->rstd, w ? w->data : NULL, s->rows, s->cols);
+                                 s->rstd, w ? w->data : NULL, s->rows, s->cols, ctx->num_threads);
     return ATTN_OK;
 }
 
@@ -36,7 +36,7 @@ static bool affine_ok(const attn_tensor *t, int64_t c)
 attn_tensor *attn_layer_norm(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight,
                              attn_tensor *bias, float eps)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     char sx[64], sw[64], sb[64];
     if (x->ndim < 1 || !affine_ok(weight, x->shape[x->ndim - 1]) ||
         !affine_ok(bias, x->shape[x->ndim - 1]))
@@ -55,7 +55,7 @@ attn_tensor *attn_layer_norm(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight,
     float *rstd = attn_arena_alloc(&ctx->arena, row_bytes); /* (rows) */
     if (!y || !mean || !rstd) return NULL;
     attn_layernorm_rows(y->data, mean, rstd, x->data, weight ? weight->data : NULL,
-                        bias ? bias->data : NULL, rows, cols, eps);
+                        bias ? bias->data : NULL, rows, cols, eps, ctx->num_threads);
     attn_tensor *in[3] = {x, weight, bias};
     if (attn__needs_grad(ctx, in, 3)) {
         attn_node *node = attn__record(ctx, "layer_norm", layernorm_backward, y, in, 3,

@@ -11,13 +11,6 @@ typedef struct linear_sizes {
     int64_t rows, in, out;
 } linear_sizes;
 
-/* db (out) += column sums of dy (rows, out). */
-static void bias_grad(float *db, const float *dy, int64_t rows, int64_t out)
-{
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t j = 0; j < out; j++) db[j] += dy[r * out + j];
-}
-
 static attn_status linear_backward(attn_ctx *ctx, attn_node *node)
 {
     const linear_sizes *s = node->saved;
@@ -27,12 +20,11 @@ static attn_status linear_backward(attn_ctx *ctx, attn_node *node)
     float *db = node->n_in > 2 ? attn__in_grad(ctx, node, 2, &st) : NULL;
     if (st != ATTN_OK) return st;
     const float *x = node->in[0]->data, *w = node->in[1]->data, *dy = node->out->grad;
-    attn_gemm_set_threads(attn_get_num_threads());
     if (dx) /* dX (R, in) += dY (R, out) @ W (out, in) */
-        attn_gemm(dx, s->in, dy, s->out, w, s->in, s->rows, s->in, s->out, false, false, 1, 1);
+        attn_gemm(dx, s->in, dy, s->out, w, s->in, s->rows, s->in, s->out, false, false, 1, 1, ctx->num_threads);
     if (dw) /* dW (out, in) += dY^T (out, R) @ X (R, in) */
-        attn_gemm(dw, s->in, dy, s->out, x, s->in, s->out, s->in, s->rows, true, false, 1, 1);
-    if (db) bias_grad(db, dy, s->rows, s->out);
+        attn_gemm(dw, s->in, dy, s->out, x, s->in, s->out, s->in, s->rows, true, false, 1, 1, ctx->num_threads);
+    if (db) attn_col_sums_add(db, dy, s->rows, s->out, ctx->num_threads); /* db (out) += column sums of dy */
     return ATTN_OK;
 }
 
@@ -53,7 +45,7 @@ static attn_status linear_check(const attn_tensor *x, const attn_tensor *w, cons
 
 attn_tensor *attn_linear(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias)
 {
-    if (!ctx || !x || !weight) return NULL;
+    if (!ctx || !x || !weight) return attn__null_input(__func__);
     if (linear_check(x, weight, bias) != ATTN_OK) return NULL;
     int64_t in = weight->shape[1], out = weight->shape[0];
     int64_t rows = attn__prod(x->shape, 0, x->ndim - 1);
@@ -62,15 +54,14 @@ attn_tensor *attn_linear(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, att
     shape[x->ndim - 1] = out;
     attn_tensor *y = attn_tensor_empty(ctx, x->ndim, shape); /* (..., out) */
     if (!y) return NULL;
-    attn_gemm_set_threads(attn_get_num_threads());
     if (rows <= ATTN_GEMM_ROWS_MAX) /* a few rows (decoding): no packing of W */
-        attn_gemm_rows(y->data, x->data, weight->data, rows, out, in);
+        attn_gemm_rows(y->data, x->data, weight->data, rows, out, in, ctx->num_threads);
     else
-        attn_gemm(y->data, out, x->data, in, weight->data, in, rows, out, in, false, true, 1, 0);
+        attn_gemm(y->data, out, x->data, in, weight->data, in, rows, out, in, false, true, 1, 0, ctx->num_threads);
     if (bias) {
         float *yd = y->data;
         const float *bd = bias->data;
-#pragma omp parallel for schedule(static) if (rows * out > 65536)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (rows * out > 65536)
         for (int64_t r = 0; r < rows; r++)
             for (int64_t j = 0; j < out; j++) yd[r * out + j] += bd[j];
     }

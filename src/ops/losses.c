@@ -5,6 +5,7 @@
  *   loss_i = (1 - eps) * (lse_i - z_it) + eps/C * sum_c (lse_i - z_ic)
  *   loss   = sum over kept rows of loss_i / count,   kept = rows with t_i != ignore_index
  *   backward: dz_ic += dloss / count * (p_ic - (1 - eps) [c == t_i] - eps/C)   (kept rows only)
+ * The rows are attn_cross_entropy_rows (kernels/cross_entropy.c: threaded, vectorised exp).
  * When every row is ignored, torch's mean is 0/0 = NaN; here the loss is 0 and so is its
  * gradient, so a batch of padding alone cannot poison a training run.
  *
@@ -13,6 +14,7 @@
  *   backward: dpred += dloss * 2 (pred - target) / n,   dtarget -= the same
  */
 #include "../autograd/tape.h"
+#include "../kernels/kernels.h"
 
 #include <math.h>
 #include <string.h>
@@ -21,7 +23,8 @@
 
 typedef struct ce_saved {
     const int64_t *target; /* (N) copy in the arena */
-    const double *lse;     /* (N) log-sum-exp of each row */
+    const float *max;      /* (N) max logit of each row */
+    const double *sum;     /* (N) sum of exp(logit - max) of each row */
     int64_t rows, classes, ignore_index, count;
     double eps;
 } ce_saved;
@@ -32,32 +35,10 @@ static attn_status cross_entropy_backward(attn_ctx *ctx, attn_node *node)
     attn_status st = ATTN_OK;
     float *dz = attn__in_grad(ctx, node, 0, &st); /* (N, C) */
     if (!dz || s->count == 0) return st;
-    const float *z = node->in[0]->data;
     double scale = (double)node->out->grad[0] / (double)s->count;
-    double off = s->eps / (double)s->classes, hit = 1.0 - s->eps;
-    int64_t c_n = s->classes;
-#pragma omp parallel for schedule(static) if (s->rows * c_n > 65536)
-    for (int64_t i = 0; i < s->rows; i++) {
-        if (s->target[i] == s->ignore_index) continue;
-        const float *zi = z + i * c_n;
-        float *dzi = dz + i * c_n;
-        for (int64_t c = 0; c < c_n; c++) {
-            double p = exp((double)zi[c] - s->lse[i]);
-            dzi[c] += (float)(scale * (p - (c == s->target[i] ? hit : 0.0) - off));
-        }
-    }
+    attn_cross_entropy_rows_backward(dz, node->in[0]->data, s->max, s->sum, s->target, s->rows,
+                                     s->classes, s->ignore_index, s->eps, scale, ctx->num_threads);
     return ATTN_OK;
-}
-
-/* log sum_c exp(z_c) with the max subtracted; -inf for a row of -inf. */
-static double log_sum_exp(const float *z, int64_t n)
-{
-    double max = -INFINITY;
-    for (int64_t c = 0; c < n; c++) max = z[c] > max ? z[c] : max;
-    if (max == -INFINITY) return max;
-    double sum = 0.0;
-    for (int64_t c = 0; c < n; c++) sum += exp((double)z[c] - max);
-    return max + log(sum);
 }
 
 /* Targets in [0, C) or ignore_index; counts the kept rows. */
@@ -95,29 +76,20 @@ static attn_status ce_check(const attn_tensor *logits, const int64_t *target, fl
 attn_tensor *attn_cross_entropy(attn_ctx *ctx, attn_tensor *logits, const int64_t *target,
                                 int64_t ignore_index, float label_smoothing)
 {
-    if (!ctx || !logits) return NULL;
+    if (!ctx || !logits) return attn__null_input(__func__);
     if (ce_check(logits, target, label_smoothing) != ATTN_OK) return NULL;
-    ce_saved s = {NULL, NULL, logits->shape[0], logits->shape[1], ignore_index, 0,
+    ce_saved s = {NULL, NULL, NULL, logits->shape[0], logits->shape[1], ignore_index, 0,
                   (double)label_smoothing};
     if (ce_check_targets(target, s.rows, s.classes, ignore_index, &s.count) != ATTN_OK)
         return NULL;
     size_t rows_alloc = (size_t)(s.rows ? s.rows : 1);
-    double *lse = attn_arena_alloc(&ctx->arena, rows_alloc * sizeof *lse);       /* (N) */
-    double *row_loss = attn_arena_alloc(&ctx->arena, rows_alloc * sizeof *lse);  /* (N) */
+    float *max = attn_arena_alloc(&ctx->arena, rows_alloc * sizeof *max);            /* (N) */
+    double *sum = attn_arena_alloc(&ctx->arena, rows_alloc * sizeof *sum);           /* (N) */
+    double *row_loss = attn_arena_alloc(&ctx->arena, rows_alloc * sizeof *row_loss); /* (N) */
     attn_tensor *y = attn_tensor_empty(ctx, 0, NULL);
-    if (!lse || !row_loss || !y) return NULL;
-    const float *z = logits->data;
-    double hit = 1.0 - s.eps, off = s.eps / (double)s.classes;
-#pragma omp parallel for schedule(static) if (s.rows * s.classes > 65536)
-    for (int64_t i = 0; i < s.rows; i++) {
-        const float *zi = z + i * s.classes;
-        lse[i] = log_sum_exp(zi, s.classes);
-        row_loss[i] = 0.0;
-        if (target[i] == ignore_index) continue;
-        double sum_z = 0.0;
-        for (int64_t c = 0; c < s.classes; c++) sum_z += zi[c];
-        row_loss[i] = hit * (lse[i] - zi[target[i]]) + off * ((double)s.classes * lse[i] - sum_z);
-    }
+    if (!max || !sum || !row_loss || !y) return NULL;
+    attn_cross_entropy_rows(max, sum, row_loss, logits->data, target, s.rows, s.classes, ignore_index, s.eps,
+                            ctx->num_threads);
     double total = 0.0;
     for (int64_t i = 0; i < s.rows; i++) total += row_loss[i];
     y->data[0] = s.count ? (float)(total / (double)s.count) : 0.0f;
@@ -129,7 +101,7 @@ attn_tensor *attn_cross_entropy(attn_ctx *ctx, attn_tensor *logits, const int64_
         if (!node) return NULL;
         if (s.rows) memcpy(copy, target, (size_t)s.rows * sizeof *copy);
         s.target = copy;
-        s.lse = lse;
+        s.max = max, s.sum = sum;
         *(ce_saved *)node->saved = s;
     }
     return y;
@@ -156,7 +128,7 @@ static attn_status mse_backward(attn_ctx *ctx, attn_node *node)
 
 attn_tensor *attn_mse_loss(attn_ctx *ctx, attn_tensor *pred, attn_tensor *target)
 {
-    if (!ctx || !pred || !target) return NULL;
+    if (!ctx || !pred || !target) return attn__null_input(__func__);
     if (!attn_same_shape(pred, target)) {
         char ps[64], ts[64];
         return attn__fail_null(ATTN_ERR_SHAPE,

@@ -22,20 +22,19 @@ static attn_status matmul_backward(attn_ctx *ctx, attn_node *node)
     int64_t m = s->m, n = s->n, k = s->k;
     int64_t lda = s->trans_a ? m : k, ldb = s->trans_b ? k : n;
     int64_t sa = m * k, sb = s->b_shared ? 0 : k * n, sc = m * n;
-    attn_gemm_set_threads(attn_get_num_threads());
     for (int64_t i = 0; i < s->batch; i++) {
         const float *ai = a->data + i * sa, *bi = b->data + i * sb, *dci = dc + i * sc;
         if (da) {
             if (!s->trans_a) /* dA (M, K) += dC (M, N) @ B'^T */
-                attn_gemm(da + i * sa, lda, dci, n, bi, ldb, m, k, n, false, !s->trans_b, 1, 1);
+                attn_gemm(da + i * sa, lda, dci, n, bi, ldb, m, k, n, false, !s->trans_b, 1, 1, ctx->num_threads);
             else /* dA (K, M) += B' (K, N) @ dC^T */
-                attn_gemm(da + i * sa, lda, bi, ldb, dci, n, k, m, n, s->trans_b, true, 1, 1);
+                attn_gemm(da + i * sa, lda, bi, ldb, dci, n, k, m, n, s->trans_b, true, 1, 1, ctx->num_threads);
         }
         if (db) {
             if (!s->trans_b) /* dB (K, N) += A'^T @ dC */
-                attn_gemm(db + i * sb, ldb, ai, lda, dci, n, k, n, m, !s->trans_a, false, 1, 1);
+                attn_gemm(db + i * sb, ldb, ai, lda, dci, n, k, n, m, !s->trans_a, false, 1, 1, ctx->num_threads);
             else /* dB (N, K) += dC^T @ A' */
-                attn_gemm(db + i * sb, ldb, dci, n, ai, lda, n, k, m, true, s->trans_a, 1, 1);
+                attn_gemm(db + i * sb, ldb, dci, n, ai, lda, n, k, m, true, s->trans_a, 1, 1, ctx->num_threads);
         }
     }
     return ATTN_OK;
@@ -43,7 +42,7 @@ static attn_status matmul_backward(attn_ctx *ctx, attn_node *node)
 
 attn_tensor *attn_matmul(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, bool trans_a, bool trans_b)
 {
-    if (!ctx || !a || !b) return NULL;
+    if (!ctx || !a || !b) return attn__null_input(__func__);
     char sa_buf[64], sb_buf[64];
     if (a->ndim < 2 || b->ndim < 2)
         return attn__fail_null(ATTN_ERR_SHAPE, "matmul: A %s and B %s need at least 2 dims",
@@ -69,13 +68,12 @@ attn_tensor *attn_matmul(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, bool tra
     if (!c) return NULL;
     int64_t batch = attn__prod(a->shape, 0, a->ndim - 2);
     int64_t k = ka, lda = trans_a ? m : k, ldb = trans_b ? k : n;
-    attn_gemm_set_threads(attn_get_num_threads());
     if (b_shared && !trans_a) /* fold the batch into M: one big GEMM */
-        attn_gemm(c->data, n, a->data, lda, b->data, ldb, batch * m, n, k, false, trans_b, 1, 0);
+        attn_gemm(c->data, n, a->data, lda, b->data, ldb, batch * m, n, k, false, trans_b, 1, 0, ctx->num_threads);
     else
         for (int64_t i = 0; i < batch; i++)
             attn_gemm(c->data + i * m * n, n, a->data + i * m * k, lda,
-                      b->data + (b_shared ? 0 : i * k * n), ldb, m, n, k, trans_a, trans_b, 1, 0);
+                      b->data + (b_shared ? 0 : i * k * n), ldb, m, n, k, trans_a, trans_b, 1, 0, ctx->num_threads);
     attn_tensor *in[2] = {a, b};
     if (attn__needs_grad(ctx, in, 2)) {
         attn_node *node = attn__record(ctx, "matmul", matmul_backward, c, in, 2, sizeof(matmul_saved));

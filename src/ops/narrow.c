@@ -16,7 +16,8 @@ static attn_status narrow_backward(attn_ctx *ctx, attn_node *node)
     float *gx = attn__in_grad(ctx, node, 0, &st);
     if (!gx) return st;
     const float *dy = node->out->grad;
-    int64_t block = s->len * s->inner;
+    const int64_t block = s->len * s->inner;
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (s->outer > 1 && s->outer * block > 65536)
     for (int64_t o = 0; o < s->outer; o++) {
         float *dst = gx + (o * s->in_len + s->start) * s->inner;
         const float *src = dy + o * block;
@@ -27,7 +28,7 @@ static attn_status narrow_backward(attn_ctx *ctx, attn_node *node)
 
 attn_tensor *attn_narrow(attn_ctx *ctx, attn_tensor *x, int dim, int64_t start, int64_t length)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     int d = attn__dim(dim, x->ndim, "narrow");
     if (d < 0) return NULL;
     if (start < 0 || length < 0 || start + length > x->shape[d]) {

@@ -35,7 +35,7 @@ static attn_tensor *reduce(attn_ctx *ctx, attn_tensor *x, const char *op, bool m
     const float *xd = x->data;
     float *yd = y->data; /* (outer, inner) */
     double div = mean ? (double)n : 1.0;
-#pragma omp parallel for schedule(static) if (outer * inner > 1 && x->numel > 65536)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (outer * inner > 1 && x->numel > 65536)
     for (int64_t oi = 0; oi < outer * inner; oi++) {
         const float *src = xd + (oi / inner) * n * inner + oi % inner;
         double acc = 0.0;
@@ -53,7 +53,7 @@ static attn_tensor *reduce(attn_ctx *ctx, attn_tensor *x, const char *op, bool m
 static attn_tensor *reduce_dim(attn_ctx *ctx, attn_tensor *x, int dim, bool keepdim, bool mean)
 {
     const char *op = mean ? "mean" : "sum";
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(op);
     int d = attn__dim(dim, x->ndim, op);
     if (d < 0) return NULL;
     int64_t shape[ATTN_MAX_DIMS];
@@ -77,12 +77,12 @@ attn_tensor *attn_mean(attn_ctx *ctx, attn_tensor *x, int dim, bool keepdim)
 
 attn_tensor *attn_sum_all(attn_ctx *ctx, attn_tensor *x)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     return reduce(ctx, x, "sum_all", false, 1, x->numel, 1, 0, NULL);
 }
 
 attn_tensor *attn_mean_all(attn_ctx *ctx, attn_tensor *x)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     return reduce(ctx, x, "mean_all", true, 1, x->numel, 1, 0, NULL);
 }

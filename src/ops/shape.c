@@ -23,8 +23,7 @@ static attn_status reshape_backward(attn_ctx *ctx, attn_node *node)
     attn_status st = ATTN_OK;
     float *gx = attn__in_grad(ctx, node, 0, &st);
     if (!gx) return st;
-    const float *dy = node->out->grad;
-    for (int64_t i = 0; i < node->out->numel; i++) gx[i] += dy[i];
+    attn_add_into(gx, node->out->grad, node->out->numel, ctx->num_threads);
     return ATTN_OK;
 }
 
@@ -58,7 +57,7 @@ static bool reshape_infer(int64_t *out, const attn_tensor *x, int ndim, const in
 
 attn_tensor *attn_reshape(attn_ctx *ctx, attn_tensor *x, int ndim, const int64_t *shape)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     if (ndim < 0 || ndim > ATTN_MAX_DIMS || (ndim > 0 && !shape))
         return attn__fail_null(ATTN_ERR_ARG, "reshape: %d dims%s, expected 0 to %d and a shape",
                                ndim, ndim > 0 && !shape ? " with a NULL shape" : "",
@@ -80,7 +79,7 @@ attn_tensor *attn_reshape(attn_ctx *ctx, attn_tensor *x, int ndim, const int64_t
 
 /* out = in permuted: in has shape (ndim dims), out.shape[i] = shape[perm[i]]; += when acc. */
 static void permute_kernel(float *out, const float *in, int ndim, const int64_t *shape,
-                           const int *perm, bool acc)
+                           const int *perm, bool acc, int threads)
 {
     int64_t in_stride[ATTN_MAX_DIMS], os[4] = {1, 1, 1, 1}, st[4] = {0, 0, 0, 0};
     for (int64_t i = ndim - 1, s = 1; i >= 0; i--) {
@@ -92,7 +91,7 @@ static void permute_kernel(float *out, const float *in, int ndim, const int64_t 
         st[4 - ndim + i] = in_stride[perm[i]];
     }
     int64_t n01 = os[0] * os[1], inner = os[2] * os[3];
-#pragma omp parallel for schedule(static) if (n01 > 1 && n01 * inner > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(threads) if (n01 > 1 && n01 * inner > PARALLEL_MIN)
     for (int64_t ab = 0; ab < n01; ab++) {
         const float *src = in + (ab / os[1]) * st[0] + (ab % os[1]) * st[1];
         float *dst = out + ab * inner;
@@ -116,7 +115,7 @@ static attn_status permute_backward(attn_ctx *ctx, attn_node *node)
     attn_status st = ATTN_OK;
     float *gx = attn__in_grad(ctx, node, 0, &st);
     if (!gx) return st;
-    permute_kernel(gx, node->out->grad, s->ndim, s->out_shape, s->inv, true);
+    permute_kernel(gx, node->out->grad, s->ndim, s->out_shape, s->inv, true, ctx->num_threads);
     return ATTN_OK;
 }
 
@@ -128,7 +127,7 @@ static attn_tensor *permute_op(attn_ctx *ctx, attn_tensor *x, const char *op, in
 {
     attn_tensor *y = attn_tensor_empty(ctx, y_ndim, y_shape);
     if (!y) return NULL;
-    permute_kernel(y->data, x->data, ndim, shape, perm, false);
+    permute_kernel(y->data, x->data, ndim, shape, perm, false, ctx->num_threads);
     if (attn__needs_grad(ctx, &x, 1)) {
         attn_node *node = attn__record(ctx, op, permute_backward, y, &x, 1, sizeof(permute_saved));
         if (!node) return NULL;
@@ -164,7 +163,7 @@ static bool perm_check(int *p, const attn_tensor *x, const int *perm)
 
 attn_tensor *attn_permute(attn_ctx *ctx, attn_tensor *x, const int *perm)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     if (!perm) return attn__fail_null(ATTN_ERR_ARG, "permute: perm is NULL");
     int p[ATTN_MAX_DIMS];
     if (!perm_check(p, x, perm)) return NULL;
@@ -175,7 +174,7 @@ attn_tensor *attn_permute(attn_ctx *ctx, attn_tensor *x, const int *perm)
 
 attn_tensor *attn_transpose(attn_ctx *ctx, attn_tensor *x, int dim0, int dim1)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     int d0 = attn__dim(dim0, x->ndim, "transpose"), d1 = attn__dim(dim1, x->ndim, "transpose");
     if (d0 < 0 || d1 < 0) return NULL;
     int p[ATTN_MAX_DIMS];
@@ -191,7 +190,7 @@ static const int heads_perm[4] = {0, 2, 1, 3};
 
 attn_tensor *attn_split_heads(attn_ctx *ctx, attn_tensor *x, int64_t num_heads)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     char sx[64];
     if (num_heads < 1)
         return attn__fail_null(ATTN_ERR_ARG, "split_heads: num_heads is %lld, expected >= 1",
@@ -208,7 +207,7 @@ attn_tensor *attn_split_heads(attn_ctx *ctx, attn_tensor *x, int64_t num_heads)
 
 attn_tensor *attn_merge_heads(attn_ctx *ctx, attn_tensor *x)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(__func__);
     char sx[64];
     if (x->ndim != 4)
         return attn__fail_null(ATTN_ERR_SHAPE, "merge_heads: x %s, expected (B, H, L, D)",
@@ -271,12 +270,12 @@ static bool concat_fits(const attn_tensor *a, const attn_tensor *b, int d)
 
 attn_tensor *attn_concat(attn_ctx *ctx, attn_tensor *const *xs, int n, int dim)
 {
-    if (!ctx) return NULL;
+    if (!ctx) return attn__null_input(__func__);
     if (!xs || n < 1)
         return attn__fail_null(ATTN_ERR_ARG, "concat: %s, expected an array of at least 1 tensor",
                                xs ? "no tensors" : "xs is NULL");
     for (int i = 0; i < n; i++)
-        if (!xs[i]) return NULL;
+        if (!xs[i]) return attn__null_input(__func__);
     int d = attn__dim(dim, xs[0]->ndim, "concat");
     if (d < 0) return NULL;
     int64_t shape[ATTN_MAX_DIMS], total = 0;

@@ -7,9 +7,10 @@
 #include "../autograd/tape.h"
 #include "../kernels/kernels.h"
 
-typedef void (*rows_forward_fn)(float *y, const float *x, int64_t rows, int64_t cols);
+typedef void (*rows_forward_fn)(float *y, const float *x, int64_t rows, int64_t cols,
+                                int threads);
 typedef void (*rows_backward_fn)(float *dx, const float *dy, const float *y, int64_t rows,
-                                 int64_t cols);
+                                 int64_t cols, int threads);
 
 typedef struct softmax_kind {
     const char *name;
@@ -28,9 +29,10 @@ typedef struct softmax_saved {
 } softmax_saved;
 
 /* out (outer, b, a) = in (outer, a, b) transposed in its last two dims; += when acc. */
-static void swap_last2(float *out, const float *in, int64_t outer, int64_t a, int64_t b, bool acc)
+static void swap_last2(float *out, const float *in, int64_t outer, int64_t a, int64_t b, bool acc,
+                       int threads)
 {
-#pragma omp parallel for schedule(static) if (outer > 1 && outer * a * b > 65536)
+#pragma omp parallel for schedule(static) num_threads(threads) if (outer > 1 && outer * a * b > 65536)
     for (int64_t o = 0; o < outer; o++) {
         const float *src = in + o * a * b;
         float *dst = out + o * a * b;
@@ -56,23 +58,24 @@ static attn_status softmax_backward(attn_ctx *ctx, attn_node *node)
     const float *y = node->out->data, *dy = node->out->grad;
     int64_t rows = s->outer * s->inner, numel = node->out->numel;
     if (s->inner == 1) {
-        s->kind->backward(gx, dy, y, rows, s->n);
+        s->kind->backward(gx, dy, y, rows, s->n, ctx->num_threads);
         return ATTN_OK;
     }
     float *yt = scratch(ctx, numel);   /* (outer, inner, n) */
     float *dyt = scratch(ctx, numel);  /* (outer, inner, n) */
-    float *dxt = attn_arena_calloc(&ctx->arena, (size_t)(numel ? numel : 1) * sizeof(float));
+    float *dxt = attn_arena_calloc(&ctx->arena, (size_t)(numel ? numel : 1) * sizeof(float), ctx->num_threads);
     if (!yt || !dyt || !dxt) return attn_last_status();
-    swap_last2(yt, y, s->outer, s->n, s->inner, false);
-    swap_last2(dyt, dy, s->outer, s->n, s->inner, false);
-    s->kind->backward(dxt, dyt, yt, rows, s->n);
-    swap_last2(gx, dxt, s->outer, s->inner, s->n, true);
+    const int threads = ctx->num_threads;
+    swap_last2(yt, y, s->outer, s->n, s->inner, false, threads);
+    swap_last2(dyt, dy, s->outer, s->n, s->inner, false, threads);
+    s->kind->backward(dxt, dyt, yt, rows, s->n, threads);
+    swap_last2(gx, dxt, s->outer, s->inner, s->n, true, threads);
     return ATTN_OK;
 }
 
 static attn_tensor *softmax_op(attn_ctx *ctx, attn_tensor *x, int dim, const softmax_kind *kind)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(kind->name);
     int d = attn__dim(dim, x->ndim, kind->name);
     if (d < 0) return NULL;
     int64_t outer = attn__prod(x->shape, 0, d), n = x->shape[d];
@@ -80,14 +83,14 @@ static attn_tensor *softmax_op(attn_ctx *ctx, attn_tensor *x, int dim, const sof
     attn_tensor *y = attn__empty_like(ctx, x);
     if (!y) return NULL;
     if (inner == 1) {
-        kind->forward(y->data, x->data, outer, n);
+        kind->forward(y->data, x->data, outer, n, ctx->num_threads);
     } else {
         float *xt = scratch(ctx, x->numel); /* (outer, inner, n) */
         float *yt = scratch(ctx, x->numel); /* (outer, inner, n) */
         if (!xt || !yt) return NULL;
-        swap_last2(xt, x->data, outer, n, inner, false);
-        kind->forward(yt, xt, outer * inner, n);
-        swap_last2(y->data, yt, outer, inner, n, false);
+        swap_last2(xt, x->data, outer, n, inner, false, ctx->num_threads);
+        kind->forward(yt, xt, outer * inner, n, ctx->num_threads);
+        swap_last2(y->data, yt, outer, inner, n, false, ctx->num_threads);
     }
     if (attn__needs_grad(ctx, &x, 1)) {
         attn_node *node =

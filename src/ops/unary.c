@@ -63,21 +63,21 @@ static attn_status unary_backward(attn_ctx *ctx, attn_node *node)
     const unary_op *op = &unary_ops[*(const unary_kind *)node->saved];
     const float *x = node->in[0]->data, *y = node->out->data, *dy = node->out->grad;
     int64_t n = node->out->numel;
-#pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) gx[i] += dy[i] * op->df(x[i], y[i]);
     return ATTN_OK;
 }
 
 static attn_tensor *unary(attn_ctx *ctx, attn_tensor *x, unary_kind kind)
 {
-    if (!ctx || !x) return NULL;
+    if (!ctx || !x) return attn__null_input(unary_ops[kind].name);
     const unary_op *op = &unary_ops[kind];
     attn_tensor *y = attn__empty_like(ctx, x);
     if (!y) return NULL;
     const float *xd = x->data;
     float *yd = y->data;
     int64_t n = x->numel;
-#pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) yd[i] = op->f(xd[i]);
     if (attn__needs_grad(ctx, &x, 1)) {
         attn_node *node = attn__record(ctx, op->name, unary_backward, y, &x, 1, sizeof kind);

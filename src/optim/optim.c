@@ -39,6 +39,7 @@ struct attn_optim {
     int64_t steps;
     int64_t numel;
     int n_bufs;               /* 0, 1 (SGD momentum) or 2 (Adam: exp_avg, exp_avg_sq) */
+    int num_threads;          /* OpenMP threads of the update loop */
     float *state;             /* (n_bufs, numel) */
     char **names;             /* (n_bufs * param count) state names, param-major */
 };
@@ -138,6 +139,7 @@ attn_optim *attn_optim_new(attn_params *p, const attn_optim_config *cfg)
                    as_decimal(cfg->beta1),    as_decimal(cfg->beta2),
                    as_decimal(cfg->eps)};
     o->numel = attn_params_numel(p);
+    o->num_threads = attn_default_num_threads();
     o->n_bufs = cfg->kind != ATTN_OPTIM_SGD ? 2 : cfg->momentum != 0.0f ? 1 : 0;
     size_t floats = (size_t)o->n_bufs * (size_t)o->numel;
     o->state = calloc(floats ? floats : 1, sizeof(float));
@@ -171,7 +173,7 @@ static void sgd_step(attn_optim *o, float *p, const float *g, int64_t n)
     float keep = (float)(1.0 - o->h.dampening), neg_lr = (float)-o->h.lr;
     bool first = o->steps == 0, nesterov = o->cfg.nesterov, use_wd = o->h.weight_decay != 0.0;
     float *buf = o->state; /* (numel) momentum_buffer, used when mom != 0 */
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for schedule(static) num_threads(o->num_threads) if (n > 65536)
     for (int64_t i = 0; i < n; i++) {
         float d = use_wd ? FMA(p[i], wd, g[i]) : g[i];
         if (mom != 0.0f) {
@@ -192,7 +194,7 @@ static void adam_step(attn_optim *o, float *p, const float *g, int64_t n, double
     double bc1 = 1.0 - pow(h->beta1, t), bc2 = 1.0 - pow(h->beta2, t);
     float bc2_sqrt = (float)sqrt(bc2), eps = (float)h->eps, neg_step = (float)-(h->lr / bc1);
     float *m = o->state, *v = o->state + n; /* (numel) exp_avg, (numel) exp_avg_sq */
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for schedule(static) num_threads(o->num_threads) if (n > 65536)
     for (int64_t i = 0; i < n; i++) {
         float gi = l2 ? FMA(p[i], wd, g[i]) : g[i];
         if (adamw) p[i] = p[i] * decay;
@@ -216,37 +218,53 @@ attn_status attn_optim_step(attn_optim *opt)
     return ATTN_OK;
 }
 
-/* A negative or NaN lr is refused (the error is recorded, the lr kept). */
-void attn_optim_set_lr(attn_optim *opt, float lr)
+attn_status attn_optim_set_num_threads(attn_optim *opt, int n)
 {
-    if (!opt) return;
-    if (!(lr >= 0.0f)) {
-        attn__fail(ATTN_ERR_ARG, "attn_optim_set_lr: lr %g, expected >= 0; kept %g", (double)lr,
-                   (double)opt->cfg.lr);
-        return;
-    }
-    opt->cfg.lr = lr;
-    opt->h.lr = as_decimal(lr);
+    if (!opt) return attn__fail(ATTN_ERR_ARG, "attn_optim_set_num_threads: optimizer is NULL");
+    if (n > ATTN_MAX_THREADS)
+        return attn__fail(ATTN_ERR_ARG, "attn_optim_set_num_threads: %d threads, at most %d", n,
+                          ATTN_MAX_THREADS);
+    opt->num_threads = n > 0 ? n : attn_default_num_threads();
+    return ATTN_OK;
 }
 
-float attn_optim_get_lr(const attn_optim *opt) { return opt ? opt->cfg.lr : NAN; }
-int64_t attn_optim_step_count(const attn_optim *opt) { return opt ? opt->steps : 0; }
+/* A negative or NaN lr is refused (the lr is kept). */
+attn_status attn_optim_set_lr(attn_optim *opt, float lr)
+{
+    if (!opt) return attn__null_arg("attn_optim_set_lr");
+    if (!(lr >= 0.0f))
+        return attn__fail(ATTN_ERR_ARG, "attn_optim_set_lr: lr %g, expected >= 0; kept %g",
+                          (double)lr, (double)opt->cfg.lr);
+    opt->cfg.lr = lr;
+    opt->h.lr = as_decimal(lr);
+    return ATTN_OK;
+}
+
+float attn_optim_get_lr(const attn_optim *opt)
+{
+    return opt ? opt->cfg.lr : (attn__null_arg("attn_optim_get_lr"), NAN);
+}
+int64_t attn_optim_step_count(const attn_optim *opt)
+{
+    return opt ? opt->steps : (attn__null_arg("attn_optim_step_count"), 0);
+}
 
 /* Restoring a count of 0 makes SGD's next step start its momentum buffers afresh, as torch's
  * empty state would. A negative count is refused. */
-void attn_optim_set_step_count(attn_optim *opt, int64_t steps)
+attn_status attn_optim_set_step_count(attn_optim *opt, int64_t steps)
 {
-    if (!opt) return;
-    if (steps < 0) {
-        attn__fail(ATTN_ERR_ARG, "attn_optim_set_step_count: %lld, expected >= 0", (long long)steps);
-        return;
-    }
+    if (!opt) return attn__null_arg("attn_optim_set_step_count");
+    if (steps < 0)
+        return attn__fail(ATTN_ERR_ARG, "attn_optim_set_step_count: %lld, expected >= 0",
+                          (long long)steps);
     opt->steps = steps;
+    return ATTN_OK;
 }
 
 size_t attn_optim_state_count(const attn_optim *opt)
 {
-    return opt ? attn_params_count(opt->params) * (size_t)opt->n_bufs : 0;
+    return opt ? attn_params_count(opt->params) * (size_t)opt->n_bufs
+               : (attn__null_arg("attn_optim_state_count"), 0);
 }
 
 attn_status attn_optim_state_at(const attn_optim *opt, size_t i, const char **name, float **data,

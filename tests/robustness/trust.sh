@@ -106,19 +106,19 @@ cls_ck cls_extra 's/"exp_avg\.embedding\.weight"/"stray.embedding.weight"/'
 st_poison "$in/cls.safetensors" "$in/cls_nan.safetensors" "classifier.0.weight"
 cp "$in/cls.safetensors.vocab" "$in/cls_nan.safetensors.vocab"
 ev() { "$bin" classify eval --data "$in/imdb" --checkpoint "$in/$1.safetensors"; }
-row "classify eval: a parameter missing"              1 "cls_missing.safetensors: does not match the model: missing: embedding.weight; unexpected: embedding.weigh_" -- ev cls_missing
-row "classify eval: a NaN parameter"                  1 "tensor \"classifier.0.weight\" holds nan at element 0" -- ev cls_nan
-row "classify predict: a NaN parameter"               1 "tensor \"classifier.0.weight\" holds nan" -- "$bin" classify predict --checkpoint "$in/cls_nan.safetensors" "a fine film"
-row "classify explain: a parameter missing"           1 "missing: embedding.weight" "$out/x.png" -- "$bin" classify explain --checkpoint "$in/cls_missing.safetensors" --out "$out/x.png" "a fine film"
+row "classify eval: a parameter missing"              1 "cls_missing.safetensors: the file does not fit the parameters: missing 1: \"embedding.weight\"; unexpected 1: \"embedding.weigh_\"" -- ev cls_missing
+row "classify eval: a NaN parameter"                  1 "tensor \"classifier.0.weight\" has NaN at index \(0, 0\)" -- ev cls_nan
+row "classify predict: a NaN parameter"               1 "tensor \"classifier.0.weight\" has NaN" -- "$bin" classify predict --checkpoint "$in/cls_nan.safetensors" "a fine film"
+row "classify explain: a parameter missing"           1 "missing 1: \"embedding.weight\"" "$out/x.png" -- "$bin" classify explain --checkpoint "$in/cls_missing.safetensors" --out "$out/x.png" "a fine film"
 row "classify eval: metadata num_blocks=100000"       1 "metadata num_blocks = 100000 is out of range \[0, 64\]" -- ev cls_blocks
 row "classify eval: metadata embed_dim=-5"            1 "metadata embed_dim = -5 is out of range \[1, 4096\]" -- ev cls_negdim
 row "classify eval: metadata attention=7"             1 "metadata attention = 7 is out of range \[0, 3\]" -- ev cls_kind
 row "classify eval: metadata vocab_size=abc"          1 "metadata vocab_size is \"abc\"; expected an integer" -- ev cls_vocab_text
 row "classify eval: metadata heads do not divide E"   1 "metadata num_heads 3 does not divide embed_dim 16" -- ev cls_heads
-row "classify eval: an unexpected tensor"             1 "unexpected: stray.embedding.weight" -- ev cls_extra
+row "classify eval: an unexpected tensor"             1 "unexpected 1: \"stray.embedding.weight\"" -- ev cls_extra
 resume_from() { cp "$in/$1.safetensors" "$ck"; cp "$in/$1.safetensors.vocab" "$ck.vocab"; cls --data "$in/imdb" --epochs 2 --resume; local rc=$?; rm -f "$ck" "$ck.vocab"; return $rc; }
 row "classify --resume: run.epoch=-5"                 1 "run position epoch -5, batch 0 is out of range" -- resume_from cls_epoch
-row "classify --resume: run.batch=999999"             1 "run position epoch 1, batch 999999 is out of range \(epoch in \[0, 100000\], batch in \[0, 5\)" -- resume_from cls_batch
+row "classify --resume: run.batch=999999"             1 "run position epoch 1, batch 999999 is out of range \(epoch in \[0, 100000\], batch in \[0, 5\]" -- resume_from cls_batch
 row "classify --resume: no run.epoch"                 1 "has no run position" -- resume_from cls_noepoch
 
 "$bin" translate train --d-model 16 --heads 2 --ffn 16 --layers 1 --epochs 1 --batch-size 4 --min-freq 1 --threads 1 --beam 1 --data "$in/pairs" --checkpoint "$in/tr.safetensors" >/dev/null 2>&1
@@ -135,9 +135,9 @@ cp "$in/tr.safetensors.src.vocab" "$in/tr_nan.safetensors.src.vocab"; cp "$in/tr
 te() { "$bin" translate eval --beam 1 --data "$in/pairs" --checkpoint "$in/$1.safetensors" "${@:2}"; }
 row "translate eval: metadata kind=5"                 1 "metadata kind = 5 is out of range \[0, 1\]" -- te tr_kind
 row "translate eval: metadata eos_id past the vocabulary" 1 "pad_id, bos_id and eos_id must be below tgt_vocab" -- te tr_eos
-row "translate eval: a parameter missing"             1 "missing: generator.weight" -- te tr_missing
-row "translate translate: a NaN parameter"            1 "tensor \"generator.weight\" holds nan" "$out/x.png" -- "$bin" translate translate --checkpoint "$in/tr_nan.safetensors" --out "$out/x.png" "A man ."
-row "translate eval: --average with a NaN checkpoint" 1 "--average: .*tr_nan.safetensors: tensor \"generator.weight\" holds nan" -- te tr --average "$in/tr_nan.safetensors"
+row "translate eval: a parameter missing"             1 "missing 1: \"generator.weight\"" -- te tr_missing
+row "translate translate: a NaN parameter"            1 "tensor \"generator.weight\" has NaN" "$out/x.png" -- "$bin" translate translate --checkpoint "$in/tr_nan.safetensors" --out "$out/x.png" "A man ."
+row "translate eval: --average with a NaN checkpoint" 1 "--average: .*tr_nan.safetensors: tensor \"generator.weight\" has NaN" -- te tr --average "$in/tr_nan.safetensors"
 
 # ---- output files: devices, FIFOs, symlinks, long names ----------------------------------------
 good_op() { "$bin" op sdpa --in "$in/good.safetensors" --out "$1"; }

@@ -1,0 +1,35 @@
+# The GEMM library behind attn_gemm (src/kernels/gemm.c), one per build:
+#   -DATTN_GEMM=dnnl      oneDNN's dnnl_sgemm (Debian libdnnl-dev), the default: the fastest on the
+#                         models' shapes here, forward and both backward transposes, on 1 and 2
+#                         threads (bench/compare_gemm.sh), whatever OPENBLAS_CORETYPE says
+#   -DATTN_GEMM=openblas  OpenBLAS's cblas_sgemm (Debian libopenblas-dev)
+# Sets ATTN_GEMM_DEFINITION (for gemm.c), ATTN_GEMM_INCLUDE_DIRS, ATTN_GEMM_LIBRARIES (to link)
+# and ATTN_GEMM_PC_LIBS (attn.pc's Libs.private).
+set(ATTN_GEMM dnnl CACHE STRING "GEMM library: dnnl (oneDNN's dnnl_sgemm) or openblas")
+set_property(CACHE ATTN_GEMM PROPERTY STRINGS dnnl openblas)
+if(ATTN_GEMM STREQUAL "dnnl")
+  # the headers and the library only: dnnl-config.cmake would also ask for OpenCL's headers
+  find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.h)
+  find_library(DNNL_LIBRARY dnnl)
+  if(NOT DNNL_INCLUDE_DIR OR NOT DNNL_LIBRARY)
+    message(FATAL_ERROR "ATTN_GEMM=dnnl needs oneDNN (apt-get install libdnnl-dev); or configure with -DATTN_GEMM=openblas")
+  endif()
+  set(ATTN_GEMM_DEFINITION ATTN_GEMM_DNNL)
+  set(ATTN_GEMM_INCLUDE_DIRS ${DNNL_INCLUDE_DIR})
+  set(ATTN_GEMM_LIBRARIES ${DNNL_LIBRARY})
+  set(ATTN_GEMM_PC_LIBS -ldnnl)
+elseif(ATTN_GEMM STREQUAL "openblas")
+  set(BLA_VENDOR OpenBLAS)
+  find_package(BLAS REQUIRED)
+  find_path(OPENBLAS_CBLAS_INCLUDE_DIR cblas.h)
+  if(NOT OPENBLAS_CBLAS_INCLUDE_DIR)
+    message(FATAL_ERROR "ATTN_GEMM=openblas needs OpenBLAS's cblas.h (apt-get install libopenblas-dev)")
+  endif()
+  set(ATTN_GEMM_DEFINITION ATTN_GEMM_OPENBLAS)
+  set(ATTN_GEMM_INCLUDE_DIRS ${OPENBLAS_CBLAS_INCLUDE_DIR})
+  set(ATTN_GEMM_LIBRARIES ${BLAS_LIBRARIES})
+  set(ATTN_GEMM_PC_LIBS -lopenblas)
+else()
+  message(FATAL_ERROR "ATTN_GEMM is \"${ATTN_GEMM}\": expected dnnl or openblas")
+endif()
+message(STATUS "GEMM library: ${ATTN_GEMM} (${ATTN_GEMM_LIBRARIES})")
