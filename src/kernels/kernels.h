@@ -25,13 +25,6 @@ void attn_tile_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t
 void attn_tile_gemm_ref(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks,
                         const float *b, int64_t ldb, int64_t m, int64_t n, int64_t k, float alpha,
                         bool accumulate);
-/* Y (m, n) = X (m, k) @ W (n, k)^T without packing W, for a few rows (m <= ATTN_GEMM_ROWS_MAX,
- * where it beats the BLAS): each W row is read once per 4 rows of X. Rows of Y do not depend on
- * m. Large products are split by column chunks over `threads` OpenMP threads. */
-#define ATTN_GEMM_ROWS_MAX 8
-void attn_gemm_rows(float *y, const float *x, const float *w, int64_t m, int64_t n, int64_t k,
-                    int threads);
-void attn_gemm_rows_ref(float *y, const float *x, const float *w, int64_t m, int64_t n, int64_t k);
 
 /* ---- elementwise helpers, threaded over big blocks (threads: the caller's ctx's count); every
  * element summed in the same order whatever the thread count ---- */

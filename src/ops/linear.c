@@ -54,10 +54,7 @@ attn_tensor *attn_linear(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, att
     shape[x->ndim - 1] = out;
     attn_tensor *y = attn_tensor_empty(ctx, x->ndim, shape); /* (..., out) */
     if (!y) return NULL;
-    if (rows <= ATTN_GEMM_ROWS_MAX) /* a few rows (decoding): no packing of W */
-        attn_gemm_rows(y->data, x->data, weight->data, rows, out, in, ctx->num_threads);
-    else
-        attn_gemm(y->data, out, x->data, in, weight->data, in, rows, out, in, false, true, 1, 0, ctx->num_threads);
+    attn_gemm(y->data, out, x->data, in, weight->data, in, rows, out, in, false, true, 1, 0, ctx->num_threads);
     if (bias) {
         float *yd = y->data;
         const float *bd = bias->data;
