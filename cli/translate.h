@@ -33,7 +33,7 @@ typedef struct translate_run {
 } translate_run;
 
 int translate_train(translate_run *run, const translate_split *train, const translate_split *val);
-/* Decodes a split (greedy when --beam is 1, else beam search per sentence) and prints corpus BLEU (sacrebleu 13a on detokenised text, lowercased,
+/* Decodes a split (greedy when --beam is 1, else beam search, batches of 100 sentences) and prints corpus BLEU (sacrebleu 13a on detokenised text, lowercased,
  * and on tokens); hyps (may be NULL) receives the detokenised outputs. Rank 0 only (dist.h). */
 int translate_evaluate(translate_run *run, const translate_split *split, const char *name);
 /* Mean label-smoothed loss per target token with teacher forcing (no dropout). Every rank

@@ -100,7 +100,7 @@ int translate_evaluate(translate_run *run, const translate_split *split, const c
     const int64_t bs = 100, n_all = split->src.count, max_extra = 10, beam = run->opt->beam;
     attn_ctx *ctx = cli_ctx_new(0);
     translate_batch b = {0};
-    int64_t rows[100], *out = NULL, out_lens[100];
+    int64_t rows[100], *out = NULL, out_lens[100], limits[100];
     attn_tokens scratch = {0}, hyp_tok = {0}, ref_tok = {0};
     attn_bleu_stats cased = {0}, lower = {0}, tokens = {0};
     int code = ctx ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "out of memory");
@@ -115,10 +115,10 @@ int translate_evaluate(translate_run *run, const translate_split *split, const c
         attn_status st = out ? ATTN_OK : ATTN_ERR_NOMEM;
         if (st == ATTN_OK && beam == 1)
             st = attn_seq2seq_greedy(ctx, &run->model, b.src, b.src_lens, n, b.src_width, max_out, out, out_lens);
-        for (int64_t i = 0; st == ATTN_OK && beam > 1 && i < n; i++)
-            st = attn_seq2seq_beam(ctx, &run->model, b.src + i * b.src_width, b.src_lens[i], (int)beam,
-                                   (float)run->opt->length_penalty, b.src_lens[i] + max_extra, out + i * max_out,
-                                   &out_lens[i], NULL);
+        for (int64_t i = 0; i < n; i++) limits[i] = b.src_lens[i] + max_extra; /* each sentence's own */
+        if (st == ATTN_OK && beam > 1) /* the batch's searches together, each as it would run alone */
+            st = attn_seq2seq_beam_batch(ctx, &run->model, b.src, b.src_lens, n, b.src_width, (int)beam,
+                                         (float)run->opt->length_penalty, limits, max_out, out, out_lens);
         if (st != ATTN_OK) {
             code = cli_fail(CLI_ERR_DATA, "translate", "%s", out ? attn_last_error() : "out of memory");
             break;

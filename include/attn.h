@@ -731,21 +731,99 @@ ATTN_API attn_tensor *attn_seq2seq_forward(attn_ctx *ctx, const attn_seq2seq *m,
                                            int64_t batch, int64_t src_len, const int64_t *tgt_in,
                                            const int64_t *tgt_lens, int64_t tgt_len,
                                            attn_tensor **cross_weights);
-/* Greedy decoding of a batch: out (B, max_out) receives token ids (<eos> included, then pad),
- * out_lens (B) the lengths without <eos>. RESETS ctx first (INVALIDATES every tensor made in it
- * before the call, as attn_ctx_reset), runs with grad and training off and gives ctx its modes
- * back at the end. */
+/* Step-by-step decoding, for a search of the caller's own: the source is encoded once, then each
+ * step feeds every row's latest token and returns the next token's logits. Rows: `beams`
+ * consecutive rows per source sentence (R = batch * beams; row r decodes sentence r / beams).
+ *   CACHED: the Transformer keeps each layer's self-attention keys and values of the tokens fed
+ *     so far and its cross-attention keys and values of the source (computed once), and runs the
+ *     decoder and the generator on the newest position only; Bahdanau carries the GRU state and
+ *     the encoder outputs projected by W_k once. O(t) work at step t.
+ *   RECOMPUTE: the reference twin: keeps the tokens and runs the teacher-forced decoder over the
+ *     whole prefix at every step (O(t^2) work), as attn_seq2seq_forward would.
+ * Both give the same logits up to float32 rounding (the GEMMs round rows differently as their
+ * row counts differ; tests/test_seq2seq_decoder.c bounds the difference). Runs without grad and
+ * without dropout, whatever the mode of any ctx. */
+typedef enum attn_seq2seq_decode_impl {
+    ATTN_SEQ2SEQ_DECODE_CACHED,
+    ATTN_SEQ2SEQ_DECODE_RECOMPUTE,
+} attn_seq2seq_decode_impl;
+
+typedef struct attn_seq2seq_decoder attn_seq2seq_decoder; /* opaque */
+
+/* Encodes src (B, S) with src_lens (B) (each in [1, S]; ids past a length are padding) and makes
+ * room for max_steps steps (1 <= max_steps <= cfg.max_len, the positions the model knows).
+ * Returns a decoder owned by the caller (attn_seq2seq_decoder_free), or NULL with
+ * attn_last_error(). m must outlive it; src and src_lens are not kept. */
+ATTN_API attn_seq2seq_decoder *attn_seq2seq_decoder_new(const attn_seq2seq *m, const int64_t *src,
+                                                        const int64_t *src_lens, int64_t batch,
+                                                        int64_t src_len, int64_t beams,
+                                                        int64_t max_steps,
+                                                        attn_seq2seq_decode_impl impl);
+/* One step: tokens (R) are each row's latest token (<bos> at the first step); logits (R, V_tgt)
+ * receive the scores of each row's next token. ATTN_ERR_STATE after max_steps steps. A failed
+ * step leaves the decoder as it was. */
+ATTN_API attn_status attn_seq2seq_decoder_step(attn_seq2seq_decoder *d, float *logits,
+                                               const int64_t *tokens);
+/* Beam re-selection: row r continues the hypothesis that row parents[r] held (parents (R), each
+ * a row of the same sentence: parents[r] / beams == r / beams); rows may be repeated or dropped. */
+ATTN_API attn_status attn_seq2seq_decoder_reorder(attn_seq2seq_decoder *d, const int64_t *parents);
+/* Keeps the sentences keep[0..n) (ascending, each below the current batch) with their rows and
+ * drops the others (e.g. those whose search has ended, so that no step is spent on them): the
+ * decoder then holds n sentences, numbered in keep's order, and n x beams rows. */
+ATTN_API attn_status attn_seq2seq_decoder_select(attn_seq2seq_decoder *d, const int64_t *keep,
+                                                 int64_t n);
+/* Threads of the decoder's steps (n <= 0: attn_default_num_threads(), the count it starts with). */
+ATTN_API attn_status attn_seq2seq_decoder_set_num_threads(attn_seq2seq_decoder *d, int n);
+ATTN_API void attn_seq2seq_decoder_free(attn_seq2seq_decoder *d); /* NULL is fine */
+
+/* Greedy decoding of a batch: src (B, S) with src_lens (B), each in [1, S] (ids past a length
+ * are padding); out (B, max_out) receives token ids (<eos> included, then pad), out_lens (B) the
+ * lengths without <eos>. RESETS ctx first (INVALIDATES every tensor made in it before the call,
+ * as attn_ctx_reset), runs with grad and training off and gives ctx its modes back at the end;
+ * decodes on ctx's thread count. Decodes with the CACHED decoder; attn_seq2seq_greedy_ref, the
+ * reference twin, with RECOMPUTE. */
 ATTN_API attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                                          const int64_t *src_lens, int64_t batch, int64_t src_len,
                                          int64_t max_out, int64_t *out, int64_t *out_lens);
-/* Beam search for one sentence (batch 1) with length penalty ((5 + len) / 6)^alpha; out
- * (max_out), *out_len. cross_weights (may be NULL): for the best hypothesis, (H, out_len + 1, S)
- * in ctx's arena. RESETS ctx first (INVALIDATES every tensor made in it before the call, as
- * attn_ctx_reset), runs with grad and training off and gives ctx its modes back at the end. */
+ATTN_API attn_status attn_seq2seq_greedy_ref(attn_ctx *ctx, const attn_seq2seq *m,
+                                             const int64_t *src, const int64_t *src_lens,
+                                             int64_t batch, int64_t src_len, int64_t max_out,
+                                             int64_t *out, int64_t *out_lens);
+/* Beam search for one sentence (batch 1) with length penalty ((5 + len) / 6)^alpha: keeps the
+ * beam_size best hypotheses by log-probability and stops once beam_size of them have ended
+ * (<eos> or max_out tokens); the answer is the ended one of best penalised score. out (max_out)
+ * receives its tokens without <eos> (then pad), *out_len their count. cross_weights (may be
+ * NULL): for the answer, (H, out_len + 1, S) in ctx's arena. RESETS ctx first (INVALIDATES
+ * every tensor made in it before the call, as attn_ctx_reset), runs with grad and training off
+ * and gives ctx its modes back at the end; decodes on ctx's thread count. Decodes with the
+ * CACHED decoder; attn_seq2seq_beam_ref with RECOMPUTE. */
 ATTN_API attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                                        int64_t src_len, int beam_size, float alpha,
                                        int64_t max_out, int64_t *out, int64_t *out_len,
                                        attn_tensor **cross_weights);
+ATTN_API attn_status attn_seq2seq_beam_ref(attn_ctx *ctx, const attn_seq2seq *m,
+                                           const int64_t *src, int64_t src_len, int beam_size,
+                                           float alpha, int64_t max_out, int64_t *out,
+                                           int64_t *out_len, attn_tensor **cross_weights);
+/* The beam searches of a batch of sentences run together, each as attn_seq2seq_beam would run it
+ * alone, in one decoder of batch x beam_size rows (a step reads every weight once for all of
+ * them): src (B, S) with src_lens (B, each in [1, S]); max_out (B) each sentence's limit (at most
+ * out_width once capped at the model's max_len - 1); out (B, out_width) and out_lens (B) as
+ * attn_seq2seq_beam's. The Transformer masks padding everywhere and decodes the batch at once
+ * (the answers are the sentences' alone up to float32 rounding); D2L's GRU encoder reads the
+ * padding, so Bahdanau sentences are decoded in groups of one length, unpadded. ctx as for
+ * attn_seq2seq_beam. attn_seq2seq_beam_batch_ref: the same with RECOMPUTE. */
+ATTN_API attn_status attn_seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m,
+                                             const int64_t *src, const int64_t *src_lens,
+                                             int64_t batch, int64_t src_len, int beam_size,
+                                             float alpha, const int64_t *max_out,
+                                             int64_t out_width, int64_t *out, int64_t *out_lens);
+ATTN_API attn_status attn_seq2seq_beam_batch_ref(attn_ctx *ctx, const attn_seq2seq *m,
+                                                 const int64_t *src, const int64_t *src_lens,
+                                                 int64_t batch, int64_t src_len, int beam_size,
+                                                 float alpha, const int64_t *max_out,
+                                                 int64_t out_width, int64_t *out,
+                                                 int64_t *out_lens);
 
 /* ======================================================================================
  * Optimizers: the exact update rules of torch.optim (1.13, single-tensor path).

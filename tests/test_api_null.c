@@ -193,6 +193,16 @@ static void all_null(void)
     EXPECT_NULL(attn_seq2seq_forward(NULL, NULL, NULL, NULL, 1, 1, NULL, NULL, 1, NULL));
     EXPECT_STATUS(attn_seq2seq_greedy(NULL, NULL, NULL, NULL, 1, 1, 1, NULL, NULL));
     EXPECT_STATUS(attn_seq2seq_beam(NULL, NULL, NULL, 1, 1, 1.0f, 1, NULL, NULL, NULL));
+    EXPECT_NULL(attn_seq2seq_decoder_new(NULL, NULL, NULL, 1, 1, 1, 1, ATTN_SEQ2SEQ_DECODE_CACHED));
+    EXPECT_STATUS(attn_seq2seq_decoder_step(NULL, NULL, NULL));
+    EXPECT_STATUS(attn_seq2seq_decoder_reorder(NULL, NULL));
+    EXPECT_STATUS(attn_seq2seq_decoder_select(NULL, NULL, 1));
+    EXPECT_STATUS(attn_seq2seq_decoder_set_num_threads(NULL, 1));
+    EXPECT_NOOP(attn_seq2seq_decoder_free(NULL));
+    EXPECT_STATUS(attn_seq2seq_greedy_ref(NULL, NULL, NULL, NULL, 1, 1, 1, NULL, NULL));
+    EXPECT_STATUS(attn_seq2seq_beam_ref(NULL, NULL, NULL, 1, 1, 1.0f, 1, NULL, NULL, NULL));
+    EXPECT_STATUS(attn_seq2seq_beam_batch(NULL, NULL, NULL, NULL, 1, 1, 1, 1.0f, NULL, 1, NULL, NULL));
+    EXPECT_STATUS(attn_seq2seq_beam_batch_ref(NULL, NULL, NULL, NULL, 1, 1, 1, 1.0f, NULL, 1, NULL, NULL));
     EXPECT_NULL(attn_optim_new(NULL, NULL));
     EXPECT_NOOP(attn_optim_free(NULL));
     EXPECT_STATUS(attn_optim_step(NULL));

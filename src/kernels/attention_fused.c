@@ -142,8 +142,8 @@ static void forward_block(float *out, float *stats, const float *q, const float 
     }
     const int64_t key_end = block_key_end(p, b, i0, rows), key_min = block_key_min(p, b, i0, rows);
     const bool elementwise = sdpa_has_elementwise_mask(p);
-    for (int64_t j0 = 0; j0 < key_end; j0 += SDPA_BC) {
-        const int64_t cols = Lk - j0 < SDPA_BC ? Lk - j0 : SDPA_BC;
+    for (int64_t j0 = 0; j0 < key_end; j0 += SDPA_BC) { /* keys past key_end are hidden from all */
+        const int64_t cols = key_end - j0 < SDPA_BC ? key_end - j0 : SDPA_BC;
         attn_tile_gemm(st, qw, k + (bh * Lk + j0) * D, D, 1, qt, qw, cols, qw, D, p->scale, false);
         if (elementwise || j0 + cols > key_min) sdpa_mask_tile(st, 1, qw, p, b, h, i0, rows, j0, cols);
         online_softmax(st, ot, m, l, qw, cols, Dv);

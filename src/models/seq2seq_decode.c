@@ -1,21 +1,13 @@
-/* Decoding for the seq2seq models: batched greedy search and beam search with a length
- * penalty. Each step decodes the whole prefix again (no key/value cache): simple, and cheap for
- * caption-length sentences. */
+/* Batched greedy decoding for the seq2seq models, driving an attn_seq2seq_decoder
+ * (seq2seq_decoder.c) one step at a time: CACHED, or RECOMPUTE for the reference twin
+ * attn_seq2seq_greedy_ref. Beam search is in seq2seq_beam.c. */
 #include "seq2seq_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Logits of the last position of each prefix row: (B, V) view into the decoder's output. */
-static const float *last_logits(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
-                                const int64_t *prefix, int64_t len)
-{
-    attn_tensor *logits = seq2seq_decode(ctx, m, mem, prefix, NULL, len, NULL);
-    return logits ? logits->data : NULL; /* (B, len, V) */
-}
-
-static int64_t argmax(const float *x, int64_t n)
+int64_t seq2seq_argmax(const float *x, int64_t n)
 {
     int64_t best = 0;
     for (int64_t i = 1; i < n; i++)
@@ -23,199 +15,77 @@ static int64_t argmax(const float *x, int64_t n)
     return best;
 }
 
-attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                                const int64_t *src_lens, int64_t batch, int64_t src_len,
-                                int64_t max_out, int64_t *out, int64_t *out_lens)
+static attn_status greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                          const int64_t *src_lens, int64_t batch, int64_t src_len, int64_t max_out,
+                          int64_t *out, int64_t *out_lens, attn_seq2seq_decode_impl impl)
 {
     if (!ctx || !m || !src || !src_lens || !out || !out_lens || max_out < 1)
         return attn__fail(ATTN_ERR_ARG, "seq2seq_greedy: NULL argument or max_out < 1");
     const attn_seq2seq_config *c = &m->cfg;
+    const int64_t V = c->tgt_vocab;
     /* out rows keep the caller's width; decoding stops at the positional table's end */
     const int64_t stride = max_out;
     if (max_out >= c->max_len) max_out = c->max_len - 1; /* (max_out + 1 could overflow) */
     attn_ctx_reset(ctx);
-    bool grad = attn_ctx_grad_enabled(ctx), training = attn_ctx_training(ctx);
-    attn_ctx_set_grad_enabled(ctx, false);
-    attn_ctx_set_training(ctx, false);
-    seq2seq_memory mem;
-    attn_status st = seq2seq_encode(ctx, m, src, src_lens, batch, src_len, &mem);
-    int64_t *prefix = malloc((size_t)(batch * (max_out + 1)) * sizeof *prefix); /* (B, t) rows */
-    int64_t *next = malloc((size_t)(batch * (max_out + 1)) * sizeof *next);
-    if (st == ATTN_OK && (!prefix || !next)) st = attn__fail(ATTN_ERR_NOMEM, "seq2seq_greedy: out of memory");
+    attn_seq2seq_decoder *d = attn_seq2seq_decoder_new(m, src, src_lens, batch, src_len, 1, max_out, impl);
+    if (!d || attn_seq2seq_decoder_set_num_threads(d, attn_ctx_num_threads(ctx)) != ATTN_OK) {
+        attn_seq2seq_decoder_free(d);
+        return attn_last_status();
+    }
+    int64_t *tokens = malloc((size_t)batch * sizeof *tokens); /* (B) each row's latest */
+    int64_t *alive = malloc((size_t)batch * sizeof *alive);   /* the sentence of each decoder row */
+    int64_t *keep = malloc((size_t)batch * sizeof *keep);
+    float *logits = malloc((size_t)(batch * V) * sizeof *logits); /* (B, V) */
+    attn_status st = tokens && alive && keep && logits
+                         ? ATTN_OK : attn__fail(ATTN_ERR_NOMEM, "seq2seq_greedy: out of memory");
     for (int64_t b = 0; st == ATTN_OK && b < batch; b++) {
-        prefix[b] = c->bos_id;
+        tokens[b] = c->bos_id;
+        alive[b] = b;
         out_lens[b] = -1; /* not finished */
         for (int64_t t = 0; t < stride; t++) out[b * stride + t] = c->pad_id;
     }
-    int64_t done = 0;
-    for (int64_t t = 1; st == ATTN_OK && t <= max_out && done < batch; t++) {
-        const float *logits = last_logits(ctx, m, &mem, prefix, t);
-        if (!logits) {
-            st = attn_last_status();
-            break;
-        }
-        for (int64_t b = 0; b < batch; b++) { /* rows of length t+1 into next */
-            memcpy(next + b * (t + 1), prefix + b * t, (size_t)t * sizeof *next);
-            int64_t tok = out_lens[b] >= 0 ? c->pad_id
-                                           : argmax(logits + (b * t + t - 1) * c->tgt_vocab, c->tgt_vocab);
-            next[b * (t + 1) + t] = tok;
-            if (out_lens[b] >= 0) continue;
-            out[b * stride + t - 1] = tok;
-            if (tok == c->eos_id || t == max_out) {
-                out_lens[b] = tok == c->eos_id ? t - 1 : t;
-                done++;
+    int64_t n_alive = batch;
+    for (int64_t t = 1; st == ATTN_OK && t <= max_out && n_alive > 0; t++) {
+        if ((st = attn_seq2seq_decoder_step(d, logits, tokens)) != ATTN_OK) break;
+        int64_t n_keep = 0;
+        for (int64_t a = 0; a < n_alive; a++) { /* ended rows are fed padding until dropped */
+            const int64_t b = alive[a];
+            tokens[a] = out_lens[b] >= 0 ? c->pad_id : seq2seq_argmax(logits + a * V, V);
+            if (out_lens[b] < 0) {
+                out[b * stride + t - 1] = tokens[a];
+                if (tokens[a] == c->eos_id || t == max_out) out_lens[b] = tokens[a] == c->eos_id ? t - 1 : t;
             }
+            if (out_lens[b] < 0) keep[n_keep++] = a;
         }
-        int64_t *swap = prefix;
-        prefix = next;
-        next = swap;
+        if (n_keep == 0) break;
+        if ((n_alive - n_keep) * 8 < n_alive) continue; /* drop ended rows once they are an eighth */
+        if ((st = attn_seq2seq_decoder_select(d, keep, n_keep)) != ATTN_OK) break;
+        for (int64_t i = 0; i < n_keep; i++) {
+            tokens[i] = tokens[keep[i]];
+            alive[i] = alive[keep[i]];
+        }
+        n_alive = n_keep;
     }
-    free(prefix);
-    free(next);
-    attn_ctx_set_grad_enabled(ctx, grad);
-    attn_ctx_set_training(ctx, training);
+    free(tokens);
+    free(alive);
+    free(keep);
+    free(logits);
+    attn_seq2seq_decoder_free(d);
     return st;
 }
 
-typedef struct hypothesis {
-    int64_t *tokens; /* (max_out + 1): <bos> first */
-    int64_t len;     /* tokens including <bos> */
-    double logp;
-} hypothesis;
-
-static double penalized(double logp, int64_t len, float alpha)
+attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                                const int64_t *src_lens, int64_t batch, int64_t src_len,
+                                int64_t max_out, int64_t *out, int64_t *out_lens)
 {
-    return logp / pow((5.0 + (double)len) / 6.0, alpha);
+    return greedy(ctx, m, src, src_lens, batch, src_len, max_out, out, out_lens,
+                  ATTN_SEQ2SEQ_DECODE_CACHED);
 }
 
-/* Replicates the single-sentence memory k times (beam rows share it). */
-static attn_status expand_memory(attn_ctx *ctx, const seq2seq_memory *one, int k, seq2seq_memory *many,
-                                 int64_t *lens_k)
+attn_status attn_seq2seq_greedy_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                                    const int64_t *src_lens, int64_t batch, int64_t src_len,
+                                    int64_t max_out, int64_t *out, int64_t *out_lens)
 {
-    *many = *one;
-    many->batch = k;
-    const attn_tensor *e = one->enc_out;
-    attn_tensor *rows[64];
-    for (int i = 0; i < k; i++) {
-        rows[i] = (attn_tensor *)e;
-        lens_k[i] = one->src_lens[0];
-    }
-    many->enc_out = attn_concat(ctx, rows, k, 0);
-    if (one->enc_state) { /* (layers, 1, H) -> (layers, k, H) */
-        for (int i = 0; i < k; i++) rows[i] = one->enc_state;
-        many->enc_state = attn_concat(ctx, rows, k, 1);
-    }
-    many->src_lens = lens_k;
-    many->src_pad = seq2seq_padding(ctx, lens_k, k, one->src_len);
-    return many->enc_out && many->src_pad && (!one->enc_state || many->enc_state) ? ATTN_OK : attn_last_status();
-}
-
-attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                              int64_t src_len, int beam_size, float alpha, int64_t max_out,
-                              int64_t *out, int64_t *out_len, attn_tensor **cross_weights)
-{
-    if (cross_weights) *cross_weights = NULL;
-    if (!ctx || !m || !src || !out || !out_len || max_out < 1 || beam_size < 1 || beam_size > 64)
-        return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: NULL argument, max_out < 1 or beam size "
-                                        "outside [1, 64]");
-    const attn_seq2seq_config *c = &m->cfg;
-    const int64_t V = c->tgt_vocab;
-    const int k = beam_size;
-    if (max_out >= c->max_len) max_out = c->max_len - 1; /* (max_out + 1 could overflow) */
-    attn_ctx_reset(ctx);
-    bool grad = attn_ctx_grad_enabled(ctx), training = attn_ctx_training(ctx);
-    attn_ctx_set_grad_enabled(ctx, false);
-    attn_ctx_set_training(ctx, false);
-    int64_t lens_k[64];
-    seq2seq_memory one, many;
-    attn_status st = seq2seq_encode(ctx, m, src, &src_len, 1, src_len, &one);
-    if (st == ATTN_OK) st = expand_memory(ctx, &one, k, &many, lens_k);
-    hypothesis *live = calloc((size_t)k, sizeof *live), *cand = calloc((size_t)k * (size_t)k, sizeof *cand);
-    int64_t *store = malloc((size_t)(k + k * k + 1) * (size_t)(max_out + 1) * sizeof *store);
-    int64_t *prefix = malloc((size_t)k * (size_t)(max_out + 1) * sizeof *prefix);
-    if (st == ATTN_OK && (!live || !cand || !store || !prefix))
-        st = attn__fail(ATTN_ERR_NOMEM, "seq2seq_beam: out of memory");
-    hypothesis best = {0};
-    double best_score = -INFINITY;
-    int n_live = 1, n_finished = 0;
-    if (st == ATTN_OK) {
-        best.tokens = store + (size_t)(k + k * k) * (size_t)(max_out + 1);
-        for (int i = 0; i < k; i++) live[i].tokens = store + (size_t)i * (size_t)(max_out + 1);
-        for (int i = 0; i < k * k; i++) cand[i].tokens = store + (size_t)(k + i) * (size_t)(max_out + 1);
-        live[0].tokens[0] = c->bos_id;
-        live[0].len = 1;
-    }
-    for (int64_t t = 1; st == ATTN_OK && t <= max_out && n_live > 0; t++) {
-        for (int i = 0; i < k; i++) /* rows of length t; dead rows repeat row 0 */
-            memcpy(prefix + i * t, live[i < n_live ? i : 0].tokens, (size_t)t * sizeof *prefix);
-        const float *logits = last_logits(ctx, m, &many, prefix, t);
-        if (!logits) {
-            st = attn_last_status();
-            break;
-        }
-        int n_cand = 0;
-        for (int i = 0; i < n_live; i++) {
-            const float *row = logits + ((int64_t)i * t + t - 1) * V;
-            float mx = row[argmax(row, V)];
-            double sum = 0;
-            for (int64_t v = 0; v < V; v++) sum += exp((double)row[v] - mx);
-            double lse = mx + log(sum);
-            for (int j = 0; j < k; j++) { /* the k best continuations of this beam */
-                int64_t tok = -1;
-                for (int64_t v = 0; v < V; v++) {
-                    bool taken = false;
-                    for (int q = n_cand - j; q < n_cand; q++) taken = taken || cand[q].tokens[t] == v;
-                    if (!taken && (tok < 0 || row[v] > row[tok])) tok = v;
-                }
-                hypothesis *h = &cand[n_cand++];
-                memcpy(h->tokens, live[i].tokens, (size_t)t * sizeof *h->tokens);
-                h->tokens[t] = tok;
-                h->len = t + 1;
-                h->logp = live[i].logp + row[tok] - lse;
-            }
-        }
-        /* keep the k best candidates; finished ones (<eos> or max length) compete for best */
-        n_live = 0;
-        for (int picked = 0; picked < k && picked < n_cand; picked++) {
-            int arg = -1;
-            for (int q = 0; q < n_cand; q++)
-                if (cand[q].len > 0 && (arg < 0 || cand[q].logp > cand[arg].logp)) arg = q;
-            hypothesis *h = &cand[arg];
-            bool finished = h->tokens[t] == c->eos_id || t == max_out;
-            double score = penalized(h->logp, h->len - 1, alpha);
-            n_finished += finished;
-            if (finished && score > best_score) {
-                best_score = score;
-                best.len = h->len;
-                best.logp = h->logp;
-                memcpy(best.tokens, h->tokens, (size_t)h->len * sizeof *h->tokens);
-            } else if (!finished) {
-                live[n_live].len = h->len;
-                live[n_live].logp = h->logp;
-                memcpy(live[n_live].tokens, h->tokens, (size_t)h->len * sizeof *h->tokens);
-                n_live++;
-            }
-            h->len = 0; /* used */
-        }
-        if (n_finished >= k) n_live = 0; /* k hypotheses ended: the usual stopping rule */
-    }
-    if (st == ATTN_OK) {
-        int64_t n = best.len - 1; /* without <bos> */
-        if (n > 0 && best.tokens[best.len - 1] == c->eos_id) n--;
-        memcpy(out, best.tokens + 1, (size_t)n * sizeof *out);
-        *out_len = n;
-        if (cross_weights) { /* one more pass over <bos> + the answer for its cross-attention */
-            attn_tensor *w = NULL;
-            if (seq2seq_decode(ctx, m, &one, best.tokens, NULL, n + 1, &w) && w)
-                *cross_weights = attn_reshape(ctx, w, 3, (int64_t[]){w->shape[1], n + 1, src_len});
-            if (!*cross_weights) st = attn_last_status();
-        }
-    }
-    free(live);
-    free(cand);
-    free(store);
-    free(prefix);
-    attn_ctx_set_grad_enabled(ctx, grad);
-    attn_ctx_set_training(ctx, training);
-    return st;
+    return greedy(ctx, m, src, src_lens, batch, src_len, max_out, out, out_lens,
+                  ATTN_SEQ2SEQ_DECODE_RECOMPUTE);
 }

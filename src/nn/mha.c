@@ -3,7 +3,7 @@
  *   in_proj_weight, or the separate q/k/v_proj_weight when kdim/vdim differ from E)
  *   heads: (B, L, E) -> (B, H, L, E/H);  o = sdpa(q, k, v, mask, dropout)
  *   out = merge_heads(o) Wo^T + bo */
-#include "../core/core.h"
+#include "nn_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -60,8 +60,9 @@ attn_status attn_mha_init(attn_mha_layer *m, attn_params *p, const char *prefix,
     return st;
 }
 
-/* One projection: input @ W_i^T + b_i, W_i = rows [i E, (i+1) E) of in_proj_weight or its own. */
-static attn_tensor *project(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x, int i)
+/* One projection (nn_internal.h): input @ W_i^T + b_i, W_i = rows [i E, (i+1) E) of
+ * in_proj_weight or its own. */
+attn_tensor *mha_project(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x, int i)
 {
     const int64_t E = m->embed_dim;
     attn_tensor *w = m->in_proj_weight ? attn_narrow(ctx, m->in_proj_weight, 0, i * E, E)
@@ -71,6 +72,11 @@ static attn_tensor *project(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor 
     attn_tensor *b = m->in_proj_bias ? attn_narrow(ctx, m->in_proj_bias, 0, i * E, E) : NULL;
     if (!w || (m->in_proj_bias && !b)) return NULL;
     return attn_linear(ctx, x, w, b);
+}
+
+attn_tensor *mha_output(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *o)
+{
+    return attn_linear_forward(ctx, &m->out_proj, attn_merge_heads(ctx, o));
 }
 
 static attn_status check_inputs(const attn_mha_layer *m, const attn_tensor *q, const attn_tensor *k,
@@ -110,9 +116,9 @@ attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tenso
     if (check_inputs(m, query, key, value) != ATTN_OK) return NULL;
     attn_mha_opts defaults = {.average_weights = true};
     if (!opts) opts = &defaults;
-    attn_tensor *q = attn_split_heads(ctx, project(ctx, m, query, 0), m->num_heads);
-    attn_tensor *k = attn_split_heads(ctx, project(ctx, m, key, 1), m->num_heads);
-    attn_tensor *v = attn_split_heads(ctx, project(ctx, m, value, 2), m->num_heads);
+    attn_tensor *q = attn_split_heads(ctx, mha_project(ctx, m, query, 0), m->num_heads);
+    attn_tensor *k = attn_split_heads(ctx, mha_project(ctx, m, key, 1), m->num_heads);
+    attn_tensor *v = attn_split_heads(ctx, mha_project(ctx, m, value, 2), m->num_heads);
     if (!q || !k || !v) return NULL;
     attn_sdpa_opts so = {.mask = opts->mask, .dropout_p = m->dropout, .impl = opts->impl};
     const int64_t B = query->shape[0], H = m->num_heads;
@@ -120,8 +126,7 @@ attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tenso
     per_head_4d(&so.mask.blocked_ndim, so.mask.blocked_shape, B, H);
     per_head_4d(&so.mask.additive_ndim, so.mask.additive_shape, B, H);
     attn_tensor *w = NULL;
-    attn_tensor *o = attn_sdpa(ctx, q, k, v, &so, weights ? &w : NULL);
-    attn_tensor *out = attn_linear_forward(ctx, &m->out_proj, attn_merge_heads(ctx, o));
+    attn_tensor *out = mha_output(ctx, m, attn_sdpa(ctx, q, k, v, &so, weights ? &w : NULL));
     if (!out) return NULL;
     if (weights) {
         bool grad = attn_ctx_grad_enabled(ctx);

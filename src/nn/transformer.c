@@ -1,9 +1,11 @@
 /* Transformer encoder and decoder layers with torch.nn.TransformerEncoderLayer/DecoderLayer names
  * (math in attn.h): multi-head attention, a position-wise FFN (linear1, activation, linear2),
- * dropout on each residual branch and Add & Norm, post-LN or pre-LN. */
-#include "../core/core.h"
+ * dropout on each residual branch and Add & Norm, post-LN or pre-LN. The decoder layer also runs
+ * one position at a time over cached keys and values (decoder_layer_step, for decoding). */
+#include "nn_internal.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static void join(char *out, size_t n, const char *prefix, const char *name)
 {
@@ -143,6 +145,79 @@ attn_tensor *attn_decoder_layer_forward(attn_ctx *ctx, const attn_decoder_layer 
     in = branch_input(ctx, s2, x);
     x = residual(ctx, s2, x,
                  attn_mha_forward(ctx, &m->multihead_attn, in, memory, memory, &co, cross_weights));
+    in = branch_input(ctx, s3, x);
+    return residual(ctx, s3, x, ffn(ctx, &m->cfg, &m->linear1, &m->linear2, in));
+}
+
+/* ---- The decoder layer one position at a time, over cached keys and values ---- */
+
+attn_status decoder_layer_cache_memory(attn_ctx *ctx, const attn_decoder_layer *m, attn_tensor *memory,
+                                       decoder_layer_cache *c)
+{
+    const attn_mha_layer *a = &m->multihead_attn;
+    c->cross_k = attn_split_heads(ctx, mha_project(ctx, a, memory, 1), a->num_heads); /* (B, H, S, Dh) */
+    c->cross_v = attn_split_heads(ctx, mha_project(ctx, a, memory, 2), a->num_heads);
+    return c->cross_k && c->cross_v ? ATTN_OK : attn_last_status();
+}
+
+/* cache[:, :, pos] = x[:, 0] for x (R, 1, E) and cache (R, H, cap, Dh) */
+static void cache_put(attn_tensor *cache, const attn_tensor *x, int64_t pos)
+{
+    const int64_t R = cache->shape[0], H = cache->shape[1], cap = cache->shape[2], dh = cache->shape[3];
+    for (int64_t rh = 0; rh < R * H; rh++)
+        memcpy(cache->data + (rh * cap + pos) * dh, x->data + rh * dh, (size_t)dh * sizeof(float));
+}
+
+/* The newest position attends to itself and to every earlier one: the cache's first pos + 1
+ * positions, read in place (SDPA skips the keys past valid_lens). A causal mask would be wrong
+ * here: top-left aligned, it shows query 0 key 0 alone. */
+static attn_tensor *self_attention_step(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x,
+                                        decoder_layer_cache *c, int64_t pos)
+{
+    const int64_t R = x->shape[0];
+    attn_tensor *q = attn_split_heads(ctx, mha_project(ctx, m, x, 0), m->num_heads); /* (R, H, 1, Dh) */
+    attn_tensor *k = mha_project(ctx, m, x, 1), *v = mha_project(ctx, m, x, 2);     /* (R, 1, E) */
+    int64_t *lens = attn_arena_alloc(&ctx->arena, (size_t)R * sizeof *lens);
+    if (!q || !k || !v || !lens) return NULL;
+    cache_put(c->self_k, k, pos);
+    cache_put(c->self_v, v, pos);
+    for (int64_t r = 0; r < R; r++) lens[r] = pos + 1;
+    attn_sdpa_opts so = {.dropout_p = m->dropout, .mask.valid_lens = {.data = lens, .ndim = 1, .shape = {R}}};
+    return mha_output(ctx, m, attn_sdpa(ctx, q, c->self_k, c->self_v, &so, NULL));
+}
+
+/* The beams of one memory item are its queries: x (R, 1, E) read as (B, beams, E) attends to the
+ * item's cached (B, H, S, Dh) keys and values. */
+static attn_tensor *cross_attention_step(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x,
+                                         const decoder_layer_cache *c)
+{
+    if (!x) return NULL;
+    const int64_t R = x->shape[0], E = x->shape[2];
+    attn_tensor *q = attn_reshape(ctx, x, 3, (int64_t[]){R / c->beams, c->beams, E});
+    q = attn_split_heads(ctx, mha_project(ctx, m, q, 0), m->num_heads); /* (B, H, beams, Dh) */
+    attn_sdpa_opts so = {.mask = c->cross_mask, .dropout_p = m->dropout};
+    attn_tensor *o = mha_output(ctx, m, attn_sdpa(ctx, q, c->cross_k, c->cross_v, &so, NULL));
+    return attn_reshape(ctx, o, 3, (int64_t[]){R, 1, E});
+}
+
+attn_tensor *decoder_layer_step(attn_ctx *ctx, const attn_decoder_layer *m, attn_tensor *x,
+                                decoder_layer_cache *c, int64_t pos)
+{
+    if (!ctx || !m || !x || !c) return NULL;
+    const int64_t R = x->shape[0];
+    if (x->ndim != 3 || x->shape[1] != 1 || c->beams < 1 || R % c->beams || pos < 0 ||
+        pos >= c->self_k->shape[2] || c->self_k->shape[0] != R) {
+        char buf[64];
+        return attn__fail_null(ATTN_ERR_SHAPE, "decoder layer step: x %s at position %lld; expected "
+                               "(%lld, 1, E) and a position below %lld",
+                               attn_shape_str(x, buf, sizeof buf), (long long)pos,
+                               (long long)c->self_k->shape[0], (long long)c->self_k->shape[2]);
+    }
+    sublayer s1 = {&m->cfg, &m->norm1}, s2 = {&m->cfg, &m->norm2}, s3 = {&m->cfg, &m->norm3};
+    attn_tensor *in = branch_input(ctx, s1, x);
+    x = residual(ctx, s1, x, self_attention_step(ctx, &m->self_attn, in, c, pos));
+    in = branch_input(ctx, s2, x);
+    x = residual(ctx, s2, x, cross_attention_step(ctx, &m->multihead_attn, in, c));
     in = branch_input(ctx, s3, x);
     return residual(ctx, s3, x, ffn(ctx, &m->cfg, &m->linear1, &m->linear2, in));
 }

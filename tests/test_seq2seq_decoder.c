@@ -1,0 +1,315 @@
+/* Step-by-step decoding: the CACHED decoder (Transformer key/value cache, Bahdanau carried GRU
+ * state) against its reference twin RECOMPUTE (the teacher-forced decoder over the whole prefix
+ * at every step), on randomly initialised small models of both kinds, three sources of different
+ * lengths with padding, 1, 2 and 4 beams:
+ *   - driven by the same tokens and the same random beam re-selections, every step's logits agree
+ *     within |cached - ref| <= 1e-5 + 1e-5 |ref| and have the same argmax in every row (the GEMMs
+ *     round a row differently when the row count differs, so bit equality is not promised);
+ *   - the searches built on them: attn_seq2seq_greedy = attn_seq2seq_greedy_ref (tokens and
+ *     lengths) and attn_seq2seq_beam = attn_seq2seq_beam_ref for beams 1, 2 and 4, once where every
+ *     hypothesis runs to max_out and once with an <eos> the model emits early;
+ *   - the cross-attention weights beam search returns are the same with either decoder;
+ *   - attn_seq2seq_beam_batch on the padded batch (different lengths and limits) = each sentence's
+ *     attn_seq2seq_beam_ref alone = attn_seq2seq_beam_batch_ref, for 1, 2 and 4 beams;
+ *   - attn_seq2seq_decoder_select mid-way (after a reorder, then again): both decoders keep the
+ *     same sentences and their logits still agree;
+ *   - hostile input: NULL arguments, batch, beams (0, 65, more than the vocabulary), max_steps,
+ *     max_out, source lengths and tokens out of range, a step past max_steps, a parent from
+ *     another sentence, sentences to keep out of order, repeated or gone; a failed step changes
+ *     nothing. */
+#include "testkit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ATOL 1e-5f
+#define RTOL 1e-5f
+
+enum { B = 3, S = 5, MAX_LEN = 12, STEPS = 9, V = 13 };
+static const int64_t src[B * S] = {4, 5, 6, 7, 3, 8, 3, 1, 1, 1, 9, 10, 11, 3, 1}; /* 1 = <pad> */
+static const int64_t src_lens[B] = {5, 2, 4};
+
+#define TK_STATUS(expr, want) \
+    TK_CHECK((expr) == (want), "%s: expected %s, got \"%s\"", #expr, attn_status_name(want), attn_last_error())
+
+typedef struct model {
+    attn_seq2seq s2s;
+    attn_params *p;
+} model;
+
+static void model_init(model *m, attn_seq2seq_kind kind, uint64_t seed)
+{
+    attn_seq2seq_config cfg = {.kind = kind, .src_vocab = 12, .tgt_vocab = V, .d_model = 16,
+                               .num_heads = 4, .dim_feedforward = 24, .enc_layers = 2,
+                               .dec_layers = 2, .dropout = 0.1f, .max_len = MAX_LEN,
+                               .pad_id = 1, .bos_id = 2, .eos_id = 3};
+    attn_rng rng;
+    attn_rng_seed(&rng, seed);
+    m->p = attn_params_new();
+    TK_OK(attn_seq2seq_init(&m->s2s, m->p, &cfg, &rng));
+}
+
+static void model_free(model *m)
+{
+    attn_seq2seq_free(&m->s2s);
+    attn_params_free(m->p);
+}
+
+static int64_t argmax(const float *x, int64_t n)
+{
+    int64_t best = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+/* Both decoders fed the same tokens and reordered by the same random parents. */
+static void check_steps(const model *m, const char *name, int64_t beams, uint64_t seed)
+{
+    const int64_t R = B * beams;
+    attn_seq2seq_decoder *dc = attn_seq2seq_decoder_new(&m->s2s, src, src_lens, B, S, beams, STEPS,
+                                                        ATTN_SEQ2SEQ_DECODE_CACHED);
+    attn_seq2seq_decoder *dr = attn_seq2seq_decoder_new(&m->s2s, src, src_lens, B, S, beams, STEPS,
+                                                        ATTN_SEQ2SEQ_DECODE_RECOMPUTE);
+    TK_NOT_NULL(dc);
+    TK_NOT_NULL(dr);
+    if (!dc || !dr) return;
+    float *lc = malloc((size_t)(R * V) * sizeof *lc), *lr = malloc((size_t)(R * V) * sizeof *lr);
+    int64_t tokens[4 * B], parents[4 * B];
+    attn_rng rng;
+    attn_rng_seed(&rng, seed);
+    for (int64_t r = 0; r < R; r++) tokens[r] = m->s2s.cfg.bos_id;
+    bool same_argmax = true;
+    float worst = 0.0f;
+    for (int t = 0; t < STEPS; t++) {
+        TK_OK(attn_seq2seq_decoder_step(dc, lc, tokens));
+        TK_OK(attn_seq2seq_decoder_step(dr, lr, tokens));
+        char what[96];
+        snprintf(what, sizeof what, "%s, %lld beams, step %d logits", name, (long long)beams, t);
+        tk_close(what, lc, lr, R * V, ATOL, RTOL);
+        for (int64_t i = 0; i < R * V; i++)
+            if (fabsf(lc[i] - lr[i]) > worst) worst = fabsf(lc[i] - lr[i]);
+        for (int64_t r = 0; r < R; r++) {
+            same_argmax = same_argmax && argmax(lc + r * V, V) == argmax(lr + r * V, V);
+            tokens[r] = (int64_t)attn_rng_below(&rng, V); /* any token, <eos> and <pad> included */
+            parents[r] = r / beams * beams + (int64_t)attn_rng_below(&rng, (uint32_t)beams);
+        }
+        TK_OK(attn_seq2seq_decoder_reorder(dc, parents));
+        TK_OK(attn_seq2seq_decoder_reorder(dr, parents));
+    }
+    TK_CHECK(same_argmax, "%s, %lld beams: the cached decoder's argmax differs from the reference's",
+             name, (long long)beams);
+    printf("%s, %lld beams: max |cached - recompute| over %d steps = %.3g\n", name, (long long)beams,
+           STEPS, worst);
+    free(lc);
+    free(lr);
+    attn_seq2seq_decoder_free(dc);
+    attn_seq2seq_decoder_free(dr);
+}
+
+/* Greedy and beam search with either decoder give the same tokens. */
+static void check_searches(attn_ctx *ctx, const model *m, const char *name)
+{
+    const int64_t max_out = 8;
+    int64_t out[B * 8], out_lens[B], ref[B * 8], ref_lens[B];
+    TK_OK(attn_seq2seq_greedy(ctx, &m->s2s, src, src_lens, B, S, max_out, out, out_lens));
+    TK_OK(attn_seq2seq_greedy_ref(ctx, &m->s2s, src, src_lens, B, S, max_out, ref, ref_lens));
+    TK_CHECK(!memcmp(out, ref, sizeof out) && !memcmp(out_lens, ref_lens, sizeof out_lens),
+             "%s (eos %lld): greedy differs from greedy_ref", name, (long long)m->s2s.cfg.eos_id);
+    for (int beams = 1; beams <= 4; beams *= 2)
+        for (int64_t b = 0; b < B; b++) {
+            int64_t n = -1, n_ref = -2;
+            TK_OK(attn_seq2seq_beam(ctx, &m->s2s, src + b * S, src_lens[b], beams, 0.6f, max_out, out, &n, NULL));
+            TK_OK(attn_seq2seq_beam_ref(ctx, &m->s2s, src + b * S, src_lens[b], beams, 0.6f, max_out, ref,
+                                        &n_ref, NULL));
+            TK_CHECK(n == n_ref && n >= 0 && !memcmp(out, ref, (size_t)n * sizeof *out),
+                     "%s (eos %lld): beam %d on sentence %lld differs from beam_ref", name,
+                     (long long)m->s2s.cfg.eos_id, beams, (long long)b);
+        }
+}
+
+/* Greedy's tokens with the configured <eos>, then with an <eos> the model emits at step 2 of
+ * sentence 0 (so that row stops early and the others may too). */
+static void check_searches_eos(attn_ctx *ctx, model *m, const char *name)
+{
+    check_searches(ctx, m, name);
+    int64_t out[B * 8], out_lens[B];
+    TK_OK(attn_seq2seq_greedy_ref(ctx, &m->s2s, src, src_lens, B, S, 8, out, out_lens));
+    TK_CHECK(out_lens[0] == 8 || out_lens[1] == 8 || out_lens[2] == 8,
+             "%s: no row ran to max_out (the case is not covered)", name);
+    const int64_t saved = m->s2s.cfg.eos_id;
+    m->s2s.cfg.eos_id = out[1]; /* only the searches read it */
+    check_searches(ctx, m, name);
+    TK_OK(attn_seq2seq_greedy(ctx, &m->s2s, src, src_lens, B, S, 8, out, out_lens));
+    TK_CHECK(out_lens[0] <= 1, "%s: row 0 ran to %lld tokens past its <eos>", name, (long long)out_lens[0]);
+    m->s2s.cfg.eos_id = saved;
+}
+
+/* Sentences of different lengths and limits searched together = each searched alone by the
+ * reference, and = the batched reference twin. */
+static void check_beam_batch(attn_ctx *ctx, const model *m, const char *name)
+{
+    const int64_t max_out[B] = {8, 3, 6}, W = 8;
+    int64_t out[B * 8], lens[B], ref[B * 8], ref_lens[B], one[8], n;
+    for (int beams = 1; beams <= 4; beams *= 2) {
+        TK_OK(attn_seq2seq_beam_batch(ctx, &m->s2s, src, src_lens, B, S, beams, 0.6f, max_out, W, out, lens));
+        TK_OK(attn_seq2seq_beam_batch_ref(ctx, &m->s2s, src, src_lens, B, S, beams, 0.6f, max_out, W, ref, ref_lens));
+        TK_CHECK(!memcmp(out, ref, sizeof out) && !memcmp(lens, ref_lens, sizeof lens),
+                 "%s: beam_batch %d differs from beam_batch_ref", name, beams);
+        for (int64_t b = 0; b < B; b++) {
+            TK_OK(attn_seq2seq_beam_ref(ctx, &m->s2s, src + b * S, src_lens[b], beams, 0.6f, max_out[b], one, &n,
+                                        NULL));
+            TK_CHECK(n == lens[b] && n <= max_out[b] && !memcmp(one, out + b * W, (size_t)n * sizeof *one),
+                     "%s: beam_batch %d, sentence %lld differs from its search alone", name, beams, (long long)b);
+            for (int64_t j = n; j < W; j++)
+                TK_CHECK(out[b * W + j] == m->s2s.cfg.pad_id, "%s: beam_batch row %lld not padded", name, (long long)b);
+        }
+    }
+}
+
+/* Dropping sentences mid-way: both decoders keep the same ones and still agree. */
+static void check_select(const model *m, const char *name)
+{
+    const int64_t beams = 2, keep[2] = {0, 2}, keep_last[1] = {1};
+    attn_seq2seq_decoder *d[2] = {
+        attn_seq2seq_decoder_new(&m->s2s, src, src_lens, B, S, beams, STEPS, ATTN_SEQ2SEQ_DECODE_CACHED),
+        attn_seq2seq_decoder_new(&m->s2s, src, src_lens, B, S, beams, STEPS, ATTN_SEQ2SEQ_DECODE_RECOMPUTE)};
+    TK_NOT_NULL(d[0]);
+    TK_NOT_NULL(d[1]);
+    if (!d[0] || !d[1]) return;
+    float logits[2][B * 2 * V];
+    int64_t tokens[B * 2] = {2, 2, 2, 2, 2, 2}, rows = B * beams;
+    const int64_t parents[B * 2] = {1, 1, 2, 2, 5, 4};
+    for (int t = 0; t < 6; t++) {
+        for (int i = 0; i < 2; i++) TK_OK(attn_seq2seq_decoder_step(d[i], logits[i], tokens));
+        char what[64];
+        snprintf(what, sizeof what, "%s select, step %d", name, t);
+        tk_close(what, logits[0], logits[1], rows * V, ATOL, RTOL);
+        for (int64_t r = 0; r < rows; r++) tokens[r] = 4 + (r + t) % 7;
+        if (t == 1) /* after a re-selection, sentences 0 and 2 go on */
+            for (int i = 0; i < 2; i++) {
+                TK_OK(attn_seq2seq_decoder_reorder(d[i], parents));
+                TK_OK(attn_seq2seq_decoder_select(d[i], keep, 2));
+            }
+        if (t == 3) /* then the last one of them alone */
+            for (int i = 0; i < 2; i++) TK_OK(attn_seq2seq_decoder_select(d[i], keep_last, 1));
+        rows = t < 1 ? B * beams : t < 3 ? 2 * beams : beams;
+    }
+    const int64_t bad_order[2] = {1, 0}, twice[2] = {0, 0}, outside[1] = {1};
+    TK_STATUS(attn_seq2seq_decoder_select(NULL, keep, 1), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_decoder_select(d[0], NULL, 1), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_decoder_select(d[0], keep, 0), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_decoder_select(d[0], keep, 2), ATTN_ERR_ARG); /* one sentence is left */
+    TK_STATUS(attn_seq2seq_decoder_select(d[0], outside, 1), ATTN_ERR_ARG);
+    attn_seq2seq_decoder *e = attn_seq2seq_decoder_new(&m->s2s, src, src_lens, B, S, 1, 2, ATTN_SEQ2SEQ_DECODE_CACHED);
+    TK_STATUS(attn_seq2seq_decoder_select(e, bad_order, 2), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_decoder_select(e, twice, 2), ATTN_ERR_ARG);
+    attn_seq2seq_decoder_free(e);
+    for (int i = 0; i < 2; i++) attn_seq2seq_decoder_free(d[i]);
+}
+
+static void check_cross_weights(attn_ctx *ctx, const model *m, const char *name)
+{
+    int64_t out[8], n = 0, n_ref = 0;
+    attn_tensor *w = NULL, *w_ref = NULL;
+    TK_OK(attn_seq2seq_beam(ctx, &m->s2s, src, S, 2, 0.6f, 8, out, &n, &w));
+    const int64_t numel = w ? w->numel : 0; /* the next call resets ctx, w included */
+    float *copy = w ? malloc((size_t)numel * sizeof *copy) : NULL;
+    if (copy) memcpy(copy, w->data, (size_t)numel * sizeof *copy);
+    TK_OK(attn_seq2seq_beam_ref(ctx, &m->s2s, src, S, 2, 0.6f, 8, out, &n_ref, &w_ref));
+    TK_CHECK(copy && w_ref && n == n_ref && numel == w_ref->numel &&
+                 !memcmp(copy, w_ref->data, (size_t)w_ref->numel * sizeof *copy),
+             "%s: beam's cross-attention weights differ between the decoders", name);
+    free(copy);
+}
+
+static void check_hostile(attn_ctx *ctx, const model *m)
+{
+    const attn_seq2seq *s = &m->s2s;
+    const attn_seq2seq_decode_impl C = ATTN_SEQ2SEQ_DECODE_CACHED;
+    const int64_t zero_len[B] = {5, 0, 4}, long_len[B] = {5, 6, 4}, bad_src[B * S] = {4, 99};
+    TK_CHECK(!attn_seq2seq_decoder_new(NULL, src, src_lens, B, S, 1, 4, C), "NULL model accepted");
+    TK_CHECK(!attn_seq2seq_decoder_new(s, NULL, src_lens, B, S, 1, 4, C), "NULL src accepted");
+    TK_CHECK(!attn_seq2seq_decoder_new(s, src, NULL, B, S, 1, 4, C), "NULL src_lens accepted");
+    TK_CHECK(attn_last_status() == ATTN_ERR_ARG, "NULL src_lens: %s", attn_last_error());
+    TK_CHECK(!attn_seq2seq_decoder_new(s, src, src_lens, 0, S, 1, 4, C), "batch 0 accepted");
+    TK_CHECK(!attn_seq2seq_decoder_new(s, src, src_lens, B, S, 0, 4, C), "beams 0 accepted");
+    TK_CHECK(!attn_seq2seq_decoder_new(s, src, src_lens, B, S, INT64_MAX, 4, C), "huge beams accepted");
+    TK_CHECK(!attn_seq2seq_decoder_new(s, src, src_lens, B, S, 1, 0, C), "max_steps 0 accepted");
+    TK_CHECK(!attn_seq2seq_decoder_new(s, src, src_lens, B, S, 1, MAX_LEN + 1, C), "max_steps > max_len accepted");
+    TK_CHECK(!attn_seq2seq_decoder_new(s, src, src_lens, B, 0, 1, 4, C), "source length 0 accepted");
+    TK_CHECK(!attn_seq2seq_decoder_new(s, src, zero_len, B, S, 1, 4, C), "a source length 0 accepted");
+    TK_CHECK(attn_last_status() == ATTN_ERR_ARG, "a source length 0: %s", attn_last_error());
+    TK_CHECK(!attn_seq2seq_decoder_new(s, src, long_len, B, S, 1, 4, C), "a length past the width accepted");
+    TK_CHECK(!attn_seq2seq_decoder_new(s, bad_src, src_lens, B, S, 1, 4, C), "source id 99 accepted");
+    TK_CHECK(!attn_seq2seq_decoder_new(s, src, src_lens, B, S, 1, 4, (attn_seq2seq_decode_impl)7), "impl 7 accepted");
+    attn_seq2seq_decoder_free(NULL);
+
+    attn_seq2seq_decoder *d = attn_seq2seq_decoder_new(s, src, src_lens, B, S, 2, 2, C);
+    TK_NOT_NULL(d);
+    if (!d) return;
+    float logits[2 * B * V], again[2 * B * V], fresh[2 * B * V];
+    int64_t tokens[2 * B] = {2, 2, 2, 2, 2, 2}, bad[2 * B] = {2, 2, V, 2, 2, 2}, neg[2 * B] = {2, -1, 2, 2, 2, 2};
+    TK_STATUS(attn_seq2seq_decoder_step(NULL, logits, tokens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_decoder_step(d, NULL, tokens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_decoder_step(d, logits, NULL), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_decoder_step(d, logits, bad), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_decoder_step(d, logits, neg), ATTN_ERR_ARG);
+    TK_OK(attn_seq2seq_decoder_step(d, logits, tokens)); /* the failures changed nothing: */
+    attn_seq2seq_decoder *d2 = attn_seq2seq_decoder_new(s, src, src_lens, B, S, 2, 2, C);
+    TK_NOT_NULL(d2);
+    if (d2) TK_OK(attn_seq2seq_decoder_step(d2, fresh, tokens));
+    TK_CHECK(d2 && !memcmp(logits, fresh, sizeof logits), "a failed step changed the decoder");
+    attn_seq2seq_decoder_free(d2);
+    const int64_t other[2 * B] = {0, 1, 2, 3, 4, 5}, swap[2 * B] = {1, 0, 3, 2, 5, 4};
+    const int64_t cross[2 * B] = {0, 2, 2, 3, 4, 5}, out_of[2 * B] = {0, 1, 2, 3, 4, 6};
+    const int64_t negp[2 * B] = {-1, 1, 2, 3, 4, 5};
+    TK_STATUS(attn_seq2seq_decoder_reorder(NULL, other), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_decoder_reorder(d, NULL), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_decoder_reorder(d, cross), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_decoder_reorder(d, out_of), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_decoder_reorder(d, negp), ATTN_ERR_ARG);
+    TK_OK(attn_seq2seq_decoder_reorder(d, swap));
+    TK_OK(attn_seq2seq_decoder_step(d, again, tokens));
+    TK_STATUS(attn_seq2seq_decoder_step(d, again, tokens), ATTN_ERR_STATE); /* max_steps 2 */
+    attn_seq2seq_decoder_free(d);
+
+    int64_t out[B * 4], out_lens[B], n;
+    TK_STATUS(attn_seq2seq_greedy(ctx, s, src, src_lens, B, S, 0, out, out_lens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_greedy(ctx, s, NULL, src_lens, B, S, 4, out, out_lens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_greedy(ctx, s, src, zero_len, B, S, 4, out, out_lens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam(ctx, s, src, S, 0, 0.6f, 4, out, &n, NULL), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam(ctx, s, src, S, 65, 0.6f, 4, out, &n, NULL), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam(ctx, s, src, S, 2, 0.6f, 0, out, &n, NULL), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam(ctx, s, src, 0, 2, 0.6f, 4, out, &n, NULL), ATTN_ERR_SHAPE);
+    TK_STATUS(attn_seq2seq_beam_ref(ctx, s, src, S, 2, 0.6f, 4, NULL, &n, NULL), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam(ctx, s, src, S, V + 1, 0.6f, 4, out, &n, NULL), ATTN_ERR_ARG); /* beams > V */
+    const int64_t limits[B] = {4, 4, 4}, too_long[B] = {4, 5, 4};
+    TK_STATUS(attn_seq2seq_beam_batch(ctx, s, src, src_lens, B, S, 2, 0.6f, NULL, 4, out, out_lens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam_batch(ctx, s, src, src_lens, B, S, 2, 0.6f, too_long, 4, out, out_lens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam_batch(ctx, s, src, src_lens, 0, S, 2, 0.6f, limits, 4, out, out_lens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam_batch(ctx, s, src, zero_len, B, S, 2, 0.6f, limits, 4, out, out_lens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam_batch(ctx, s, src, long_len, B, S, 2, 0.6f, limits, 4, out, out_lens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_beam_batch(ctx, s, src, src_lens, B, S, 2, 0.6f, limits, 0, out, out_lens), ATTN_ERR_ARG);
+}
+
+int main(void)
+{
+    attn_ctx *ctx = attn_ctx_new(0);
+    const struct { attn_seq2seq_kind kind; const char *name; } kinds[] = {
+        {ATTN_SEQ2SEQ_TRANSFORMER, "transformer"}, {ATTN_SEQ2SEQ_BAHDANAU, "bahdanau"}};
+    for (int k = 0; k < 2; k++) {
+        model m;
+        model_init(&m, kinds[k].kind, 11 + (uint64_t)k);
+        for (int64_t beams = 1; beams <= 4; beams *= 2) check_steps(&m, kinds[k].name, beams, 7 + (uint64_t)beams);
+        check_searches_eos(ctx, &m, kinds[k].name);
+        check_cross_weights(ctx, &m, kinds[k].name);
+        check_beam_batch(ctx, &m, kinds[k].name);
+        check_select(&m, kinds[k].name);
+        check_hostile(ctx, &m);
+        model_free(&m);
+    }
+    attn_ctx_free(ctx);
+    return tk_finish("test_seq2seq_decoder");
+}
