@@ -35,33 +35,33 @@ declare -A value
 
 bench_row() { # label, attn bench arguments: the median t_med (ms) of RUNS runs of each program
   local label=$1 args=$2 who r line
-  for who in this base; do : > "$tmp/$who"; done
+  for who in this base; do : > "$tmp/values_$who"; done
   for ((r = 0; r < runs; r++)); do
     for who in this base; do
       # shellcheck disable=SC2086 # the arguments are words
       line=$("${bins[$who]}" bench $args --threads "$threads" --json | tail -1)
       printf '{"row":"%s","who":"%s","result":%s}\n' "$label" "$who" "$line" >> "$out"
-      sed -nE 's/.*"t_med":([0-9.e+-]+).*/\1/p' <<<"$line" | awk '{ print $1 * 1000 }' >> "$tmp/$who"
+      sed -nE 's/.*"t_med":([0-9.e+-]+).*/\1/p' <<<"$line" | awk '{ print $1 * 1000 }' >> "$tmp/values_$who"
     done
   done
-  for who in this base; do value[$label,$who]=$(median < "$tmp/$who"); done
+  for who in this base; do value[$label,$who]=$(median < "$tmp/values_$who"); done
   printf '| %-34s | %10.1f ms | %10.1f ms | %5.2fx |\n' "$label" "${value[$label,this]}" "${value[$label,base]}" \
     "$(awk -v a="${value[$label,base]}" -v b="${value[$label,this]}" 'BEGIN { print a / b }')"
 }
 
 translator_row() { # threads: the median tokens/s of RUNS runs of each program
   local n=$1 label="translator train, $1 thread(s)" who r line
-  for who in this base; do : > "$tmp/$who"; done
+  for who in this base; do : > "$tmp/values_$who"; done
   for ((r = 0; r < runs; r++)); do
     for who in this base; do
       line=$("${bins[$who]}" translate train --max-steps "$steps" --threads "$n" --epochs 1 --beam 1 --eval-limit 1 \
                --checkpoint "$tmp/t_$who.safetensors" 2>/dev/null | grep -E '^epoch 1' | tail -1)
       rm -f "$tmp"/t_"$who".safetensors*
       printf '{"row":"%s","who":"%s","line":"%s"}\n' "$label" "$who" "$line" >> "$out"
-      sed -nE 's/.* ([0-9]+) tokens\/s.*/\1/p' <<<"$line" >> "$tmp/$who"
+      sed -nE 's/.* ([0-9]+) tokens\/s.*/\1/p' <<<"$line" >> "$tmp/values_$who"
     done
   done
-  for who in this base; do value[$label,$who]=$(median < "$tmp/$who"); done
+  for who in this base; do value[$label,$who]=$(median < "$tmp/values_$who"); done
   printf '| %-34s | %8.0f tok/s | %8.0f tok/s | %5.2fx |\n' "$label" "${value[$label,this]}" "${value[$label,base]}" \
     "$(awk -v a="${value[$label,base]}" -v b="${value[$label,this]}" 'BEGIN { print b / a }')"
 }
