@@ -89,6 +89,22 @@ static inline void partials(binary_kind kind, float x, float y, float dy, float 
     }
 }
 
+/* Where the gradient is dy itself (add, and a of sub) and the operand is the output's trailing
+ * block (x (..., L, E) against (1, L, E), or the whole output): g += dy summed over the leading
+ * rows, as the general loop below sums it, in the same order. false: not that case. */
+static bool trailing_block_grad(float *g, const int64_t *sx, const int64_t os[4], const broadcast *p,
+                                const float *dy, int threads)
+{
+    int d0 = 4; /* the operand holds dims [d0, 4) whole and is 1 before */
+    while (d0 > 0 && (p->shape[d0 - 1] == 1 || sx[d0 - 1] == os[d0 - 1])) d0--;
+    for (int d = 0; d < d0; d++)
+        if (sx[d] != 0 && p->shape[d] != 1) return false;
+    const int64_t total = p->shape[0] * p->shape[1] * p->shape[2] * p->shape[3];
+    const int64_t block = d0 == 0 ? total : os[d0 - 1], rows = block ? total / block : 0; /* (rows, block) */
+    attn_col_sums_add(g, dy, rows, block, threads);
+    return true;
+}
+
 /* g (operand a when which = 0, b when 1) += the operand's partial times dy, summed over the
  * dims the operand is broadcast along. One task per element of the operand; its outputs are
  * visited in the order of the output's own loop. */
@@ -99,6 +115,8 @@ static void broadcast_grad(float *g, int which, const binary_saved *s, const flo
     const int64_t *sx = which ? p->sb : p->sa;
     int64_t os[4], kept[4], reduced[4], n_kept = 1;
     out_strides(p, os);
+    const bool identity = s->kind == BIN_ADD || (s->kind == BIN_SUB && which == 0); /* d/dx = dy */
+    if (identity && trailing_block_grad(g, sx, os, p, dy, threads)) return;
     for (int d = 0; d < 4; d++) { /* each dim is the operand's own (kept) or summed over */
         bool summed = p->shape[d] > 1 && sx[d] == 0;
         kept[d] = summed ? 1 : p->shape[d];
