@@ -246,6 +246,7 @@ ATTN_API int64_t attn_params_numel(const attn_params *p); /* all parameters toge
 ATTN_API attn_status attn_params_pack(attn_params *p);
 ATTN_API float *attn_params_grad_block(attn_params *p);  /* after pack: numel floats */
 ATTN_API float *attn_params_data_block(attn_params *p);  /* after pack: numel floats */
+/* Zeroes every gradient (after pack: one block, cleared over attn_default_num_threads() threads). */
 ATTN_API void attn_params_zero_grad(attn_params *p);
 
 /* ======================================================================================
