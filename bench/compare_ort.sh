@@ -8,18 +8,19 @@
 # Every output is cross-checked against ours (max |difference|, must be <= 1e-4). ORT's time is
 # its native session run (its profiler's model_run events, bench/ort/run_ort.js), not the Node.js
 # call around it. 2 threads on both sides (ORT: intra-op threads 2, sequential); rows alternate
-# ours / ORT so both see the same load; `attn bench peak` gives the float32 ceiling of the run.
+# ours / ORT so both see the same load, ROUNDS times over (the machine is shared: a row's figure
+# is the median of its rounds' medians); `attn bench peak` gives the float32 ceiling of the run.
 # ONNX Runtime is installed here, into build-ort/ (npm, onnxruntime-node 1.30.0, whose package
 # holds the CPU binaries); models and inputs are written to build-ort/work/ (per L, then removed).
 # Appends to bench/results/ort_<time>.jsonl and rebuilds bench/RESULTS.md.
-#   bash bench/compare_ort.sh [L ...]     (default L: 512 1024 2048 4096; RUNS=N for timed runs,
-#                                          default 10)
+#   bash bench/compare_ort.sh [L ...]     (default L: 512 1024 2048 4096; RUNS=N timed runs per
+#                                          round, default 10; ROUNDS=N, default 3)
 # Needs node and npm (Node.js 20), and /usr/bin/python3 with torch and onnx (the models). Not
 # needed by the tests or CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 lens=("$@"); [[ ${#lens[@]} -gt 0 ]] || lens=(512 1024 2048 4096)
-runs=${RUNS:-10}
+runs=${RUNS:-10} rounds=${ROUNDS:-3}
 threads=2
 for tool in node npm /usr/bin/python3; do
   command -v "$tool" >/dev/null || { echo "compare_ort: $tool not found" >&2; exit 1; }
@@ -67,20 +68,24 @@ for L in "${lens[@]}"; do
     causal=false flag=""
     [[ $mask == causal ]] && causal=true flag=--causal
     echo "sdpa L=$L $mask" >&2
-    record "attn" "$("$bench_ort" sdpa "$work/sdpa.safetensors" "$work/ours.safetensors" $flag --runs "$runs" --threads "$threads")"
-    ort_row "ort mha" sdpa "$L" "$causal" "$work/ours.safetensors" "$work/mha_$mask.onnx" bld \
-      "q=$work/q_bsd.bin:$bld" "k=$work/k_bsd.bin:$bld" "v=$work/v_bsd.bin:$bld"
-    ort_row "ort attention23" sdpa "$L" "$causal" "$work/ours.safetensors" "$work/attention23_$mask.onnx" bhld \
-      "q=$work/q.bin:$bhld" "k=$work/k.bin:$bhld" "v=$work/v.bin:$bhld"
-    ort_row "ort math" sdpa "$L" "$causal" "$work/ours.safetensors" "$work/math_$mask.onnx" bhld \
-      "q=$work/q.bin:$bhld" "k=$work/k.bin:$bhld" "v=$work/v.bin:$bhld"
+    for ((round = 0; round < rounds; round++)); do
+      record "attn" "$("$bench_ort" sdpa "$work/sdpa.safetensors" "$work/ours.safetensors" $flag --runs "$runs" --threads "$threads")"
+      ort_row "ort mha" sdpa "$L" "$causal" "$work/ours.safetensors" "$work/mha_$mask.onnx" bld \
+        "q=$work/q_bsd.bin:$bld" "k=$work/k_bsd.bin:$bld" "v=$work/v_bsd.bin:$bld"
+      ort_row "ort attention23" sdpa "$L" "$causal" "$work/ours.safetensors" "$work/attention23_$mask.onnx" bhld \
+        "q=$work/q.bin:$bhld" "k=$work/k.bin:$bhld" "v=$work/v.bin:$bhld"
+      ort_row "ort math" sdpa "$L" "$causal" "$work/ours.safetensors" "$work/math_$mask.onnx" bhld \
+        "q=$work/q.bin:$bhld" "k=$work/k.bin:$bhld" "v=$work/v.bin:$bhld"
+    done
   done
   rm -f "$work"/*
 done
 echo "encoder layer" >&2
 /usr/bin/python3 "$models" encoder "$work" 2>/dev/null
-record "attn" "$("$bench_ort" encoder "$work/encoder.safetensors" "$work/ours.safetensors" --runs "$runs" --threads "$threads")"
-ort_row "ort encoder" encoder 256 false "$work/ours.safetensors" "$work/encoder.onnx" bhld "x=$work/x.bin:8x256x512"
+for ((round = 0; round < rounds; round++)); do
+  record "attn" "$("$bench_ort" encoder "$work/encoder.safetensors" "$work/ours.safetensors" --runs "$runs" --threads "$threads")"
+  ort_row "ort encoder" encoder 256 false "$work/ours.safetensors" "$work/encoder.onnx" bhld "x=$work/x.bin:8x256x512"
+done
 rm -rf "$work"
 
 /usr/bin/python3 bench/make_results.py bench/results > bench/RESULTS.md

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Builds bench/RESULTS.md from the JSON lines of bench/compare_torch.sh: the newest
-bench/results/all_*.jsonl (one run with every row), else the newest sdpa_*.jsonl and models_*.jsonl.
+bench/results/all_*.jsonl (one run with every row), unless the newest sdpa_*.jsonl and models_*.jsonl
+(the two groups run apart) are both newer: then those two.
 Usage: make_results.py bench/results > RESULTS.md
        make_results.py --readme bench/results   (the README's compact table of the same rows)
        make_results.py --ort bench/results      (the ONNX Runtime section alone, from the newest
@@ -190,11 +191,23 @@ def ort_section(path):
         if rec["tag"] == "attn peak":
             peak = r["gflops_med"]
             continue
-        rows.setdefault((r["what"], r["L"], r["causal"]), {})[rec["tag"]] = r
+        rows.setdefault((r["what"], r["L"], r["causal"]), {}).setdefault(rec["tag"], []).append(r)
+    # a row measured in several rounds: the median of the rounds' medians, the extremes of all runs
+    for cells in rows.values():
+        for tag, rounds in cells.items():
+            meds = sorted(x["t_med"] for x in rounds)
+            merged = dict(rounds[0], t_med=meds[(len(meds) - 1) // 2], t_min=min(x["t_min"] for x in rounds),
+                          t_max=max(x["t_max"] for x in rounds), rounds=len(rounds))
+            if "max_abs_diff" in rounds[0]:
+                merged["max_abs_diff"] = max(x["max_abs_diff"] for x in rounds)
+            cells[tag] = merged
+    rounds = max((c["rounds"] for cells in rows.values() for c in cells.values()), default=1)
     ms = lambda r: f"{1e3 * r['t_med']:.1f} ({1e3 * r['t_min']:.1f}–{1e3 * r['t_max']:.1f})" if r else "-"
     print("## ONNX Runtime 1.30 (float32, CPU), same inputs, same run\n")
     print(f"From `bench/compare_ort.sh` (`{os.path.basename(path)}`). Median (min–max) ms; 2 threads on both "
-          "sides (ORT: 2 intra-op threads, sequential execution, all graph optimisations). ORT's time is its "
+          "sides (ORT: 2 intra-op threads, sequential execution, all graph optimisations). Each row ran ours and "
+          f"each ORT variant in turns, {rounds} round(s): the median of the rounds' medians, min–max over every run. "
+          "ORT's time is its "
           "native session run (its profiler's `model_run`), not the Node.js call; ours is `bench_ort` "
           "(bench/bench_ort.c) on the same inputs. `vs fastest ORT` = the fastest ORT variant's median over "
           "ours; `max diff` = the largest |ORT - ours| over every output, all variants.")
@@ -241,10 +254,13 @@ def main():
         if ort:
             ort_section(ort)
         return
-    files = [newest(folder, "all")] if newest(folder, "all") else [
-        f for f in (newest(folder, "sdpa"), newest(folder, "models")) if f]
+    whole, groups = newest(folder, "all"), [newest(folder, "sdpa"), newest(folder, "models")]
+    # names end in the run's UTC time, so a later run sorts after an earlier one
+    newer = all(groups) and (not whole or all(os.path.basename(g).split("_", 1)[1] > os.path.basename(whole).split("_", 1)[1] for g in groups))
+    files = groups if newer else [whole] if whole else [g for g in groups if g]
     rows = {}
-    for f in files:
+    # the SDPA section's ceiling is its own run's: the sdpa file is read last, its peak rows win
+    for f in sorted(files, key=lambda f: os.path.basename(f).startswith("sdpa_")):
         rows.update(load(f))
     if readme:
         readme_table(rows)
