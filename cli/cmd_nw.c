@@ -102,13 +102,11 @@ static attn_status load(nw_data *d, const char *path)
         return ATTN_ERR_SHAPE;
     }
     for (int i = 0; i < 4; i++)
-        for (int64_t j = 0; j < (*slots[i])->numel; j++)
-            if (!isfinite((*slots[i])->data[j])) {
-                attn_clear_error();
-                fprintf(stderr, "attn nw: %s: %s[%lld] is %g; expected finite values\n", path, names[i],
-                        (long long)j, (*slots[i])->data[j]);
-                return ATTN_ERR_NUMERIC;
-            }
+        if (attn_tensor_check_finite(*slots[i], names[i]) != ATTN_OK) {
+            fprintf(stderr, "attn nw: %s: %s\n", path, attn_last_error());
+            attn_clear_error(); /* printed here */
+            return ATTN_ERR_NUMERIC;
+        }
     return ATTN_OK;
 }
 

@@ -12,24 +12,10 @@
  * element's index (PyTorch would propagate it silently into every output). */
 bool op_check_finite(const attn_tensor *t, const char *name)
 {
-    for (int64_t i = 0; i < t->numel; i++) {
-        if (isfinite(t->data[i])) continue;
-        char idx[96];
-        size_t n = 0;
-        int64_t rest = i;
-        int64_t coord[ATTN_MAX_DIMS] = {0};
-        for (int d = t->ndim - 1; d >= 0; d--) {
-            coord[d] = t->shape[d] ? rest % t->shape[d] : 0;
-            rest = t->shape[d] ? rest / t->shape[d] : 0;
-        }
-        idx[0] = '\0';
-        for (int d = 0; d < t->ndim && n < sizeof idx; d++)
-            n += (size_t)snprintf(idx + n, sizeof idx - n, "%s%lld", d ? ", " : "", (long long)coord[d]);
-        fprintf(stderr, "attn op: tensor \"%s\" has %s at index (%s); expected finite values\n", name,
-                isnan(t->data[i]) ? "NaN" : t->data[i] > 0 ? "+Inf" : "-Inf", idx);
-        return false;
-    }
-    return true;
+    if (attn_tensor_check_finite(t, name) == ATTN_OK) return true;
+    fprintf(stderr, "attn op: %s\n", attn_last_error());
+    attn_clear_error(); /* printed here */
+    return false;
 }
 
 /* Input `name` as a float tensor with requires_grad (NULL + message if missing). */

@@ -189,6 +189,10 @@ ATTN_API attn_status attn_tensor_set_requires_grad(attn_tensor *t, bool on);
 ATTN_API void attn_tensor_zero_grad(attn_tensor *t);
 ATTN_API attn_status attn_tensor_fill_normal(attn_tensor *t, attn_rng *rng, float mean, float std);
 ATTN_API attn_status attn_tensor_fill_uniform(attn_tensor *t, attn_rng *rng, float lo, float hi);
+/* ATTN_OK when every element is finite; else ATTN_ERR_NUMERIC, and attn_last_error() names the
+ * tensor (`name`, may be NULL) and its first NaN or Inf element: tensor "q" has NaN at index
+ * (0, 0, 1, 0); expected finite values. */
+ATTN_API attn_status attn_tensor_check_finite(const attn_tensor *t, const char *name);
 /* "(2, 10, 64)" into buf; returns buf. */
 ATTN_API const char *attn_shape_str(const attn_tensor *t, char *buf, size_t len);
 ATTN_API bool attn_same_shape(const attn_tensor *a, const attn_tensor *b);

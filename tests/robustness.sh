@@ -326,7 +326,7 @@ row "translate: --split that does not exist"      1 "pairs/nope.en.gz: cannot op
 row "bench: unknown workload"                     2 "unknown workload \"gemv\"" -- "$bin" bench gemv
 row "bench: --runs 0"                             2 "--runs must be in \[1, 1000\], got 0" -- "$bin" bench peak --runs 0
 
-row "nw: Inf in --data x_train"                   1 "nw_inf.safetensors: x_train\[3\] is inf; expected finite values" "$out/nw.safetensors" -- "$bin" nw --epochs 2 --plot none --data "$in/nw_inf.safetensors" --out "$out/nw.safetensors"
+row "nw: Inf in --data x_train"                   1 "nw_inf.safetensors: tensor \"x_train\" has \+Inf at index \(3\); expected finite values" "$out/nw.safetensors" -- "$bin" nw --epochs 2 --plot none --data "$in/nw_inf.safetensors" --out "$out/nw.safetensors"
 row "nw: --data with 2 training points"           1 "nw_short.safetensors: expected 1-D x_train and y_train of one length >= 3" "$out/nw.safetensors" -- "$bin" nw --epochs 2 --plot none --data "$in/nw_short.safetensors" --out "$out/nw.safetensors"
 row "nw: --lr -1 (out of range)"                  2 "--lr must be in \[0, 1e\+06\], got -1" "$out/nw.safetensors" -- "$bin" nw --lr -1 --plot none --out "$out/nw.safetensors"
 row "nw: --out in a missing folder"               2 "--out .*nowhere/nw.safetensors: cannot write: folder" "$out/nowhere" -- "$bin" nw --epochs 2 --plot none --out "$out/nowhere/nw.safetensors"

@@ -94,6 +94,7 @@ static void all_null(void)
     EXPECT_STATUS(attn_tensor_set_requires_grad(NULL, false));
     EXPECT_RECORDED(attn_tensor_zero_grad(NULL));
     EXPECT_STATUS(attn_tensor_fill_normal(NULL, NULL, 1.0f, 1.0f));
+    EXPECT_STATUS(attn_tensor_check_finite(NULL, "q"));
     EXPECT_STATUS(attn_tensor_fill_uniform(NULL, NULL, 1.0f, 1.0f));
     EXPECT_NULL(attn_shape_str(NULL, NULL, 1));
     EXPECT_RECORDED(attn_same_shape(NULL, NULL));

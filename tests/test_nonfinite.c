@@ -1,9 +1,11 @@
 /* NaN in, NaN out (as PyTorch): a NaN in q makes its output row NaN, a NaN in k every row of
  * that head, in both SDPA kernels and in softmax; it is never mistaken for a fully masked row
- * (which still gives 0). So a diverging training run shows a NaN loss instead of training on. */
+ * (which still gives 0). So a diverging training run shows a NaN loss instead of training on.
+ * attn_tensor_check_finite names the first non-finite element by its index. */
 #include "testkit.h"
 
 #include <math.h>
+#include <string.h>
 
 static bool all_nan(const float *x, int64_t n)
 {
@@ -84,6 +86,20 @@ int main(void)
     float y[4] = {1.0f, NAN, 2.0f, 3.0f};
     s = attn_softmax(ctx, attn_tensor_from(ctx, 1, (int64_t[]){4}, y), -1);
     TK_CHECK(s && all_nan(s->data, 4), "softmax of a row with one NaN is NaN");
+
+    float z[2 * 3] = {0, 1, 2, 3, NAN, -INFINITY};
+    attn_tensor *zt = attn_tensor_from(ctx, 2, (int64_t[]){2, 3}, z);
+    TK_CHECK(attn_tensor_check_finite(zt, "x") == ATTN_ERR_NUMERIC &&
+                 strstr(attn_last_error(), "tensor \"x\" has NaN at index (1, 1); expected finite values"),
+             "check_finite names the first NaN: %s", attn_last_error());
+    z[4] = 4.0f;
+    zt = attn_tensor_from(ctx, 2, (int64_t[]){2, 3}, z);
+    TK_CHECK(attn_tensor_check_finite(zt, NULL) == ATTN_ERR_NUMERIC &&
+                 strstr(attn_last_error(), "tensor has -Inf at index (1, 2)"),
+             "check_finite names -Inf, without a name: %s", attn_last_error());
+    z[5] = 5.0f;
+    zt = attn_tensor_from(ctx, 2, (int64_t[]){2, 3}, z);
+    TK_CHECK(attn_tensor_check_finite(zt, "x") == ATTN_OK, "check_finite passes finite values");
     attn_ctx_free(ctx);
     return tk_finish("test_nonfinite");
 }

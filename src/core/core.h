@@ -84,6 +84,11 @@ int attn__dim(int dim, int ndim, const char *op);
 int64_t attn__prod(const int64_t *shape, int from, int to);
 /* true when every element is finite. */
 bool attn__all_finite(const float *x, int64_t n);
+/* ATTN_ERR_NUMERIC for the non-finite `value` at flat index `flat` of a (shape) tensor:
+ * "<label>: tensor "<name>" has NaN at index (0, 3); expected finite values" (label, name: NULL
+ * leaves them out). ndim <= ATTN_ST_MAX_DIMS. */
+attn_status attn__fail_nonfinite(const char *label, const char *name, float value, int ndim, const int64_t *shape,
+                                 int64_t flat);
 
 /* ---- output files (outfile.c): regular files replaced atomically, devices and FIFOs written in
  * place, symlink targets replaced, temporary names within NAME_MAX ---- */

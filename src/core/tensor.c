@@ -202,3 +202,26 @@ bool attn__all_finite(const float *x, int64_t n)
         if (!isfinite(x[i])) return false;
     return true;
 }
+
+attn_status attn__fail_nonfinite(const char *label, const char *name, float value, int ndim, const int64_t *shape,
+                                 int64_t flat)
+{
+    int64_t coord[ATTN_ST_MAX_DIMS] = {0};
+    for (int d = (ndim < ATTN_ST_MAX_DIMS ? ndim : ATTN_ST_MAX_DIMS) - 1; d >= 0; d--) {
+        coord[d] = shape[d] ? flat % shape[d] : 0;
+        flat = shape[d] ? flat / shape[d] : 0;
+    }
+    char index[8 + 21 * ATTN_ST_MAX_DIMS];
+    attn__dims_str(index, sizeof index, ndim < ATTN_ST_MAX_DIMS ? ndim : ATTN_ST_MAX_DIMS, coord);
+    return attn__fail(ATTN_ERR_NUMERIC, "%s%stensor%s%s%s has %s at index %s; expected finite values", label ? label : "",
+                      label ? ": " : "", name ? " \"" : "", name ? name : "", name ? "\"" : "",
+                      isnan(value) ? "NaN" : value > 0 ? "+Inf" : "-Inf", index);
+}
+
+attn_status attn_tensor_check_finite(const attn_tensor *t, const char *name)
+{
+    if (!t) return attn__null_arg("attn_tensor_check_finite");
+    for (int64_t i = 0; i < t->numel; i++)
+        if (!isfinite(t->data[i])) return attn__fail_nonfinite(NULL, name, t->data[i], t->ndim, t->shape, i);
+    return ATTN_OK;
+}

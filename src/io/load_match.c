@@ -89,22 +89,8 @@ static attn_status check_finite(const attn_st_tensor *t, const char *label, floa
         chunk.data = (const unsigned char *)t->data + (size_t)start * size;
         chunk.nbytes = (size_t)chunk.numel * size;
         attn__st_to_f32(buf, &chunk);
-        for (int64_t i = 0; i < chunk.numel; i++) {
-            if (isfinite(buf[i])) continue;
-            char idx[160];
-            size_t n = 0;
-            int64_t rest = start + i, coord[ATTN_ST_MAX_DIMS] = {0};
-            for (int d = t->ndim - 1; d >= 0; d--) {
-                coord[d] = t->shape[d] ? rest % t->shape[d] : 0;
-                rest = t->shape[d] ? rest / t->shape[d] : 0;
-            }
-            idx[0] = '\0';
-            for (int d = 0; d < t->ndim && n < sizeof idx; d++)
-                n += (size_t)snprintf(idx + n, sizeof idx - n, "%s%lld", d ? ", " : "", (long long)coord[d]);
-            return attn__fail(ATTN_ERR_NUMERIC, "%s: tensor \"%s\" has %s at index (%s); "
-                              "expected finite values", label, t->name,
-                              isnan(buf[i]) ? "NaN" : buf[i] > 0 ? "+Inf" : "-Inf", idx);
-        }
+        for (int64_t i = 0; i < chunk.numel; i++)
+            if (!isfinite(buf[i])) return attn__fail_nonfinite(label, t->name, buf[i], t->ndim, t->shape, start + i);
     }
     return ATTN_OK;
 }
