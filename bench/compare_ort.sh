@@ -9,7 +9,8 @@
 # its native session run (its profiler's model_run events, bench/ort/run_ort.js), not the Node.js
 # call around it. 2 threads on both sides (ORT: intra-op threads 2, sequential); rows alternate
 # ours / ORT so both see the same load, ROUNDS times over (the machine is shared: a row's figure
-# is the median of its rounds' medians); `attn bench peak` gives the float32 ceiling of the run.
+# is the median of its rounds' medians); `attn bench peak`, first and last, gives the float32
+# ceiling of the run (the higher of the two).
 # ONNX Runtime is installed here, into build-ort/ (npm, onnxruntime-node 1.30.0, whose package
 # holds the CPU binaries); models and inputs are written to build-ort/work/ (per L, then removed).
 # Appends to bench/results/ort_<time>.jsonl and rebuilds bench/RESULTS.md.
@@ -87,6 +88,8 @@ for ((round = 0; round < rounds; round++)); do
   ort_row "ort encoder" encoder 256 false "$work/ours.safetensors" "$work/encoder.onnx" bhld "x=$work/x.bin:8x256x512"
 done
 rm -rf "$work"
+# the ceiling again at the end: the higher of the two is the run's (a neighbour's load lowers one)
+record "attn peak" "$(build/attn bench peak --threads "$threads" --json)"
 
 /usr/bin/python3 bench/make_results.py bench/results > bench/RESULTS.md
 /usr/bin/python3 bench/make_results.py --ort bench/results

@@ -188,8 +188,8 @@ def ort_section(path):
     for line in open(path):
         rec = json.loads(line)
         r = rec["result"]
-        if rec["tag"] == "attn peak":
-            peak = r["gflops_med"]
+        if rec["tag"] == "attn peak":  # measured first and last: the higher one
+            peak = max(peak or 0.0, r["gflops_med"])
             continue
         rows.setdefault((r["what"], r["L"], r["causal"]), {}).setdefault(rec["tag"], []).append(r)
     # a row measured in several rounds: the median of the rounds' medians, the extremes of all runs

@@ -77,16 +77,24 @@ int tour_002_qkv(tour_run *t)
     return done(t, &m, CLI_OK);
 }
 
+/* A step that prints and keeps an attention's output and weights (NULL output: it failed). */
+static int output_and_weights(tour_run *t, modules *m, attn_tensor *out, attn_tensor *w, const char *out_label,
+                              const char *w_label)
+{
+    if (!out) return done(t, m, CLI_ERR_DATA);
+    tour_print_shape(out_label, out);
+    tour_print_shape(w_label, w);
+    tour_keep(t, "output", out);
+    tour_keep(t, "attn_weights", w);
+    return done(t, m, CLI_OK);
+}
+
 int tour_002_sdpa(tour_run *t)
 {
     modules m;
     attn_tensor *w = NULL, *out = modules_open(&m) ? sdpa_of_x(t, &m, &w) : NULL;
-    if (!out) return done(t, &m, CLI_ERR_DATA);
-    tour_print_shape("注意力输出形状 (attention output shape)", out);
-    tour_print_shape("注意力权重形状 (attention weights shape)", w);
-    tour_keep(t, "output", out);
-    tour_keep(t, "attn_weights", w);
-    return done(t, &m, CLI_OK);
+    return output_and_weights(t, &m, out, w, "注意力输出形状 (attention output shape)",
+                              "注意力权重形状 (attention weights shape)");
 }
 
 int tour_002_heatmap(tour_run *t)
@@ -120,12 +128,8 @@ int tour_002_mha(tour_run *t)
 {
     modules m;
     attn_tensor *w = NULL, *out = modules_open(&m) ? mha_of_x(t, &m, &w) : NULL;
-    if (!out) return done(t, &m, CLI_ERR_DATA);
-    tour_print_shape("多头注意力输出形状 (multi-head output shape)", out);
-    tour_print_shape("多头注意力权重形状 (multi-head weights shape)", w);
-    tour_keep(t, "output", out);
-    tour_keep(t, "attn_weights", w);
-    return done(t, &m, CLI_OK);
+    return output_and_weights(t, &m, out, w, "多头注意力输出形状 (multi-head output shape)",
+                              "多头注意力权重形状 (multi-head weights shape)");
 }
 
 int tour_002_heads(tour_run *t)
