@@ -161,6 +161,7 @@ static void gemm_print(const bench_args *a, void *state, const bench_result *r)
                1e3 * r->t_max, r->flop / r->t_med * 1e-9);
 }
 
-const bench_workload bench_gemm = {"gemm",        NULL,          (int)(sizeof gemm_shapes / sizeof gemm_shapes[0]) * GEMM_OPS,
-                                   gemm_setup,    gemm_run,      gemm_teardown,
-                                   gemm_arena_peak, gemm_print};
+const bench_workload bench_gemm = {
+    "gemm", NULL, (int)(sizeof gemm_shapes / sizeof gemm_shapes[0]) * GEMM_OPS,
+    gemm_setup, gemm_run, gemm_teardown, gemm_arena_peak, gemm_print,
+};

@@ -213,8 +213,8 @@ attn_status attn__fail_nonfinite(const char *label, const char *name, float valu
     }
     char index[8 + 21 * ATTN_ST_MAX_DIMS];
     attn__dims_str(index, sizeof index, ndim < ATTN_ST_MAX_DIMS ? ndim : ATTN_ST_MAX_DIMS, coord);
-    return attn__fail(ATTN_ERR_NUMERIC, "%s%stensor%s%s%s has %s at index %s; expected finite values", label ? label : "",
-                      label ? ": " : "", name ? " \"" : "", name ? name : "", name ? "\"" : "",
+    return attn__fail(ATTN_ERR_NUMERIC, "%s%stensor%s%s%s has %s at index %s; expected finite values",
+                      label ? label : "", label ? ": " : "", name ? " \"" : "", name ? name : "", name ? "\"" : "",
                       isnan(value) ? "NaN" : value > 0 ? "+Inf" : "-Inf", index);
 }
 
