@@ -171,7 +171,7 @@ static int train_loop(classify_run *run, attn_optim *opt, attn_ctx *ctx, run_pos
                                 "epoch %ld, step %lld: %s; stopped, the last good checkpoint is %s",
                                 epoch + 1, (long long)b + 1,
                                 attn_last_status() != ATTN_OK ? attn_last_error() : "the loss is not finite",
-                                o->train.checkpoint ? o->train.checkpoint : "(none: no --checkpoint)");
+                                train_last_good(&o->train));
                 break;
             }
             losses[(*n_losses)++] = (float)loss;

@@ -76,14 +76,22 @@ static int validate(const classify_options *o, int action, int n_texts)
                                   t->resume ? NULL : " (train a model first: attn classify train)"))
             return CLI_ERR_USAGE;
     }
+    char *vp = t->checkpoint ? classify_vocab_path(t->checkpoint) : NULL;
+    const cli_path files[] = {{"--checkpoint", t->checkpoint}, {"--checkpoint", vp},
+                              {"--plot-loss", action == TRAIN ? t->plot_loss : NULL},
+                              {"--out", action == EXPLAIN ? o->out : NULL}};
+    bool ok = (!t->checkpoint || vp) && cli_check_distinct("classify", files, 4);
+    if (ok && action == TRAIN)
+        ok = cli_check_output("classify", "--checkpoint", t->checkpoint) &&
+             cli_check_output("classify", "--checkpoint", vp) &&
+             (!t->plot_loss || cli_check_picture("classify", "--plot-loss", t->plot_loss));
+    free(vp);
+    if (!ok) return CLI_ERR_USAGE;
     if (action == TRAIN) {
-        char *vp = t->checkpoint ? classify_vocab_path(t->checkpoint) : NULL;
-        bool ok = cli_check_output("classify", "--checkpoint", t->checkpoint) && vp &&
-                  cli_check_output("classify", "--checkpoint", vp) &&
-                  (!t->plot_loss || cli_check_picture("classify", "--plot-loss", t->plot_loss));
-        free(vp);
-        if (!ok) return CLI_ERR_USAGE;
         bool heads = m->num_blocks > 0 || m->attention == ATTN_CLASSIFIER_SOFTMAX || m->attention == ATTN_CLASSIFIER_CONV;
+        if (m->sinusoidal && m->embed_dim % 2 != 0)
+            return cli_fail(CLI_ERR_USAGE, "classify", "--sinusoidal needs an even --embed-dim, got %lld",
+                            (long long)m->embed_dim);
         if (heads && m->embed_dim % m->num_heads != 0)
             return cli_fail(CLI_ERR_USAGE, "classify", "--heads %lld must divide --embed-dim %lld",
                             (long long)m->num_heads, (long long)m->embed_dim);
@@ -378,9 +386,12 @@ static int do_predict(classify_run *run, classify_options *o, const char **texts
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
-    while (code == CLI_OK && n_texts == 0 && (len = getline(&line, &cap, stdin)) > 0) {
-        if (line[len - 1] == '\n') line[len - 1] = '\0';
-        code = predict_one(run, ctx, &tokens, ids, line);
+    for (long line_no = 1; code == CLI_OK && n_texts == 0 && (len = getline(&line, &cap, stdin)) > 0; line_no++) {
+        if (line[len - 1] == '\n') line[--len] = '\0';
+        if (memchr(line, '\0', (size_t)len)) /* a C string would end there */
+            code = cli_fail(CLI_ERR_DATA, "classify", "standard input, line %ld: a NUL byte; expected text", line_no);
+        else
+            code = predict_one(run, ctx, &tokens, ids, line);
     }
     free(line);
     attn_tokens_free(&tokens);

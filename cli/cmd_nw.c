@@ -51,7 +51,9 @@ static int parse(int argc, char **argv, nw_options *o)
     bool ok = (!o->data || cli_check_input_file("nw", "--data", o->data, NULL)) &&
               (!o->out || cli_check_output("nw", "--out", o->out)) &&
               (!o->plot || cli_check_picture("nw", "--plot", o->plot)) &&
-              (!o->plot_loss || cli_check_picture("nw", "--plot-loss", o->plot_loss));
+              (!o->plot_loss || cli_check_picture("nw", "--plot-loss", o->plot_loss)) &&
+              cli_check_distinct("nw", (const cli_path[]){{"--data", o->data}, {"--out", o->out}, {"--plot", o->plot},
+                                                          {"--plot-loss", o->plot_loss}}, 4);
     return ok ? CLI_OK : CLI_ERR_USAGE;
 }
 

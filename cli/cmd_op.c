@@ -22,7 +22,7 @@ static const cli_option options[] = {
     {"--batch-first", NULL, CLI_FLAG, O(batch_first), 0, 0, NULL, NULL, "mha inputs are (B,L,E) (default: PyTorch's (L,B,E))"},
     {"--shen", NULL, CLI_FLAG, O(shen), 0, 0, NULL, NULL, "linear: Shen et al.'s variant (softmax of Q over features)"},
     {"--impl", NULL, CLI_CHOICE, O(impl), 0, 0, impl_names, "auto", "SDPA kernel (auto: fused unless weights are asked)"},
-    {"--threads", "N", CLI_LONG, O(threads), 1, 4096, NULL, NULL, "threads (default: all cores)"},
+    {"--threads", "N", CLI_LONG, O(threads), 1, 1024, NULL, NULL, "threads (default: all cores)"},
 };
 #undef O
 
@@ -76,7 +76,8 @@ static int validate(const op_args *a, const op_mechanism *mech)
     if (!heads && a->num_heads > 0) return cli_fail(CLI_ERR_USAGE, "op", "--num-heads does not apply to %s", n);
     if (!a->in_path || !a->out_path)
         return cli_fail(CLI_ERR_USAGE, "op", "--in and --out are required (see attn op --help)");
-    if (!cli_check_input_file("op", "--in", a->in_path, NULL) || !cli_check_output("op", "--out", a->out_path))
+    if (!cli_check_input_file("op", "--in", a->in_path, NULL) || !cli_check_output("op", "--out", a->out_path) ||
+        !cli_check_distinct("op", (const cli_path[]){{"--in", a->in_path}, {"--out", a->out_path}}, 2))
         return CLI_ERR_USAGE;
     return CLI_OK;
 }

@@ -72,7 +72,8 @@ static int parse(int argc, char **argv, plot_args *a)
     if (code != CLI_OK) return code;
     if (!a->in || !a->tensor || !a->out)
         return cli_fail(CLI_ERR_USAGE, "plot", "--in, --tensor and --out are required (see attn plot --help)");
-    if (!cli_check_input_file("plot", "--in", a->in, NULL) || !cli_check_picture("plot", "--out", a->out))
+    if (!cli_check_input_file("plot", "--in", a->in, NULL) || !cli_check_picture("plot", "--out", a->out) ||
+        !cli_check_distinct("plot", (const cli_path[]){{"--in", a->in}, {"--out", a->out}}, 2))
         return CLI_ERR_USAGE;
     a->opts.cmap = (attn_colormap)a->cmap;
     a->opts.auto_range = a->range == 0;

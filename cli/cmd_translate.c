@@ -99,17 +99,25 @@ static int validate(const translate_options *o, int action, int n_texts)
         return CLI_ERR_USAGE;
     if (action != TRAIN && o->average && !check_average(o->average)) return CLI_ERR_USAGE;
     if (action == TRANSLATE && !cli_check_picture("translate", "--out", o->out)) return CLI_ERR_USAGE;
-    if (action != TRAIN) return CLI_OK;
     char *sp = t->checkpoint ? translate_vocab_path(t->checkpoint, "src") : NULL;
     char *tp = t->checkpoint ? translate_vocab_path(t->checkpoint, "tgt") : NULL;
-    bool ok = cli_check_output("translate", "--checkpoint", t->checkpoint) && sp && tp &&
-              cli_check_output("translate", "--checkpoint", sp) && cli_check_output("translate", "--checkpoint", tp) &&
-              (!t->plot_loss || cli_check_picture("translate", "--plot-loss", t->plot_loss));
+    const cli_path files[] = {{"--checkpoint", t->checkpoint}, {"--checkpoint", sp}, {"--checkpoint", tp},
+                              {"--plot-loss", action == TRAIN ? t->plot_loss : NULL},
+                              {"--out", action == TRANSLATE ? o->out : NULL}};
+    bool ok = (!t->checkpoint || (sp && tp)) && cli_check_distinct("translate", files, 5);
+    if (ok && action == TRAIN)
+        ok = cli_check_output("translate", "--checkpoint", t->checkpoint) &&
+             cli_check_output("translate", "--checkpoint", sp) && cli_check_output("translate", "--checkpoint", tp) &&
+             (!t->plot_loss || cli_check_picture("translate", "--plot-loss", t->plot_loss));
     free(sp);
     free(tp);
     if (!ok) return CLI_ERR_USAGE;
+    if (action != TRAIN) return CLI_OK;
     if (o->model.kind == ATTN_SEQ2SEQ_BAHDANAU && o->layers > 8)
         return cli_fail(CLI_ERR_USAGE, "translate", "--layers %d: the Bahdanau GRU has at most 8 layers", o->layers);
+    if (o->model.kind == ATTN_SEQ2SEQ_TRANSFORMER && o->model.d_model % 2 != 0)
+        return cli_fail(CLI_ERR_USAGE, "translate", "--d-model %lld: the Transformer's sinusoidal positions need an "
+                        "even width", (long long)o->model.d_model);
     if (o->model.kind == ATTN_SEQ2SEQ_TRANSFORMER && o->model.d_model % o->model.num_heads != 0)
         return cli_fail(CLI_ERR_USAGE, "translate", "--heads %lld must divide --d-model %lld",
                         (long long)o->model.num_heads, (long long)o->model.d_model);
@@ -177,11 +185,12 @@ static int load_split(translate_split *out, const translate_run *run, const char
 {
     memset(out, 0, sizeof *out);
     attn_status st = load_pairs(&out->text, run->opt, split);
-    if (st == ATTN_OK && limit > 0 && out->text.count > limit) out->text.count = limit;
+    /* the first `limit` pairs are used; text keeps them all, so that it frees them all */
+    const int64_t n = limit > 0 && out->text.count > limit ? limit : out->text.count;
     if (st == ATTN_OK)
-        st = attn_encode_texts(&out->src, run->src_vocab, ATTN_TOKENIZER_WORDS, (const char *const *)out->text.src, out->text.count);
+        st = attn_encode_texts(&out->src, run->src_vocab, ATTN_TOKENIZER_WORDS, (const char *const *)out->text.src, n);
     if (st == ATTN_OK)
-        st = attn_encode_texts(&out->tgt, run->tgt_vocab, ATTN_TOKENIZER_WORDS, (const char *const *)out->text.tgt, out->text.count);
+        st = attn_encode_texts(&out->tgt, run->tgt_vocab, ATTN_TOKENIZER_WORDS, (const char *const *)out->text.tgt, n);
     return st == ATTN_OK ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
 }
 

@@ -94,4 +94,14 @@ bool cli_check_picture(const char *cmd, const char *opt, const char *path);
 bool cli_check_input_file(const char *cmd, const char *opt, const char *path, const char *hint);
 bool cli_check_input_dir(const char *cmd, const char *opt, const char *path);
 
+/* A path a command reads or writes, named by its option (a checkpoint's vocabulary by the
+ * checkpoint's). */
+typedef struct cli_path {
+    const char *opt, *path; /* path NULL or empty: not given, skipped */
+} cli_path;
+/* false, with "attn <cmd>: <opt> <path>: the same file as <opt> <path>", when two of the n paths
+ * name one regular file, or one new file (so that no output replaces an input or another output);
+ * two outputs to one device or FIFO are allowed. */
+bool cli_check_distinct(const char *cmd, const cli_path *paths, int n);
+
 #endif

@@ -55,7 +55,9 @@ void tour_keep_mha(tour_run *t, const char *prefix, const attn_mha_layer *m)
 
 int tour_fail(const tour_run *t)
 {
-    return cli_fail(CLI_ERR_DATA, "tour", "%s: %s", t->step, attn_last_error());
+    int code = cli_fail(CLI_ERR_DATA, "tour", "%s: %s", t->step, attn_last_error());
+    attn_clear_error(); /* printed once */
+    return code;
 }
 
 void tour_print_shape(const char *label, const attn_tensor *x)

@@ -299,3 +299,9 @@ uint64_t rank_dropout_seed(long seed)
 {
     return (uint64_t)seed + 17 + (uint64_t)dist_rank() * 0x9E3779B97F4A7C15u;
 }
+
+const char *train_last_good(const train_options *t)
+{
+    if (!t->checkpoint) return "(none: no --checkpoint)";
+    return access(t->checkpoint, F_OK) == 0 ? t->checkpoint : "(none: none was written yet)";
+}

@@ -55,6 +55,9 @@ int run_start(const char *cmd, const char *resume, attn_params *p, attn_optim *o
  * the caller's key/values (model config) as metadata; the other ranks return ATTN_OK. */
 attn_status run_checkpoint_save(const char *path, const attn_params *p, const attn_optim *opt,
                                 const run_position *pos, const char *const *kv, int n_kv);
+/* Where a stopped run's last good checkpoint is, for its message: the --checkpoint file when it
+ * exists, else a note that none was written. */
+const char *train_last_good(const train_options *t);
 /* A metadata value of a checkpoint as an integer. */
 bool checkpoint_meta_long(const attn_st_file *f, const char *key, long *out);
 

@@ -158,7 +158,7 @@ static int run_epoch(translate_run *run, train_state *ts, const translate_split 
             code = cli_fail(CLI_ERR_DATA, "translate", "epoch %ld, step %lld: %s; stopped, the last good "
                             "checkpoint is %s", epoch + 1, (long long)i + 1,
                             attn_last_status() != ATTN_OK ? attn_last_error() : "the loss is not finite",
-                            o->train.checkpoint ? o->train.checkpoint : "(none: no --checkpoint)");
+                            train_last_good(&o->train));
             break;
         }
         if (ts->n_losses < ts->cap_losses) ts->losses[ts->n_losses++] = (float)value;

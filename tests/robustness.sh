@@ -194,7 +194,7 @@ row "attn op: unknown mechanism"                  2 "unknown mechanism \"sdpb\";
 row "attn op: unknown option --bogus"             2 "unknown option \"--bogus\"" "$o" -- op "$in/good.safetensors" --bogus
 row "attn op: --scale not a number"               2 "--scale expects a finite number, got \"abc\"" "$o" -- op "$in/good.safetensors" --scale abc
 row "attn op: --scale nan"                        2 "--scale expects a finite number, got \"nan\"" "$o" -- op "$in/good.safetensors" --scale nan
-row "attn op: --threads 0 (out of range)"         2 "--threads must be in \[1, 4096\], got 0" "$o" -- op "$in/good.safetensors" --threads 0
+row "attn op: --threads 0 (out of range)"         2 "--threads must be in \[1, 1024\], got 0" "$o" -- op "$in/good.safetensors" --threads 0
 row "attn op: --num-heads 1e99"                   2 "--num-heads expects an integer, got \"1e99\"" "$o" -- op "$in/good.safetensors" --num-heads 1e99
 row "attn op: --impl value unknown"               2 "--impl expects auto, fused or ref, got \"best\"" "$o" -- op "$in/good.safetensors" --impl best
 row "attn op: --out in a missing folder"          2 "--out .*nowhere/o.safetensors: cannot write: folder .*nowhere: No such file" "$out/nowhere" -- "$bin" op sdpa --in "$in/good.safetensors" --out "$out/nowhere/o.safetensors"

@@ -52,6 +52,10 @@ extern const size_t attn__upper_special_count;
 
 /* ---- UTF-8 (utf8.c) ---- */
 
+/* A file's text, kept as C strings: attn_utf8_check, and no NUL byte (which would cut the string
+ * short): ATTN_ERR_FORMAT "<name>: a NUL byte at byte offset N; expected text". */
+attn_status attn__text_check(const char *s, size_t len, const char *name);
+
 /* Decodes the code point at s[*pos] (validated text only) and advances *pos past it. */
 uint32_t attn__utf8_next(const char *s, size_t *pos);
 /* Appends cp's UTF-8 bytes to out (at least 4 bytes of room); returns how many. */

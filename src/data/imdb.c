@@ -140,7 +140,7 @@ static attn_status read_review(attn_labeled_texts *d, const char *dir, const rev
     char *path = path_join(dir, r->name), *text = NULL;
     size_t len = 0;
     attn_status st = path ? attn__read_file(path, &text, &len) : attn_last_status();
-    if (st == ATTN_OK) st = attn_utf8_check(text, len, path);
+    if (st == ATTN_OK) st = attn__text_check(text, len, path);
     if (st == ATTN_OK) {
         d->texts[d->count] = text;
         d->labels[d->count] = label;

@@ -67,7 +67,7 @@ static attn_status read_lines(lines *l, const char *path)
 {
     *l = (lines){0};
     attn_status st = attn__read_file(path, &l->text, &l->len);
-    if (st == ATTN_OK) st = attn_utf8_check(l->text, l->len, path);
+    if (st == ATTN_OK) st = attn__text_check(l->text, l->len, path);
     if (st == ATTN_OK) {
         l->len = plain_spaces(l->text, l->len);
         st = split_lines(l, path);

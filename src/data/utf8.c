@@ -72,6 +72,16 @@ attn_status attn_utf8_check(const char *s, size_t len, const char *name)
                       name ? name : "text", at, (unsigned char)s[at], why);
 }
 
+attn_status attn__text_check(const char *s, size_t len, const char *name)
+{
+    attn_status st = attn_utf8_check(s, len, name);
+    const char *nul = st == ATTN_OK && len ? memchr(s, '\0', len) : NULL;
+    if (nul)
+        st = attn__fail(ATTN_ERR_FORMAT, "%s: a NUL byte at byte offset %zu; expected text", name ? name : "text",
+                        (size_t)(nul - s));
+    return st;
+}
+
 /* ---- decoding and encoding (valid text only) ---- */
 
 uint32_t attn__utf8_next(const char *s, size_t *pos)

@@ -279,7 +279,7 @@ attn_status attn_vocab_save(const attn_vocab *v, const char *path)
 /* One token per line: line i (from 1 in messages) is id i - 1. */
 static attn_status parse_lines(attn_vocab *v, char *text, size_t len, const char *path)
 {
-    attn_status st = attn_utf8_check(text, len, path);
+    attn_status st = attn__text_check(text, len, path);
     if (st == ATTN_OK && len == 0)
         st = attn__fail(ATTN_ERR_FORMAT, "%s: empty; expected one token per line", path);
     int64_t line = 0;

@@ -254,3 +254,48 @@ line_buffered() { # predict prints each answer at once, though stdin stays open 
   rm -f "$out/stdin" "$out/predictions"
 }
 row "classify predict: stdout line-buffered in a file" 0 "" -- line_buffered
+
+# ---- a second hostile review: two options naming one file, NUL bytes, --eval-limit -------------
+row "classify train: --plot-loss the checkpoint's name" 2 "--plot-loss .*same.png: the same file as --checkpoint .*same.png" "$out/same.png" "$out/same.png.vocab" -- "$bin" classify train "${tiny[@]}" --data "$in/imdb" --checkpoint "$out/same.png" --plot-loss "$out/same.png"
+explain_over_checkpoint() { # --out names the checkpoint it reads
+  cp "$in/cls.safetensors" "$out/m.png" && cp "$in/cls.safetensors.vocab" "$out/m.png.vocab"
+  "$bin" classify explain --checkpoint "$out/m.png" --out "$out/./m.png" "a film"
+  local rc=$?
+  cmp -s "$in/cls.safetensors" "$out/m.png" && note="the checkpoint is untouched" || note="FAIL: the checkpoint was replaced"
+  rm -f "$out/m.png" "$out/m.png.vocab"
+  return $rc
+}
+row "classify explain: --out the checkpoint it reads" 2 "--out .*m.png: the same file as --checkpoint .*m.png" -- explain_over_checkpoint
+row "nw: --plot the same file as --out" 2 "--plot .*r.png: the same file as --out .*r.png" "$out/r.png" -- "$bin" nw --epochs 1 --out "$out/r.png" --plot "$out/r.png"
+ln -sf "$in/lens_short.safetensors" "$out/link.safetensors"
+row "op: --out the file --in reads, through a symlink" 2 "--out .*lens_short.safetensors: the same file as --in .*link.safetensors" -- "$bin" op sdpa --in "$out/link.safetensors" --out "$in/lens_short.safetensors"
+rm -f "$out/link.safetensors"
+cp -r "$in/imdb" "$in/imdb_nul"
+printf 'zebra\0 quokka\n' > "$in/imdb_nul/train/pos/0_10.txt"
+row "classify: a review with a NUL byte" 1 "0_10.txt: a NUL byte at byte offset 5; expected text" "$ck" "$ck.vocab" -- "$bin" classify train "${tiny[@]}" --data "$in/imdb_nul" --checkpoint "$ck"
+make_pairs "$in/pairs_nul" 12
+{ printf 'A zebra\0 quokka .\n'; gzip -dc "$in/pairs_nul/train.en.gz" | tail -n +2; } | gzip > "$in/pairs_nul/x.gz" && mv "$in/pairs_nul/x.gz" "$in/pairs_nul/train.en.gz"
+row "translate: a sentence with a NUL byte" 1 "train.en.gz: a NUL byte at byte offset 7; expected text" "$ck" -- tr --data "$in/pairs_nul"
+predict_nul() { printf 'good\0film\n' | "$bin" classify predict --checkpoint "$in/cls.safetensors"; }
+row "classify predict: a NUL byte on stdin" 1 "standard input, line 1: a NUL byte; expected text" -- predict_nul
+eval_limit() { # the pairs past --eval-limit are freed too (LeakSanitizer)
+  tr --data "$in/pairs" --eval-limit 2 --max-steps 1
+  local rc=$?
+  rm -f "$ck" "$ck.src.vocab" "$ck.tgt.vocab"
+  return $rc
+}
+row "translate: --eval-limit 2 (no leak of the pairs left out)" 0 "" -- eval_limit
+row "classify: --sinusoidal with an odd --embed-dim" 2 "--sinusoidal needs an even --embed-dim, got 15" "$ck" "$ck.vocab" -- "$bin" classify train "${tiny[@]}" --embed-dim 15 --heads 1 --sinusoidal --data "$in/imdb" --checkpoint "$ck"
+row "translate: an odd --d-model" 2 "--d-model 15: the Transformer's sinusoidal positions need an even width" "$ck" -- tr --data "$in/pairs" --d-model 15 --heads 1
+row "op: --threads 2000" 2 "--threads must be in \[1, 1024\], got 2000" -- "$bin" op sdpa --in "$in/lens_short.safetensors" --out "$o" --threads 2000
+tour_unwritable_figure() { # a figure that cannot be written: one message, exit 1
+  mkdir -p "$out/tour/002_2.2_weights.png"
+  "$bin" tour 002/2.2 --out-dir "$out/tour" 2> "$out/tour.err"
+  local rc=$? n
+  n=$(grep -c "cannot write" "$out/tour.err")
+  cat "$out/tour.err" >&2
+  [[ $n == 1 ]] && note="one message" || note="FAIL: the error printed $n times"
+  rm -rf "$out/tour" "$out/tour.err"
+  return $rc
+}
+row "tour: a figure that cannot be written" 1 "002/2.2: .*002_2.2_weights.png: cannot write" -- tour_unwritable_figure
