@@ -311,7 +311,14 @@ static int do_train(classify_run *run, classify_options *o)
     attn_labeled_texts t = {0};
     if (load_reviews(&t, o->data, "train") != CLI_OK) return CLI_ERR_DATA;
     double t0 = now_seconds();
-    run->vocab = build_vocab(&t);
+    if (o->train.resume) { /* the vocabulary saved with the checkpoint: every id keeps its row */
+        char *vp = classify_vocab_path(o->train.checkpoint);
+        run->vocab = vp ? attn_vocab_load(vp) : NULL;
+        run->vocab_saved = run->vocab != NULL;
+        free(vp);
+    } else {
+        run->vocab = build_vocab(&t);
+    }
     classify_split train = {0}, test = {0};
     int code = run->vocab && encode_split(&train, &t, run->vocab) == ATTN_OK
                    ? CLI_OK : cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());

@@ -242,14 +242,20 @@ static int read_config(const char *path, attn_seq2seq_config *c, const char *hin
     return why ? cli_fail(CLI_ERR_DATA, "translate", "%s: metadata: %s", path, why) : CLI_OK;
 }
 
-static int build_model(translate_run *run, translate_options *o)
+/* The sizes and special ids a model of these vocabularies has (an id -1: the token is missing). */
+static void config_from_vocabs(const translate_run *run, attn_seq2seq_config *c)
 {
-    attn_seq2seq_config *c = &o->model;
     c->src_vocab = attn_vocab_size(run->src_vocab);
     c->tgt_vocab = attn_vocab_size(run->tgt_vocab);
     c->pad_id = attn_vocab_find(run->tgt_vocab, "<pad>");
     c->bos_id = attn_vocab_find(run->tgt_vocab, "<bos>");
     c->eos_id = attn_vocab_find(run->tgt_vocab, "<eos>");
+}
+
+static int build_model(translate_run *run, translate_options *o)
+{
+    attn_seq2seq_config *c = &o->model;
+    config_from_vocabs(run, c);
     attn_rng rng;
     attn_rng_seed(&rng, (uint64_t)o->train.seed);
     run->params = attn_params_new();
@@ -294,16 +300,30 @@ static int average_checkpoints(translate_run *run, const translate_options *o)
     return code;
 }
 
-static int load_model(translate_run *run, translate_options *o)
+/* The vocabularies saved beside a checkpoint. */
+static int load_vocabs(translate_run *run, const char *checkpoint)
 {
-    int code = read_config(o->train.checkpoint, &o->model, " (train a model first: attn translate train)");
-    if (code != CLI_OK) return code;
-    char *sp = translate_vocab_path(o->train.checkpoint, "src"), *tp = translate_vocab_path(o->train.checkpoint, "tgt");
+    char *sp = translate_vocab_path(checkpoint, "src"), *tp = translate_vocab_path(checkpoint, "tgt");
     run->src_vocab = sp ? attn_vocab_load(sp) : NULL;
     run->tgt_vocab = run->src_vocab && tp ? attn_vocab_load(tp) : NULL;
     free(sp);
     free(tp);
-    if (!run->tgt_vocab) return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+    return run->tgt_vocab ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+}
+
+static int load_model(translate_run *run, translate_options *o)
+{
+    int code = read_config(o->train.checkpoint, &o->model, " (train a model first: attn translate train)");
+    if (code != CLI_OK || (code = load_vocabs(run, o->train.checkpoint)) != CLI_OK) return code;
+    attn_seq2seq_config files = o->model, *m = &o->model;
+    config_from_vocabs(run, &files);
+    if (!same_model(&files, m))
+        return cli_fail(CLI_ERR_DATA, "translate", "%s: the vocabularies beside it (%lld and %lld tokens; <pad> %lld, "
+                        "<bos> %lld, <eos> %lld; -1: missing) do not fit its metadata (%lld and %lld; %lld, %lld, %lld)",
+                        o->train.checkpoint, (long long)files.src_vocab, (long long)files.tgt_vocab,
+                        (long long)files.pad_id, (long long)files.bos_id, (long long)files.eos_id,
+                        (long long)m->src_vocab, (long long)m->tgt_vocab, (long long)m->pad_id, (long long)m->bos_id,
+                        (long long)m->eos_id);
     if ((code = build_model(run, o)) != CLI_OK) return code;
     if (attn_checkpoint_load(o->train.checkpoint, run->params, NULL, true) != ATTN_OK)
         return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
@@ -317,11 +337,17 @@ static int do_train(translate_run *run, translate_options *o)
     translate_split train = {0}, val = {0}, test = {0};
     attn_text_pairs pairs = {0};
     double t0 = now_seconds();
-    if (load_pairs(&pairs, o, "train") != ATTN_OK) return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
-    run->src_vocab = build_vocab(o, pairs.src, pairs.count);
-    run->tgt_vocab = run->src_vocab ? build_vocab(o, pairs.tgt, pairs.count) : NULL;
-    attn_text_pairs_free(&pairs);
-    int code = run->tgt_vocab ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+    int code = CLI_OK;
+    if (o->train.resume) { /* the vocabularies saved with the checkpoint: every id keeps its row */
+        code = load_vocabs(run, o->train.checkpoint);
+        run->vocabs_saved = code == CLI_OK;
+    } else {
+        if (load_pairs(&pairs, o, "train") != ATTN_OK) return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+        run->src_vocab = build_vocab(o, pairs.src, pairs.count);
+        run->tgt_vocab = run->src_vocab ? build_vocab(o, pairs.tgt, pairs.count) : NULL;
+        attn_text_pairs_free(&pairs);
+        if (!run->tgt_vocab) code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+    }
     if (code == CLI_OK) code = build_model(run, o);
     if (code == CLI_OK) code = load_split(&train, run, "train", 0);
     if (code == CLI_OK) code = load_split(&val, run, "val", 0);

@@ -299,3 +299,34 @@ tour_unwritable_figure() { # a figure that cannot be written: one message, exit 
   return $rc
 }
 row "tour: a figure that cannot be written" 1 "002/2.2: .*002_2.2_weights.png: cannot write" -- tour_unwritable_figure
+resume_other_words() { # --resume on data whose words differ: the saved vocabulary stays, ids keep their rows
+  cp "$in/cls.safetensors" "$out/r.safetensors" && cp "$in/cls.safetensors.vocab" "$out/r.safetensors.vocab"
+  rm -rf "$in/imdb_other" && cp -r "$in/imdb" "$in/imdb_other"
+  grep -rl "film" "$in/imdb_other" | xargs sed -i 's/film/movie/g'
+  "$bin" classify train "${tiny[@]}" --data "$in/imdb_other" --checkpoint "$out/r.safetensors" --resume >/dev/null
+  local rc=$?
+  cmp -s "$in/cls.safetensors.vocab" "$out/r.safetensors.vocab" && note="the saved vocabulary is kept" ||
+    note="FAIL: the vocabulary was rebuilt from --data"
+  rm -f "$out/r.safetensors" "$out/r.safetensors.vocab"
+  return $rc
+}
+row "classify --resume on data with other words" 0 "" -- resume_other_words
+resume_no_vocab() {
+  cp "$in/cls.safetensors" "$out/r.safetensors"
+  "$bin" classify train "${tiny[@]}" --data "$in/imdb" --checkpoint "$out/r.safetensors" --resume
+  local rc=$?
+  [[ -e $out/r.safetensors.vocab ]] && note="FAIL: a vocabulary was made up" || note="none made up"
+  rm -f "$out/r.safetensors" "$out/r.safetensors.vocab"
+  return $rc
+}
+row "classify --resume without the checkpoint's .vocab" 1 "r.safetensors.vocab: cannot open" -- resume_no_vocab
+swapped_specials() { # <pad> and <bos> swapped in the target vocabulary
+  cp "$in/tr.safetensors" "$out/t.safetensors" && cp "$in/tr.safetensors.src.vocab" "$out/t.safetensors.src.vocab"
+  { head -1 "$in/tr.safetensors.tgt.vocab"; sed -n 3p "$in/tr.safetensors.tgt.vocab"; sed -n 2p "$in/tr.safetensors.tgt.vocab"
+    tail -n +4 "$in/tr.safetensors.tgt.vocab"; } > "$out/t.safetensors.tgt.vocab"
+  "$bin" translate eval --data "$in/pairs" --beam 1 --checkpoint "$out/t.safetensors"
+  local rc=$?
+  rm -f "$out"/t.safetensors*
+  return $rc
+}
+row "translate eval: <pad> and <bos> swapped in the .tgt.vocab" 1 "t.safetensors: the vocabularies beside it .*<pad> 2, <bos> 1.* do not fit its metadata" -- swapped_specials
