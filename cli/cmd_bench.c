@@ -311,6 +311,11 @@ static int parse(int argc, char **argv, bench_args *a)
     if (code != CLI_OK) return code;
     if (a->workload && !known_workload(a->workload))
         return cli_fail(CLI_ERR_USAGE, "bench", "unknown workload \"%s\" (see attn bench --help)", a->workload);
+    const bool sdpa = a->workload && !strcmp(a->workload, "sdpa"), mha = a->workload && !strcmp(a->workload, "mha");
+    if (a->workload && !sdpa && (a->causal || a->mode != 0))
+        return cli_fail(CLI_ERR_USAGE, "bench", "%s applies to sdpa only", a->causal ? "--causal" : "--mode");
+    if (a->workload && !sdpa && !mha && a->impl != 0)
+        return cli_fail(CLI_ERR_USAGE, "bench", "--impl applies to sdpa and mha only");
     if (a->threads) cli_set_threads((int)a->threads);
     return CLI_OK;
 }

@@ -15,26 +15,26 @@ enum { TRAIN, EVAL, PREDICT, EXPLAIN };
 static const cli_option options[] = {
     {"--data", "DIR", CLI_TEXT, offsetof(classify_options, data), 0, 0, NULL, NULL,
      "aclImdb root with train/ and test/ (default the shipped aclImdb_mini: $ATTN_DATA_DIR, or beside the "
-     "program, or its installed share/attn)"},
+     "program, or its installed share/attn)", "train eval"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "model (train; the others read it from the checkpoint):"},
     {"--attention", NULL, CLI_CHOICE, offsetof(classify_options, attention), 0, 0, attention_names, "softmax",
-     "the attention layer: the seed's multi-head softmax, or one of seed 002's variants"},
-    {"--blocks", "N", CLI_INT, M(num_blocks), 0, 64, NULL, "0", "N Transformer blocks instead of one attention layer"},
-    {"--pre-ln", NULL, CLI_FLAG, M(norm_first), 0, 0, NULL, NULL, "blocks are pre-LN (default post-LN, as the seed)"},
-    {"--sinusoidal", NULL, CLI_FLAG, M(sinusoidal), 0, 0, NULL, NULL, "sinusoidal positions instead of the learned table"},
+     "the attention layer: the seed's multi-head softmax, or one of seed 002's variants", "train"},
+    {"--blocks", "N", CLI_INT, M(num_blocks), 0, 64, NULL, "0", "N Transformer blocks instead of one attention layer", "train"},
+    {"--pre-ln", NULL, CLI_FLAG, M(norm_first), 0, 0, NULL, NULL, "blocks are pre-LN (default post-LN, as the seed)", "train"},
+    {"--sinusoidal", NULL, CLI_FLAG, M(sinusoidal), 0, 0, NULL, NULL, "sinusoidal positions instead of the learned table", "train"},
     {"--mask-padding", NULL, CLI_FLAG, M(mask_padding), 0, 0, NULL, NULL,
-     "mask padding keys and pool over real tokens (the seed does not)"},
-    {"--embed-dim", "N", CLI_INT64, M(embed_dim), 1, 4096, NULL, "128", "embedding width E"},
-    {"--heads", "N", CLI_INT64, M(num_heads), 1, 256, NULL, "4", "attention heads (must divide E)"},
-    {"--hidden", "N", CLI_INT64, M(hidden_dim), 1, 65536, NULL, "256", "hidden width of the classifier head"},
-    {"--dropout", "X", CLI_FLOAT, M(dropout), 0, 0.99, NULL, "0.5", "dropout of the classifier head"},
+     "mask padding keys and pool over real tokens (the seed does not)", "train"},
+    {"--embed-dim", "N", CLI_INT64, M(embed_dim), 1, 4096, NULL, "128", "embedding width E", "train"},
+    {"--heads", "N", CLI_INT64, M(num_heads), 1, 256, NULL, "4", "attention heads (must divide E)", "train"},
+    {"--hidden", "N", CLI_INT64, M(hidden_dim), 1, 65536, NULL, "256", "hidden width of the classifier head", "train"},
+    {"--dropout", "X", CLI_FLOAT, M(dropout), 0, 0.99, NULL, "0.5", "dropout of the classifier head", "train"},
     {"--additive-hidden", "N", CLI_INT64, M(additive_hidden), 1, 4096, NULL, NULL,
-     "additive attention's hidden width (default E)"},
+     "additive attention's hidden width (default E)", "train"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "explain:"},
     {"--out", "FILE", CLI_TEXT, offsetof(classify_options, out), 0, 0, NULL, "attention.png",
-     "the heatmap (.png, .svg or .pdf)"},
+     "the heatmap (.png, .svg or .pdf)", "explain"},
     {"--seed-style", NULL, CLI_FLAG, offsetof(classify_options, seed_style_explain), 0, 0, NULL, NULL,
-     "from the embeddings alone, exactly as the seed draws it"},
+     "from the embeddings alone, exactly as the seed draws it", "explain"},
     CLI_TRAIN_OPTIONS(classify_options, "5", "32", "1e-3", "512", "classifier.safetensors"),
 };
 #undef M
@@ -89,6 +89,10 @@ static int validate(const classify_options *o, int action, int n_texts)
     if (!ok) return CLI_ERR_USAGE;
     if (action == TRAIN) {
         bool heads = m->num_blocks > 0 || m->attention == ATTN_CLASSIFIER_SOFTMAX || m->attention == ATTN_CLASSIFIER_CONV;
+        if (m->additive_hidden > 0 && m->attention != ATTN_CLASSIFIER_ADDITIVE)
+            return cli_fail(CLI_ERR_USAGE, "classify", "--additive-hidden applies with --attention additive only");
+        if (m->norm_first && m->num_blocks == 0)
+            return cli_fail(CLI_ERR_USAGE, "classify", "--pre-ln applies with --blocks N (N >= 1) only");
         if (m->sinusoidal && m->embed_dim % 2 != 0)
             return cli_fail(CLI_ERR_USAGE, "classify", "--sinusoidal needs an even --embed-dim, got %lld",
                             (long long)m->embed_dim);
@@ -106,13 +110,13 @@ static int parse(int argc, char **argv, classify_options *o, int *action, const 
     o->model = attn_classifier_defaults(0);
     *texts = calloc((size_t)argc, sizeof **texts);
     if (!*texts) return cli_fail(CLI_ERR_DATA, "classify", "out of memory");
-    int code = cli_parse(&classify_spec, o, argc, argv, 2, *texts, n_texts);
-    if (code != CLI_OK) return code;
-    if (!o->data) o->data = cli_default_data("aclImdb_mini");
     for (*action = 0; action_names[*action] && strcmp(argv[1], action_names[*action]); ++*action) {}
     if (!action_names[*action])
         return cli_fail(CLI_ERR_USAGE, "classify", "unknown action \"%s\"; expected train, eval, predict or explain",
                         argv[1]);
+    int code = cli_parse(&classify_spec, o, argc, argv, 2, *texts, n_texts);
+    if (code != CLI_OK) return code;
+    if (!o->data) o->data = cli_default_data("aclImdb_mini");
     o->model.attention = (attn_classifier_attention)o->attention;
     o->model.max_len = o->train.max_len;
     if ((code = validate(o, *action, *n_texts)) != CLI_OK) return code;

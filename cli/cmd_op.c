@@ -68,6 +68,10 @@ static int validate(const op_args *a, const op_mechanism *mech)
     bool heads = !strcmp(n, "mha") || !strcmp(n, "conv_attention");
     if (a->causal && !(mech->masks & OP_CAUSAL)) return cli_fail(CLI_ERR_USAGE, "op", "--causal does not apply to %s", n);
     if (a->scale != 0 && strcmp(n, "sdpa")) return cli_fail(CLI_ERR_USAGE, "op", "--scale applies to sdpa only");
+    if (a->impl != 0 && strcmp(n, "sdpa") && !heads)
+        return cli_fail(CLI_ERR_USAGE, "op", "--impl (the SDPA kernel) applies to sdpa, mha and conv_attention only");
+    if (a->need_weights && !strcmp(n, "linear"))
+        return cli_fail(CLI_ERR_USAGE, "op", "--need-weights: linear attention has no (Lq, Lk) weights to write");
     if (a->shen && strcmp(n, "linear")) return cli_fail(CLI_ERR_USAGE, "op", "--shen applies to linear only");
     if (a->batch_first && strcmp(n, "mha")) return cli_fail(CLI_ERR_USAGE, "op", "--batch-first applies to mha only");
     if (a->per_head_weights && !heads)

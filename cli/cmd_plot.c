@@ -75,6 +75,7 @@ static int parse(int argc, char **argv, plot_args *a)
     if (!cli_check_input_file("plot", "--in", a->in, NULL) || !cli_check_picture("plot", "--out", a->out) ||
         !cli_check_distinct("plot", (const cli_path[]){{"--in", a->in}, {"--out", a->out}}, 2))
         return CLI_ERR_USAGE;
+    if (a->panel_titles && !a->grid) return cli_fail(CLI_ERR_USAGE, "plot", "--panel-titles applies with --grid only");
     a->opts.cmap = (attn_colormap)a->cmap;
     a->opts.auto_range = a->range == 0;
     a->opts.annotate = a->values == 1 ? 1 : a->values == 2 ? -1 : 0;

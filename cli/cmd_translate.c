@@ -15,38 +15,38 @@ enum { TRAIN, EVAL, TRANSLATE };
 #define O(field) offsetof(translate_options, field)
 static const cli_option options[] = {
     {"--model", NULL, CLI_CHOICE, O(model_kind), 0, 0, model_names, "transformer",
-     "the Transformer (seed 003 / D2L) or D2L's GRU encoder-decoder with Bahdanau attention"},
+     "the Transformer (seed 003 / D2L) or D2L's GRU encoder-decoder with Bahdanau attention", "train"},
     {"--data", "DIR", CLI_TEXT, O(data), 0, 0, NULL, NULL,
-     "folder with <split>.<lang>.gz files (default the shipped multi30k, found as --data of classify)"},
-    {"--src", "LANG", CLI_TEXT, O(src_lang), 0, 0, NULL, "en", "source language"},
-    {"--tgt", "LANG", CLI_TEXT, O(tgt_lang), 0, 0, NULL, "fr", "target language"},
+     "folder with <split>.<lang>.gz files (default the shipped multi30k, found as --data of classify)", "train eval"},
+    {"--src", "LANG", CLI_TEXT, O(src_lang), 0, 0, NULL, "en", "source language", "train eval"},
+    {"--tgt", "LANG", CLI_TEXT, O(tgt_lang), 0, 0, NULL, "fr", "target language", "train eval"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "model (train; the others read it from the checkpoint):"},
     {"--d-model", "N", CLI_INT64, O(model.d_model), 2, 8192, NULL, "256",
-     "model width (Bahdanau: embedding and hidden size)"},
-    {"--heads", "N", CLI_INT64, O(model.num_heads), 1, 256, NULL, "8", "attention heads (must divide --d-model)"},
-    {"--ffn", "N", CLI_INT64, O(model.dim_feedforward), 1, 65536, NULL, "512", "feed-forward width"},
-    {"--layers", "N", CLI_INT, O(layers), 1, 64, NULL, "3", "encoder and decoder layers each"},
-    {"--dropout", "X", CLI_FLOAT, O(model.dropout), 0, 0.99, NULL, "0.1", "dropout"},
-    {"--min-freq", "N", CLI_LONG, O(min_freq), 1, 1000000, NULL, "2", "vocabulary: tokens seen at least N times"},
+     "model width (Bahdanau: embedding and hidden size)", "train"},
+    {"--heads", "N", CLI_INT64, O(model.num_heads), 1, 256, NULL, "8", "attention heads (must divide --d-model)", "train"},
+    {"--ffn", "N", CLI_INT64, O(model.dim_feedforward), 1, 65536, NULL, "512", "feed-forward width", "train"},
+    {"--layers", "N", CLI_INT, O(layers), 1, 64, NULL, "3", "encoder and decoder layers each", "train"},
+    {"--dropout", "X", CLI_FLOAT, O(model.dropout), 0, 0.99, NULL, "0.1", "dropout", "train"},
+    {"--min-freq", "N", CLI_LONG, O(min_freq), 1, 1000000, NULL, "2", "vocabulary: tokens seen at least N times", "train"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "training schedule:"},
-    {"--warmup", "N", CLI_LONG, O(warmup), 1, 1000000, NULL, "800", "warm-up steps of the inverse-square-root schedule"},
-    {"--label-smoothing", "X", CLI_DOUBLE, O(label_smoothing), 0, 0.99, NULL, "0.1", "label smoothing"},
-    {"--budget-min", "M", CLI_LONG, O(budget_min), 1, 100000, NULL, NULL, "stop training after M minutes (then evaluate)"},
+    {"--warmup", "N", CLI_LONG, O(warmup), 1, 1000000, NULL, "800", "warm-up steps of the inverse-square-root schedule", "train"},
+    {"--label-smoothing", "X", CLI_DOUBLE, O(label_smoothing), 0, 0.99, NULL, "0.1", "label smoothing", "train"},
+    {"--budget-min", "M", CLI_LONG, O(budget_min), 1, 100000, NULL, NULL, "stop training after M minutes (then evaluate)", "train"},
     {"--keep-epochs", "K", CLI_LONG, O(keep_epochs), 1, 1000, NULL, NULL,
-     "also keep the parameters of the last K epochs as CHECKPOINT.epochN (for --average)"},
+     "also keep the parameters of the last K epochs as CHECKPOINT.epochN (for --average)", "train"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "evaluation and translation:"},
     {"--split", "NAME", CLI_TEXT, O(split), 0, 0, NULL, "test_2016_flickr",
-     "the split train and eval score with BLEU (val: tune decoding without touching the test set)"},
-    {"--eval-limit", "N", CLI_LONG, O(eval_limit), 1, 100000000, NULL, NULL, "score only the first N sentences of that split"},
+     "the split train and eval score with BLEU (val: tune decoding without touching the test set)", "train eval"},
+    {"--eval-limit", "N", CLI_LONG, O(eval_limit), 1, 100000000, NULL, NULL, "score only the first N sentences of that split", "train eval"},
     {"--beam", "N", CLI_LONG, O(beam), 1, 64, NULL, "4", "beam size (1 = greedy, batched)"},
     {"--length-penalty", "A", CLI_DOUBLE, O(length_penalty), 0, 10, NULL, "0.6",
      "beam score = log p / ((5 + length) / 6)^A"},
     {"--average", "A,B,...", CLI_TEXT, O(average), 0, 0, NULL, NULL,
-     "eval, translate: the mean of the parameters of --checkpoint and these checkpoints of the same run"},
+     "eval, translate: the mean of the parameters of --checkpoint and these checkpoints of the same run", "eval translate"},
     {"--out", "FILE", CLI_TEXT, O(out), 0, 0, NULL, "cross_attention.png",
-     "translate: the cross-attention heatmap of the first sentence"},
+     "translate: the cross-attention heatmap of the first sentence", "translate"},
     {"--average-heads", NULL, CLI_FLAG, O(average_heads), 0, 0, NULL, NULL,
-     "one panel averaged over heads instead of one per head"},
+     "one panel averaged over heads instead of one per head", "translate"},
     CLI_TRAIN_OPTIONS(translate_options, "30", "64", NULL, "64", "translator.safetensors"),
 };
 #undef O
@@ -129,12 +129,12 @@ static int parse(int argc, char **argv, translate_options *o, int *action, const
     memset(o, 0, sizeof *o);
     *texts = calloc((size_t)argc, sizeof **texts);
     if (!*texts) return cli_fail(CLI_ERR_DATA, "translate", "out of memory");
-    int code = cli_parse(&translate_spec, o, argc, argv, 2, *texts, n_texts);
-    if (code != CLI_OK) return code;
-    if (!o->data) o->data = cli_default_data("multi30k");
     for (*action = 0; action_names[*action] && strcmp(argv[1], action_names[*action]); ++*action) {}
     if (!action_names[*action])
         return cli_fail(CLI_ERR_USAGE, "translate", "unknown action \"%s\"; expected train, eval or translate", argv[1]);
+    int code = cli_parse(&translate_spec, o, argc, argv, 2, *texts, n_texts);
+    if (code != CLI_OK) return code;
+    if (!o->data) o->data = cli_default_data("multi30k");
     o->model.kind = (attn_seq2seq_kind)o->model_kind;
     o->model.enc_layers = o->model.dec_layers = o->layers;
     if (o->train.lr == 0) o->train.lr = o->model.kind == ATTN_SEQ2SEQ_TRANSFORMER ? 1.0 : 1e-3;

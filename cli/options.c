@@ -83,6 +83,15 @@ static const cli_option *find(const cli_spec *spec, const char *name)
     return NULL;
 }
 
+/* true when `word` is one of the space-separated words of `words` */
+static bool has_word(const char *words, const char *word)
+{
+    const size_t n = strlen(word);
+    for (const char *w = words; *w; w += strcspn(w, " "), w += strspn(w, " "))
+        if (strcspn(w, " ") == n && !strncmp(w, word, n)) return true;
+    return false;
+}
+
 int cli_parse(const cli_spec *spec, void *opts, int argc, char **argv, int first, const char **args,
               int *n_args)
 {
@@ -109,6 +118,15 @@ int cli_parse(const cli_spec *spec, void *opts, int argc, char **argv, int first
         }
         const cli_option *o = find(spec, a);
         if (!o) return cli_fail(CLI_ERR_USAGE, spec->cmd, "unknown option \"%s\" (see attn %s --help)", a, spec->cmd);
+        if (o->only && first >= 2 && !has_word(o->only, argv[first - 1])) {
+            char actions[128]; /* "train and eval" */
+            size_t n = 0, words = 0, len = strlen(o->only);
+            for (const char *w = o->only; *w && n < sizeof actions; w += strcspn(w, " "), w += strspn(w, " "), words++) {
+                const char *sep = !words ? "" : w + strcspn(w, " ") == o->only + len ? " and " : ", ";
+                n += (size_t)snprintf(actions + n, sizeof actions - n, "%s%.*s", sep, (int)strcspn(w, " "), w);
+            }
+            return cli_fail(CLI_ERR_USAGE, spec->cmd, "%s applies to %s only, not to %s", a, actions, argv[first - 1]);
+        }
         if (o->type == CLI_FLAG) {
             *(bool *)field(opts, o) = true;
             continue;

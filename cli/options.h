@@ -29,6 +29,7 @@ typedef struct cli_option {
     const char *const *choices;  /* CLI_CHOICE: the accepted values, NULL-terminated */
     const char *def;             /* the default as it would be typed, or NULL (none, or set in code) */
     const char *help;            /* one line */
+    const char *only;            /* the actions it applies to ("train eval"); NULL: every one */
 } cli_option;
 
 /* A subcommand as the user sees it. */
@@ -47,28 +48,28 @@ typedef struct cli_spec {
 /* Rows for the options every training command shares (each command gives its own defaults). */
 #define CLI_TRAIN_OPTIONS(T, EPOCHS, BATCH, LR, MAX_LEN, CHECKPOINT)                               \
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "training:"},                                                \
-    {"--epochs", "N", CLI_LONG, offsetof(T, train.epochs), 1, 100000, NULL, EPOCHS, "epochs"},      \
+    {"--epochs", "N", CLI_LONG, offsetof(T, train.epochs), 1, 100000, NULL, EPOCHS, "epochs", "train"}, \
     {"--batch-size", "N", CLI_LONG, offsetof(T, train.batch_size), 1, 65536, NULL, BATCH,          \
-     "examples per step (per rank under mpirun: global batch = N x ranks)"},                         \
-    {"--lr", "X", CLI_DOUBLE, offsetof(T, train.lr), 1e-12, 10, NULL, LR, "learning rate"},         \
+     "examples per step (per rank under mpirun: global batch = N x ranks)", "train"},                 \
+    {"--lr", "X", CLI_DOUBLE, offsetof(T, train.lr), 1e-12, 10, NULL, LR, "learning rate", "train"}, \
     {"--max-len", "N", CLI_LONG, offsetof(T, train.max_len), 1, 100000, NULL, MAX_LEN,             \
-     "longest sequence kept (tokens)"},                                                              \
+     "longest sequence kept (tokens)", "train"},                                                      \
     {"--seed", "S", CLI_LONG, offsetof(T, train.seed), 0, 2147483647.0, NULL, "0",                 \
-     "seed for initialisation, shuffling and dropout"},                                              \
+     "seed for initialisation, shuffling and dropout", "train"},                                      \
     {"--threads", "N", CLI_LONG, offsetof(T, train.threads), 1, 1024, NULL, NULL,                   \
      "threads (default: all cores)"},                                                                \
     {"--checkpoint", "PATH", CLI_TEXT, offsetof(T, train.checkpoint), 0, 0, NULL, CHECKPOINT,      \
      "the model file: written after every epoch (atomically) by train, read by the others"},         \
     {"--checkpoint-every", "N", CLI_LONG, offsetof(T, train.checkpoint_every), 1, 1099511627776.0, \
-     NULL, NULL, "also save every N steps"},                                                         \
+     NULL, NULL, "also save every N steps", "train"},                                                 \
     {"--resume", NULL, CLI_FLAG, offsetof(T, train.resume), 0, 0, NULL, NULL,                      \
-     "continue the run saved at --checkpoint (same losses as without the stop)"},                    \
+     "continue the run saved at --checkpoint (same losses as without the stop)", "train"},            \
     {"--max-steps", "N", CLI_LONG, offsetof(T, train.max_steps), 1, 1099511627776.0, NULL, NULL,   \
-     "stop after N steps in all (then evaluate, as at the end)"},                                    \
+     "stop after N steps in all (then evaluate, as at the end)", "train"},                            \
     {"--log-steps", NULL, CLI_FLAG, offsetof(T, train.log_steps), 0, 0, NULL, NULL,                \
-     "print every step's loss in full precision"},                                                   \
+     "print every step's loss in full precision", "train"},                                           \
     {"--plot-loss", "FILE", CLI_TEXT, offsetof(T, train.plot_loss), 0, 0, NULL, NULL,              \
-     "the training loss curve (.png, .svg or .pdf)"}
+     "the training loss curve (.png, .svg or .pdf)", "train"}
 
 enum { CLI_HELP_SHOWN = -1 };
 

@@ -330,3 +330,13 @@ swapped_specials() { # <pad> and <bos> swapped in the target vocabulary
   return $rc
 }
 row "translate eval: <pad> and <bos> swapped in the .tgt.vocab" 1 "t.safetensors: the vocabularies beside it .*<pad> 2, <bos> 1.* do not fit its metadata" -- swapped_specials
+# options that do not apply to the action, the workload or the mechanism
+row "classify eval --epochs (a train option)" 2 "--epochs applies to train only, not to eval" -- "$bin" classify eval --data "$in/imdb" --checkpoint "$in/cls.safetensors" --epochs 3
+row "classify train --out (an explain option)" 2 "--out applies to explain only, not to train" "$ck" -- "$bin" classify train "${tiny[@]}" --data "$in/imdb" --checkpoint "$ck" --out "$out/x.png"
+row "classify train --additive-hidden with softmax" 2 "--additive-hidden applies with --attention additive only" "$ck" -- "$bin" classify train "${tiny[@]}" --data "$in/imdb" --checkpoint "$ck" --additive-hidden 8
+row "classify train --pre-ln without --blocks" 2 "--pre-ln applies with --blocks N" "$ck" -- "$bin" classify train "${tiny[@]}" --data "$in/imdb" --checkpoint "$ck" --pre-ln
+row "translate eval --d-model (read from the checkpoint)" 2 "--d-model applies to train only, not to eval" -- "$bin" translate eval --data "$in/pairs" --checkpoint "$in/tr.safetensors" --d-model 32
+row "translate translate --split" 2 "--split applies to train and eval only, not to translate" "$out/x.png" -- "$bin" translate translate --checkpoint "$in/tr.safetensors" --split val --out "$out/x.png" "A man ."
+row "bench peak --causal" 2 "--causal applies to sdpa only" -- "$bin" bench peak --causal
+row "op linear --need-weights" 2 "--need-weights: linear attention has no \(Lq, Lk\) weights" "$o" -- "$bin" op linear --in "$in/lens_short.safetensors" --out "$o" --need-weights
+row "plot --panel-titles without --grid" 2 "--panel-titles applies with --grid only" "$out/x.png" -- "$bin" plot heatmap --in "$in/heat3.safetensors" --tensor w --index 0 --panel-titles a,b --out "$out/x.png"
