@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct nw_options {
     long epochs, n_train, seed;
@@ -216,6 +218,15 @@ static int predict(const nw_data *d, attn_tensor *w, float *pred)
     return y ? CLI_OK : cli_fail(CLI_ERR_DATA, "nw", "%s", attn_last_error());
 }
 
+/* A failed run leaves none of its outputs: those written before the failure are removed (regular
+ * files only; a device or FIFO stays as it was). */
+static void remove_outputs(const char *const *paths, int n)
+{
+    struct stat st;
+    for (int i = 0; i < n; i++)
+        if (lstat(paths[i], &st) == 0 && S_ISREG(st.st_mode)) unlink(paths[i]);
+}
+
 int cmd_nw(int argc, char **argv)
 {
     nw_options o;
@@ -237,9 +248,12 @@ int cmd_nw(int argc, char **argv)
         w->data[0] = 1.0f; /* nn.Parameter(torch.tensor(1.0)) */
         code = train(&o, &d, p, w, losses, ws);
         if (code == CLI_OK) code = predict(&d, w, pred);
-        if (code == CLI_OK && o.out) code = save(&o, &d, losses, ws, pred);
-        if (code == CLI_OK && o.plot) code = plot_fit(&o, &d, pred);
+        const char *written[3]; /* this run's outputs so far */
+        int n_written = 0;
+        if (code == CLI_OK && o.out && (code = save(&o, &d, losses, ws, pred)) == CLI_OK) written[n_written++] = o.out;
+        if (code == CLI_OK && o.plot && (code = plot_fit(&o, &d, pred)) == CLI_OK) written[n_written++] = o.plot;
         if (code == CLI_OK && o.plot_loss) code = plot_loss(&o, losses);
+        if (code != CLI_OK) remove_outputs(written, n_written);
     }
     free(losses);
     free(ws);

@@ -340,3 +340,6 @@ row "translate translate --split" 2 "--split applies to train and eval only, not
 row "bench peak --causal" 2 "--causal applies to sdpa only" -- "$bin" bench peak --causal
 row "op linear --need-weights" 2 "--need-weights: linear attention has no \(Lq, Lk\) weights" "$o" -- "$bin" op linear --in "$in/lens_short.safetensors" --out "$o" --need-weights
 row "plot --panel-titles without --grid" 2 "--panel-titles applies with --grid only" "$out/x.png" -- "$bin" plot heatmap --in "$in/heat3.safetensors" --tensor w --index 0 --panel-titles a,b --out "$out/x.png"
+ln -sf /dev/full "$out/full.png"
+row "nw: a picture that fails after --out was written" 1 "full.png: .*No space left on device" "$out/res.safetensors" -- "$bin" nw --epochs 2 --out "$out/res.safetensors" --plot "$out/full.png"
+rm -f "$out/full.png"
