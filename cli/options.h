@@ -86,7 +86,7 @@ void cli_man(const cli_spec *spec, FILE *out);
 /* s as roff text: \ and - escaped, a leading . or ' on a line protected. */
 void cli_roff(FILE *out, const char *s);
 
-/* Checks made before any work, each printing "attn <cmd>: <option> <value>: <why>" and returning
+/* Checks made before any work (paths.c), each printing "attn <cmd>: <option> <value>: <why>" and returning
  * false: a file the command will write (folder exists and is writable; not a folder), a picture
  * (also .png/.svg/.pdf), a file it will read (a readable regular file; hint, when not NULL, follows
  * the message), a folder it will read. */

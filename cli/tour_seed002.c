@@ -108,7 +108,7 @@ int tour_002_heatmap(tour_run *t)
     attn_heatmap_opts ho = {.title = "Self-Attention权重矩阵", .xlabel = "Key位置", .ylabel = "Query位置",
                             .xticks = words, .yticks = words, .auto_range = true, .annotate = 1};
     int code = tour_heatmap(t, "002_2.2_weights.png", w->data, 4, 4, &ho);
-    printf("the argument for dividing by √d_k (缩放因子的数学意义): attn tour 003/sqrt-d\n");
+    if (code == CLI_OK) printf("the argument for dividing by √d_k (缩放因子的数学意义): attn tour 003/sqrt-d\n");
     return done(t, &m, code);
 }
 

@@ -1,0 +1,109 @@
+/* The checks every command makes of its paths before any work (options.h): files it writes,
+ * pictures, files and folders it reads, and no two options naming one file. */
+#include "options.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+bool cli_check_output(const char *cmd, const char *opt, const char *path)
+{
+    if (!path || !*path) {
+        cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a file name", opt);
+        return false;
+    }
+    if (attn_output_check(path) == ATTN_OK) return true;
+    cli_fail(CLI_ERR_USAGE, cmd, "%s %s", opt, attn_last_error());
+    return false;
+}
+
+bool cli_check_picture(const char *cmd, const char *opt, const char *path)
+{
+    if (!path || !*path) {
+        cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a .png, .svg or .pdf file name", opt);
+        return false;
+    }
+    if (attn_plot_path_check(path) == ATTN_OK) return true;
+    cli_fail(CLI_ERR_USAGE, cmd, "%s %s", opt, attn_last_error());
+    return false;
+}
+
+bool cli_check_input_file(const char *cmd, const char *opt, const char *path, const char *hint)
+{
+    struct stat st;
+    const char *why = !path || !*path             ? "is empty; expected a file"
+                      : stat(path, &st) != 0      ? strerror(errno)
+                      : S_ISDIR(st.st_mode)       ? "is a folder; expected a file"
+                      : !S_ISREG(st.st_mode)      ? "is not a regular file"
+                      : access(path, R_OK) != 0   ? strerror(errno)
+                                                  : NULL;
+    if (why) cli_fail(CLI_ERR_USAGE, cmd, "%s %s: %s%s", opt, path ? path : "", why, hint ? hint : "");
+    return !why;
+}
+
+bool cli_check_input_dir(const char *cmd, const char *opt, const char *path)
+{
+    struct stat st;
+    const char *why = !path || !*path              ? "is empty; expected a folder"
+                      : stat(path, &st) != 0       ? strerror(errno)
+                      : !S_ISDIR(st.st_mode)       ? "is not a folder"
+                      : access(path, R_OK | X_OK) != 0 ? strerror(errno)
+                                                   : NULL;
+    if (why) cli_fail(CLI_ERR_USAGE, cmd, "%s %s: %s", opt, path ? path : "", why);
+    return !why;
+}
+
+/* The file a path names, for telling two paths apart: an existing file by its device and inode
+ * (through symlinks, as the outputs are written); a new one by its folder's real path and name. */
+typedef struct file_id {
+    bool exists, regular;
+    dev_t dev;
+    ino_t ino;
+    char where[PATH_MAX + 1];
+} file_id;
+
+static void identify(const char *path, file_id *id)
+{
+    struct stat st;
+    memset(id, 0, sizeof *id);
+    if (stat(path, &st) == 0) {
+        id->exists = true, id->regular = S_ISREG(st.st_mode), id->dev = st.st_dev, id->ino = st.st_ino;
+        return;
+    }
+    const char *slash = strrchr(path, '/');
+    char folder[PATH_MAX];
+    int n = slash ? snprintf(folder, sizeof folder, "%.*s", (int)(slash - path) + (slash == path), path)
+                  : snprintf(folder, sizeof folder, ".");
+    char real[PATH_MAX];
+    if (n < 0 || (size_t)n >= sizeof folder || !realpath(folder, real))
+        snprintf(id->where, sizeof id->where, "%s", path); /* unresolvable: the text itself */
+    else
+        snprintf(id->where, sizeof id->where, "%s/%s", real, slash ? slash + 1 : path);
+}
+
+bool cli_check_distinct(const char *cmd, const cli_path *paths, int n)
+{
+    file_id *ids = calloc((size_t)n, sizeof *ids);
+    if (!ids) return cli_fail(CLI_ERR_DATA, cmd, "out of memory"), false;
+    for (int i = 0; i < n; i++)
+        if (paths[i].path && *paths[i].path) identify(paths[i].path, &ids[i]);
+    bool ok = true;
+    for (int i = 0; ok && i < n; i++)
+        for (int j = 0; ok && j < i; j++) {
+            if (!paths[i].path || !*paths[i].path || !paths[j].path || !*paths[j].path) continue;
+            const file_id *a = &ids[i], *b = &ids[j];
+            /* two outputs to one device or FIFO (/dev/null) destroy nothing */
+            bool same = a->exists ? b->exists && a->regular && a->dev == b->dev && a->ino == b->ino
+                                  : !b->exists && !strcmp(a->where, b->where);
+            if (same) {
+                cli_fail(CLI_ERR_USAGE, cmd, "%s %s: the same file as %s %s; expected another name", paths[i].opt,
+                         paths[i].path, paths[j].opt, paths[j].path);
+                ok = false;
+            }
+        }
+    free(ids);
+    return ok;
+}
