@@ -17,10 +17,19 @@ void attn_col_sums_add(float *sums, const float *x, int64_t rows, int64_t cols, 
 #pragma omp parallel for schedule(static) num_threads(threads) if (blocks > 1 && rows * cols > PARALLEL_MIN)
     for (int64_t blk = 0; blk < blocks; blk++) {
         const int64_t c0 = blk * COL_BLOCK, width = cols - c0 < COL_BLOCK ? cols - c0 : COL_BLOCK;
-        float *s = sums + c0;
-        for (int64_t r = 0; r < rows; r++) {
-            const float *xr = x + r * cols + c0;
-            for (int64_t c = 0; c < width; c++) s[c] += xr[c];
-        }
+        float acc[COL_BLOCK]; /* (width) the block's sums, in registers rather than re-read
+                               * from sums after every row (which may alias x for the compiler) */
+        for (int64_t c = 0; c < width; c++) acc[c] = sums[c0 + c];
+        if (width == COL_BLOCK)
+            for (int64_t r = 0; r < rows; r++) {
+                const float *xr = x + r * cols + c0;
+                for (int c = 0; c < COL_BLOCK; c++) acc[c] += xr[c];
+            }
+        else
+            for (int64_t r = 0; r < rows; r++) {
+                const float *xr = x + r * cols + c0;
+                for (int64_t c = 0; c < width; c++) acc[c] += xr[c];
+            }
+        for (int64_t c = 0; c < width; c++) sums[c0 + c] = acc[c];
     }
 }
