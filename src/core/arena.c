@@ -1,7 +1,9 @@
-/* Arena for activations: bump allocation from 64-byte aligned chunks. A reset that finds more
- * than one chunk replaces them with a single chunk as large as all of them, so a training loop
- * settles after its first step into one block that is never returned to the OS (no page faults
- * on freshly mapped memory, unlike per-tensor malloc of big buffers). */
+/* Arena for activations: bump allocation from 64-byte aligned chunks. A reset keeps every chunk
+ * and starts again from the first, so a training loop settles after its largest step into
+ * chunks whose pages stay mapped (no page faults on freshly mapped memory, unlike per-tensor
+ * malloc of big buffers, or a reset that traded its chunks for one block as large as all of
+ * them, mapped afresh and faulted in page by page all over again: 1.5 GB in a translator's
+ * first steps). A new chunk is as large as all before it, so there are few. */
 #include "core.h"
 
 #include <stdlib.h>
@@ -40,18 +42,22 @@ void *attn_arena_alloc(attn_arena *a, size_t bytes)
         return attn__fail_null(ATTN_ERR_NOMEM, "arena: request of %zu bytes is too large", bytes);
     size_t need = (bytes + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
     if (need == 0) need = ARENA_ALIGN;
-    attn_arena_chunk *c = a->head;
-    if (!c || c->size - c->used < need) {
+    attn_arena_chunk *c = a->cur;
+    while (c && c->size - c->used < need) c = c->next; /* chunks after cur are empty since the
+                                                        * reset; what one too small leaves waits */
+    if (!c) {
         size_t size = a->capacity > ARENA_MIN_CHUNK ? a->capacity : ARENA_MIN_CHUNK;
         if (size < need) size = need;
         c = chunk_new(size);
         if (!c)
             return attn__fail_null(ATTN_ERR_NOMEM,
                                    "arena: could not allocate %zu bytes for activations", size);
-        c->next = a->head;
-        a->head = c;
+        if (a->tail) a->tail->next = c;
+        else a->head = c;
+        a->tail = c;
         a->capacity += size;
     }
+    a->cur = c;
     void *p = c->base + c->used;
     c->used += need;
     a->used += need;
@@ -84,16 +90,8 @@ void *attn_arena_calloc(attn_arena *a, size_t bytes, int threads)
 
 void attn_arena_reset(attn_arena *a)
 {
-    if (a->head && a->head->next) {
-        size_t total = a->capacity;
-        attn_arena_release(a);
-        attn_arena_chunk *c = chunk_new(total);
-        if (c) { /* on failure the next alloc simply starts small again */
-            a->head = c;
-            a->capacity = total;
-        }
-    }
-    if (a->head) a->head->used = 0;
+    for (attn_arena_chunk *c = a->head; c; c = c->next) c->used = 0;
+    a->cur = a->head;
     a->used = 0;
 }
 
@@ -106,7 +104,7 @@ void attn_arena_release(attn_arena *a)
         free(c);
         c = next;
     }
-    a->head = NULL;
+    a->head = a->tail = a->cur = NULL;
     a->capacity = 0;
     a->used = 0;
 }

@@ -31,12 +31,14 @@ bool attn__mul_ok(int64_t a, int64_t b, int64_t *out);
  * overflow. `what` names the tensor in the message. */
 attn_status attn__shape_numel(int ndim, const int64_t *shape, int64_t *numel, const char *what);
 
-/* ---- arena: bump allocation in 64-byte aligned chunks, reset keeps one big chunk ---- */
+/* ---- arena: bump allocation in 64-byte aligned chunks, kept over resets ---- */
 
 typedef struct attn_arena_chunk attn_arena_chunk;
 
 typedef struct attn_arena {
-    attn_arena_chunk *head; /* newest chunk first */
+    attn_arena_chunk *head; /* oldest chunk first */
+    attn_arena_chunk *tail; /* newest chunk */
+    attn_arena_chunk *cur;  /* the chunk allocations are taken from; those after it are empty */
     size_t used;            /* bytes handed out since the last reset */
     size_t peak;            /* most bytes ever handed out between resets */
     size_t capacity;        /* bytes in all chunks */
