@@ -287,6 +287,18 @@ static void test_dropout_modes(void)
     for (int64_t i = 0; mask_ok && i < x->numel; i++)
         mask_ok = fabsf(x->grad[i] - (y->data[i] != 0.0f ? 1.0f / 0.6f : 0.0f)) < 1e-6f;
     TK_CHECK(mask_ok, "dropout gradient = kept / (1 - p)");
+
+    /* a product, as torch.nn.functional.dropout computes it: dropped NaN and inf give NaN */
+    attn_ctx_reset(ctx);
+    attn_tensor *bad = attn_tensor_alloc(3, shape);
+    for (int64_t i = 0; bad && i < bad->numel; i++) bad->data[i] = i % 2 ? NAN : INFINITY;
+    y = bad ? attn_dropout(ctx, bad, 0.5f) : NULL;
+    int64_t nan = 0, inf = 0;
+    for (int64_t i = 0; y && i < y->numel; i++) nan += isnan(y->data[i]), inf += isinf(y->data[i]);
+    TK_CHECK(y && nan + inf == y->numel && nan > y->numel / 2 && inf > 0,
+             "dropout of NaN/inf: %lld NaN and %lld inf of %lld (dropped NaN and inf are NaN, kept inf inf)",
+             (long long)nan, (long long)inf, y ? (long long)y->numel : 0LL);
+    attn_tensor_free(bad);
     attn_ctx_free(ctx);
 
     /* same seed, same mask; another seed, another mask */

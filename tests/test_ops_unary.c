@@ -134,6 +134,23 @@ static void test_derivative_values(void)
     }
 }
 
+/* ReLU's backward is a select, as torch's threshold_backward (torch 1.13 on x = [NaN, -1, 2, 0],
+ * dy = [1, NaN, 3, 5]: y = [NaN, 0, 2, 0], dx = [1, 0, 3, 0]) */
+static void test_relu_nonfinite(void)
+{
+    float xs[4] = {NAN, -1.0f, 2.0f, 0.0f}, dy[4] = {1.0f, NAN, 3.0f, 5.0f}, want[4] = {1, 0, 3, 0};
+    int64_t shape[1] = {4};
+    attn_ctx *ctx = attn_ctx_new(0);
+    attn_tensor *x = attn_tensor_from(ctx, 1, shape, xs);
+    attn_tensor_set_requires_grad(x, true);
+    attn_tensor *y = attn_relu(ctx, x);
+    TK_CHECK(y && isnan(y->data[0]) && y->data[1] == 0.0f && y->data[2] == 2.0f && y->data[3] == 0.0f,
+             "relu([NaN, -1, 2, 0]) is [NaN, 0, 2, 0]");
+    TK_OK(attn_backward_from(ctx, y, dy));
+    TK_CHECK(x->grad && !memcmp(x->grad, want, sizeof want), "relu backward: dx = [1, 0, 3, 0] as in torch");
+    attn_ctx_free(ctx);
+}
+
 static void test_null(void)
 {
     attn_ctx *ctx = attn_ctx_new(0);
@@ -148,6 +165,7 @@ int main(void)
     test_extremes();
     test_gradients();
     test_derivative_values();
+    test_relu_nonfinite();
     test_null();
     return tk_finish("test_ops_unary");
 }

@@ -76,6 +76,42 @@ static void out_strides(const broadcast *p, int64_t os[4])
     for (int d = 2; d >= 0; d--) os[d] = os[d + 1] * p->shape[d + 1];
 }
 
+/* Flat loops over [0, n) with the kind fixed outside the loop (so that each vectorises); the
+ * threaded callers hand them blocks of FLAT_BLOCK elements. */
+#define FLAT_BLOCK 16384
+
+static void apply_flat(binary_kind kind, float *out, const float *x, const float *z, int64_t n)
+{
+    switch (kind) {
+    case BIN_ADD: for (int64_t i = 0; i < n; i++) out[i] = x[i] + z[i]; break;
+    case BIN_SUB: for (int64_t i = 0; i < n; i++) out[i] = x[i] - z[i]; break;
+    case BIN_MUL: for (int64_t i = 0; i < n; i++) out[i] = x[i] * z[i]; break;
+    case BIN_DIV: for (int64_t i = 0; i < n; i++) out[i] = x[i] / z[i]; break;
+    }
+}
+
+/* ga += d(a op b)/da dy, gb += d(a op b)/db dy (either may be NULL), as partials() below */
+static void partials_flat(binary_kind kind, float *ga, float *gb, const float *a, const float *b,
+                          const float *dy, int64_t n)
+{
+    switch (kind) {
+    case BIN_ADD:
+    case BIN_SUB:
+        if (ga) for (int64_t i = 0; i < n; i++) ga[i] += dy[i];
+        if (gb && kind == BIN_ADD) for (int64_t i = 0; i < n; i++) gb[i] += dy[i];
+        if (gb && kind == BIN_SUB) for (int64_t i = 0; i < n; i++) gb[i] += -dy[i];
+        break;
+    case BIN_MUL:
+        if (ga) for (int64_t i = 0; i < n; i++) ga[i] += dy[i] * b[i];
+        if (gb) for (int64_t i = 0; i < n; i++) gb[i] += dy[i] * a[i];
+        break;
+    case BIN_DIV:
+        if (ga) for (int64_t i = 0; i < n; i++) ga[i] += dy[i] / b[i];
+        if (gb) for (int64_t i = 0; i < n; i++) gb[i] += -dy[i] * a[i] / (b[i] * b[i]);
+        break;
+    }
+}
+
 /* d(a op b)/da and /db at one element, times dy. */
 static inline void partials(binary_kind kind, float x, float y, float dy, float *dx, float *dyy)
 {
@@ -154,12 +190,11 @@ static attn_status binary_backward(attn_ctx *ctx, attn_node *node)
     const float *a = node->in[0]->data, *b = node->in[1]->data, *dy = node->out->grad;
     const int64_t n = node->out->numel;
     if (p->same) {
+        const int64_t blocks = (n + FLAT_BLOCK - 1) / FLAT_BLOCK;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
-        for (int64_t i = 0; i < n; i++) {
-            float dx, dyy;
-            partials(s->kind, a[i], b[i], dy[i], &dx, &dyy);
-            if (ga) ga[i] += dx;
-            if (gb) gb[i] += dyy;
+        for (int64_t blk = 0; blk < blocks; blk++) {
+            const int64_t i0 = blk * FLAT_BLOCK, len = n - i0 < FLAT_BLOCK ? n - i0 : FLAT_BLOCK;
+            partials_flat(s->kind, ga ? ga + i0 : NULL, gb ? gb + i0 : NULL, a + i0, b + i0, dy + i0, len);
         }
         return ATTN_OK;
     }
@@ -180,8 +215,12 @@ static attn_tensor *binary(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, binary
         int64_t n = y->numel;
         const float *x = a->data, *z = b->data;
         float *out = y->data;
-#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > 65536)
-        for (int64_t i = 0; i < n; i++) out[i] = apply(kind, x[i], z[i]);
+        const int64_t blocks = (n + FLAT_BLOCK - 1) / FLAT_BLOCK;
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
+        for (int64_t blk = 0; blk < blocks; blk++) {
+            const int64_t i0 = blk * FLAT_BLOCK, len = n - i0 < FLAT_BLOCK ? n - i0 : FLAT_BLOCK;
+            apply_flat(kind, out + i0, x + i0, z + i0, len);
+        }
     } else { /* rows of the last dim, one task each */
         const int64_t rows = plan.shape[0] * plan.shape[1] * plan.shape[2], last = plan.shape[3];
         const float *x = a->data, *z = b->data;

@@ -4,7 +4,8 @@
  *                    call), so the mask depends on the seed alone, not on the thread count,
  *                    y = keep * x / (1 - p)          dx += keep * dy / (1 - p)
  *   eval or p == 0:  y = x (the input itself, no copy and no node)
- * p == 1 drops every element (y = 0, dx += 0). The keep mask is saved for the backward. */
+ * p == 1 drops every element (y = 0, dx += 0). A product, as in PyTorch: a dropped NaN or inf
+ * stays NaN (and the loops vectorise). The keep mask is saved for the backward. */
 #include "../autograd/tape.h"
 #include "../kernels/kernels.h"
 
@@ -26,8 +27,7 @@ static attn_status dropout_backward(attn_ctx *ctx, attn_node *node)
     const float scale = s->scale;
     const int64_t n = node->out->numel;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
-    for (int64_t i = 0; i < n; i++)
-        if (keep[i]) gx[i] += dy[i] * scale;
+    for (int64_t i = 0; i < n; i++) gx[i] += dy[i] * (keep[i] ? scale : 0.0f);
     return ATTN_OK;
 }
 
@@ -49,7 +49,7 @@ attn_tensor *attn_dropout(attn_ctx *ctx, attn_tensor *x, float p)
     float *yd = y->data;
     const int64_t n = x->numel;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
-    for (int64_t i = 0; i < n; i++) yd[i] = keep[i] ? xd[i] * scale : 0.0f;
+    for (int64_t i = 0; i < n; i++) yd[i] = xd[i] * (keep[i] ? scale : 0.0f);
     if (attn__needs_grad(ctx, &x, 1)) {
         attn_node *node =
             attn__record(ctx, "dropout", dropout_backward, y, &x, 1, sizeof(dropout_saved));

@@ -95,11 +95,16 @@ static void permute_kernel(float *out, const float *in, int ndim, const int64_t 
     for (int64_t ab = 0; ab < n01; ab++) {
         const float *src = in + (ab / os[1]) * st[0] + (ab % os[1]) * st[1];
         float *dst = out + ab * inner;
-        for (int64_t c = 0; c < os[2]; c++)
-            for (int64_t d = 0; d < os[3]; d++) {
-                float v = src[c * st[2] + d * st[3]];
-                dst[c * os[3] + d] = acc ? dst[c * os[3] + d] + v : v;
-            }
+        for (int64_t c = 0; c < os[2]; c++) {
+            const float *s = src + c * st[2];
+            float *o = dst + c * os[3];
+            if (st[3] == 1 && acc) /* rows of the last dim contiguous (split and merge heads) */
+                for (int64_t d = 0; d < os[3]; d++) o[d] += s[d];
+            else if (st[3] == 1)
+                memcpy(o, s, (size_t)os[3] * sizeof(float));
+            else
+                for (int64_t d = 0; d < os[3]; d++) o[d] = acc ? o[d] + s[d * st[3]] : s[d * st[3]];
+        }
     }
 }
 

@@ -1,5 +1,7 @@
 /* Elementwise unary ops, one table-driven implementation (dy = the output's gradient):
- *   relu:    y = max(x, 0)                     dx += dy * (x > 0)
+ *   relu:    y = max(x, 0)                     dx += x <= 0 ? 0 : dy   (a select, as torch's
+ *                                              threshold_backward: NaN x passes dy, NaN dy at
+ *                                              x <= 0 adds 0)
  *   gelu:    y = x * Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2
  *                                              dx += dy * (Phi(x) + x * exp(-x^2 / 2) / sqrt(2 pi))
  *   tanh:    y = tanh(x)                       dx += dy * (1 - y^2)
@@ -20,7 +22,6 @@ typedef struct unary_op {
 } unary_op;
 
 static float relu_f(float x) { return x < 0.0f ? 0.0f : x; } /* NaN stays NaN */
-static float relu_df(float x, float y) { (void)y; return x > 0.0f ? 1.0f : 0.0f; }
 
 static float gelu_f(float x) { return 0.5f * x * (1.0f + erff(x * (float)M_SQRT1_2)); }
 static float gelu_df(float x, float y)
@@ -48,23 +49,46 @@ static float exp_df(float x, float y) { (void)x; return y; }
 typedef enum unary_kind { UN_RELU, UN_GELU, UN_TANH, UN_SIGMOID, UN_EXP } unary_kind;
 
 static const unary_op unary_ops[] = {
-    [UN_RELU] = {"relu", relu_f, relu_df},
+    [UN_RELU] = {"relu", NULL, NULL}, /* written out in forward_flat and backward_flat */
     [UN_GELU] = {"gelu", gelu_f, gelu_df},
     [UN_TANH] = {"tanh", tanh_f, tanh_df},
     [UN_SIGMOID] = {"sigmoid", sigmoid_f, sigmoid_df},
     [UN_EXP] = {"exp", exp_f, exp_df},
 };
 
+/* Blocks of FLAT_BLOCK elements for the threads; ReLU's loops are written out (they vectorise),
+ * the others go through the table. */
+#define FLAT_BLOCK 16384
+
+static void forward_flat(unary_kind kind, float *y, const float *x, int64_t n)
+{
+    if (kind == UN_RELU)
+        for (int64_t i = 0; i < n; i++) y[i] = relu_f(x[i]);
+    else
+        for (int64_t i = 0; i < n; i++) y[i] = unary_ops[kind].f(x[i]);
+}
+
+static void backward_flat(unary_kind kind, float *gx, const float *x, const float *y, const float *dy, int64_t n)
+{
+    if (kind == UN_RELU)
+        for (int64_t i = 0; i < n; i++) gx[i] += x[i] <= 0.0f ? 0.0f : dy[i];
+    else
+        for (int64_t i = 0; i < n; i++) gx[i] += dy[i] * unary_ops[kind].df(x[i], y[i]);
+}
+
 static attn_status unary_backward(attn_ctx *ctx, attn_node *node)
 {
     attn_status st = ATTN_OK;
     float *gx = attn__in_grad(ctx, node, 0, &st);
     if (!gx) return st;
-    const unary_op *op = &unary_ops[*(const unary_kind *)node->saved];
+    const unary_kind kind = *(const unary_kind *)node->saved;
     const float *x = node->in[0]->data, *y = node->out->data, *dy = node->out->grad;
-    int64_t n = node->out->numel;
+    const int64_t n = node->out->numel, blocks = (n + FLAT_BLOCK - 1) / FLAT_BLOCK;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
-    for (int64_t i = 0; i < n; i++) gx[i] += dy[i] * op->df(x[i], y[i]);
+    for (int64_t blk = 0; blk < blocks; blk++) {
+        const int64_t i0 = blk * FLAT_BLOCK, len = n - i0 < FLAT_BLOCK ? n - i0 : FLAT_BLOCK;
+        backward_flat(kind, gx + i0, x + i0, y + i0, dy + i0, len);
+    }
     return ATTN_OK;
 }
 
@@ -76,9 +100,12 @@ static attn_tensor *unary(attn_ctx *ctx, attn_tensor *x, unary_kind kind)
     if (!y) return NULL;
     const float *xd = x->data;
     float *yd = y->data;
-    int64_t n = x->numel;
+    const int64_t n = x->numel, blocks = (n + FLAT_BLOCK - 1) / FLAT_BLOCK;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
-    for (int64_t i = 0; i < n; i++) yd[i] = op->f(xd[i]);
+    for (int64_t blk = 0; blk < blocks; blk++) {
+        const int64_t i0 = blk * FLAT_BLOCK, len = n - i0 < FLAT_BLOCK ? n - i0 : FLAT_BLOCK;
+        forward_flat(kind, yd + i0, xd + i0, len);
+    }
     if (attn__needs_grad(ctx, &x, 1)) {
         attn_node *node = attn__record(ctx, op->name, unary_backward, y, &x, 1, sizeof kind);
         if (!node) return NULL;

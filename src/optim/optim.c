@@ -184,24 +184,41 @@ static void sgd_step(attn_optim *o, float *p, const float *g, int64_t n)
     }
 }
 
-static void adam_step(attn_optim *o, float *p, const float *g, int64_t n, double t)
+/* One Adam update of p[0..n); l2 and adamw are constants where it is inlined, so each variant's
+ * loop has no branch and vectorises. */
+static inline __attribute__((always_inline)) void adam_update(float *p, const float *g, float *m, float *v,
+                                                              int64_t n, const hyper *h, double t,
+                                                              bool l2, bool adamw)
 {
-    const hyper *h = &o->h;
-    bool adamw = o->cfg.kind == ATTN_OPTIM_ADAMW, l2 = !adamw && h->weight_decay != 0.0;
     float wd = (float)h->weight_decay, decay = (float)(1.0 - h->lr * h->weight_decay);
     float b1 = (float)h->beta1, a1 = (float)(1.0 - h->beta1);
     float b2 = (float)h->beta2, a2 = (float)(1.0 - h->beta2);
     double bc1 = 1.0 - pow(h->beta1, t), bc2 = 1.0 - pow(h->beta2, t);
     float bc2_sqrt = (float)sqrt(bc2), eps = (float)h->eps, neg_step = (float)-(h->lr / bc1);
-    float *m = o->state, *v = o->state + n; /* (numel) exp_avg, (numel) exp_avg_sq */
-#pragma omp parallel for schedule(static) num_threads(o->num_threads) if (n > 65536)
     for (int64_t i = 0; i < n; i++) {
         float gi = l2 ? FMA(p[i], wd, g[i]) : g[i];
-        if (adamw) p[i] = p[i] * decay;
+        float pi = adamw ? p[i] * decay : p[i];
         m[i] = FMA(gi, a1, m[i] * b1);
         v[i] = FMA(a2 * gi, gi, v[i] * b2);
         float denom = sqrtf(v[i]) / bc2_sqrt + eps;
-        p[i] = p[i] + neg_step * m[i] / denom;
+        p[i] = pi + neg_step * m[i] / denom;
+    }
+}
+
+#define ADAM_BLOCK 16384 /* parameters per task */
+
+static void adam_step(attn_optim *o, float *p, const float *g, int64_t n, double t)
+{
+    const hyper *h = &o->h;
+    const bool adamw = o->cfg.kind == ATTN_OPTIM_ADAMW, l2 = !adamw && h->weight_decay != 0.0;
+    float *m = o->state, *v = o->state + n; /* (numel) exp_avg, (numel) exp_avg_sq */
+    const int64_t blocks = (n + ADAM_BLOCK - 1) / ADAM_BLOCK;
+#pragma omp parallel for schedule(static) num_threads(o->num_threads) if (n > 65536)
+    for (int64_t blk = 0; blk < blocks; blk++) {
+        const int64_t i0 = blk * ADAM_BLOCK, len = n - i0 < ADAM_BLOCK ? n - i0 : ADAM_BLOCK;
+        if (adamw) adam_update(p + i0, g + i0, m + i0, v + i0, len, h, t, false, true);
+        else if (l2) adam_update(p + i0, g + i0, m + i0, v + i0, len, h, t, true, false);
+        else adam_update(p + i0, g + i0, m + i0, v + i0, len, h, t, false, false);
     }
 }
 
