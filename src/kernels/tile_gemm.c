@@ -45,43 +45,41 @@ static inline __attribute__((always_inline)) void block(float *c, int64_t ldc, c
         }
 }
 
-/* Columns [j, n) of rows [0, mr): every whole panel of TILE_NV vectors, then narrower ones;
- * the mr rows of A stay in L1 while B streams past them. */
-static inline __attribute__((always_inline)) void row_block(float *c, int64_t ldc, const float *a,
-                                                            int64_t a_rs, int64_t a_ks,
-                                                            const float *b, int64_t ldb, int mr,
-                                                            int64_t n, int64_t k, float alpha,
-                                                            bool accumulate)
+/* All m rows of one column panel of nv vectors. */
+static inline __attribute__((always_inline)) void panel(float *c, int64_t ldc, const float *a,
+                                                        int64_t a_rs, int64_t a_ks,
+                                                        const float *b, int64_t ldb, int64_t m,
+                                                        int nv, int64_t k, float alpha,
+                                                        bool accumulate)
 {
-    int64_t j = 0;
-    for (; j + TILE_NV * VF_LANES <= n; j += TILE_NV * VF_LANES)
-        block(c + j, ldc, a, a_rs, a_ks, b + j, ldb, mr, TILE_NV, k, alpha, accumulate);
-    if (TILE_NV > 2 && j + 2 * VF_LANES <= n) {
-        block(c + j, ldc, a, a_rs, a_ks, b + j, ldb, mr, 2, k, alpha, accumulate);
-        j += 2 * VF_LANES;
+    int64_t r = 0;
+    for (; r + TILE_MR <= m; r += TILE_MR)
+        block(c + r * ldc, ldc, a + r * a_rs, a_rs, a_ks, b, ldb, TILE_MR, nv, k, alpha, accumulate);
+    const float *ar = a + r * a_rs;
+    float *cr = c + r * ldc;
+    switch (m - r) {
+    case 5: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 5, nv, k, alpha, accumulate); break;
+    case 4: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 4, nv, k, alpha, accumulate); break;
+    case 3: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 3, nv, k, alpha, accumulate); break;
+    case 2: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 2, nv, k, alpha, accumulate); break;
+    case 1: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 1, nv, k, alpha, accumulate); break;
+    default: break;
     }
-    for (; j + VF_LANES <= n; j += VF_LANES)
-        block(c + j, ldc, a, a_rs, a_ks, b + j, ldb, mr, 1, k, alpha, accumulate);
 }
 
 void attn_tile_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks,
                     const float *b, int64_t ldb, int64_t m, int64_t n, int64_t k, float alpha,
                     bool accumulate)
 {
-    int64_t r = 0;
-    for (; r + TILE_MR <= m; r += TILE_MR)
-        row_block(c + r * ldc, ldc, a + r * a_rs, a_rs, a_ks, b, ldb, TILE_MR, n, k, alpha, accumulate);
-    const float *ar = a + r * a_rs;
-    float *cr = c + r * ldc;
-    switch (m - r) {
-    case 5: row_block(cr, ldc, ar, a_rs, a_ks, b, ldb, 5, n, k, alpha, accumulate); break;
-    case 4: row_block(cr, ldc, ar, a_rs, a_ks, b, ldb, 4, n, k, alpha, accumulate); break;
-    case 3: row_block(cr, ldc, ar, a_rs, a_ks, b, ldb, 3, n, k, alpha, accumulate); break;
-    case 2: row_block(cr, ldc, ar, a_rs, a_ks, b, ldb, 2, n, k, alpha, accumulate); break;
-    case 1: row_block(cr, ldc, ar, a_rs, a_ks, b, ldb, 1, n, k, alpha, accumulate); break;
-    default: break;
+    int64_t j = 0;
+    for (; j + TILE_NV * VF_LANES <= n; j += TILE_NV * VF_LANES)
+        panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, TILE_NV, k, alpha, accumulate);
+    if (TILE_NV > 2 && j + 2 * VF_LANES <= n) {
+        panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 2, k, alpha, accumulate);
+        j += 2 * VF_LANES;
     }
-    const int64_t j = n / VF_LANES * VF_LANES;
+    for (; j + VF_LANES <= n; j += VF_LANES)
+        panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 1, k, alpha, accumulate);
     if (j < n) /* the last columns, fewer than a vector (heads of d < VF_LANES): the reference,
                 * whose double sums cost little at that size */
         attn_tile_gemm_ref(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, n - j, k, alpha, accumulate);
