@@ -269,7 +269,7 @@ ATTN_API attn_tensor *attn_div(attn_ctx *ctx, attn_tensor *a, attn_tensor *b);
 ATTN_API attn_tensor *attn_scale(attn_ctx *ctx, attn_tensor *x, float s);   /* s * x */
 ATTN_API attn_tensor *attn_bias_add(attn_ctx *ctx, attn_tensor *x, attn_tensor *bias);
                                                       /* x (..., C) + bias (C) */
-ATTN_API attn_tensor *attn_relu(attn_ctx *ctx, attn_tensor *x);    /* max(x, 0) */
+ATTN_API attn_tensor *attn_relu(attn_ctx *ctx, attn_tensor *x);    /* max(x, 0); NaN stays NaN */
 ATTN_API attn_tensor *attn_gelu(attn_ctx *ctx, attn_tensor *x);    /* x * Phi(x), exact erf */
 ATTN_API attn_tensor *attn_tanh(attn_ctx *ctx, attn_tensor *x);
 ATTN_API attn_tensor *attn_sigmoid(attn_ctx *ctx, attn_tensor *x); /* 1 / (1 + exp(-x)) */
@@ -280,7 +280,8 @@ ATTN_API attn_tensor *attn_log_softmax(attn_ctx *ctx, attn_tensor *x, int dim);
 /* (x - mean) / sqrt(var + eps) * weight + bias over the last dim; weight/bias may be NULL. */
 ATTN_API attn_tensor *attn_layer_norm(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight,
                                       attn_tensor *bias, float eps);
-/* Training: zero with probability p, scale the rest by 1/(1-p) (ctx RNG). Eval: identity. */
+/* Training: x times 0 with probability p, else times 1/(1-p) (ctx RNG), a product as in torch
+ * (a dropped NaN or inf is NaN). Eval: identity. */
 ATTN_API attn_tensor *attn_dropout(attn_ctx *ctx, attn_tensor *x, float p);
 /* weight (V, E) rows gathered by ids (ndim dims); out (ids shape..., E). padding_idx < 0:
  * none; otherwise that row gets no gradient. An id outside [0, V) is an error. */
