@@ -76,42 +76,6 @@ static void out_strides(const broadcast *p, int64_t os[4])
     for (int d = 2; d >= 0; d--) os[d] = os[d + 1] * p->shape[d + 1];
 }
 
-/* Flat loops over [0, n) with the kind fixed outside the loop (so that each vectorises); the
- * threaded callers hand them blocks of FLAT_BLOCK elements. */
-#define FLAT_BLOCK 16384
-
-static void apply_flat(binary_kind kind, float *out, const float *x, const float *z, int64_t n)
-{
-    switch (kind) {
-    case BIN_ADD: for (int64_t i = 0; i < n; i++) out[i] = x[i] + z[i]; break;
-    case BIN_SUB: for (int64_t i = 0; i < n; i++) out[i] = x[i] - z[i]; break;
-    case BIN_MUL: for (int64_t i = 0; i < n; i++) out[i] = x[i] * z[i]; break;
-    case BIN_DIV: for (int64_t i = 0; i < n; i++) out[i] = x[i] / z[i]; break;
-    }
-}
-
-/* ga += d(a op b)/da dy, gb += d(a op b)/db dy (either may be NULL), as partials() below */
-static void partials_flat(binary_kind kind, float *ga, float *gb, const float *a, const float *b,
-                          const float *dy, int64_t n)
-{
-    switch (kind) {
-    case BIN_ADD:
-    case BIN_SUB:
-        if (ga) for (int64_t i = 0; i < n; i++) ga[i] += dy[i];
-        if (gb && kind == BIN_ADD) for (int64_t i = 0; i < n; i++) gb[i] += dy[i];
-        if (gb && kind == BIN_SUB) for (int64_t i = 0; i < n; i++) gb[i] += -dy[i];
-        break;
-    case BIN_MUL:
-        if (ga) for (int64_t i = 0; i < n; i++) ga[i] += dy[i] * b[i];
-        if (gb) for (int64_t i = 0; i < n; i++) gb[i] += dy[i] * a[i];
-        break;
-    case BIN_DIV:
-        if (ga) for (int64_t i = 0; i < n; i++) ga[i] += dy[i] / b[i];
-        if (gb) for (int64_t i = 0; i < n; i++) gb[i] += -dy[i] * a[i] / (b[i] * b[i]);
-        break;
-    }
-}
-
 /* d(a op b)/da and /db at one element, times dy. */
 static inline void partials(binary_kind kind, float x, float y, float dy, float *dx, float *dyy)
 {
@@ -122,6 +86,55 @@ static inline void partials(binary_kind kind, float x, float y, float dy, float 
     case BIN_SUB: *dx = dy; *dyy = -dy; break;
     case BIN_MUL: *dx = dy * y; *dyy = dy * x; break;
     case BIN_DIV: *dx = dy / y; *dyy = -dy * x / (y * y); break;
+    }
+}
+
+/* Flat loops over [0, n) for the threaded callers' blocks of FLAT_BLOCK elements: apply() and
+ * partials() inlined with the kind a constant (the switch folds away and each loop vectorises). */
+#define FLAT_BLOCK 16384
+
+static inline __attribute__((always_inline)) void apply_loop(binary_kind kind, float *out, const float *x,
+                                                             const float *z, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) out[i] = apply(kind, x[i], z[i]);
+}
+
+static void apply_flat(binary_kind kind, float *out, const float *x, const float *z, int64_t n)
+{
+    switch (kind) {
+    case BIN_ADD: apply_loop(BIN_ADD, out, x, z, n); break;
+    case BIN_SUB: apply_loop(BIN_SUB, out, x, z, n); break;
+    case BIN_MUL: apply_loop(BIN_MUL, out, x, z, n); break;
+    case BIN_DIV: apply_loop(BIN_DIV, out, x, z, n); break;
+    }
+}
+
+/* ga += partial in a, gb += partial in b (either may be NULL) */
+static inline __attribute__((always_inline)) void partials_loop(binary_kind kind, float *ga, float *gb,
+                                                                const float *a, const float *b,
+                                                                const float *dy, int64_t n)
+{
+    float dx, dyy;
+    if (ga)
+        for (int64_t i = 0; i < n; i++) {
+            partials(kind, a[i], b[i], dy[i], &dx, &dyy);
+            ga[i] += dx;
+        }
+    if (gb)
+        for (int64_t i = 0; i < n; i++) {
+            partials(kind, a[i], b[i], dy[i], &dx, &dyy);
+            gb[i] += dyy;
+        }
+}
+
+static void partials_flat(binary_kind kind, float *ga, float *gb, const float *a, const float *b,
+                          const float *dy, int64_t n)
+{
+    switch (kind) {
+    case BIN_ADD: partials_loop(BIN_ADD, ga, gb, a, b, dy, n); break;
+    case BIN_SUB: partials_loop(BIN_SUB, ga, gb, a, b, dy, n); break;
+    case BIN_MUL: partials_loop(BIN_MUL, ga, gb, a, b, dy, n); break;
+    case BIN_DIV: partials_loop(BIN_DIV, ga, gb, a, b, dy, n); break;
     }
 }
 
