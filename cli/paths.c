@@ -9,26 +9,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-bool cli_check_output(const char *cmd, const char *opt, const char *path)
+/* A file the command will write: `check` (the library's own) says why not; `expected` names
+ * what an empty path should have been. */
+static bool check_written(const char *cmd, const char *opt, const char *path, const char *expected,
+                          attn_status (*check)(const char *))
 {
     if (!path || !*path) {
-        cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a file name", opt);
+        cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected %s", opt, expected);
         return false;
     }
-    if (attn_output_check(path) == ATTN_OK) return true;
+    if (check(path) == ATTN_OK) return true;
     cli_fail(CLI_ERR_USAGE, cmd, "%s %s", opt, attn_last_error());
     return false;
 }
 
+bool cli_check_output(const char *cmd, const char *opt, const char *path)
+{
+    return check_written(cmd, opt, path, "a file name", attn_output_check);
+}
+
 bool cli_check_picture(const char *cmd, const char *opt, const char *path)
 {
-    if (!path || !*path) {
-        cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a .png, .svg or .pdf file name", opt);
-        return false;
-    }
-    if (attn_plot_path_check(path) == ATTN_OK) return true;
-    cli_fail(CLI_ERR_USAGE, cmd, "%s %s", opt, attn_last_error());
-    return false;
+    return check_written(cmd, opt, path, "a .png, .svg or .pdf file name", attn_plot_path_check);
 }
 
 bool cli_check_input_file(const char *cmd, const char *opt, const char *path, const char *hint)
