@@ -184,24 +184,33 @@ static void sgd_step(attn_optim *o, float *p, const float *g, int64_t n)
     }
 }
 
+/* The step's constants, from the hyper-parameters and the step number t (from 1). */
+typedef struct adam_consts {
+    float wd, decay, b1, a1, b2, a2, bc2_sqrt, eps, neg_step;
+} adam_consts;
+
+static adam_consts adam_consts_at(const hyper *h, double t)
+{
+    double bc1 = 1.0 - pow(h->beta1, t), bc2 = 1.0 - pow(h->beta2, t);
+    return (adam_consts){.wd = (float)h->weight_decay, .decay = (float)(1.0 - h->lr * h->weight_decay),
+                         .b1 = (float)h->beta1, .a1 = (float)(1.0 - h->beta1), .b2 = (float)h->beta2,
+                         .a2 = (float)(1.0 - h->beta2), .bc2_sqrt = (float)sqrt(bc2), .eps = (float)h->eps,
+                         .neg_step = (float)-(h->lr / bc1)};
+}
+
 /* One Adam update of p[0..n); l2 and adamw are constants where it is inlined, so each variant's
  * loop has no branch and vectorises. */
 static inline __attribute__((always_inline)) void adam_update(float *p, const float *g, float *m, float *v,
-                                                              int64_t n, const hyper *h, double t,
-                                                              bool l2, bool adamw)
+                                                              int64_t n, const adam_consts *k, bool l2,
+                                                              bool adamw)
 {
-    float wd = (float)h->weight_decay, decay = (float)(1.0 - h->lr * h->weight_decay);
-    float b1 = (float)h->beta1, a1 = (float)(1.0 - h->beta1);
-    float b2 = (float)h->beta2, a2 = (float)(1.0 - h->beta2);
-    double bc1 = 1.0 - pow(h->beta1, t), bc2 = 1.0 - pow(h->beta2, t);
-    float bc2_sqrt = (float)sqrt(bc2), eps = (float)h->eps, neg_step = (float)-(h->lr / bc1);
     for (int64_t i = 0; i < n; i++) {
-        float gi = l2 ? FMA(p[i], wd, g[i]) : g[i];
-        float pi = adamw ? p[i] * decay : p[i];
-        m[i] = FMA(gi, a1, m[i] * b1);
-        v[i] = FMA(a2 * gi, gi, v[i] * b2);
-        float denom = sqrtf(v[i]) / bc2_sqrt + eps;
-        p[i] = pi + neg_step * m[i] / denom;
+        float gi = l2 ? FMA(p[i], k->wd, g[i]) : g[i];
+        float pi = adamw ? p[i] * k->decay : p[i];
+        m[i] = FMA(gi, k->a1, m[i] * k->b1);
+        v[i] = FMA(k->a2 * gi, gi, v[i] * k->b2);
+        float denom = sqrtf(v[i]) / k->bc2_sqrt + k->eps;
+        p[i] = pi + k->neg_step * m[i] / denom;
     }
 }
 
@@ -211,14 +220,15 @@ static void adam_step(attn_optim *o, float *p, const float *g, int64_t n, double
 {
     const hyper *h = &o->h;
     const bool adamw = o->cfg.kind == ATTN_OPTIM_ADAMW, l2 = !adamw && h->weight_decay != 0.0;
+    const adam_consts k = adam_consts_at(h, t);
     float *m = o->state, *v = o->state + n; /* (numel) exp_avg, (numel) exp_avg_sq */
     const int64_t blocks = (n + ADAM_BLOCK - 1) / ADAM_BLOCK;
 #pragma omp parallel for schedule(static) num_threads(o->num_threads) if (n > 65536)
     for (int64_t blk = 0; blk < blocks; blk++) {
         const int64_t i0 = blk * ADAM_BLOCK, len = n - i0 < ADAM_BLOCK ? n - i0 : ADAM_BLOCK;
-        if (adamw) adam_update(p + i0, g + i0, m + i0, v + i0, len, h, t, false, true);
-        else if (l2) adam_update(p + i0, g + i0, m + i0, v + i0, len, h, t, true, false);
-        else adam_update(p + i0, g + i0, m + i0, v + i0, len, h, t, false, false);
+        if (adamw) adam_update(p + i0, g + i0, m + i0, v + i0, len, &k, false, true);
+        else if (l2) adam_update(p + i0, g + i0, m + i0, v + i0, len, &k, true, false);
+        else adam_update(p + i0, g + i0, m + i0, v + i0, len, &k, false, false);
     }
 }
 
