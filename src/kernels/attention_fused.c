@@ -70,13 +70,15 @@ static int64_t block_key_min(const sdpa_problem *p, int64_t b, int64_t i0, int64
     return end;
 }
 
-/* Dropout on a transposed tile of qw <= SDPA_BR query lanes: query i0 + r, key j0 + c at
- * t[c * qw + r]; the draws of sdpa_dropout_scale (u < p drops) with the seed's hash taken once
- * per tile. The draws of one key column are hashed in a loop of a fixed SDPA_BR count, which -O2
- * vectorises (the 64-bit multiplies too), and applied a vector at a time: the padding lanes past
- * the block's rows get draws of their own, unused. */
-static void dropout_tile(float *t, int64_t qw, const sdpa_problem *p, int64_t b, int64_t h,
-                         int64_t i0, int64_t j0, int64_t cols)
+/* Dropout on transposed tiles of qw <= SDPA_BR query lanes (query i0 + r, key j0 + c at
+ * [c * qw + r]): dst = src times the keep factors (src may be dst), and `also`, when not NULL,
+ * times the same factors in place (the backward's dP, with one draw per element for both). The
+ * draws of sdpa_dropout_scale (u < p drops), the seed's hash taken once per tile; those of one
+ * key column hashed in a loop of a fixed SDPA_BR count, which -O2 vectorises (the 64-bit
+ * multiplies too), and applied a vector at a time: the padding lanes past the block's rows get
+ * draws of their own, unused. */
+static void dropout_tiles(float *dst, const float *src, float *also, int64_t qw, const sdpa_problem *p,
+                          int64_t b, int64_t h, int64_t i0, int64_t j0, int64_t cols)
 {
     const uint64_t key = attn_hash64(p->dropout_seed), lk = (uint64_t)p->lk;
     const uint32_t keep_from = (uint32_t)ceilf(p->dropout_p * 16777216.0f); /* u >= p: 24-bit draw >= p 2^24 */
@@ -87,8 +89,12 @@ static void dropout_tile(float *t, int64_t qw, const sdpa_problem *p, int64_t b,
         const uint64_t idx0 = row0 * lk + (uint64_t)(j0 + c);
         for (int r = 0; r < SDPA_BR; r++)
             keep[r] = (uint32_t)(attn_hash64((idx0 + (uint64_t)r * lk) ^ key) >> 40) >= keep_from ? scale : 0.0f;
-        float *tc = t + c * qw;
-        for (int64_t r = 0; r < qw; r += VF_LANES) vf_store(tc + r, vf_mul(vf_load(tc + r), vf_load(keep + r)));
+        const int64_t at = c * qw;
+        for (int64_t r = 0; r < qw; r += VF_LANES) {
+            const vf f = vf_load(keep + r);
+            vf_store(dst + at + r, vf_mul(vf_load(src + at + r), f));
+            if (also) vf_store(also + at + r, vf_mul(vf_load(also + at + r), f));
+        }
     }
 }
 
@@ -153,7 +159,7 @@ static void forward_block(float *out, float *stats, const float *q, const float 
         attn_tile_gemm(st, qw, k + (bh * Lk + j0) * D, D, 1, qt, qw, cols, qw, D, p->scale, false);
         if (elementwise || j0 + cols > key_min) sdpa_mask_tile(st, 1, qw, p, b, h, i0, rows, j0, cols);
         online_softmax(st, ot, m, l, qw, cols, Dv);
-        if (p->dropout_p > 0.0f) dropout_tile(st, qw, p, b, h, i0, j0, cols);
+        if (p->dropout_p > 0.0f) dropout_tiles(st, st, NULL, qw, p, b, h, i0, j0, cols);
         attn_tile_gemm(ot, qw, v + (bh * Lk + j0) * Dv, 1, Dv, st, qw, Dv, qw, cols, 1.0f, true);
     }
     for (int64_t r = 0; r < rows; r++) {
@@ -262,16 +268,11 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
             if (elementwise || j0 + cols > block_key_min(p, b, i0, rows))
                 sdpa_mask_tile(st, 1, qw, p, b, h, i0, rows, j0, cols);
             probabilities(st, qw, m + i0, log_l + i0, cols);
-            const float *pv = st;
-            if (drop) {
-                memcpy(pd, st, (size_t)(cols * qw) * sizeof(float));
-                dropout_tile(pd, qw, p, b, h, i0, j0, cols);
-                pv = pd;
-            }
-            /* dV_j += dropout(P)^T dO_i;  dP^T = V_j dO_i^T */
-            attn_tile_gemm(dvj, Dv, pv, qw, 1, doi, Dv, cols, Dv, rows, 1.0f, true);
+            /* dP^T = V_j dO_i^T, and under dropout dropout(P)^T and dropout'(dP)^T in one pass */
             attn_tile_gemm(dpt, qw, vj, Dv, 1, dot + i0, Lqp, cols, qw, Dv, 1.0f, false);
-            if (drop) dropout_tile(dpt, qw, p, b, h, i0, j0, cols);
+            if (drop) dropout_tiles(pd, st, dpt, qw, p, b, h, i0, j0, cols);
+            /* dV_j += dropout(P)^T dO_i */
+            attn_tile_gemm(dvj, Dv, drop ? pd : st, qw, 1, doi, Dv, cols, Dv, rows, 1.0f, true);
             if (one_key_block) tile_rowsum(dsum + i0, st, dpt, qw, cols);
             score_gradient(dpt, st, qw, dsum + i0, cols);
             /* dQ_i += scale dS K_j;  dK_j += scale dS^T Q_i */
