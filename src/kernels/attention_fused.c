@@ -35,12 +35,14 @@ static int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; 
 
 int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads)
 {
-    /* fwd = BR (D + BC + Dv + 2), bwd = Lq' (D + Dv + 3) + 3 BC BR with Lq' = Lq rounded up to
-     * BR (at least the Lq rounded up to vectors the backward uses); -1 when the size overflows (huge Lq or D with no elements): the caller reports it */
+    /* fwd = BR (D + BC + Dv + 2), bwd = (Lq' + 16) (D + Dv) + 3 Lq' + 3 BC BR with Lq' = Lq
+     * rounded up to BR (at least the backward's head_ld and its Lq rounded up to vectors); -1
+     * when the size overflows (huge Lq or D with no elements): the caller reports it */
     int64_t fwd, bwd, total, lqp;
     if (__builtin_add_overflow(p->d, p->dv, &fwd) || __builtin_add_overflow(fwd, 3, &bwd) ||
         __builtin_add_overflow(fwd, 2, &fwd) || __builtin_add_overflow(p->lq, SDPA_BR - 1, &lqp) ||
         __builtin_mul_overflow(lqp / SDPA_BR * SDPA_BR, bwd, &bwd) ||
+        __builtin_add_overflow(bwd, (int64_t)16 * (p->d + p->dv), &bwd) ||
         __builtin_add_overflow(bwd, (int64_t)3 * SDPA_BC * SDPA_BR, &bwd) ||
         __builtin_add_overflow(fwd, SDPA_BC, &fwd) || __builtin_mul_overflow(fwd, SDPA_BR, &fwd) ||
         __builtin_mul_overflow((int64_t)threads, fwd > bwd ? fwd : bwd, &total))
@@ -96,6 +98,16 @@ static void dropout_tiles(float *dst, const float *src, float *also, int64_t qw,
             if (also) vf_store(also + at + r, vf_mul(vf_load(also + at + r), f));
         }
     }
+}
+
+/* Leading dimension of the backward's Q^T and dO^T (Lq wide): Lq rounded up to a whole number of
+ * 64-byte lines, and an odd number of them. Their tiles are read down D rows; with a row length
+ * of a power of two (Lq 512, 1024: 2 KiB, 4 KiB) those rows fall in a handful of the L1 cache's
+ * sets and evict one another, a 10% slower backward. */
+static int64_t head_ld(int64_t lq)
+{
+    const int64_t lines = (lq + 15) / 16;
+    return (lines % 2 ? lines : lines + 1) * 16;
 }
 
 /* dst (cols, ld) = src (rows, cols)^T, and dst's columns rows..ld zero. */
@@ -234,17 +246,17 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
                           float *scratch, const sdpa_problem *p, int64_t b, int64_t h)
 {
     const int64_t bh = b * p->heads + h, D = p->d, Dv = p->dv, Lq = p->lq, Lk = p->lk;
-    const int64_t Lqp = round_up(Lq, VF_LANES);
-    float *qt = scratch;                 /* (D, Lq') Q^T of the head (Lq' = Lq rounded up to vectors) */
-    float *dot = qt + D * Lqp;           /* (Dv, Lq') dO^T */
-    float *m = dot + Dv * Lqp;           /* (Lq') row max of S, +inf past Lq */
+    const int64_t Lqp = round_up(Lq, VF_LANES), ld = head_ld(Lq);
+    float *qt = scratch;                 /* (D, ld) Q^T of the head, ld >= Lq */
+    float *dot = qt + D * ld;            /* (Dv, ld) dO^T */
+    float *m = dot + Dv * ld;            /* (Lq') row max of S, +inf past Lq (Lq' = Lq rounded up to vectors) */
     float *log_l = m + Lqp;              /* (Lq') log sum exp(S - m), 0 past Lq */
     float *dsum = log_l + Lqp;           /* (Lq') D = rowsum(dO * O), 0 past Lq */
     float *st = dsum + Lqp;              /* (BC, qw) S^T, then P^T; qw = rows rounded up to vectors */
     float *dpt = st + SDPA_BC * SDPA_BR; /* (BC, qw) dP^T, then dS^T */
     float *pd = dpt + SDPA_BC * SDPA_BR; /* (BC, qw) dropout(P)^T */
-    transpose_padded(qt, Lqp, q + bh * Lq * D, Lq, D);
-    transpose_padded(dot, Lqp, dout + bh * Lq * Dv, Lq, Dv);
+    transpose_padded(qt, ld, q + bh * Lq * D, Lq, D);
+    transpose_padded(dot, ld, dout + bh * Lq * Dv, Lq, Dv);
     const bool one_key_block = Lk <= SDPA_BC; /* D then comes from the tile (tile_rowsum) */
     for (int64_t i = 0; i < Lqp; i++) {
         m[i] = i < Lq ? stats[2 * (bh * Lq + i)] : INFINITY;
@@ -264,12 +276,12 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
             const int64_t rows = Lq - i0 < SDPA_BR ? Lq - i0 : SDPA_BR, qw = round_up(rows, VF_LANES);
             if (block_key_end(p, b, i0, rows) <= j0) continue; /* hidden from every row */
             const float *qi = q + (bh * Lq + i0) * D, *doi = dout + (bh * Lq + i0) * Dv;
-            attn_tile_gemm(st, qw, kj, D, 1, qt + i0, Lqp, cols, qw, D, p->scale, false);
+            attn_tile_gemm(st, qw, kj, D, 1, qt + i0, ld, cols, qw, D, p->scale, false);
             if (elementwise || j0 + cols > block_key_min(p, b, i0, rows))
                 sdpa_mask_tile(st, 1, qw, p, b, h, i0, rows, j0, cols);
             probabilities(st, qw, m + i0, log_l + i0, cols);
             /* dP^T = V_j dO_i^T, and under dropout dropout(P)^T and dropout'(dP)^T in one pass */
-            attn_tile_gemm(dpt, qw, vj, Dv, 1, dot + i0, Lqp, cols, qw, Dv, 1.0f, false);
+            attn_tile_gemm(dpt, qw, vj, Dv, 1, dot + i0, ld, cols, qw, Dv, 1.0f, false);
             if (drop) dropout_tiles(pd, st, dpt, qw, p, b, h, i0, j0, cols);
             /* dV_j += dropout(P)^T dO_i */
             attn_tile_gemm(dvj, Dv, drop ? pd : st, qw, 1, doi, Dv, cols, Dv, rows, 1.0f, true);
