@@ -101,6 +101,19 @@ int main(void)
     attn_tensor *w0 = NULL;
     expect_fail(attn_sdpa(ctx, &q0, &k0, &v0, NULL, &w0), "sdpa ref with D = 0 and B*H*L = 2^90");
     attn_ctx_reset(ctx);
+    /* no elements, but D = 2^60: the fused kernel's scratch size does not fit in 64 bits (every
+     * term of it must be computed with an overflow check: UBSan catches the first that is not) */
+    attn_tensor *qd = attn_tensor_zeros(ctx, 4, (int64_t[]){1, 1, 0, INT64_C(1) << 60});
+    attn_tensor *kd = attn_tensor_zeros(ctx, 4, (int64_t[]){1, 1, 0, INT64_C(1) << 60});
+    TK_CHECK(qd && kd, "empty q and k with D = 2^60: %s", attn_last_error());
+    if (qd && kd) {
+        attn_clear_error();
+        expect_fail(attn_sdpa(ctx, qd, kd, kd, NULL, NULL), "sdpa with Lq = Lk = 0 and D = 2^60");
+        TK_CHECK(strstr(attn_last_error(), "2^60") || strstr(attn_last_error(), "1152921504606846976"),
+                 "the message names the sizes: %s", attn_last_error());
+    }
+    attn_ctx_reset(ctx);
+    ctx_still_works(ctx);
 
     /* softmax, matmul and layer norm on a tensor whose result would not fit */
     attn_tensor *a = attn_tensor_zeros(ctx, 2, (int64_t[]){1 << 24, 1});

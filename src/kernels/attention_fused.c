@@ -38,11 +38,11 @@ int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads)
     /* fwd = BR (D + BC + Dv + 2), bwd = (Lq' + 16) (D + Dv) + 3 Lq' + 3 BC BR with Lq' = Lq
      * rounded up to BR (at least the backward's head_ld and its Lq rounded up to vectors); -1
      * when the size overflows (huge Lq or D with no elements): the caller reports it */
-    int64_t fwd, bwd, total, lqp;
+    int64_t fwd, bwd, pad, total, lqp;
     if (__builtin_add_overflow(p->d, p->dv, &fwd) || __builtin_add_overflow(fwd, 3, &bwd) ||
-        __builtin_add_overflow(fwd, 2, &fwd) || __builtin_add_overflow(p->lq, SDPA_BR - 1, &lqp) ||
-        __builtin_mul_overflow(lqp / SDPA_BR * SDPA_BR, bwd, &bwd) ||
-        __builtin_add_overflow(bwd, (int64_t)16 * (p->d + p->dv), &bwd) ||
+        __builtin_mul_overflow(fwd, 16, &pad) || __builtin_add_overflow(fwd, 2, &fwd) ||
+        __builtin_add_overflow(p->lq, SDPA_BR - 1, &lqp) ||
+        __builtin_mul_overflow(lqp / SDPA_BR * SDPA_BR, bwd, &bwd) || __builtin_add_overflow(bwd, pad, &bwd) ||
         __builtin_add_overflow(bwd, (int64_t)3 * SDPA_BC * SDPA_BR, &bwd) ||
         __builtin_add_overflow(fwd, SDPA_BC, &fwd) || __builtin_mul_overflow(fwd, SDPA_BR, &fwd) ||
         __builtin_mul_overflow((int64_t)threads, fwd > bwd ? fwd : bwd, &total))

@@ -118,6 +118,19 @@ static attn_status check_shapes(const attn_tensor *q, const attn_tensor *k, cons
     return ATTN_OK;
 }
 
+/* The kernels' scratch, n floats as the *_scratch_floats functions give it (-1: its size does not
+ * fit in 64 bits), taken from the arena; NULL with the error set when it cannot be had. */
+static float *scratch_alloc(attn_ctx *ctx, const char *who, const sdpa_problem *p, int64_t n)
+{
+    if (n < 0)
+        return attn__fail_null(ATTN_ERR_NOMEM, "%s: the kernel's scratch for Lq %lld, D %lld, Dv %lld on %d threads "
+                               "does not fit in 64 bits", who, (long long)p->lq, (long long)p->d, (long long)p->dv,
+                               p->threads);
+    if ((uint64_t)n > SIZE_MAX / sizeof(float))
+        return attn__fail_null(ATTN_ERR_NOMEM, "%s: scratch of %lld floats is too large", who, (long long)n);
+    return attn_arena_alloc(&ctx->arena, (size_t)n * sizeof(float));
+}
+
 static attn_status sdpa_backward(attn_ctx *ctx, attn_node *node)
 {
     const sdpa_saved *s = node->saved;
@@ -134,9 +147,7 @@ static attn_status sdpa_backward(attn_ctx *ctx, attn_node *node)
         if (!*grads[i] && !(*grads[i] = attn_arena_calloc(&ctx->arena, (size_t)in[i]->numel * sizeof(float), ctx->num_threads)))
             return attn_last_status();
     int64_t n = s->fused ? sdpa_fused_scratch_floats(p, p->threads) : sdpa_ref_scratch_floats(p, p->threads);
-    if (n < 0 || (uint64_t)n > SIZE_MAX / sizeof(float))
-        return attn__fail(ATTN_ERR_NOMEM, "sdpa backward: scratch of %lld floats is too large", (long long)n);
-    float *scratch = attn_arena_alloc(&ctx->arena, (size_t)n * sizeof(float));
+    float *scratch = scratch_alloc(ctx, "sdpa backward", p, n);
     if (!scratch) return attn_last_status();
     const float *q = in[0]->data, *k = in[1]->data, *v = in[2]->data;
     if (s->fused)
@@ -190,10 +201,7 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
     bool fused = !weights && opts->impl != ATTN_SDPA_REF;
     attn_tensor *w = NULL;
     if (fused) {
-        int64_t n = sdpa_fused_scratch_floats(&p, p.threads);
-        if (n < 0 || (uint64_t)n > SIZE_MAX / sizeof(float))
-            return attn__fail_null(ATTN_ERR_NOMEM, "sdpa: scratch of %lld floats is too large", (long long)n);
-        float *scratch = attn_arena_alloc(&ctx->arena, (size_t)n * sizeof(float));
+        float *scratch = scratch_alloc(ctx, "sdpa", &p, sdpa_fused_scratch_floats(&p, p.threads));
         if (!scratch) return NULL;
         sdpa_forward_fused(out->data, stats, q->data, k->data, v->data, scratch, &p);
     } else {
