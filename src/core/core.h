@@ -31,6 +31,10 @@ bool attn__mul_ok(int64_t a, int64_t b, int64_t *out);
  * overflow. `what` names the tensor in the message. */
 attn_status attn__shape_numel(int ndim, const int64_t *shape, int64_t *numel, const char *what);
 
+/* Elements per task of the flat loops over whole tensors (binary and unary ops, Adam): blocks
+ * of a fixed size for the threads, each a loop the compiler vectorises whole. */
+#define ATTN_FLAT_BLOCK 16384
+
 /* ---- arena: bump allocation in 64-byte aligned chunks, kept over resets ---- */
 
 typedef struct attn_arena_chunk attn_arena_chunk;

@@ -89,9 +89,9 @@ static inline void partials(binary_kind kind, float x, float y, float dy, float 
     }
 }
 
-/* Flat loops over [0, n) for the threaded callers' blocks of FLAT_BLOCK elements: apply() and
- * partials() inlined with the kind a constant (the switch folds away and each loop vectorises). */
-#define FLAT_BLOCK 16384
+/* Flat loops over [0, n) for the threaded callers' blocks of ATTN_FLAT_BLOCK elements: apply()
+ * and partials() inlined with the kind a constant (the switch folds away and each loop
+ * vectorises). */
 
 static inline __attribute__((always_inline)) void apply_loop(binary_kind kind, float *out, const float *x,
                                                              const float *z, int64_t n)
@@ -203,10 +203,10 @@ static attn_status binary_backward(attn_ctx *ctx, attn_node *node)
     const float *a = node->in[0]->data, *b = node->in[1]->data, *dy = node->out->grad;
     const int64_t n = node->out->numel;
     if (p->same) {
-        const int64_t blocks = (n + FLAT_BLOCK - 1) / FLAT_BLOCK;
+        const int64_t blocks = (n + ATTN_FLAT_BLOCK - 1) / ATTN_FLAT_BLOCK;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
         for (int64_t blk = 0; blk < blocks; blk++) {
-            const int64_t i0 = blk * FLAT_BLOCK, len = n - i0 < FLAT_BLOCK ? n - i0 : FLAT_BLOCK;
+            const int64_t i0 = blk * ATTN_FLAT_BLOCK, len = n - i0 < ATTN_FLAT_BLOCK ? n - i0 : ATTN_FLAT_BLOCK;
             partials_flat(s->kind, ga ? ga + i0 : NULL, gb ? gb + i0 : NULL, a + i0, b + i0, dy + i0, len);
         }
         return ATTN_OK;
@@ -228,10 +228,10 @@ static attn_tensor *binary(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, binary
         int64_t n = y->numel;
         const float *x = a->data, *z = b->data;
         float *out = y->data;
-        const int64_t blocks = (n + FLAT_BLOCK - 1) / FLAT_BLOCK;
+        const int64_t blocks = (n + ATTN_FLAT_BLOCK - 1) / ATTN_FLAT_BLOCK;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
         for (int64_t blk = 0; blk < blocks; blk++) {
-            const int64_t i0 = blk * FLAT_BLOCK, len = n - i0 < FLAT_BLOCK ? n - i0 : FLAT_BLOCK;
+            const int64_t i0 = blk * ATTN_FLAT_BLOCK, len = n - i0 < ATTN_FLAT_BLOCK ? n - i0 : ATTN_FLAT_BLOCK;
             apply_flat(kind, out + i0, x + i0, z + i0, len);
         }
     } else { /* rows of the last dim, one task each */

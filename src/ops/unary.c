@@ -56,9 +56,8 @@ static const unary_op unary_ops[] = {
     [UN_EXP] = {"exp", exp_f, exp_df},
 };
 
-/* Blocks of FLAT_BLOCK elements for the threads; ReLU's loops are written out (they vectorise),
- * the others go through the table. */
-#define FLAT_BLOCK 16384
+/* Blocks of ATTN_FLAT_BLOCK elements for the threads; ReLU's loops are written out (they
+ * vectorise), the others go through the table. */
 
 static void forward_flat(unary_kind kind, float *y, const float *x, int64_t n)
 {
@@ -83,10 +82,10 @@ static attn_status unary_backward(attn_ctx *ctx, attn_node *node)
     if (!gx) return st;
     const unary_kind kind = *(const unary_kind *)node->saved;
     const float *x = node->in[0]->data, *y = node->out->data, *dy = node->out->grad;
-    const int64_t n = node->out->numel, blocks = (n + FLAT_BLOCK - 1) / FLAT_BLOCK;
+    const int64_t n = node->out->numel, blocks = (n + ATTN_FLAT_BLOCK - 1) / ATTN_FLAT_BLOCK;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
     for (int64_t blk = 0; blk < blocks; blk++) {
-        const int64_t i0 = blk * FLAT_BLOCK, len = n - i0 < FLAT_BLOCK ? n - i0 : FLAT_BLOCK;
+        const int64_t i0 = blk * ATTN_FLAT_BLOCK, len = n - i0 < ATTN_FLAT_BLOCK ? n - i0 : ATTN_FLAT_BLOCK;
         backward_flat(kind, gx + i0, x + i0, y + i0, dy + i0, len);
     }
     return ATTN_OK;
@@ -100,10 +99,10 @@ static attn_tensor *unary(attn_ctx *ctx, attn_tensor *x, unary_kind kind)
     if (!y) return NULL;
     const float *xd = x->data;
     float *yd = y->data;
-    const int64_t n = x->numel, blocks = (n + FLAT_BLOCK - 1) / FLAT_BLOCK;
+    const int64_t n = x->numel, blocks = (n + ATTN_FLAT_BLOCK - 1) / ATTN_FLAT_BLOCK;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
     for (int64_t blk = 0; blk < blocks; blk++) {
-        const int64_t i0 = blk * FLAT_BLOCK, len = n - i0 < FLAT_BLOCK ? n - i0 : FLAT_BLOCK;
+        const int64_t i0 = blk * ATTN_FLAT_BLOCK, len = n - i0 < ATTN_FLAT_BLOCK ? n - i0 : ATTN_FLAT_BLOCK;
         forward_flat(kind, yd + i0, xd + i0, len);
     }
     if (attn__needs_grad(ctx, &x, 1)) {

@@ -214,18 +214,16 @@ static inline __attribute__((always_inline)) void adam_update(float *p, const fl
     }
 }
 
-#define ADAM_BLOCK 16384 /* parameters per task */
-
 static void adam_step(attn_optim *o, float *p, const float *g, int64_t n, double t)
 {
     const hyper *h = &o->h;
     const bool adamw = o->cfg.kind == ATTN_OPTIM_ADAMW, l2 = !adamw && h->weight_decay != 0.0;
     const adam_consts k = adam_consts_at(h, t);
     float *m = o->state, *v = o->state + n; /* (numel) exp_avg, (numel) exp_avg_sq */
-    const int64_t blocks = (n + ADAM_BLOCK - 1) / ADAM_BLOCK;
+    const int64_t blocks = (n + ATTN_FLAT_BLOCK - 1) / ATTN_FLAT_BLOCK;
 #pragma omp parallel for schedule(static) num_threads(o->num_threads) if (n > 65536)
     for (int64_t blk = 0; blk < blocks; blk++) {
-        const int64_t i0 = blk * ADAM_BLOCK, len = n - i0 < ADAM_BLOCK ? n - i0 : ADAM_BLOCK;
+        const int64_t i0 = blk * ATTN_FLAT_BLOCK, len = n - i0 < ATTN_FLAT_BLOCK ? n - i0 : ATTN_FLAT_BLOCK;
         if (adamw) adam_update(p + i0, g + i0, m + i0, v + i0, len, &k, false, true);
         else if (l2) adam_update(p + i0, g + i0, m + i0, v + i0, len, &k, true, false);
         else adam_update(p + i0, g + i0, m + i0, v + i0, len, &k, false, false);
