@@ -58,5 +58,7 @@ void op_run_free(op_run *run);
 attn_status op_load_masks(op_run *run, const op_mechanism *mech);
 /* false (with a message naming the tensor and the index) when t holds NaN or Inf. */
 bool op_check_finite(const attn_tensor *t, const char *name);
+/* F32, F64, F16 or BF16: what PyTorch lets take gradients (and be added to scores). */
+bool op_float_dtype(attn_dtype t);
 
 #endif

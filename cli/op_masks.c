@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_float(attn_dtype t)
+bool op_float_dtype(attn_dtype t)
 {
     return t == ATTN_DTYPE_F32 || t == ATTN_DTYPE_F64 || t == ATTN_DTYPE_F16 || t == ATTN_DTYPE_BF16;
 }
@@ -114,7 +114,7 @@ static attn_status load_attn_mask(op_run *run, const op_mechanism *mech, const a
         memcpy(shape, t->shape, (size_t)t->ndim * sizeof *shape);
         return ATTN_OK;
     }
-    if (!is_float(t->dtype)) {
+    if (!op_float_dtype(t->dtype)) {
         fprintf(stderr, "attn op %s: attn_mask is %s; %s takes a BOOL mask (true = %s)%s or a float "
                 "mask (added to the scores)\n", mech->name, attn_dtype_name(t->dtype),
                 sdpa ? "F.scaled_dot_product_attention" : "nn.MultiheadAttention",
@@ -135,7 +135,7 @@ static attn_status load_key_padding(op_run *run, const op_mechanism *mech, const
 {
     attn_mask *m = &run->mask;
     const bool mha = mech->mask_api == OP_MHA_POLARITY;
-    if (t->ndim != 2 || (t->dtype != ATTN_DTYPE_BOOL && !(mha && is_float(t->dtype)))) {
+    if (t->ndim != 2 || (t->dtype != ATTN_DTYPE_BOOL && !(mha && op_float_dtype(t->dtype)))) {
         fprintf(stderr, "attn op %s: key_padding_mask is %s with %d dims; expected %s (B, Lk), true "
                 "= padding\n", mech->name, attn_dtype_name(t->dtype), t->ndim,
                 mha ? "BOOL or a float dtype (added to the scores)" : "BOOL");

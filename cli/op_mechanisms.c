@@ -18,9 +18,21 @@ bool op_check_finite(const attn_tensor *t, const char *name)
     return false;
 }
 
+/* An input or grad_out of an integer or bool dtype is refused, as PyTorch refuses to take its
+ * gradient (attn_st_load would convert it to float). */
+static bool float_in_file(const op_run *run, const char *name)
+{
+    const attn_st_tensor *t = attn_st_find(run->file, name);
+    if (!t || op_float_dtype(t->dtype)) return true; /* a missing one is reported by the load */
+    fprintf(stderr, "attn op: tensor \"%s\" is %s; expected F32, F64, F16 or BF16 (it takes gradients)\n",
+            name, attn_dtype_name(t->dtype));
+    return false;
+}
+
 /* Input `name` as a float tensor with requires_grad (NULL + message if missing). */
 static attn_tensor *input(op_run *run, const char *name, const char *grad_name)
 {
+    if (!float_in_file(run, name)) return NULL;
     attn_tensor *t = attn_st_load(run->file, name, NULL);
     if (!t) return NULL;
     if (run->n_inputs == 3 || !op_check_finite(t, name)) {
@@ -319,6 +331,7 @@ int op_execute(op_run *run, const op_mechanism *mech)
                                            weights->shape, weights->data) != ATTN_OK))
         return cli_fail(CLI_ERR_DATA, "op", "%s", attn_last_error());
     attn_tensor *g = NULL;
+    if (!float_in_file(run, "grad_out")) return CLI_ERR_DATA;
     if (attn_st_find(run->file, "grad_out") && !(g = attn_st_load(run->file, "grad_out", run->ctx)))
         return cli_fail(CLI_ERR_DATA, "op", "%s", attn_last_error());
     if (g && !op_check_finite(g, "grad_out")) return CLI_ERR_DATA;

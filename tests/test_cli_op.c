@@ -15,7 +15,8 @@
  * tensor the program writes must be compared in full, every golden result must be written.
  * Tolerance |got - ref| <= 1e-5 + 1e-4 * |ref| (as tests/golden/README.md).
  * Errors: an unknown mechanism and a missing --in exit 2 with a message; a missing input tensor
- * or parameter exits 1 with a message naming it; `attn op --help` exits 0 and lists every
+ * or parameter, or an input or grad_out of an integer or bool dtype (PyTorch takes no gradient
+ * of those), exits 1 with a message naming it; `attn op --help` exits 0 and lists every
  * mechanism. Temporary files live in a mkdtemp directory, removed at the end. */
 #define _POSIX_C_SOURCE 200809L
 #include "testkit.h"
@@ -113,6 +114,12 @@ static const error_case error_cases[] = {
     {.what = "missing parameter", .args = "op additive", .golden = "mech_additive_lens_batch",
      .renames = {{"W_k.weight", NULL}}, .files = IN_OUT, .status = 1,
      .says = {"\"W_k.weight\""}},
+    {.what = "integer input", .args = "op linear", .golden = "mech_linear_padding",
+     .renames = {{"x", NULL}, {"key_padding_mask", "x"}}, .files = IN_OUT, .status = 1,
+     .says = {"\"x\" is BOOL", "F32"}},
+    {.what = "integer grad_out", .args = "op sdpa", .golden = "attn_sdpa_lens_batch",
+     .renames = {{"grad_out", NULL}, {"valid_lens", "grad_out"}}, .files = IN_OUT, .status = 1,
+     .says = {"\"grad_out\" is I64"}},
     {.what = "help", .args = "op --help", .files = NO_FILES, .status = 0,
      .says = {"\n  sdpa ", "\n  mha ", "\n  additive ", "\n  nw ", "\n  linear ",
               "\n  conv_attention "}},
@@ -173,9 +180,10 @@ static bool write_input(const char *path, attn_st_file *g, const name_map *renam
         if (is_result(name)) continue;
         bool keep = true;
         for (int j = 0; j < MAX_MAP && renames[j].from; j++)
-            if (!strcmp(name, renames[j].from)) {
+            if (!strcmp(name, renames[j].from)) { /* the first match only */
                 keep = renames[j].to != NULL;
                 name = renames[j].to;
+                break;
             }
         if (!keep) continue;
         if (seq_first && is_sequence(name) && st->ndim == 3) {
