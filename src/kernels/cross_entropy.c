@@ -9,8 +9,6 @@
 
 #include <math.h>
 
-#define PARALLEL_MIN 65536 /* elements below which threads cost more than they save */
-
 /* ---- reference ---- */
 
 void attn_cross_entropy_rows_ref(float *max, double *sum, double *loss, const float *z,
@@ -63,7 +61,7 @@ static double row_sum(const float *x, int64_t n)
 void attn_cross_entropy_rows(float *max, double *sum, double *loss, const float *z, const int64_t *t,
                              int64_t rows, int64_t classes, int64_t ignore_index, double eps, int threads)
 {
-#pragma omp parallel for schedule(static) num_threads(threads) if (rows * classes > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(threads) if (rows * classes > ATTN_PARALLEL_MIN)
     for (int64_t i = 0; i < rows; i++) {
         const float *zi = z + i * classes;
         float m = attn_row_max(zi, classes); /* NaN when a logit is: the loss is NaN */
@@ -81,7 +79,7 @@ void attn_cross_entropy_rows_backward(float *dz, const float *z, const float *ma
                                       int64_t ignore_index, double eps, double scale, int threads)
 {
     const double off = scale * eps / (double)classes, hit = scale * (1.0 - eps);
-#pragma omp parallel for schedule(static) num_threads(threads) if (rows * classes > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(threads) if (rows * classes > ATTN_PARALLEL_MIN)
     for (int64_t i = 0; i < rows; i++) {
         if (t[i] == ignore_index) continue;
         const float *zi = z + i * classes;

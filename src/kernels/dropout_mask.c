@@ -8,7 +8,6 @@
 #include <math.h>
 
 #define DROP_BLOCK 64
-#define PARALLEL_MIN 65536 /* elements below which threads cost more than they save */
 
 /* keep iff the 24-bit draw k satisfies k / 2^24 >= p, i.e. k >= ceil(p 2^24) (exact in float) */
 static uint32_t keep_threshold(float p) { return (uint32_t)ceilf(p * 16777216.0f); }
@@ -27,7 +26,7 @@ void attn_dropout_mask(uint8_t *keep, int64_t n, uint64_t key, float p, int thre
     const uint64_t mixed = attn_hash64(key);
     const uint32_t thr = keep_threshold(p);
     const int64_t blocks = n / DROP_BLOCK;
-#pragma omp parallel for schedule(static) num_threads(threads) if (n > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(threads) if (n > ATTN_PARALLEL_MIN)
     for (int64_t blk = 0; blk < blocks; blk++) {
         uint8_t *kb = keep + blk * DROP_BLOCK;
         const uint64_t i0 = (uint64_t)(blk * DROP_BLOCK);

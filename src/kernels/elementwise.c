@@ -2,19 +2,18 @@
  * depends on how many there are. */
 #include "kernels.h"
 
-#define PARALLEL_MIN 65536 /* elements below which threads cost more than they save */
 #define COL_BLOCK 64       /* columns per task of attn_col_sums_add */
 
 void attn_add_into(float *y, const float *x, int64_t n, int threads)
 {
-#pragma omp parallel for schedule(static) num_threads(threads) if (n > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(threads) if (n > ATTN_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) y[i] += x[i];
 }
 
 void attn_col_sums_add(float *sums, const float *x, int64_t rows, int64_t cols, int threads)
 {
     const int64_t blocks = (cols + COL_BLOCK - 1) / COL_BLOCK;
-#pragma omp parallel for schedule(static) num_threads(threads) if (blocks > 1 && rows * cols > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(threads) if (blocks > 1 && rows * cols > ATTN_PARALLEL_MIN)
     for (int64_t blk = 0; blk < blocks; blk++) {
         const int64_t c0 = blk * COL_BLOCK, width = cols - c0 < COL_BLOCK ? cols - c0 : COL_BLOCK;
         float acc[COL_BLOCK]; /* (width) the block's sums, in registers rather than re-read

@@ -6,6 +6,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Elements below which an elementwise loop runs on one thread: forking costs more than the
+ * threads save. (Row kernels whose elements cost more, softmax and layernorm, fork from half.) */
+#define ATTN_PARALLEL_MIN 65536
+
 /* C (M, N) = alpha * op(A) @ op(B) + beta * C. op(A) is (M, K): A is (M, K) with row stride lda,
  * or (K, M) when trans_a. op(B) is (K, N): B is (K, N) with row stride ldb, or (N, K) when
  * trans_b. beta = 0 never reads C. A large GEMM called outside a parallel region is split over

@@ -16,7 +16,6 @@
 
 #define LANES 8
 #define COL_BLOCK 64
-#define PARALLEL_MIN 32768 /* elements below which threads cost more than they save */
 
 /* ---- reference ---- */
 
@@ -141,7 +140,7 @@ static void layernorm_row(float *restrict y, float *mean, float *rstd, const flo
 void attn_layernorm_rows(float *y, float *mean, float *rstd, const float *x, const float *w,
                          const float *b, int64_t rows, int64_t cols, float eps, int threads)
 {
-#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)
     for (int64_t r = 0; r < rows; r++)
         layernorm_row(y + r * cols, mean + r, rstd + r, x + r * cols, w, b, cols, eps);
 }
@@ -210,14 +209,14 @@ void attn_layernorm_rows_backward(float *dx, float *dw, float *db, const float *
                                   const float *w, int64_t rows, int64_t cols, int threads)
 {
     if (dx) {
-#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)
         for (int64_t r = 0; r < rows; r++)
             layernorm_row_dx(dx + r * cols, dy + r * cols, x + r * cols, w, mean[r], rstd[r],
                              cols);
     }
     if (dw || db) {
         int64_t blocks = (cols + COL_BLOCK - 1) / COL_BLOCK;
-#pragma omp parallel for schedule(static) num_threads(threads) if (blocks > 1 && rows * cols >= PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(threads) if (blocks > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)
         for (int64_t k = 0; k < blocks; k++) {
             int64_t c1 = (k + 1) * COL_BLOCK < cols ? (k + 1) * COL_BLOCK : cols;
             layernorm_cols_dwdb(dw, db, dy, x, mean, rstd, rows, cols, k * COL_BLOCK, c1);

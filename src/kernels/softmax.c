@@ -15,7 +15,6 @@
 #include <string.h>
 
 #define LANES VMATH_LANES
-#define PARALLEL_MIN 32768 /* elements below which threads cost more than they save */
 
 /* ---- reference ---- */
 
@@ -181,20 +180,20 @@ static void log_softmax_row_backward(float *restrict dx, const float *restrict d
 
 void attn_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols, int threads)
 {
-#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)
     for (int64_t r = 0; r < rows; r++) softmax_row(y + r * cols, x + r * cols, cols);
 }
 
 void attn_log_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols, int threads)
 {
-#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)
     for (int64_t r = 0; r < rows; r++) log_softmax_row(y + r * cols, x + r * cols, cols);
 }
 
 void attn_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows,
                                 int64_t cols, int threads)
 {
-#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)
     for (int64_t r = 0; r < rows; r++)
         softmax_row_backward(dx + r * cols, dy + r * cols, y + r * cols, cols);
 }
@@ -202,7 +201,7 @@ void attn_softmax_rows_backward(float *dx, const float *dy, const float *y, int6
 void attn_log_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows,
                                     int64_t cols, int threads)
 {
-#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)
     for (int64_t r = 0; r < rows; r++)
         log_softmax_row_backward(dx + r * cols, dy + r * cols, y + r * cols, cols);
 }

@@ -3,6 +3,7 @@
  *   backward: t = tanh(qp[b,i,h] + kp[b,j,h]) recomputed, g = ds[b,i,j] * wv[h] * (1 - t^2)
  *             dqp[b,i,h] += sum_j g,  dkp[b,j,h] += sum_i g,  dwv[h] += sum_{b,i,j} ds * t */
 #include "../autograd/tape.h"
+#include "../kernels/kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -57,7 +58,7 @@ attn_tensor *attn_additive_scores(attn_ctx *ctx, attn_tensor *qp, attn_tensor *k
     attn_tensor *out = attn_tensor_empty(ctx, 3, (int64_t[]){s.batch, s.lq, s.lk});
     if (!out) return NULL;
     const int64_t H = s.h;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(ctx->num_threads) if (s.batch * s.lq * s.lk * H > 65536)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(ctx->num_threads) if (s.batch * s.lq * s.lk * H > ATTN_PARALLEL_MIN)
     for (int64_t b = 0; b < s.batch; b++)
         for (int64_t i = 0; i < s.lq; i++) {
             const float *q = qp->data + (b * s.lq + i) * H;

@@ -9,7 +9,6 @@
 #include "../autograd/tape.h"
 #include "../kernels/kernels.h"
 
-#define PARALLEL_MIN 65536 /* elements below which threads cost more than they save */
 
 typedef enum binary_kind { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV } binary_kind;
 
@@ -173,7 +172,7 @@ static void broadcast_grad(float *g, int which, const binary_saved *s, const flo
         n_kept *= kept[d];
     }
 #pragma omp parallel for schedule(static) num_threads(threads) \
-    if (n_kept > 1 && n_kept * reduced[0] * reduced[1] * reduced[2] * reduced[3] > PARALLEL_MIN)
+    if (n_kept > 1 && n_kept * reduced[0] * reduced[1] * reduced[2] * reduced[3] > ATTN_PARALLEL_MIN)
     for (int64_t e = 0; e < n_kept; e++) {
         int64_t k[4], i[4], rest = e;
         for (int d = 3; d >= 0; d--) k[d] = rest % kept[d], rest /= kept[d];
@@ -204,7 +203,7 @@ static attn_status binary_backward(attn_ctx *ctx, attn_node *node)
     const int64_t n = node->out->numel;
     if (p->same) {
         const int64_t blocks = (n + ATTN_FLAT_BLOCK - 1) / ATTN_FLAT_BLOCK;
-#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > ATTN_PARALLEL_MIN)
         for (int64_t blk = 0; blk < blocks; blk++) {
             const int64_t i0 = blk * ATTN_FLAT_BLOCK, len = n - i0 < ATTN_FLAT_BLOCK ? n - i0 : ATTN_FLAT_BLOCK;
             partials_flat(s->kind, ga ? ga + i0 : NULL, gb ? gb + i0 : NULL, a + i0, b + i0, dy + i0, len);
@@ -229,7 +228,7 @@ static attn_tensor *binary(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, binary
         const float *x = a->data, *z = b->data;
         float *out = y->data;
         const int64_t blocks = (n + ATTN_FLAT_BLOCK - 1) / ATTN_FLAT_BLOCK;
-#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > ATTN_PARALLEL_MIN)
         for (int64_t blk = 0; blk < blocks; blk++) {
             const int64_t i0 = blk * ATTN_FLAT_BLOCK, len = n - i0 < ATTN_FLAT_BLOCK ? n - i0 : ATTN_FLAT_BLOCK;
             apply_flat(kind, out + i0, x + i0, z + i0, len);
@@ -238,7 +237,7 @@ static attn_tensor *binary(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, binary
         const int64_t rows = plan.shape[0] * plan.shape[1] * plan.shape[2], last = plan.shape[3];
         const float *x = a->data, *z = b->data;
         float *out = y->data;
-#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (rows > 1 && y->numel > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (rows > 1 && y->numel > ATTN_PARALLEL_MIN)
         for (int64_t r = 0; r < rows; r++) {
             int64_t i[4] = {r / (plan.shape[1] * plan.shape[2]), r / plan.shape[2] % plan.shape[1],
                             r % plan.shape[2], 0};
@@ -270,7 +269,7 @@ static attn_status scale_backward(attn_ctx *ctx, attn_node *node)
     if (!gx) return st;
     const float s = *(const float *)node->saved, *dy = node->out->grad;
     const int64_t n = node->out->numel;
-#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > ATTN_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) gx[i] += s * dy[i];
     return ATTN_OK;
 }
@@ -283,7 +282,7 @@ attn_tensor *attn_scale(attn_ctx *ctx, attn_tensor *x, float s)
     const float *xd = x->data;
     float *yd = y->data;
     const int64_t n = x->numel;
-#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > ATTN_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) yd[i] = s * xd[i];
     if (attn__needs_grad(ctx, &x, 1)) {
         attn_node *node = attn__record(ctx, "scale", scale_backward, y, &x, 1, sizeof(float));
@@ -322,7 +321,7 @@ attn_tensor *attn_bias_add(attn_ctx *ctx, attn_tensor *x, attn_tensor *bias)
     const int64_t c = bias->numel, rows = c ? x->numel / c : 0;
     const float *xd = x->data, *bd = bias->data;
     float *yd = y->data;
-#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (rows * c > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (rows * c > ATTN_PARALLEL_MIN)
     for (int64_t r = 0; r < rows; r++)
         for (int64_t j = 0; j < c; j++) yd[r * c + j] = xd[r * c + j] + bd[j];
     attn_tensor *in[2] = {x, bias};

@@ -9,7 +9,6 @@
 #include "../autograd/tape.h"
 #include "../kernels/kernels.h"
 
-#define PARALLEL_MIN 65536 /* elements below which threads cost more than they save */
 
 typedef struct dropout_saved {
     uint8_t *keep; /* (numel) 1 = kept */
@@ -26,7 +25,7 @@ static attn_status dropout_backward(attn_ctx *ctx, attn_node *node)
     const uint8_t *keep = s->keep;
     const float scale = s->scale;
     const int64_t n = node->out->numel;
-#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > ATTN_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) gx[i] += dy[i] * (keep[i] ? scale : 0.0f);
     return ATTN_OK;
 }
@@ -48,7 +47,7 @@ attn_tensor *attn_dropout(attn_ctx *ctx, attn_tensor *x, float p)
     const float *xd = x->data;
     float *yd = y->data;
     const int64_t n = x->numel;
-#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > ATTN_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) yd[i] = xd[i] * (keep[i] ? scale : 0.0f);
     if (attn__needs_grad(ctx, &x, 1)) {
         attn_node *node =

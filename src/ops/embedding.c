@@ -5,6 +5,7 @@
  * The ids are copied into the arena so the caller's array need not outlive the forward.
  */
 #include "../autograd/tape.h"
+#include "../kernels/kernels.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -26,7 +27,7 @@ static attn_status embedding_backward(attn_ctx *ctx, attn_node *node)
     /* ids repeat, so rows collide: the threads split the columns instead, each adding every
      * position's slice in position order (the same sums as one thread) */
     const int64_t n = s->n, dim = s->dim, blocks = (dim + EMB_COL_BLOCK - 1) / EMB_COL_BLOCK;
-#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (blocks > 1 && n * dim > 65536)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (blocks > 1 && n * dim > ATTN_PARALLEL_MIN)
     for (int64_t blk = 0; blk < blocks; blk++) {
         const int64_t c0 = blk * EMB_COL_BLOCK, width = dim - c0 < EMB_COL_BLOCK ? dim - c0 : EMB_COL_BLOCK;
         for (int64_t i = 0; i < n; i++) {
@@ -104,7 +105,7 @@ attn_tensor *attn_embedding(attn_ctx *ctx, attn_tensor *weight, const int64_t *i
     if (!y) return NULL;
     float *yd = y->data;
     const float *wd = weight->data;
-#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n * dim > 65536)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n * dim > ATTN_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++)
         memcpy(yd + i * dim, wd + ids[i] * dim, (size_t)dim * sizeof(float));
     if (attn__needs_grad(ctx, &weight, 1)) {

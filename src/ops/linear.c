@@ -58,7 +58,7 @@ attn_tensor *attn_linear(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, att
     if (bias) {
         float *yd = y->data;
         const float *bd = bias->data;
-#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (rows * out > 65536)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (rows * out > ATTN_PARALLEL_MIN)
         for (int64_t r = 0; r < rows; r++)
             for (int64_t j = 0; j < out; j++) yd[r * out + j] += bd[j];
     }

@@ -2,6 +2,7 @@
  *   forward:  y = x[..., start:start+length, ...]   (a view without copy when dim is 0)
  *   backward: dx[..., start:start+length, ...] += dy */
 #include "../autograd/tape.h"
+#include "../kernels/kernels.h"
 
 #include <string.h>
 
@@ -17,7 +18,7 @@ static attn_status narrow_backward(attn_ctx *ctx, attn_node *node)
     if (!gx) return st;
     const float *dy = node->out->grad;
     const int64_t block = s->len * s->inner;
-#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (s->outer > 1 && s->outer * block > 65536)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (s->outer > 1 && s->outer * block > ATTN_PARALLEL_MIN)
     for (int64_t o = 0; o < s->outer; o++) {
         float *dst = gx + (o * s->in_len + s->start) * s->inner;
         const float *src = dy + o * block;

@@ -35,7 +35,7 @@ static attn_tensor *reduce(attn_ctx *ctx, attn_tensor *x, const char *op, bool m
     const float *xd = x->data;
     float *yd = y->data; /* (outer, inner) */
     double div = mean ? (double)n : 1.0;
-#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (outer * inner > 1 && x->numel > 65536)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (outer * inner > 1 && x->numel > ATTN_PARALLEL_MIN)
     for (int64_t oi = 0; oi < outer * inner; oi++) {
         const float *src = xd + (oi / inner) * n * inner + oi % inner;
         double acc = 0.0;

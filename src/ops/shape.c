@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define PARALLEL_MIN 65536 /* elements below which threads cost more than they save */
 
 
 /* ---- reshape: a view ---- */
@@ -91,7 +90,7 @@ static void permute_kernel(float *out, const float *in, int ndim, const int64_t 
         st[4 - ndim + i] = in_stride[perm[i]];
     }
     int64_t n01 = os[0] * os[1], inner = os[2] * os[3];
-#pragma omp parallel for schedule(static) num_threads(threads) if (n01 > 1 && n01 * inner > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(threads) if (n01 > 1 && n01 * inner > ATTN_PARALLEL_MIN)
     for (int64_t ab = 0; ab < n01; ab++) {
         const float *src = in + (ab / os[1]) * st[0] + (ab % os[1]) * st[1];
         float *dst = out + ab * inner;

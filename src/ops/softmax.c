@@ -32,7 +32,7 @@ typedef struct softmax_saved {
 static void swap_last2(float *out, const float *in, int64_t outer, int64_t a, int64_t b, bool acc,
                        int threads)
 {
-#pragma omp parallel for schedule(static) num_threads(threads) if (outer > 1 && outer * a * b > 65536)
+#pragma omp parallel for schedule(static) num_threads(threads) if (outer > 1 && outer * a * b > ATTN_PARALLEL_MIN)
     for (int64_t o = 0; o < outer; o++) {
         const float *src = in + o * a * b;
         float *dst = out + o * a * b;

@@ -13,7 +13,6 @@
 
 #include <math.h>
 
-#define PARALLEL_MIN 65536 /* elements below which threads cost more than they save */
 
 typedef struct unary_op {
     const char *name;
@@ -83,7 +82,7 @@ static attn_status unary_backward(attn_ctx *ctx, attn_node *node)
     const unary_kind kind = *(const unary_kind *)node->saved;
     const float *x = node->in[0]->data, *y = node->out->data, *dy = node->out->grad;
     const int64_t n = node->out->numel, blocks = (n + ATTN_FLAT_BLOCK - 1) / ATTN_FLAT_BLOCK;
-#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > ATTN_PARALLEL_MIN)
     for (int64_t blk = 0; blk < blocks; blk++) {
         const int64_t i0 = blk * ATTN_FLAT_BLOCK, len = n - i0 < ATTN_FLAT_BLOCK ? n - i0 : ATTN_FLAT_BLOCK;
         backward_flat(kind, gx + i0, x + i0, y + i0, dy + i0, len);
@@ -100,7 +99,7 @@ static attn_tensor *unary(attn_ctx *ctx, attn_tensor *x, unary_kind kind)
     const float *xd = x->data;
     float *yd = y->data;
     const int64_t n = x->numel, blocks = (n + ATTN_FLAT_BLOCK - 1) / ATTN_FLAT_BLOCK;
-#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > ATTN_PARALLEL_MIN)
     for (int64_t blk = 0; blk < blocks; blk++) {
         const int64_t i0 = blk * ATTN_FLAT_BLOCK, len = n - i0 < ATTN_FLAT_BLOCK ? n - i0 : ATTN_FLAT_BLOCK;
         forward_flat(kind, yd + i0, xd + i0, len);

@@ -16,6 +16,7 @@
  * its .grad is None); the difference shows only for weight decay and Adam's moments.
  */
 #include "../core/core.h"
+#include "../kernels/kernels.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -173,7 +174,7 @@ static void sgd_step(attn_optim *o, float *p, const float *g, int64_t n)
     float keep = (float)(1.0 - o->h.dampening), neg_lr = (float)-o->h.lr;
     bool first = o->steps == 0, nesterov = o->cfg.nesterov, use_wd = o->h.weight_decay != 0.0;
     float *buf = o->state; /* (numel) momentum_buffer, used when mom != 0 */
-#pragma omp parallel for schedule(static) num_threads(o->num_threads) if (n > 65536)
+#pragma omp parallel for schedule(static) num_threads(o->num_threads) if (n > ATTN_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) {
         float d = use_wd ? FMA(p[i], wd, g[i]) : g[i];
         if (mom != 0.0f) {
@@ -221,7 +222,7 @@ static void adam_step(attn_optim *o, float *p, const float *g, int64_t n, double
     const adam_consts k = adam_consts_at(h, t);
     float *m = o->state, *v = o->state + n; /* (numel) exp_avg, (numel) exp_avg_sq */
     const int64_t blocks = (n + ATTN_FLAT_BLOCK - 1) / ATTN_FLAT_BLOCK;
-#pragma omp parallel for schedule(static) num_threads(o->num_threads) if (n > 65536)
+#pragma omp parallel for schedule(static) num_threads(o->num_threads) if (n > ATTN_PARALLEL_MIN)
     for (int64_t blk = 0; blk < blocks; blk++) {
         const int64_t i0 = blk * ATTN_FLAT_BLOCK, len = n - i0 < ATTN_FLAT_BLOCK ? n - i0 : ATTN_FLAT_BLOCK;
         if (adamw) adam_update(p + i0, g + i0, m + i0, v + i0, len, &k, false, true);
