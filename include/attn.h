@@ -187,6 +187,8 @@ ATTN_API void attn_tensor_free(attn_tensor *t);
 
 ATTN_API attn_status attn_tensor_set_requires_grad(attn_tensor *t, bool on);
 ATTN_API void attn_tensor_zero_grad(attn_tensor *t);
+/* N(mean, std^2) and U[lo, hi) draws; ATTN_ERR_ARG (t unchanged) for a non-finite argument, a
+ * negative std or lo > hi, as torch's normal_ and uniform_ refuse them. */
 ATTN_API attn_status attn_tensor_fill_normal(attn_tensor *t, attn_rng *rng, float mean, float std);
 ATTN_API attn_status attn_tensor_fill_uniform(attn_tensor *t, attn_rng *rng, float lo, float hi);
 /* ATTN_OK when every element is finite; else ATTN_ERR_NUMERIC, and attn_last_error() names the
@@ -460,8 +462,8 @@ ATTN_API attn_status attn_mha_init(attn_mha_layer *m, attn_params *p, const char
 
 typedef struct attn_mha_opts {
     attn_mask mask;       /* as attn_sdpa; nn.MultiheadAttention's bool attn_mask goes in
-                             .blocked. A 3-D attend, blocked or additive mask of shape
-                             (B*H, Lq, Lk) is PyTorch's per-head mask: read as (B, H, Lq, Lk) */
+                             .blocked. A 3-D attend, blocked or additive mask must be
+                             PyTorch's per-head (B*H, Lq, Lk), read as (B, H, Lq, Lk) */
     bool average_weights; /* true: *weights (B, Lq, Lk) averaged over heads; false (B, H, Lq, Lk) */
     attn_sdpa_impl impl;
 } attn_mha_opts;
@@ -1005,6 +1007,7 @@ typedef struct attn_id_seqs {
 } attn_id_seqs;
 
 ATTN_API attn_status attn_id_seqs_push(attn_id_seqs *s, const int64_t *ids, int64_t n);
+/* The length of sequence i; -1 (error recorded) when i is outside 0..count-1. */
 ATTN_API int64_t attn_id_seqs_len(const attn_id_seqs *s, int64_t i);
 ATTN_API void attn_id_seqs_free(attn_id_seqs *s);
 /* Tokenizes texts[i] with kind and appends its ids (unknown -> unk) to out, for i < n. */
@@ -1019,7 +1022,7 @@ typedef struct attn_pad_opts {
 
 /* row[0..width) = ([bos] + ids[0..len) + [eos]) cut to width, then pad_id; returns the number
  * of non-pad entries (the length a mask needs). A cut sequence loses its <eos>, as D2L's
- * truncate_pad. */
+ * truncate_pad. -1 (error recorded) for a negative len or width. */
 ATTN_API int64_t attn_pad_ids(int64_t *row, const int64_t *ids, int64_t len,
                               const attn_pad_opts *opts, int64_t width);
 /* The rows rows[0..n) of s (NULL: 0..n-1) padded into out (n, width); lengths (n) may be NULL. */
@@ -1027,7 +1030,7 @@ ATTN_API attn_status attn_batch_pad(int64_t *out, int64_t *lengths, const attn_i
                                     const int64_t *rows, const attn_pad_opts *opts, int64_t n,
                                     int64_t width);
 /* The width that holds the longest of those rows plus `extra` (<bos>/<eos>), capped at
- * max_len when max_len > 0. */
+ * max_len when max_len > 0. -1 (error recorded) for a row outside s, n < 0 or extra < 0. */
 ATTN_API int64_t attn_batch_width(const attn_id_seqs *s, const int64_t *rows, int64_t n,
                                   int64_t extra, int64_t max_len);
 
@@ -1108,7 +1111,8 @@ ATTN_API attn_status attn_bleu_add_tokens(attn_bleu_stats *s, const char *const 
  * pass attn_utf8_lower copies). */
 ATTN_API attn_status attn_bleu_add(attn_bleu_stats *s, const char *hyp, const char *ref);
 /* The score in [0, 100]; precisions (4, in %, may be NULL) and bp (may be NULL) as sacrebleu
- * reports them. */
+ * reports them. NaN (error recorded) for stats no sentences could have given (a negative
+ * count, more matches than n-grams). */
 ATTN_API double attn_bleu_score(const attn_bleu_stats *s, double *precisions, double *bp);
 /* D2L's bleu(pred_seq, label_seq, k) (d2l 1.0) on token lists, in [0, 1]:
  * exp(min(0, 1 - len_label / len_pred)) * prod_{n=1}^{min(k, len_pred)} p_n^(1/2^n), with p_n

@@ -132,6 +132,15 @@ static void test_edges(void)
              bp == 1.0, "longer hypothesis: BP 1");
     TK_CHECK(attn_bleu_add_tokens(&u, NULL, 2, NULL, 0) == ATTN_ERR_ARG, "NULL token list");
     TK_CHECK(attn_bleu_add(&u, "caf\xe9", "x") == ATTN_ERR_FORMAT, "bad UTF-8");
+    /* stats a caller filled in: a count past INT64_MAX is refused with the stats unchanged (it
+     * overflowed), and counts no sentences give are refused (a score of 500 came out) */
+    attn_bleu_stats full = {{INT64_MAX - 1, 0, 0, 0}, {INT64_MAX - 1, 0, 0, 0}, 0, 0}, kept = full;
+    TK_CHECK(attn_bleu_add(&full, "a b c d", "a b c d") == ATTN_ERR_ARG && !memcmp(&full, &kept, sizeof full),
+             "a count past INT64_MAX is refused, the stats unchanged");
+    attn_bleu_stats odd = {{10, 10, 10, 10}, {2, 2, 2, 2}, 5, 5};
+    TK_CHECK(isnan(attn_bleu_score(&odd, NULL, NULL)) && attn_last_status() == ATTN_ERR_ARG &&
+                 attn_bleu_add(&odd, "a", "a") == ATTN_ERR_ARG,
+             "more matches than n-grams is refused");
 }
 
 /* D2L's bleu splits on ' '; so does this. */

@@ -222,6 +222,16 @@ static void test_padding(void)
     TK_CHECK(s.count == 3 && attn_id_seqs_len(&s, 1) == 0 && attn_id_seqs_len(&s, 2) == 6, "ragged");
     TK_CHECK(attn_batch_width(&s, NULL, 3, 2, 0) == 8 && attn_batch_width(&s, NULL, 3, 2, 5) == 5 &&
              attn_batch_width(&s, (int64_t[]){1, 0}, 2, 1, 0) == 4, "widths");
+    /* what cannot be a width is refused, not summed past INT64_MAX (UBSan) or counted as empty */
+    TK_CHECK(attn_batch_width(&s, NULL, 3, INT64_MAX, 0) == -1 && attn_last_status() == ATTN_ERR_ARG &&
+                 attn_batch_width(&s, NULL, 3, -1, 0) == -1 && attn_batch_width(&s, NULL, -1, 0, 0) == -1 &&
+                 attn_batch_width(&s, (int64_t[]){3}, 1, 0, 0) == -1 && attn_id_seqs_len(&s, 3) == -1 &&
+                 attn_id_seqs_len(&s, -1) == -1,
+             "widths past INT64_MAX, negative extra or n, and rows outside the sequences are refused");
+    int64_t row[4];
+    TK_CHECK(attn_pad_ids(row, NULL, -1, &(attn_pad_opts){0, 1, 2}, 4) == -1 &&
+                 attn_pad_ids(row, NULL, 0, &(attn_pad_opts){0, 1, 2}, -1) == -1,
+             "pad_ids of a negative len or width is refused");
     int64_t out[3 * 5], len[3];
     attn_pad_opts src = {1, -1, 3}, dec = {1, 2, -1};
     TK_OK(attn_batch_pad(out, len, &s, NULL, &src, 3, 5));

@@ -4,10 +4,49 @@
  * attn translate's BLEU evaluation). Beam search stays within max_out too. */
 #include "testkit.h"
 
+#include <math.h>
 #include <stdlib.h>
+
+/* A hostile length penalty: a non-finite alpha is refused, and a finite one whose pow() over- or
+ * underflows (every score -inf or NaN) still yields the first ended hypothesis. Both used to end
+ * with no best hypothesis and a memcpy of -8 bytes (ASan: negative-size-param). The model and
+ * source are a case where <eos> is not the first token chosen. An unknown kind is refused at
+ * init; it used to build a Bahdanau model that decoding then dereferenced as NULL. */
+static void hostile_beams(void)
+{
+    attn_seq2seq_config cfg = {.kind = ATTN_SEQ2SEQ_TRANSFORMER, .src_vocab = 12, .tgt_vocab = 10,
+                               .d_model = 8, .num_heads = 2, .dim_feedforward = 16, .enc_layers = 1,
+                               .dec_layers = 1, .max_len = 8, .pad_id = 0, .bos_id = 1, .eos_id = 3};
+    attn_params *p = attn_params_new();
+    attn_rng rng;
+    attn_rng_seed(&rng, 7);
+    attn_seq2seq m;
+    TK_OK(attn_seq2seq_init(&m, p, &cfg, &rng));
+    attn_ctx *ctx = attn_ctx_new(1);
+    const int64_t src[5] = {3, 4, 5, 6, 7};
+    int64_t out[7], len = -1;
+    const float refused[3] = {NAN, INFINITY, -INFINITY};
+    for (int i = 0; i < 3; i++)
+        TK_CHECK(attn_seq2seq_beam(ctx, &m, src, 5, 1, refused[i], 7, out, &len, NULL) == ATTN_ERR_ARG,
+                 "beam alpha %g is refused", (double)refused[i]);
+    const float extreme[2] = {-1e30f, 1e30f};
+    for (int i = 0; i < 2; i++) {
+        len = -1;
+        TK_OK(attn_seq2seq_beam(ctx, &m, src, 5, 2, extreme[i], 7, out, &len, NULL));
+        TK_CHECK(len >= 0 && len <= 7, "beam alpha %g: length %lld", (double)extreme[i], (long long)len);
+    }
+    attn_ctx_free(ctx);
+    attn_seq2seq_free(&m);
+    attn_params_free(p);
+    attn_params *q = attn_params_new();
+    cfg.kind = (attn_seq2seq_kind)5;
+    TK_CHECK(attn_seq2seq_init(&m, q, &cfg, &rng) == ATTN_ERR_ARG, "seq2seq kind 5 is refused");
+    attn_params_free(q);
+}
 
 int main(void)
 {
+    hostile_beams();
     for (int kind = ATTN_SEQ2SEQ_TRANSFORMER; kind <= ATTN_SEQ2SEQ_BAHDANAU; kind++) {
         attn_seq2seq_config cfg = {.kind = (attn_seq2seq_kind)kind, .src_vocab = 7, .tgt_vocab = 7,
                                    .d_model = 4, .num_heads = 2, .dim_feedforward = 8,

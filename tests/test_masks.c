@@ -58,6 +58,7 @@ static void lengths_and_padding(void)
     TK_CHECK(run_sdpa(ctx, &o) != NULL, "valid_lens (B, Lq) that fits: %s", attn_last_error());
     attn_ctx_reset(ctx);
 
+    refused(ctx, "an unknown impl", (attn_sdpa_opts){.impl = (attn_sdpa_impl)42}, ATTN_ERR_ARG, "impl 42");
     attn_sdpa_opts p = {0};
     p.mask.key_padding = pad_long;
     p.mask.key_padding_shape[0] = B;
@@ -136,6 +137,13 @@ static void mha_per_head_mask(void)
     three.mask.blocked_shape[0] = B * H + 1;
     TK_CHECK(!attn_mha_forward(ctx, &m, x, x, x, &three, NULL) && attn_last_status() == ATTN_ERR_SHAPE,
              "a (B*H + 1, L, S) mask is refused");
+    /* PyTorch refuses every other 3-D shape ("should be (B*H, L, S)"); read as attn_sdpa would,
+     * a (B, L, S) or (1, L, S) mask would broadcast over the batch as if it were per head */
+    for (int64_t first = 1; first <= B; first++) {
+        three.mask.blocked_shape[0] = first;
+        TK_CHECK(!attn_mha_forward(ctx, &m, x, x, x, &three, NULL) && attn_last_status() == ATTN_ERR_SHAPE,
+                 "a (%lld, L, S) mask is refused: %s", (long long)first, attn_last_error());
+    }
     attn_params_free(params);
     attn_ctx_free(ctx);
 }

@@ -182,8 +182,62 @@ static void test_conv1d_init(void)
     attn_params_free(p);
 }
 
+/* Arguments no module can be built from are refused at init, naming them, instead of being
+ * accepted and failing later, or silently replaced (a NaN eps became 1e-5 in the norms while the
+ * config kept NaN; a negative kdim became E). Draws with a negative std or lo > hi are refused as
+ * torch refuses them. */
+static void test_refused_configs(void)
+{
+    attn_params *p = attn_params_new();
+    attn_rng rng;
+    attn_rng_seed(&rng, 9);
+    attn_encoder_layer enc;
+    const float bad_eps[3] = {NAN, INFINITY, -1.0f};
+    for (int i = 0; i < 3; i++) {
+        attn_transformer_config c = {.d_model = 8, .num_heads = 2, .dim_feedforward = 16, .eps = bad_eps[i]};
+        TK_CHECK(attn_encoder_layer_init(&enc, p, "enc", &c, &rng) == ATTN_ERR_ARG,
+                 "transformer eps %g is refused", (double)bad_eps[i]);
+    }
+    attn_learned_pe pe;
+    TK_CHECK(attn_learned_pe_init(&pe, p, "pe0", 0, 4, &rng) == ATTN_ERR_ARG &&
+                 attn_learned_pe_init(&pe, p, "pe1", 4, 0, &rng) == ATTN_ERR_ARG,
+             "learned positions of max_len 0 or dim 0 are refused");
+    attn_mha_layer mha;
+    TK_CHECK(attn_mha_init(&mha, p, "mha", 8, 2, -1, 0, true, 0.0f, &rng) == ATTN_ERR_ARG &&
+                 attn_mha_init(&mha, p, "mha", 8, 2, 0, -5, true, 0.0f, &rng) == ATTN_ERR_ARG,
+             "mha kdim or vdim < 0 is refused");
+    attn_classifier cls;
+    attn_classifier_config cc = attn_classifier_defaults(50);
+    cc.attention = ATTN_CLASSIFIER_ADDITIVE;
+    cc.additive_hidden = -1;
+    TK_CHECK(attn_classifier_init(&cls, p, &cc, &rng) == ATTN_ERR_ARG, "classifier additive_hidden -1 is refused");
+    cc = attn_classifier_defaults(50);
+    cc.sinusoidal = true;
+    cc.embed_dim = 7;
+    cc.num_heads = 7;
+    TK_CHECK(attn_classifier_init(&cls, p, &cc, &rng) == ATTN_ERR_ARG,
+             "classifier with sinusoidal positions and an odd embed_dim is refused at init");
+    attn_ctx *ctx = attn_ctx_new(1);
+    TK_CHECK(!attn_sinusoidal_table(ctx, 4, 4, (attn_pe_layout)9) && attn_last_status() == ATTN_ERR_ARG,
+             "sinusoidal layout 9 is refused");
+    attn_tensor *t = attn_tensor_zeros(ctx, 1, (int64_t[]){8});
+    TK_CHECK(attn_tensor_fill_normal(t, &rng, 0.0f, -1.0f) == ATTN_ERR_ARG &&
+                 attn_tensor_fill_normal(t, &rng, 0.0f, NAN) == ATTN_ERR_ARG &&
+                 attn_tensor_fill_uniform(t, &rng, 1.0f, 0.0f) == ATTN_ERR_ARG && t->data[0] == 0.0f,
+             "normal std < 0 or NaN and uniform lo > hi are refused, the tensor unchanged");
+    TK_OK(attn_tensor_fill_uniform(t, &rng, 2.0f, 2.0f));
+    TK_CHECK(t->data[7] == 2.0f, "uniform over [2, 2] gives 2");
+    attn_tensor *x = attn_tensor_zeros(ctx, 3, (int64_t[]){1, 2, 5});
+    attn_tensor *w = attn_tensor_zeros(ctx, 3, (int64_t[]){3, 2, 0});
+    TK_CHECK(!attn_conv1d(ctx, x, w, NULL, 0) && attn_last_status() == ATTN_ERR_SHAPE,
+             "conv1d with a kernel of size 0 is refused (torch: kernel size should be greater than zero)");
+    attn_ctx_free(ctx);
+    attn_params_free(p);
+}
+
 int main(void)
 {
+    test_refused_configs();
     test_linear_init();
     test_embedding_init();
     test_layer_norm_init();

@@ -415,6 +415,21 @@ static void test_concat(void)
     }
 }
 
+/* narrow's range check: ranges outside the dim are refused without computing start + length
+ * (it overflowed at INT64_MAX: UBSan) */
+static void test_narrow_range(void)
+{
+    attn_ctx *ctx = attn_ctx_new(1);
+    attn_tensor *x = attn_tensor_zeros(ctx, 2, (int64_t[]){3, 4});
+    const int64_t bad[5][2] = {{INT64_MAX, 1}, {1, INT64_MAX}, {5, 0}, {-1, 1}, {2, 3}};
+    for (int i = 0; i < 5; i++)
+        TK_CHECK(!attn_narrow(ctx, x, 1, bad[i][0], bad[i][1]) && attn_last_status() == ATTN_ERR_ARG,
+                 "narrow start %lld length %lld of 4 is refused", (long long)bad[i][0], (long long)bad[i][1]);
+    attn_tensor *y = attn_narrow(ctx, x, 1, 4, 0);
+    TK_CHECK(y && y->shape[1] == 0, "an empty narrow at the end is fine");
+    attn_ctx_free(ctx);
+}
+
 static void test_split(void)
 {
     int64_t s3[3] = {3, 5, 7};
@@ -481,5 +496,6 @@ int main(void)
     test_heads();
     test_concat();
     test_split();
+    test_narrow_range();
     return tk_finish("test_ops_shape");
 }

@@ -205,6 +205,12 @@ static void test_lr_and_steps(void)
              "a negative lr is refused: %s", attn_last_error());
     attn_optim_set_step_count(opt, 42);
     TK_CHECK(attn_optim_step_count(opt) == 42, "step count restored");
+    TK_OK(attn_optim_set_step_count(opt, INT64_MAX));
+    float before = data[0];
+    TK_CHECK(attn_optim_step(opt) == ATTN_ERR_STATE && data[0] == before &&
+                 attn_optim_step_count(opt) == INT64_MAX,
+             "a step past INT64_MAX steps is refused before any update (it overflowed)");
+    attn_optim_set_step_count(opt, 42);
     TK_CHECK(attn_optim_state_at(opt, 0, NULL, NULL, NULL) == ATTN_ERR_ARG,
              "plain SGD has no state: %s", attn_last_error());
     TK_CHECK(attn_params_add(p, "late", 1, (int64_t[]){1}) == NULL &&

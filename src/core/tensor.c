@@ -138,6 +138,9 @@ void attn_tensor_zero_grad(attn_tensor *t)
 attn_status attn_tensor_fill_normal(attn_tensor *t, attn_rng *rng, float mean, float std)
 {
     if (!t || !rng) return attn__null_arg("attn_tensor_fill_normal");
+    if (!isfinite(mean) || !(std >= 0.0f && isfinite(std))) /* torch: "normal expects std >= 0.0" */
+        return attn__fail(ATTN_ERR_ARG, "attn_tensor_fill_normal: mean %g and std %g; expected finite, "
+                          "std >= 0", (double)mean, (double)std);
     for (int64_t i = 0; i < t->numel; i++) t->data[i] = mean + std * attn_rng_normal(rng);
     return ATTN_OK;
 }
@@ -145,6 +148,9 @@ attn_status attn_tensor_fill_normal(attn_tensor *t, attn_rng *rng, float mean, f
 attn_status attn_tensor_fill_uniform(attn_tensor *t, attn_rng *rng, float lo, float hi)
 {
     if (!t || !rng) return attn__null_arg("attn_tensor_fill_uniform");
+    if (!(isfinite(lo) && isfinite(hi) && lo <= hi)) /* torch: "uniform_ expects to return a [from, to) range" */
+        return attn__fail(ATTN_ERR_ARG, "attn_tensor_fill_uniform: [%g, %g) is not a finite range with "
+                          "lo <= hi", (double)lo, (double)hi);
     for (int64_t i = 0; i < t->numel; i++) t->data[i] = lo + (hi - lo) * attn_rng_uniform(rng);
     return ATTN_OK;
 }

@@ -37,8 +37,11 @@ attn_status attn_id_seqs_push(attn_id_seqs *s, const int64_t *ids, int64_t n)
 
 int64_t attn_id_seqs_len(const attn_id_seqs *s, int64_t i)
 {
-    if (!s) return attn__null_arg("attn_id_seqs_len"), 0;
-    return i >= 0 && i < s->count ? s->offsets[i + 1] - s->offsets[i] : 0;
+    if (!s) return attn__null_arg("attn_id_seqs_len"), -1;
+    if (i < 0 || i >= s->count)
+        return attn__fail(ATTN_ERR_ARG, "attn_id_seqs_len: sequence %lld of %lld", (long long)i,
+                          (long long)s->count), -1;
+    return s->offsets[i + 1] - s->offsets[i];
 }
 
 void attn_id_seqs_free(attn_id_seqs *s)
@@ -88,6 +91,9 @@ int64_t attn_pad_ids(int64_t *row, const int64_t *ids, int64_t len, const attn_p
                      int64_t width)
 {
     if (!row || !opts || (!ids && len > 0)) return attn__null_arg("attn_pad_ids"), -1;
+    if (len < 0 || width < 0)
+        return attn__fail(ATTN_ERR_ARG, "attn_pad_ids: len %lld and width %lld; expected >= 0",
+                          (long long)len, (long long)width), -1;
     int64_t k = 0;
     if (opts->bos_id >= 0 && k < width) row[k++] = opts->bos_id;
     for (int64_t i = 0; i < len && k < width; i++)
@@ -121,12 +127,20 @@ attn_status attn_batch_pad(int64_t *out, int64_t *lengths, const attn_id_seqs *s
 int64_t attn_batch_width(const attn_id_seqs *s, const int64_t *rows, int64_t n, int64_t extra,
                          int64_t max_len)
 {
-    if (!s) return attn__null_arg("attn_batch_width"), 0;
+    if (!s) return attn__null_arg("attn_batch_width"), -1;
+    if (n < 0 || extra < 0)
+        return attn__fail(ATTN_ERR_ARG, "attn_batch_width: n %lld and extra %lld; expected >= 0",
+                          (long long)n, (long long)extra), -1;
     int64_t w = 0;
     for (int64_t i = 0; i < n; i++) {
-        int64_t len = attn_id_seqs_len(s, row_of(rows, i)) + extra;
+        const int64_t len = attn_id_seqs_len(s, row_of(rows, i));
+        if (len < 0) return -1;
         w = len > w ? len : w;
     }
+    if (w > INT64_MAX - extra)
+        return attn__fail(ATTN_ERR_ARG, "attn_batch_width: %lld ids plus extra %lld overflow",
+                          (long long)w, (long long)extra), -1;
+    w += extra;
     return max_len > 0 && w > max_len ? max_len : w;
 }
 

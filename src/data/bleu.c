@@ -198,7 +198,9 @@ static attn_status clipped_matches(int64_t *matches, const char *const *hyp, int
 {
     if (n_hyp < 0 || n_ref < 0 || (!hyp && n_hyp) || (!ref && n_ref))
         return attn__fail(ATTN_ERR_ARG, "bleu: bad token list (NULL or negative length)");
-    int64_t n = n_hyp + n_ref;
+    int64_t n;
+    if (__builtin_add_overflow(n_hyp, n_ref, &n) || n == INT64_MAX)
+        return attn__fail(ATTN_ERR_ARG, "bleu: %lld + %lld tokens", (long long)n_hyp, (long long)n_ref);
     int64_t *ids = malloc((size_t)(n + 1) * sizeof *ids);
     int64_t *rank = calloc((size_t)n + 1, sizeof *rank);
     gram *g = malloc((size_t)(n + 1) * sizeof *g);
@@ -215,19 +217,33 @@ static attn_status clipped_matches(int64_t *matches, const char *const *hyp, int
 
 /* ---- corpus BLEU ---- */
 
+/* Counts a caller could have filled in: none negative, no more matches than n-grams. */
+static attn_status check_stats(const attn_bleu_stats *s, const char *fn)
+{
+    bool ok = s->hyp_len >= 0 && s->ref_len >= 0;
+    for (int n = 0; n < 4; n++) ok = ok && s->matches[n] >= 0 && s->matches[n] <= s->totals[n];
+    return ok ? ATTN_OK
+              : attn__fail(ATTN_ERR_ARG, "%s: the stats hold a negative count or more matches than "
+                           "n-grams (zero-initialise them)", fn);
+}
+
 attn_status attn_bleu_add_tokens(attn_bleu_stats *s, const char *const *hyp, int64_t n_hyp,
                                  const char *const *ref, int64_t n_ref)
 {
     if (!s) return attn__fail(ATTN_ERR_ARG, "attn_bleu_add_tokens: NULL stats");
     int64_t m[4];
-    attn_status st = clipped_matches(m, hyp, n_hyp, ref, n_ref, 4);
+    attn_status st = check_stats(s, "attn_bleu_add_tokens");
+    if (st == ATTN_OK) st = clipped_matches(m, hyp, n_hyp, ref, n_ref, 4);
     if (st != ATTN_OK) return st;
-    for (int n = 1; n <= 4; n++) {
-        s->matches[n - 1] += m[n - 1];
-        s->totals[n - 1] += n_hyp - n + 1 > 0 ? n_hyp - n + 1 : 0;
-    }
-    s->hyp_len += n_hyp;
-    s->ref_len += n_ref;
+    attn_bleu_stats sum = *s; /* s changes only when no count overflows */
+    bool overflow = __builtin_add_overflow(sum.hyp_len, n_hyp, &sum.hyp_len) |
+                    __builtin_add_overflow(sum.ref_len, n_ref, &sum.ref_len);
+    for (int n = 1; n <= 4; n++)
+        overflow |= __builtin_add_overflow(sum.matches[n - 1], m[n - 1], &sum.matches[n - 1]) |
+                    __builtin_add_overflow(sum.totals[n - 1], n_hyp - n + 1 > 0 ? n_hyp - n + 1 : 0,
+                                           &sum.totals[n - 1]);
+    if (overflow) return attn__fail(ATTN_ERR_ARG, "attn_bleu_add_tokens: a count passes INT64_MAX");
+    *s = sum;
     return ATTN_OK;
 }
 
@@ -246,6 +262,7 @@ attn_status attn_bleu_add(attn_bleu_stats *s, const char *hyp, const char *ref)
 double attn_bleu_score(const attn_bleu_stats *s, double *precisions, double *bp)
 {
     if (!s) return attn__null_arg("attn_bleu_score"), NAN;
+    if (check_stats(s, "attn_bleu_score") != ATTN_OK) return NAN;
     double logsum = 0.0, p[4];
     bool any_zero = false;
     for (int n = 0; n < 4; n++) {

@@ -53,9 +53,13 @@ attn_status attn_classifier_init(attn_classifier *m, attn_params *p, const attn_
 {
     if (!m || !p || !cfg) return attn__fail(ATTN_ERR_ARG, "classifier_init: NULL argument");
     if (cfg->vocab_size < 1 || cfg->embed_dim < 1 || cfg->max_len < 1 || cfg->num_classes < 1 ||
-        cfg->hidden_dim < 1 || cfg->num_blocks < 0 || !(cfg->dropout >= 0 && cfg->dropout < 1))
-        return attn__fail(ATTN_ERR_ARG, "classifier_init: sizes must be >= 1, blocks >= 0 and "
-                                        "dropout in [0, 1)");
+        cfg->hidden_dim < 1 || cfg->num_blocks < 0 || !(cfg->dropout >= 0 && cfg->dropout < 1) ||
+        cfg->additive_hidden < 0)
+        return attn__fail(ATTN_ERR_ARG, "classifier_init: sizes must be >= 1, blocks >= 0, "
+                                        "additive_hidden >= 0 and dropout in [0, 1)");
+    if (cfg->sinusoidal && cfg->embed_dim % 2)
+        return attn__fail(ATTN_ERR_ARG, "classifier_init: sinusoidal positions need an even embed_dim, "
+                          "not %lld", (long long)cfg->embed_dim);
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     if (attn_embedding_init(&m->embedding, p, "embedding", cfg->vocab_size, cfg->embed_dim, -1, rng) != ATTN_OK)

@@ -19,6 +19,9 @@ attn_status attn_seq2seq_init(attn_seq2seq *m, attn_params *p, const attn_seq2se
 {
     if (!m || !p || !cfg) return attn__fail(ATTN_ERR_ARG, "seq2seq_init: NULL argument");
     const attn_seq2seq_config *c = cfg;
+    if (c->kind != ATTN_SEQ2SEQ_TRANSFORMER && c->kind != ATTN_SEQ2SEQ_BAHDANAU)
+        return attn__fail(ATTN_ERR_ARG, "seq2seq_init: kind %d is neither ATTN_SEQ2SEQ_TRANSFORMER nor "
+                          "ATTN_SEQ2SEQ_BAHDANAU", (int)c->kind);
     if (c->src_vocab < 4 || c->tgt_vocab < 4 || c->d_model < 2 || c->enc_layers < 1 ||
         c->dec_layers < 1 || c->max_len < 2 || !(c->dropout >= 0 && c->dropout < 1) ||
         c->pad_id < 0 || c->bos_id < 0 || c->eos_id < 0 || c->pad_id >= c->tgt_vocab ||

@@ -82,7 +82,8 @@ static void search_step(sentence_search *s, const float *logits, int k, int64_t 
         bool finished = h->tokens[t] == eos || t == s->max_out;
         double score = penalized(h->logp, h->len - 1, alpha);
         s->n_finished += finished;
-        if (finished && score > s->best_score) {
+        if (finished && (s->best.len == 0 || score > s->best_score)) { /* the first one always: a
+                                                     * score may be -inf when pow() over- or underflows */
             s->best_score = score;
             s->best.len = h->len;
             s->best.logp = h->logp;
@@ -145,6 +146,9 @@ static attn_status beam_rows(const attn_seq2seq *m, const int64_t *src, const in
 {
     if (!m || !src || !src_lens || !max_out || !out || !out_lens || beam_size < 1 || beam_size > 64)
         return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: NULL argument or beam size outside [1, 64]");
+    if (!isfinite(alpha))
+        return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: length penalty alpha is %g; expected a finite number",
+                          (double)alpha);
     const attn_seq2seq_config *c = &m->cfg;
     const int64_t V = c->tgt_vocab, k = beam_size;
     if (batch < 1 || k > V)
@@ -215,7 +219,7 @@ static attn_status beam_rows(const attn_seq2seq *m, const int64_t *src, const in
     free(alive);
     for (int64_t b = 0; st == ATTN_OK && b < batch; b++) {
         const hypothesis *best = &s[b].best;
-        int64_t n = best->len - 1; /* without <bos> */
+        int64_t n = best->len > 1 ? best->len - 1 : 0; /* without <bos> */
         if (n > 0 && best->tokens[best->len - 1] == c->eos_id) n--;
         memcpy(out + b * out_width, best->tokens + 1, (size_t)n * sizeof *out);
         for (int64_t j = n; j < out_width; j++) out[b * out_width + j] = c->pad_id;

@@ -52,12 +52,12 @@ attn_tensor *attn_gru_forward(attn_ctx *ctx, const attn_gru_layer *m, attn_tenso
     if (h_n) *h_n = NULL;
     if (!ctx || !m || !x) return attn__null_input(__func__);
     const int64_t H = m->hidden_size;
-    if (x->ndim != 3 || x->shape[2] != m->input_size ||
+    if (x->ndim != 3 || x->shape[2] != m->input_size || x->shape[1] < 1 ||
         (h0 && (h0->ndim != 3 || h0->shape[0] != m->num_layers || h0->shape[1] != x->shape[0] ||
                 h0->shape[2] != H))) {
         char a[64], b[64];
         return attn__fail_null(ATTN_ERR_SHAPE,
-                               "gru: x %s, h0 %s; expected x (B, T, %lld) and h0 (%d, B, %lld)",
+                               "gru: x %s, h0 %s; expected x (B, T, %lld) with T >= 1 and h0 (%d, B, %lld)",
                                attn_shape_str(x, a, 64), h0 ? attn_shape_str(h0, b, 64) : "none",
                                (long long)m->input_size, m->num_layers, (long long)H);
     }
@@ -70,7 +70,7 @@ attn_tensor *attn_gru_forward(attn_ctx *ctx, const attn_gru_layer *m, attn_tenso
         attn_tensor *h = h0 ? attn_reshape(ctx, attn_narrow(ctx, h0, 0, l, 1), 2, (int64_t[]){B, H})
                             : attn_tensor_zeros(ctx, 2, (int64_t[]){B, H});
         attn_tensor *steps[512];
-        if (T > 512) return attn__fail_null(ATTN_ERR_SHAPE, "gru: %lld steps, at most 512", (long long)T);
+        if (T > 512) return attn__fail_null(ATTN_ERR_SHAPE, "gru: x %lld steps long, at most 512", (long long)T);
         for (int64_t t = 0; t < T && h; t++) {
             attn_tensor *gi_t = attn_reshape(ctx, attn_narrow(ctx, gi, 1, t, 1), 2, (int64_t[]){B, 3 * H});
             h = cell(ctx, m, l, gi_t, h);

@@ -34,6 +34,9 @@ attn_status attn_mha_init(attn_mha_layer *m, attn_params *p, const char *prefix,
                           (long long)embed_dim, (long long)num_heads);
     if (!(dropout >= 0.0f && dropout <= 1.0f))
         return attn__fail(ATTN_ERR_ARG, "mha_init: dropout %g, expected in [0, 1]", dropout);
+    if (kdim < 0 || vdim < 0)
+        return attn__fail(ATTN_ERR_ARG, "mha_init: kdim %lld and vdim %lld; expected >= 0 (0: embed_dim)",
+                          (long long)kdim, (long long)vdim);
     const int64_t E = embed_dim;
     *m = (attn_mha_layer){.embed_dim = E, .num_heads = num_heads, .kdim = kdim > 0 ? kdim : E,
                           .vdim = vdim > 0 ? vdim : E, .dropout = dropout};
@@ -96,15 +99,25 @@ static attn_status check_inputs(const attn_mha_layer *m, const attn_tensor *q, c
 }
 
 /* nn.MultiheadAttention's 3-D masks are (B*H, Lq, Lk), one per batch row and head: as 4-D
- * (B, H, Lq, Lk) they broadcast like every other mask. (With B = 1 both readings agree.) */
-static void per_head_4d(int *ndim, int64_t shape[4], int64_t batch, int64_t heads)
+ * (B, H, Lq, Lk) they broadcast like every other mask. Any other 3-D shape is refused, as
+ * PyTorch refuses it (read as attn_sdpa would, a (B, Lq, Lk) mask with B == H would silently
+ * give head h the mask of batch row h). */
+static attn_status per_head_4d(const char *kind, int *ndim, int64_t shape[4], int64_t batch,
+                               int64_t heads, int64_t lq, int64_t lk)
 {
-    if (*ndim != 3 || shape[0] != batch * heads || shape[0] == 1 || batch == 1) return;
+    if (*ndim != 3) return ATTN_OK;
+    if (shape[0] != batch * heads || shape[1] != lq || shape[2] != lk)
+        return attn__fail(ATTN_ERR_SHAPE,
+                          "mha: the 3-D %s mask is (%lld, %lld, %lld); expected (B*H, Lq, Lk) = "
+                          "(%lld, %lld, %lld), or a 2-D (Lq, Lk) or 4-D mask",
+                          kind, (long long)shape[0], (long long)shape[1], (long long)shape[2],
+                          (long long)(batch * heads), (long long)lq, (long long)lk);
     shape[3] = shape[2];
     shape[2] = shape[1];
     shape[0] = batch;
     shape[1] = heads;
     *ndim = 4;
+    return ATTN_OK;
 }
 
 attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query,
@@ -116,15 +129,16 @@ attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tenso
     if (check_inputs(m, query, key, value) != ATTN_OK) return NULL;
     attn_mha_opts defaults = {.average_weights = true};
     if (!opts) opts = &defaults;
+    attn_sdpa_opts so = {.mask = opts->mask, .dropout_p = m->dropout, .impl = opts->impl};
+    const int64_t B = query->shape[0], H = m->num_heads, Lq = query->shape[1], Lk = key->shape[1];
+    if (per_head_4d("attend", &so.mask.attend_ndim, so.mask.attend_shape, B, H, Lq, Lk) != ATTN_OK ||
+        per_head_4d("blocked", &so.mask.blocked_ndim, so.mask.blocked_shape, B, H, Lq, Lk) != ATTN_OK ||
+        per_head_4d("additive", &so.mask.additive_ndim, so.mask.additive_shape, B, H, Lq, Lk) != ATTN_OK)
+        return NULL;
     attn_tensor *q = attn_split_heads(ctx, mha_project(ctx, m, query, 0), m->num_heads);
     attn_tensor *k = attn_split_heads(ctx, mha_project(ctx, m, key, 1), m->num_heads);
     attn_tensor *v = attn_split_heads(ctx, mha_project(ctx, m, value, 2), m->num_heads);
     if (!q || !k || !v) return NULL;
-    attn_sdpa_opts so = {.mask = opts->mask, .dropout_p = m->dropout, .impl = opts->impl};
-    const int64_t B = query->shape[0], H = m->num_heads;
-    per_head_4d(&so.mask.attend_ndim, so.mask.attend_shape, B, H);
-    per_head_4d(&so.mask.blocked_ndim, so.mask.blocked_shape, B, H);
-    per_head_4d(&so.mask.additive_ndim, so.mask.additive_shape, B, H);
     attn_tensor *w = NULL;
     attn_tensor *out = mha_output(ctx, m, attn_sdpa(ctx, q, k, v, &so, weights ? &w : NULL));
     if (!out) return NULL;

@@ -7,11 +7,11 @@
 attn_tensor *attn_sinusoidal_table(attn_ctx *ctx, int64_t max_len, int64_t d, attn_pe_layout layout)
 {
     if (!ctx) return attn__null_input(__func__);
-    if (max_len < 1 || d < 2 || d % 2)
+    if (max_len < 1 || d < 2 || d % 2 || (layout != ATTN_PE_INTERLEAVED && layout != ATTN_PE_CONCATENATED))
         return attn__fail_null(ATTN_ERR_ARG,
-                               "sinusoidal_table: max_len %lld and d %lld; expected max_len >= 1 "
-                               "and an even d >= 2",
-                               (long long)max_len, (long long)d);
+                               "sinusoidal_table: max_len %lld, d %lld and layout %d; expected max_len "
+                               ">= 1, an even d >= 2 and ATTN_PE_INTERLEAVED or ATTN_PE_CONCATENATED",
+                               (long long)max_len, (long long)d, (int)layout);
     attn_tensor *t = attn_tensor_empty(ctx, 2, (int64_t[]){max_len, d});
     if (!t) return NULL;
     for (int64_t i = 0; i < max_len; i++)
@@ -43,6 +43,9 @@ attn_status attn_learned_pe_init(attn_learned_pe *m, attn_params *p, const char 
                                  int64_t max_len, int64_t dim, attn_rng *rng)
 {
     if (!m || !p || !name) return attn__fail(ATTN_ERR_ARG, "learned_pe_init: NULL argument");
+    if (max_len < 1 || dim < 1)
+        return attn__fail(ATTN_ERR_ARG, "learned_pe_init: max_len %lld and dim %lld; expected >= 1",
+                          (long long)max_len, (long long)dim);
     m->table = attn_params_add(p, name, 3, (int64_t[]){1, max_len, dim});
     if (!m->table) return attn_last_status();
     if (rng) attn_tensor_fill_normal(m->table, rng, 0.0f, 1.0f);

@@ -4,6 +4,7 @@
  * one position at a time over cached keys and values (decoder_layer_step, for decoding). */
 #include "nn_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,10 +16,10 @@ static void join(char *out, size_t n, const char *prefix, const char *name)
 static attn_status check_config(const attn_transformer_config *c)
 {
     if (!c || c->d_model < 1 || c->num_heads < 1 || c->dim_feedforward < 1 ||
-        !(c->dropout >= 0.0f && c->dropout < 1.0f) || c->eps < 0.0f)
+        !(c->dropout >= 0.0f && c->dropout < 1.0f) || !(c->eps >= 0.0f && isfinite(c->eps)))
         return attn__fail(ATTN_ERR_ARG,
                           "transformer layer: expected d_model, num_heads, dim_feedforward >= 1, "
-                          "dropout in [0, 1) and eps >= 0");
+                          "dropout in [0, 1) and a finite eps >= 0");
     return ATTN_OK;
 }
 

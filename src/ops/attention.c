@@ -170,6 +170,9 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
     if (!isfinite(opts->scale) || opts->scale < 0.0f)
         return attn__fail_null(ATTN_ERR_ARG, "sdpa: scale = %g, expected a finite value >= 0 (0: 1/sqrt(D))",
                                opts->scale);
+    if (opts->impl != ATTN_SDPA_AUTO && opts->impl != ATTN_SDPA_FUSED && opts->impl != ATTN_SDPA_REF)
+        return attn__fail_null(ATTN_ERR_ARG, "sdpa: impl %d is none of ATTN_SDPA_AUTO, _FUSED, _REF",
+                               (int)opts->impl);
     const int nd = q->ndim;
     sdpa_problem p = {
         .batch = q->shape[0], .heads = nd == 4 ? q->shape[1] : 1, .lq = q->shape[nd - 2],

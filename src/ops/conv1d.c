@@ -74,10 +74,10 @@ static attn_status conv1d_check(const attn_tensor *x, const attn_tensor *w, cons
                                 int64_t padding)
 {
     char xs[64], ws[64], bs[64];
-    if (x->ndim != 3 || w->ndim != 3 || w->shape[1] != x->shape[1])
+    if (x->ndim != 3 || w->ndim != 3 || w->shape[1] != x->shape[1] || w->shape[2] < 1)
         return attn__fail(ATTN_ERR_SHAPE,
                           "conv1d: x %s and weight %s do not fit (expected x (B, Cin, L) and "
-                          "weight (Cout, Cin, K))",
+                          "weight (Cout, Cin, K), K >= 1)",
                           attn_shape_str(x, xs, 64), attn_shape_str(w, ws, 64));
     if (b && (b->ndim != 1 || b->shape[0] != w->shape[0]))
         return attn__fail(ATTN_ERR_SHAPE, "conv1d: bias %s does not fit weight %s (expected (%lld))",

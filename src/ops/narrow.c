@@ -32,12 +32,12 @@ attn_tensor *attn_narrow(attn_ctx *ctx, attn_tensor *x, int dim, int64_t start, 
     if (!ctx || !x) return attn__null_input(__func__);
     int d = attn__dim(dim, x->ndim, "narrow");
     if (d < 0) return NULL;
-    if (start < 0 || length < 0 || start + length > x->shape[d]) {
+    if (start < 0 || length < 0 || start > x->shape[d] || length > x->shape[d] - start) {
         char buf[64];
         return attn__fail_null(ATTN_ERR_ARG,
-                               "narrow: [%lld, %lld) is outside dim %d of size %lld of %s",
-                               (long long)start, (long long)(start + length), d,
-                               (long long)x->shape[d], attn_shape_str(x, buf, sizeof buf));
+                               "narrow: start %lld and length %lld do not fit in dim %d of size %lld of %s",
+                               (long long)start, (long long)length, d, (long long)x->shape[d],
+                               attn_shape_str(x, buf, sizeof buf));
     }
     int64_t shape[ATTN_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);

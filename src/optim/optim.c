@@ -234,6 +234,9 @@ static void adam_step(attn_optim *o, float *p, const float *g, int64_t n, double
 attn_status attn_optim_step(attn_optim *opt)
 {
     if (!opt) return attn__fail(ATTN_ERR_ARG, "attn_optim_step: optimizer is NULL");
+    if (opt->steps == INT64_MAX)
+        return attn__fail(ATTN_ERR_STATE, "attn_optim_step: the step count is already %lld, the largest",
+                          (long long)opt->steps);
     float *p = attn_params_data_block(opt->params);
     const float *g = attn_params_grad_block(opt->params);
     if (opt->cfg.kind == ATTN_OPTIM_SGD)
