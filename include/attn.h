@@ -928,7 +928,8 @@ typedef struct attn_tokens {
     int64_t cap_;
 } attn_tokens;
 
-ATTN_API attn_status attn_tokens_push(attn_tokens *t, const char *s, size_t len); /* copies */
+/* Copies s[0..len), which must be UTF-8 without NUL bytes (else ATTN_ERR_FORMAT, t unchanged). */
+ATTN_API attn_status attn_tokens_push(attn_tokens *t, const char *s, size_t len);
 ATTN_API void attn_tokens_clear(attn_tokens *t); /* count = 0; the memory is kept */
 ATTN_API void attn_tokens_free(attn_tokens *t);  /* back to the zero state */
 
@@ -963,6 +964,8 @@ ATTN_API char *attn_detokenize(const char *const *tokens, int64_t n);
 typedef struct attn_counter attn_counter; /* token -> count */
 ATTN_API attn_counter *attn_counter_new(void);
 ATTN_API void attn_counter_free(attn_counter *c);
+/* Counts tokens[0..n); a token that is not UTF-8 is ATTN_ERR_FORMAT (the ones before it stay
+ * counted). */
 ATTN_API attn_status attn_counter_add(attn_counter *c, const char *const *tokens, int64_t n);
 ATTN_API int64_t attn_counter_get(const attn_counter *c, const char *token); /* 0 if unseen */
 ATTN_API int64_t attn_counter_distinct(const attn_counter *c);
@@ -975,14 +978,16 @@ typedef struct attn_vocab attn_vocab;
  * tokens ordered by count descending, ties by byte order (= code point order, as Python's
  * sorted); the list is cut to max_size - n_specials entries (max_size <= 0: no cut), the
  * specials are taken out of it, tokens below min_freq dropped, and the specials put first in
- * the order given. Duplicate specials are an error. */
+ * the order given. Duplicate specials are an error. Every token of a vocabulary is UTF-8
+ * (ATTN_ERR_FORMAT otherwise), so that attn_vocab_save and attn_vocab_load give it back. */
 ATTN_API attn_vocab *attn_vocab_build(const attn_counter *c, const char *const *specials,
                                       int n_specials, int64_t min_freq, int64_t max_size);
 /* tokens[i] gets id i; duplicates are an error. */
 ATTN_API attn_vocab *attn_vocab_from_tokens(const char *const *tokens, int64_t n);
 ATTN_API void attn_vocab_free(attn_vocab *v);
 /* Text file, one token per line, line i (from 0) = id i, each line ends with "\n". Saved
- * as an output file (see "Output files"); a token holding "\n" cannot be saved (ATTN_ERR_ARG). */
+ * as an output file (see "Output files"); a token holding "\n" or "\r" cannot be saved
+ * (ATTN_ERR_ARG). Load also reads lines ending in "\r\n". */
 ATTN_API attn_status attn_vocab_save(const attn_vocab *v, const char *path);
 ATTN_API attn_vocab *attn_vocab_load(const char *path); /* errors name the path and line */
 ATTN_API int64_t attn_vocab_size(const attn_vocab *v);
@@ -1010,7 +1015,8 @@ ATTN_API attn_status attn_id_seqs_push(attn_id_seqs *s, const int64_t *ids, int6
 /* The length of sequence i; -1 (error recorded) when i is outside 0..count-1. */
 ATTN_API int64_t attn_id_seqs_len(const attn_id_seqs *s, int64_t i);
 ATTN_API void attn_id_seqs_free(attn_id_seqs *s);
-/* Tokenizes texts[i] with kind and appends its ids (unknown -> unk) to out, for i < n. */
+/* Tokenizes texts[i] with kind and appends its ids (unknown -> unk) to out, for i < n; on an
+ * error out keeps none of them. */
 ATTN_API attn_status attn_encode_texts(attn_id_seqs *out, const attn_vocab *v,
                                        attn_tokenizer kind, const char *const *texts, int64_t n);
 

@@ -204,6 +204,53 @@ static void test_file_errors(void)
     TK_CHECK(v && attn_vocab_save(v, path) == ATTN_ERR_ARG, "a newline cannot be saved");
     TK_CHECK(access(path, F_OK) != 0, "nothing left behind: %s", path);
     attn_vocab_free(v);
+    static const char *const cr[] = {"ok", "carriage\r"};
+    v = attn_vocab_from_tokens(cr, 2);
+    TK_CHECK(v && attn_vocab_save(v, path) == ATTN_ERR_ARG && access(path, F_OK) != 0,
+             "a carriage return cannot be saved either (load reads CRLF lines)");
+    attn_vocab_free(v);
+    write_file(path, "<unk>\r\nhello\r\nworld\r\n", 21);
+    v = attn_vocab_load(path);
+    TK_CHECK(v && attn_vocab_size(v) == 3 && attn_vocab_find(v, "hello") == 1 && attn_vocab_find(v, "world") == 2,
+             "CRLF lines are read without their \\r: %s", v ? "" : attn_last_error());
+    attn_vocab_free(v);
+    remove(path);
+}
+
+/* Text that could not come back from a vocabulary file is refused where it enters: invalid
+ * UTF-8 was counted, built and saved, and the saved file then failed to load; a NUL cut a
+ * pushed token short; encode_texts kept the texts before a bad one. */
+static void test_text_only(void)
+{
+    attn_counter *c = attn_counter_new();
+    static const char *const bad[] = {"ok", "\xff\xfe"};
+    TK_CHECK(attn_counter_add(c, bad, 2) == ATTN_ERR_FORMAT && attn_counter_get(c, "ok") == 1 &&
+                 attn_counter_distinct(c) == 1,
+             "a counter refuses invalid UTF-8: %s", attn_last_error());
+    TK_CHECK(attn_counter_add(c, bad, -1) == ATTN_ERR_ARG, "a counter refuses n < 0");
+    attn_counter_free(c);
+    TK_CHECK(!attn_vocab_from_tokens(bad, 2) && attn_last_status() == ATTN_ERR_FORMAT,
+             "a vocabulary refuses invalid UTF-8");
+    static const char *const specials[] = {"<unk>", "\xc3"};
+    attn_counter *d = attn_counter_new();
+    TK_OK(attn_counter_add(d, bad, 1));
+    TK_CHECK(!attn_vocab_build(d, specials, 2, 1, 0) && attn_last_status() == ATTN_ERR_FORMAT,
+             "a vocabulary refuses an invalid special");
+    attn_counter_free(d);
+    attn_tokens t = {0};
+    TK_CHECK(attn_tokens_push(&t, "a\0b", 3) == ATTN_ERR_FORMAT && t.count == 0, "a NUL inside a token is refused");
+    TK_OK(attn_tokens_push(&t, "a", 1));
+    attn_tokens_free(&t);
+    static const char *const toks[] = {"<unk>", "a", "b"};
+    attn_vocab *v = attn_vocab_from_tokens(toks, 3);
+    attn_id_seqs s = {0};
+    static const char *const texts[] = {"a b", "\xff"};
+    TK_CHECK(attn_encode_texts(&s, v, ATTN_TOKENIZER_BASIC_ENGLISH, texts, 2) == ATTN_ERR_FORMAT && s.count == 0,
+             "encode_texts keeps no text when one fails (count %lld)", (long long)s.count);
+    TK_OK(attn_encode_texts(&s, v, ATTN_TOKENIZER_BASIC_ENGLISH, texts, 1));
+    TK_CHECK(s.count == 1 && attn_id_seqs_len(&s, 0) == 2, "and all of them when none fails");
+    attn_id_seqs_free(&s);
+    attn_vocab_free(v);
 }
 
 int main(void)
@@ -212,5 +259,6 @@ int main(void)
     test_multi30k_vocab();
     test_rules();
     test_file_errors();
+    test_text_only();
     return tk_finish("test_data_vocab");
 }

@@ -77,9 +77,11 @@ attn_status attn_encode_texts(attn_id_seqs *out, const attn_vocab *v, attn_token
         return attn__fail(ATTN_ERR_ARG, "attn_encode_texts: NULL argument");
     attn_tokens toks = {0};
     int64_t *ids = NULL, cap = 0;
+    const int64_t count0 = out->count;
     attn_status st = ATTN_OK;
     for (int64_t i = 0; i < n && st == ATTN_OK; i++)
         st = encode_one(out, &toks, &ids, &cap, v, kind, texts[i], i);
+    if (st != ATTN_OK) out->count = count0; /* all or nothing: the texts before the bad one go too */
     attn_tokens_free(&toks);
     free(ids);
     return st;

@@ -45,7 +45,8 @@ static attn_status tokens_reserve(attn_tokens *t, size_t len)
 attn_status attn_tokens_push(attn_tokens *t, const char *s, size_t len)
 {
     if (!t || (!s && len)) return attn__fail(ATTN_ERR_ARG, "attn_tokens_push: NULL argument");
-    attn_status st = tokens_reserve(t, len);
+    attn_status st = attn__text_check(s, len, "attn_tokens_push"); /* a NUL would cut the token */
+    if (st == ATTN_OK) st = tokens_reserve(t, len);
     if (st != ATTN_OK) return st;
     char *dst = t->store_ + t->store_len_;
     if (len) memcpy(dst, s, len);

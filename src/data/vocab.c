@@ -40,6 +40,8 @@ void attn_counter_free(attn_counter *c)
 static attn_status count_one(attn_counter *c, const char *tok)
 {
     bool added;
+    attn_status st = attn__text_check(tok, strlen(tok), "attn_counter_add: token");
+    if (st != ATTN_OK) return st;
     int64_t id = attn__strtab_intern(&c->tab, tok, strlen(tok), &added);
     if (id < 0) return attn_last_status();
     if (id >= c->cap) {
@@ -57,7 +59,8 @@ static attn_status count_one(attn_counter *c, const char *tok)
 
 attn_status attn_counter_add(attn_counter *c, const char *const *tokens, int64_t n)
 {
-    if (!c || (!tokens && n)) return attn__fail(ATTN_ERR_ARG, "attn_counter_add: NULL argument");
+    if (!c || (!tokens && n) || n < 0)
+        return attn__fail(ATTN_ERR_ARG, "attn_counter_add: NULL argument or n %lld < 0", (long long)n);
     attn_status st = ATTN_OK;
     for (int64_t i = 0; i < n && st == ATTN_OK; i++)
         st = tokens[i] ? count_one(c, tokens[i])
@@ -108,6 +111,8 @@ static attn_status vocab_add(attn_vocab *v, const char *token, size_t len, const
                              attn_status status)
 {
     bool added;
+    attn_status st = attn__text_check(token, len, where); /* what save and load can carry back */
+    if (st != ATTN_OK) return st;
     int64_t id = attn__strtab_intern(&v->tab, token, len, &added);
     if (id < 0) return attn_last_status();
     if (!added)
@@ -266,8 +271,8 @@ attn_status attn_vocab_save(const attn_vocab *v, const char *path)
 {
     if (!v || !path) return attn__fail(ATTN_ERR_ARG, "attn_vocab_save: NULL argument");
     for (int64_t i = 0; i < v->tab.count; i++)
-        if (strchr(attn__strtab_key(&v->tab, i), '\n'))
-            return attn__fail(ATTN_ERR_ARG, "%s: token %lld holds a newline; the one-token-per-line "
+        if (strpbrk(attn__strtab_key(&v->tab, i), "\r\n"))
+            return attn__fail(ATTN_ERR_ARG, "%s: token %lld holds a line break; the one-token-per-line "
                               "format cannot store it", path, (long long)i);
     attn__outfile out;
     attn_status st = attn__outfile_open(&out, path);
@@ -285,10 +290,11 @@ static attn_status parse_lines(attn_vocab *v, char *text, size_t len, const char
     int64_t line = 0;
     for (size_t start = 0; start < len && st == ATTN_OK; line++) {
         char *nl = memchr(text + start, '\n', len - start);
-        size_t end = nl ? (size_t)(nl - text) : len;
+        size_t end = nl ? (size_t)(nl - text) : len, token_end = end;
+        if (token_end > start && text[token_end - 1] == '\r') token_end--; /* CRLF lines, as the pairs loaders */
         char where[512];
         snprintf(where, sizeof where, "%s:%lld", path, (long long)line + 1);
-        st = vocab_add(v, text + start, end - start, where, ATTN_ERR_FORMAT);
+        st = vocab_add(v, text + start, token_end - start, where, ATTN_ERR_FORMAT);
         start = end + 1;
     }
     return st;
