@@ -317,7 +317,8 @@ ATTN_API attn_tensor *attn_narrow(attn_ctx *ctx, attn_tensor *x, int dim, int64_
 ATTN_API attn_tensor *attn_split_heads(attn_ctx *ctx, attn_tensor *x, int64_t num_heads);
 ATTN_API attn_tensor *attn_merge_heads(attn_ctx *ctx, attn_tensor *x);
 /* Mean over non-ignored rows of -log softmax(logits)[target], with label smoothing as
- * torch.nn.functional.cross_entropy: logits (N, C), target (N) class indices. */
+ * torch.nn.functional.cross_entropy: logits (N, C), target (N) class indices. With no row
+ * left (all ignored, or N = 0) the loss is NaN and its gradient 0, as torch's. */
 ATTN_API attn_tensor *attn_cross_entropy(attn_ctx *ctx, attn_tensor *logits,
                                          const int64_t *target, int64_t ignore_index,
                                          float label_smoothing);

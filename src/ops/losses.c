@@ -6,8 +6,8 @@
  *   loss   = sum over kept rows of loss_i / count,   kept = rows with t_i != ignore_index
  *   backward: dz_ic += dloss / count * (p_ic - (1 - eps) [c == t_i] - eps/C)   (kept rows only)
  * The rows are attn_cross_entropy_rows (kernels/cross_entropy.c: threaded, vectorised exp).
- * When every row is ignored, torch's mean is 0/0 = NaN; here the loss is 0 and so is its
- * gradient, so a batch of padding alone cannot poison a training run.
+ * When every row is ignored (or there are none), the mean is 0/0 = NaN, as torch gives it, and
+ * the gradient 0, as torch's.
  *
  * Mean squared error over n elements:
  *   loss = sum (pred - target)^2 / n
@@ -92,7 +92,7 @@ attn_tensor *attn_cross_entropy(attn_ctx *ctx, attn_tensor *logits, const int64_
                             ctx->num_threads);
     double total = 0.0;
     for (int64_t i = 0; i < s.rows; i++) total += row_loss[i];
-    y->data[0] = s.count ? (float)(total / (double)s.count) : 0.0f;
+    y->data[0] = s.count ? (float)(total / (double)s.count) : NAN;
     if (attn__needs_grad(ctx, &logits, 1)) {
         int64_t *copy = attn_arena_alloc(&ctx->arena, rows_alloc * sizeof *copy);
         attn_node *node = copy ? attn__record(ctx, "cross_entropy", cross_entropy_backward, y,
