@@ -235,9 +235,36 @@ static void test_refused_configs(void)
     attn_params_free(p);
 }
 
+/* A module init that fails part way takes back what it registered: a failed classifier (3 heads
+ * do not divide 128) left "embedding.weight" and "pos_encoding" in the registry, and the retry
+ * with a good config then failed on a name that exists, hiding the real error. */
+static void test_failed_init_rolls_back(void)
+{
+    attn_params *p = attn_params_new();
+    attn_rng rng;
+    attn_rng_seed(&rng, 10);
+    attn_classifier cls;
+    attn_classifier_config cc = attn_classifier_defaults(50);
+    cc.num_heads = 3;
+    TK_CHECK(attn_classifier_init(&cls, p, &cc, &rng) == ATTN_ERR_ARG && attn_params_count(p) == 0,
+             "a failed classifier init leaves no parameter (%zu)", attn_params_count(p));
+    cc.num_heads = 4;
+    TK_OK(attn_classifier_init(&cls, p, &cc, &rng));
+    const size_t n = attn_params_count(p);
+    attn_encoder_layer enc;
+    attn_transformer_config tc = {.d_model = 8, .num_heads = 2, .dim_feedforward = 16};
+    TK_OK(attn_encoder_layer_init(&enc, p, "layer", &tc, &rng));
+    TK_CHECK(attn_encoder_layer_init(&enc, p, "layer", &tc, &rng) == ATTN_ERR_ARG && attn_params_count(p) == n + 12,
+             "a second layer of the same name fails and takes back its parameters (%zu of %zu)",
+             attn_params_count(p), n + 12);
+    attn_classifier_free(&cls);
+    attn_params_free(p);
+}
+
 int main(void)
 {
     test_refused_configs();
+    test_failed_init_rolls_back();
     test_linear_init();
     test_embedding_init();
     test_layer_norm_init();

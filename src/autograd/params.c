@@ -83,6 +83,20 @@ attn_tensor *attn_params_add(attn_params *p, const char *name, int ndim, const i
     return t;
 }
 
+attn_status attn__params_settle(attn_params *p, size_t n0, attn_status st)
+{
+    if (st == ATTN_OK || !p || p->data_block) return st; /* a packed registry took no new ones */
+    while (p->count > n0) {
+        attn_tensor *t = p->tensors[--p->count];
+        p->numel -= t->numel;
+        free(t->data);
+        free(t->grad);
+        free(t);
+        free(p->names[p->count]);
+    }
+    return st;
+}
+
 attn_tensor *attn_params_get(const attn_params *p, const char *name)
 {
     if (!p || !name) return attn__null_arg("attn_params_get"), NULL;

@@ -80,6 +80,10 @@ enum attn_storage {
 
 /* A tensor of x's shape in the arena (uninitialised data). */
 attn_tensor *attn__empty_like(attn_ctx *ctx, const attn_tensor *x);
+/* A module init that failed takes back the parameters it registered: attn__params_settle(p, n0,
+ * st) with n0 = the count before it (attn_params_count) removes those past n0 when st is an
+ * error, and returns st; the error message stays. */
+attn_status attn__params_settle(attn_params *p, size_t n0, attn_status st);
 /* The gradient buffer of t, zero-filled on first use; NULL (with error) if allocation fails. */
 float *attn__grad(attn_ctx *ctx, attn_tensor *t);
 /* "(2, 3)" (or "()" for ndim 0) of any shape into buf; returns buf. */

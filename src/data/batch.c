@@ -254,9 +254,11 @@ attn_status attn_batches_bucketed(attn_batches *out, const attn_id_seqs *src,
                                   const attn_id_seqs *tgt, int64_t batch_size,
                                   int64_t pool_batches, attn_rng *rng)
 {
-    if (!out || !src || !rng || pool_batches <= 0 || (tgt && tgt->count != src->count))
-        return attn__fail(ATTN_ERR_ARG, "attn_batches_bucketed: NULL argument, pool_batches <= 0 or "
-                          "src/tgt counts differ");
+    if (!out || !src || !rng) return attn__fail(ATTN_ERR_ARG, "attn_batches_bucketed: NULL argument");
+    if (pool_batches <= 0 || (tgt && tgt->count != src->count))
+        return attn__fail(ATTN_ERR_ARG, "attn_batches_bucketed: pool_batches %lld (expected >= 1), %lld "
+                          "sources and %lld targets (expected as many)", (long long)pool_batches,
+                          (long long)src->count, (long long)(tgt ? tgt->count : src->count));
     int64_t n = src->count;
     attn_status st = batches_init(out, n, batch_size, rng);
     if (st != ATTN_OK) return st;

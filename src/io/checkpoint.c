@@ -62,8 +62,9 @@ static attn_status add_tensors(attn_st_writer *w, const attn_params *p, const at
 attn_status attn_checkpoint_save(const char *path, const attn_params *p, const attn_optim *opt,
                                  const char *const *meta_kv, int n_meta)
 {
-    if (!path || !p || n_meta < 0 || (n_meta > 0 && !meta_kv))
+    if (!path || !p || (n_meta > 0 && !meta_kv))
         return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_save: path, params or metadata missing");
+    if (n_meta < 0) return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_save: n_meta %d < 0", n_meta);
     attn_st_writer *w = attn_st_writer_new();
     if (!w) return attn_last_status();
     attn_status s = add_metadata(w, opt, meta_kv, n_meta);

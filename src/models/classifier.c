@@ -48,8 +48,8 @@ static attn_status init_attention(attn_classifier *m, attn_params *p, attn_rng *
     return attn__fail(ATTN_ERR_ARG, "classifier: unknown attention variant %d", (int)c->attention);
 }
 
-attn_status attn_classifier_init(attn_classifier *m, attn_params *p, const attn_classifier_config *cfg,
-                                 attn_rng *rng)
+static attn_status init_classifier(attn_classifier *m, attn_params *p, const attn_classifier_config *cfg,
+                                   attn_rng *rng)
 {
     if (!m || !p || !cfg) return attn__fail(ATTN_ERR_ARG, "classifier_init: NULL argument");
     if (cfg->vocab_size < 1 || cfg->embed_dim < 1 || cfg->max_len < 1 || cfg->num_classes < 1 ||
@@ -72,6 +72,13 @@ attn_status attn_classifier_init(attn_classifier *m, attn_params *p, const attn_
         attn_linear_init(&m->fc2, p, "classifier.3", cfg->hidden_dim, cfg->num_classes, true, rng) != ATTN_OK)
         return attn_last_status();
     return ATTN_OK;
+}
+
+attn_status attn_classifier_init(attn_classifier *m, attn_params *p, const attn_classifier_config *cfg,
+                                 attn_rng *rng)
+{
+    const size_t n0 = p ? attn_params_count(p) : 0;
+    return attn__params_settle(p, n0, init_classifier(m, p, cfg, rng));
 }
 
 void attn_classifier_free(attn_classifier *m)

@@ -14,8 +14,8 @@ uint8_t *seq2seq_padding(attn_ctx *ctx, const int64_t *lens, int64_t batch, int6
     return pad;
 }
 
-attn_status attn_seq2seq_init(attn_seq2seq *m, attn_params *p, const attn_seq2seq_config *cfg,
-                              attn_rng *rng)
+static attn_status init_seq2seq(attn_seq2seq *m, attn_params *p, const attn_seq2seq_config *cfg,
+                                attn_rng *rng)
 {
     if (!m || !p || !cfg) return attn__fail(ATTN_ERR_ARG, "seq2seq_init: NULL argument");
     const attn_seq2seq_config *c = cfg;
@@ -32,6 +32,13 @@ attn_status attn_seq2seq_init(attn_seq2seq *m, attn_params *p, const attn_seq2se
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     return c->kind == ATTN_SEQ2SEQ_TRANSFORMER ? transformer_init(m, p, rng) : bahdanau_init(m, p, rng);
+}
+
+attn_status attn_seq2seq_init(attn_seq2seq *m, attn_params *p, const attn_seq2seq_config *cfg,
+                              attn_rng *rng)
+{
+    const size_t n0 = p ? attn_params_count(p) : 0;
+    return attn__params_settle(p, n0, init_seq2seq(m, p, cfg, rng));
 }
 
 void attn_seq2seq_free(attn_seq2seq *m)

@@ -31,9 +31,9 @@ static void sub_prefix(char *out, size_t n, const char *prefix, const char *name
     snprintf(out, n, "%s%s%s", prefix, *prefix ? "." : "", name);
 }
 
-attn_status attn_additive_init(attn_additive_layer *m, attn_params *p, const char *prefix,
-                               int64_t query_size, int64_t key_size, int64_t num_hiddens,
-                               float dropout, attn_rng *rng)
+static attn_status init_additive(attn_additive_layer *m, attn_params *p, const char *prefix,
+                                 int64_t query_size, int64_t key_size, int64_t num_hiddens,
+                                 float dropout, attn_rng *rng)
 {
     if (!m || !prefix) return attn__fail(ATTN_ERR_ARG, "additive_init: NULL argument");
     if (!(dropout >= 0.0f && dropout <= 1.0f))
@@ -48,6 +48,14 @@ attn_status attn_additive_init(attn_additive_layer *m, attn_params *p, const cha
         return attn_last_status();
     sub_prefix(name, sizeof name, prefix, "w_v");
     return attn_linear_init(&m->w_v, p, name, num_hiddens, 1, false, rng);
+}
+
+attn_status attn_additive_init(attn_additive_layer *m, attn_params *p, const char *prefix,
+                               int64_t query_size, int64_t key_size, int64_t num_hiddens,
+                               float dropout, attn_rng *rng)
+{
+    const size_t n0 = p ? attn_params_count(p) : 0;
+    return attn__params_settle(p, n0, init_additive(m, p, prefix, query_size, key_size, num_hiddens, dropout, rng));
 }
 
 attn_tensor *attn_additive_forward(attn_ctx *ctx, const attn_additive_layer *m,

@@ -47,8 +47,8 @@ static attn_status add_fan_in_uniform(attn_tensor **weight, attn_tensor **bias, 
 
 /* ---- Linear ---- */
 
-attn_status attn_linear_init(attn_linear_layer *m, attn_params *p, const char *prefix,
-                             int64_t in_features, int64_t out_features, bool bias, attn_rng *rng)
+static attn_status init_linear(attn_linear_layer *m, attn_params *p, const char *prefix,
+                               int64_t in_features, int64_t out_features, bool bias, attn_rng *rng)
 {
     if (!m || !p) return attn__fail(ATTN_ERR_ARG, "attn_linear_init: module or params is NULL");
     if (in_features < 1 || out_features < 1)
@@ -60,6 +60,13 @@ attn_status attn_linear_init(attn_linear_layer *m, attn_params *p, const char *p
     return add_fan_in_uniform(&m->weight, &m->bias, p, prefix, 2, shape, bias, in_features, rng);
 }
 
+attn_status attn_linear_init(attn_linear_layer *m, attn_params *p, const char *prefix,
+                             int64_t in_features, int64_t out_features, bool bias, attn_rng *rng)
+{
+    const size_t n0 = p ? attn_params_count(p) : 0;
+    return attn__params_settle(p, n0, init_linear(m, p, prefix, in_features, out_features, bias, rng));
+}
+
 attn_tensor *attn_linear_forward(attn_ctx *ctx, const attn_linear_layer *m, attn_tensor *x)
 {
     if (!m) return attn__fail_null(ATTN_ERR_ARG, "attn_linear_forward: module is NULL");
@@ -68,8 +75,8 @@ attn_tensor *attn_linear_forward(attn_ctx *ctx, const attn_linear_layer *m, attn
 
 /* ---- Embedding ---- */
 
-attn_status attn_embedding_init(attn_embedding_layer *m, attn_params *p, const char *prefix,
-                                int64_t num, int64_t dim, int64_t padding_idx, attn_rng *rng)
+static attn_status init_embedding(attn_embedding_layer *m, attn_params *p, const char *prefix,
+                                  int64_t num, int64_t dim, int64_t padding_idx, attn_rng *rng)
 {
     if (!m || !p) return attn__fail(ATTN_ERR_ARG, "attn_embedding_init: module or params is NULL");
     if (num < 1 || dim < 1)
@@ -92,6 +99,13 @@ attn_status attn_embedding_init(attn_embedding_layer *m, attn_params *p, const c
     return ATTN_OK;
 }
 
+attn_status attn_embedding_init(attn_embedding_layer *m, attn_params *p, const char *prefix,
+                                int64_t num, int64_t dim, int64_t padding_idx, attn_rng *rng)
+{
+    const size_t n0 = p ? attn_params_count(p) : 0;
+    return attn__params_settle(p, n0, init_embedding(m, p, prefix, num, dim, padding_idx, rng));
+}
+
 attn_tensor *attn_embedding_forward(attn_ctx *ctx, const attn_embedding_layer *m,
                                     const int64_t *ids, int ndim, const int64_t *shape)
 {
@@ -101,8 +115,8 @@ attn_tensor *attn_embedding_forward(attn_ctx *ctx, const attn_embedding_layer *m
 
 /* ---- LayerNorm ---- */
 
-attn_status attn_layer_norm_init(attn_layer_norm_layer *m, attn_params *p, const char *prefix,
-                                 int64_t dim, float eps)
+static attn_status init_layer_norm(attn_layer_norm_layer *m, attn_params *p, const char *prefix,
+                                   int64_t dim, float eps)
 {
     if (!m || !p) return attn__fail(ATTN_ERR_ARG, "attn_layer_norm_init: module or params is NULL");
     if (dim < 1 || !(eps >= 0.0f))
@@ -119,6 +133,13 @@ attn_status attn_layer_norm_init(attn_layer_norm_layer *m, attn_params *p, const
     return ATTN_OK;
 }
 
+attn_status attn_layer_norm_init(attn_layer_norm_layer *m, attn_params *p, const char *prefix,
+                                 int64_t dim, float eps)
+{
+    const size_t n0 = p ? attn_params_count(p) : 0;
+    return attn__params_settle(p, n0, init_layer_norm(m, p, prefix, dim, eps));
+}
+
 attn_tensor *attn_layer_norm_forward(attn_ctx *ctx, const attn_layer_norm_layer *m, attn_tensor *x)
 {
     if (!m) return attn__fail_null(ATTN_ERR_ARG, "attn_layer_norm_forward: module is NULL");
@@ -127,9 +148,9 @@ attn_tensor *attn_layer_norm_forward(attn_ctx *ctx, const attn_layer_norm_layer 
 
 /* ---- Conv1d ---- */
 
-attn_status attn_conv1d_init(attn_conv1d_layer *m, attn_params *p, const char *prefix,
-                             int64_t in_channels, int64_t out_channels, int64_t kernel_size,
-                             int64_t padding, bool bias, attn_rng *rng)
+static attn_status init_conv1d(attn_conv1d_layer *m, attn_params *p, const char *prefix,
+                               int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                               int64_t padding, bool bias, attn_rng *rng)
 {
     if (!m || !p) return attn__fail(ATTN_ERR_ARG, "attn_conv1d_init: module or params is NULL");
     if (in_channels < 1 || out_channels < 1 || kernel_size < 1 || padding < 0)
@@ -148,6 +169,14 @@ attn_status attn_conv1d_init(attn_conv1d_layer *m, attn_params *p, const char *p
     m->padding = padding;
     int64_t shape[3] = {out_channels, in_channels, kernel_size};
     return add_fan_in_uniform(&m->weight, &m->bias, p, prefix, 3, shape, bias, fan_in, rng);
+}
+
+attn_status attn_conv1d_init(attn_conv1d_layer *m, attn_params *p, const char *prefix,
+                             int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                             int64_t padding, bool bias, attn_rng *rng)
+{
+    const size_t n0 = p ? attn_params_count(p) : 0;
+    return attn__params_settle(p, n0, init_conv1d(m, p, prefix, in_channels, out_channels, kernel_size, padding, bias, rng));
 }
 
 attn_tensor *attn_conv1d_forward(attn_ctx *ctx, const attn_conv1d_layer *m, attn_tensor *x)

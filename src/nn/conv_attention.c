@@ -3,9 +3,9 @@
 
 #include <stdio.h>
 
-attn_status attn_conv_attention_init(attn_conv_attention_layer *m, attn_params *p,
-                                     const char *prefix, int64_t embed_dim, int64_t num_heads,
-                                     int64_t kernel_size, attn_rng *rng)
+static attn_status init_conv_attention(attn_conv_attention_layer *m, attn_params *p,
+                                       const char *prefix, int64_t embed_dim, int64_t num_heads,
+                                       int64_t kernel_size, attn_rng *rng)
 {
     if (!m || !prefix) return attn__fail(ATTN_ERR_ARG, "conv_attention_init: NULL argument");
     if (kernel_size < 1 || kernel_size % 2 == 0)
@@ -24,6 +24,14 @@ attn_status attn_conv_attention_init(attn_conv_attention_layer *m, attn_params *
         return attn_last_status();
     snprintf(name, sizeof name, "%s%snorm", prefix, dot);
     return attn_layer_norm_init(&m->norm, p, name, embed_dim, 1e-5f);
+}
+
+attn_status attn_conv_attention_init(attn_conv_attention_layer *m, attn_params *p,
+                                     const char *prefix, int64_t embed_dim, int64_t num_heads,
+                                     int64_t kernel_size, attn_rng *rng)
+{
+    const size_t n0 = p ? attn_params_count(p) : 0;
+    return attn__params_settle(p, n0, init_conv_attention(m, p, prefix, embed_dim, num_heads, kernel_size, rng));
 }
 
 attn_tensor *attn_conv_attention_forward(attn_ctx *ctx, const attn_conv_attention_layer *m,

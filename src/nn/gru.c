@@ -5,8 +5,8 @@
 #include <math.h>
 #include <stdio.h>
 
-attn_status attn_gru_init(attn_gru_layer *m, attn_params *p, const char *prefix, int64_t input_size,
-                          int64_t hidden_size, int num_layers, float dropout, attn_rng *rng)
+static attn_status init_gru(attn_gru_layer *m, attn_params *p, const char *prefix, int64_t input_size,
+                            int64_t hidden_size, int num_layers, float dropout, attn_rng *rng)
 {
     if (!m || !p || !prefix) return attn__fail(ATTN_ERR_ARG, "gru_init: NULL argument");
     if (input_size < 1 || hidden_size < 1 || num_layers < 1 || num_layers > 8 ||
@@ -31,6 +31,13 @@ attn_status attn_gru_init(attn_gru_layer *m, attn_params *p, const char *prefix,
         }
     }
     return ATTN_OK;
+}
+
+attn_status attn_gru_init(attn_gru_layer *m, attn_params *p, const char *prefix, int64_t input_size,
+                          int64_t hidden_size, int num_layers, float dropout, attn_rng *rng)
+{
+    const size_t n0 = p ? attn_params_count(p) : 0;
+    return attn__params_settle(p, n0, init_gru(m, p, prefix, input_size, hidden_size, num_layers, dropout, rng));
 }
 
 /* One step: h (B, H), gi (B, 3H) = x W_ih^T + b_ih for this step. */

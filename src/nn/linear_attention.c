@@ -5,9 +5,9 @@
 #include <math.h>
 #include <stdio.h>
 
-attn_status attn_linear_attention_init(attn_linear_attention_layer *m, attn_params *p,
-                                       const char *prefix, int64_t embed_dim,
-                                       attn_linear_attention_kind kind, attn_rng *rng)
+static attn_status init_linear_attention(attn_linear_attention_layer *m, attn_params *p,
+                                         const char *prefix, int64_t embed_dim,
+                                         attn_linear_attention_kind kind, attn_rng *rng)
 {
     if (!m || !prefix) return attn__fail(ATTN_ERR_ARG, "linear_attention_init: NULL argument");
     if (kind != ATTN_LINEAR_ATTENTION_EFFICIENT && kind != ATTN_LINEAR_ATTENTION_SHEN)
@@ -22,6 +22,14 @@ attn_status attn_linear_attention_init(attn_linear_attention_layer *m, attn_para
             return attn_last_status();
     }
     return ATTN_OK;
+}
+
+attn_status attn_linear_attention_init(attn_linear_attention_layer *m, attn_params *p,
+                                       const char *prefix, int64_t embed_dim,
+                                       attn_linear_attention_kind kind, attn_rng *rng)
+{
+    const size_t n0 = p ? attn_params_count(p) : 0;
+    return attn__params_settle(p, n0, init_linear_attention(m, p, prefix, embed_dim, kind, rng));
 }
 
 /* (B, L, 1): 0 for real keys, -inf for padding. */

@@ -23,9 +23,9 @@ static void xavier_uniform(attn_tensor *w, int64_t fan_in, int64_t fan_out, attn
     if (rng) attn_tensor_fill_uniform(w, rng, -bound, bound); /* NULL: no random init */
 }
 
-attn_status attn_mha_init(attn_mha_layer *m, attn_params *p, const char *prefix, int64_t embed_dim,
-                          int64_t num_heads, int64_t kdim, int64_t vdim, bool bias, float dropout,
-                          attn_rng *rng)
+static attn_status init_mha(attn_mha_layer *m, attn_params *p, const char *prefix, int64_t embed_dim,
+                            int64_t num_heads, int64_t kdim, int64_t vdim, bool bias, float dropout,
+                            attn_rng *rng)
 {
     if (!m || !p || !prefix) return attn__fail(ATTN_ERR_ARG, "mha_init: NULL argument");
     if (embed_dim <= 0 || num_heads <= 0 || embed_dim % num_heads != 0)
@@ -61,6 +61,14 @@ attn_status attn_mha_init(attn_mha_layer *m, attn_params *p, const char *prefix,
     if (st == ATTN_OK && m->out_proj.bias) /* PyTorch zeroes it in _reset_parameters */
         for (int64_t i = 0; i < E; i++) m->out_proj.bias->data[i] = 0.0f;
     return st;
+}
+
+attn_status attn_mha_init(attn_mha_layer *m, attn_params *p, const char *prefix, int64_t embed_dim,
+                          int64_t num_heads, int64_t kdim, int64_t vdim, bool bias, float dropout,
+                          attn_rng *rng)
+{
+    const size_t n0 = p ? attn_params_count(p) : 0;
+    return attn__params_settle(p, n0, init_mha(m, p, prefix, embed_dim, num_heads, kdim, vdim, bias, dropout, rng));
 }
 
 /* One projection (nn_internal.h): input @ W_i^T + b_i, W_i = rows [i E, (i+1) E) of

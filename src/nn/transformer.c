@@ -54,8 +54,8 @@ static attn_status init_mha(attn_mha_layer *m, attn_params *p, const char *prefi
     return attn_mha_init(m, p, full, c->d_model, c->num_heads, 0, 0, true, c->dropout, rng);
 }
 
-attn_status attn_encoder_layer_init(attn_encoder_layer *m, attn_params *p, const char *prefix,
-                                    const attn_transformer_config *cfg, attn_rng *rng)
+static attn_status init_encoder_layer(attn_encoder_layer *m, attn_params *p, const char *prefix,
+                                      const attn_transformer_config *cfg, attn_rng *rng)
 {
     if (!m || !prefix) return attn__fail(ATTN_ERR_ARG, "transformer layer init: NULL argument");
     if (check_config(cfg) != ATTN_OK) return attn_last_status();
@@ -69,8 +69,15 @@ attn_status attn_encoder_layer_init(attn_encoder_layer *m, attn_params *p, const
     return ATTN_OK;
 }
 
-attn_status attn_decoder_layer_init(attn_decoder_layer *m, attn_params *p, const char *prefix,
+attn_status attn_encoder_layer_init(attn_encoder_layer *m, attn_params *p, const char *prefix,
                                     const attn_transformer_config *cfg, attn_rng *rng)
+{
+    const size_t n0 = p ? attn_params_count(p) : 0;
+    return attn__params_settle(p, n0, init_encoder_layer(m, p, prefix, cfg, rng));
+}
+
+static attn_status init_decoder_layer(attn_decoder_layer *m, attn_params *p, const char *prefix,
+                                      const attn_transformer_config *cfg, attn_rng *rng)
 {
     if (!m || !prefix) return attn__fail(ATTN_ERR_ARG, "transformer layer init: NULL argument");
     if (check_config(cfg) != ATTN_OK) return attn_last_status();
@@ -85,6 +92,13 @@ attn_status attn_decoder_layer_init(attn_decoder_layer *m, attn_params *p, const
     m->norm2 = norms[1];
     m->norm3 = norms[2];
     return ATTN_OK;
+}
+
+attn_status attn_decoder_layer_init(attn_decoder_layer *m, attn_params *p, const char *prefix,
+                                    const attn_transformer_config *cfg, attn_rng *rng)
+{
+    const size_t n0 = p ? attn_params_count(p) : 0;
+    return attn__params_settle(p, n0, init_decoder_layer(m, p, prefix, cfg, rng));
 }
 
 /* linear2(drop?(act(linear1(x)))) */

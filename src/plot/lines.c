@@ -133,7 +133,7 @@ static attn_status check_limits(const ln_plot *p, const float lim[2], bool log, 
 {
     if (lim[0] == lim[1]) return ATTN_OK;
     if (!(lim[0] < lim[1]) || !isfinite(lim[1] - lim[0]) || (log && !(lim[0] > 0)))
-        return attn__fail(ATTN_ERR_ARG, "%s: %s = [%g, %g]: needs finite lo < hi%s", p->fn,
+        return attn__fail(ATTN_ERR_ARG, "%s: %s = [%g, %g]: needs finite lo < hi with a finite hi - lo%s", p->fn,
                           name, lim[0], lim[1], log ? " and lo > 0 (log axis)" : "");
     return ATTN_OK;
 }
