@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 typedef struct batch_buffers {
     int64_t *ids, *lengths, *labels; /* (bs, max_len), (bs), (bs) */
@@ -39,23 +40,34 @@ static attn_status epoch_batches(attn_batches *out, const classify_options *o, i
     return attn_batches_plain(out, n, o->train.batch_size * dist_size(), &rng);
 }
 
-/* The checkpoint, and with the first one the vocabulary beside it: a run that fails before its
- * first checkpoint leaves no file behind. */
+/* The checkpoint, and after the first one the vocabulary beside it (classify_vocab_path): a run
+ * that fails before its first checkpoint leaves no file behind, and an older checkpoint it would
+ * have replaced keeps its vocabulary. A checkpoint must be a regular file (or a new one). */
 static attn_status save(classify_run *run, const attn_optim *opt, attn_ctx *ctx, long epoch,
                         int64_t batch)
 {
-    if (!run->vocab_saved && dist_rank() == 0) {
-        char *vp = classify_vocab_path(run->opt->train.checkpoint);
-        attn_status st = vp ? attn_vocab_save(run->vocab, vp) : ATTN_ERR_NOMEM;
-        free(vp);
-        if (st != ATTN_OK) return st;
-        run->vocab_saved = true;
-    }
+    const char *ck = run->opt->train.checkpoint;
+    struct stat st;
+    if (!run->vocab_saved && stat(ck, &st) == 0 && !S_ISREG(st.st_mode))
+        return attn_set_error(ATTN_ERR_ARG, "%s: a checkpoint must be a regular file: its vocabulary is "
+                              "written beside it", ck);
     run_position pos = {.epoch = epoch, .batch = batch, .global_batch = run->opt->train.batch_size * dist_size(),
                         .rng = *attn_ctx_rng(ctx)};
     int n;
     const char *const *kv = classify_config_kv(&run->opt->model, &n);
-    return run_checkpoint_save(run->opt->train.checkpoint, run->params, opt, &pos, kv, n);
+    attn_status s = run_checkpoint_save(ck, run->params, opt, &pos, kv, n);
+    if (s != ATTN_OK || run->vocab_saved || dist_rank() != 0) return s;
+    char *vp = classify_vocab_path(ck);
+    s = vp ? attn_vocab_save(run->vocab, vp) : attn_set_error(ATTN_ERR_NOMEM, "%s: out of memory", ck);
+    free(vp);
+    if (s != ATTN_OK) { /* a checkpoint without its vocabulary cannot be used: it goes too */
+        char *real = realpath(ck, NULL);
+        remove(real ? real : ck);
+        free(real);
+        return s;
+    }
+    run->vocab_saved = true;
+    return ATTN_OK;
 }
 
 typedef struct epoch_stats {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *const attention_names[] = {"softmax", "linear", "conv", "additive", NULL};
 static const char *const action_names[] = {"train", "eval", "predict", "explain", NULL};
@@ -51,11 +52,17 @@ const cli_spec classify_spec = {
     CLI_OPTIONS(options),
 };
 
+/* Beside the file that holds the model: a checkpoint that is a symlink has its vocabulary beside
+ * the link's target, whether it is trained or read through the link or the target. */
 char *classify_vocab_path(const char *checkpoint)
 {
-    size_t n = strlen(checkpoint) + 7;
+    struct stat st;
+    char *real = lstat(checkpoint, &st) == 0 && S_ISLNK(st.st_mode) ? realpath(checkpoint, NULL) : NULL;
+    const char *file = real ? real : checkpoint; /* a dangling link: as given, until it is written */
+    size_t n = strlen(file) + 7;
     char *p = malloc(n);
-    if (p) snprintf(p, n, "%s.vocab", checkpoint);
+    if (p) snprintf(p, n, "%s.vocab", file);
+    free(real);
     return p;
 }
 
@@ -82,7 +89,7 @@ static int validate(const classify_options *o, int action, int n_texts)
                               {"--out", action == EXPLAIN ? o->out : NULL}};
     bool ok = (!t->checkpoint || vp) && cli_check_distinct("classify", files, 4);
     if (ok && action == TRAIN)
-        ok = cli_check_output("classify", "--checkpoint", t->checkpoint) &&
+        ok = cli_check_checkpoint("classify", "--checkpoint", t->checkpoint) &&
              cli_check_output("classify", "--checkpoint", vp) &&
              (!t->plot_loss || cli_check_picture("classify", "--plot-loss", t->plot_loss));
     free(vp);

@@ -24,7 +24,8 @@ typedef struct nw_data {
 static const cli_option options[] = {
     {"--epochs", "N", CLI_LONG, offsetof(nw_options, epochs), 1, 1000000, NULL, "20", "epochs"},
     {"--lr", "X", CLI_DOUBLE, offsetof(nw_options, lr), 0, 1e6, NULL, "0.5", "SGD learning rate"},
-    {"--n-train", "N", CLI_LONG, offsetof(nw_options, n_train), 3, 100000, NULL, "150", "generated training points"},
+    {"--n-train", "N", CLI_LONG, offsetof(nw_options, n_train), 3, 5000, NULL, "150",
+     "generated training points, up to 5000: leave-one-out needs N^2 memory, 1.3 GB at 5000"},
     {"--seed", "S", CLI_LONG, offsetof(nw_options, seed), 0, 2147483647.0, NULL, "0", "data seed"},
     {"--data", "FILE", CLI_TEXT, offsetof(nw_options, data), 0, 0, NULL, NULL,
      "x_train, y_train, x_test, y_true from a safetensors file instead"},
@@ -218,8 +219,9 @@ static int predict(const nw_data *d, attn_tensor *w, float *pred)
     return y ? CLI_OK : cli_fail(CLI_ERR_DATA, "nw", "%s", attn_last_error());
 }
 
-/* A failed run leaves none of its outputs: those written before the failure are removed (regular
- * files only; a device or FIFO stays as it was). */
+/* A failed run leaves none of the outputs it created: those written before the failure are
+ * removed (regular files only; a device or FIFO stays as it was). A file that was there before
+ * the run is kept, holding what this run wrote to it. */
 static void remove_outputs(const char *const *paths, int n)
 {
     struct stat st;
@@ -248,12 +250,16 @@ int cmd_nw(int argc, char **argv)
         w->data[0] = 1.0f; /* nn.Parameter(torch.tensor(1.0)) */
         code = train(&o, &d, p, w, losses, ws);
         if (code == CLI_OK) code = predict(&d, w, pred);
-        const char *written[3]; /* this run's outputs so far */
-        int n_written = 0;
-        if (code == CLI_OK && o.out && (code = save(&o, &d, losses, ws, pred)) == CLI_OK) written[n_written++] = o.out;
-        if (code == CLI_OK && o.plot && (code = plot_fit(&o, &d, pred)) == CLI_OK) written[n_written++] = o.plot;
+        const char *created[2]; /* this run's outputs so far that were absent before it */
+        int n_created = 0;
+        struct stat st;
+        const bool had_out = o.out && lstat(o.out, &st) == 0, had_plot = o.plot && lstat(o.plot, &st) == 0;
+        if (code == CLI_OK && o.out && (code = save(&o, &d, losses, ws, pred)) == CLI_OK && !had_out)
+            created[n_created++] = o.out;
+        if (code == CLI_OK && o.plot && (code = plot_fit(&o, &d, pred)) == CLI_OK && !had_plot)
+            created[n_created++] = o.plot;
         if (code == CLI_OK && o.plot_loss) code = plot_loss(&o, losses);
-        if (code != CLI_OK) remove_outputs(written, n_written);
+        if (code != CLI_OK) remove_outputs(created, n_created);
     }
     free(losses);
     free(ws);

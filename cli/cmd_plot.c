@@ -20,14 +20,14 @@ static const char *const values_names[] = {"auto", "on", "off", NULL};
 #define O(field) offsetof(plot_args, field)
 static const cli_option options[] = {
     {"--in", "FILE", CLI_TEXT, O(in), 0, 0, NULL, NULL, "the safetensors file (required)"},
-    {"--tensor", "NAME", CLI_TEXT, O(tensor), 0, 0, NULL, NULL, "the tensor to draw (required)"},
+    {"--tensor", "NAME", CLI_NAME, O(tensor), 0, 0, NULL, NULL, "the tensor to draw (required)"},
     {"--out", "FILE", CLI_TEXT, O(out), 0, 0, NULL, NULL, "the picture: .png, .svg or .pdf (required)"},
-    {"--labels", "a,b,c", CLI_TEXT, O(labels), 0, 0, NULL, NULL, "the same token labels on both axes"},
-    {"--xlabels", "a,b,c", CLI_TEXT, O(xlabels), 0, 0, NULL, NULL, "key (column) labels"},
-    {"--ylabels", "a,b,c", CLI_TEXT, O(ylabels), 0, 0, NULL, NULL, "query (row) labels"},
-    {"--index", "i[,j]", CLI_TEXT, O(index), 0, 0, NULL, NULL, "leading indices (e.g. batch 0, head 2: --index 0,2)"},
+    {"--labels", "a,b,c", CLI_NAME, O(labels), 0, 0, NULL, NULL, "the same token labels on both axes"},
+    {"--xlabels", "a,b,c", CLI_NAME, O(xlabels), 0, 0, NULL, NULL, "key (column) labels"},
+    {"--ylabels", "a,b,c", CLI_NAME, O(ylabels), 0, 0, NULL, NULL, "query (row) labels"},
+    {"--index", "i[,j]", CLI_NAME, O(index), 0, 0, NULL, NULL, "leading indices (e.g. batch 0, head 2: --index 0,2)"},
     {"--grid", NULL, CLI_FLAG, O(grid), 0, 0, NULL, NULL, "one panel per matrix of the last 3 dims (e.g. heads)"},
-    {"--panel-titles", "a,b", CLI_TEXT, O(panel_titles), 0, 0, NULL, NULL,
+    {"--panel-titles", "a,b", CLI_NAME, O(panel_titles), 0, 0, NULL, NULL,
      "titles of the --grid panels (default: head 1, head 2, ...)"},
     {"--cmap", NULL, CLI_CHOICE, O(cmap), 0, 0, cmap_names, "viridis", "colour map"},
     {"--range", NULL, CLI_CHOICE, O(range), 0, 0, range_names, "auto", "colour scale from the data, or fixed [0, 1]"},
@@ -89,16 +89,21 @@ static int select_offset(const plot_args *a, const attn_tensor *t, int keep, int
     int64_t idx[ATTN_MAX_DIMS] = {0};
     int given = 0;
     if (a->index) {
-        char *copy = strdup(a->index), *tok, *save = NULL;
-        for (tok = strtok_r(copy, ",", &save); tok && given < ATTN_MAX_DIMS; tok = strtok_r(NULL, ",", &save)) {
+        char *copy = strdup(a->index);
+        const char **items = NULL;
+        int64_t n = copy ? split_list(copy, &items) : -1;
+        int code = n < 0 ? cli_fail(CLI_ERR_DATA, "plot", "out of memory") : CLI_OK;
+        for (int64_t i = 0; code == CLI_OK && i < n && given < ATTN_MAX_DIMS; i++) {
             long v;
-            if (!cli_parse_long("plot", "--index", tok, 0, 1L << 40, &v)) {
-                free(copy);
-                return CLI_ERR_USAGE;
-            }
-            idx[given++] = v;
+            if (!*items[i] || items[i][strspn(items[i], "0123456789")])
+                code = cli_fail(CLI_ERR_USAGE, "plot", "--index expects integers separated by commas, got \"%s\"",
+                                a->index);
+            else if (!cli_parse_long("plot", "--index", items[i], 0, 1L << 40, &v)) code = CLI_ERR_USAGE;
+            else idx[given++] = v;
         }
+        free(items);
         free(copy);
+        if (code != CLI_OK) return code;
     }
     if (given != lead) {
         char buf[64];

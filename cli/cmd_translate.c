@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *const model_names[] = {"transformer", "bahdanau", NULL};
 static const char *const action_names[] = {"train", "eval", "translate", NULL};
@@ -18,8 +19,8 @@ static const cli_option options[] = {
      "the Transformer (seed 003 / D2L) or D2L's GRU encoder-decoder with Bahdanau attention", "train"},
     {"--data", "DIR", CLI_TEXT, O(data), 0, 0, NULL, NULL,
      "folder with <split>.<lang>.gz files (default the shipped multi30k, found as --data of classify)", "train eval"},
-    {"--src", "LANG", CLI_TEXT, O(src_lang), 0, 0, NULL, "en", "source language", "train eval"},
-    {"--tgt", "LANG", CLI_TEXT, O(tgt_lang), 0, 0, NULL, "fr", "target language", "train eval"},
+    {"--src", "LANG", CLI_NAME, O(src_lang), 0, 0, NULL, "en", "source language", "train eval"},
+    {"--tgt", "LANG", CLI_NAME, O(tgt_lang), 0, 0, NULL, "fr", "target language", "train eval"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "model (train; the others read it from the checkpoint):"},
     {"--d-model", "N", CLI_INT64, O(model.d_model), 2, 8192, NULL, "256",
      "model width (Bahdanau: embedding and hidden size)", "train"},
@@ -35,7 +36,7 @@ static const cli_option options[] = {
     {"--keep-epochs", "K", CLI_LONG, O(keep_epochs), 1, 1000, NULL, NULL,
      "also keep the parameters of the last K epochs as CHECKPOINT.epochN (for --average)", "train"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "evaluation and translation:"},
-    {"--split", "NAME", CLI_TEXT, O(split), 0, 0, NULL, "test_2016_flickr",
+    {"--split", "NAME", CLI_NAME, O(split), 0, 0, NULL, "test_2016_flickr",
      "the split train and eval score with BLEU (val: tune decoding without touching the test set)", "train eval"},
     {"--eval-limit", "N", CLI_LONG, O(eval_limit), 1, 100000000, NULL, NULL, "score only the first N sentences of that split", "train eval"},
     {"--beam", "N", CLI_LONG, O(beam), 1, 64, NULL, "4", "beam size (1 = greedy, batched)"},
@@ -66,11 +67,17 @@ const cli_spec translate_spec = {
              "constant rate for Bahdanau (default 1e-3).\n",
 };
 
+/* Beside the file that holds the model: a checkpoint that is a symlink has its vocabularies beside
+ * the link's target, whether it is trained or read through the link or the target. */
 char *translate_vocab_path(const char *checkpoint, const char *side)
 {
-    size_t n = strlen(checkpoint) + strlen(side) + 8;
+    struct stat st;
+    char *real = lstat(checkpoint, &st) == 0 && S_ISLNK(st.st_mode) ? realpath(checkpoint, NULL) : NULL;
+    const char *file = real ? real : checkpoint; /* a dangling link: as given, until it is written */
+    size_t n = strlen(file) + strlen(side) + 8;
     char *p = malloc(n);
-    if (p) snprintf(p, n, "%s.%s.vocab", checkpoint, side);
+    if (p) snprintf(p, n, "%s.%s.vocab", file, side);
+    free(real);
     return p;
 }
 
@@ -84,6 +91,21 @@ static bool check_average(const char *list)
     free(copy);
     if (ok && !any) cli_fail(CLI_ERR_USAGE, "translate", "--average expects checkpoint files separated by commas, got \"%s\"", list);
     return ok && any;
+}
+
+/* --keep-epochs: every epoch's file (CHECKPOINT.epochN), checked as --checkpoint is. */
+static bool check_kept(const translate_options *o)
+{
+    size_t n = strlen(o->train.checkpoint) + 32;
+    char *path = malloc(n);
+    bool ok = path != NULL;
+    if (!ok) cli_fail(CLI_ERR_DATA, "translate", "out of memory");
+    for (long epoch = 1; ok && epoch <= o->train.epochs; epoch++) {
+        snprintf(path, n, "%s.epoch%ld", o->train.checkpoint, epoch);
+        ok = cli_check_output("translate", "--keep-epochs", path);
+    }
+    free(path);
+    return ok;
 }
 
 /* The files the action reads and writes, and the model's shape, checked before any work. */
@@ -106,9 +128,10 @@ static int validate(const translate_options *o, int action, int n_texts)
                               {"--out", action == TRANSLATE ? o->out : NULL}};
     bool ok = (!t->checkpoint || (sp && tp)) && cli_check_distinct("translate", files, 5);
     if (ok && action == TRAIN)
-        ok = cli_check_output("translate", "--checkpoint", t->checkpoint) &&
+        ok = cli_check_checkpoint("translate", "--checkpoint", t->checkpoint) &&
              cli_check_output("translate", "--checkpoint", sp) && cli_check_output("translate", "--checkpoint", tp) &&
-             (!t->plot_loss || cli_check_picture("translate", "--plot-loss", t->plot_loss));
+             (!t->plot_loss || cli_check_picture("translate", "--plot-loss", t->plot_loss)) &&
+             (!o->keep_epochs || check_kept(o));
     free(sp);
     free(tp);
     if (!ok) return CLI_ERR_USAGE;
@@ -242,6 +265,23 @@ static int read_config(const char *path, attn_seq2seq_config *c, const char *hin
     return why ? cli_fail(CLI_ERR_DATA, "translate", "%s: metadata: %s", path, why) : CLI_OK;
 }
 
+/* Resume: the model these options build (with the checkpoint's vocabularies) must be the saved
+ * one; a field no parameter's shape shows (num_heads, max_len) would otherwise change unnoticed. */
+static int check_resumed_model(const translate_options *o)
+{
+    attn_seq2seq_config saved = o->model;
+    int code = read_config(o->train.checkpoint, &saved, "");
+    for (int i = 0; code == CLI_OK && i < N_CONFIG_FIELDS; i++) {
+        const char *key = config_fields[i].key;
+        const long was = config_value(&config_fields[i], &saved), now = config_value(&config_fields[i], &o->model);
+        if (was != now)
+            code = cli_fail(CLI_ERR_USAGE, "translate", "resume: %s has %s %ld in its metadata, these options give "
+                            "%ld%s: resume with the options it was trained with", o->train.checkpoint, key, was, now,
+                            strcmp(key, "max_len") ? "" : " (--max-len + 2)");
+    }
+    return code;
+}
+
 /* The sizes and special ids a model of these vocabularies has (an id -1: the token is missing). */
 static void config_from_vocabs(const translate_run *run, attn_seq2seq_config *c)
 {
@@ -349,6 +389,7 @@ static int do_train(translate_run *run, translate_options *o)
         if (!run->tgt_vocab) code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
     }
     if (code == CLI_OK) code = build_model(run, o);
+    if (code == CLI_OK && o->train.resume) code = check_resumed_model(o);
     if (code == CLI_OK) code = load_split(&train, run, "train", 0);
     if (code == CLI_OK) code = load_split(&val, run, "val", 0);
     if (code == CLI_OK) code = load_split(&test, run, o->split, o->eval_limit);

@@ -3,6 +3,7 @@
 #include "dist.h"
 #include "options.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -55,7 +56,9 @@ static void man_page(FILE *out)
           ".SH FILES\nPictures: the extension of the output path chooses PNG, SVG or PDF. Tensors: safetensors\n"
           "(F32, F64, F16, BF16, I64, I32, I16, I8, U8, BOOL), validated on reading. Every output file appears\n"
           "complete or not at all: a regular file is written beside itself and renamed; a symlink's\ntarget is "
-          "replaced, not the link; a device or FIFO is written in place.\n"
+          "replaced, not the link; a device or FIFO is written in place (a FIFO that no reader opens within\n"
+          "2 s fails); /dev/stdout, /dev/stderr and /dev/fd/N are written through the descriptor itself,\n"
+          "so a pipe gets the bytes and a log opened with >> is appended to.\n"
           ".SH ENVIRONMENT\n.TP\n.B ATTN_DATA_DIR\nthe folder holding the shipped data sets (aclImdb_mini, multi30k); without it the program\n"
           "looks in data/ beside itself (the build tree), then in ../share/attn (an installed program).\n"
           ".TP\n.B OMP_NUM_THREADS\nthe default thread count where a command has no\n.BR \\-\\-threads .\n"
@@ -91,9 +94,23 @@ static int dispatch(int argc, char **argv)
     return CLI_ERR_USAGE;
 }
 
+/* code, or CLI_ERR_DATA when what the command printed did not all reach standard output (a full
+ * disk, a closed pipe): said on stderr, as a run whose output is lost has failed. */
+static int check_stdout(int code)
+{
+    errno = 0;
+    bool failed = ferror(stdout) != 0;
+    if (fflush(stdout) != 0 || failed) {
+        const char *why = errno ? strerror(errno) : "a write failed; the output is incomplete";
+        fprintf(stderr, "attn: standard output: %s\n", why);
+        if (code == CLI_OK) code = CLI_ERR_DATA;
+    }
+    return code;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0); /* a log file or pipe gets every line as it is printed */
     if (!dist_init(&argc, &argv)) return CLI_ERR_USAGE;
-    return dist_finish(dispatch(argc, argv));
+    return dist_finish(check_stdout(dispatch(argc, argv)));
 }

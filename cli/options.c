@@ -23,11 +23,22 @@ static void choices_text(char *buf, size_t len, const char *const *choices, cons
                               choices[i]);
 }
 
+/* [-]digits: no sign but '-', no space (strtoll takes both) */
+static bool integer_form(const char *s)
+{
+    s += *s == '-';
+    return *s && !s[strspn(s, "0123456789")];
+}
+
 /* Stores text as o's value in opts; false with a message naming the option. */
 static bool set_value(const char *cmd, const cli_option *o, void *opts, const char *text)
 {
     void *dst = field(opts, o);
-    if (o->type == CLI_TEXT) {
+    if (o->type == CLI_NAME && !*text) {
+        cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected %s", o->name, o->value);
+        return false;
+    }
+    if (o->type == CLI_TEXT || o->type == CLI_NAME) {
         *(const char **)dst = text;
         return true;
     }
@@ -42,11 +53,10 @@ static bool set_value(const char *cmd, const cli_option *o, void *opts, const ch
         cli_fail(CLI_ERR_USAGE, cmd, "%s expects %s, got \"%s\"", o->name, list, text);
         return false;
     }
-    char *end;
-    errno = 0;
     if (is_integer(o->type)) {
-        long long v = strtoll(text, &end, 10);
-        if (errno || end == text || *end) {
+        errno = 0;
+        long long v = strtoll(text, NULL, 10);
+        if (!integer_form(text) || errno) {
             cli_fail(CLI_ERR_USAGE, cmd, "%s expects an integer, got \"%s\"", o->name, text);
             return false;
         }
@@ -59,8 +69,9 @@ static bool set_value(const char *cmd, const cli_option *o, void *opts, const ch
         else *(int *)dst = (int)v;
         return true;
     }
-    double v = strtod(text, &end);
-    if (errno || end == text || *end || !isfinite(v)) {
+    char *end;
+    double v = strtod(text, &end); /* an underflow (ERANGE, v tiny) is left to the range check */
+    if (end == text || *end || !isfinite(v)) {
         cli_fail(CLI_ERR_USAGE, cmd, "%s expects a finite number, got \"%s\"", o->name, text);
         return false;
     }

@@ -17,6 +17,7 @@ typedef enum cli_opt_type {
     CLI_DOUBLE, /* double in [min, max] */
     CLI_FLOAT,  /* float in [min, max] */
     CLI_TEXT,   /* const char *, as given (paths: checked by the command before any work) */
+    CLI_NAME,   /* const char *, as given, not empty (a name, a language, a list) */
     CLI_CHOICE, /* int: the index of the value in choices */
 } cli_opt_type;
 
@@ -91,6 +92,9 @@ void cli_roff(FILE *out, const char *s);
  * (also .png/.svg/.pdf), a file it will read (a readable regular file; hint, when not NULL, follows
  * the message), a folder it will read. */
 bool cli_check_output(const char *cmd, const char *opt, const char *path);
+/* cli_check_output, and an existing path must be a regular file (a training checkpoint: its
+ * vocabulary is written beside it, which /dev/null or a FIFO cannot have). */
+bool cli_check_checkpoint(const char *cmd, const char *opt, const char *path);
 bool cli_check_picture(const char *cmd, const char *opt, const char *path);
 bool cli_check_input_file(const char *cmd, const char *opt, const char *path, const char *hint);
 bool cli_check_input_dir(const char *cmd, const char *opt, const char *path);

@@ -28,6 +28,17 @@ bool cli_check_output(const char *cmd, const char *opt, const char *path)
     return check_written(cmd, opt, path, "a file name", attn_output_check);
 }
 
+bool cli_check_checkpoint(const char *cmd, const char *opt, const char *path)
+{
+    struct stat st;
+    if (path && *path && stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        cli_fail(CLI_ERR_USAGE, cmd, "%s %s: it is not a regular file; a checkpoint must be one, as its "
+                 "vocabulary is written beside it", opt, path);
+        return false;
+    }
+    return cli_check_output(cmd, opt, path);
+}
+
 bool cli_check_picture(const char *cmd, const char *opt, const char *path)
 {
     return check_written(cmd, opt, path, "a .png, .svg or .pdf file name", attn_plot_path_check);

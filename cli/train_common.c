@@ -3,6 +3,7 @@
 #include "dist.h"
 #include "train_guard.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -141,6 +142,13 @@ bool checkpoint_meta_long(const attn_st_file *f, const char *key, long *out)
     return true;
 }
 
+long config_value(const config_field *field, const void *cfg)
+{
+    const char *at = (const char *)cfg + field->offset;
+    return field->type == CONFIG_I64 ? (long)*(const int64_t *)at
+           : field->type == CONFIG_INT ? *(const int *)at : *(const bool *)at;
+}
+
 const char *const *config_kv(const char *model_name, const config_field *fields, int n_fields, const void *cfg,
                              int *n)
 {
@@ -149,10 +157,7 @@ const char *const *config_kv(const char *model_name, const config_field *fields,
     kv[0] = "model";
     kv[1] = model_name;
     for (int i = 0; i < n_fields && i < CONFIG_MAX_FIELDS; i++) {
-        const char *at = (const char *)cfg + fields[i].offset;
-        long v = fields[i].type == CONFIG_I64 ? (long)*(const int64_t *)at
-                 : fields[i].type == CONFIG_INT ? *(const int *)at : *(const bool *)at;
-        snprintf(vals[i], sizeof vals[i], "%ld", v);
+        snprintf(vals[i], sizeof vals[i], "%ld", config_value(&fields[i], cfg));
         kv[2 * i + 2] = fields[i].key;
         kv[2 * i + 3] = vals[i];
     }
@@ -196,18 +201,33 @@ typedef struct rank_rng {
     int have; /* the checkpoint has this rank's state */
 } rank_rng;
 
-/* Rank 0's RNG state from its own keys. */
-static bool root_rng_read(const attn_st_file *f, attn_rng *out)
+/* A metadata value as an unsigned 64-bit integer: digits only, in range. */
+static bool meta_u64(const attn_st_file *f, const char *key, uint64_t *out)
 {
-    const char *state = attn_st_metadata(f, "run.rng_state"), *inc = attn_st_metadata(f, "run.rng_inc");
+    const char *v = attn_st_metadata(f, key);
+    char *end;
+    if (!v || !isdigit((unsigned char)*v)) return false;
+    errno = 0;
+    *out = strtoull(v, &end, 10);
+    return !*end && !errno;
+}
+
+/* Rank 0's RNG state from its own keys: NULL, or the key that is missing or holds what no training
+ * command writes (inc is odd, has_spare 0 or 1, spare a finite float). */
+static const char *root_rng_read(const attn_st_file *f, attn_rng *out)
+{
     const char *spare = attn_st_metadata(f, "run.rng_spare");
+    char *end = NULL;
+    const float s = spare ? (float)strtod(spare, &end) : 0.0f;
     long has_spare;
-    if (!state || !inc || !spare || !checkpoint_meta_long(f, "run.rng_has_spare", &has_spare)) return false;
-    out->state = strtoull(state, NULL, 10);
-    out->inc = strtoull(inc, NULL, 10);
+    if (!meta_u64(f, "run.rng_state", &out->state)) return "run.rng_state";
+    if (!meta_u64(f, "run.rng_inc", &out->inc) || !(out->inc & 1)) return "run.rng_inc";
+    if (!checkpoint_meta_long(f, "run.rng_has_spare", &has_spare) || (has_spare != 0 && has_spare != 1))
+        return "run.rng_has_spare";
+    if (!spare || end == spare || *end || !isfinite(s)) return "run.rng_spare";
     out->has_spare = (int)has_spare;
-    out->spare = (float)strtod(spare, NULL);
-    return true;
+    out->spare = s;
+    return NULL;
 }
 
 /* Rank 0: parameters, optimizer and position from the checkpoint, and every rank's RNG state. */
@@ -217,18 +237,27 @@ static int load_root(const char *cmd, const char *path, attn_params *p, attn_opt
     attn_st_file *f = NULL;
     if (attn_checkpoint_load(path, p, opt, true) != ATTN_OK || !(f = attn_st_open(path)))
         return cli_fail(CLI_ERR_DATA, cmd, "resume: %s", attn_last_error());
-    long epoch, global, batch;
+    long epoch, global = 0, batch;
+    const bool has_global = attn_st_metadata(f, "run.global_batch") != NULL; /* older files lack it */
+    const char *bad = !checkpoint_meta_long(f, "run.epoch", &epoch)   ? "run.epoch"
+                      : !checkpoint_meta_long(f, "run.batch", &batch) ? "run.batch"
+                      : has_global && (!checkpoint_meta_long(f, "run.global_batch", &global) || global < 1)
+                          ? "run.global_batch"
+                          : root_rng_read(f, &pos->rng);
+    const char *text = bad ? attn_st_metadata(f, bad) : NULL;
     int code = CLI_OK;
-    if (!checkpoint_meta_long(f, "run.epoch", &epoch) || !checkpoint_meta_long(f, "run.batch", &batch) ||
-        !root_rng_read(f, &pos->rng)) {
+    if (bad && !text) {
         code = cli_fail(CLI_ERR_DATA, cmd, "resume: %s has no run position (run.epoch, run.batch, run.rng_*); "
                         "it was not written by a training command", path);
+    } else if (bad) {
+        code = cli_fail(CLI_ERR_DATA, cmd, "resume: %s: metadata %s is \"%s\", which no training command writes "
+                        "(a damaged file)", path, bad, text);
     } else if (epoch < 0 || epoch > 100000 || batch < 0 || batch > pos->per_epoch) {
         /* batch = per_epoch: the epoch's last step was saved (--checkpoint-every), not its end */
         code = cli_fail(CLI_ERR_DATA, cmd, "resume: %s: run position epoch %ld, batch %ld is out of range "
                         "(epoch in [0, 100000], batch in [0, %lld]: an epoch of this data has %lld batches)",
                         path, epoch, batch, (long long)pos->per_epoch, (long long)pos->per_epoch);
-    } else if (checkpoint_meta_long(f, "run.global_batch", &global) && global != pos->global_batch) {
+    } else if (has_global && global != pos->global_batch) {
         code = cli_fail(CLI_ERR_USAGE, cmd, "resume: %s was written with a global batch of %ld examples "
                         "(--batch-size x ranks); this run has %lld x %d = %lld: resume with the same product",
                         path, global, (long long)(pos->global_batch / dist_size()), dist_size(),

@@ -72,6 +72,8 @@ typedef struct config_field {
 } config_field;
 
 enum { CONFIG_MAX_FIELDS = 16 };
+/* The value of one field of cfg. */
+long config_value(const config_field *field, const void *cfg);
 /* "model" = model_name, then every field of cfg, as key/value pairs in static storage (*n pairs). */
 const char *const *config_kv(const char *model_name, const config_field *fields, int n_fields, const void *cfg,
                              int *n);

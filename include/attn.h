@@ -110,9 +110,13 @@ ATTN_API attn_status attn_set_error(attn_status status, const char *fmt, ...) AT
  * Output files. Every file the library writes (safetensors, vocabularies, pictures) appears
  * complete or not at all: a regular file (or a new one) is written to "<name>.tmp.<pid>" in the
  * same folder (the name cut to fit NAME_MAX), synced and renamed onto it, keeping its
- * permissions; a symlink's final target is replaced, never the link; a device or FIFO is opened
- * and written directly, never replaced. Temporary files of killed writers are removed the next
- * time the same output is written.
+ * permissions; a symlink's final target is replaced, never the link; a device or FIFO (also
+ * through links such as /proc/<pid>/fd/N) is opened and written in place, never replaced, and a
+ * FIFO that no reader opens within 2 s fails (ATTN_ERR_IO) rather than blocks; a folder or
+ * socket is refused. One of the process's own descriptors named as such ("/dev/stdout",
+ * "/dev/stderr", "/dev/fd/N", "/proc/self/fd/N") is written through that descriptor at its
+ * offset, as a shell redirection would: a log opened with >> gets the bytes appended. Temporary
+ * files of killed writers are removed the next time the same output is written.
  * ====================================================================================== */
 
 /* ATTN_OK when path could be written now (its folder exists and is writable, it is not a
@@ -351,7 +355,7 @@ typedef struct attn_lens {
  *   key_padding_mask, *_key_padding_mask (bool)           -> key_padding (True = padding)
  *   is_causal=True                                        -> causal
  * The bool arrays hold one byte per element, nonzero = true. The attend, blocked and additive
- * shapes have 0 to 4 dims, right-aligned against (B, H, Lq, Lk) as PyTorch broadcasts: each
+ * shapes have 1 to 4 dims, right-aligned against (B, H, Lq, Lk) as PyTorch broadcasts: each
  * dim 1 or equal to the one it meets. */
 typedef struct attn_mask {
     bool causal;               /* top-left aligned: query i sees keys j <= i (Lq != Lk allowed) */

@@ -1,7 +1,8 @@
 /* attn nw --data on seed 003's own data (tests/golden/nw_seed003.safetensors, from PyTorch running
  * the tutorial's code) must reproduce PyTorch's loss and w at every epoch within 1e-4 relative
  * (the issue's bar), and its test predictions within atol 1e-4 + rtol 1e-4. Also checks that bad
- * options give exit status 2 with a message. */
+ * options give exit status 2 with a message (integers are [-]digits; --n-train stops where its
+ * N^2 memory would not fit) and that an --lr that underflows is taken. */
 #include "testkit.h"
 
 #include <stdlib.h>
@@ -62,11 +63,13 @@ int main(void)
     }
     attn_st_close(ours);
     attn_st_close(ref);
-    const char *bad[3] = {"--epochs 0", "--lr abc", "--bogus"};
-    for (int i = 0; i < 3; i++) {
+    const char *bad[] = {"--epochs 0", "--lr abc", "--bogus", "--n-train ' 3'", "--n-train +3", "--n-train 5001"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s nw %s --plot none 2>/dev/null >/dev/null", bin, bad[i]);
         TK_CHECK(run(cmd) == 2, "attn nw %s must exit 2", bad[i]);
     }
+    snprintf(cmd, sizeof cmd, "%s nw --lr 1e-320 --epochs 1 --plot none >/dev/null", bin);
+    TK_CHECK(run(cmd) == 0, "a learning rate that underflows to a subnormal is in --lr's range [0, 1e6]");
     snprintf(cmd, sizeof cmd, "%s nw --data /nonexistent.safetensors --plot none 2>/dev/null", bin);
     TK_CHECK(run(cmd) == 2, "a missing --data file is a bad option: exit 2 before any work");
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -1,7 +1,8 @@
 /* attn plot heatmap: the colour scale is the data's range unless --range unit asks for [0, 1]
  * (the documented default); --grid panels are titled "head 1", "head 2", ... or --panel-titles;
  * seed 002's picture (token labels, axis titles, values in the cells) is drawn as asked. Checked
- * on SVG output, which carries every text drawn as a <text> element. */
+ * on SVG output, which carries every text drawn as a <text> element. An empty --tensor or
+ * --labels, and an --index that is not integers separated by commas, exit 2 naming the option. */
 #include "testkit.h"
 
 #include <stdlib.h>
@@ -20,6 +21,18 @@ static bool svg_has(const char *name, const char *text)
     bool found = svg && strstr(svg, needle);
     free(svg);
     return found;
+}
+
+/* Whether `attn plot heatmap ARGS` exits 2 with a message that holds needle. */
+static bool refused(const char *bin, const char *args, const char *needle)
+{
+    char err[128];
+    snprintf(err, sizeof err, "%s/err.log", dir);
+    int status = tk_run("%s plot heatmap %s --out %s/no.svg > /dev/null 2> %s", bin, args, dir, err);
+    char *text = tk_read_text(err);
+    bool ok = status == 2 && text && strstr(text, needle);
+    free(text);
+    return ok;
 }
 
 int main(void)
@@ -55,6 +68,21 @@ int main(void)
     char bad[160];
     snprintf(bad, sizeof bad, "%s/bad.svg", dir);
     TK_CHECK(access(bad, F_OK) != 0, "and writes nothing");
+    static const struct {
+        const char *args, *needle;
+    } bad_args[] = {
+        {"--tensor ''", "--tensor is empty"},
+        {"--tensor w --labels ''", "--labels is empty"},
+        {"--tensor w --index 1,", "--index expects integers"},
+        {"--tensor w --index 0,,1", "--index expects integers"},
+        {"--tensor w --index ' 1'", "--index expects integers"},
+        {"--tensor w --index +1", "--index expects integers"},
+    };
+    for (size_t i = 0; i < sizeof bad_args / sizeof bad_args[0]; i++) {
+        char args[256];
+        snprintf(args, sizeof args, "--in %s %s", in, bad_args[i].args);
+        TK_CHECK(refused(bin, args, bad_args[i].needle), "plot %s: exit 2 with \"%s\"", args, bad_args[i].needle);
+    }
     tk_run("rm -rf %s", dir);
     return tk_finish("test_cli_plot");
 }

@@ -2,7 +2,11 @@
  * parameters of the last K epochs and removes older ones; eval --average of a checkpoint with
  * itself decodes exactly as the checkpoint alone (the mean of equal parameters is those
  * parameters: a wrong sum or divisor changes the output); averaging epochs runs and says so; a
- * checkpoint of another model is refused with a message naming it. */
+ * checkpoint of another model is refused with a message naming it. Refused before any work with
+ * exit 2: an empty --src or --split, a --keep-epochs file that is a folder (nothing trained). A
+ * resume from a copy whose metadata is damaged (RNG state, global batch, max_len out of range:
+ * exit 1) or holds another max_len than the options give (exit 2) names the key and value. */
+#define _GNU_SOURCE /* memmem */
 #include "testkit.h"
 
 #include <stdio.h>
@@ -72,6 +76,48 @@ static void write_corpus(const char *dir)
     }
 }
 
+/* Copies dir/ck.safetensors and its vocabularies to dir/bad.safetensors with metadata key = value:
+ * the JSON header rewritten after its new length (the tensors' offsets count from its end). */
+static bool edit_copy(const char *dir, const char *key, const char *value)
+{
+    char path[600], needle[96];
+    snprintf(path, sizeof path, "%s/ck.safetensors", dir);
+    FILE *f = fopen(path, "rb");
+    long size = f && fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    unsigned char *buf = size > 8 ? malloc((size_t)size) : NULL;
+    bool ok = buf && fseek(f, 0, SEEK_SET) == 0 && fread(buf, 1, (size_t)size, f) == (size_t)size;
+    if (f) fclose(f);
+    uint64_t n = 0;
+    for (int i = 7; ok && i >= 0; i--) n = n << 8 | buf[i];
+    snprintf(needle, sizeof needle, "\"%s\":\"", key);
+    char *at = ok && n <= (uint64_t)size - 8 ? memmem(buf + 8, (size_t)n, needle, strlen(needle)) : NULL;
+    if (at) {
+        char *from = at + strlen(needle), *to = strchr(from, '"');
+        uint64_t len = n - (uint64_t)(to - from) + strlen(value);
+        unsigned char head[8];
+        for (int i = 0; i < 8; i++) head[i] = (unsigned char)(len >> (8 * i));
+        snprintf(path, sizeof path, "%s/bad.safetensors", dir);
+        FILE *out = fopen(path, "wb");
+        ok = out && fwrite(head, 1, 8, out) == 8 && fwrite(buf + 8, 1, (size_t)(from - (char *)buf - 8), out) &&
+             fputs(value, out) >= 0 && fwrite(to, 1, (size_t)((char *)buf + size - to), out);
+        if (out) ok = fclose(out) == 0 && ok;
+    }
+    free(buf);
+    return at && ok && tk_run("cp %s/ck.safetensors.src.vocab %s/bad.safetensors.src.vocab && "
+                              "cp %s/ck.safetensors.tgt.vocab %s/bad.safetensors.tgt.vocab", dir, dir, dir, dir) == 0;
+}
+
+/* The exit status of `attn translate ARGS` (stderr in dir/err.log), and whether that log holds
+ * every needle. */
+static int refused(const char *bin, const char *dir, const char *args, const char *n1, const char *n2, bool *named)
+{
+    int status = tk_run("%s translate %s > /dev/null 2> %s/err.log", bin, args, dir);
+    char *err = slurp(dir, "err.log");
+    *named = err && strstr(err, n1) && (!n2 || strstr(err, n2));
+    free(err);
+    return status;
+}
+
 int main(void)
 {
     const char *bin = getenv("ATTN_BIN");
@@ -117,6 +163,37 @@ int main(void)
     char *mismatch = slurp(dir, "mismatch.log");
     TK_CHECK(strstr(mismatch, "other.safetensors holds a different model than") != NULL,
              "the refusal does not name the file: %s", mismatch);
+
+    /* empty names and an epoch file that cannot be written: exit 2 before any work */
+    char args[1024];
+    bool named;
+    snprintf(args, sizeof args, "eval --data %s --checkpoint %s/ck.safetensors --src ''", dir, dir);
+    TK_CHECK(refused(bin, dir, args, "--src is empty", NULL, &named) == 2 && named, "an empty --src: %s", args);
+    snprintf(args, sizeof args, "train --data %s --d-model 16 %s --split '' --checkpoint %s/e.safetensors", dir, tiny, dir);
+    TK_CHECK(refused(bin, dir, args, "--split is empty", NULL, &named) == 2 && named, "an empty --split: %s", args);
+    snprintf(cmd, sizeof cmd, "mkdir %s/kf.safetensors.epoch1", dir);
+    run(cmd);
+    snprintf(args, sizeof args, "train --data %s --d-model 16 %s --epochs 1 --keep-epochs 1 --checkpoint "
+             "%s/kf.safetensors", dir, tiny, dir);
+    TK_CHECK(refused(bin, dir, args, "--keep-epochs", "kf.safetensors.epoch1", &named) == 2 && named &&
+             !exists(dir, "kf.safetensors"), "an epoch file that is a folder is refused before training: %s", args);
+
+    /* resume from a damaged run position or another model's metadata: refused, naming the key */
+    static const struct {
+        const char *key, *value;
+        int status;
+    } damaged[] = {
+        {"run.rng_state", "abc", 1}, {"run.rng_spare", "nan", 1}, {"run.global_batch", "0", 1},
+        {"max_len", "1", 1},         {"max_len", "40", 2},
+    };
+    for (size_t i = 0; i < sizeof damaged / sizeof damaged[0]; i++) {
+        TK_CHECK(edit_copy(dir, damaged[i].key, damaged[i].value), "cannot write a copy with %s", damaged[i].key);
+        snprintf(args, sizeof args, "train --data %s --d-model 16 %s --epochs 9 --resume --checkpoint "
+                 "%s/bad.safetensors", dir, tiny, dir);
+        int status = refused(bin, dir, args, damaged[i].key, damaged[i].value, &named);
+        TK_CHECK(status == damaged[i].status && named, "resume with %s = \"%s\": exit %d (expected %d, naming both)",
+                 damaged[i].key, damaged[i].value, status, damaged[i].status);
+    }
 
     free(alone), free(self), free(epochs), free(mismatch);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -4,7 +4,12 @@
  *     same folder, synced, and renamed onto it: it appears complete or not at all, and keeps the
  *     old file's permissions;
  *   - a symlink is followed (up to 40 links): its final target is replaced, the link stays;
- *   - a device, FIFO or socket is opened and written directly, never replaced;
+ *   - a device or FIFO, reached through any links (/proc/<pid>/fd/N included), is opened and
+ *     written in place, never replaced; a FIFO gets READER_WAIT_MS for a reader to open it, then
+ *     fails ("no reader") rather than block; a folder or socket is refused;
+ *   - a name of one of this process's descriptors ("/dev/stdout", "/dev/stderr", "/dev/fd/N",
+ *     "/proc/self/fd/N", as given) is written through that descriptor, at its offset, as the
+ *     shell's redirection would: a log opened for append gets the bytes appended, never replaced;
  *   - the temporary name is "<name>.tmp.<pid>" with <name> cut so that it fits NAME_MAX, and
  *     opening the same output again removes such files left by processes that no longer run. */
 #include "core.h"
@@ -18,9 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_LINKS 40
+#define READER_WAIT_MS 2000 /* a FIFO's reader may start along with us */
 
 /* The folder part of path ("." when none) and the name after the last slash (malloc'd). */
 static attn_status split_path(const char *path, char **dir, char **name)
@@ -122,31 +129,81 @@ static const char *kind_of(mode_t mode)
            : S_ISFIFO(mode) ? "a FIFO" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
 }
 
+/* Written in place rather than replaced: a device or FIFO. */
+static bool in_place(mode_t mode) { return S_ISCHR(mode) || S_ISBLK(mode) || S_ISFIFO(mode); }
+
+/* The descriptor path names when it is one of this process's ("/dev/stdout", "/dev/stderr",
+ * "/dev/fd/N", "/proc/self/fd/N"), else -1. */
+static int descriptor_named(const char *path)
+{
+    if (!strcmp(path, "/dev/stdout")) return STDOUT_FILENO;
+    if (!strcmp(path, "/dev/stderr")) return STDERR_FILENO;
+    const char *n = !strncmp(path, "/dev/fd/", 8) ? path + 8 : !strncmp(path, "/proc/self/fd/", 14) ? path + 14 : NULL;
+    if (!n || !*n || strlen(n) > 9 || strspn(n, "0123456789") != strlen(n)) return -1;
+    return atoi(n);
+}
+
+/* ATTN_OK when descriptor fd (named by path) is open for writing. */
+static attn_status descriptor_writable(const char *path, int fd)
+{
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0) return attn__fail(ATTN_ERR_IO, "%s: cannot write: descriptor %d is not open", path, fd);
+    if ((flags & O_ACCMODE) == O_RDONLY)
+        return attn__fail(ATTN_ERR_IO, "%s: cannot write: descriptor %d is open for reading only", path, fd);
+    return ATTN_OK;
+}
+
+/* Writes go to a duplicate of descriptor fd, which shares its offset. */
+static attn_status open_descriptor(attn__outfile *o, const char *path, int fd)
+{
+    if (descriptor_writable(path, fd) != ATTN_OK) return attn_last_status();
+    int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0 || !(o->fp = fdopen(copy, "wb"))) {
+        attn_status s = attn__fail(ATTN_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+        if (copy >= 0) close(copy);
+        return s;
+    }
+    return ATTN_OK;
+}
+
+/* Opens a device or FIFO for writing in place. A FIFO is opened without blocking, polled until
+ * a reader has it open (at most READER_WAIT_MS), and made blocking for the writes. */
+static attn_status open_in_place(attn__outfile *o, const char *path, mode_t mode)
+{
+    int fd;
+    for (int waited = 0;; waited += 10) {
+        fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+        if (fd >= 0 || errno != ENXIO || !S_ISFIFO(mode) || waited >= READER_WAIT_MS) break;
+        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000000L}, NULL);
+    }
+    if (fd < 0 && errno == ENXIO && S_ISFIFO(mode))
+        return attn__fail(ATTN_ERR_IO, "%s: cannot write: the FIFO has no reader (waited %d ms)", path,
+                          READER_WAIT_MS);
+    int flags = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 || !(o->fp = fdopen(fd, "wb"))) {
+        attn_status s = attn__fail(ATTN_ERR_IO, "%s: cannot write (%s): %s", path, kind_of(mode), strerror(errno));
+        if (fd >= 0) close(fd);
+        return s;
+    }
+    return ATTN_OK;
+}
+
 attn_status attn__outfile_open(attn__outfile *o, const char *path)
 {
     memset(o, 0, sizeof *o);
     o->path = path;
     if (!path || !*path) return attn__fail(ATTN_ERR_ARG, "output path is empty");
+    const int named = descriptor_named(path);
+    if (named >= 0) return open_descriptor(o, path, named);
     struct stat st;
+    if (stat(path, &st) == 0 && in_place(st.st_mode)) return open_in_place(o, path, st.st_mode);
     bool exists = false;
     if (!(o->target = resolve_links(path, &st, &exists))) return attn_last_status();
-    if (exists && (S_ISDIR(st.st_mode) || S_ISSOCK(st.st_mode))) {
+    if (exists && !S_ISREG(st.st_mode)) {
         attn_status s = attn__fail(ATTN_ERR_IO, "%s: cannot write: it is %s", path, kind_of(st.st_mode));
         free(o->target);
         o->target = NULL;
         return s;
-    }
-    if (exists && !S_ISREG(st.st_mode)) { /* a device or FIFO: written in place */
-        int fd = open(o->target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
-        if (fd < 0 || !(o->fp = fdopen(fd, "wb"))) {
-            attn_status s = attn__fail(ATTN_ERR_IO, "%s: cannot write (%s): %s", path, kind_of(st.st_mode),
-                                       strerror(errno));
-            if (fd >= 0) close(fd);
-            free(o->target);
-            o->target = NULL;
-            return s;
-        }
-        return ATTN_OK;
     }
     char *dir, *name;
     if (split_path(o->target, &dir, &name) != ATTN_OK) {
@@ -240,17 +297,20 @@ attn_status attn_output_check(const char *path)
     if (strlen(base) > NAME_MAX)
         return attn__fail(ATTN_ERR_ARG, "%.64s...: the file name has %zu bytes; at most %d fit", path,
                           strlen(base), NAME_MAX);
+    const int named = descriptor_named(path);
+    if (named >= 0) return descriptor_writable(path, named);
     struct stat st;
+    if (stat(path, &st) == 0 && in_place(st.st_mode))
+        return access(path, W_OK) == 0
+                   ? ATTN_OK
+                   : attn__fail(ATTN_ERR_IO, "%s: cannot write (%s): %s", path, kind_of(st.st_mode), strerror(errno));
     bool exists = false;
     char *target = resolve_links(path, &st, &exists);
     if (!target) return attn_last_status();
     attn_status s = ATTN_OK;
     char *dir = NULL, *name = NULL;
     if (exists && !S_ISREG(st.st_mode)) {
-        if (S_ISDIR(st.st_mode) || S_ISSOCK(st.st_mode))
-            s = attn__fail(ATTN_ERR_IO, "%s: cannot write: it is %s", path, kind_of(st.st_mode));
-        else if (access(target, W_OK) != 0)
-            s = attn__fail(ATTN_ERR_IO, "%s: cannot write (%s): %s", path, kind_of(st.st_mode), strerror(errno));
+        s = attn__fail(ATTN_ERR_IO, "%s: cannot write: it is %s", path, kind_of(st.st_mode));
     } else if ((s = split_path(target, &dir, &name)) == ATTN_OK) {
         struct stat ds;
         if (!*name)

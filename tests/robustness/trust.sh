@@ -64,7 +64,7 @@ row "op sdpa: grad_out of out's size, other shape"    1 "grad_out has shape \(2,
 row "op mha: an I64 attn_mask (refused, not added)"   1 "attn_mask is I64; nn.MultiheadAttention takes a BOOL mask \(true = not allowed to attend\)" "$o" -- mh mha_mask_i64
 u8_mask() { mh mha_mask_u8 || return; note="read as BOOL, as torch 1.13"; rm -f "$o"; }
 row "op mha: a U8 attn_mask (torch 1.13 reads it)"    0 "attn_mask is U8, read as BOOL as nn.MultiheadAttention does" -- u8_mask
-row "op mha: 3-D attn_mask (3, L, S), B*H = 2"        1 "blocked mask has shape \(3, 2, 2\), which does not broadcast" "$o" -- mh mha_mask3d
+row "op mha: 3-D attn_mask (3, L, S), B*H = 2"        1 "the 3-D blocked mask is \(3, 2, 2\); expected \(B\*H, Lq, Lk\) = \(2, 2, 2\)" "$o" -- mh mha_mask3d
 row "op mha: key_padding_mask (B, Lk+1)"              1 "key_padding has shape \(2, 3\); expected \(B, Lk\) = \(2, 2\)" "$o" -- mh mha_kpm
 # every key blocked in PyTorch's polarity: each row is fully masked, so the attention is 0 and the
 # output is out_proj's bias (none here): all zeros; the opposite polarity would attend everywhere
@@ -343,3 +343,60 @@ row "plot --panel-titles without --grid" 2 "--panel-titles applies with --grid o
 ln -sf /dev/full "$out/full.png"
 row "nw: a picture that fails after --out was written" 1 "full.png: .*No space left on device" "$out/res.safetensors" -- "$bin" nw --epochs 2 --out "$out/res.safetensors" --plot "$out/full.png"
 rm -f "$out/full.png"
+
+# ---- a third hostile review: standard output, FIFOs without readers, /dev/stdout, checkpoints ----
+to_full() { "$@" > /dev/full; }
+row "attn --man > /dev/full" 1 "attn: standard output: " -- to_full "$bin" --man
+row "classify predict > /dev/full" 1 "attn: standard output: " -- to_full "$bin" classify predict --checkpoint "$in/cls.safetensors" "great film"
+fifo_no_reader() {
+  mkfifo "$out/noreader"
+  timeout 20 "$bin" op sdpa --in "$in/good.safetensors" --out "$out/noreader"; local rc=$?
+  rm -f "$out/noreader"
+  return $rc
+}
+row "op --out a FIFO without a reader (never blocks)" 1 "noreader: cannot write: the FIFO has no reader" "$o" -- fifo_no_reader
+stdout_pipe() { # /dev/stdout is a pipe: written into it
+  good_op /dev/stdout | cat > "$out/piped"; local rc=${PIPESTATUS[0]}
+  [[ $(stat -c %s "$out/piped") == "$(good_op "$o" >/dev/null && stat -c %s "$o")" ]] && note="the pipe got the whole file" ||
+    note="FAIL: the pipe got $(stat -c %s "$out/piped") bytes"
+  rm -f "$out/piped" "$o"
+  return $rc
+}
+row "op --out /dev/stdout, a pipe" 0 "" -- stdout_pipe
+stdout_append() { # /dev/stdout is a log opened for append: the bytes are appended, the log kept
+  echo "earlier line" > "$out/log"
+  good_op /dev/stdout >> "$out/log"; local rc=$?
+  [[ $(head -1 "$out/log") == "earlier line" && $(stat -c %s "$out/log") -gt 13 ]] && note="appended to the log" ||
+    note="FAIL: the log was replaced or not written"
+  rm -f "$out/log"
+  return $rc
+}
+row "op --out /dev/stdout >> log" 0 "" -- stdout_append
+limited() { (trap '' XFSZ; ulimit -f 16; exec "$@"); } # files over 16 KiB fail (EFBIG)
+row "classify: the first checkpoint fails, no vocabulary left" 1 "lim.safetensors: cannot write .*File too large" "$out/lim.safetensors" "$out/lim.safetensors.vocab" -- \
+  limited "$bin" classify train "${tiny[@]}" --epochs 1 --data "$in/imdb" --checkpoint "$out/lim.safetensors"
+row "translate: the first checkpoint fails, no vocabularies left" 1 "lim.safetensors: cannot write .*File too large" "$out/lim.safetensors" "$out/lim.safetensors.src.vocab" "$out/lim.safetensors.tgt.vocab" -- \
+  limited "$bin" translate train --d-model 32 --heads 2 --ffn 32 --layers 1 --epochs 1 --batch-size 4 --min-freq 1 --threads 1 --data "$in/pairs" --checkpoint "$out/lim.safetensors"
+[[ -e /dev/null.vocab ]] || row "classify: --checkpoint /dev/null (refused up front)" 2 "/dev/null: it is not a regular file; a checkpoint must be one" /dev/null.vocab -- \
+  "$bin" classify train "${tiny[@]}" --epochs 1 --data "$in/imdb" --checkpoint /dev/null
+[[ -e /dev/null.src.vocab ]] || row "translate: --checkpoint /dev/null (refused up front)" 2 "/dev/null: it is not a regular file; a checkpoint must be one" /dev/null.src.vocab -- \
+  "$bin" translate train --d-model 16 --heads 2 --ffn 16 --layers 1 --epochs 1 --batch-size 4 --min-freq 1 --threads 1 --data "$in/pairs" --checkpoint /dev/null
+linked_checkpoint() { # the vocabulary goes beside the link's target, and is found through either name
+  mkdir -p "$out/real" && ln -s real/m.safetensors "$out/m.safetensors"
+  "$bin" classify train "${tiny[@]}" --epochs 1 --data "$in/imdb" --checkpoint "$out/m.safetensors" >/dev/null || return
+  local rc=0
+  "$bin" classify predict --checkpoint "$out/real/m.safetensors" "a fine film" >/dev/null || rc=1
+  "$bin" classify predict --checkpoint "$out/m.safetensors" "a fine film" >/dev/null || rc=1
+  [[ -f $out/real/m.safetensors.vocab && ! -e $out/m.safetensors.vocab && $rc == 0 ]] &&
+    note="beside the target; read through the link and the target" || note="FAIL: the vocabulary is not beside the target"
+  rm -rf "$out/real" "$out/m.safetensors" "$out/m.safetensors.vocab"
+}
+row "classify: --checkpoint a symlink, vocabulary beside its target" 0 "" -- linked_checkpoint
+nw_keeps_old() { # a later output fails: a file that was there before is not deleted
+  ln -sf /dev/full "$out/full.png"; echo old > "$out/res.safetensors"
+  "$bin" nw --epochs 1 --out "$out/res.safetensors" --plot "$out/full.png"; local rc=$?
+  [[ -s $out/res.safetensors ]] && note="the file that was there is kept" || note="FAIL: the earlier file was deleted"
+  rm -f "$out/full.png" "$out/res.safetensors"
+  return $rc
+}
+row "nw: a later output fails, an existing --out is kept" 1 "full.png: .*No space left on device" -- nw_keeps_old
