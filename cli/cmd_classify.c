@@ -281,11 +281,12 @@ static int load_model(classify_run *run, classify_options *o)
     if (code != CLI_OK) return code;
     char *vp = classify_vocab_path(o->train.checkpoint);
     run->vocab = vp ? attn_vocab_load(vp) : NULL;
+    if (!run->vocab) code = cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
+    else if (attn_vocab_size(run->vocab) != o->model.vocab_size)
+        code = cli_fail(CLI_ERR_DATA, "classify", "%s has %lld tokens but the model of %s expects %lld", vp,
+                        (long long)attn_vocab_size(run->vocab), o->train.checkpoint, (long long)o->model.vocab_size);
     free(vp);
-    if (!run->vocab) return cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
-    if (attn_vocab_size(run->vocab) != o->model.vocab_size)
-        return cli_fail(CLI_ERR_DATA, "classify", "the vocabulary has %lld tokens but the model expects %lld",
-                        (long long)attn_vocab_size(run->vocab), (long long)o->model.vocab_size);
+    if (code != CLI_OK) return code;
     if ((code = build_model(run, o)) != CLI_OK) return code;
     if (attn_checkpoint_load(o->train.checkpoint, run->params, NULL, true) != ATTN_OK)
         return cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());

@@ -198,7 +198,7 @@ int cmd_plot(int argc, char **argv)
         if (a.grid) {
             code = plot_grid(&a, t->data + offset, t->shape[t->ndim - 3], rows, cols);
         } else if (attn_plot_heatmap(a.out, t->data + offset, rows, cols, &a.opts) != ATTN_OK) {
-            code = cli_fail(CLI_ERR_DATA, "plot", "%s", attn_last_error());
+            code = cli_fail(CLI_ERR_DATA, "plot", "%s, tensor \"%s\": %s", a.in, a.tensor, attn_last_error());
         }
         if (code == CLI_OK) printf("wrote %s\n", a.out);
     }
