@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int cli_fail(int code, const char *cmd, const char *fmt, ...)
 {
@@ -18,13 +19,18 @@ int cli_fail(int code, const char *cmd, const char *fmt, ...)
     return code;
 }
 
+bool cli_integer_form(const char *s)
+{
+    s += *s == '-';
+    return *s && !s[strspn(s, "0123456789")];
+}
+
 bool cli_parse_long(const char *cmd, const char *opt, const char *value, long min, long max,
                     long *out)
 {
-    char *end;
     errno = 0;
-    long v = strtol(value, &end, 10);
-    if (errno || end == value || *end) {
+    long v = strtol(value, NULL, 10);
+    if (!cli_integer_form(value) || errno) {
         cli_fail(CLI_ERR_USAGE, cmd, "%s expects an integer, got \"%s\"", opt, value);
         return false;
     }

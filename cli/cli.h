@@ -29,6 +29,8 @@ int cmd_plot(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tour(int argc, char **argv);
 
+/* [-]digits: the one integer form options take (strtol alone also takes spaces and "+"). */
+bool cli_integer_form(const char *s);
 /* Prints "attn <cmd>: <message>" to stderr; returns code. */
 int cli_fail(int code, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Parses value of option opt as an integer in [min, max]; false (with a message) if it is not a

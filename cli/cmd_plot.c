@@ -95,10 +95,7 @@ static int select_offset(const plot_args *a, const attn_tensor *t, int keep, int
         int code = n < 0 ? cli_fail(CLI_ERR_DATA, "plot", "out of memory") : CLI_OK;
         for (int64_t i = 0; code == CLI_OK && i < n && given < ATTN_MAX_DIMS; i++) {
             long v;
-            if (!*items[i] || items[i][strspn(items[i], "0123456789")])
-                code = cli_fail(CLI_ERR_USAGE, "plot", "--index expects integers separated by commas, got \"%s\"",
-                                a->index);
-            else if (!cli_parse_long("plot", "--index", items[i], 0, 1L << 40, &v)) code = CLI_ERR_USAGE;
+            if (!cli_parse_long("plot", "--index", items[i], 0, 1L << 40, &v)) code = CLI_ERR_USAGE;
             else idx[given++] = v;
         }
         free(items);

@@ -23,13 +23,6 @@ static void choices_text(char *buf, size_t len, const char *const *choices, cons
                               choices[i]);
 }
 
-/* [-]digits: no sign but '-', no space (strtoll takes both) */
-static bool integer_form(const char *s)
-{
-    s += *s == '-';
-    return *s && !s[strspn(s, "0123456789")];
-}
-
 /* Stores text as o's value in opts; false with a message naming the option. */
 static bool set_value(const char *cmd, const cli_option *o, void *opts, const char *text)
 {
@@ -56,7 +49,7 @@ static bool set_value(const char *cmd, const cli_option *o, void *opts, const ch
     if (is_integer(o->type)) {
         errno = 0;
         long long v = strtoll(text, NULL, 10);
-        if (!integer_form(text) || errno) {
+        if (!cli_integer_form(text) || errno) {
             cli_fail(CLI_ERR_USAGE, cmd, "%s expects an integer, got \"%s\"", o->name, text);
             return false;
         }

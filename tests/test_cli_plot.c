@@ -2,7 +2,7 @@
  * (the documented default); --grid panels are titled "head 1", "head 2", ... or --panel-titles;
  * seed 002's picture (token labels, axis titles, values in the cells) is drawn as asked. Checked
  * on SVG output, which carries every text drawn as a <text> element. An empty --tensor or
- * --labels, and an --index that is not integers separated by commas, exit 2 naming the option. */
+ * --labels, and an --index item that is not an integer, exit 2 naming the option. */
 #include "testkit.h"
 
 #include <stdlib.h>
@@ -73,10 +73,10 @@ int main(void)
     } bad_args[] = {
         {"--tensor ''", "--tensor is empty"},
         {"--tensor w --labels ''", "--labels is empty"},
-        {"--tensor w --index 1,", "--index expects integers"},
-        {"--tensor w --index 0,,1", "--index expects integers"},
-        {"--tensor w --index ' 1'", "--index expects integers"},
-        {"--tensor w --index +1", "--index expects integers"},
+        {"--tensor w --index 1,", "--index expects an integer"},
+        {"--tensor w --index 0,,1", "--index expects an integer"},
+        {"--tensor w --index ' 1'", "--index expects an integer"},
+        {"--tensor w --index +1", "--index expects an integer"},
     };
     for (size_t i = 0; i < sizeof bad_args / sizeof bad_args[0]; i++) {
         char args[256];
