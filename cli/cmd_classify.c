@@ -342,6 +342,10 @@ static int do_train(classify_run *run, classify_options *o)
                (long long)attn_vocab_size(run->vocab), now_seconds() - t0);
     }
     if (code == CLI_OK) code = build_model(run, o);
+    attn_classifier_config saved = o->model;
+    if (code == CLI_OK && o->train.resume) /* the model these options build must be the saved one */
+        code = config_check_resumed("classify", o->train.checkpoint, "attn-classifier", "classifier", config_fields,
+                                    N_CONFIG_FIELDS, &o->model, &saved, NULL);
     if (code == CLI_OK) {
         printf("model: %s attention, %d blocks, %lld parameters\n", attention_names[o->model.attention],
                o->model.num_blocks, (long long)attn_params_numel(run->params));

@@ -265,21 +265,12 @@ static int read_config(const char *path, attn_seq2seq_config *c, const char *hin
     return why ? cli_fail(CLI_ERR_DATA, "translate", "%s: metadata: %s", path, why) : CLI_OK;
 }
 
-/* Resume: the model these options build (with the checkpoint's vocabularies) must be the saved
- * one; a field no parameter's shape shows (num_heads, max_len) would otherwise change unnoticed. */
+/* Resume: the model these options build (with the checkpoint's vocabularies) must be the saved one. */
 static int check_resumed_model(const translate_options *o)
 {
     attn_seq2seq_config saved = o->model;
-    int code = read_config(o->train.checkpoint, &saved, "");
-    for (int i = 0; code == CLI_OK && i < N_CONFIG_FIELDS; i++) {
-        const char *key = config_fields[i].key;
-        const long was = config_value(&config_fields[i], &saved), now = config_value(&config_fields[i], &o->model);
-        if (was != now)
-            code = cli_fail(CLI_ERR_USAGE, "translate", "resume: %s has %s %ld in its metadata, these options give "
-                            "%ld%s: resume with the options it was trained with", o->train.checkpoint, key, was, now,
-                            strcmp(key, "max_len") ? "" : " (--max-len + 2)");
-    }
-    return code;
+    return config_check_resumed("translate", o->train.checkpoint, "attn-seq2seq", "translation", config_fields,
+                                N_CONFIG_FIELDS, &o->model, &saved, " (--max-len + 2)");
 }
 
 /* The sizes and special ids a model of these vocabularies has (an id -1: the token is missing). */

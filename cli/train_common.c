@@ -149,6 +149,22 @@ long config_value(const config_field *field, const void *cfg)
            : field->type == CONFIG_INT ? *(const int *)at : *(const bool *)at;
 }
 
+int config_check_resumed(const char *cmd, const char *path, const char *model_name, const char *what,
+                         const config_field *fields, int n_fields, const void *cfg, void *saved,
+                         const char *max_len_note)
+{
+    int code = config_read(cmd, path, "", model_name, what, fields, n_fields, saved);
+    for (int i = 0; code == CLI_OK && i < n_fields; i++) {
+        const char *key = fields[i].key;
+        const long was = config_value(&fields[i], saved), now = config_value(&fields[i], cfg);
+        if (was != now)
+            code = cli_fail(CLI_ERR_USAGE, cmd, "resume: %s has %s %ld in its metadata, these options give %ld%s: "
+                            "resume with the options it was trained with", path, key, was, now,
+                            max_len_note && !strcmp(key, "max_len") ? max_len_note : "");
+    }
+    return code;
+}
+
 const char *const *config_kv(const char *model_name, const config_field *fields, int n_fields, const void *cfg,
                              int *n)
 {

@@ -83,6 +83,14 @@ const char *const *config_kv(const char *model_name, const config_field *fields,
 int config_read(const char *cmd, const char *path, const char *hint, const char *model_name, const char *what,
                 const config_field *fields, int n_fields, void *cfg);
 
+/* Resume: the model these options build (cfg) must be the one saved at path, read by config_read
+ * into saved (a copy of cfg); a field no parameter's shape shows (num_heads, max_len) would
+ * otherwise change unnoticed. CLI_ERR_USAGE naming the first field that differs; max_len_note (may
+ * be NULL) follows a max_len value. */
+int config_check_resumed(const char *cmd, const char *path, const char *model_name, const char *what,
+                         const config_field *fields, int n_fields, const void *cfg, void *saved,
+                         const char *max_len_note);
+
 /* The seed of this rank's dropout stream: seed + 17 on rank 0 (as a one-process run), another
  * stream on every other rank. */
 uint64_t rank_dropout_seed(long seed);

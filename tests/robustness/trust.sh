@@ -311,6 +311,14 @@ resume_other_words() { # --resume on data whose words differ: the saved vocabula
   return $rc
 }
 row "classify --resume on data with other words" 0 "" -- resume_other_words
+resume_other_heads() { # --resume with options that build another model of the same parameter shapes
+  cp "$in/cls.safetensors" "$out/h.safetensors" && cp "$in/cls.safetensors.vocab" "$out/h.safetensors.vocab" &&
+    "$bin" classify train "${tiny[@]}" --heads 1 --data "$in/imdb" --checkpoint "$out/h.safetensors" --resume
+  local rc=$?
+  rm -f "$out/h.safetensors" "$out/h.safetensors.vocab"
+  return $rc
+}
+row "classify --resume with other --heads" 2 "has num_heads 2 in its metadata, these options give 1" -- resume_other_heads
 resume_no_vocab() {
   cp "$in/cls.safetensors" "$out/r.safetensors"
   "$bin" classify train "${tiny[@]}" --data "$in/imdb" --checkpoint "$out/r.safetensors" --resume
