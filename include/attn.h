@@ -955,8 +955,9 @@ typedef enum attn_tokenizer {
 
 ATTN_API const char *attn_tokenizer_name(attn_tokenizer kind); /* "basic_english", "words", ... */
 ATTN_API int attn_tokenizer_from_name(const char *name);       /* the kind, or -1 */
-/* Appends the tokens of text[0..len) to out (out is not cleared). Invalid UTF-8: ATTN_ERR_FORMAT
- * "text: invalid UTF-8 at byte offset N ..." and out unchanged. */
+/* Appends the tokens of text[0..len) to out (out is not cleared). Invalid UTF-8 or a NUL byte
+ * (tokens are C strings): ATTN_ERR_FORMAT "text: invalid UTF-8 at byte offset N ..." or "text: a
+ * NUL byte at byte offset N ...", and out unchanged. */
 ATTN_API attn_status attn_tokenize(attn_tokens *out, attn_tokenizer kind, const char *text,
                                    size_t len);
 /* The inverse of ATTN_TOKENIZER_WORDS used for sacrebleu-style scoring (as the Multi30k PyTorch

@@ -239,6 +239,9 @@ static void test_text_only(void)
     attn_counter_free(d);
     attn_tokens t = {0};
     TK_CHECK(attn_tokens_push(&t, "a\0b", 3) == ATTN_ERR_FORMAT && t.count == 0, "a NUL inside a token is refused");
+    TK_CHECK(attn_tokenize(&t, ATTN_TOKENIZER_BASIC_ENGLISH, "x a\0b", 5) == ATTN_ERR_FORMAT && t.count == 0 &&
+                 strstr(attn_last_error(), "NUL byte at byte offset 3"),
+             "so is a NUL in text to tokenize, before any token: %s", attn_last_error());
     TK_OK(attn_tokens_push(&t, "a", 1));
     attn_tokens_free(&t);
     static const char *const toks[] = {"<unk>", "a", "b"};

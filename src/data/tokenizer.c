@@ -179,7 +179,7 @@ attn_status attn_tokenize(attn_tokens *out, attn_tokenizer kind, const char *tex
     if ((int)kind < 0 || (int)kind >= N_TOKENIZERS)
         return attn__fail(ATTN_ERR_ARG, "attn_tokenize: unknown tokenizer %d (expected 0-%d)",
                           (int)kind, N_TOKENIZERS - 1);
-    attn_status st = attn_utf8_check(text, len, "text");
+    attn_status st = attn__text_check(text, len, "text"); /* UTF-8, and no NUL: tokens are C strings */
     if (st != ATTN_OK) return st;
     int64_t count = out->count;
     size_t store_len = out->store_len_;
