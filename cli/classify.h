@@ -31,7 +31,7 @@ typedef struct classify_run {
     bool vocab_saved; /* train: <checkpoint>.vocab is written with the first checkpoint */
 } classify_run;
 
-/* "<checkpoint>.vocab", malloc'd. */
+/* "<checkpoint>.vocab", malloc'd, beside a symlinked checkpoint's target (cli_checkpoint_sibling). */
 char *classify_vocab_path(const char *checkpoint);
 
 /* Trains (resuming when asked), saves checkpoints, prints the test accuracy at the end. */

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char *const attention_names[] = {"softmax", "linear", "conv", "additive", NULL};
 static const char *const action_names[] = {"train", "eval", "predict", "explain", NULL};
@@ -52,19 +51,7 @@ const cli_spec classify_spec = {
     CLI_OPTIONS(options),
 };
 
-/* Beside the file that holds the model: a checkpoint that is a symlink has its vocabulary beside
- * the link's target, whether it is trained or read through the link or the target. */
-char *classify_vocab_path(const char *checkpoint)
-{
-    struct stat st;
-    char *real = lstat(checkpoint, &st) == 0 && S_ISLNK(st.st_mode) ? realpath(checkpoint, NULL) : NULL;
-    const char *file = real ? real : checkpoint; /* a dangling link: as given, until it is written */
-    size_t n = strlen(file) + 7;
-    char *p = malloc(n);
-    if (p) snprintf(p, n, "%s.vocab", file);
-    free(real);
-    return p;
-}
+char *classify_vocab_path(const char *checkpoint) { return cli_checkpoint_sibling(checkpoint, ".vocab"); }
 
 /* The files the action reads and writes, and the model's shape, checked before any work. */
 static int validate(const classify_options *o, int action, int n_texts)

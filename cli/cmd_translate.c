@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char *const model_names[] = {"transformer", "bahdanau", NULL};
 static const char *const action_names[] = {"train", "eval", "translate", NULL};
@@ -67,18 +66,11 @@ const cli_spec translate_spec = {
              "constant rate for Bahdanau (default 1e-3).\n",
 };
 
-/* Beside the file that holds the model: a checkpoint that is a symlink has its vocabularies beside
- * the link's target, whether it is trained or read through the link or the target. */
 char *translate_vocab_path(const char *checkpoint, const char *side)
 {
-    struct stat st;
-    char *real = lstat(checkpoint, &st) == 0 && S_ISLNK(st.st_mode) ? realpath(checkpoint, NULL) : NULL;
-    const char *file = real ? real : checkpoint; /* a dangling link: as given, until it is written */
-    size_t n = strlen(file) + strlen(side) + 8;
-    char *p = malloc(n);
-    if (p) snprintf(p, n, "%s.%s.vocab", file, side);
-    free(real);
-    return p;
+    char suffix[16];
+    snprintf(suffix, sizeof suffix, ".%s.vocab", side);
+    return cli_checkpoint_sibling(checkpoint, suffix);
 }
 
 /* The files of --average, each a readable file. */

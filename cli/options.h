@@ -95,6 +95,10 @@ bool cli_check_output(const char *cmd, const char *opt, const char *path);
 /* cli_check_output, and an existing path must be a regular file (a training checkpoint: its
  * vocabulary is written beside it, which /dev/null or a FIFO cannot have). */
 bool cli_check_checkpoint(const char *cmd, const char *opt, const char *path);
+/* "<checkpoint><suffix>" (malloc'd), beside the file that holds the model: a checkpoint that is a
+ * symlink has its vocabularies beside the link's target, whether it is trained or read through the
+ * link or the target. */
+char *cli_checkpoint_sibling(const char *checkpoint, const char *suffix);
 bool cli_check_picture(const char *cmd, const char *opt, const char *path);
 bool cli_check_input_file(const char *cmd, const char *opt, const char *path, const char *hint);
 bool cli_check_input_dir(const char *cmd, const char *opt, const char *path);

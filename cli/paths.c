@@ -39,6 +39,18 @@ bool cli_check_checkpoint(const char *cmd, const char *opt, const char *path)
     return cli_check_output(cmd, opt, path);
 }
 
+char *cli_checkpoint_sibling(const char *checkpoint, const char *suffix)
+{
+    struct stat st;
+    char *real = lstat(checkpoint, &st) == 0 && S_ISLNK(st.st_mode) ? realpath(checkpoint, NULL) : NULL;
+    const char *file = real ? real : checkpoint; /* a dangling link: as given, until it is written */
+    size_t n = strlen(file) + strlen(suffix) + 1;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s%s", file, suffix);
+    free(real);
+    return p;
+}
+
 bool cli_check_picture(const char *cmd, const char *opt, const char *path)
 {
     return check_written(cmd, opt, path, "a .png, .svg or .pdf file name", attn_plot_path_check);

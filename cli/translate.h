@@ -52,7 +52,7 @@ char *translate_detok(const translate_run *run, const int64_t *ids, int64_t n, a
 /* Forward + label-smoothed cross-entropy of a batch (scalar tensor in ctx). */
 attn_tensor *translate_loss(attn_ctx *ctx, const translate_run *run, const translate_batch *b);
 const char *const *translate_config_kv(const attn_seq2seq_config *c, int *n);
-/* "<checkpoint>.<side>.vocab" (side "src" or "tgt"), malloc'd. */
+/* "<checkpoint>.<side>.vocab" (side "src" or "tgt"), malloc'd, beside a symlinked checkpoint's target. */
 char *translate_vocab_path(const char *checkpoint, const char *side);
 
 #endif
