@@ -235,13 +235,13 @@ attn_status attn_bleu_add_tokens(attn_bleu_stats *s, const char *const *hyp, int
     attn_status st = check_stats(s, "attn_bleu_add_tokens");
     if (st == ATTN_OK) st = clipped_matches(m, hyp, n_hyp, ref, n_ref, 4);
     if (st != ATTN_OK) return st;
-    attn_bleu_stats sum = *s; /* s changes only when no count overflows */
-    bool overflow = __builtin_add_overflow(sum.hyp_len, n_hyp, &sum.hyp_len) |
+    attn_bleu_stats sum = *s; /* s changes only when no count overflows (sum is dropped at the first) */
+    bool overflow = __builtin_add_overflow(sum.hyp_len, n_hyp, &sum.hyp_len) ||
                     __builtin_add_overflow(sum.ref_len, n_ref, &sum.ref_len);
-    for (int n = 1; n <= 4; n++)
-        overflow |= __builtin_add_overflow(sum.matches[n - 1], m[n - 1], &sum.matches[n - 1]) |
-                    __builtin_add_overflow(sum.totals[n - 1], n_hyp - n + 1 > 0 ? n_hyp - n + 1 : 0,
-                                           &sum.totals[n - 1]);
+    for (int n = 1; n <= 4 && !overflow; n++)
+        overflow = __builtin_add_overflow(sum.matches[n - 1], m[n - 1], &sum.matches[n - 1]) ||
+                   __builtin_add_overflow(sum.totals[n - 1], n_hyp - n + 1 > 0 ? n_hyp - n + 1 : 0,
+                                          &sum.totals[n - 1]);
     if (overflow) return attn__fail(ATTN_ERR_ARG, "attn_bleu_add_tokens: a count passes INT64_MAX");
     *s = sum;
     return ATTN_OK;
