@@ -297,6 +297,7 @@ const cli_spec bench_spec = {
 };
 
 static bool known_workload(const char *name);
+static void defaults_for(bench_args *a, const char *name);
 
 static int parse(int argc, char **argv, bench_args *a)
 {
@@ -317,6 +318,20 @@ static int parse(int argc, char **argv, bench_args *a)
     if (a->workload && !sdpa && !mha && a->impl != 0)
         return cli_fail(CLI_ERR_USAGE, "bench", "--impl applies to sdpa and mha only");
     if (a->threads) cli_set_threads((int)a->threads);
+    for (int i = 0; i < WORKLOADS; i++) {
+        const char *name = workloads[i]->name;
+        if ((a->workload && strcmp(a->workload, name)) || !strcmp(name, "peak") || !strcmp(name, "gemm"))
+            continue; /* those two take none of B, H, L, d */
+        bench_args w = *a;
+        defaults_for(&w, name);
+        char what[128];
+        snprintf(what, sizeof what, "%s at --B %ld --H %ld --L %ld --d %ld", name, w.B, w.H, w.L, w.d);
+        /* (B, H, L) rows of d: q, k, v, output and gradients; of L: the weights (and their gradient)
+         * that the reference twin and sgemm's product make, where the fused kernel makes none */
+        const double rows = (double)w.B * (double)w.H * (double)w.L;
+        const double square = !strcmp(name, "sgemm") || w.impl == ATTN_SDPA_REF ? 2.0 * (double)w.L : 0.0;
+        if (!cli_check_fits("bench", 4.0 * rows * (square + 8.0 * (double)w.d), what)) return CLI_ERR_USAGE;
+    }
     return CLI_OK;
 }
 

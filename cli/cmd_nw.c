@@ -4,6 +4,7 @@
  * "epoch NN, loss = X, w = Y" per epoch like the seed, and plots the fit. */
 #include "options.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,6 +240,13 @@ int cmd_nw(int argc, char **argv)
     if (st != ATTN_OK) {
         free_data(&d);
         return attn_last_status() != ATTN_OK ? cli_fail(CLI_ERR_DATA, "nw", "%s", attn_last_error()) : CLI_ERR_DATA;
+    }
+    const double n = (double)d.x_train->numel, m = (double)d.x_test->numel;
+    char what[PATH_MAX + 64]; /* leave-one-out: ~52 bytes per (train, train) pair (measured); prediction (test, train) */
+    snprintf(what, sizeof what, "--data %s: %.0f training and %.0f test points", o.data ? o.data : "", n, m);
+    if (o.data && !cli_check_fits("nw", 52.0 * n * n + 16.0 * m * n, what)) {
+        free_data(&d);
+        return CLI_ERR_DATA;
     }
     attn_params *p = attn_params_new();
     attn_tensor *w = p ? attn_params_add(p, "w", 0, NULL) : NULL;

@@ -31,6 +31,9 @@ int cmd_shapes(int argc, char **argv)
     int code = cli_parse(&shapes_spec, &o, argc, argv, 1, NULL, NULL);
     if (code != CLI_OK) return code == CLI_HELP_SHOWN ? CLI_OK : code;
     const long batch = o.batch, len = o.len, dk = o.dk, seed = o.seed;
+    char what[96]; /* Q, K, V and the output (batch, len, dk); scores and weights (batch, len, len) */
+    snprintf(what, sizeof what, "--batch %ld --len %ld --dk %ld", batch, len, dk);
+    if (!cli_check_fits("shapes", 4.0 * batch * len * (4.0 * dk + 2.0 * len), what)) return CLI_ERR_USAGE;
     attn_ctx *ctx = cli_ctx_new((uint64_t)seed);
     if (!ctx) return cli_fail(CLI_ERR_DATA, "shapes", "%s", attn_last_error());
     attn_ctx_set_grad_enabled(ctx, false);

@@ -95,6 +95,10 @@ bool cli_check_output(const char *cmd, const char *opt, const char *path);
 /* cli_check_output, and an existing path must be a regular file (a training checkpoint: its
  * vocabulary is written beside it, which /dev/null or a FIFO cannot have). */
 bool cli_check_checkpoint(const char *cmd, const char *opt, const char *path);
+/* false (CLI_ERR_USAGE: "<what> need about N GB of memory; this machine has M GB") when bytes,
+ * a run's estimated memory, pass the machine's physical memory: sizes inside the options' ranges
+ * that can never run are refused before any work. */
+bool cli_check_fits(const char *cmd, double bytes, const char *what);
 /* "<checkpoint><suffix>" (malloc'd), beside the file that holds the model: a checkpoint that is a
  * symlink has its vocabularies beside the link's target, whether it is trained or read through the
  * link or the target. */

@@ -51,6 +51,15 @@ char *cli_checkpoint_sibling(const char *checkpoint, const char *suffix)
     return p;
 }
 
+bool cli_check_fits(const char *cmd, double bytes, const char *what)
+{
+    const double memory = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (memory <= 0 || bytes <= memory) return true;
+    cli_fail(CLI_ERR_USAGE, cmd, "%s need about %.1f GB of memory; this machine has %.1f GB", what, bytes / 1e9,
+             memory / 1e9);
+    return false;
+}
+
 bool cli_check_picture(const char *cmd, const char *opt, const char *path)
 {
     return check_written(cmd, opt, path, "a .png, .svg or .pdf file name", attn_plot_path_check);

@@ -328,6 +328,14 @@ row "bench: --runs 0"                             2 "--runs must be in \[1, 1000
 
 row "nw: Inf in --data x_train"                   1 "nw_inf.safetensors: tensor \"x_train\" has \+Inf at index \(3\); expected finite values" "$out/nw.safetensors" -- "$bin" nw --epochs 2 --plot none --data "$in/nw_inf.safetensors" --out "$out/nw.safetensors"
 row "nw: --data with 2 training points"           1 "nw_short.safetensors: expected 1-D x_train and y_train of one length >= 3" "$out/nw.safetensors" -- "$bin" nw --epochs 2 --plot none --data "$in/nw_short.safetensors" --out "$out/nw.safetensors"
+nw_big() { # a million training points: leave-one-out would need about 52 TB
+  st_file "$in/nw_big.safetensors" '{"x_train":{"dtype":"F32","shape":[1000000],"data_offsets":[0,4000000]},"y_train":{"dtype":"F32","shape":[1000000],"data_offsets":[4000000,8000000]},"x_test":{"dtype":"F32","shape":[2],"data_offsets":[8000000,8000008]},"y_true":{"dtype":"F32","shape":[2],"data_offsets":[8000008,8000016]}}'
+  head -c 8000016 /dev/zero >> "$in/nw_big.safetensors"
+  "$bin" nw --epochs 2 --plot none --data "$in/nw_big.safetensors" --out "$out/nw.safetensors"
+}
+row "nw: --data of a million points (too big)"    1 "nw_big.safetensors: 1000000 training and 2 test points need about 52000.[0-9] GB of memory" "$out/nw.safetensors" -- nw_big
+row "shapes: sizes in range that no memory holds" 2 "--batch 4096 --len 4096 --dk 1 need about 550.0 GB of memory" -- "$bin" shapes --batch 4096 --len 4096 --dk 1
+row "bench: sizes in range that no memory holds"  2 "sdpa at --B 4096 --H 8 --L 65536 --d 64 need about" -- "$bin" bench sdpa --B 4096 --L 65536 --runs 1
 row "nw: --lr -1 (out of range)"                  2 "--lr must be in \[0, 1e\+06\], got -1" "$out/nw.safetensors" -- "$bin" nw --lr -1 --plot none --out "$out/nw.safetensors"
 row "nw: --out in a missing folder"               2 "--out .*nowhere/nw.safetensors: cannot write: folder" "$out/nowhere" -- "$bin" nw --epochs 2 --plot none --out "$out/nowhere/nw.safetensors"
 
