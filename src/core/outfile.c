@@ -133,14 +133,14 @@ static const char *kind_of(mode_t mode)
 static bool in_place(mode_t mode) { return S_ISCHR(mode) || S_ISBLK(mode) || S_ISFIFO(mode); }
 
 /* The descriptor path names when it is one of this process's ("/dev/stdout", "/dev/stderr",
- * "/dev/fd/N", "/proc/self/fd/N"), else -1. */
+ * "/dev/fd/N", "/proc/self/fd/N"), else -1; INT_MAX (never open) for an N past any descriptor. */
 static int descriptor_named(const char *path)
 {
     if (!strcmp(path, "/dev/stdout")) return STDOUT_FILENO;
     if (!strcmp(path, "/dev/stderr")) return STDERR_FILENO;
     const char *n = !strncmp(path, "/dev/fd/", 8) ? path + 8 : !strncmp(path, "/proc/self/fd/", 14) ? path + 14 : NULL;
-    if (!n || !*n || strlen(n) > 9 || strspn(n, "0123456789") != strlen(n)) return -1;
-    return atoi(n);
+    if (!n || !*n || strspn(n, "0123456789") != strlen(n)) return -1;
+    return strlen(n) > 9 ? INT_MAX : atoi(n);
 }
 
 /* ATTN_OK when descriptor fd (named by path) is open for writing. */

@@ -380,6 +380,9 @@ stdout_append() { # /dev/stdout is a log opened for append: the bytes are append
   return $rc
 }
 row "op --out /dev/stdout >> log" 0 "" -- stdout_append
+stdout_closed() { good_op /dev/stdout >&-; }
+row "op --out /dev/stdout, stdout closed" 2 "--out /dev/stdout: cannot write: descriptor 1 is not open" -- stdout_closed
+row "op --out /dev/fd/N past any descriptor" 2 "--out /dev/fd/99999999999: cannot write: descriptor [0-9]+ is not open" -- good_op /dev/fd/99999999999
 limited() { (trap '' XFSZ; ulimit -f 16; exec "$@"); } # files over 16 KiB fail (EFBIG)
 row "classify: the first checkpoint fails, no vocabulary left" 1 "lim.safetensors: cannot write .*File too large" "$out/lim.safetensors" "$out/lim.safetensors.vocab" -- \
   limited "$bin" classify train "${tiny[@]}" --epochs 1 --data "$in/imdb" --checkpoint "$out/lim.safetensors"
