@@ -10,7 +10,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 
 typedef struct batch_buffers {
     int64_t *ids, *lengths, *labels; /* (bs, max_len), (bs), (bs) */
@@ -42,15 +41,11 @@ static attn_status epoch_batches(attn_batches *out, const classify_options *o, i
 
 /* The checkpoint, and after the first one the vocabulary beside it (classify_vocab_path): a run
  * that fails before its first checkpoint leaves no file behind, and an older checkpoint it would
- * have replaced keeps its vocabulary. A checkpoint must be a regular file (or a new one). */
+ * have replaced keeps its vocabulary. (A checkpoint is a regular file: cli_check_checkpoint.) */
 static attn_status save(classify_run *run, const attn_optim *opt, attn_ctx *ctx, long epoch,
                         int64_t batch)
 {
     const char *ck = run->opt->train.checkpoint;
-    struct stat st;
-    if (!run->vocab_saved && stat(ck, &st) == 0 && !S_ISREG(st.st_mode))
-        return attn_set_error(ATTN_ERR_ARG, "%s: a checkpoint must be a regular file: its vocabulary is "
-                              "written beside it", ck);
     run_position pos = {.epoch = epoch, .batch = batch, .global_batch = run->opt->train.batch_size * dist_size(),
                         .rng = *attn_ctx_rng(ctx)};
     int n;
@@ -58,16 +53,10 @@ static attn_status save(classify_run *run, const attn_optim *opt, attn_ctx *ctx,
     attn_status s = run_checkpoint_save(ck, run->params, opt, &pos, kv, n);
     if (s != ATTN_OK || run->vocab_saved || dist_rank() != 0) return s;
     char *vp = classify_vocab_path(ck);
-    s = vp ? attn_vocab_save(run->vocab, vp) : attn_set_error(ATTN_ERR_NOMEM, "%s: out of memory", ck);
+    s = save_vocabs_beside(ck, (const attn_vocab *[]){run->vocab}, &vp, 1);
     free(vp);
-    if (s != ATTN_OK) { /* a checkpoint without its vocabulary cannot be used: it goes too */
-        char *real = realpath(ck, NULL);
-        remove(real ? real : ck);
-        free(real);
-        return s;
-    }
-    run->vocab_saved = true;
-    return ATTN_OK;
+    run->vocab_saved = s == ATTN_OK;
+    return s;
 }
 
 typedef struct epoch_stats {

@@ -149,6 +149,24 @@ long config_value(const config_field *field, const void *cfg)
            : field->type == CONFIG_INT ? *(const int *)at : *(const bool *)at;
 }
 
+attn_status save_vocabs_beside(const char *path, const attn_vocab *const *vocabs, char *const *paths, int n)
+{
+    attn_status s = ATTN_OK;
+    int written = 0;
+    while (s == ATTN_OK && written < n) {
+        s = paths[written] ? attn_vocab_save(vocabs[written], paths[written])
+                           : attn_set_error(ATTN_ERR_NOMEM, "%s: out of memory", path);
+        if (s == ATTN_OK) written++;
+    }
+    if (s != ATTN_OK) {
+        char *real = realpath(path, NULL); /* the file written, also through a symlink */
+        remove(real ? real : path);
+        free(real);
+        while (written-- > 0) remove(paths[written]);
+    }
+    return s;
+}
+
 int config_check_resumed(const char *cmd, const char *path, const char *model_name, const char *what,
                          const config_field *fields, int n_fields, const void *cfg, void *saved,
                          const char *max_len_note)

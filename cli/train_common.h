@@ -55,6 +55,10 @@ int run_start(const char *cmd, const char *resume, attn_params *p, attn_optim *o
  * the caller's key/values (model config) as metadata; the other ranks return ATTN_OK. */
 attn_status run_checkpoint_save(const char *path, const attn_params *p, const attn_optim *opt,
                                 const run_position *pos, const char *const *kv, int n_kv);
+/* After the first checkpoint at path is written: the vocabularies vocabs[i] at paths[i] (NULL: out
+ * of memory) beside it; if one cannot be written, the checkpoint and those already written are
+ * removed, as a checkpoint without its vocabularies cannot be used. */
+attn_status save_vocabs_beside(const char *path, const attn_vocab *const *vocabs, char *const *paths, int n);
 /* Where a stopped run's last good checkpoint is, for its message: the --checkpoint file when it
  * exists, else a note that none was written. */
 const char *train_last_good(const train_options *t);

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 attn_tensor *translate_loss(attn_ctx *ctx, const translate_run *run, const translate_batch *b)
 {
@@ -32,15 +31,11 @@ static attn_status epoch_batches(attn_batches *out, const translate_run *run, co
 
 /* The checkpoint, and after the first one the vocabularies beside it (translate_vocab_path): a
  * run that fails before its first checkpoint leaves no file behind, and an older checkpoint it
- * would have replaced keeps its vocabularies. A checkpoint must be a regular file (or a new one). */
+ * would have replaced keeps its vocabularies. (A checkpoint is a regular file: cli_check_checkpoint.) */
 static attn_status save(translate_run *run, const attn_optim *opt, attn_ctx *ctx, long epoch,
                         int64_t batch)
 {
     const char *ck = run->opt->train.checkpoint;
-    struct stat st;
-    if (!run->vocabs_saved && stat(ck, &st) == 0 && !S_ISREG(st.st_mode))
-        return attn_set_error(ATTN_ERR_ARG, "%s: a checkpoint must be a regular file: its vocabularies are "
-                              "written beside it", ck);
     run_position pos = {.epoch = epoch, .batch = batch, .global_batch = run->opt->train.batch_size * dist_size(),
                         .rng = *attn_ctx_rng(ctx)};
     int n;
@@ -49,18 +44,7 @@ static attn_status save(translate_run *run, const attn_optim *opt, attn_ctx *ctx
     if (s != ATTN_OK || run->vocabs_saved || dist_rank() != 0) return s;
     const attn_vocab *vocabs[2] = {run->src_vocab, run->tgt_vocab};
     char *paths[2] = {translate_vocab_path(ck, "src"), translate_vocab_path(ck, "tgt")};
-    int written = 0;
-    while (s == ATTN_OK && written < 2) {
-        s = paths[written] ? attn_vocab_save(vocabs[written], paths[written])
-                           : attn_set_error(ATTN_ERR_NOMEM, "%s: out of memory", ck);
-        if (s == ATTN_OK) written++;
-    }
-    if (s != ATTN_OK) { /* a checkpoint without its vocabularies cannot be used: it goes too */
-        char *real = realpath(ck, NULL);
-        remove(real ? real : ck);
-        free(real);
-        while (written-- > 0) remove(paths[written]);
-    }
+    s = save_vocabs_beside(ck, vocabs, paths, 2);
     free(paths[0]);
     free(paths[1]);
     run->vocabs_saved = s == ATTN_OK;
