@@ -73,12 +73,25 @@ pkg_config_consumer() { # the examples with cc and pkg-config, each run
     cc -std=c11 -Wall -Wextra -Werror "examples/$example.c" -o "$prefix/$example" \
        $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs attn) -lm || return 1
   done
-  LD_LIBRARY_PATH="$libdir" "$prefix/train_tiny" && LD_LIBRARY_PATH="$libdir" "$prefix/pytorch_weights" tests/golden
+  c++ -std=c++11 -Wall -Wextra -pedantic -Werror examples/cxx_consumer.cpp -o "$prefix/cxx_consumer" \
+     $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs attn) || return 1
+  LD_LIBRARY_PATH="$libdir" "$prefix/train_tiny" && LD_LIBRARY_PATH="$libdir" "$prefix/pytorch_weights" tests/golden &&
+  LD_LIBRARY_PATH="$libdir" "$prefix/cxx_consumer" >/dev/null
 }
-cmake_consumer() { # examples/CMakeLists.txt: find_package(attn), attn::attn
+static_consumer() { # libattn.a in place of -lattn, its dependencies from pkg-config --static
+  local pcdir libs
+  pcdir=$(dirname "$(find "$prefix" -name attn.pc | head -1)") || return 1
+  libs=$(PKG_CONFIG_PATH="$pcdir" pkg-config --static --libs attn) || return 1
+  # shellcheck disable=SC2086 # the flags are words
+  cc -std=c11 -Wall -Wextra -Werror examples/train_tiny.c -o "$prefix/train_tiny_static" \
+     $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags attn) ${libs/-lattn/-l:libattn.a} || return 1
+  ! ldd "$prefix/train_tiny_static" | grep -q libattn && "$prefix/train_tiny_static" >/dev/null
+}
+cmake_consumer() { # examples/CMakeLists.txt: find_package(attn), attn::attn, from C and C++
   cmake -S examples -B "$prefix/build-examples" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
   cmake --build "$prefix/build-examples" -j"$jobs" >/dev/null &&
-  "$prefix/build-examples/train_tiny" && "$prefix/build-examples/pytorch_weights" tests/golden
+  "$prefix/build-examples/train_tiny" && "$prefix/build-examples/pytorch_weights" tests/golden &&
+  "$prefix/build-examples/cxx_consumer" >/dev/null
 }
 program_on_installed_library() { # cli/CMakeLists.txt alone: the program needs only attn.h
   cmake -S cli -B "$prefix/build-cli" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
@@ -89,7 +102,8 @@ installed_attn_from_root() { # finds share/attn/aclImdb_mini beside itself
   (cd / && "$prefix/bin/attn" classify train --max-steps 2 --checkpoint "$prefix/classifier.safetensors")
 }
 if cmake --install build --prefix "$prefix" >/dev/null; then
-  count "pkg-config consumer (examples/, cc)" pkg_config_consumer
+  count "pkg-config consumer (examples/, cc and c++)" pkg_config_consumer
+  count "static consumer (libattn.a, pkg-config --static)" static_consumer
   count "find_package consumer (examples/CMakeLists.txt)" cmake_consumer
   count "the program built against the installed library (cli/CMakeLists.txt)" program_on_installed_library
   count "cd / && attn classify train --max-steps 2 (installed)" installed_attn_from_root
