@@ -156,8 +156,15 @@ static attn_status load_key_padding(op_run *run, const op_mechanism *mech, const
         memcpy(m->additive_shape, kpm4, sizeof kpm4);
         return ATTN_OK;
     }
-    int64_t mask4[4], sum4[4];
-    right_align4(mask4, m->additive_ndim, m->additive_shape);
+    int64_t mask4[4], sum4[4], heads = run->args->num_heads, rows;
+    if (m->additive_ndim == 3 && heads > 0 && !__builtin_mul_overflow(t->shape[0], heads, &rows) &&
+        m->additive_shape[0] == rows) {
+        /* nn.MultiheadAttention's (B*H, Lq, Lk): one mask per batch row and head */
+        const int64_t per_head[4] = {t->shape[0], heads, m->additive_shape[1], m->additive_shape[2]};
+        memcpy(mask4, per_head, sizeof mask4);
+    } else {
+        right_align4(mask4, m->additive_ndim, m->additive_shape);
+    }
     if (!broadcast4(sum4, mask4, kpm4)) {
         free(v);
         char a[96], b[96];

@@ -113,7 +113,7 @@ int tour_003_dot(tour_run *t)
     if (q && d2l_keys_values(t->ctx, &k, &v)) {
         attn_tensor_fill_normal(q, &t->rng, 0, 1); /* torch.normal(0, 1, (2, 1, 2)) */
         tour_lens_mask(mask, d2l_lens, 2, 10);
-        attn_sdpa_opts o = {.mask = {.additive = mask, .additive_ndim = 4, .additive_shape = {2, 1, 1, 10}}};
+        attn_sdpa_opts o = {.mask = {.additive = mask, .additive_ndim = 3, .additive_shape = {2, 1, 10}}};
         out = attn_sdpa(t->ctx, q, k, v, &o, &w);
     }
     if (!out) return tour_fail(t);

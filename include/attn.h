@@ -356,7 +356,9 @@ typedef struct attn_lens {
  *   is_causal=True                                        -> causal
  * The bool arrays hold one byte per element, nonzero = true. The attend, blocked and additive
  * shapes have 1 to 4 dims, right-aligned against (B, H, Lq, Lk) as PyTorch broadcasts: each
- * dim 1 or equal to the one it meets. */
+ * dim 1 or equal to the one it meets. With 3-D q, k, v (one head) they have 1 to 3 dims and
+ * meet (B, Lq, Lk), the shape of q @ k^T, as F.scaled_dot_product_attention broadcasts them
+ * there. */
 typedef struct attn_mask {
     bool causal;               /* top-left aligned: query i sees keys j <= i (Lq != Lk allowed) */
     const uint8_t *attend;     /* 1 = may attend (F.scaled_dot_product_attention's polarity) */

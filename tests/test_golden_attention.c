@@ -60,6 +60,7 @@ typedef struct golden_case {
 static const golden_case cases[] = {
     SDPA_CASE("sdpa_plain"),
     SDPA_CASE("sdpa_3d"),
+    SDPA_CASE("sdpa_3d_masks", .masks = M_ATTEND | M_ADDITIVE), /* (B, Lq, Lk) additive mask */
     SDPA_CASE("sdpa_causal", .causal = true),
     SDPA_CASE("sdpa_causal_q7k5", .causal = true),
     SDPA_CASE("sdpa_causal_q5k7", .causal = true),

@@ -5,6 +5,7 @@
  * apply. Run under ASan, a read past an array fails the suite. */
 #include "testkit.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,6 +111,53 @@ static void polarities_agree(void)
     attn_ctx_free(ctx);
 }
 
+/* With 3-D q, k, v (one head) a mask meets (B, Lq, Lk), the shape of q @ k^T, as
+ * F.scaled_dot_product_attention broadcasts it: a (B, Lq, Lk) or (B, 1, Lk) mask means what the
+ * (B, 1, Lq, Lk) or (B, 1, 1, Lk) mask of the same bytes means for 4-D inputs with H = 1 (these
+ * were refused: the mask's B met H). A 4-D mask, which torch would broadcast into a 4-D output,
+ * is refused. */
+static void one_head_masks(void)
+{
+    attn_ctx *ctx = attn_ctx_new(1);
+    attn_rng rng;
+    attn_rng_seed(&rng, 11);
+    attn_tensor *in3[3], *in4[3];
+    const int64_t lens[3] = {LQ, LK, LK};
+    for (int i = 0; i < 3; i++) {
+        in3[i] = attn_tensor_alloc(3, (int64_t[]){B, lens[i], D});
+        attn_tensor_fill_normal(in3[i], &rng, 0, 1);
+        in4[i] = attn_tensor_alloc(4, (int64_t[]){B, 1, lens[i], D}); /* the same values */
+        memcpy(in4[i]->data, in3[i]->data, (size_t)in3[i]->numel * sizeof(float));
+    }
+    float additive[B * LQ * LK];
+    uint8_t attend[B * LK];
+    for (int i = 0; i < B * LQ * LK; i++) additive[i] = i % LK == 1 ? -INFINITY : attn_rng_normal(&rng);
+    for (int i = 0; i < B * LK; i++) attend[i] = i % LK != 2;
+    for (int impl = ATTN_SDPA_FUSED; impl <= ATTN_SDPA_REF; impl++) {
+        attn_sdpa_opts o3 = {.impl = (attn_sdpa_impl)impl}, o4 = o3;
+        o3.mask.additive = o4.mask.additive = additive;
+        o3.mask.attend = o4.mask.attend = attend;
+        o3.mask.additive_ndim = 3, o4.mask.additive_ndim = 4;
+        memcpy(o3.mask.additive_shape, (int64_t[]){B, LQ, LK}, 3 * sizeof(int64_t));
+        memcpy(o4.mask.additive_shape, (int64_t[]){B, 1, LQ, LK}, 4 * sizeof(int64_t));
+        o3.mask.attend_ndim = 3, o4.mask.attend_ndim = 4;
+        memcpy(o3.mask.attend_shape, (int64_t[]){B, 1, LK}, 3 * sizeof(int64_t));
+        memcpy(o4.mask.attend_shape, (int64_t[]){B, 1, 1, LK}, 4 * sizeof(int64_t));
+        attn_tensor *x = attn_sdpa(ctx, in3[0], in3[1], in3[2], &o3, NULL);
+        attn_tensor *y = attn_sdpa(ctx, in4[0], in4[1], in4[2], &o4, NULL);
+        TK_CHECK(x && y && x->numel == y->numel && !memcmp(x->data, y->data, (size_t)x->numel * sizeof(float)),
+                 "3-D inputs, (B, Lq, Lk) and (B, 1, Lk) masks: as 4-D with H = 1 (impl %d): %s", impl,
+                 attn_last_error());
+        attn_tensor *z = attn_sdpa(ctx, in3[0], in3[1], in3[2], &o4, NULL); /* 4-D masks */
+        TK_CHECK(!z && attn_last_status() == ATTN_ERR_SHAPE &&
+                     strstr(attn_last_error(), "expected 1 to 3, broadcastable to (B, Lq, Lk) = (2, 3, 4)"),
+                 "a 4-D mask on 3-D inputs is refused: %s", attn_last_error());
+        attn_ctx_reset(ctx);
+    }
+    for (int i = 0; i < 3; i++) attn_tensor_free(in3[i]), attn_tensor_free(in4[i]);
+    attn_ctx_free(ctx);
+}
+
 /* attn_mha_forward reads a 3-D (B*H, Lq, Lk) mask as PyTorch does: one (Lq, Lk) mask per batch
  * row and head, the same as the 4-D (B, H, Lq, Lk) mask of the same bytes. */
 static void mha_per_head_mask(void)
@@ -185,6 +233,7 @@ int main(void)
 {
     lengths_and_padding();
     polarities_agree();
+    one_head_masks();
     mha_per_head_mask();
     layers();
     return tk_finish("test_masks");

@@ -14,28 +14,36 @@ typedef struct sdpa_saved {
     float *weights; /* (B, H, Lq, Lk) for the reference path */
 } sdpa_saved;
 
-/* Right-aligns a mask shape against (B, H, Lq, Lk) and computes element strides (0 where the
- * mask has size 1); *count is the mask's element count. */
-static attn_status broadcast_strides(int64_t stride[4], int64_t *count, int ndim,
-                                     const int64_t *shape, const int64_t full[4], const char *what)
+/* Right-aligns a mask shape against the scores, as PyTorch broadcasts it: (B, H, Lq, Lk), or
+ * (B, Lq, Lk) for 3-D inputs (one head: torch adds the mask to q @ k^T, which has no H dim). The
+ * element strides are over (B, H, Lq, Lk) (0 where the mask has size 1 and along a missing H);
+ * *count is the mask's element count. */
+static attn_status broadcast_strides(int64_t stride[4], int64_t *count, int ndim, const int64_t *shape,
+                                     const int64_t full[4], bool one_head, const char *what)
 {
+    static const int dims_4d[4] = {0, 1, 2, 3}, dims_3d[3] = {0, 2, 3}; /* into (B, H, Lq, Lk) */
+    const int *dims = one_head ? dims_3d : dims_4d, rank = one_head ? 3 : 4;
+    const char *names = one_head ? "(B, Lq, Lk)" : "(B, H, Lq, Lk)";
+    int64_t scores[4];
+    for (int i = 0; i < rank; i++) scores[i] = full[dims[i]];
     char got[64], want[64];
-    attn__dims_str(want, sizeof want, 4, full);
+    attn__dims_str(want, sizeof want, rank, scores);
     if (ndim == 0)
-        return attn__fail(ATTN_ERR_SHAPE, "sdpa: %s_ndim and %s_shape are not set; expected a shape of 1 to 4 "
-                          "dims broadcastable to (B, H, Lq, Lk) = %s", what, what, want);
-    if (ndim < 0 || ndim > 4)
-        return attn__fail(ATTN_ERR_SHAPE, "sdpa: %s has %d dims; expected 1 to 4, broadcastable to "
-                          "(B, H, Lq, Lk) = %s", what, ndim, want);
+        return attn__fail(ATTN_ERR_SHAPE, "sdpa: %s_ndim and %s_shape are not set; expected a shape of 1 to %d "
+                          "dims broadcastable to %s = %s", what, what, rank, names, want);
+    if (ndim < 0 || ndim > rank)
+        return attn__fail(ATTN_ERR_SHAPE, "sdpa: %s has %d dims; expected 1 to %d, broadcastable to %s = %s%s",
+                          what, ndim, rank, names, want, one_head ? " (q, k, v are 3-D)" : "");
     attn__dims_str(got, sizeof got, ndim, shape);
+    for (int d = 0; d < 4; d++) stride[d] = 0;
     int64_t s = 1;
-    for (int d = 3; d >= 0; d--) {
-        int src = ndim - (4 - d);
+    for (int i = rank - 1; i >= 0; i--) {
+        int src = ndim - (rank - i);
         int64_t n = src >= 0 ? shape[src] : 1;
-        if (n != 1 && n != full[d])
+        if (n != 1 && n != scores[i])
             return attn__fail(ATTN_ERR_SHAPE, "sdpa: %s mask has shape %s, which does not broadcast to "
-                              "(B, H, Lq, Lk) = %s", what, got, want);
-        stride[d] = n == 1 ? 0 : s;
+                              "%s = %s", what, got, names, want);
+        stride[dims[i]] = n == 1 ? 0 : s;
         if (!attn__mul_ok(s, n, &s))
             return attn__fail(ATTN_ERR_NOMEM, "sdpa: %s has more elements than int64 holds", what);
     }
@@ -53,30 +61,31 @@ static void *arena_copy(attn_ctx *ctx, const void *src, size_t bytes)
 /* A bool mask (attend or blocked) copied into the arena with its broadcast strides. */
 static const uint8_t *copy_bool_mask(attn_ctx *ctx, int64_t stride[4], const uint8_t *src,
                                      int ndim, const int64_t *shape, const int64_t full[4],
-                                     const char *what)
+                                     bool one_head, const char *what)
 {
     int64_t n;
-    if (broadcast_strides(stride, &n, ndim, shape, full, what) != ATTN_OK) return NULL;
+    if (broadcast_strides(stride, &n, ndim, shape, full, one_head, what) != ATTN_OK) return NULL;
     return arena_copy(ctx, src, (size_t)n);
 }
 
-/* Fills p->masks from the user's attn_mask (copies in the arena), after checking every shape. */
-static attn_status prepare_masks(attn_ctx *ctx, sdpa_problem *p, const attn_mask *m)
+/* Fills p->masks from the user's attn_mask (copies in the arena), after checking every shape;
+ * one_head: q, k and v are 3-D. */
+static attn_status prepare_masks(attn_ctx *ctx, sdpa_problem *p, const attn_mask *m, bool one_head)
 {
     const int64_t full[4] = {p->batch, p->heads, p->lq, p->lk};
     sdpa_masks *out = &p->masks;
     memset(out, 0, sizeof *out);
     out->causal = m->causal;
     if (m->attend && !(out->attend = copy_bool_mask(ctx, out->attend_stride, m->attend, m->attend_ndim,
-                                                    m->attend_shape, full, "attend")))
+                                                    m->attend_shape, full, one_head, "attend")))
         return attn_last_status();
     if (m->blocked && !(out->blocked = copy_bool_mask(ctx, out->blocked_stride, m->blocked, m->blocked_ndim,
-                                                      m->blocked_shape, full, "blocked")))
+                                                      m->blocked_shape, full, one_head, "blocked")))
         return attn_last_status();
     if (m->additive) {
         int64_t n;
         if (broadcast_strides(out->additive_stride, &n, m->additive_ndim, m->additive_shape, full,
-                              "additive") != ATTN_OK)
+                              one_head, "additive") != ATTN_OK)
             return attn_last_status();
         float *copy = arena_copy(ctx, m->additive, (size_t)n * sizeof(float));
         if (!copy) return attn_last_status();
@@ -191,7 +200,7 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
         const uint64_t hi = attn_rng_u32(&ctx->rng);
         p.dropout_seed = hi << 32 | attn_rng_u32(&ctx->rng);
     }
-    if (prepare_masks(ctx, &p, &opts->mask) != ATTN_OK) return NULL;
+    if (prepare_masks(ctx, &p, &opts->mask, nd == 3) != ATTN_OK) return NULL;
 
     int64_t out_shape[4], w_shape[4], w_numel;
     memcpy(out_shape, q->shape, sizeof out_shape);

@@ -106,11 +106,14 @@ def sdpa_case(name, b=2, h=3, lq=5, lk=7, d=8, dv=6, scale=None, causal=False, a
     if attend:
         m = torch.rand(lq, lk) < 0.6
         m[torch.arange(lq), torch.randint(0, lk, (lq,))] = True  # >= 1 key per row
+        if not h:
+            m[:, 0] = True  # key 0, which the additive mask keeps too
         masks["attend_mask"] = m
-    if additive:
-        m = rn(b, 1, 1, lk)
-        m[torch.rand(b, 1, 1, lk) < 0.3] = NEG_INF
-        m[:, :, :, 0] = 0.5  # key 0 stays visible for every row
+    if additive:  # 3-D inputs: one mask row per batch row and query, (B, Lq, Lk), as torch
+        shape = (b, 1, 1, lk) if h else (b, lq, lk)  # broadcasts it against q @ k^T there
+        m = rn(*shape)
+        m[torch.rand(*shape) < 0.3] = NEG_INF
+        m[..., 0] = 0.5  # key 0 stays visible for every row
         masks["additive_mask"] = m
     if lens == 1:
         masks["valid_lens"] = torch.randint(1, lk + 1, (b,), dtype=torch.int64)
@@ -138,6 +141,7 @@ def sdpa_case(name, b=2, h=3, lq=5, lk=7, d=8, dv=6, scale=None, causal=False, a
 def sdpa_cases():
     sdpa_case("sdpa_plain")
     sdpa_case("sdpa_3d", h=0)  # (B, L, D) inputs: one head
+    sdpa_case("sdpa_3d_masks", h=0, attend=True, additive=True)
     sdpa_case("sdpa_causal", lk=5, causal=True)
     sdpa_case("sdpa_causal_q7k5", lq=7, lk=5, causal=True)
     sdpa_case("sdpa_causal_q5k7", lq=5, lk=7, causal=True)
