@@ -46,19 +46,22 @@ const cli_spec op_spec = {
     .notes =
         "Masks (optional inputs; a mask the mechanism does not take is an error):\n"
         "  attn_mask         sdpa: as F.scaled_dot_product_attention: BOOL, true = may attend,\n"
-        "                    or a float dtype, added to the scores\n"
+        "                    or a float dtype, added to the scores; broadcastable to (B,H,Lq,Lk),\n"
+        "                    or to (B,Lq,Lk) when q, k, v are 3-D\n"
         "                    mha, conv_attention: as nn.MultiheadAttention: BOOL, true = NOT\n"
         "                    allowed to attend (U8 read as BOOL, as torch 1.13 does), or a float\n"
         "                    dtype, added; (L,S), (B*H,L,S) or any shape broadcastable to\n"
         "                    (B,H,Lq,Lk)\n"
         "  key_padding_mask  BOOL (B,Lk), true = padding (sdpa, mha, linear, conv_attention);\n"
-        "                    mha and conv_attention also add a float one to the scores\n"
+        "                    mha and conv_attention also add a float one to the scores, as\n"
+        "                    torch >= 2.0 does (1.13 ORs it with a BOOL attn_mask)\n"
         "  valid_lens        an integer dtype, (B) or (B,Lq): keys j >= len masked (D2L)\n"
         "                    (sdpa, mha, additive, conv_attention)\n"
         "  grad_out          the upstream gradient of out: adds dq, dk, dv (dx) and\n"
         "                    grad.<param name> to OUT\n"
         "Outputs: out, weights (when asked), dq dk dv or dx, grad.<param name>.\n"
-        "Fully masked query rows give 0 here (PyTorch 1.13 gives NaN).\n",
+        "Fully masked query rows give 0 here (PyTorch 1.13 gives NaN; D2L's masked_softmax\n"
+        "gives a row whose valid length is 0 uniform weights).\n",
 };
 
 /* Options that do not apply to the mechanism are errors, as are missing required ones. */

@@ -280,7 +280,8 @@ ATTN_API attn_tensor *attn_gelu(attn_ctx *ctx, attn_tensor *x);    /* x * Phi(x)
 ATTN_API attn_tensor *attn_tanh(attn_ctx *ctx, attn_tensor *x);
 ATTN_API attn_tensor *attn_sigmoid(attn_ctx *ctx, attn_tensor *x); /* 1 / (1 + exp(-x)) */
 ATTN_API attn_tensor *attn_exp(attn_ctx *ctx, attn_tensor *x);
-/* softmax(x)_i = exp(x_i - max) / sum_j exp(x_j - max) along dim; an all -inf slice gives 0. */
+/* softmax(x)_i = exp(x_i - max) / sum_j exp(x_j - max) along dim; an all -inf slice gives 0,
+ * and -inf from log_softmax, both with gradient 0 (torch gives NaN for both: a fully masked row). */
 ATTN_API attn_tensor *attn_softmax(attn_ctx *ctx, attn_tensor *x, int dim);
 ATTN_API attn_tensor *attn_log_softmax(attn_ctx *ctx, attn_tensor *x, int dim);
 /* (x - mean) / sqrt(var + eps) * weight + bias over the last dim; weight/bias may be NULL. */
@@ -334,7 +335,9 @@ ATTN_API attn_tensor *attn_mse_loss(attn_ctx *ctx, attn_tensor *pred, attn_tenso
  * ====================================================================================== */
 
 /* D2L's valid_lens: keys j >= len are masked. data NULL: none. shape (B) (ndim 1: one length per
- * batch row) or (B, Lq) (ndim 2: one per query); every entry >= 0 (larger than Lk: no mask). */
+ * batch row) or (B, Lq) (ndim 2: one per query); every entry >= 0 (larger than Lk: no mask). A
+ * length of 0 masks every key: the row gets 0, as any fully masked row (D2L's masked_softmax,
+ * filling -1e6, gives it uniform weights 1/Lk). */
 typedef struct attn_lens {
     const int64_t *data;
     int ndim;
@@ -583,7 +586,8 @@ ATTN_API attn_tensor *attn_gru_forward(attn_ctx *ctx, const attn_gru_layer *m, a
 
 typedef enum attn_pe_layout {
     ATTN_PE_INTERLEAVED,  /* P[i, 2j] = sin(i / 10000^(2j/d)), P[i, 2j+1] = cos(...) (paper, D2L) */
-    ATTN_PE_CONCATENATED, /* [sin ..., cos ...] halves (tensor2tensor) */
+    ATTN_PE_CONCATENATED, /* the same angles as [sin ..., cos ...] halves (not tensor2tensor's
+                             frequencies, 1/10000^(j/(d/2 - 1))) */
 } attn_pe_layout;
 
 /* The (max_len, d) sinusoidal table in ctx's arena (not differentiable). */

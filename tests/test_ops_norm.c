@@ -199,6 +199,22 @@ static void test_layernorm_stats(void)
     attn_tensor *y1 = attn_layer_norm(ctx, x1, NULL, b1, LN_EPS);
     TK_CHECK(y1 && y1->data[0] == 0.25f && y1->data[1] == 0.25f && y1->data[2] == 0.25f,
              "layer_norm over one column gives the bias");
+    /* and no gradient reaches x, exactly (torch: 0): dy * w - mean(dy * w) = 0 for any dy and w,
+     * though rstd = 1/sqrt(eps) = 1e6 magnifies any rounding of it (it gave -7.7e-3) */
+    attn_tensor *xg = attn_tensor_alloc(2, s1), *wg = attn_tensor_alloc(1, sb);
+    memcpy(xg->data, (float[]){1.0f, -2.0f, 7.0f}, 3 * sizeof(float));
+    wg->data[0] = 0.7310586f;
+    attn_tensor_set_requires_grad(xg, true);
+    attn_tensor_set_requires_grad(wg, true);
+    attn_tensor *yg = attn_layer_norm(ctx, xg, wg, NULL, 1e-12f);
+    attn_tensor *dy = attn_tensor_from(ctx, 2, s1, (float[]){0.3f, -1.1f, 2.9f});
+    attn_tensor *loss = yg && dy ? attn_sum_all(ctx, attn_mul(ctx, yg, dy)) : NULL;
+    bool zero = loss && attn_backward(ctx, loss) == ATTN_OK && xg->grad;
+    for (int i = 0; zero && i < 3; i++) zero = xg->grad[i] == 0.0f;
+    TK_CHECK(zero, "layer_norm over one column, eps 1e-12: dx exactly 0 (got %g %g %g)",
+             xg->grad ? xg->grad[0] : NAN, xg->grad ? xg->grad[1] : NAN, xg->grad ? xg->grad[2] : NAN);
+    attn_tensor_free(xg);
+    attn_tensor_free(wg);
     attn_tensor_free(x);
     attn_ctx_free(ctx);
 }

@@ -145,7 +145,12 @@ void attn_layernorm_rows(float *y, float *mean, float *rstd, const float *x, con
         layernorm_row(y + r * cols, mean + r, rstd + r, x + r * cols, w, b, cols, eps);
 }
 
-/* dx (n) += rstd * (g - mean(g) - xhat * mean(g * xhat)) for one row, g = dy * w (w or NULL).
+/* dx (n) += rstd * (g - mean(g) - xhat * mean(g * xhat)) for one row, g = dy * w (w or NULL),
+ * all in double, as the reference: g is the exact product (a double holds float x float
+ * exactly) in both passes, and the three terms, of the size of dy, nearly cancel when the row is
+ * (nearly) constant or has two elements, while rstd (up to 1/sqrt(eps)) magnifies what is left.
+ * In float, with dy * w rounded in one pass and fused into an FMA in the other, a row of one
+ * element gave dx -7.7e-3 at eps 1e-12 where the exact (and torch's) value is 0.
  * Always inlined into calls where w is known NULL or not, so that the loops vectorise. */
 static inline __attribute__((always_inline)) void
 layernorm_row_dx_w(float *restrict dx, const float *restrict dy, const float *restrict x,
@@ -155,24 +160,24 @@ layernorm_row_dx_w(float *restrict dx, const float *restrict dy, const float *re
     int64_t c = 0;
     for (; c + LANES <= n; c += LANES)
         for (int k = 0; k < LANES; k++) {
-            float g = w ? dy[c + k] * w[c + k] : dy[c + k];
+            double g = w ? (double)dy[c + k] * w[c + k] : dy[c + k];
             sg[k] += g;
-            sgx[k] += (double)g * ((x[c + k] - mean) * rstd);
+            sgx[k] += g * (((double)x[c + k] - mean) * rstd);
         }
     for (; c < n; c++) {
-        float g = w ? dy[c] * w[c] : dy[c];
+        double g = w ? (double)dy[c] * w[c] : dy[c];
         sg[0] += g;
-        sgx[0] += (double)g * ((x[c] - mean) * rstd);
+        sgx[0] += g * (((double)x[c] - mean) * rstd);
     }
-    float mg = (float)(lanes_sum(sg) / (double)n), mgx = (float)(lanes_sum(sgx) / (double)n);
+    const double mg = lanes_sum(sg) / (double)n, mgx = lanes_sum(sgx) / (double)n;
     for (c = 0; c + LANES <= n; c += LANES)
         for (int k = 0; k < LANES; k++) {
-            float g = w ? dy[c + k] * w[c + k] : dy[c + k];
-            dx[c + k] += rstd * (g - mg - (x[c + k] - mean) * rstd * mgx);
+            double g = w ? (double)dy[c + k] * w[c + k] : dy[c + k];
+            dx[c + k] += (float)(rstd * (g - mg - ((double)x[c + k] - mean) * rstd * mgx));
         }
     for (; c < n; c++) {
-        float g = w ? dy[c] * w[c] : dy[c];
-        dx[c] += rstd * (g - mg - (x[c] - mean) * rstd * mgx);
+        double g = w ? (double)dy[c] * w[c] : dy[c];
+        dx[c] += (float)(rstd * (g - mg - ((double)x[c] - mean) * rstd * mgx));
     }
 }
 
