@@ -130,25 +130,28 @@ static attn_status load_attn_mask(op_run *run, const op_mechanism *mech, const a
     return ATTN_OK;
 }
 
-/* key_padding_mask (B, Lk): bool, true = padding; nn.MultiheadAttention also adds a float one. */
+/* key_padding_mask (B, Lk), or (Lk) for nn.MultiheadAttention's unbatched inputs (a batch of
+ * one): bool, true = padding; nn.MultiheadAttention also adds a float one. */
 static attn_status load_key_padding(op_run *run, const op_mechanism *mech, const attn_st_tensor *t)
 {
     attn_mask *m = &run->mask;
     const bool mha = mech->mask_api == OP_MHA_POLARITY;
-    if (t->ndim != 2 || (t->dtype != ATTN_DTYPE_BOOL && !(mha && op_float_dtype(t->dtype)))) {
-        fprintf(stderr, "attn op %s: key_padding_mask is %s with %d dims; expected %s (B, Lk), true "
+    if (!(t->ndim == 2 || (mha && t->ndim == 1)) || (t->dtype != ATTN_DTYPE_BOOL && !(mha && op_float_dtype(t->dtype)))) {
+        fprintf(stderr, "attn op %s: key_padding_mask is %s with %d dims; expected %s (B, Lk)%s, true "
                 "= padding\n", mech->name, attn_dtype_name(t->dtype), t->ndim,
-                mha ? "BOOL or a float dtype (added to the scores)" : "BOOL");
+                mha ? "BOOL or a float dtype (added to the scores)" : "BOOL", mha ? " or (Lk) (unbatched)" : "");
         return ATTN_ERR_FORMAT;
     }
+    const int64_t batch = t->ndim == 2 ? t->shape[0] : 1, lk = t->shape[t->ndim - 1];
     if (t->dtype == ATTN_DTYPE_BOOL) {
         if (!(m->key_padding = bool_bytes(run, 1, t))) return ATTN_ERR_NOMEM;
-        memcpy(m->key_padding_shape, t->shape, sizeof m->key_padding_shape);
+        m->key_padding_shape[0] = batch;
+        m->key_padding_shape[1] = lk;
         return ATTN_OK;
     }
     float *v = float_values(run, "key_padding_mask"); /* as an additive (B, 1, 1, Lk) mask */
     if (!v) return attn_last_status();
-    const int64_t kpm4[4] = {t->shape[0], 1, 1, t->shape[1]};
+    const int64_t kpm4[4] = {batch, 1, 1, lk};
     if (!m->additive) {
         run->mask_storage[2] = v;
         m->additive = v;
@@ -157,10 +160,10 @@ static attn_status load_key_padding(op_run *run, const op_mechanism *mech, const
         return ATTN_OK;
     }
     int64_t mask4[4], sum4[4], heads = run->args->num_heads, rows;
-    if (m->additive_ndim == 3 && heads > 0 && !__builtin_mul_overflow(t->shape[0], heads, &rows) &&
+    if (m->additive_ndim == 3 && heads > 0 && !__builtin_mul_overflow(batch, heads, &rows) &&
         m->additive_shape[0] == rows) {
         /* nn.MultiheadAttention's (B*H, Lq, Lk): one mask per batch row and head */
-        const int64_t per_head[4] = {t->shape[0], heads, m->additive_shape[1], m->additive_shape[2]};
+        const int64_t per_head[4] = {batch, heads, m->additive_shape[1], m->additive_shape[2]};
         memcpy(mask4, per_head, sizeof mask4);
     } else {
         right_align4(mask4, m->additive_ndim, m->additive_shape);
@@ -170,7 +173,7 @@ static attn_status load_key_padding(op_run *run, const op_mechanism *mech, const
         char a[96], b[96];
         fprintf(stderr, "attn op %s: a float attn_mask %s and a float key_padding_mask (B, Lk) = %s "
                 "do not broadcast together\n", mech->name, dims(a, sizeof a, m->additive_ndim, m->additive_shape),
-                dims(b, sizeof b, 2, t->shape));
+                dims(b, sizeof b, t->ndim, t->shape));
         return ATTN_ERR_SHAPE;
     }
     float *sum = add_broadcast(m->additive, mask4, v, kpm4, sum4);

@@ -160,23 +160,27 @@ static attn_tensor *fwd_sdpa(op_run *run, attn_tensor **weights)
     return attn_sdpa(run->ctx, q, k, v, &opts, weights);
 }
 
+/* (L, B, E) <-> (B, L, E) unless --batch-first; unbatched (L, E) as it is */
 static attn_tensor *seq_first(op_run *run, attn_tensor *x)
 {
-    return run->args->batch_first ? x : attn_transpose(run->ctx, x, 0, 1);
+    return run->args->batch_first || x->ndim != 3 ? x : attn_transpose(run->ctx, x, 0, 1);
 }
 
 static attn_tensor *fwd_mha(op_run *run, attn_tensor **weights)
 {
     attn_tensor *q = input(run, "q", "dq"), *k = input(run, "k", "dk"), *v = input(run, "v", "dv");
-    if (!q || !k || !v || q->ndim != 3 || k->ndim != 3 || v->ndim != 3) {
-        if (q && k && v) fprintf(stderr, "attn op: mha expects 3-D q, k, v\n");
+    if (!q || !k || !v) return NULL;
+    const int nd = q->ndim;
+    if ((nd != 2 && nd != 3) || k->ndim != nd || v->ndim != nd) {
+        fprintf(stderr, "attn op: mha expects q, k, v all 3-D ((L,B,E), or (B,L,E) with --batch-first) "
+                "or all 2-D (unbatched: (L,E))\n");
         return NULL;
     }
     attn_rng rng;
     attn_rng_seed(&rng, 0);
     attn_mha_layer m;
     bool seed_names;
-    if (mha_from_file(run, &m, "", q->shape[2], k->shape[2], v->shape[2], &rng, &seed_names) != ATTN_OK ||
+    if (mha_from_file(run, &m, "", q->shape[nd - 1], k->shape[nd - 1], v->shape[nd - 1], &rng, &seed_names) != ATTN_OK ||
         (seed_names && load_seed_mha(run, "", &m) != ATTN_OK) ||
         load_params(run, seed_names ? "" : NULL) != ATTN_OK)
         return NULL;

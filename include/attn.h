@@ -479,7 +479,10 @@ typedef struct attn_mha_opts {
 } attn_mha_opts;
 
 /* query (B, Lq, E), key (B, Lk, kdim), value (B, Lk, vdim) -> (B, Lq, E). Self-attention passes
- * the same tensor three times. weights (may be NULL) receives the attention weights. */
+ * the same tensor three times. weights (may be NULL) receives the attention weights. Unbatched,
+ * as nn.MultiheadAttention takes it: query (Lq, E), key (Lk, kdim), value (Lk, vdim) -> (Lq, E),
+ * weights (Lq, Lk) or (H, Lq, Lk); the masks are those of B = 1 (key_padding (1, Lk), a 3-D
+ * mask (H, Lq, Lk)). */
 ATTN_API attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query,
                                        attn_tensor *key, attn_tensor *value,
                                        const attn_mha_opts *opts, attn_tensor **weights);

@@ -7,7 +7,8 @@
  *     after transposing q, k, v, grad_out to (L, B, E) (out, dq, dk, dv transposed back); on
  *     attn_mha_kvdim (q/k/v_proj_weight); on mech_mha_seed_names (seed 002's Wq/Wk/Wv/fc_out);
  *     on cli_mha_*: PyTorch's own masks as nn.MultiheadAttention takes them (bool attn_mask
- *     (L, S) and (B*H, L, S), true = not allowed; U8; float; bool and float key_padding_mask);
+ *     (L, S) and (B*H, L, S), true = not allowed; U8; float; bool and float key_padding_mask;
+ *     unbatched (L, E) inputs with an (S) key_padding_mask);
  *   - additive, nw, linear (--shen, key padding) and conv_attention (torch and seed naming) on
  *     tests/golden/mech_* (tests/golden/make_golden_mechanisms.py).
  * Compared: out, weights (when asked), dq/dk/dv or dx against grad.<input>, grad.<param> against
@@ -78,6 +79,8 @@ static const cli_case cases[] = {
      .renames = QKV_RENAMES},
     {.golden = "cli_mha_float_bool_kpm", .args = "mha --batch-first --num-heads 4 --need-weights",
      .renames = QKV_RENAMES},
+    {.golden = "cli_mha_unbatched_float_kpm", .args = "mha --num-heads 4 --need-weights",
+     .renames = QKV_RENAMES}, /* (L, E) inputs, a float (S) key_padding_mask */
     {.golden = "mech_mha_seed_names",
      .args = "mha --batch-first --num-heads 2 --need-weights --no-average-weights"},
     {.golden = "mech_additive_lens_batch", .args = "additive --need-weights"},

@@ -79,6 +79,8 @@ static const golden_case cases[] = {
              .average = true),
     MHA_CASE("mha_kvdim", .masks = M_PAD, .cross = true, .kdim = 12, .vdim = 10),
     MHA_CASE("mha_nobias", .masks = M_TORCH_BOOL | M_PAD, .no_bias = true, .need_weights = true),
+    /* unbatched: query (L, E), key_padding_mask (S), attn_mask (H, L, S), weights (H, L, S) */
+    MHA_CASE("mha_unbatched", .masks = M_TORCH_BOOL | M_PAD, .need_weights = true),
 };
 
 /* ---- one case, loaded ---- */
@@ -171,8 +173,9 @@ static bool load_masks(golden_run *r)
         }
         case M_PAD:
             if (!(r->pad = load_bool(r, st))) return false;
-            r->mask.key_padding = r->pad;
-            memcpy(r->mask.key_padding_shape, st->shape, sizeof r->mask.key_padding_shape);
+            r->mask.key_padding = r->pad; /* (B, Lk), or (Lk) unbatched: B = 1 */
+            r->mask.key_padding_shape[0] = st->ndim == 2 ? st->shape[0] : 1;
+            r->mask.key_padding_shape[1] = st->shape[st->ndim - 1];
             break;
         default: /* torch attn_mask as nn.MultiheadAttention takes it: bool (true = not allowed)
                     or float (added) */
@@ -368,14 +371,18 @@ typedef struct bad_call {
     case_kind kind;
     int64_t q[4], k[4], v[4]; /* 4-D for sdpa, 3-D (last entry 0) for mha */
     int64_t attend_rows;      /* > 0: an attend mask (attend_rows, Lk) that cannot broadcast */
+    int q_ndim, kv_ndim;      /* 0: as the kind; 2: mha unbatched */
 } bad_call;
 
 static const bad_call bad_calls[] = {
-    {"sdpa: q and k head dims differ", SDPA, {2, 3, 5, 8}, {2, 3, 7, 7}, {2, 3, 7, 6}, 0},
-    {"sdpa: k and v lengths differ", SDPA, {2, 3, 5, 8}, {2, 3, 7, 8}, {2, 3, 6, 6}, 0},
-    {"sdpa: mask rows neither 1 nor Lq", SDPA, {2, 3, 5, 8}, {2, 3, 7, 8}, {2, 3, 7, 6}, 4},
-    {"mha: query width is not E", MHA, {2, 5, 15}, {2, 5, 16}, {2, 5, 16}, 0},
-    {"mha: key and value lengths differ", MHA, {2, 5, 16}, {2, 6, 16}, {2, 7, 16}, 0},
+    {"sdpa: q and k head dims differ", SDPA, {2, 3, 5, 8}, {2, 3, 7, 7}, {2, 3, 7, 6}, 0, 0, 0},
+    {"sdpa: k and v lengths differ", SDPA, {2, 3, 5, 8}, {2, 3, 7, 8}, {2, 3, 6, 6}, 0, 0, 0},
+    {"sdpa: mask rows neither 1 nor Lq", SDPA, {2, 3, 5, 8}, {2, 3, 7, 8}, {2, 3, 7, 6}, 4, 0, 0},
+    {"mha: query width is not E", MHA, {2, 5, 15}, {2, 5, 16}, {2, 5, 16}, 0, 0, 0},
+    {"mha: key and value lengths differ", MHA, {2, 5, 16}, {2, 6, 16}, {2, 7, 16}, 0, 0, 0},
+    {"mha: unbatched query width is not E", MHA, {5, 15}, {5, 16}, {5, 16}, 0, 2, 2},
+    {"mha: unbatched key and value lengths differ", MHA, {5, 16}, {6, 16}, {7, 16}, 0, 2, 2},
+    {"mha: unbatched query, batched key and value", MHA, {5, 16}, {1, 5, 16}, {1, 5, 16}, 0, 2, 3},
 };
 
 static void wrong_shapes(void)
@@ -391,9 +398,9 @@ static void wrong_shapes(void)
     for (size_t i = 0; ctx && i < sizeof bad_calls / sizeof *bad_calls; i++) {
         const bad_call *b = &bad_calls[i];
         int nd = b->kind == SDPA ? 4 : 3;
-        attn_tensor *q = attn_tensor_zeros(ctx, nd, b->q);
-        attn_tensor *k = attn_tensor_zeros(ctx, nd, b->k);
-        attn_tensor *v = attn_tensor_zeros(ctx, nd, b->v);
+        attn_tensor *q = attn_tensor_zeros(ctx, b->q_ndim ? b->q_ndim : nd, b->q);
+        attn_tensor *k = attn_tensor_zeros(ctx, b->kv_ndim ? b->kv_ndim : nd, b->k);
+        attn_tensor *v = attn_tensor_zeros(ctx, b->kv_ndim ? b->kv_ndim : nd, b->v);
         attn_mask mask = {0};
         if (b->attend_rows) {
             mask.attend = attend;

@@ -100,7 +100,7 @@ static attn_status check_inputs(const attn_mha_layer *m, const attn_tensor *q, c
     if (!ok)
         return attn__fail(ATTN_ERR_SHAPE,
                           "mha: query %s, key %s, value %s; expected (B, Lq, %lld), (B, Lk, %lld), "
-                          "(B, Lk, %lld) (batch first)",
+                          "(B, Lk, %lld) (batch first), or all three 2-D (unbatched)",
                           attn_shape_str(q, a, 64), attn_shape_str(k, b, 64), attn_shape_str(v, c, 64),
                           (long long)m->embed_dim, (long long)m->kdim, (long long)m->vdim);
     return ATTN_OK;
@@ -128,12 +128,50 @@ static attn_status per_head_4d(const char *kind, int *ndim, int64_t shape[4], in
     return ATTN_OK;
 }
 
+/* x (L, width) as (1, L, width): a batch of one */
+static attn_tensor *batch_of_one(attn_ctx *ctx, attn_tensor *x)
+{
+    return attn_reshape(ctx, x, 3, (int64_t[]){1, x->shape[0], x->shape[1]});
+}
+
+/* nn.MultiheadAttention's unbatched call, 2-D query (Lq, E), key (Lk, kdim) and value (Lk, vdim):
+ * a batch of one (the masks as for B = 1), and the batch dim taken off the output (Lq, E) and the
+ * weights, (Lq, Lk) or (H, Lq, Lk). */
+static attn_tensor *mha_unbatched(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query,
+                                  attn_tensor *key, attn_tensor *value, const attn_mha_opts *opts,
+                                  attn_tensor **weights)
+{
+    char a[64], b[64], c[64];
+    if (query->shape[1] != m->embed_dim || key->shape[1] != m->kdim || value->shape[1] != m->vdim ||
+        key->shape[0] != value->shape[0])
+        return attn__fail_null(ATTN_ERR_SHAPE,
+                               "mha: unbatched query %s, key %s, value %s; expected (Lq, %lld), (Lk, %lld), "
+                               "(Lk, %lld)",
+                               attn_shape_str(query, a, 64), attn_shape_str(key, b, 64),
+                               attn_shape_str(value, c, 64), (long long)m->embed_dim, (long long)m->kdim,
+                               (long long)m->vdim);
+    attn_tensor *q = batch_of_one(ctx, query);
+    attn_tensor *k = key == query ? q : batch_of_one(ctx, key);
+    attn_tensor *v = value == key ? k : batch_of_one(ctx, value);
+    if (!q || !k || !v) return NULL;
+    attn_tensor *out = attn_mha_forward(ctx, m, q, k, v, opts, weights);
+    if (!out) return NULL;
+    if (weights) {
+        attn_tensor *w = *weights;
+        *weights = attn_reshape(ctx, w, w->ndim - 1, w->shape + 1);
+        if (!*weights) return NULL;
+    }
+    return attn_reshape(ctx, out, 2, out->shape + 1);
+}
+
 attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query,
                               attn_tensor *key, attn_tensor *value, const attn_mha_opts *opts,
                               attn_tensor **weights)
 {
     if (weights) *weights = NULL;
     if (!ctx || !m || !query || !key || !value) return attn__null_input(__func__);
+    if (query->ndim == 2 && key->ndim == 2 && value->ndim == 2)
+        return mha_unbatched(ctx, m, query, key, value, opts, weights);
     if (check_inputs(m, query, key, value) != ATTN_OK) return NULL;
     attn_mha_opts defaults = {.average_weights = true};
     if (!opts) opts = &defaults;

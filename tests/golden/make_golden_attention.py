@@ -160,11 +160,13 @@ E, HEADS = 16, 4
 
 
 def mha_case(name, b=2, lq=6, lk=None, kdim=None, vdim=None, bias=True, key_padding=False,
-             attn_mask=None, need_weights=False, average=True, prefix="attn_"):
+             attn_mask=None, need_weights=False, average=True, prefix="attn_", unbatched=False):
     """lk None: self-attention (one tensor as query, key and value).
     key_padding: False, True (bool) or "float" (0, -inf or a negative value, added).
     attn_mask: None, "bool" (L, S), "bool3d" (B*H, L, S), "uint8" (L, S, deprecated in torch
-    1.13, read as bool), "float" (L, S), "causal"."""
+    1.13, read as bool), "float" (L, S), "causal".
+    unbatched: b = 1 and the batch dim left off, as nn.MultiheadAttention takes it: inputs (L, E),
+    key_padding_mask (S), a bool3d mask (H, L, S)."""
     torch.manual_seed(zlib.crc32(name.encode()))
     mha = nn.MultiheadAttention(E, HEADS, dropout=0.0, bias=bias, kdim=kdim, vdim=vdim,
                                 batch_first=True)
@@ -181,6 +183,10 @@ def mha_case(name, b=2, lq=6, lk=None, kdim=None, vdim=None, bias=True, key_padd
     else:
         inputs = {"query": query, "key": rn(b, s, kdim or E), "value": rn(b, s, vdim or E)}
         args = (inputs["query"], inputs["key"], inputs["value"])
+    if unbatched:
+        assert b == 1
+        inputs = {k: t[0] for k, t in inputs.items()}
+        args = tuple(inputs[k] for k in (("query",) * 3 if self_attn else ("query", "key", "value")))
     for t in inputs.values():
         t.requires_grad_(True)
 
@@ -193,6 +199,8 @@ def mha_case(name, b=2, lq=6, lk=None, kdim=None, vdim=None, bias=True, key_padd
             soft = -torch.rand(b, s)
             masks["key_padding_mask"] = torch.where(masks["key_padding_mask"],
                                                     torch.tensor(NEG_INF), soft)
+        if unbatched:
+            masks["key_padding_mask"] = masks["key_padding_mask"][0]
     if attn_mask in ("bool", "bool3d", "uint8"):
         shape = (b * HEADS, lq, s) if attn_mask == "bool3d" else (lq, s)
         m = torch.rand(*shape) < 0.4  # true = blocked
@@ -244,6 +252,8 @@ def mha_cases():
     mha_case("mha_kvdim", lq=5, lk=9, kdim=12, vdim=10, key_padding=True)
     mha_case("mha_nobias", bias=False, attn_mask="bool", key_padding=True, need_weights=True,
              average=False)
+    mha_case("mha_unbatched", b=1, attn_mask="bool3d", key_padding=True, need_weights=True,
+             average=False, unbatched=True)
     # For `attn op mha` (tests/test_cli_op.c): separate query, key, value; each mask exactly as
     # nn.MultiheadAttention takes it
     mha_case("mha_bool_kpm", lq=5, lk=9, attn_mask="bool", key_padding=True, need_weights=True,
@@ -254,6 +264,8 @@ def mha_cases():
     mha_case("mha_float_kpm", lq=5, lk=9, key_padding="float", need_weights=True, prefix="cli_")
     mha_case("mha_float_bool_kpm", lq=5, lk=9, attn_mask="float", key_padding=True,
              need_weights=True, prefix="cli_")
+    mha_case("mha_unbatched_float_kpm", b=1, lq=5, lk=9, key_padding="float", need_weights=True,
+             prefix="cli_", unbatched=True)
 
 
 def main():
