@@ -176,6 +176,12 @@ static attn_tensor *fwd_mha(op_run *run, attn_tensor **weights)
                 "or all 2-D (unbatched: (L,E))\n");
         return NULL;
     }
+    const attn_st_tensor *kpm = attn_st_find(run->file, "key_padding_mask");
+    if (kpm && kpm->ndim == 1 && nd == 3) {
+        fprintf(stderr, "attn op mha: key_padding_mask (%lld) is for unbatched (L,E) inputs; with 3-D q, k, "
+                "v it is (B, Lk)\n", (long long)kpm->shape[0]);
+        return NULL;
+    }
     attn_rng rng;
     attn_rng_seed(&rng, 0);
     attn_mha_layer m;

@@ -114,6 +114,10 @@ mha_header() { # in_proj_weight shape, its float count
 }
 st_file "$in/mha_param_shape.safetensors" "$(mha_header '[3,2]' 6)" "$ones12$(f32 1 0 0 1 1 0)$(f32 1 0 0 1)"
 st_file "$in/mha_param_nan.safetensors" "$(mha_header '[6,2]' 12)" "$ones12$(f32 1 0 0 1 1 0 0 1 nan 0 0 1)$(f32 1 0 0 1)"
+# batched (L, B, E) inputs with an unbatched (S) key_padding_mask
+kpm_header=$(mha_header '[6,2]' 12)
+st_file "$in/mha_kpm_1d.safetensors" "${kpm_header%\}},\"key_padding_mask\":{\"dtype\":\"BOOL\",\"shape\":[2],\"data_offsets\":[112,114]}}" \
+  "$ones12$(f32 1 0 0 1 1 0 0 1 1 0 0 1)$(f32 1 0 0 1)\x00\x01"
 seed_header='{"q":{"dtype":"F32","shape":[2,1,2],"data_offsets":[0,16]},"k":{"dtype":"F32","shape":[2,1,2],"data_offsets":[16,32]},"v":{"dtype":"F32","shape":[2,1,2],"data_offsets":[32,48]},"Wq.weight":{"dtype":"F32","shape":[1,2],"data_offsets":[48,56]},"Wk.weight":{"dtype":"F32","shape":[2,2],"data_offsets":[56,72]},"Wv.weight":{"dtype":"F32","shape":[2,2],"data_offsets":[72,88]},"fc_out.weight":{"dtype":"F32","shape":[2,2],"data_offsets":[88,104]}}'
 st_file "$in/mha_seed_shape.safetensors" "$seed_header" "$ones12$(f32 1 0)$(f32 1 0 0 1)$(f32 1 0 0 1)$(f32 1 0 0 1)"
 st_file "$in/nan_q.safetensors" "$qkv_header" "$(f32 1 0 nan 1 1 1 0 0 0.5 0.5 -1 2)"
@@ -185,6 +189,7 @@ row "attn op sdpa: q with 5 dims"                 1 "five_dims.safetensors: tens
 row "attn op mha: in_proj_weight (3, 2)"          1 "wrong shape 1: \"in_proj_weight\" \(3, 2\) in the file, \(6, 2\) in the module" "$o" -- "$bin" op mha --num-heads 1 --in "$in/mha_param_shape.safetensors" --out "$o"
 row "attn op mha: seed name Wq.weight (1, 2)"     1 "Wq.weight has shape \(1, 2\), expected \(2, 2\)" "$o" -- "$bin" op mha --num-heads 1 --in "$in/mha_seed_shape.safetensors" --out "$o"
 row "attn op mha: --num-heads missing"            2 "mha needs --num-heads" "$o" -- "$bin" op mha --in "$in/mha_param_shape.safetensors" --out "$o"
+row "attn op mha: (S) key padding, batched q"     1 "key_padding_mask \(2\) is for unbatched \(L,E\) inputs" "$o" -- "$bin" op mha --num-heads 1 --in "$in/mha_kpm_1d.safetensors" --out "$o"
 row "attn op: NaN in q"                           1 "tensor \"q\" has NaN at index \(0, 0, 1, 0\); expected finite values" "$o" -- op "$in/nan_q.safetensors"
 row "attn op: +Inf in k"                          1 "tensor \"k\" has \+Inf at index \(0, 0, 0, 1\); expected finite values" "$o" -- op "$in/inf_k.safetensors"
 row "attn op: NaN in a parameter"                 1 "tensor \"in_proj_weight\" has NaN at index \(4, 0\)" "$o" -- "$bin" op mha --num-heads 1 --in "$in/mha_param_nan.safetensors" --out "$o"
