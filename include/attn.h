@@ -632,7 +632,8 @@ ATTN_API attn_status attn_encoder_layer_init(attn_encoder_layer *m, attn_params 
                                              const attn_transformer_config *cfg, attn_rng *rng);
 /* post-LN: x = norm1(x + drop(attn(x))); x = norm2(x + drop(ffn(x)));
  * pre-LN:  x = x + drop(attn(norm1(x))); x = x + drop(ffn(norm2(x))).
- * x (B, L, E); weights (may be NULL) receives per-head (B, H, L, L). */
+ * x (B, L, E); weights (may be NULL) receives per-head (B, H, L, L). One sequence unbatched, as
+ * torch takes it: x (L, E), weights (H, L, L), the masks those of B = 1. */
 ATTN_API attn_tensor *attn_encoder_layer_forward(attn_ctx *ctx, const attn_encoder_layer *m,
                                                  attn_tensor *x, const attn_mask *mask,
                                                  attn_tensor **weights);
@@ -648,7 +649,8 @@ ATTN_API attn_status attn_decoder_layer_init(attn_decoder_layer *m, attn_params 
                                              const char *prefix,
                                              const attn_transformer_config *cfg, attn_rng *rng);
 /* x (B, Lt, E) attends to itself under self_mask (usually causal + target padding) and to
- * memory (B, Ls, E) under cross_mask (source padding). Weights (may be NULL): per-head. */
+ * memory (B, Ls, E) under cross_mask (source padding). Weights (may be NULL): per-head. Unbatched:
+ * x (Lt, E) and memory (Ls, E), the masks those of B = 1. */
 ATTN_API attn_tensor *attn_decoder_layer_forward(attn_ctx *ctx, const attn_decoder_layer *m,
                                                  attn_tensor *x, attn_tensor *memory,
                                                  const attn_mask *self_mask,

@@ -8,6 +8,7 @@
  *     batch_first), post-LN and pre-LN, ReLU and GELU, with a key padding mask.
  *   - dec_*: attn_decoder_layer_forward against nn.TransformerDecoderLayer with a causal tgt_mask,
  *     tgt_key_padding_mask and memory_key_padding_mask; gradients of x, memory and every parameter.
+ *     *_unbatched: one sequence as torch takes it, x (L, E), memory (S, E), masks (L) and (S).
  *   - gru_*: attn_gru_forward against nn.GRU(5, 7, 2 layers, batch_first) with and without h0:
  *     outputs and h_n, gradients of loss = sum(out * g) + sum(h_n * g2) (one attn_backward).
  *   - s2s_transformer, s2s_bahdanau: attn_seq2seq_forward (teacher forcing) against the torch
@@ -76,6 +77,10 @@ static const model_case cases[] = {
     {"dec_post_relu", DECODER, .inputs = {"x", "memory"},
      .masks = {"tgt_key_padding_mask", "memory_key_padding_mask"}},
     {"dec_pre_gelu", DECODER, .norm_first = true, .gelu = true, .inputs = {"x", "memory"},
+     .masks = {"tgt_key_padding_mask", "memory_key_padding_mask"}},
+    /* unbatched, as torch takes one sequence: x (L, E), memory (S, E), masks (L) and (S) */
+    {"enc_post_relu_unbatched", ENCODER, .inputs = {"x"}, .masks = {"key_padding_mask"}},
+    {"dec_pre_gelu_unbatched", DECODER, .norm_first = true, .gelu = true, .inputs = {"x", "memory"},
      .masks = {"tgt_key_padding_mask", "memory_key_padding_mask"}},
     {"gru_h0", GRU, .h0 = true, .inputs = {"x", "h0"}},
     {"gru_noh0", GRU, .inputs = {"x"}},
@@ -259,14 +264,17 @@ static void forward(attn_ctx *ctx, model_run *r, attn_tensor **outs)
     outs[0] = outs[1] = NULL;
     switch (r->c->kind) {
     case LEARNED_PE: outs[0] = attn_learned_pe_forward(ctx, &r->pe, r->in[0]); break;
-    case ENCODER: {
-        const int64_t B = r->in[0]->shape[0], L = r->in[0]->shape[1];
+    case ENCODER: { /* x (B, L, E), or (L, E) unbatched: B = 1 for the masks */
+        const bool one = r->in[0]->ndim == 2;
+        const int64_t B = one ? 1 : r->in[0]->shape[0], L = r->in[0]->shape[one ? 0 : 1];
         attn_mask m = {.key_padding = r->mask[0], .key_padding_shape = {B, L}};
         outs[0] = attn_encoder_layer_forward(ctx, &r->enc, r->in[0], &m, NULL);
         break;
     }
     case DECODER: {
-        const int64_t B = r->in[0]->shape[0], L = r->in[0]->shape[1], LS = r->in[1]->shape[1];
+        const bool one = r->in[0]->ndim == 2;
+        const int64_t B = one ? 1 : r->in[0]->shape[0], L = r->in[0]->shape[one ? 0 : 1],
+                      LS = r->in[1]->shape[one ? 0 : 1];
         attn_mask self = {.causal = true, .key_padding = r->mask[0], .key_padding_shape = {B, L}};
         attn_mask cross = {.key_padding = r->mask[1], .key_padding_shape = {B, LS}};
         outs[0] = attn_decoder_layer_forward(ctx, &r->dec, r->in[0], r->in[1], &self, &cross, NULL,

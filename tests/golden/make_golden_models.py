@@ -194,19 +194,24 @@ def causal_mask(n, dtype):
     return nn.Transformer.generate_square_subsequent_mask(n).to(dtype)
 
 
-def enc_case(norm_first, act):
-    name = "enc_%s_%s" % ("pre" if norm_first else "post", act)
+def enc_case(norm_first, act, unbatched=False):
+    """unbatched: src (S, E) and src_key_padding_mask (S), as torch takes one sequence"""
+    name = "enc_%s_%s%s" % ("pre" if norm_first else "post", act, "_unbatched" if unbatched else "")
     seed(name)
     m = encoder_layer(norm_first, act).train()
     randomize_constants(m)
-    inputs = {"x": torch.randn(2, 5, D), "key_padding_mask": padding_mask(torch.tensor([5, 3]), 5)}
+    if unbatched:
+        inputs = {"x": torch.randn(5, D), "key_padding_mask": padding_mask(torch.tensor([3]), 5)[0]}
+    else:
+        inputs = {"x": torch.randn(2, 5, D), "key_padding_mask": padding_mask(torch.tensor([5, 3]), 5)}
     golden(name, m, inputs, lambda m, t: [m(t["x"], src_key_padding_mask=t["key_padding_mask"])],
            ["out"], {"kind": "encoder_layer", "norm_first": int(norm_first),
                      "gelu": int(act == "gelu")})
 
 
-def dec_case(norm_first, act):
-    name = "dec_%s_%s" % ("pre" if norm_first else "post", act)
+def dec_case(norm_first, act, unbatched=False):
+    """unbatched: tgt (T, E), memory (S, E), key padding masks (T) and (S)"""
+    name = "dec_%s_%s%s" % ("pre" if norm_first else "post", act, "_unbatched" if unbatched else "")
     seed(name)
     m = decoder_layer(norm_first, act).train()
     randomize_constants(m)
@@ -214,6 +219,8 @@ def dec_case(norm_first, act):
     inputs = {"x": torch.randn(2, lt, D), "memory": torch.randn(2, ls, D),
               "tgt_key_padding_mask": padding_mask(torch.tensor([6, 4]), lt),
               "memory_key_padding_mask": padding_mask(torch.tensor([3, 5]), ls)}
+    if unbatched:  # the second sequence of the pair: both masks pad
+        inputs = {n: t[1] for n, t in inputs.items()}
 
     def forward(m, t):
         return [m(t["x"], t["memory"], tgt_mask=causal_mask(lt, t["x"].dtype),
@@ -426,6 +433,8 @@ def main():
             enc_case(norm_first, act)
     dec_case(False, "relu")
     dec_case(True, "gelu")
+    enc_case(False, "relu", unbatched=True)
+    dec_case(True, "gelu", unbatched=True)
     gru_case(True)
     gru_case(False)
     s2s_transformer_case()
