@@ -315,10 +315,67 @@ static void test_schedules(void)
     TK_CHECK(isnan(attn_lr_at(&s, 3)), "inverse sqrt without d_model: %s", attn_last_error());
 }
 
+/* torch.optim's own float32 results (tests/golden/optim_torch_steps.safetensors, written by
+ * make_golden_optim.py): one parameter of 1031 elements, three steps. Built with FMA, the library
+ * rounds where torch's CPU kernels round and fuses where they fuse (optim.c), so every element
+ * must be the same float; without FMA, each product is rounded apart and 1e-6 is asked. */
+static void test_torch_bits(void)
+{
+    static const struct {
+        const char *name;
+        hyper h;
+    } cases[] = {
+        {"sgd_momentum", {ATTN_OPTIM_SGD, 0.01, 0.01, 0.9, 0.1, false, 0.0, 0.0, 0.0}},
+        {"sgd_nesterov", {ATTN_OPTIM_SGD, 0.01, 0.01, 0.9, 0.0, true, 0.0, 0.0, 0.0}},
+        {"adam_l2", {ATTN_OPTIM_ADAM, 0.001, 0.01, 0.0, 0.0, false, 0.9, 0.98, 1e-9}},
+        {"adamw", {ATTN_OPTIM_ADAMW, 0.001, 0.1, 0.0, 0.0, false, 0.9, 0.999, 1e-8}},
+    };
+    attn_st_file *f = tk_golden("optim_torch_steps");
+    attn_tensor *p0 = f ? tk_golden_tensor(f, "p0") : NULL;
+    for (size_t c = 0; p0 && c < sizeof cases / sizeof cases[0]; c++) {
+        attn_params *p = attn_params_new();
+        attn_tensor *w = attn_params_add(p, "w", 1, p0->shape);
+        memcpy(w->data, p0->data, (size_t)p0->numel * sizeof(float));
+        attn_optim_config cfg = config_of(&cases[c].h);
+        attn_optim *opt = attn_optim_new(p, &cfg);
+        TK_NOT_NULL(opt);
+        for (int t = 1; opt && t <= STEPS; t++) {
+            char name[64], label[96];
+            snprintf(name, sizeof name, "grad_%d", t);
+            attn_tensor *g = tk_golden_tensor(f, name);
+            if (!g) break;
+            memcpy(attn_params_grad_block(p), g->data, (size_t)g->numel * sizeof(float));
+            attn_tensor_free(g);
+            TK_OK(attn_optim_step(opt));
+            snprintf(name, sizeof name, "%s.p_%d", cases[c].name, t);
+            attn_tensor *want = tk_golden_tensor(f, name);
+            if (!want) break;
+#ifdef __FMA__
+            int64_t differ = 0, first = -1;
+            for (int64_t i = 0; i < want->numel; i++)
+                if (memcmp(&w->data[i], &want->data[i], sizeof(float)) != 0 && differ++ == 0) first = i;
+            TK_CHECK(differ == 0, "%s step %d: %lld of %lld elements differ from torch's bits (first: [%lld] "
+                     "%.9g, torch %.9g)", cases[c].name, t, (long long)differ, (long long)want->numel,
+                     (long long)first, first >= 0 ? w->data[first] : 0.0, first >= 0 ? want->data[first] : 0.0);
+#else
+            snprintf(label, sizeof label, "%s step %d against torch", cases[c].name, t);
+            tk_close(label, w->data, want->data, want->numel, ATOL, RTOL);
+#endif
+            (void)label;
+            attn_tensor_free(want);
+        }
+        attn_optim_free(opt);
+        attn_params_free(p);
+    }
+    attn_tensor_free(p0);
+    if (f) attn_st_close(f);
+}
+
 int main(void)
 {
     test_sgd();
     test_adam();
+    test_torch_bits();
     test_lr_and_steps();
     test_config_errors();
     test_clip();

@@ -9,7 +9,8 @@
  * As in torch, scalars are Python doubles (bias corrections computed in double) cast to float
  * where they meet a tensor, and every tensor op is float32 in torch's order. torch's
  * vectorised add-with-alpha and addcmul round once (a fused multiply-add); so does FMA() here
- * when the CPU has one, which keeps results bit-identical to torch's CPU kernels.
+ * when the CPU has one, and nothing else fuses (this file is built with -ffp-contract=off), which
+ * keeps results bit-identical to torch's CPU kernels (test_optim checks torch's own bits).
  * The state is one block of n_bufs x numel floats, each buffer laid out like the data block:
  * SGD with momentum: momentum_buffer; Adam/AdamW: exp_avg, then exp_avg_sq.
  * A parameter that received no gradient has a zero gradient here (torch would skip it when
