@@ -892,7 +892,8 @@ ATTN_API attn_status attn_optim_set_step_count(attn_optim *opt, int64_t steps); 
 
 /* torch.nn.utils.clip_grad_norm_: scales every grad by min(1, max_norm / (norm + 1e-6)).
  * Returns the total 2-norm before clipping (NaN/Inf if a gradient is not finite). Runs on the
- * calling thread (one sum in double, in parameter order). */
+ * calling thread (one sum in double, in parameter order): a norm that float32 overflows or
+ * underflows (torch then gives inf and zeroes the grads, or 0) comes out as torch in float64. */
 ATTN_API float attn_clip_grad_norm(attn_params *p, float max_norm);
 
 /* Learning-rate schedules, step counted from 1. */
