@@ -340,7 +340,7 @@ static void test_torch_bits(void)
         attn_optim *opt = attn_optim_new(p, &cfg);
         TK_NOT_NULL(opt);
         for (int t = 1; opt && t <= STEPS; t++) {
-            char name[64], label[96];
+            char name[64];
             snprintf(name, sizeof name, "grad_%d", t);
             attn_tensor *g = tk_golden_tensor(f, name);
             if (!g) break;
@@ -358,10 +358,10 @@ static void test_torch_bits(void)
                      "%.9g, torch %.9g)", cases[c].name, t, (long long)differ, (long long)want->numel,
                      (long long)first, first >= 0 ? w->data[first] : 0.0, first >= 0 ? want->data[first] : 0.0);
 #else
+            char label[96];
             snprintf(label, sizeof label, "%s step %d against torch", cases[c].name, t);
             tk_close(label, w->data, want->data, want->numel, ATOL, RTOL);
 #endif
-            (void)label;
             attn_tensor_free(want);
         }
         attn_optim_free(opt);
