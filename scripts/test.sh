@@ -8,8 +8,9 @@
 #   3c. ThreadSanitizer (build-tsan/, OpenMP off): tests/test_threads.c, two models trained by
 #       two threads at once, with no report
 #   4. install into a temporary prefix: examples/ built against it with pkg-config and with
-#      find_package(attn), the program built from cli/ against it alone, and the installed attn
-#      run from / (classify train --max-steps 2 on the data installed in share/attn)
+#      find_package(attn), from C and C++ (examples/cxx_consumer.cpp), train_tiny linked
+#      statically against libattn.a, the program built from cli/ against it alone, and the
+#      installed attn run from / (classify train --max-steps 2 on the data installed in share/attn)
 #   5. data-parallel training with 2 MPI ranks against build/ (tests/mpi/test_mpi.sh, one count
 #      per check)
 #   6. robustness: the bad-input matrix against build-asan/attn (tests/robustness.sh, one count per
