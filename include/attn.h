@@ -802,7 +802,8 @@ ATTN_API void attn_seq2seq_decoder_free(attn_seq2seq_decoder *d); /* NULL is fin
 
 /* Greedy decoding of a batch: src (B, S) with src_lens (B), each in [1, S] (ids past a length
  * are padding); out (B, max_out) receives token ids (<eos> included, then pad), out_lens (B) the
- * lengths without <eos>. RESETS ctx first (INVALIDATES every tensor made in it before the call,
+ * lengths without <eos>. At most min(max_out, the model's max_len - 1) tokens are generated, as
+ * the beam searches cap them (the rest of out is pad). RESETS ctx first (INVALIDATES every tensor made in it before the call,
  * as attn_ctx_reset), runs with grad and training off and gives ctx its modes back at the end;
  * decodes on ctx's thread count. Decodes with the CACHED decoder; attn_seq2seq_greedy_ref, the
  * reference twin, with RECOMPUTE. */
@@ -815,7 +816,8 @@ ATTN_API attn_status attn_seq2seq_greedy_ref(attn_ctx *ctx, const attn_seq2seq *
                                              int64_t *out, int64_t *out_lens);
 /* Beam search for one sentence (batch 1) with length penalty ((5 + len) / 6)^alpha: keeps the
  * beam_size best hypotheses by log-probability and stops once beam_size of them have ended
- * (<eos> or max_out tokens); the answer is the ended one of best penalised score. out (max_out)
+ * (<eos>, or min(max_out, the model's max_len - 1) tokens; len in the penalty counts the
+ * generated tokens, <eos> included); the answer is the ended one of best penalised score. out (max_out)
  * receives its tokens without <eos> (then pad), *out_len their count. cross_weights (may be
  * NULL): for the answer, (H, out_len + 1, S) in ctx's arena. RESETS ctx first (INVALIDATES
  * every tensor made in it before the call, as attn_ctx_reset), runs with grad and training off
@@ -1044,9 +1046,10 @@ typedef struct attn_pad_opts {
     int64_t eos_id; /* >= 0: put after the ids (x + <eos>) */
 } attn_pad_opts;
 
-/* row[0..width) = ([bos] + ids[0..len) + [eos]) cut to width, then pad_id; returns the number
- * of non-pad entries (the length a mask needs). A cut sequence loses its <eos>, as D2L's
- * truncate_pad. -1 (error recorded) for a negative len or width. */
+/* row[0..width) = ([bos] + ids[0..len) + [eos]) cut to width, then pad_id; returns the length a
+ * mask needs, min(len + (bos >= 0) + (eos >= 0), width), whatever the ids (D2L's valid_len, the
+ * count of entries != pad, is less when an id in ids is pad_id). A cut sequence loses its <eos>,
+ * as D2L's truncate_pad. -1 (error recorded) for a negative len or width. */
 ATTN_API int64_t attn_pad_ids(int64_t *row, const int64_t *ids, int64_t len,
                               const attn_pad_opts *opts, int64_t width);
 /* The rows rows[0..n) of s (NULL: 0..n-1) padded into out (n, width); lengths (n) may be NULL. */
@@ -1122,7 +1125,8 @@ ATTN_API void attn_text_pairs_free(attn_text_pairs *p);
 
 /* Corpus BLEU-4 as sacrebleu (no smoothing, one reference): clipped n-gram matches and totals
  * summed over the corpus, then BLEU = BP * exp(mean_n log p_n), BP = exp(1 - ref/hyp) when
- * hyp < ref (0 for an empty corpus hypothesis), and 0 when some p_n is 0. Zero-initialise. */
+ * hyp < ref (0 for an empty corpus hypothesis), else 1 (both empty too), and 0 when some p_n is
+ * 0. Zero-initialise. */
 typedef struct attn_bleu_stats {
     int64_t matches[4], totals[4];
     int64_t hyp_len, ref_len;
@@ -1131,8 +1135,9 @@ typedef struct attn_bleu_stats {
 /* Adds one sentence pair given as tokens. */
 ATTN_API attn_status attn_bleu_add_tokens(attn_bleu_stats *s, const char *const *hyp,
                                           int64_t n_hyp, const char *const *ref, int64_t n_ref);
-/* Adds one pair of raw strings, both through the 13a tokenizer (sacrebleu's default; for -lc
- * pass attn_utf8_lower copies). */
+/* Adds one pair of raw strings, each stripped of trailing whitespace (str.rstrip()) and put
+ * through the 13a tokenizer, as sacrebleu does (its default; for -lc pass attn_utf8_lower
+ * copies). */
 ATTN_API attn_status attn_bleu_add(attn_bleu_stats *s, const char *hyp, const char *ref);
 /* The score in [0, 100]; precisions (4, in %, may be NULL) and bp (may be NULL) as sacrebleu
  * reports them. NaN (error recorded) for stats no sentences could have given (a negative

@@ -247,12 +247,24 @@ attn_status attn_bleu_add_tokens(attn_bleu_stats *s, const char *const *hyp, int
     return ATTN_OK;
 }
 
+/* s's 13a tokens after str.rstrip(): sacrebleu strips each line before the tokenizer, whose
+ * "-\n" rule would otherwise drop a line's final hyphen. The text is checked first (the decoder
+ * reads valid UTF-8 only). */
+static attn_status tokens_13a(attn_tokens *out, const char *s, const char *name)
+{
+    size_t len = strlen(s), end = 0;
+    attn_status st = attn_utf8_check(s, len, name);
+    for (size_t i = 0; st == ATTN_OK && i < len;)
+        if (!attn__is_space(attn__utf8_next(s, &i))) end = i;
+    return st == ATTN_OK ? attn_tokenize(out, ATTN_TOKENIZER_13A, s, end) : st;
+}
+
 attn_status attn_bleu_add(attn_bleu_stats *s, const char *hyp, const char *ref)
 {
     if (!s || !hyp || !ref) return attn__fail(ATTN_ERR_ARG, "attn_bleu_add: NULL argument");
     attn_tokens h = {0}, r = {0};
-    attn_status st = attn_tokenize(&h, ATTN_TOKENIZER_13A, hyp, strlen(hyp));
-    if (st == ATTN_OK) st = attn_tokenize(&r, ATTN_TOKENIZER_13A, ref, strlen(ref));
+    attn_status st = tokens_13a(&h, hyp, "attn_bleu_add: hyp");
+    if (st == ATTN_OK) st = tokens_13a(&r, ref, "attn_bleu_add: ref");
     if (st == ATTN_OK) st = attn_bleu_add_tokens(s, h.items, h.count, r.items, r.count);
     attn_tokens_free(&h);
     attn_tokens_free(&r);
@@ -271,7 +283,7 @@ double attn_bleu_score(const attn_bleu_stats *s, double *precisions, double *bp)
         if (s->matches[n]) logsum += log(p[n]);
         if (precisions) precisions[n] = 100.0 * p[n];
     }
-    double brevity = s->hyp_len > s->ref_len ? 1.0
+    double brevity = s->hyp_len >= s->ref_len ? 1.0 /* as sacrebleu: both empty too */
                      : s->hyp_len ? exp(1.0 - (double)s->ref_len / (double)s->hyp_len)
                                   : 0.0;
     if (bp) *bp = brevity;

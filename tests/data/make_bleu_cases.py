@@ -5,7 +5,9 @@
 
 corpus_bleu and tok13a are sacrebleu's corpus BLEU-4 (no smoothing, one reference) and 13a
 tokenizer as re-implemented in shared/bench/multi30k_transformer_torch.py (sacrebleu is not
-installed); d2l_bleu is d2l 1.0's bleu(). The cases are the test's: a toy corpus, edge cases,
+installed), with two of sacrebleu's rules that copy leaves out: each line is rstrip()ped before
+13a (sacrebleu's _preprocess_segment), and BP is 1 unless hyp < ref (both empty included);
+d2l_bleu is d2l 1.0's bleu(). The cases are the test's: a toy corpus, edge cases,
 Multi30k test_2016_flickr (fr) with a hypothesis made from each reference by dropping every
 fifth word token and detokenising, and D2L's toy translations.
 """
@@ -17,6 +19,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_tokenizer_cases import detokenize, tok13a, words  # noqa: E402
+
+
+def seg13a(line):
+    """sacrebleu's _preprocess_segment (no lowercasing): 13a on the line without trailing space"""
+    return tok13a(line.rstrip())
 
 
 def ngrams(toks, n):
@@ -35,7 +42,7 @@ def corpus_bleu(hyps, refs, max_n=4):
             total[n - 1] += max(len(h) - n + 1, 0)
             match[n - 1] += sum(min(c, rc[g]) for g, c in hc.items())
     prec = [m / t if t else 0.0 for m, t in zip(match, total)]
-    bp = 1.0 if hl > rl else (math.exp(1 - rl / hl) if hl else 0.0)
+    bp = 1.0 if hl >= rl else (math.exp(1 - rl / hl) if hl else 0.0)
     bleu = 0.0 if min(match) == 0 else bp * math.exp(sum(math.log(p) for p in prec) / max_n)
     return 100 * bleu, [100 * p for p in prec], bp, hl, rl
 
@@ -75,19 +82,22 @@ def show(name, r):
 
 
 def main():
-    show("toy 13a", corpus_bleu([tok13a(h) for h in TOY_HYP], [tok13a(r) for r in TOY_REF]))
-    show("toy 13a lc", corpus_bleu([tok13a(h.lower()) for h in TOY_HYP],
-                                   [tok13a(r.lower()) for r in TOY_REF]))
+    show("trailing whitespace", corpus_bleu([seg13a("the cat sat on the mat -\n"), seg13a("a b c d\u00a0\t \r\n")],
+                                            [seg13a("the cat sat on the mat -"), seg13a("a b c d\u2028")]))
+    show("nothing added", corpus_bleu([], []))
+    show("toy 13a", corpus_bleu([seg13a(h) for h in TOY_HYP], [seg13a(r) for r in TOY_REF]))
+    show("toy 13a lc", corpus_bleu([seg13a(h.lower()) for h in TOY_HYP],
+                                   [seg13a(r.lower()) for r in TOY_REF]))
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "multi30k")
     with gzip.open(os.path.join(root, "test_2016_flickr.fr.gz"), "rt", encoding="utf-8") as f:
         refs = [l.rstrip("\n") for l in f]
     ref_tok = [words(r) for r in refs]
     hyp_tok = [[t for i, t in enumerate(toks) if i % 5 != 4] for toks in ref_tok]
     hyp = [detokenize(t) for t in hyp_tok]
-    show("m30k 13a", corpus_bleu([tok13a(h) for h in hyp], [tok13a(r) for r in refs]))
-    show("m30k 13a lc", corpus_bleu([tok13a(h.lower()) for h in hyp], [tok13a(r.lower()) for r in refs]))
+    show("m30k 13a", corpus_bleu([seg13a(h) for h in hyp], [seg13a(r) for r in refs]))
+    show("m30k 13a lc", corpus_bleu([seg13a(h.lower()) for h in hyp], [seg13a(r.lower()) for r in refs]))
     show("m30k tokens", corpus_bleu(hyp_tok, ref_tok))
-    show("m30k self", corpus_bleu([tok13a(r) for r in refs], [tok13a(r) for r in refs]))
+    show("m30k self", corpus_bleu([seg13a(r) for r in refs], [seg13a(r) for r in refs]))
     for p, l, k in D2L:
         print(f"d2l {p!r} {l!r} k={k}: {d2l_bleu(p, l, k)!r}")
 
