@@ -281,7 +281,8 @@ ATTN_API attn_tensor *attn_tanh(attn_ctx *ctx, attn_tensor *x);
 ATTN_API attn_tensor *attn_sigmoid(attn_ctx *ctx, attn_tensor *x); /* 1 / (1 + exp(-x)) */
 ATTN_API attn_tensor *attn_exp(attn_ctx *ctx, attn_tensor *x);
 /* softmax(x)_i = exp(x_i - max) / sum_j exp(x_j - max) along dim; an all -inf slice gives 0,
- * and -inf from log_softmax, both with gradient 0 (torch gives NaN for both: a fully masked row). */
+ * and -inf from log_softmax, both with gradient 0 (torch gives NaN for both: a fully masked
+ * row). */
 ATTN_API attn_tensor *attn_softmax(attn_ctx *ctx, attn_tensor *x, int dim);
 ATTN_API attn_tensor *attn_log_softmax(attn_ctx *ctx, attn_tensor *x, int dim);
 /* (x - mean) / sqrt(var + eps) * weight + bias over the last dim; weight/bias may be NULL. */
@@ -803,10 +804,10 @@ ATTN_API void attn_seq2seq_decoder_free(attn_seq2seq_decoder *d); /* NULL is fin
 /* Greedy decoding of a batch: src (B, S) with src_lens (B), each in [1, S] (ids past a length
  * are padding); out (B, max_out) receives token ids (<eos> included, then pad), out_lens (B) the
  * lengths without <eos>. At most min(max_out, the model's max_len - 1) tokens are generated, as
- * the beam searches cap them (the rest of out is pad). RESETS ctx first (INVALIDATES every tensor made in it before the call,
- * as attn_ctx_reset), runs with grad and training off and gives ctx its modes back at the end;
- * decodes on ctx's thread count. Decodes with the CACHED decoder; attn_seq2seq_greedy_ref, the
- * reference twin, with RECOMPUTE. */
+ * the beam searches cap them (the rest of out is pad). RESETS ctx first (INVALIDATES every
+ * tensor made in it before the call, as attn_ctx_reset), runs with grad and training off and
+ * gives ctx its modes back at the end; decodes on ctx's thread count. Decodes with the CACHED
+ * decoder; attn_seq2seq_greedy_ref, the reference twin, with RECOMPUTE. */
 ATTN_API attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                                          const int64_t *src_lens, int64_t batch, int64_t src_len,
                                          int64_t max_out, int64_t *out, int64_t *out_lens);
@@ -817,12 +818,12 @@ ATTN_API attn_status attn_seq2seq_greedy_ref(attn_ctx *ctx, const attn_seq2seq *
 /* Beam search for one sentence (batch 1) with length penalty ((5 + len) / 6)^alpha: keeps the
  * beam_size best hypotheses by log-probability and stops once beam_size of them have ended
  * (<eos>, or min(max_out, the model's max_len - 1) tokens; len in the penalty counts the
- * generated tokens, <eos> included); the answer is the ended one of best penalised score. out (max_out)
- * receives its tokens without <eos> (then pad), *out_len their count. cross_weights (may be
- * NULL): for the answer, (H, out_len + 1, S) in ctx's arena. RESETS ctx first (INVALIDATES
- * every tensor made in it before the call, as attn_ctx_reset), runs with grad and training off
- * and gives ctx its modes back at the end; decodes on ctx's thread count. Decodes with the
- * CACHED decoder; attn_seq2seq_beam_ref with RECOMPUTE. */
+ * generated tokens, <eos> included); the answer is the ended one of best penalised score.
+ * out (max_out) receives its tokens without <eos> (then pad), *out_len their count.
+ * cross_weights (may be NULL): for the answer, (H, out_len + 1, S) in ctx's arena. RESETS ctx
+ * first (INVALIDATES every tensor made in it before the call, as attn_ctx_reset), runs with grad
+ * and training off and gives ctx its modes back at the end; decodes on ctx's thread count.
+ * Decodes with the CACHED decoder; attn_seq2seq_beam_ref with RECOMPUTE. */
 ATTN_API attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                                        int64_t src_len, int beam_size, float alpha,
                                        int64_t max_out, int64_t *out, int64_t *out_len,
