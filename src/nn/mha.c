@@ -90,17 +90,21 @@ attn_tensor *mha_output(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *o)
     return attn_linear_forward(ctx, &m->out_proj, attn_merge_heads(ctx, o));
 }
 
+/* query (B, Lq, E), key (B, Lk, kdim), value (B, Lk, vdim), batch first, or all three without B
+ * (unbatched) */
 static attn_status check_inputs(const attn_mha_layer *m, const attn_tensor *q, const attn_tensor *k,
                                 const attn_tensor *v)
 {
     char a[64], b[64], c[64];
-    bool ok = q->ndim == 3 && k->ndim == 3 && v->ndim == 3 && q->shape[0] == k->shape[0] &&
-              k->shape[0] == v->shape[0] && k->shape[1] == v->shape[1] &&
-              q->shape[2] == m->embed_dim && k->shape[2] == m->kdim && v->shape[2] == m->vdim;
+    const int nd = q->ndim;
+    bool ok = (nd == 2 || nd == 3) && k->ndim == nd && v->ndim == nd &&
+              (nd == 2 || (q->shape[0] == k->shape[0] && k->shape[0] == v->shape[0])) &&
+              k->shape[nd - 2] == v->shape[nd - 2] && q->shape[nd - 1] == m->embed_dim &&
+              k->shape[nd - 1] == m->kdim && v->shape[nd - 1] == m->vdim;
     if (!ok)
         return attn__fail(ATTN_ERR_SHAPE,
                           "mha: query %s, key %s, value %s; expected (B, Lq, %lld), (B, Lk, %lld), "
-                          "(B, Lk, %lld) (batch first), or all three 2-D (unbatched)",
+                          "(B, Lk, %lld) (batch first), or the three without B (unbatched)",
                           attn_shape_str(q, a, 64), attn_shape_str(k, b, 64), attn_shape_str(v, c, 64),
                           (long long)m->embed_dim, (long long)m->kdim, (long long)m->vdim);
     return ATTN_OK;
@@ -134,22 +138,13 @@ static attn_tensor *batch_of_one(attn_ctx *ctx, attn_tensor *x)
     return attn_reshape(ctx, x, 3, (int64_t[]){1, x->shape[0], x->shape[1]});
 }
 
-/* nn.MultiheadAttention's unbatched call, 2-D query (Lq, E), key (Lk, kdim) and value (Lk, vdim):
- * a batch of one (the masks as for B = 1), and the batch dim taken off the output (Lq, E) and the
- * weights, (Lq, Lk) or (H, Lq, Lk). */
+/* nn.MultiheadAttention's unbatched call, 2-D query (Lq, E), key (Lk, kdim) and value (Lk, vdim)
+ * (checked): a batch of one (the masks as for B = 1), and the batch dim taken off the output
+ * (Lq, E) and the weights, (Lq, Lk) or (H, Lq, Lk). */
 static attn_tensor *mha_unbatched(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query,
                                   attn_tensor *key, attn_tensor *value, const attn_mha_opts *opts,
                                   attn_tensor **weights)
 {
-    char a[64], b[64], c[64];
-    if (query->shape[1] != m->embed_dim || key->shape[1] != m->kdim || value->shape[1] != m->vdim ||
-        key->shape[0] != value->shape[0])
-        return attn__fail_null(ATTN_ERR_SHAPE,
-                               "mha: unbatched query %s, key %s, value %s; expected (Lq, %lld), (Lk, %lld), "
-                               "(Lk, %lld)",
-                               attn_shape_str(query, a, 64), attn_shape_str(key, b, 64),
-                               attn_shape_str(value, c, 64), (long long)m->embed_dim, (long long)m->kdim,
-                               (long long)m->vdim);
     attn_tensor *q = batch_of_one(ctx, query);
     attn_tensor *k = key == query ? q : batch_of_one(ctx, key);
     attn_tensor *v = value == key ? k : batch_of_one(ctx, value);
@@ -170,9 +165,8 @@ attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tenso
 {
     if (weights) *weights = NULL;
     if (!ctx || !m || !query || !key || !value) return attn__null_input(__func__);
-    if (query->ndim == 2 && key->ndim == 2 && value->ndim == 2)
-        return mha_unbatched(ctx, m, query, key, value, opts, weights);
     if (check_inputs(m, query, key, value) != ATTN_OK) return NULL;
+    if (query->ndim == 2) return mha_unbatched(ctx, m, query, key, value, opts, weights);
     attn_mha_opts defaults = {.average_weights = true};
     if (!opts) opts = &defaults;
     attn_sdpa_opts so = {.mask = opts->mask, .dropout_p = m->dropout, .impl = opts->impl};
