@@ -2,6 +2,7 @@
  * (math in attn.h): multi-head attention, a position-wise FFN (linear1, activation, linear2),
  * dropout on each residual branch and Add & Norm, post-LN or pre-LN. The decoder layer also runs
  * one position at a time over cached keys and values (decoder_layer_step, for decoding). */
+#include "../ops/fused.h"
 #include "nn_internal.h"
 
 #include <math.h>
@@ -105,9 +106,8 @@ attn_status attn_decoder_layer_init(attn_decoder_layer *m, attn_params *p, const
 static attn_tensor *ffn(attn_ctx *ctx, const attn_transformer_config *c, const attn_linear_layer *l1,
                         const attn_linear_layer *l2, attn_tensor *x)
 {
-    attn_tensor *h = attn_linear_forward(ctx, l1, x);
-    h = c->gelu ? attn_gelu(ctx, h) : attn_relu(ctx, h);
-    if (c->ffn_dropout) h = attn_dropout(ctx, h, c->dropout);
+    attn_tensor *h = attn__linear_act_dropout(ctx, x, l1->weight, l1->bias, c->gelu ? ATTN__ACT_GELU : ATTN__ACT_RELU,
+                                              c->ffn_dropout ? c->dropout : 0.0f);
     return attn_linear_forward(ctx, l2, h);
 }
 
@@ -125,7 +125,7 @@ static attn_tensor *branch_input(attn_ctx *ctx, sublayer s, attn_tensor *x)
 
 static attn_tensor *residual(attn_ctx *ctx, sublayer s, attn_tensor *x, attn_tensor *branch)
 {
-    attn_tensor *sum = attn_add(ctx, x, attn_dropout(ctx, branch, s.cfg->dropout));
+    attn_tensor *sum = attn__add_dropout(ctx, x, branch, s.cfg->dropout);
     return s.cfg->norm_first ? sum : attn_layer_norm_forward(ctx, s.norm, sum);
 }
 

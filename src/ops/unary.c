@@ -9,6 +9,7 @@
  *   exp:     y = exp(x)                        dx += dy * y
  * The derivative is read from the input x and the output y, both kept by the tape. */
 #include "../autograd/tape.h"
+#include "../kernels/activation.h"
 #include "../kernels/kernels.h"
 
 #include <math.h>
@@ -20,15 +21,8 @@ typedef struct unary_op {
     float (*df)(float x, float y); /* dy/dx at input x with output y */
 } unary_op;
 
-static float relu_f(float x) { return x < 0.0f ? 0.0f : x; } /* NaN stays NaN */
-
-static float gelu_f(float x) { return 0.5f * x * (1.0f + erff(x * (float)M_SQRT1_2)); }
-static float gelu_df(float x, float y)
-{
-    (void)y;
-    float phi = expf(-0.5f * x * x) * (float)(0.5 * M_2_SQRTPI * M_SQRT1_2); /* 1/sqrt(2 pi) */
-    return 0.5f * (1.0f + erff(x * (float)M_SQRT1_2)) + x * phi;
-}
+static float gelu_f(float x) { return attn_gelu_f(x); }
+static float gelu_df(float x, float y) { (void)y; return attn_gelu_df(x); }
 
 static float tanh_f(float x) { return tanhf(x); }
 static float tanh_df(float x, float y) { (void)x; return 1.0f - y * y; }
@@ -61,7 +55,7 @@ static const unary_op unary_ops[] = {
 static void forward_flat(unary_kind kind, float *y, const float *x, int64_t n)
 {
     if (kind == UN_RELU)
-        for (int64_t i = 0; i < n; i++) y[i] = relu_f(x[i]);
+        for (int64_t i = 0; i < n; i++) y[i] = attn_relu_f(x[i]);
     else
         for (int64_t i = 0; i < n; i++) y[i] = unary_ops[kind].f(x[i]);
 }
@@ -69,7 +63,7 @@ static void forward_flat(unary_kind kind, float *y, const float *x, int64_t n)
 static void backward_flat(unary_kind kind, float *gx, const float *x, const float *y, const float *dy, int64_t n)
 {
     if (kind == UN_RELU)
-        for (int64_t i = 0; i < n; i++) gx[i] += x[i] <= 0.0f ? 0.0f : dy[i];
+        for (int64_t i = 0; i < n; i++) gx[i] += attn_relu_grad(x[i], dy[i]);
     else
         for (int64_t i = 0; i < n; i++) gx[i] += dy[i] * unary_ops[kind].df(x[i], y[i]);
 }
