@@ -12,6 +12,8 @@
 #include "../kernels/kernels.h"
 #include "fused.h"
 
+#include <string.h>
+
 typedef struct linear_sizes {
     int64_t rows, in, out;
 } linear_sizes;
@@ -99,6 +101,37 @@ typedef struct linear_act_saved {
     float scale;         /* 1 / (1 - p) */
 } linear_act_saved;
 
+/* Row loops of the fused epilogue, one per case so that each is a straight loop that -O2
+ * vectorises (GELU's are libm calls either way); a row of `out` floats stays in L1 between them. */
+
+/* y (n) = act(h + b), or act(h) without a bias */
+static void act_row(float *y, const float *h, const float *b, attn__act act, int64_t n)
+{
+    if (act == ATTN__ACT_GELU)
+        for (int64_t j = 0; j < n; j++) y[j] = attn_gelu_f(b ? h[j] + b[j] : h[j]);
+    else if (b)
+        for (int64_t j = 0; j < n; j++) y[j] = attn_relu_f(h[j] + b[j]);
+    else
+        for (int64_t j = 0; j < n; j++) y[j] = attn_relu_f(h[j]);
+}
+
+/* y (n) = y * keep / (1 - p): dropout's product, in place */
+static void drop_row(float *y, const uint8_t *keep, float scale, int64_t n)
+{
+    for (int64_t j = 0; j < n; j++) y[j] = y[j] * (keep[j] ? scale : 0.0f);
+}
+
+/* g (n) = g * act'(h + b) with g the gradient of the activation's output, in place */
+static void act_grad_row(float *g, const float *h, const float *b, attn__act act, int64_t n)
+{
+    if (act == ATTN__ACT_GELU)
+        for (int64_t j = 0; j < n; j++) g[j] = g[j] * attn_gelu_df(b ? h[j] + b[j] : h[j]);
+    else if (b)
+        for (int64_t j = 0; j < n; j++) g[j] = attn_relu_grad(h[j] + b[j], g[j]);
+    else
+        for (int64_t j = 0; j < n; j++) g[j] = attn_relu_grad(h[j], g[j]);
+}
+
 static attn_status linear_act_backward(attn_ctx *ctx, attn_node *node)
 {
     const linear_act_saved *s = node->saved;
@@ -106,17 +139,13 @@ static attn_status linear_act_backward(attn_ctx *ctx, attn_node *node)
     float *dh = attn_arena_alloc(&ctx->arena, (size_t)(n > 0 ? n : 1) * sizeof *dh); /* (R, out) */
     if (!dh) return attn_last_status();
     const float *h = s->h, *b = node->n_in > 2 ? node->in[2]->data : NULL, *dy = node->out->grad;
-    const uint8_t *keep = s->keep;
-    const float scale = s->scale;
-    const attn__act act = s->act;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > ATTN_PARALLEL_MIN)
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t j = 0; j < out; j++) {
-            const int64_t i = r * out + j;
-            const float v = b ? h[i] + b[j] : h[i];
-            const float g = keep ? dy[i] * (keep[i] ? scale : 0.0f) : dy[i];
-            dh[i] = act == ATTN__ACT_RELU ? attn_relu_grad(v, g) : g * attn_gelu_df(v);
-        }
+    for (int64_t r = 0; r < rows; r++) {
+        float *g = dh + r * out;
+        memcpy(g, dy + r * out, (size_t)out * sizeof *g);
+        if (s->keep) drop_row(g, s->keep + r * out, s->scale, out);
+        act_grad_row(g, h + r * out, b, s->act, out);
+    }
     return linear_grads(ctx, node, &s->sizes, dh);
 }
 
@@ -138,13 +167,10 @@ attn_tensor *attn__linear_act_dropout(attn_ctx *ctx, attn_tensor *x, attn_tensor
     const float *b = bias ? bias->data : NULL;
     float *yd = y->data;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > ATTN_PARALLEL_MIN)
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t j = 0; j < out; j++) {
-            const int64_t i = r * out + j;
-            const float v = b ? h[i] + b[j] : h[i];
-            const float a = act == ATTN__ACT_RELU ? attn_relu_f(v) : attn_gelu_f(v);
-            yd[i] = keep ? a * (keep[i] ? scale : 0.0f) : a;
-        }
+    for (int64_t r = 0; r < rows; r++) {
+        act_row(yd + r * out, h + r * out, b, act, out);
+        if (keep) drop_row(yd + r * out, keep + r * out, scale, out);
+    }
     attn_tensor *in_t[3] = {x, weight, bias};
     int n_in = bias ? 3 : 2;
     if (attn__needs_grad(ctx, in_t, n_in)) {

@@ -1,0 +1,168 @@
+/* The fused epilogues of the Transformer layers, measured in one process: a training step
+ * (forward and backward from a fixed random output gradient) of a torch-default encoder layer
+ * (post-LN, dropout 0.1 inside the FFN and on both residuals) run as the library runs it
+ * (attn_encoder_layer_forward: the FFN's linear, activation and dropout in one pass, each residual's
+ * dropout and add in one) and as the same layer written from public ops (attn_linear, attn_relu or
+ * attn_gelu, attn_dropout, attn_add: the chain it replaced), in turns. Both draw the same dropout
+ * masks, so the outputs and every parameter gradient must be equal; the program checks that before
+ * timing (exit 1 if not). Prints one JSON line: the medians of each and chain / fused.
+ *   bench_fusion [--B 8] [--L 256] [--E 512] [--ffn 2048] [--gelu] [--threads 2] [--rounds 15] */
+#include <attn.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct options {
+    long B, L, E, ffn, threads, rounds;
+    bool gelu;
+} options;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static int parse(options *o, int argc, char **argv)
+{
+    *o = (options){.B = 8, .L = 256, .E = 512, .ffn = 2048, .threads = 2, .rounds = 15};
+    static const char *names[] = {"--B", "--L", "--E", "--ffn", "--threads", "--rounds"};
+    long *vals[] = {&o->B, &o->L, &o->E, &o->ffn, &o->threads, &o->rounds};
+    for (int i = 1; i < argc; i++) {
+        const char *opt = argv[i];
+        bool known = !strcmp(opt, "--gelu");
+        if (known) o->gelu = true;
+        for (int k = 0; k < 6 && !known; k++)
+            if (!strcmp(opt, names[k]) && i + 1 < argc) {
+                char *end;
+                *vals[k] = strtol(argv[++i], &end, 10);
+                known = *end == '\0' && *vals[k] >= 1 && *vals[k] <= 1 << 20;
+            }
+        if (!known) {
+            fprintf(stderr, "bench_fusion: %s: unknown option, or its value is missing or not in [1, 2^20] "
+                            "(see the comment at the top of bench/bench_fusion.c)\n", opt);
+            return 2;
+        }
+    }
+    if (o->E % 8) {
+        fprintf(stderr, "bench_fusion: --E must be a multiple of 8 (8 heads)\n");
+        return 2;
+    }
+    return 0;
+}
+
+/* post-LN encoder layer from public ops, the draws in attn_encoder_layer_forward's order */
+static attn_tensor *layer_chain(attn_ctx *ctx, const attn_encoder_layer *m, attn_tensor *x)
+{
+    const float p = m->cfg.dropout;
+    attn_mha_opts opts = {.average_weights = false};
+    attn_tensor *a = attn_mha_forward(ctx, &m->self_attn, x, x, x, &opts, NULL);
+    x = attn_layer_norm_forward(ctx, &m->norm1, attn_add(ctx, x, attn_dropout(ctx, a, p)));
+    attn_tensor *h = attn_linear(ctx, x, m->linear1.weight, m->linear1.bias);
+    h = attn_dropout(ctx, m->cfg.gelu ? attn_gelu(ctx, h) : attn_relu(ctx, h), p);
+    h = attn_linear(ctx, h, m->linear2.weight, m->linear2.bias);
+    return attn_layer_norm_forward(ctx, &m->norm2, attn_add(ctx, x, attn_dropout(ctx, h, p)));
+}
+
+/* One training step (params' grads zeroed first); its output copied to out when out != NULL. */
+static double step(attn_ctx *ctx, attn_params *params, const attn_encoder_layer *m, attn_tensor *x,
+                   const float *dout, bool fused, float *out)
+{
+    attn_ctx_reset(ctx);
+    attn_rng_seed(attn_ctx_rng(ctx), 7);
+    attn_params_zero_grad(params);
+    double t0 = now_s();
+    attn_tensor *y = fused ? attn_encoder_layer_forward(ctx, m, x, NULL, NULL) : layer_chain(ctx, m, x);
+    if (!y || attn_backward_from(ctx, y, dout) != ATTN_OK) return -1.0;
+    double t = now_s() - t0;
+    if (out) memcpy(out, y->data, (size_t)y->numel * sizeof *out);
+    return t;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, long n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+/* The params' gradients, concatenated into g (NULL: the count) */
+static size_t grads(attn_params *params, float *g)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < attn_params_count(params); i++) {
+        attn_tensor *t = attn_params_at(params, i);
+        if (g && t->grad) memcpy(g + n, t->grad, (size_t)t->numel * sizeof *g);
+        n += (size_t)t->numel;
+    }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    int rc = parse(&o, argc, argv);
+    if (rc) return rc;
+    attn_ctx *ctx = attn_ctx_new(1);
+    attn_params *params = attn_params_new();
+    attn_rng rng;
+    attn_rng_seed(&rng, 1);
+    attn_encoder_layer m;
+    attn_transformer_config tc = {.d_model = o.E, .num_heads = 8, .dim_feedforward = o.ffn, .dropout = 0.1f,
+                                  .ffn_dropout = true, .gelu = o.gelu, .eps = 1e-5f};
+    attn_tensor *x = attn_tensor_alloc(3, (int64_t[]){o.B, o.L, o.E});
+    const size_t n_out = (size_t)(o.B * o.L * o.E);
+    float *dout = malloc(n_out * sizeof *dout), *out[2] = {malloc(n_out * sizeof(float)), malloc(n_out * sizeof(float))};
+    double *t[2] = {malloc((size_t)o.rounds * sizeof(double)), malloc((size_t)o.rounds * sizeof(double))};
+    if (!ctx || !params || !x || !dout || !out[0] || !out[1] || !t[0] || !t[1] ||
+        attn_encoder_layer_init(&m, params, "", &tc, &rng) != ATTN_OK ||
+        attn_ctx_set_num_threads(ctx, (int)o.threads) != ATTN_OK) {
+        fprintf(stderr, "bench_fusion: setup: %s\n", attn_last_error());
+        return 1;
+    }
+    attn_ctx_set_training(ctx, true);
+    for (int64_t i = 0; i < x->numel; i++) x->data[i] = attn_rng_normal(&rng);
+    for (size_t i = 0; i < n_out; i++) dout[i] = attn_rng_normal(&rng);
+
+    /* the same computation: outputs and gradients equal (NaN never appears here) */
+    const size_t n_grad = grads(params, NULL);
+    float *g[2] = {malloc(n_grad * sizeof(float)), malloc(n_grad * sizeof(float))};
+    for (int fused = 0; fused < 2; fused++) {
+        if (!g[fused] || step(ctx, params, &m, x, dout, fused, out[fused]) < 0) {
+            fprintf(stderr, "bench_fusion: step: %s\n", attn_last_error());
+            return 1;
+        }
+        grads(params, g[fused]);
+    }
+    size_t bad_out = 0, bad_grad = 0;
+    for (size_t i = 0; i < n_out; i++) bad_out += out[0][i] != out[1][i];
+    for (size_t i = 0; i < n_grad; i++) bad_grad += g[0][i] != g[1][i];
+    if (bad_out || bad_grad) {
+        fprintf(stderr, "bench_fusion: fused and chained differ in %zu of %zu outputs and %zu of %zu gradients\n",
+                bad_out, n_out, bad_grad, n_grad);
+        return 1;
+    }
+
+    for (long r = 0; r < o.rounds; r++)
+        for (int fused = 1; fused >= 0; fused--) t[fused][r] = step(ctx, params, &m, x, dout, fused, NULL);
+    const double fused_s = median(t[1], o.rounds), chain_s = median(t[0], o.rounds);
+    printf("{\"bench\":\"fusion\",\"B\":%ld,\"L\":%ld,\"E\":%ld,\"ffn\":%ld,\"act\":\"%s\",\"threads\":%ld,"
+           "\"rounds\":%ld,\"fused_ms\":%.2f,\"chain_ms\":%.2f,\"speedup\":%.3f,\"identical\":true}\n",
+           o.B, o.L, o.E, o.ffn, o.gelu ? "gelu" : "relu", o.threads, o.rounds, 1e3 * fused_s, 1e3 * chain_s,
+           chain_s / fused_s);
+    for (int i = 0; i < 2; i++) free(out[i]), free(t[i]), free(g[i]);
+    free(dout);
+    attn_tensor_free(x);
+    attn_params_free(params);
+    attn_ctx_free(ctx);
+    return 0;
+}
