@@ -1,11 +1,14 @@
-/* The fused epilogues of the Transformer layers, measured in one process: a training step
- * (forward and backward from a fixed random output gradient) of a torch-default encoder layer
- * (post-LN, dropout 0.1 inside the FFN and on both residuals) run as the library runs it
- * (attn_encoder_layer_forward: the FFN's linear, activation and dropout in one pass, each residual's
- * dropout and add in one) and as the same layer written from public ops (attn_linear, attn_relu or
- * attn_gelu, attn_dropout, attn_add: the chain it replaced), in turns. Both draw the same dropout
- * masks, so the outputs and every parameter gradient must be equal; the program checks that before
- * timing (exit 1 if not). Prints one JSON line: the medians of each and chain / fused.
+/* The Transformer layers' fused ops, measured in one process: a training step (forward and
+ * backward from a fixed random output gradient) of a torch-default encoder layer (post-LN, dropout
+ * 0.1 inside the FFN and on both residuals) run as the library runs it (attn_encoder_layer_forward:
+ * the packed q/k/v projection, whose weight gradient is one GEMM; the FFN's linear, activation and
+ * dropout in one pass; each residual's dropout and add in one) and as the same layer written from
+ * public ops as it ran before them (attention with key and value passed as views of x, so that
+ * each gets its own projection; attn_linear, attn_relu or attn_gelu, attn_dropout, attn_add), in
+ * turns. Both draw the same dropout masks, so the outputs must be equal and the gradients equal but
+ * for the packed weight gradient's reordered sums; the program checks that before timing (exit 1 if
+ * the outputs differ or a gradient is off by more than 1e-4 of the largest). Prints one JSON line:
+ * the medians of each, chain / fused and the largest gradient difference.
  *   bench_fusion [--B 8] [--L 256] [--E 512] [--ffn 2048] [--gelu] [--threads 2] [--rounds 15] */
 #include <attn.h>
 
@@ -60,7 +63,8 @@ static attn_tensor *layer_chain(attn_ctx *ctx, const attn_encoder_layer *m, attn
 {
     const float p = m->cfg.dropout;
     attn_mha_opts opts = {.average_weights = false};
-    attn_tensor *a = attn_mha_forward(ctx, &m->self_attn, x, x, x, &opts, NULL);
+    attn_tensor *k = attn_reshape(ctx, x, x->ndim, x->shape), *v = attn_reshape(ctx, x, x->ndim, x->shape);
+    attn_tensor *a = attn_mha_forward(ctx, &m->self_attn, x, k, v, &opts, NULL);
     x = attn_layer_norm_forward(ctx, &m->norm1, attn_add(ctx, x, attn_dropout(ctx, a, p)));
     attn_tensor *h = attn_linear(ctx, x, m->linear1.weight, m->linear1.bias);
     h = attn_dropout(ctx, m->cfg.gelu ? attn_gelu(ctx, h) : attn_relu(ctx, h), p);
@@ -133,7 +137,7 @@ int main(int argc, char **argv)
     for (int64_t i = 0; i < x->numel; i++) x->data[i] = attn_rng_normal(&rng);
     for (size_t i = 0; i < n_out; i++) dout[i] = attn_rng_normal(&rng);
 
-    /* the same computation: outputs and gradients equal (NaN never appears here) */
+    /* the same computation: outputs equal, gradients but for reordered sums (NaN never appears here) */
     const size_t n_grad = grads(params, NULL);
     float *g[2] = {malloc(n_grad * sizeof(float)), malloc(n_grad * sizeof(float))};
     for (int fused = 0; fused < 2; fused++) {
@@ -143,12 +147,16 @@ int main(int argc, char **argv)
         }
         grads(params, g[fused]);
     }
-    size_t bad_out = 0, bad_grad = 0;
+    size_t bad_out = 0;
+    double grad_max = 0.0, grad_diff = 0.0;
     for (size_t i = 0; i < n_out; i++) bad_out += out[0][i] != out[1][i];
-    for (size_t i = 0; i < n_grad; i++) bad_grad += g[0][i] != g[1][i];
-    if (bad_out || bad_grad) {
-        fprintf(stderr, "bench_fusion: fused and chained differ in %zu of %zu outputs and %zu of %zu gradients\n",
-                bad_out, n_out, bad_grad, n_grad);
+    for (size_t i = 0; i < n_grad; i++) {
+        grad_max = fmax(grad_max, fabs(g[0][i]));
+        grad_diff = fmax(grad_diff, fabs((double)g[0][i] - g[1][i]));
+    }
+    if (bad_out || !(grad_diff <= 1e-4 * grad_max)) {
+        fprintf(stderr, "bench_fusion: fused and chained differ in %zu of %zu outputs; gradients by up to %g "
+                        "(largest %g)\n", bad_out, n_out, grad_diff, grad_max);
         return 1;
     }
 
@@ -156,9 +164,10 @@ int main(int argc, char **argv)
         for (int fused = 1; fused >= 0; fused--) t[fused][r] = step(ctx, params, &m, x, dout, fused, NULL);
     const double fused_s = median(t[1], o.rounds), chain_s = median(t[0], o.rounds);
     printf("{\"bench\":\"fusion\",\"B\":%ld,\"L\":%ld,\"E\":%ld,\"ffn\":%ld,\"act\":\"%s\",\"threads\":%ld,"
-           "\"rounds\":%ld,\"fused_ms\":%.2f,\"chain_ms\":%.2f,\"speedup\":%.3f,\"identical\":true}\n",
+           "\"rounds\":%ld,\"fused_ms\":%.2f,\"chain_ms\":%.2f,\"speedup\":%.3f,\"outputs_equal\":true,"
+           "\"grad_max_diff\":%.3g,\"grad_max\":%.3g}\n",
            o.B, o.L, o.E, o.ffn, o.gelu ? "gelu" : "relu", o.threads, o.rounds, 1e3 * fused_s, 1e3 * chain_s,
-           chain_s / fused_s);
+           chain_s / fused_s, grad_diff, grad_max);
     for (int i = 0; i < 2; i++) free(out[i]), free(t[i]), free(g[i]);
     free(dout);
     attn_tensor_free(x);

@@ -16,6 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Sums of K <= 256 products of N(0, 1) pairs (|sum| up to ~50) reordered: about sqrt(K) eps
+ * sqrt(sum of squares) ~ 3e-5 at most; gradients through attention add a few such sums. */
+#define DW_ATOL 1e-4f
+#define DW_RTOL 1e-5f
+
 static bool same_float(float a, float b) { return a == b || (isnan(a) && isnan(b)); }
 
 /* One check: a and b hold the same values (NaN matching NaN); names the first that differs. */
@@ -186,6 +191,111 @@ static void test_add_dropout(const fused_case *c, uint64_t seed)
     attn_tensor_free(ds);
 }
 
+/* ---- the packed in-projection ---- */
+
+/* attn__linear_blocks + attn__split_heads_block against, per block j, attn_split_heads(attn_linear(x,
+ * rows j of W and b)), all blocks' heads concatenated and differentiated from one random gradient:
+ * the forward GEMMs and dX's are the same calls, so the heads, dx and db are equal;
+ * dW is one GEMM over all rows instead of n: each element the same K products summed in an order
+ * of the GEMM library's choosing, so within float32 rounding of those sums (DW_ATOL, DW_RTOL). */
+static void test_linear_blocks(int64_t B, int64_t L, int64_t E, int64_t H, int64_t n, int threads, uint64_t seed)
+{
+    char what[128];
+    snprintf(what, sizeof what, "linear_blocks (%lld, %lld, %lld) %lld heads %lld blocks %d thr", (long long)B,
+             (long long)L, (long long)E, (long long)H, (long long)n, threads);
+    attn_tensor *src[3] = {tk_randn(seed, 3, (int64_t[]){B, L, E}), tk_randn(seed + 1, 2, (int64_t[]){n * E, E}),
+                           tk_randn(seed + 2, 1, (int64_t[]){n * E})};
+    const int64_t nh = B * L * E; /* elements of one block's heads */
+    attn_tensor *dh = tk_randn(seed + 3, 1, (int64_t[]){n * nh});
+    attn_tensor *x[2], *w[2], *b[2];
+    float *heads[2];
+    for (int fused = 0; fused < 2; fused++) {
+        x[fused] = copy_of(src[0]), w[fused] = copy_of(src[1]), b[fused] = copy_of(src[2]);
+        heads[fused] = malloc((size_t)(n * nh) * sizeof(float));
+        attn_ctx *ctx = attn_ctx_new(1);
+        TK_CHECK(x[fused] && w[fused] && b[fused] && heads[fused] && ctx, "%s: allocation", what);
+        attn_ctx_set_num_threads(ctx, threads);
+        attn_tensor *y = fused ? attn__linear_blocks(ctx, x[fused], w[fused], b[fused], n) : NULL;
+        attn_tensor *hs[3] = {NULL, NULL, NULL};
+        for (int64_t j = 0; j < n; j++)
+            hs[j] = fused ? attn__split_heads_block(ctx, y, j, n, H)
+                          : attn_split_heads(ctx,
+                                             attn_linear(ctx, x[0], attn_narrow(ctx, w[0], 0, j * E, E),
+                                                         attn_narrow(ctx, b[0], 0, j * E, E)),
+                                             H);
+        attn_tensor *all = attn_concat(ctx, hs, (int)n, 0); /* (n B, H, L, D): every block's heads */
+        TK_NOT_NULL(all);
+        if (all) {
+            memcpy(heads[fused], all->data, (size_t)(n * nh) * sizeof(float));
+            TK_OK(attn_backward_from(ctx, all, dh->data));
+        }
+        attn_ctx_free(ctx);
+    }
+    char part[200];
+    snprintf(part, sizeof part, "%s: heads", what), check_same(part, heads[1], heads[0], n * nh);
+    snprintf(part, sizeof part, "%s: dx", what), check_same(part, x[1]->grad, x[0]->grad, nh);
+    snprintf(part, sizeof part, "%s: db", what), check_same(part, b[1]->grad, b[0]->grad, n * E);
+    snprintf(part, sizeof part, "%s: dW", what), tk_close(part, w[1]->grad, w[0]->grad, n * E * E, DW_ATOL, DW_RTOL);
+    for (int i = 0; i < 2; i++) {
+        attn_tensor_free(x[i]), attn_tensor_free(w[i]), attn_tensor_free(b[i]);
+        free(heads[i]);
+    }
+    for (int i = 0; i < 3; i++) attn_tensor_free(src[i]);
+    attn_tensor_free(dh);
+}
+
+/* attn_mha_forward with one tensor as query, key and value (self-attention: the packed projection)
+ * or as key and value (cross-attention) against the same call with equal copies in those places
+ * (separate projections): the same output, and the gradients of the input (the copies' summed)
+ * and of the packed weight and bias within the reordered sums' rounding. */
+static void test_mha_packed(bool cross, int threads, uint64_t seed)
+{
+    const int64_t B = 2, S = 7, L = cross ? 5 : S, E = 16, H = 4; /* query (B, L, E), key (B, S, E) */
+    char what[80];
+    snprintf(what, sizeof what, "mha %s, packed against copies, %d thr", cross ? "cross (k = v)" : "self", threads);
+    attn_params *params[2];
+    attn_mha_layer m[2];
+    attn_tensor *q0 = tk_randn(seed, 3, (int64_t[]){B, L, E}), *kv0 = tk_randn(seed + 1, 3, (int64_t[]){B, S, E});
+    attn_tensor *dy = tk_randn(seed + 2, 1, (int64_t[]){B * L * E});
+    float *out[2] = {malloc((size_t)(B * L * E) * sizeof(float)), malloc((size_t)(B * L * E) * sizeof(float))};
+    float *gin[2] = {calloc((size_t)(B * S * E), sizeof(float)), calloc((size_t)(B * S * E), sizeof(float))};
+    for (int packed = 0; packed < 2; packed++) {
+        attn_rng rng;
+        attn_rng_seed(&rng, 5);
+        params[packed] = attn_params_new();
+        TK_OK(attn_mha_init(&m[packed], params[packed], "", E, H, 0, 0, true, 0.0f, &rng));
+        attn_ctx *ctx = attn_ctx_new(1);
+        attn_ctx_set_num_threads(ctx, threads);
+        /* self: x as q, k, v (packed) or x, x', x'' ; cross: q with kv as k and v, or kv and kv' */
+        attn_tensor *in[3] = {copy_of(cross ? q0 : kv0), copy_of(kv0), copy_of(kv0)};
+        attn_tensor *q = in[0], *k = cross ? in[1] : (packed ? in[0] : in[1]), *v = packed ? k : in[2];
+        attn_mha_opts opts = {.average_weights = true};
+        attn_tensor *y = attn_mha_forward(ctx, &m[packed], q, k, v, &opts, NULL);
+        TK_NOT_NULL(y);
+        if (y) {
+            memcpy(out[packed], y->data, (size_t)y->numel * sizeof(float));
+            TK_OK(attn_backward_from(ctx, y, dy->data));
+            /* the gradient that reached kv0 (self: x) through every place it was passed */
+            for (int i = cross ? 1 : 0; i < 3; i++)
+                if (in[i]->grad)
+                    for (int64_t e = 0; e < B * S * E; e++) gin[packed][e] += in[i]->grad[e];
+        }
+        for (int i = 0; i < 3; i++) attn_tensor_free(in[i]);
+        attn_ctx_free(ctx);
+    }
+    char part[160];
+    snprintf(part, sizeof part, "%s: output", what), check_same(part, out[1], out[0], B * L * E);
+    snprintf(part, sizeof part, "%s: d input", what), tk_close(part, gin[1], gin[0], B * S * E, DW_ATOL, DW_RTOL);
+    snprintf(part, sizeof part, "%s: d in_proj_weight", what),
+        tk_close(part, m[1].in_proj_weight->grad, m[0].in_proj_weight->grad, 3 * E * E, DW_ATOL, DW_RTOL);
+    snprintf(part, sizeof part, "%s: d in_proj_bias", what),
+        tk_close(part, m[1].in_proj_bias->grad, m[0].in_proj_bias->grad, 3 * E, DW_ATOL, DW_RTOL);
+    for (int i = 0; i < 2; i++) attn_params_free(params[i]), free(out[i]), free(gin[i]);
+    attn_tensor_free(q0);
+    attn_tensor_free(kv0);
+    attn_tensor_free(dy);
+}
+
 /* Every combination on the small shape; the big one (the threaded loops: 4 * 150 * 130 = 78,000
  * elements > ATTN_PARALLEL_MIN) for each activation with dropout on 1 and 2 threads. */
 static void test_cases(void)
@@ -207,6 +317,17 @@ static void test_cases(void)
             test_linear_act(&c, seed += 10);
             if (act == 0) test_add_dropout(&c, seed += 10);
         }
+    /* self-attention (3 blocks) and cross-attention's key and value (2); odd sizes; one shape
+     * past the GEMM's split (m n k > 2^21) on 2 threads */
+    test_linear_blocks(2, 5, 12, 3, 3, 1, seed += 10);
+    test_linear_blocks(3, 7, 8, 2, 2, 2, seed += 10);
+    test_linear_blocks(1, 1, 4, 4, 3, 1, seed += 10);
+    test_linear_blocks(4, 64, 96, 8, 3, 2, seed += 10);
+    test_linear_blocks(2, 64, 96, 4, 2, 2, seed += 10);
+    for (int threads = 1; threads <= 2; threads++) {
+        test_mha_packed(false, threads, seed += 10);
+        test_mha_packed(true, threads, seed += 10);
+    }
 }
 
 static void test_refusals(void)
@@ -225,6 +346,20 @@ static void test_refusals(void)
     TK_CHECK(!attn__linear_act_dropout(ctx, x, w, NULL, ATTN__ACT_RELU, 1.5f) && attn_last_status() == ATTN_ERR_ARG &&
                  strstr(attn_last_error(), "dropout: p is 1.5"),
              "linear_act with p 1.5: %s", attn_last_error());
+    TK_CHECK(!attn__linear_blocks(ctx, x, w, NULL, 2) && attn_last_status() == ATTN_ERR_ARG &&
+                 strstr(attn_last_error(), "2 blocks do not divide"),
+             "linear_blocks of 2 blocks over 5 rows: %s", attn_last_error());
+    attn_clear_error();
+    TK_CHECK(!attn__split_heads_block(ctx, x, 0, 2, 1) && attn_last_status() == ATTN_ERR_SHAPE,
+             "heads of a block of a 2-D x: %s", attn_last_error());
+    attn_tensor *y3 = tk_randn(6, 3, (int64_t[]){2, 3, 12});
+    TK_CHECK(!attn__split_heads_block(ctx, y3, 3, 3, 2) && attn_last_status() == ATTN_ERR_SHAPE &&
+                 strstr(attn_last_error(), "(block 3)"),
+             "block 3 of 3: %s", attn_last_error());
+    TK_CHECK(!attn__split_heads_block(ctx, y3, 0, 3, 3) && attn_last_status() == ATTN_ERR_SHAPE,
+             "3 blocks of 3 heads over 12 columns: %s", attn_last_error());
+    attn_tensor_free(y3);
+    attn_clear_error();
     TK_CHECK(!attn__add_dropout(ctx, x, other, 0.1f) && attn_last_status() == ATTN_ERR_SHAPE &&
                  strstr(attn_last_error(), "(3, 4) and branch (4, 3)"),
              "add_dropout of two shapes: %s", attn_last_error());

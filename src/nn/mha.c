@@ -3,6 +3,7 @@
  *   in_proj_weight, or the separate q/k/v_proj_weight when kdim/vdim differ from E)
  *   heads: (B, L, E) -> (B, H, L, E/H);  o = sdpa(q, k, v, mask, dropout)
  *   out = merge_heads(o) Wo^T + bo */
+#include "../ops/fused.h"
 #include "nn_internal.h"
 
 #include <math.h>
@@ -83,6 +84,31 @@ attn_tensor *mha_project(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x,
     attn_tensor *b = m->in_proj_bias ? attn_narrow(ctx, m->in_proj_bias, 0, i * E, E) : NULL;
     if (!w || (m->in_proj_bias && !b)) return NULL;
     return attn_linear(ctx, x, w, b);
+}
+
+/* The inputs (query, key, value) projected and split into heads. With the packed in_proj_weight,
+ * consecutive inputs that are one tensor (self-attention's three, cross-attention's key and value)
+ * share one projection op whose weight gradient is one GEMM (fused.h), as torch's packed path. */
+static attn_status project_heads(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *const in[3],
+                                 attn_tensor *heads[3])
+{
+    const int64_t E = m->embed_dim, H = m->num_heads;
+    for (int i = 0, n; i < 3; i += n) {
+        for (n = 1; m->in_proj_weight && i + n < 3 && in[i + n] == in[i];) n++;
+        if (n == 1) {
+            heads[i] = attn_split_heads(ctx, mha_project(ctx, m, in[i], i), H);
+            if (!heads[i]) return attn_last_status();
+            continue;
+        }
+        const bool all = n == 3; /* rows [i E, (i + n) E) of the packed weight: a view unless all */
+        attn_tensor *w = all ? m->in_proj_weight : attn_narrow(ctx, m->in_proj_weight, 0, i * E, n * E);
+        attn_tensor *b = !m->in_proj_bias || all ? m->in_proj_bias
+                                                 : attn_narrow(ctx, m->in_proj_bias, 0, i * E, n * E);
+        attn_tensor *y = w && (b || !m->in_proj_bias) ? attn__linear_blocks(ctx, in[i], w, b, n) : NULL;
+        for (int j = 0; j < n; j++)
+            if (!(heads[i + j] = attn__split_heads_block(ctx, y, j, n, H))) return attn_last_status();
+    }
+    return ATTN_OK;
 }
 
 attn_tensor *mha_output(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *o)
@@ -175,10 +201,9 @@ attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tenso
         per_head_4d("blocked", &so.mask.blocked_ndim, so.mask.blocked_shape, B, H, Lq, Lk) != ATTN_OK ||
         per_head_4d("additive", &so.mask.additive_ndim, so.mask.additive_shape, B, H, Lq, Lk) != ATTN_OK)
         return NULL;
-    attn_tensor *q = attn_split_heads(ctx, mha_project(ctx, m, query, 0), m->num_heads);
-    attn_tensor *k = attn_split_heads(ctx, mha_project(ctx, m, key, 1), m->num_heads);
-    attn_tensor *v = attn_split_heads(ctx, mha_project(ctx, m, value, 2), m->num_heads);
-    if (!q || !k || !v) return NULL;
+    attn_tensor *heads[3]; /* q, k, v: (B, H, L, E/H) */
+    if (project_heads(ctx, m, (attn_tensor *[3]){query, key, value}, heads) != ATTN_OK) return NULL;
+    attn_tensor *q = heads[0], *k = heads[1], *v = heads[2];
     attn_tensor *w = NULL;
     attn_tensor *out = mha_output(ctx, m, attn_sdpa(ctx, q, k, v, &so, weights ? &w : NULL));
     if (!out) return NULL;

@@ -18,6 +18,15 @@ attn_tensor *attn__linear_act_dropout(attn_ctx *ctx, attn_tensor *x, attn_tensor
 /* attn_add(x, attn_dropout(branch, p)) for x and branch of one shape (a residual connection). */
 attn_tensor *attn__add_dropout(attn_ctx *ctx, attn_tensor *x, attn_tensor *branch, float p);
 
+/* Multi-head attention's packed input projection, x (..., in) @ weight (n E, in)^T + bias (n E):
+ * attn_linear with the forward run as n GEMMs into the output's column blocks (the GEMMs of n
+ * separate linears over weight's row blocks, the same values) and dW as one GEMM (not n, which
+ * only reorders each element's sum). n (blocks) must divide weight's rows. */
+attn_tensor *attn__linear_blocks(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias,
+                                 int64_t blocks);
+/* attn_split_heads of x's columns [block E, (block + 1) E) for x (B, L, blocks E): (B, H, L, E/H) */
+attn_tensor *attn__split_heads_block(attn_ctx *ctx, attn_tensor *x, int64_t block, int64_t blocks, int64_t num_heads);
+
 /* What attn_dropout draws: NULL when no mask is due (eval mode or p == 0), else a keep mask of n
  * bytes in the arena under a key drawn from the ctx RNG, with *scale = 1 / (1 - p) (0 when
  * p == 1). p outside [0, 1] is an error (NULL, *status set) naming `op`. */

@@ -3,7 +3,11 @@
  *   backward: dX (R, in)   += dY @ W
  *             dW (out, in) += dY^T @ X       (summed over the rows by the GEMM)
  *             db (out)     += sum over rows of dY
- * and with the FFN's activation and dropout fused into one pass after the GEMM (fused.h):
+ * The packed input projection of multi-head attention (fused.h) is the same op with W in `blocks`
+ * row blocks (q, k, v): the forward runs one GEMM per block into its columns of Y (the shapes of
+ * separate linears), the backward dX one per block, but dW as one GEMM over all rows of W (the
+ * (E, E) products with a long K are oneDNN's weak shape; one (3E, E) product is not).
+ * With the FFN's activation and dropout fused into one pass after the GEMM (fused.h):
  *   forward:  H = X @ W^T (kept),  Y = keep * act(H + b) / (1 - p)
  *   backward: dH = dY * keep / (1 - p) * act'(H + b) (one pass), then the GEMMs above with dH
  */
@@ -16,6 +20,7 @@
 
 typedef struct linear_sizes {
     int64_t rows, in, out;
+    int64_t blocks; /* row blocks of W, each (out / blocks, in): 1, or the in-projection's 2-3 */
 } linear_sizes;
 
 /* The gradients of x, W and b (node->in[0..2]) from dy (R, out) */
@@ -27,8 +32,12 @@ static attn_status linear_grads(attn_ctx *ctx, attn_node *node, const linear_siz
     float *db = node->n_in > 2 ? attn__in_grad(ctx, node, 2, &st) : NULL;
     if (st != ATTN_OK) return st;
     const float *x = node->in[0]->data, *w = node->in[1]->data;
-    if (dx) /* dX (R, in) += dY (R, out) @ W (out, in) */
-        attn_gemm(dx, s->in, dy, s->out, w, s->in, s->rows, s->in, s->out, false, false, 1, 1, ctx->num_threads);
+    const int64_t ob = s->out / s->blocks;
+    /* dX (R, in) += dY_j (R, ob) @ W_j (ob, in) for each block, the last first (as separate linears
+     * recorded in block order run backward) */
+    for (int64_t j = s->blocks; dx && j-- > 0;)
+        attn_gemm(dx, s->in, dy + j * ob, s->out, w + j * ob * s->in, s->in, s->rows, s->in, ob, false, false, 1, 1,
+                  ctx->num_threads);
     if (dw) /* dW (out, in) += dY^T (out, R) @ X (R, in) */
         attn_gemm(dw, s->in, dy, s->out, x, s->in, s->out, s->in, s->rows, true, false, 1, 1, ctx->num_threads);
     if (db) attn_col_sums_add(db, dy, s->rows, s->out, ctx->num_threads); /* db (out) += column sums of dy */
@@ -64,15 +73,19 @@ static attn_tensor *linear_output(attn_ctx *ctx, const attn_tensor *x, int64_t o
     return attn_tensor_empty(ctx, x->ndim, shape);
 }
 
-attn_tensor *attn_linear(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias)
+/* attn_linear with the forward GEMM cut into `blocks` (dividing out) blocks of columns */
+static attn_tensor *linear_blocks(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias,
+                                  int64_t blocks)
 {
-    if (!ctx || !x || !weight) return attn__null_input(__func__);
+    if (!ctx || !x || !weight) return attn__null_input("attn_linear");
     if (linear_check(x, weight, bias) != ATTN_OK) return NULL;
-    int64_t in = weight->shape[1], out = weight->shape[0];
+    int64_t in = weight->shape[1], out = weight->shape[0], ob = out / blocks;
     int64_t rows = attn__prod(x->shape, 0, x->ndim - 1);
     attn_tensor *y = linear_output(ctx, x, out); /* (..., out) */
     if (!y) return NULL;
-    attn_gemm(y->data, out, x->data, in, weight->data, in, rows, out, in, false, true, 1, 0, ctx->num_threads);
+    for (int64_t j = 0; j < blocks; j++) /* Y[:, j ob : (j + 1) ob] = X @ W_j^T */
+        attn_gemm(y->data + j * ob, out, x->data, in, weight->data + j * ob * in, in, rows, ob, in, false, true, 1, 0,
+                  ctx->num_threads);
     if (bias) {
         float *yd = y->data;
         const float *bd = bias->data;
@@ -86,9 +99,22 @@ attn_tensor *attn_linear(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, att
         attn_node *node =
             attn__record(ctx, "linear", linear_backward, y, in_t, n_in, sizeof(linear_sizes));
         if (!node) return NULL;
-        *(linear_sizes *)node->saved = (linear_sizes){rows, in, out};
+        *(linear_sizes *)node->saved = (linear_sizes){rows, in, out, blocks};
     }
     return y;
+}
+
+attn_tensor *attn_linear(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias)
+{
+    return linear_blocks(ctx, x, weight, bias, 1);
+}
+
+attn_tensor *attn__linear_blocks(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias,
+                                 int64_t blocks)
+{
+    if (weight && (blocks < 1 || weight->ndim != 2 || weight->shape[0] % blocks))
+        return attn__fail_null(ATTN_ERR_ARG, "linear: %lld blocks do not divide the weight's rows", (long long)blocks);
+    return linear_blocks(ctx, x, weight, bias, blocks);
 }
 
 /* ---- linear, activation and dropout in one pass ---- */
@@ -177,7 +203,7 @@ attn_tensor *attn__linear_act_dropout(attn_ctx *ctx, attn_tensor *x, attn_tensor
         attn_node *node = attn__record(ctx, "linear_act", linear_act_backward, y, in_t, n_in,
                                        sizeof(linear_act_saved));
         if (!node) return NULL;
-        *(linear_act_saved *)node->saved = (linear_act_saved){{rows, in, out}, act, h, keep, scale};
+        *(linear_act_saved *)node->saved = (linear_act_saved){{rows, in, out, 1}, act, h, keep, scale};
     }
     return y;
 }

@@ -4,11 +4,13 @@
  *   transpose:   permute swapping two dims
  *   split_heads: (B, L, H*D) -> (B, L, H, D) permuted (0, 2, 1, 3) -> (B, H, L, D)
  *   merge_heads: (B, H, L, D) permuted (0, 2, 1, 3) -> (B, L, H, D) -> (B, L, H*D)
+ *   heads of a block (fused.h): (B, L, n*H*D) -> split_heads of columns [j H D, (j+1) H D)
  *   concat:      y = [x_0, x_1, ...] along dim                       dx_i += dy's slice i
  *   split:       y_i = x's slice i along dim (copies)                dx's slice i += dy_i
- * All permutations go through one kernel, permute_kernel. */
+ * All permutations go through one kernel, permute_kernel (a block's heads have their own loops). */
 #include "../autograd/tape.h"
 #include "../kernels/kernels.h"
+#include "fused.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -219,6 +221,62 @@ attn_tensor *attn_merge_heads(attn_ctx *ctx, attn_tensor *x)
     int64_t b = x->shape[0], h = x->shape[1], l = x->shape[2], d = x->shape[3];
     int64_t out3[3] = {b, l, h * d};
     return permute_op(ctx, x, "merge_heads", 4, x->shape, heads_perm, 3, out3);
+}
+
+/* ---- the heads of one column block ---- */
+
+typedef struct block_heads {
+    int64_t B, L, H, D, width, col0; /* x (B, L, width), the block's columns from col0 */
+} block_heads;
+
+/* forward (!back): y (B, H, L, D)[b, h, l] = x[b, l, col0 + h D : +D];
+ * backward: gx[b, l, col0 + h D : +D] += dy[b, h, l] */
+static void block_heads_copy(const block_heads *s, float *y, float *x, bool back, int threads)
+{
+    const int64_t n01 = s->B * s->H;
+#pragma omp parallel for schedule(static) num_threads(threads) if (n01 > 1 && n01 * s->L * s->D > ATTN_PARALLEL_MIN)
+    for (int64_t bh = 0; bh < n01; bh++) {
+        const int64_t b = bh / s->H, h = bh % s->H;
+        for (int64_t l = 0; l < s->L; l++) {
+            float *yr = y + (bh * s->L + l) * s->D, *xr = x + (b * s->L + l) * s->width + s->col0 + h * s->D;
+            if (back)
+                for (int64_t d = 0; d < s->D; d++) xr[d] += yr[d];
+            else
+                memcpy(yr, xr, (size_t)s->D * sizeof *yr);
+        }
+    }
+}
+
+static attn_status block_heads_backward(attn_ctx *ctx, attn_node *node)
+{
+    attn_status st = ATTN_OK;
+    float *gx = attn__in_grad(ctx, node, 0, &st);
+    if (!gx) return st;
+    block_heads_copy(node->saved, node->out->grad, gx, true, ctx->num_threads);
+    return ATTN_OK;
+}
+
+attn_tensor *attn__split_heads_block(attn_ctx *ctx, attn_tensor *x, int64_t block, int64_t blocks, int64_t num_heads)
+{
+    if (!ctx || !x) return attn__null_input("attn_split_heads");
+    char sx[64];
+    if (x->ndim != 3 || blocks < 1 || block < 0 || block >= blocks || num_heads < 1 ||
+        x->shape[2] % (blocks * num_heads) != 0)
+        return attn__fail_null(ATTN_ERR_SHAPE,
+                               "split_heads: x %s, expected (B, L, n*H*D) with n = %lld blocks of H = %lld "
+                               "heads (block %lld)",
+                               attn_shape_str(x, sx, 64), (long long)blocks, (long long)num_heads, (long long)block);
+    const int64_t E = x->shape[2] / blocks;
+    block_heads s = {x->shape[0], x->shape[1], num_heads, E / num_heads, x->shape[2], block * E};
+    attn_tensor *y = attn_tensor_empty(ctx, 4, (int64_t[]){s.B, s.H, s.L, s.D});
+    if (!y) return NULL;
+    block_heads_copy(&s, y->data, x->data, false, ctx->num_threads);
+    if (attn__needs_grad(ctx, &x, 1)) {
+        attn_node *node = attn__record(ctx, "split_heads", block_heads_backward, y, &x, 1, sizeof s);
+        if (!node) return NULL;
+        *(block_heads *)node->saved = s;
+    }
+    return y;
 }
 
 /* ---- concat and split: slices along dim, x seen as (outer, n, inner) ---- */
