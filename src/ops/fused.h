@@ -1,7 +1,8 @@
-/* Private: fused ops that the Transformer layers call in place of chains of public ones, one
- * pass over memory where the chain makes three. Each gives its chain's values bit for bit: the
- * same GEMMs, the same float operations in the same order, the same RNG draws (a run with one
- * seed is the run it was before the fusion); test_ops_fused holds them to their chains. */
+/* Private: fused ops that the Transformer layers call in place of chains of public ones: one pass
+ * over memory where the chain makes three, one GEMM where it makes three of a weaker shape. Each
+ * gives its chain's values bit for bit (the same GEMMs, the same float operations in the same
+ * order, the same RNG draws), but for the packed projection's weight gradient, whose elements are
+ * the chain's sums in the GEMM library's order; test_ops_fused holds them to their chains. */
 #ifndef ATTN_OPS_FUSED_H
 #define ATTN_OPS_FUSED_H
 
