@@ -60,6 +60,15 @@ static attn_ctx *case_ctx(const fused_case *c)
     return ctx;
 }
 
+/* The end of one side's run: the RNG's next word when it ran (0 when not), the ctx and tensors freed */
+static uint32_t finish_side(attn_ctx *ctx, bool ran, attn_tensor *const *tensors, int n)
+{
+    const uint32_t next = ran ? attn_rng_u32(attn_ctx_rng(ctx)) : 0;
+    attn_ctx_free(ctx);
+    for (int i = 0; i < n; i++) attn_tensor_free(tensors[i]);
+    return next;
+}
+
 /* Runs one side (fused or chained) on its own copies of the inputs; the output and the gradients
  * land in y_out, gx, gw, gb (heap arrays the caller compares); returns the next RNG word. */
 static uint32_t run_linear_act(const fused_case *c, bool fused, attn_tensor *const src[3], const float *dy,
@@ -67,7 +76,6 @@ static uint32_t run_linear_act(const fused_case *c, bool fused, attn_tensor *con
 {
     attn_tensor *x = copy_of(src[0]), *w = copy_of(src[1]), *b = c->bias ? copy_of(src[2]) : NULL;
     attn_ctx *ctx = case_ctx(c);
-    uint32_t next = 0;
     attn_tensor *y = NULL;
     if (x && w && ctx && (b || !c->bias)) {
         if (fused) {
@@ -85,13 +93,8 @@ static uint32_t run_linear_act(const fused_case *c, bool fused, attn_tensor *con
         memcpy(gx, x->grad, (size_t)x->numel * sizeof(float));
         memcpy(gw, w->grad, (size_t)w->numel * sizeof(float));
         if (b) memcpy(gb, b->grad, (size_t)b->numel * sizeof(float));
-        next = attn_rng_u32(attn_ctx_rng(ctx));
     }
-    attn_ctx_free(ctx);
-    attn_tensor_free(x);
-    attn_tensor_free(w);
-    attn_tensor_free(b);
-    return next;
+    return finish_side(ctx, y != NULL, (attn_tensor *[]){x, w, b}, 3);
 }
 
 static void test_linear_act(const fused_case *c, uint64_t seed)
@@ -140,7 +143,6 @@ static uint32_t run_add_dropout(const fused_case *c, bool fused, attn_tensor *co
 {
     attn_tensor *x = copy_of(src[0]), *b = copy_of(src[1]);
     attn_ctx *ctx = case_ctx(c);
-    uint32_t next = 0;
     attn_tensor *s = NULL;
     if (x && b && ctx) {
         s = fused ? attn__add_dropout(ctx, x, b, c->p) : attn_add(ctx, x, attn_dropout(ctx, b, c->p));
@@ -151,12 +153,8 @@ static uint32_t run_add_dropout(const fused_case *c, bool fused, attn_tensor *co
         TK_OK(attn_backward_from(ctx, s, ds));
         memcpy(gx, x->grad, (size_t)x->numel * sizeof(float));
         memcpy(gb, b->grad, (size_t)b->numel * sizeof(float));
-        next = attn_rng_u32(attn_ctx_rng(ctx));
     }
-    attn_ctx_free(ctx);
-    attn_tensor_free(x);
-    attn_tensor_free(b);
-    return next;
+    return finish_side(ctx, s != NULL, (attn_tensor *[]){x, b}, 2);
 }
 
 static void test_add_dropout(const fused_case *c, uint64_t seed)
