@@ -13,7 +13,7 @@
 #include "fused.h"
 
 typedef struct dropout_saved {
-    uint8_t *keep; /* (numel) 1 = kept; NULL: add_dropout without dropout (a plain add) */
+    const uint8_t *keep; /* (numel) 1 = kept; NULL: add_dropout without dropout (a plain add) */
     float scale;   /* 1 / (1 - p), 0 when p == 1 */
 } dropout_saved;
 
@@ -71,7 +71,7 @@ attn_tensor *attn_dropout(attn_ctx *ctx, attn_tensor *x, float p)
         attn_node *node =
             attn__record(ctx, "dropout", dropout_backward, y, &x, 1, sizeof(dropout_saved));
         if (!node) return NULL;
-        *(dropout_saved *)node->saved = (dropout_saved){(uint8_t *)keep, scale};
+        *(dropout_saved *)node->saved = (dropout_saved){keep, scale};
     }
     return y;
 }
@@ -126,7 +126,7 @@ attn_tensor *attn__add_dropout(attn_ctx *ctx, attn_tensor *x, attn_tensor *branc
         attn_node *node =
             attn__record(ctx, "add_dropout", add_dropout_backward, s, in, 2, sizeof(dropout_saved));
         if (!node) return NULL;
-        *(dropout_saved *)node->saved = (dropout_saved){(uint8_t *)keep, scale};
+        *(dropout_saved *)node->saved = (dropout_saved){keep, scale};
     }
     return s;
 }
