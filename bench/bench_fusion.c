@@ -125,7 +125,8 @@ int main(int argc, char **argv)
                                   .ffn_dropout = true, .gelu = o.gelu, .eps = 1e-5f};
     attn_tensor *x = attn_tensor_alloc(3, (int64_t[]){o.B, o.L, o.E});
     const size_t n_out = (size_t)(o.B * o.L * o.E);
-    float *dout = malloc(n_out * sizeof *dout), *out[2] = {malloc(n_out * sizeof(float)), malloc(n_out * sizeof(float))};
+    float *dout = malloc(n_out * sizeof *dout);
+    float *out[2] = {malloc(n_out * sizeof(float)), malloc(n_out * sizeof(float))};
     double *t[2] = {malloc((size_t)o.rounds * sizeof(double)), malloc((size_t)o.rounds * sizeof(double))};
     if (!ctx || !params || !x || !dout || !out[0] || !out[1] || !t[0] || !t[1] ||
         attn_encoder_layer_init(&m, params, "", &tc, &rng) != ATTN_OK ||
