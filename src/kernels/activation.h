@@ -1,5 +1,5 @@
-/* Private: the scalar activations shared by the unary ops (unary.c) and the linear layer's fused
- * epilogue (linear_act.c), so that both compute the same bits:
+/* Private: the scalar activations shared by the unary ops (ops/unary.c) and the linear layer's
+ * fused epilogue (ops/linear.c), so that both compute the same bits:
  *   relu: y = max(x, 0), NaN stays NaN   derivative: a select, x <= 0 ? 0 : dy (torch's
  *                                        threshold_backward: NaN x passes dy)
  *   gelu: y = x Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2

@@ -112,9 +112,9 @@ attn_tensor *attn_linear(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, att
 attn_tensor *attn__linear_blocks(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias,
                                  int64_t blocks)
 {
-    if (weight && (blocks < 1 || weight->ndim != 2 || weight->shape[0] % blocks))
+    if (blocks < 1 || (weight && weight->ndim == 2 && weight->shape[0] % blocks))
         return attn__fail_null(ATTN_ERR_ARG, "linear: %lld blocks do not divide the weight's rows", (long long)blocks);
-    return linear_blocks(ctx, x, weight, bias, blocks);
+    return linear_blocks(ctx, x, weight, bias, blocks); /* checks the shapes */
 }
 
 /* ---- linear, activation and dropout in one pass ---- */
@@ -182,14 +182,14 @@ attn_tensor *attn__linear_act_dropout(attn_ctx *ctx, attn_tensor *x, attn_tensor
     if (linear_check(x, weight, bias) != ATTN_OK) return NULL;
     const int64_t in = weight->shape[1], out = weight->shape[0];
     const int64_t rows = attn__prod(x->shape, 0, x->ndim - 1), n = rows * out;
+    attn_status st;
+    float scale = 0.0f;
+    const uint8_t *keep = attn__dropout_keep(ctx, n, p, &scale, "dropout", &st); /* p checked first */
+    if (!keep && st != ATTN_OK) return NULL;
     attn_tensor *y = linear_output(ctx, x, out); /* (..., out) */
     float *h = attn_arena_alloc(&ctx->arena, (size_t)(n > 0 ? n : 1) * sizeof *h); /* (R, out) */
     if (!y || !h) return NULL;
     attn_gemm(h, out, x->data, in, weight->data, in, rows, out, in, false, true, 1, 0, ctx->num_threads);
-    attn_status st;
-    float scale = 0.0f;
-    const uint8_t *keep = attn__dropout_keep(ctx, n, p, &scale, "dropout", &st);
-    if (!keep && st != ATTN_OK) return NULL;
     const float *b = bias ? bias->data : NULL;
     float *yd = y->data;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > ATTN_PARALLEL_MIN)

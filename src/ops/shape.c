@@ -261,7 +261,7 @@ attn_tensor *attn__split_heads_block(attn_ctx *ctx, attn_tensor *x, int64_t bloc
     if (!ctx || !x) return attn__null_input("attn_split_heads");
     char sx[64];
     if (x->ndim != 3 || blocks < 1 || block < 0 || block >= blocks || num_heads < 1 ||
-        x->shape[2] % (blocks * num_heads) != 0)
+        blocks > x->shape[2] / num_heads || x->shape[2] % (blocks * num_heads) != 0) /* no overflow */
         return attn__fail_null(ATTN_ERR_SHAPE,
                                "split_heads: x %s, expected (B, L, n*H*D) with n = %lld blocks of H = %lld "
                                "heads (block %lld)",
