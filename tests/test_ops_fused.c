@@ -313,6 +313,25 @@ static void test_mha_packed(bool cross, int threads, uint64_t seed)
     attn_tensor_free(dy);
 }
 
+/* Inference (grad off): the fused op runs its pass in place over the GEMM's output; the same values */
+static void test_linear_act_no_grad(attn__act act, uint64_t seed)
+{
+    attn_tensor *x = tk_randn(seed, 3, (int64_t[]){2, 9, 11}), *w = tk_randn(seed + 1, 2, (int64_t[]){17, 11});
+    attn_tensor *b = tk_randn(seed + 2, 1, (int64_t[]){17});
+    attn_ctx *ctx = attn_ctx_new(20261202);
+    attn_ctx_set_grad_enabled(ctx, false);
+    attn_ctx_set_training(ctx, true); /* dropout on: the mask applied in place too */
+    attn_tensor *y = attn__linear_act_dropout(ctx, x, w, b, act, 0.5f);
+    attn_rng_seed(attn_ctx_rng(ctx), 20261202); /* the chain draws the same mask */
+    attn_tensor *h = attn_linear(ctx, x, w, b);
+    attn_tensor *ref = attn_dropout(ctx, act == ATTN__ACT_RELU ? attn_relu(ctx, h) : attn_gelu(ctx, h), 0.5f);
+    TK_CHECK(y && ref && !y->requires_grad, "linear_act without grad: %s", attn_last_error());
+    if (y && ref) check_same(act == ATTN__ACT_RELU ? "linear_act relu, grad off" : "linear_act gelu, grad off",
+                             y->data, ref->data, y->numel);
+    attn_ctx_free(ctx);
+    attn_tensor_free(x), attn_tensor_free(w), attn_tensor_free(b);
+}
+
 /* Every combination on the small shape; the big one (the threaded loops: 4 * 150 * 130 = 78,000
  * elements > ATTN_PARALLEL_MIN) for each activation with dropout on 1 and 2 threads. */
 static void test_cases(void)
@@ -341,6 +360,8 @@ static void test_cases(void)
     test_linear_blocks(1, 1, 4, 4, 3, 1, seed += 10);
     test_linear_blocks(4, 64, 96, 8, 3, 2, seed += 10);
     test_linear_blocks(2, 64, 96, 4, 2, 2, seed += 10);
+    test_linear_act_no_grad(ATTN__ACT_RELU, seed += 10);
+    test_linear_act_no_grad(ATTN__ACT_GELU, seed += 10);
     for (int threads = 1; threads <= 2; threads++) {
         test_mha_packed(false, threads, seed += 10);
         test_mha_packed(true, threads, seed += 10);

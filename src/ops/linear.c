@@ -130,7 +130,7 @@ typedef struct linear_act_saved {
 /* Row loops of the fused epilogue, one per case so that each is a straight loop that -O2
  * vectorises (GELU's are libm calls either way); a row of `out` floats stays in L1 between them. */
 
-/* y (n) = act(h + b), or act(h) without a bias */
+/* y (n) = act(h + b), or act(h) without a bias; y may be h (in place) */
 static void act_row(float *y, const float *h, const float *b, attn__act act, int64_t n)
 {
     if (act == ATTN__ACT_GELU)
@@ -186,9 +186,14 @@ attn_tensor *attn__linear_act_dropout(attn_ctx *ctx, attn_tensor *x, attn_tensor
     float scale = 0.0f;
     const uint8_t *keep = attn__dropout_keep(ctx, n, p, &scale, "dropout", &st); /* p checked first */
     if (!keep && st != ATTN_OK) return NULL;
+    attn_tensor *in_t[3] = {x, weight, bias};
+    const int n_in = bias ? 3 : 2;
+    const bool grad = attn__needs_grad(ctx, in_t, n_in);
     attn_tensor *y = linear_output(ctx, x, out); /* (..., out) */
-    float *h = attn_arena_alloc(&ctx->arena, (size_t)(n > 0 ? n : 1) * sizeof *h); /* (R, out) */
-    if (!y || !h) return NULL;
+    if (!y) return NULL;
+    /* h (R, out): kept for the backward, or y itself when none follows (the pass runs in place) */
+    float *h = grad ? attn_arena_alloc(&ctx->arena, (size_t)(n > 0 ? n : 1) * sizeof *h) : y->data;
+    if (!h) return NULL;
     attn_gemm(h, out, x->data, in, weight->data, in, rows, out, in, false, true, 1, 0, ctx->num_threads);
     const float *b = bias ? bias->data : NULL;
     float *yd = y->data;
@@ -197,9 +202,7 @@ attn_tensor *attn__linear_act_dropout(attn_ctx *ctx, attn_tensor *x, attn_tensor
         act_row(yd + r * out, h + r * out, b, act, out);
         if (keep) drop_row(yd + r * out, keep + r * out, scale, out);
     }
-    attn_tensor *in_t[3] = {x, weight, bias};
-    int n_in = bias ? 3 : 2;
-    if (attn__needs_grad(ctx, in_t, n_in)) {
+    if (grad) {
         attn_node *node = attn__record(ctx, "linear_act", linear_act_backward, y, in_t, n_in,
                                        sizeof(linear_act_saved));
         if (!node) return NULL;
