@@ -1,8 +1,8 @@
 /* Private: fused ops that the Transformer layers call in place of chains of public ones: one pass
  * over memory where the chain makes three, one GEMM where it makes three of a weaker shape. Each
  * gives its chain's values bit for bit (the same GEMMs, the same float operations in the same
- * order, the same RNG draws), but for the packed projection's weight gradient, whose elements are
- * the chain's sums in the GEMM library's order; test_ops_fused holds them to their chains. */
+ * order, the same RNG draws), but for the packed projection's weight and bias gradients, whose
+ * elements are the chain's sums in another order; test_ops_fused holds them to their chains. */
 #ifndef ATTN_OPS_FUSED_H
 #define ATTN_OPS_FUSED_H
 
@@ -22,7 +22,8 @@ attn_tensor *attn__add_dropout(attn_ctx *ctx, attn_tensor *x, attn_tensor *branc
 /* Multi-head attention's packed input projection, x (..., in) @ weight (n E, in)^T + bias (n E):
  * attn_linear with the forward run as n GEMMs into the output's column blocks (the GEMMs of n
  * separate linears over weight's row blocks, the same values) and dW as one GEMM (not n, which
- * only reorders each element's sum). n (blocks) must divide weight's rows. */
+ * only reorders each element's sum; db's column sums go straight into the gradient, not through a
+ * block's zeroed buffer first). n (blocks) must divide weight's rows. */
 attn_tensor *attn__linear_blocks(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias,
                                  int64_t blocks);
 /* attn_split_heads of x's columns [block E, (block + 1) E) for x (B, L, blocks E): (B, H, L, E/H) */
