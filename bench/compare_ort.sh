@@ -91,6 +91,6 @@ rm -rf "$work"
 # the ceiling again at the end: the higher of the two is the run's (a neighbour's load lowers one)
 record "attn peak" "$(build/attn bench peak --threads "$threads" --json)"
 
-/usr/bin/python3 bench/make_results.py bench/results > bench/RESULTS.md
+/usr/bin/python3 bench/make_results.py --out bench/RESULTS.md bench/results
 /usr/bin/python3 bench/make_results.py --ort bench/results
 echo "wrote $out and bench/RESULTS.md" >&2

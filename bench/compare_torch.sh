@@ -66,5 +66,5 @@ measure "attn peak" build/attn bench peak --threads 2 --json
 measure "attn peak 1 thread" build/attn bench peak --threads 1 --json
 [[ $group == models ]] || sdpa_rows
 [[ $group == sdpa ]] || model_rows
-/usr/bin/python3 bench/make_results.py bench/results > bench/RESULTS.md
+/usr/bin/python3 bench/make_results.py --out bench/RESULTS.md bench/results
 echo "wrote $out and bench/RESULTS.md" >&2

@@ -3,12 +3,16 @@
 bench/results/all_*.jsonl (one run with every row), unless the newest sdpa_*.jsonl and models_*.jsonl
 (the two groups run apart) are both newer: then those two.
 Usage: make_results.py bench/results > RESULTS.md
+       make_results.py --out bench/RESULTS.md bench/results   (written whole or not at all: the
+                                                 old file stays as it was when a results file is bad)
        make_results.py --readme bench/results   (the README's compact table of the same rows)
        make_results.py --ort bench/results      (the ONNX Runtime section alone, from the newest
                                                  ort_*.jsonl of bench/compare_ort.sh)
 Rows of ours come from `attn bench --json` (or the older bench_sdpa program), PyTorch's from
 ../shared/bench/bench_torch.py; every row's ratio is taken between figures of the same run."""
+import contextlib
 import glob
+import io
 import json
 import os
 import platform
@@ -61,10 +65,24 @@ def normalise(rec):
     return key, tag, dict(ms=tuple(1e3 * x for x in t), rss=rec["rss_kib"] / 1024.0, **extra)
 
 
+def fail(msg):
+    sys.exit(f"make_results.py: {msg}")
+
+
+def json_lines(path):
+    """The records of a results file; a line that is not JSON stops the script (nothing written)."""
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as e:
+                fail(f"{path}:{number}: not a JSON line ({e})")
+
+
 def load(path):
     rows = {}
-    for line in open(path):
-        n = normalise(json.loads(line))
+    for rec in json_lines(path):
+        n = normalise(rec)
         if n:
             rows.setdefault(n[0], {})[n[1]] = n[2]
     return rows
@@ -185,8 +203,7 @@ ORT_VARIANTS = [("ort mha", "ORT MultiHeadAttention"), ("ort attention23", "ORT 
 def ort_section(path):
     """bench/compare_ort.sh's rows: ours and ONNX Runtime's on the same inputs, same run."""
     rows, peak = {}, None
-    for line in open(path):
-        rec = json.loads(line)
+    for rec in json_lines(path):
         r = rec["result"]
         if rec["tag"] == "attn peak":  # measured first and last: the higher one
             peak = max(peak or 0.0, r["gflops_med"])
@@ -247,8 +264,12 @@ def newest(folder, group):
 
 
 def main():
+    if len(sys.argv) < 2:
+        fail("usage: make_results.py [--readme | --ort] bench/results")
     readme = sys.argv[1] == "--readme"
     folder = sys.argv[-1]
+    if not os.path.isdir(folder):
+        fail(f"{folder}: not a folder of results")
     ort = newest(folder, "ort")
     if sys.argv[1] == "--ort":
         if ort:
@@ -258,6 +279,8 @@ def main():
     # names end in the run's UTC time, so a later run sorts after an earlier one
     newer = all(groups) and (not whole or all(os.path.basename(g).split("_", 1)[1] > os.path.basename(whole).split("_", 1)[1] for g in groups))
     files = groups if newer else [whole] if whole else [g for g in groups if g]
+    if not files:
+        fail(f"{folder}: no all_, sdpa_ or models_ results of bench/compare_torch.sh")
     rows = {}
     # the SDPA section's ceiling is its own run's: the sdpa file is read last, its peak rows win
     for f in sorted(files, key=lambda f: os.path.basename(f).startswith("sdpa_")):
@@ -279,4 +302,19 @@ def main():
         ort_section(ort)
 
 
-main()
+if len(sys.argv) > 2 and sys.argv[1] == "--out":
+    target = sys.argv[2]
+    del sys.argv[1:3]
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        main()  # exits on a bad results file before anything is written
+    try:
+        with open(target + ".tmp", "w") as f:
+            f.write(text.getvalue())
+        os.replace(target + ".tmp", target)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.remove(target + ".tmp")
+        fail(f"{target}: cannot write: {e.strerror}")
+else:
+    main()
