@@ -25,6 +25,7 @@ typedef struct bench_result {
     double items;               /* samples or tokens per run, 0 when not meaningful */
     const char *unit;
     size_t peak_bytes;          /* arena peak */
+    attn_isa isa;               /* the level of the kernels timed: attn_cpu_isa() unless setup says */
 } bench_result;
 
 /* A workload: setup validates and allocates `state`, run is the timed call. */
@@ -37,6 +38,7 @@ typedef struct bench_workload {
     void (*teardown)(void *state);
     size_t (*arena_peak)(void *state);                                      /* NULL: no arena */
     void (*print)(const bench_args *a, void *state, const bench_result *r); /* NULL: the common line */
+    bool (*runs_case)(const bench_args *a); /* whether a->bench_case runs here; NULL: every case */
 } bench_workload;
 
 extern const bench_workload bench_sgemm, bench_gemm;

@@ -148,16 +148,16 @@ static void gemm_print(const bench_args *a, void *state, const bench_result *r)
     const char *layer = gemm_shapes[a->bench_case / GEMM_OPS].layer, *op = gemm_ops[a->bench_case % GEMM_OPS];
     if (a->json)
         printf("{\"workload\":\"gemm\",\"layer\":\"%s\",\"mode\":\"%s\",\"M\":%lld,\"N\":%lld,\"K\":%lld,"
-               "\"trans_a\":%s,\"trans_b\":%s,\"backend\":\"%s\",\"threads\":%d,\"t_min\":%.6f,"
+               "\"trans_a\":%s,\"trans_b\":%s,\"backend\":\"%s\",\"threads\":%d,\"isa\":\"%s\",\"t_min\":%.6f,"
                "\"t_med\":%.6f,\"t_max\":%.6f,\"gflops_med\":%.2f}\n",
                layer, op, (long long)s->m, (long long)s->n, (long long)s->k, s->trans_a ? "true" : "false",
-               s->trans_b ? "true" : "false", attn_gemm_backend(), cli_threads(), r->t_min, r->t_med, r->t_max,
+               s->trans_b ? "true" : "false", attn_gemm_backend(), cli_threads(), attn_isa_name(r->isa), r->t_min, r->t_med, r->t_max,
                r->flop / r->t_med * 1e-9);
     else
-        printf("gemm %-20s %-10s M=%-5lld N=%-5lld K=%-5lld %-5s threads=%d  ms min/med/max %8.3f %8.3f %8.3f  "
+        printf("gemm %-20s %-10s M=%-5lld N=%-5lld K=%-5lld %-5s threads=%d %-11s  ms min/med/max %8.3f %8.3f %8.3f  "
                "GFLOP/s %6.1f\n",
                layer, op, (long long)s->m, (long long)s->n, (long long)s->k,
-               s->trans_a ? "A^T B" : s->trans_b ? "A B^T" : "A B", cli_threads(), 1e3 * r->t_min, 1e3 * r->t_med,
+               s->trans_a ? "A^T B" : s->trans_b ? "A B^T" : "A B", cli_threads(), attn_isa_name(r->isa), 1e3 * r->t_min, 1e3 * r->t_med,
                1e3 * r->t_max, r->flop / r->t_med * 1e-9);
 }
 

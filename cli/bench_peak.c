@@ -1,46 +1,56 @@
-/* attn bench peak: fused multiply-adds from registers on every thread (bench_peak.h). */
+/* attn bench peak: fused multiply-adds from registers on every thread (bench_peak.h), in the
+ * vectors of one level: BENCH_PEAK_LEVEL (baseline, avx2 or avx512, compiled with that level's
+ * -march) names the copy bench_peak_<level>; without it, the compiler flags' level, as
+ * bench_peak_build (a build without run-time dispatch). */
 #include "bench_peak.h"
 
 #include <pthread.h>
 
-/* The widest vectors the build targets, as the library's kernels choose them (their simd.h):
+/* The widest vectors the flags allow, as the library's kernels choose them (src/kernels/simd.h):
  * 16 lanes with AVX-512, 8 with AVX2 + FMA, else 4. GCC's vector extension; in GNU C
  * (-ffp-contract=fast) a * m + c compiles to one fused multiply-add where the CPU has one. */
 #if defined(__AVX512F__)
 enum { VF_LANES = 16 };
+#define FLAGS_LEVEL ATTN_ISA_AVX512
 #elif defined(__AVX2__) && defined(__FMA__)
 enum { VF_LANES = 8 };
+#define FLAGS_LEVEL ATTN_ISA_AVX2
 #else
 enum { VF_LANES = 4 };
+#define FLAGS_LEVEL ATTN_ISA_BASELINE
 #endif
 typedef float vf __attribute__((vector_size(VF_LANES * sizeof(float))));
 
-static inline vf vf_set1(float x) { return (vf){0} + x; }
-static inline vf vf_fma(vf a, vf b, vf c) { return a * b + c; }
-
 /* 12 independent chains in named registers: enough to keep 2 FMA pipes of latency 4-6 busy */
-enum { PEAK_CHAINS = 12 };
-static const long peak_iters = 20000000;
+enum { PEAK_CHAINS = 12, PEAK_ITERS = 20000000 };
+
+/* Opaque to the optimiser: a value it cannot know, so that no chain is folded. (A chain starting
+ * at 1.0 is a fixed point of x * 0.999999 + 1e-6 in float32, which GCC computes at compile time
+ * and drops from the loop.) */
+static inline vf opaque(vf x)
+{
+    __asm__("" : "+x"(x));
+    return x;
+}
 
 static void *peak_thread(void *out)
 {
-    const vf m = vf_set1(0.999999f), c = vf_set1(1e-6f);
-    vf a0 = vf_set1(0.f), a1 = vf_set1(1.f), a2 = vf_set1(2.f), a3 = vf_set1(3.f);
-    vf a4 = vf_set1(4.f), a5 = vf_set1(5.f), a6 = vf_set1(6.f), a7 = vf_set1(7.f);
-    vf a8 = vf_set1(8.f), a9 = vf_set1(9.f), a10 = vf_set1(10.f), a11 = vf_set1(11.f);
-    for (long i = 0; i < peak_iters; i++) {
-        a0 = vf_fma(a0, m, c), a1 = vf_fma(a1, m, c), a2 = vf_fma(a2, m, c), a3 = vf_fma(a3, m, c);
-        a4 = vf_fma(a4, m, c), a5 = vf_fma(a5, m, c), a6 = vf_fma(a6, m, c), a7 = vf_fma(a7, m, c);
-        a8 = vf_fma(a8, m, c), a9 = vf_fma(a9, m, c), a10 = vf_fma(a10, m, c), a11 = vf_fma(a11, m, c);
+    const vf m = opaque((vf){0} + 0.999999f), c = opaque((vf){0} + 1e-6f);
+    vf a0 = opaque((vf){0} + 0.f), a1 = opaque((vf){0} + 1.f), a2 = opaque((vf){0} + 2.f);
+    vf a3 = opaque((vf){0} + 3.f), a4 = opaque((vf){0} + 4.f), a5 = opaque((vf){0} + 5.f);
+    vf a6 = opaque((vf){0} + 6.f), a7 = opaque((vf){0} + 7.f), a8 = opaque((vf){0} + 8.f);
+    vf a9 = opaque((vf){0} + 9.f), a10 = opaque((vf){0} + 10.f), a11 = opaque((vf){0} + 11.f);
+    for (long i = 0; i < PEAK_ITERS; i++) {
+        a0 = a0 * m + c, a1 = a1 * m + c, a2 = a2 * m + c, a3 = a3 * m + c;
+        a4 = a4 * m + c, a5 = a5 * m + c, a6 = a6 * m + c, a7 = a7 * m + c;
+        a8 = a8 * m + c, a9 = a9 * m + c, a10 = a10 * m + c, a11 = a11 * m + c;
     }
     vf sum = (a0 + a1) + (a2 + a3) + (a4 + a5) + (a6 + a7) + (a8 + a9) + (a10 + a11);
     *(float *)out = sum[0];
     return NULL;
 }
 
-double bench_peak_flop_per_thread(void) { return 2.0 * PEAK_CHAINS * VF_LANES * (double)peak_iters; }
-
-bool bench_peak_fma(int threads)
+static bool peak_run(int threads)
 {
     pthread_t ids[BENCH_PEAK_MAX_THREADS];
     float sinks[BENCH_PEAK_MAX_THREADS]; /* each thread's result, so the loop is not optimised away */
@@ -51,3 +61,13 @@ bool bench_peak_fma(int threads)
     for (int i = 0; i < started; i++) pthread_join(ids[i], NULL);
     return started == threads;
 }
+
+#define PEAK_PASTE_(a, b) a##b
+#define PEAK_PASTE(a, b) PEAK_PASTE_(a, b)
+#ifdef BENCH_PEAK_LEVEL
+#define PEAK_LOOP PEAK_PASTE(bench_peak_, BENCH_PEAK_LEVEL)
+#else
+#define PEAK_LOOP bench_peak_build
+#endif
+extern const bench_peak_loop PEAK_LOOP;
+const bench_peak_loop PEAK_LOOP = {FLAGS_LEVEL, VF_LANES, 2.0 * PEAK_CHAINS * VF_LANES * (double)PEAK_ITERS, peak_run};

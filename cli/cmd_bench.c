@@ -107,22 +107,40 @@ static void sdpa_teardown(void *p)
     free(s);
 }
 
-/* ---- peak: the FMA loop of bench_peak.c on every thread ---- */
+/* ---- peak: the FMA loop of bench_peak.c on every thread, one case per level ---- */
+
+#ifdef BENCH_PEAK_LEVELS /* cli/CMakeLists.txt: a copy of the loop per level */
+extern const bench_peak_loop bench_peak_baseline, bench_peak_avx2, bench_peak_avx512;
+static const bench_peak_loop *const peak_loops[] = {&bench_peak_baseline, &bench_peak_avx2, &bench_peak_avx512};
+#else
+extern const bench_peak_loop bench_peak_build;
+static const bench_peak_loop *const peak_loops[] = {&bench_peak_build};
+#endif
+enum { PEAK_LOOPS = (int)(sizeof peak_loops / sizeof peak_loops[0]) };
+
+typedef struct peak_state {
+    const bench_peak_loop *loop;
+    int threads;
+} peak_state;
 
 static int peak_run(void *p)
 {
-    const int threads = *(int *)p;
-    return bench_peak_fma(threads) ? CLI_OK : cli_fail(CLI_ERR_DATA, "bench", "peak: cannot start %d threads", threads);
+    const peak_state *s = p;
+    return s->loop->run(s->threads) ? CLI_OK : cli_fail(CLI_ERR_DATA, "bench", "peak: cannot start %d threads", s->threads);
 }
+
+/* a level this CPU can run (whatever ATTN_CPU_ISA says: every level's ceiling is measured) */
+static bool peak_runs_case(const bench_args *a) { return attn_cpu_isa_supported(peak_loops[a->bench_case]->level); }
 
 static int peak_setup(const bench_args *a, void **state, bench_result *r)
 {
-    (void)a;
-    int *threads = malloc(sizeof *threads);
-    if (!threads) return cli_fail(CLI_ERR_DATA, "bench", "out of memory");
-    *threads = cli_threads() < BENCH_PEAK_MAX_THREADS ? cli_threads() : BENCH_PEAK_MAX_THREADS;
-    *state = threads;
-    r->flop = bench_peak_flop_per_thread() * *threads;
+    peak_state *s = malloc(sizeof *s);
+    if (!s) return cli_fail(CLI_ERR_DATA, "bench", "out of memory");
+    s->loop = peak_loops[a->bench_case];
+    s->threads = cli_threads() < BENCH_PEAK_MAX_THREADS ? cli_threads() : BENCH_PEAK_MAX_THREADS;
+    *state = s;
+    r->flop = s->loop->flop_per_thread * s->threads;
+    r->isa = s->loop->level;
     return CLI_OK;
 }
 
@@ -250,7 +268,8 @@ static void module_teardown(void *p)
 static size_t sdpa_arena_peak(void *p) { return attn_ctx_bytes_peak(((sdpa_state *)p)->ctx); }
 static size_t module_arena_peak(void *p) { return attn_ctx_bytes_peak(((module_state *)p)->ctx); }
 
-static const bench_workload bench_peak = {"peak", "fma", 1, peak_setup, peak_run, peak_teardown, NULL, NULL};
+static const bench_workload bench_peak = {"peak", "fma", PEAK_LOOPS, peak_setup, peak_run, peak_teardown, NULL, NULL,
+                                          peak_runs_case};
 static const bench_workload bench_sdpa = {"sdpa", NULL, 1, sdpa_setup, sdpa_run, sdpa_teardown, sdpa_arena_peak, NULL};
 static const bench_workload bench_mha = {"mha", "train", 1, module_setup, mha_run, module_teardown, module_arena_peak, NULL};
 static const bench_workload bench_encoder = {"encoder", "train", 1, module_setup, encoder_run, module_teardown,
@@ -349,14 +368,14 @@ static void print_result(const bench_workload *w, const bench_args *a, const ben
     const char *mode = w->mode ? w->mode : bench_mode_names[a->mode];
     if (a->json)
         printf("{\"workload\":\"%s\",\"mode\":\"%s\",\"impl\":\"%s\",\"causal\":%s,\"B\":%ld,\"H\":%ld,\"L\":%ld,"
-               "\"d\":%ld,\"threads\":%d,\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f,\"gflops_med\":%.2f,"
+               "\"d\":%ld,\"threads\":%d,\"isa\":\"%s\",\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f,\"gflops_med\":%.2f,"
                "\"items_per_s_med\":%.2f,\"unit\":\"%s\",\"arena_peak_mib\":%.1f}\n",
                w->name, mode, a->impl == ATTN_SDPA_REF ? "ref" : "fused", a->causal ? "true" : "false", a->B, a->H,
-               a->L, a->d, cli_threads(), r->t_min, r->t_med, r->t_max, r->flop / r->t_med * 1e-9,
+               a->L, a->d, cli_threads(), attn_isa_name(r->isa), r->t_min, r->t_med, r->t_max, r->flop / r->t_med * 1e-9,
                r->items / r->t_med, r->unit, r->peak_bytes / 1048576.0);
     else {
-        printf("%-10s %-7s L=%-5ld B=%-3ld %s threads=%d  ms min/med/max %9.2f %9.2f %9.2f  GFLOP/s %6.1f", w->name,
-               mode, a->L, a->B, a->causal ? "causal" : "      ", cli_threads(), 1e3 * r->t_min, 1e3 * r->t_med,
+        printf("%-10s %-7s L=%-5ld B=%-3ld %s threads=%d %-11s  ms min/med/max %9.2f %9.2f %9.2f  GFLOP/s %6.1f",
+               w->name, mode, a->L, a->B, a->causal ? "causal" : "      ", cli_threads(), attn_isa_name(r->isa), 1e3 * r->t_min, 1e3 * r->t_med,
                1e3 * r->t_max, r->flop / r->t_med * 1e-9);
         if (r->items > 0) printf("  %.1f %s", r->items / r->t_med, r->unit);
         printf("  arena %.1f MiB\n", r->peak_bytes / 1048576.0);
@@ -367,7 +386,7 @@ static int run_workload(const bench_workload *w, bench_args a)
 {
     defaults_for(&a, w->name);
     a.workload = w->name;
-    bench_result r = {.unit = ""};
+    bench_result r = {.unit = "", .isa = attn_cpu_isa()};
     void *state = NULL;
     double *t = malloc((size_t)a.runs * sizeof *t); /* (runs) seconds */
     int code = t ? w->setup(&a, &state, &r) : cli_fail(CLI_ERR_DATA, "bench", "out of memory");
@@ -405,7 +424,8 @@ int cmd_bench(int argc, char **argv)
     for (int i = 0; i < WORKLOADS; i++) {
         if (a.workload && strcmp(a.workload, workloads[i]->name)) continue;
         for (a.bench_case = 0; a.bench_case < workloads[i]->cases; a.bench_case++)
-            if ((code = run_workload(workloads[i], a)) != CLI_OK) return code;
+            if ((!workloads[i]->runs_case || workloads[i]->runs_case(&a)) && (code = run_workload(workloads[i], a)) != CLI_OK)
+                return code;
     }
     return CLI_OK;
 }

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const cli_command commands[] = {
@@ -62,6 +63,8 @@ static void man_page(FILE *out)
           ".SH ENVIRONMENT\n.TP\n.B ATTN_DATA_DIR\nthe folder holding the shipped data sets (aclImdb_mini, multi30k); without it the program\n"
           "looks in data/ beside itself (the build tree), then in ../share/attn (an installed program).\n"
           ".TP\n.B OMP_NUM_THREADS\nthe default thread count where a command has no\n.BR \\-\\-threads .\n"
+          ".TP\n.B ATTN_CPU_ISA\nbaseline, avx2, avx512 or avx512_bf16: the highest level of the library's kernels to run (the\n"
+          "best this CPU supports when unset; a level above it changes nothing);\n.B attn \\-\\-version\nsays which runs.\n"
           ".SH EXIT STATUS\n0 on success, 1 on a data or runtime error, 2 on a usage error (unknown option, bad "
           "value, a\nfile option that names nothing usable), reported before any work. Messages name the option or "
           "file\nand what was expected.\n"
@@ -83,8 +86,17 @@ static int dispatch(int argc, char **argv)
         man_page(stdout);
         return CLI_OK;
     }
+    const char *isa = getenv("ATTN_CPU_ISA");
+    attn_isa cap;
+    if (isa && *isa && attn_isa_from_name(isa, &cap) != ATTN_OK) {
+        fprintf(stderr, "attn: ATTN_CPU_ISA is \"%s\": expected baseline, avx2, avx512 or avx512_bf16\n", isa);
+        return CLI_ERR_USAGE;
+    }
     if (!strcmp(argv[1], "--version")) {
-        printf("attn %s\n", attn_version());
+        printf("attn %s\nkernels: %s (of", attn_version(), attn_isa_name(attn_cpu_isa()));
+        for (int l = 0; l < ATTN_ISA_COUNT; l++)
+            if (attn_cpu_isa_supported((attn_isa)l)) printf(" %s", attn_isa_name((attn_isa)l));
+        printf(" here; ATTN_CPU_ISA caps the choice)\nGEMM: %s\n", attn_gemm_backend());
         return CLI_OK;
     }
     for (size_t i = 0; i < N_COMMANDS; i++)

@@ -65,6 +65,10 @@ static const char *const no_pointer_arguments[] = {
     "attn_status_name",
     "attn_default_num_threads",
     "attn_gemm_backend",
+    "attn_cpu_isa",
+    "attn_cpu_isa_supported",
+    "attn_cpu_isa_set_max",
+    "attn_isa_name",
     "attn_ctx_new",
     "attn_params_new",
     "attn_classifier_defaults",
@@ -108,6 +112,9 @@ static void all_null(void)
     EXPECT_RECORDED(attn_ctx_bytes_used(NULL));
     EXPECT_RECORDED(attn_ctx_bytes_peak(NULL));
     EXPECT_STATUS(attn_ctx_set_num_threads(NULL, 1));
+    attn_isa level;
+    EXPECT_STATUS(attn_isa_from_name(NULL, &level));
+    EXPECT_STATUS(attn_isa_from_name("avx2", NULL));
     EXPECT_RECORDED(attn_ctx_num_threads(NULL));
     EXPECT_STATUS(attn_backward(NULL, NULL));
     EXPECT_STATUS(attn_backward_from(NULL, NULL, NULL));

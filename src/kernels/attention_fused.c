@@ -8,6 +8,7 @@
  * block are skipped. Backward: one task per (b, h); key blocks outermost so dK_j and dV_j stay in
  * cache, P recomputed from the saved row statistics. Extra memory: a few tiles per thread in the
  * forward, Q^T and dO^T of one head per thread in the backward. */
+#include "dispatch.h" /* built once per level (attn_cpu_isa) */
 #include "attention.h"
 #include "kernels.h"
 #include "simd.h"

@@ -1,5 +1,6 @@
 /* Masks and dropout shared by the reference and fused attention kernels, so both see exactly
  * the same visible keys and the same dropout mask. */
+#include "dispatch.h" /* built once per level (attn_cpu_isa) */
 #include "attention.h"
 #include "kernels.h"
 

@@ -3,6 +3,7 @@
  * parallel, exp on simd.h's vectors (attn_exp_shift_sum) with the row max from attn_row_max,
  * and the backward's probabilities as exp(z - m) / s: z - m is exact near the max, where the
  * probabilities are large (exp(z - lse) with lse rounded to float would carry |lse| 2^-24). */
+#include "dispatch.h" /* built once per level (attn_cpu_isa) */
 #include "kernels.h"
 #include "simd.h"
 #include "vmath.h"

@@ -1,5 +1,6 @@
 /* Elementwise helpers (kernels.h): big blocks split over the threads so that no element's sum
  * depends on how many there are. */
+#include "dispatch.h" /* built once per level (attn_cpu_isa) */
 #include "kernels.h"
 
 #define COL_BLOCK 64       /* columns per task of attn_col_sums_add */

@@ -8,6 +8,7 @@
  * (OpenMP, big blocks only) and keeps each row in LANES independent partial sums and maxima
  * with fixed-count inner loops, which -O2 vectorises without reassociating anything (no
  * -ffast-math), with the plain-arithmetic exp of vmath.h so that it vectorises too. */
+#include "dispatch.h" /* built once per level (attn_cpu_isa) */
 #include "kernels.h"
 #include "vmath.h"
 

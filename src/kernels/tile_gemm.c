@@ -3,6 +3,7 @@
  * over the whole K loop: each step loads one row of B (the vectors) and broadcasts TILE_MR
  * elements of A. A is read through two strides, so a transposed A costs nothing, and no operand
  * is packed or copied (the callers lay their tiles out so that B rows are contiguous). */
+#include "dispatch.h" /* built once per level (attn_cpu_isa) */
 #include "kernels.h"
 #include "simd.h"
 

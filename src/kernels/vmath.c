@@ -1,6 +1,7 @@
 /* Vectorised row math (see vmath.h). The exp runs on simd.h's vectors (the Cephes reduction and
  * polynomial of attn_exp_nonpos, in intrinsics with AVX2 or AVX-512); the row max is written in
  * AVX2 intrinsics where there are some, elsewhere in portable loops. */
+#include "dispatch.h" /* built once per level (attn_cpu_isa) */
 #include "vmath.h"
 #include "simd.h"
 

@@ -1,0 +1,167 @@
+/* Private: kernels chosen at run time. On x86-64 (unless ATTN_NATIVE), every kernel file of this
+ * folder but gemm.c and dispatch.c is compiled once per level of attn_cpu_isa (baseline =
+ * x86-64-v2, avx2 = x86-64-v3, avx512 = x86-64-v4, avx512_bf16 = v4 + AVX512_BF16) into one
+ * library, each level's copy defining its names with the level's suffix
+ * (attn_softmax_rows_avx512). dispatch.c defines the plain names: each calls the chosen level's
+ * copy through a table, the level picked once, at the first call (cpu_isa.c). A level's kernels
+ * call one another directly, inside the level.
+ *
+ * The two lists below name every global function of those files (the linker refuses a name left
+ * out: each level would define it). X(return type, name, (parameters), (arguments)):
+ *   ATTN_KERNELS        called from outside the kernels (ops, tests): dispatched;
+ *   ATTN_KERNEL_HELPERS shared by the kernel files of one level only: renamed, never dispatched.
+ * The parameters repeat the declarations in kernels.h, attention.h and vmath.h, and the compiler
+ * holds the copies equal (a redeclaration that differs is an error). */
+#ifndef ATTN_KERNELS_DISPATCH_H
+#define ATTN_KERNELS_DISPATCH_H
+
+#include "attention.h"
+#include "kernels.h"
+#include "vmath.h"
+
+#include "attn.h" /* attn_cpu_isa */
+
+#define ATTN_KERNELS(X)                                                                             \
+    X(void, attn_tile_gemm,                                                                         \
+      (float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b,           \
+       int64_t ldb, int64_t m, int64_t n, int64_t k, float alpha, bool accumulate),                 \
+      (c, ldc, a, a_rs, a_ks, b, ldb, m, n, k, alpha, accumulate))                                  \
+    X(void, attn_tile_gemm_ref,                                                                     \
+      (float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b,           \
+       int64_t ldb, int64_t m, int64_t n, int64_t k, float alpha, bool accumulate),                 \
+      (c, ldc, a, a_rs, a_ks, b, ldb, m, n, k, alpha, accumulate))                                  \
+    X(void, attn_add_into, (float *y, const float *x, int64_t n, int threads), (y, x, n, threads))  \
+    X(void, attn_col_sums_add, (float *sums, const float *x, int64_t rows, int64_t cols, int threads), \
+      (sums, x, rows, cols, threads))                                                               \
+    X(void, attn_dropout_mask, (uint8_t *keep, int64_t n, uint64_t key, float p, int threads),      \
+      (keep, n, key, p, threads))                                                                   \
+    X(void, attn_dropout_mask_ref, (uint8_t *keep, int64_t n, uint64_t key, float p),               \
+      (keep, n, key, p))                                                                            \
+    X(void, attn_cross_entropy_rows,                                                                \
+      (float *max, double *sum, double *loss, const float *z, const int64_t *t, int64_t rows,       \
+       int64_t classes, int64_t ignore_index, double eps, int threads),                             \
+      (max, sum, loss, z, t, rows, classes, ignore_index, eps, threads))                            \
+    X(void, attn_cross_entropy_rows_ref,                                                            \
+      (float *max, double *sum, double *loss, const float *z, const int64_t *t, int64_t rows,       \
+       int64_t classes, int64_t ignore_index, double eps),                                          \
+      (max, sum, loss, z, t, rows, classes, ignore_index, eps))                                     \
+    X(void, attn_cross_entropy_rows_backward,                                                       \
+      (float *dz, const float *z, const float *max, const double *sum, const int64_t *t,            \
+       int64_t rows, int64_t classes, int64_t ignore_index, double eps, double scale, int threads), \
+      (dz, z, max, sum, t, rows, classes, ignore_index, eps, scale, threads))                       \
+    X(void, attn_cross_entropy_rows_backward_ref,                                                   \
+      (float *dz, const float *z, const float *max, const double *sum, const int64_t *t,            \
+       int64_t rows, int64_t classes, int64_t ignore_index, double eps, double scale),              \
+      (dz, z, max, sum, t, rows, classes, ignore_index, eps, scale))                                \
+    X(void, attn_softmax_rows, (float *y, const float *x, int64_t rows, int64_t cols, int threads), \
+      (y, x, rows, cols, threads))                                                                  \
+    X(void, attn_softmax_rows_ref, (float *y, const float *x, int64_t rows, int64_t cols),          \
+      (y, x, rows, cols))                                                                           \
+    X(void, attn_softmax_rows_backward,                                                             \
+      (float *dx, const float *dy, const float *y, int64_t rows, int64_t cols, int threads),        \
+      (dx, dy, y, rows, cols, threads))                                                             \
+    X(void, attn_softmax_rows_backward_ref,                                                         \
+      (float *dx, const float *dy, const float *y, int64_t rows, int64_t cols), (dx, dy, y, rows, cols)) \
+    X(void, attn_log_softmax_rows, (float *y, const float *x, int64_t rows, int64_t cols, int threads), \
+      (y, x, rows, cols, threads))                                                                  \
+    X(void, attn_log_softmax_rows_ref, (float *y, const float *x, int64_t rows, int64_t cols),      \
+      (y, x, rows, cols))                                                                           \
+    X(void, attn_log_softmax_rows_backward,                                                         \
+      (float *dx, const float *dy, const float *y, int64_t rows, int64_t cols, int threads),        \
+      (dx, dy, y, rows, cols, threads))                                                             \
+    X(void, attn_log_softmax_rows_backward_ref,                                                     \
+      (float *dx, const float *dy, const float *y, int64_t rows, int64_t cols), (dx, dy, y, rows, cols)) \
+    X(void, attn_layernorm_rows,                                                                    \
+      (float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,          \
+       int64_t rows, int64_t cols, float eps, int threads),                                         \
+      (y, mean, rstd, x, w, b, rows, cols, eps, threads))                                           \
+    X(void, attn_layernorm_rows_ref,                                                                \
+      (float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,          \
+       int64_t rows, int64_t cols, float eps),                                                      \
+      (y, mean, rstd, x, w, b, rows, cols, eps))                                                    \
+    X(void, attn_layernorm_rows_backward,                                                           \
+      (float *dx, float *dw, float *db, const float *dy, const float *x, const float *mean,         \
+       const float *rstd, const float *w, int64_t rows, int64_t cols, int threads),                 \
+      (dx, dw, db, dy, x, mean, rstd, w, rows, cols, threads))                                      \
+    X(void, attn_layernorm_rows_backward_ref,                                                       \
+      (float *dx, float *dw, float *db, const float *dy, const float *x, const float *mean,         \
+       const float *rstd, const float *w, int64_t rows, int64_t cols),                              \
+      (dx, dw, db, dy, x, mean, rstd, w, rows, cols))                                               \
+    X(void, sdpa_forward_ref,                                                                       \
+      (float *out, float *stats, float *weights, const float *q, const float *k, const float *v,    \
+       const sdpa_problem *p),                                                                      \
+      (out, stats, weights, q, k, v, p))                                                            \
+    X(void, sdpa_backward_ref,                                                                      \
+      (float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,           \
+       const float *v, const float *out, const float *weights, float *scratch,                      \
+       const sdpa_problem *p),                                                                      \
+      (dq, dk, dv, dout, q, k, v, out, weights, scratch, p))                                        \
+    X(int64_t, sdpa_ref_scratch_floats, (const sdpa_problem *p, int threads), (p, threads))         \
+    X(void, sdpa_forward_fused,                                                                     \
+      (float *out, float *stats, const float *q, const float *k, const float *v, float *scratch,    \
+       const sdpa_problem *p),                                                                      \
+      (out, stats, q, k, v, scratch, p))                                                            \
+    X(void, sdpa_backward_fused,                                                                    \
+      (float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,           \
+       const float *v, const float *out, const float *stats, float *scratch, const sdpa_problem *p), \
+      (dq, dk, dv, dout, q, k, v, out, stats, scratch, p))                                          \
+    X(int64_t, sdpa_fused_scratch_floats, (const sdpa_problem *p, int threads), (p, threads))       \
+    X(float, sdpa_dropout_scale, (const sdpa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j), \
+      (p, b, h, i, j))
+
+#define ATTN_KERNEL_HELPERS(X)                                                                      \
+    X(int64_t, sdpa_key_end, (const sdpa_problem *p, int64_t b, int64_t i), (p, b, i))              \
+    X(void, sdpa_mask_tile,                                                                         \
+      (float *s, int64_t query_stride, int64_t key_stride, const sdpa_problem *p, int64_t b,        \
+       int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols),                              \
+      (s, query_stride, key_stride, p, b, h, i0, rows, j0, cols))                                   \
+    X(bool, sdpa_has_elementwise_mask, (const sdpa_problem *p), (p))                                \
+    X(bool, sdpa_parallel, (const sdpa_problem *p), (p))                                            \
+    X(float, attn_exp_shift_sum, (float *y, const float *x, float shift, int64_t n), (y, x, shift, n)) \
+    X(float, attn_exp_shift_sum_ref, (float *y, const float *x, float shift, int64_t n),            \
+      (y, x, shift, n))                                                                             \
+    X(float, attn_row_max, (const float *x, int64_t n), (x, n))
+
+/* One level's kernels. */
+#define ATTN_KERNEL_POINTER(ret, name, params, args) ret(*name) params;
+typedef struct attn__kernel_table {
+    ATTN_KERNELS(ATTN_KERNEL_POINTER)
+} attn__kernel_table;
+#undef ATTN_KERNEL_POINTER
+
+#define ATTN_STRING_(x) #x
+#define ATTN_STRING(x) ATTN_STRING_(x)
+#define ATTN_PASTE_(a, b) a##b
+#define ATTN_PASTE(a, b) ATTN_PASTE_(a, b)
+
+#ifdef ATTN_ISA
+/* Compiled as the level ATTN_ISA (baseline, avx2, avx512 or avx512_bf16; -DATTN_ISA=...): the
+ * listed names become <name>_<level> in the object file (a GNU C asm label on a redeclaration,
+ * so the definitions and calls keep their plain names), and this level's table is
+ * attn__kernels_<level>. */
+#define ATTN_KERNEL_RENAME(ret, name, params, args)                                                 \
+    ret name params __asm__(ATTN_STRING(__USER_LABEL_PREFIX__) #name "_" ATTN_STRING(ATTN_ISA));
+ATTN_KERNELS(ATTN_KERNEL_RENAME)
+ATTN_KERNEL_HELPERS(ATTN_KERNEL_RENAME)
+#undef ATTN_KERNEL_RENAME
+#define ATTN_ISA_TABLE ATTN_PASTE(attn__kernels_, ATTN_ISA)
+extern const attn__kernel_table ATTN_ISA_TABLE;
+#endif
+
+/* The cpuid words that decide the level: leaf 1 ECX, leaf 7 subleaf 0 EBX, leaf 7 subleaf 1 EAX,
+ * leaf 0x80000001 ECX, and XCR0 (0 when the OS has not set OSXSAVE). */
+typedef struct attn__cpuid_words {
+    uint32_t leaf1_ecx, leaf7_ebx, leaf7_1_eax, ext1_ecx;
+    uint64_t xcr0;
+} attn__cpuid_words;
+/* The highest level these words allow. */
+attn_isa attn__isa_from_cpuid(const attn__cpuid_words *w);
+
+/* The table of a level, NULL when this build or this CPU (and OS) lacks it: for tests that hold
+ * one level's kernels against another's. ATTN_CPU_ISA does not cap it. Builds without dispatch
+ * (ATTN_NATIVE, other architectures) have one table, at the level attn_cpu_isa() reports. */
+const attn__kernel_table *attn__kernels_at(attn_isa level);
+/* The chosen level's table (attn_cpu_isa()). */
+const attn__kernel_table *attn__kernels(void);
+
+#endif

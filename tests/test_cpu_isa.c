@@ -1,0 +1,185 @@
+/* The kernels' level (attn_cpu_isa): decoding cpuid words of the CPUs this project runs on,
+ * agreement with GCC's own detection on this host, the ATTN_CPU_ISA cap (ctest runs the suite
+ * under each level), attn_cpu_isa_set_max, and every level's kernels against their references. */
+#include "kernels/dispatch.h"
+#include "testkit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* An AMD EPYC of Zen 4 (family 0x19), read off one of this project's machines: AVX-512 with BF16,
+ * the OS saving the ZMM state (XCR0 0xe7). */
+static const attn__cpuid_words zen4 = {.leaf1_ecx = 0xfed83203u, .leaf7_ebx = 0xf1bb03a9u,
+                                       .leaf7_1_eax = 0x30u, .ext1_ecx = 0x440001f1u, .xcr0 = 0xe7u};
+/* AVX-512 F (16), DQ (17), IFMA (21), CD (28), BW (30), VL (31) in leaf 7 EBX */
+#define AVX512_EBX 0xd1230000u
+
+static void decoding(void)
+{
+    attn__cpuid_words w = zen4;
+    TK_CHECK(attn__isa_from_cpuid(&w) == ATTN_ISA_AVX512_BF16, "Zen 4 decodes as avx512_bf16");
+    w.leaf7_1_eax &= ~0x20u;
+    TK_CHECK(attn__isa_from_cpuid(&w) == ATTN_ISA_AVX512, "without AVX512_BF16: avx512");
+    w = zen4; /* a Zen 2 or 3 EPYC: no AVX-512 bits, XCR0 without the ZMM state */
+    w.leaf7_ebx &= ~AVX512_EBX, w.leaf7_1_eax &= ~0x20u, w.xcr0 = 0x7;
+    TK_CHECK(attn__isa_from_cpuid(&w) == ATTN_ISA_AVX2, "an AVX2-only EPYC decodes as avx2");
+    w = zen4; /* the CPU has AVX-512 but the OS does not save the ZMM registers */
+    w.xcr0 = 0x7;
+    TK_CHECK(attn__isa_from_cpuid(&w) == ATTN_ISA_AVX2, "AVX-512 without the OS's ZMM state: avx2");
+    w.xcr0 = 0x3; /* nor the YMM registers */
+    TK_CHECK(attn__isa_from_cpuid(&w) == ATTN_ISA_BASELINE, "AVX without the OS's YMM state: baseline");
+    w = zen4;
+    w.leaf1_ecx &= ~(1u << 27); /* no OSXSAVE: XCR0 is not to be trusted */
+    TK_CHECK(attn__isa_from_cpuid(&w) == ATTN_ISA_BASELINE, "without OSXSAVE: baseline");
+    const struct {
+        const char *name;
+        uint32_t *word;
+        uint32_t bit;
+        attn_isa expect;
+    } missing[] = {
+        {"AVX512BW", &w.leaf7_ebx, 30, ATTN_ISA_AVX2}, {"AVX512VL", &w.leaf7_ebx, 31, ATTN_ISA_AVX2},
+        {"AVX512DQ", &w.leaf7_ebx, 17, ATTN_ISA_AVX2}, {"AVX512CD", &w.leaf7_ebx, 28, ATTN_ISA_AVX2},
+        {"FMA", &w.leaf1_ecx, 12, ATTN_ISA_BASELINE},   {"AVX2", &w.leaf7_ebx, 5, ATTN_ISA_BASELINE},
+        {"BMI2", &w.leaf7_ebx, 8, ATTN_ISA_BASELINE},   {"LZCNT", &w.ext1_ecx, 5, ATTN_ISA_BASELINE},
+        {"F16C", &w.leaf1_ecx, 29, ATTN_ISA_BASELINE},  {"MOVBE", &w.leaf1_ecx, 22, ATTN_ISA_BASELINE},
+    };
+    for (size_t i = 0; i < sizeof missing / sizeof *missing; i++) {
+        w = zen4;
+        *missing[i].word &= ~(1u << missing[i].bit);
+        attn_isa got = attn__isa_from_cpuid(&w);
+        TK_CHECK(got == missing[i].expect, "Zen 4 without %s decodes as %s, got %s", missing[i].name,
+                 attn_isa_name(missing[i].expect), attn_isa_name(got));
+    }
+}
+
+static attn_isa best_supported(void)
+{
+    attn_isa best = ATTN_ISA_BASELINE;
+    for (int l = 0; l < ATTN_ISA_COUNT; l++)
+        if (attn_cpu_isa_supported((attn_isa)l)) best = (attn_isa)l;
+    return best;
+}
+
+/* This host as GCC's libgcc sees it (which checks XCR0 for AVX and AVX-512 itself). */
+static attn_isa gcc_level(void)
+{
+#if !defined(__x86_64__)
+    return best_supported();
+#endif
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("x86-64-v4"))
+        return __builtin_cpu_supports("avx512bf16") ? ATTN_ISA_AVX512_BF16 : ATTN_ISA_AVX512;
+    return __builtin_cpu_supports("x86-64-v3") ? ATTN_ISA_AVX2 : ATTN_ISA_BASELINE;
+}
+
+static void this_host(void)
+{
+    const attn_isa best = best_supported(), gcc = gcc_level();
+    printf("test_cpu_isa: this CPU: %s (GCC: %s); kernels at %s", attn_isa_name(best), attn_isa_name(gcc),
+           attn_isa_name(attn_cpu_isa()));
+    const char *cap = getenv("ATTN_CPU_ISA");
+    printf("%s%s\n", cap ? ", ATTN_CPU_ISA=" : "", cap ? cap : "");
+#ifdef ATTN_TEST_DISPATCH
+    /* a dispatching build has every level up to the CPU's (the bf16 one where the compiler has it) */
+    TK_CHECK(best == gcc || (gcc == ATTN_ISA_AVX512_BF16 && best == ATTN_ISA_AVX512),
+             "the best level supported (%s) is GCC's reading of this CPU (%s)", attn_isa_name(best), attn_isa_name(gcc));
+    for (int l = 0; l <= (int)best; l++)
+        TK_CHECK(attn_cpu_isa_supported((attn_isa)l), "level %s below the best is supported", attn_isa_name((attn_isa)l));
+#endif
+    TK_CHECK(best <= gcc, "no level above what the CPU has (%s > %s)", attn_isa_name(best), attn_isa_name(gcc));
+    attn_isa want = best, parsed;
+    if (cap && attn_isa_from_name(cap, &parsed) == ATTN_OK && parsed < want) want = parsed;
+    TK_CHECK(attn_cpu_isa() == want, "kernels at %s, expected min(cap, CPU) = %s", attn_isa_name(attn_cpu_isa()),
+             attn_isa_name(want));
+    TK_CHECK(attn__kernels() == attn__kernels_at(attn_cpu_isa()), "the chosen table is the level's");
+}
+
+static void names(void)
+{
+    for (int l = 0; l < ATTN_ISA_COUNT; l++) {
+        attn_isa back = ATTN_ISA_COUNT;
+        TK_CHECK(attn_isa_from_name(attn_isa_name((attn_isa)l), &back) == ATTN_OK && back == (attn_isa)l,
+                 "%s reads back", attn_isa_name((attn_isa)l));
+    }
+    attn_isa l = ATTN_ISA_AVX2;
+    TK_CHECK(attn_isa_from_name("AVX512", &l) == ATTN_OK && l == ATTN_ISA_AVX512, "names in any case");
+    TK_CHECK(attn_isa_from_name("sse2", &l) == ATTN_ERR_ARG && l == ATTN_ISA_AVX512 &&
+                 strstr(attn_last_error(), "sse2"),
+             "an unknown name is refused and named, the level unchanged");
+    TK_CHECK(!strcmp(attn_isa_name((attn_isa)7), "?"), "a value outside attn_isa is named ?");
+}
+
+/* The child of set_max, a fresh process: caps at `level`, exit status 0 when the kernels then run
+ * at min(level, the CPU's). The cap overrides ATTN_CPU_ISA. */
+static int set_max_child(const char *level)
+{
+    attn_isa cap;
+    if (attn_isa_from_name(level, &cap) != ATTN_OK || attn_cpu_isa_set_max(cap) != ATTN_OK) return 1;
+    attn_isa best = best_supported();
+    return attn_cpu_isa() == (cap < best ? cap : best) ? 0 : 1;
+}
+
+/* attn_cpu_isa_set_max before the first kernel call caps the level (in a new process: this one
+ * has chosen already), after it is refused; a cap above the CPU's level changes nothing. */
+static void set_max(void)
+{
+    for (int l = 0; l < ATTN_ISA_COUNT; l++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            execl("/proc/self/exe", "test_cpu_isa", "--set-max-child", attn_isa_name((attn_isa)l), (char *)NULL);
+            _exit(127);
+        }
+        int status = 0;
+        TK_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                 "attn_cpu_isa_set_max(%s) in a fresh process gives min(%s, the CPU's level)",
+                 attn_isa_name((attn_isa)l), attn_isa_name((attn_isa)l));
+    }
+    (void)attn_cpu_isa();
+    attn_clear_error();
+    TK_CHECK(attn_cpu_isa_set_max(ATTN_ISA_BASELINE) == ATTN_ERR_STATE && strstr(attn_last_error(), "already"),
+             "attn_cpu_isa_set_max after the first kernel call is refused: %s", attn_last_error());
+    TK_CHECK(attn_cpu_isa_set_max((attn_isa)9) == ATTN_ERR_ARG, "a level outside attn_isa is refused");
+}
+
+/* Every supported level's tile GEMM and softmax against the references (float64 sums), and the
+ * same bits from one level twice. With |a|, |b| <= 1, a float32 sum of K products is within
+ * K u sum|a b| <= K^2 u of the exact one (u = 2^-24), times alpha; the reference rounds once. */
+static void every_level(void)
+{
+    enum { M = 13, N = 37, K = 29 };
+    float a[M * K], b[K * N], c[M * N], c2[M * N], ref[M * N];
+    attn_rng rng;
+    attn_rng_seed(&rng, 11);
+    for (int i = 0; i < M * K; i++) a[i] = attn_rng_uniform(&rng) * 2.0f - 1.0f;
+    for (int i = 0; i < K * N; i++) b[i] = attn_rng_uniform(&rng) * 2.0f - 1.0f;
+    for (int l = 0; l < ATTN_ISA_COUNT; l++) {
+        const attn__kernel_table *k = attn__kernels_at((attn_isa)l);
+        if (!k) continue;
+        k->attn_tile_gemm_ref(ref, N, a, K, 1, b, N, M, N, K, 0.5f, false);
+        k->attn_tile_gemm(c, N, a, K, 1, b, N, M, N, K, 0.5f, false);
+        k->attn_tile_gemm(c2, N, a, K, 1, b, N, M, N, K, 0.5f, false);
+        char what[64];
+        snprintf(what, sizeof what, "tile GEMM at %s", attn_isa_name((attn_isa)l));
+        tk_close(what, c, ref, M * N, 0.5f * K * K * 0x1p-24f + 0x1p-24f * 8, 0.0f);
+        TK_CHECK(!memcmp(c, c2, sizeof c), "%s: the same bits twice", what);
+        float y[M * N], y_ref[M * N];
+        k->attn_softmax_rows(y, c, M, N, 1);
+        k->attn_softmax_rows_ref(y_ref, c, M, N);
+        snprintf(what, sizeof what, "softmax at %s", attn_isa_name((attn_isa)l));
+        tk_close(what, y, y_ref, M * N, 1e-6f, 1e-5f);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && !strcmp(argv[1], "--set-max-child")) return set_max_child(argv[2]);
+    decoding();
+    this_host();
+    names();
+    set_max();
+    every_level();
+    return tk_finish("test_cpu_isa");
+}
