@@ -87,6 +87,13 @@
       (float *dx, float *dw, float *db, const float *dy, const float *x, const float *mean,         \
        const float *rstd, const float *w, int64_t rows, int64_t cols),                              \
       (dx, dw, db, dy, x, mean, rstd, w, rows, cols))                                               \
+    X(void, attn_sgd_update,                                                                        \
+      (float *p, float *buf, const float *g, int64_t n, const attn_sgd_consts *k, int threads),     \
+      (p, buf, g, n, k, threads))                                                                   \
+    X(void, attn_adam_update,                                                                       \
+      (float *p, float *m, float *v, const float *g, int64_t n, const attn_adam_consts *k,          \
+       int threads),                                                                                \
+      (p, m, v, g, n, k, threads))                                                                  \
     X(void, sdpa_forward_ref,                                                                       \
       (float *out, float *stats, float *weights, const float *q, const float *k, const float *v,    \
        const sdpa_problem *p),                                                                      \

@@ -73,6 +73,27 @@ void attn_cross_entropy_rows_backward_ref(float *dz, const float *z, const float
                                           int64_t classes, int64_t ignore_index, double eps,
                                           double scale);
 
+/* ---- optimizer updates, torch.optim 1.13's float32 rules over a flat block of n parameters ----
+ *   SGD:   d = g + wd p;  momentum: buf = d (first step) or mom buf + keep d,
+ *          d = nesterov ? d + mom buf : buf;   p += neg_lr d
+ *   Adam:  g += wd p (L2, not AdamW);  p *= decay (AdamW);  m = b1 m + a1 g;  v = b2 v + a2 g^2;
+ *          p += neg_step m / (sqrt(v) / bc2_sqrt + eps)
+ * The constants are float32 roundings of torch's Python doubles, made by the caller. The element
+ * updates do not depend on the thread count. */
+typedef struct attn_sgd_consts {
+    float weight_decay, momentum, keep /* 1 - dampening */, neg_lr;
+    bool first, nesterov; /* first: the momentum buffer starts as d */
+} attn_sgd_consts;
+typedef struct attn_adam_consts {
+    float wd, decay, b1, a1, b2, a2, bc2_sqrt, eps, neg_step;
+    bool adamw; /* decoupled decay (p *= decay) instead of L2 (g += wd p) */
+} attn_adam_consts;
+/* p, g (n); buf (n): the momentum buffer, read and written only when momentum != 0 */
+void attn_sgd_update(float *p, float *buf, const float *g, int64_t n, const attn_sgd_consts *k, int threads);
+/* p, g, m (exp_avg), v (exp_avg_sq) (n) */
+void attn_adam_update(float *p, float *m, float *v, const float *g, int64_t n, const attn_adam_consts *k,
+                      int threads);
+
 /* ---- softmax and log-softmax over the last dim of a (rows, cols) block ----
  *   softmax:     y = exp(x - max) / sum exp(x - max)      dx += y * (dy - sum(dy * y))
  *   log_softmax: y = x - max - log sum exp(x - max)       dx += dy - exp(y) * sum(dy)

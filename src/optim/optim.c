@@ -7,10 +7,10 @@
  *          p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
  *   AdamW: p *= 1 - lr wd first, then Adam without the wd term.
  * As in torch, scalars are Python doubles (bias corrections computed in double) cast to float
- * where they meet a tensor, and every tensor op is float32 in torch's order. torch's
- * vectorised add-with-alpha and addcmul round once (a fused multiply-add); so does FMA() here
- * when the CPU has one, and nothing else fuses (this file is built with -ffp-contract=off), which
- * keeps results bit-identical to torch's CPU kernels (test_optim checks torch's own bits).
+ * where they meet a tensor (this file is built with -ffp-contract=off, so that 1 - lr wd rounds as
+ * torch's does), and every tensor op is float32 in torch's order: the element updates are kernels
+ * (kernels/optim_update.c), bit-identical to torch's CPU kernels at the levels with FMA
+ * (test_optim checks torch's own bits).
  * The state is one block of n_bufs x numel floats, each buffer laid out like the data block:
  * SGD with momentum: momentum_buffer; Adam/AdamW: exp_avg, then exp_avg_sq.
  * A parameter that received no gradient has a zero gradient here (torch would skip it when
@@ -24,11 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef __FMA__
-#define FMA(a, b, c) fmaf((a), (b), (c))
-#else
-#define FMA(a, b, c) ((a) * (b) + (c))
-#endif
 
 typedef struct hyper {
     double lr, weight_decay, momentum, dampening, beta1, beta2, eps;
@@ -171,65 +166,22 @@ void attn_optim_free(attn_optim *opt)
 
 static void sgd_step(attn_optim *o, float *p, const float *g, int64_t n)
 {
-    float wd = (float)o->h.weight_decay, mom = (float)o->h.momentum;
-    float keep = (float)(1.0 - o->h.dampening), neg_lr = (float)-o->h.lr;
-    bool first = o->steps == 0, nesterov = o->cfg.nesterov, use_wd = o->h.weight_decay != 0.0;
-    float *buf = o->state; /* (numel) momentum_buffer, used when mom != 0 */
-#pragma omp parallel for schedule(static) num_threads(o->num_threads) if (n > ATTN_PARALLEL_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        float d = use_wd ? FMA(p[i], wd, g[i]) : g[i];
-        if (mom != 0.0f) {
-            buf[i] = first ? d : FMA(d, keep, buf[i] * mom);
-            d = nesterov ? FMA(buf[i], mom, d) : buf[i];
-        }
-        p[i] = FMA(d, neg_lr, p[i]);
-    }
+    const attn_sgd_consts k = {.weight_decay = (float)o->h.weight_decay, .momentum = (float)o->h.momentum,
+                               .keep = (float)(1.0 - o->h.dampening), .neg_lr = (float)-o->h.lr,
+                               .first = o->steps == 0, .nesterov = o->cfg.nesterov};
+    attn_sgd_update(p, o->state, g, n, &k, o->num_threads); /* state: (numel) momentum_buffer */
 }
 
-/* The step's constants, from the hyper-parameters and the step number t (from 1). */
-typedef struct adam_consts {
-    float wd, decay, b1, a1, b2, a2, bc2_sqrt, eps, neg_step;
-} adam_consts;
-
-static adam_consts adam_consts_at(const hyper *h, double t)
-{
-    double bc1 = 1.0 - pow(h->beta1, t), bc2 = 1.0 - pow(h->beta2, t);
-    return (adam_consts){.wd = (float)h->weight_decay, .decay = (float)(1.0 - h->lr * h->weight_decay),
-                         .b1 = (float)h->beta1, .a1 = (float)(1.0 - h->beta1), .b2 = (float)h->beta2,
-                         .a2 = (float)(1.0 - h->beta2), .bc2_sqrt = (float)sqrt(bc2), .eps = (float)h->eps,
-                         .neg_step = (float)-(h->lr / bc1)};
-}
-
-/* One Adam update of p[0..n); l2 and adamw are constants where it is inlined, so each variant's
- * loop has no branch and vectorises. */
-static inline __attribute__((always_inline)) void adam_update(float *p, const float *g, float *m, float *v,
-                                                              int64_t n, const adam_consts *k, bool l2,
-                                                              bool adamw)
-{
-    for (int64_t i = 0; i < n; i++) {
-        float gi = l2 ? FMA(p[i], k->wd, g[i]) : g[i];
-        float pi = adamw ? p[i] * k->decay : p[i];
-        m[i] = FMA(gi, k->a1, m[i] * k->b1);
-        v[i] = FMA(k->a2 * gi, gi, v[i] * k->b2);
-        float denom = sqrtf(v[i]) / k->bc2_sqrt + k->eps;
-        p[i] = pi + k->neg_step * m[i] / denom;
-    }
-}
-
+/* The step's constants from the hyper-parameters and the step number t (from 1), then the update. */
 static void adam_step(attn_optim *o, float *p, const float *g, int64_t n, double t)
 {
     const hyper *h = &o->h;
-    const bool adamw = o->cfg.kind == ATTN_OPTIM_ADAMW, l2 = !adamw && h->weight_decay != 0.0;
-    const adam_consts k = adam_consts_at(h, t);
-    float *m = o->state, *v = o->state + n; /* (numel) exp_avg, (numel) exp_avg_sq */
-    const int64_t blocks = (n + ATTN_FLAT_BLOCK - 1) / ATTN_FLAT_BLOCK;
-#pragma omp parallel for schedule(static) num_threads(o->num_threads) if (n > ATTN_PARALLEL_MIN)
-    for (int64_t blk = 0; blk < blocks; blk++) {
-        const int64_t i0 = blk * ATTN_FLAT_BLOCK, len = n - i0 < ATTN_FLAT_BLOCK ? n - i0 : ATTN_FLAT_BLOCK;
-        if (adamw) adam_update(p + i0, g + i0, m + i0, v + i0, len, &k, false, true);
-        else if (l2) adam_update(p + i0, g + i0, m + i0, v + i0, len, &k, true, false);
-        else adam_update(p + i0, g + i0, m + i0, v + i0, len, &k, false, false);
-    }
+    const double bc1 = 1.0 - pow(h->beta1, t), bc2 = 1.0 - pow(h->beta2, t);
+    const attn_adam_consts k = {.wd = (float)h->weight_decay, .decay = (float)(1.0 - h->lr * h->weight_decay),
+                                .b1 = (float)h->beta1, .a1 = (float)(1.0 - h->beta1), .b2 = (float)h->beta2,
+                                .a2 = (float)(1.0 - h->beta2), .bc2_sqrt = (float)sqrt(bc2), .eps = (float)h->eps,
+                                .neg_step = (float)-(h->lr / bc1), .adamw = o->cfg.kind == ATTN_OPTIM_ADAMW};
+    attn_adam_update(p, o->state, o->state + n, g, n, &k, o->num_threads); /* (numel) exp_avg, exp_avg_sq */
 }
 
 attn_status attn_optim_step(attn_optim *opt)
