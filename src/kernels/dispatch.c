@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
-#if defined(__x86_64__) || defined(__i386__)
+#ifdef ATTN_DISPATCH
 #include <cpuid.h>
 #endif
 
@@ -57,7 +57,7 @@ attn_isa attn__isa_from_cpuid(const attn__cpuid_words *w)
     return bf16 ? ATTN_ISA_AVX512_BF16 : v4 ? ATTN_ISA_AVX512 : v3 ? ATTN_ISA_AVX2 : ATTN_ISA_BASELINE;
 }
 
-#if defined(__x86_64__) || defined(__i386__)
+#ifdef ATTN_DISPATCH /* x86-64 only */
 static attn_isa cpu_level(void)
 {
     attn__cpuid_words w = {0};
