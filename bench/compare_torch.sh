@@ -8,8 +8,13 @@
 #   bash bench/compare_torch.sh [all]          (everything below in one run: the README's table)
 #   bash bench/compare_torch.sh sdpa [L ...]   (default L: 512 1024 2048 4096)
 #   bash bench/compare_torch.sh models         (mha, encoder, classifier training steps)
-# Every group starts with `attn bench peak` (FMA loop, 2 threads and 1): the float32 ceiling.
-# Needs python3-torch (apt-get install python3-torch).
+# Every group starts with `attn bench peak` (FMA loop at each kernel level, 2 threads and 1): the
+# float32 ceilings. PyTorch runs as well as it can here: on OpenBLAS (Debian's torch calls
+# libblas.so.3, which is the reference BLAS, 20-50x slower, unless libopenblas0-pthread provides
+# it: the script refuses to run otherwise, and records the library), with the faster of 1 and 2
+# intra-op threads on an encoder training step and an SDPA forward+backward (recorded as
+# "torch threads"; OpenBLAS keeps its own threads either way).
+# Needs python3-torch and libopenblas0-pthread (apt-get install python3-torch libopenblas0-pthread).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 group=${1:-all}; shift || true
@@ -34,12 +39,37 @@ measure() { # tag, command...: appends {"tag":..., "rss_kib":..., "result": <las
   rm -f "$log" "$log.out"
 }
 
+# The BLAS library torch's process has mapped after a product: OpenBLAS, or the script stops.
+torch_blas=$(/usr/bin/python3 -c 'import torch
+a = torch.ones(256, 256); (a @ a).sum().item()
+print(" ".join(sorted({l.split()[-1] for l in open("/proc/self/maps") if "blas" in l.split()[-1]})))')
+printf '{"tag":"torch blas","blas":"%s"}\n' "$torch_blas" >>"$out"
+echo "PyTorch's BLAS: $torch_blas" >&2
+if [[ $torch_blas != *openblas* ]]; then
+  echo "compare_torch: PyTorch runs the reference BLAS here ($torch_blas); apt-get install libopenblas0-pthread" >&2
+  exit 1
+fi
+
+# PyTorch's faster intra-op thread count of 1 and 2 (sum of the medians of two workloads)
+torch_ms() { # threads, bench_torch.py arguments: the median ms
+  /usr/bin/python3 "$torch_bench" "${@:2}" --threads "$1" | tail -1 |
+    sed -nE 's/.*"t_med": ?([0-9.e+-]+).*/\1/p' | awk '{ print $1 * 1000 }'
+}
+declare -A torch_total
+for n in 1 2; do
+  torch_total[$n]=$(awk -v a="$(torch_ms "$n" encoder --mode train)" -v b="$(torch_ms "$n" sdpa --L 1024 --mask none --mode fwdbwd)" \
+                    'BEGIN { print a + b }')
+done
+torch_threads=$(awk -v a="${torch_total[1]}" -v b="${torch_total[2]}" 'BEGIN { print (a <= b) ? 1 : 2 }')
+printf '{"tag":"torch threads","threads":%s,"ms_1":%s,"ms_2":%s}\n' "$torch_threads" "${torch_total[1]}" "${torch_total[2]}" >>"$out"
+echo "PyTorch threads: $torch_threads (encoder train + sdpa L=1024 fwdbwd: ${torch_total[1]} ms on 1, ${torch_total[2]} ms on 2)" >&2
+
 row() { # label, our bench args, torch bench args
   local label=$1 ours=$2 theirs=$3
   echo "$label" >&2
   measure "attn" build/attn bench $ours --threads 2 --json
-  measure "torch" /usr/bin/python3 "$torch_bench" $theirs
-  measure "torch tunables" env GLIBC_TUNABLES=$tunables /usr/bin/python3 "$torch_bench" $theirs
+  measure "torch" /usr/bin/python3 "$torch_bench" $theirs --threads "$torch_threads"
+  measure "torch tunables" env GLIBC_TUNABLES=$tunables /usr/bin/python3 "$torch_bench" $theirs --threads "$torch_threads"
   measure "attn 1 thread" build/attn bench $ours --threads 1 --json
 }
 

@@ -47,9 +47,12 @@ def normalise(rec):
         return None
     if "workload" in res:  # attn bench --json
         mask = "causal" if res.get("causal") else "none"
-        key = (res["workload"], res["L"], mask, res["mode"])
+        # peak: one row per kernel level (older files: one, without "isa")
+        mode = f"fma:{res['isa']}" if res["workload"] == "peak" and "isa" in res else res["mode"]
+        key = (res["workload"], res["L"], mask, mode)
         t = (res["t_min"], res["t_med"], res["t_max"])
-        extra = {"rate": res.get("items_per_s_med"), "unit": res.get("unit"), "gflops": res["gflops_med"]}
+        extra = {"rate": res.get("items_per_s_med"), "unit": res.get("unit"), "gflops": res["gflops_med"],
+                 "isa": res.get("isa")}
     elif "impl" in res:  # the older bench_sdpa program
         key = ("sdpa", res["L"], "causal" if res["causal"] else "none", "fwdbwd" if res["pass"] == "fwd+bwd" else "fwd")
         t = (res["ms_min"] / 1e3, res["ms_med"] / 1e3, res["ms_max"] / 1e3)
@@ -77,6 +80,19 @@ def json_lines(path):
                 yield json.loads(line)
             except json.JSONDecodeError as e:
                 fail(f"{path}:{number}: not a JSON line ({e})")
+
+
+def torch_setup(files):
+    """How PyTorch ran in these files (compare_torch.sh's "torch blas" and "torch threads" records)."""
+    setup = []
+    for path in files:
+        for rec in json_lines(path):
+            if rec.get("tag") == "torch blas":
+                setup.append(f"PyTorch's BLAS: {rec['blas']}")
+            elif rec.get("tag") == "torch threads":
+                setup.append(f"PyTorch intra-op threads: {rec['threads']} (the faster of 1 and 2 on an encoder "
+                             f"training step + SDPA L=1024 fwdbwd: {rec['ms_1']:.0f} ms on 1, {rec['ms_2']:.0f} on 2)")
+    return setup
 
 
 def load(path):
@@ -111,13 +127,16 @@ def sdpa_section(rows):
           "skips the masked half, PyTorch's math path computes it), 3.5× that for forward+backward. "
           "`sgemm QK^T` = the build's GEMM library on the (L, 64) @ (64, L) shape, B·H times, 2 threads, "
           "same run.\n")
-    peak = rows.get(("peak", 1024, "none", "fma"), {})
+    # the ceiling of the level our rows ran at (older files: the one peak row)
+    level = next((c["isa"] for k, r in rows.items() if k[0] == "sdpa" for t, c in r.items()
+                  if t == "attn" and c.get("isa")), None)
+    peak = rows.get(("peak", 1024, "none", f"fma:{level}" if level else "fma"), {})
     p2, p1 = peak.get("attn peak"), peak.get("attn peak 1 thread")
     if p2 and p1:
         print(f"Float32 ceiling (`attn bench peak` rows of the run file: fused multiply-adds from registers, "
-              f"the widest vectors the build targets, no memory traffic): {p2['gflops']:.1f} GFLOP/s on 2 "
-              f"threads, {p1['gflops']:.1f} on 1. No kernel can pass it; `% of peak` below is against the "
-              f"2-thread figure.\n")
+              f"the vectors of the kernels' level{' (' + level + ')' if level else ''}, no memory traffic): "
+              f"{p2['gflops']:.1f} GFLOP/s on 2 threads, {p1['gflops']:.1f} on 1. No kernel can pass it; "
+              f"`% of peak` below is against the 2-thread figure.\n")
     print("| L | mask | pass | attn fused ms | GFLOP/s | % of peak | % of sgemm QK^T | 1 thread ms (scaling) | attn ref ms | "
           "PyTorch ms | PyTorch tunables ms | vs PyTorch | vs tunables | peak RSS attn / PyTorch MiB |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -295,7 +314,8 @@ def main():
           "running the seeds' code; `tunables` = the same with "
           "GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=64G. Peak RSS from "
           "/usr/bin/time -v.\n")
-    print("```\n" + machine_line(", ".join(os.path.basename(f) for f in files)) + "\n```\n")
+    print("```\n" + "\n".join([machine_line(", ".join(os.path.basename(f) for f in files))] + torch_setup(files)) +
+          "\n```\n")
     sdpa_section(rows)
     models_section(rows)
     if ort:
