@@ -30,6 +30,31 @@ void attn_tile_gemm_ref(float *c, int64_t ldc, const float *a, int64_t a_rs, int
                         const float *b, int64_t ldb, int64_t m, int64_t n, int64_t k, float alpha,
                         bool accumulate);
 
+/* ---- bf16 products with float32 sums (bf16.h's arithmetic): the fused attention at MEDIUM ----
+ * Operands are pairs along K: A (M, K) as words a[i * a_rs + p * a_ks] = (A[i][2p], A[i][2p+1]),
+ * B (K, N) as words b[p * ldb + j] = (B[2p][j], B[2p+1][j]); kp = ceil(K / 2), an odd K's last
+ * pair padded with 0. C (M, N) = alpha * A @ B (+ C when accumulate), each element's pairs summed
+ * in the order p = 0, 1, ... by VDPBF16PS's rule, then C = fma(alpha, sum, C or 0): the fast
+ * kernel and the reference give the same bits. Sizes in elements (bf16) or words (pairs). */
+void attn_tile_gemm_bf16(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks,
+                         const uint32_t *b, int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha,
+                         bool accumulate);
+void attn_tile_gemm_bf16_ref(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks,
+                             const uint32_t *b, int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha,
+                             bool accumulate);
+/* dst (rows, ld) = src (rows, cols) rounded to bf16: pairs along each row, an odd row's last pair
+ * padded with 0 (ld >= cols rounded up to even) */
+void attn_bf16_convert_rows(uint16_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
+                            int64_t cols);
+void attn_bf16_convert_rows_ref(uint16_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
+                                int64_t cols);
+/* dst (ceil(rows / 2), ld) words pairing consecutive rows of src (rows, cols):
+ * dst[p][c] = (src[2p][c], src[2p + 1][c]), the missing row of an odd count 0 */
+void attn_bf16_pack_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
+                          int64_t cols);
+void attn_bf16_pack_pairs_ref(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
+                              int64_t cols);
+
 /* ---- elementwise helpers, threaded over big blocks (threads: the caller's ctx's count); every
  * element summed in the same order whatever the thread count ---- */
 

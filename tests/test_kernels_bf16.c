@@ -1,0 +1,184 @@
+/* bf16 arithmetic (src/kernels/bf16.h) and the bf16 kernels (tile_gemm_bf16.c):
+ *   - the reference conversion against a rounding written another way (the nearer of the two bf16
+ *     neighbours, ties to the even one), on edge cases and random floats;
+ *   - the reference pair dot takes the odd product first (a case where the order changes the bits);
+ *   - every level's conversions and tile GEMM equal the references bit for bit (the avx512_bf16
+ *     level runs VCVTNEPS2BF16 and VDPBF16PS: this holds the hardware to the documented rule);
+ *   - the tile GEMM against float64 sums of the same bf16 values, within float32's rounding of K
+ *     terms: the reference is a dot product. */
+#include "kernels/bf16.h"
+#include "kernels/dispatch.h"
+#include "testkit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The bf16 nearest x, another way: the two bf16 neighbours that bracket |x| by truncation, the
+ * nearer one in double, ties to the even significand. Normal, finite x only. */
+static uint16_t nearest_bf16(float x)
+{
+    uint32_t u = attn_f32_bits(x);
+    uint16_t down = (uint16_t)(u >> 16), up = (uint16_t)(down + 1);
+    double dd = fabs((double)x - (double)attn_f32_from_bits((uint32_t)down << 16));
+    double du = fabs((double)attn_f32_from_bits((uint32_t)up << 16) - (double)x);
+    if ((up & 0x7f80u) == 0x7f80u) /* up is inf: x rounds there past half an ulp of the largest */
+        du = fabs(ldexp(1.0, 128) - fabs((double)x));
+    if (dd < du) return down;
+    if (du < dd) return up;
+    return (down & 1) ? up : down;
+}
+
+static void conversion_reference(void)
+{
+    const struct {
+        float x;
+        uint16_t want;
+    } edge[] = {
+        {1.0f, 0x3f80},
+        {1.0f + 0x1p-8f, 0x3f80},           /* a tie: to the even 1.0 */
+        {1.0f + 3 * 0x1p-8f, 0x3f82},       /* a tie: to the even 1 + 2^-6 */
+        {1.0f + 0x1p-8f + 0x1p-20f, 0x3f81}, /* past the tie: up */
+        {-2.5f, 0xc020},
+        {0x1.fffffep+127f, 0x7f80}, /* FLT_MAX rounds to inf */
+        {0x1.fep+127f, 0x7f7f},     /* the largest bf16 */
+        {INFINITY, 0x7f80},
+        {-INFINITY, 0xff80},
+        {0x1p-130f, 0x0000},  /* a denormal: zero */
+        {-0x1p-130f, 0x8000}, /* of its sign */
+        {0.0f, 0x0000},
+        {-0.0f, 0x8000},
+    };
+    for (size_t i = 0; i < sizeof edge / sizeof *edge; i++)
+        TK_CHECK(attn_bf16_from_f32(edge[i].x) == edge[i].want, "bf16(%a) = %#06x, expected %#06x", (double)edge[i].x,
+                 attn_bf16_from_f32(edge[i].x), edge[i].want);
+    uint16_t nan = attn_bf16_from_f32(attn_f32_from_bits(0x7f800001u)); /* a signalling NaN */
+    TK_CHECK((nan & 0x7f80u) == 0x7f80u && (nan & 0x0040u), "a NaN stays a NaN, quiet: %#06x", nan);
+    attn_rng rng;
+    attn_rng_seed(&rng, 5);
+    int bad = 0;
+    for (int i = 0; i < 200000; i++) {
+        /* random bits over the normal range, both signs */
+        uint32_t u = attn_rng_u32(&rng);
+        if ((u & 0x7f800000u) == 0 || (u & 0x7f800000u) == 0x7f800000u) continue;
+        float x = attn_f32_from_bits(u);
+        if (attn_bf16_from_f32(x) != nearest_bf16(x) && bad++ < 5)
+            printf("bf16(%a): %#06x, nearest %#06x\n", (double)x, attn_bf16_from_f32(x), nearest_bf16(x));
+    }
+    TK_CHECK(bad == 0, "the conversion is round-to-nearest-even on 200000 random floats (%d differ)", bad);
+}
+
+static void dot_order(void)
+{
+    /* acc 1, odd product 2^-24 (half an ulp of 1: lost, ties to even), even product -1: odd first
+     * gives 0; even first would give 2^-24 */
+    uint32_t a = attn_bf16_pair(-1.0f, 0x1p-12f), b = attn_bf16_pair(1.0f, 0x1p-12f);
+    TK_CHECK(attn_dpbf16_lane(1.0f, a, b) == 0.0f, "the pair's odd product is added first: got %a",
+             (double)attn_dpbf16_lane(1.0f, a, b));
+}
+
+/* n floats: N(0, 1) with a few far larger and smaller, and, when `special`, NaN, inf and denormals */
+static void fill(float *x, int64_t n, attn_rng *rng, bool special)
+{
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = attn_rng_normal(rng) * (i % 7 == 3 ? 1e3f : i % 11 == 5 ? 1e-3f : 1.0f);
+        if (special && i % 13 == 6) x[i] = (i / 13) % 3 == 0 ? NAN : (i / 13) % 3 == 1 ? -INFINITY : 0x1p-140f;
+    }
+}
+
+static void conversions_every_level(void)
+{
+    enum { ROWS = 9, COLS = 37, LD = 40 };
+    float src[ROWS * COLS];
+    attn_rng rng;
+    attn_rng_seed(&rng, 6);
+    fill(src, ROWS * COLS, &rng, true);
+    for (int l = 0; l < ATTN_ISA_COUNT; l++) {
+        const attn__kernel_table *k = attn__kernels_at((attn_isa)l);
+        if (!k) continue;
+        for (int64_t cols = 1; cols <= COLS; cols += 4) {
+            uint16_t got[ROWS * LD], want[ROWS * LD];
+            memset(got, 0xab, sizeof got), memset(want, 0xab, sizeof want);
+            k->attn_bf16_convert_rows(got, LD, src, COLS, ROWS, cols);
+            k->attn_bf16_convert_rows_ref(want, LD, src, COLS, ROWS, cols);
+            TK_CHECK(!memcmp(got, want, sizeof got), "%s: convert_rows of %d x %lld equals the reference (padding included)",
+                     attn_isa_name((attn_isa)l), ROWS, (long long)cols);
+            uint32_t pgot[5 * LD], pwant[5 * LD];
+            for (int64_t rows = 1; rows <= ROWS; rows += 3) {
+                memset(pgot, 0xab, sizeof pgot), memset(pwant, 0xab, sizeof pwant);
+                k->attn_bf16_pack_pairs(pgot, LD, src, COLS, rows, cols);
+                k->attn_bf16_pack_pairs_ref(pwant, LD, src, COLS, rows, cols);
+                TK_CHECK(!memcmp(pgot, pwant, sizeof pgot), "%s: pack_pairs of %lld x %lld equals the reference",
+                         attn_isa_name((attn_isa)l), (long long)rows, (long long)cols);
+            }
+        }
+    }
+}
+
+/* A (m, k) and B (k, n) floats, packed: A pairs along k in rows (a_rs = kp, a_ks = 1) or in
+ * columns (a_rs = 1, a_ks = m); B pairs of rows. */
+static void gemm_every_level(void)
+{
+    static const int64_t shapes[][3] = {{1, 1, 1},  {6, 16, 2},  {5, 17, 3},   {13, 64, 64}, {7, 65, 31},
+                                        {12, 48, 128}, {3, 100, 9}, {64, 128, 64}, {1, 33, 128}, {11, 15, 5}};
+    attn_rng rng;
+    attn_rng_seed(&rng, 7);
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2], kp = (k + 1) / 2;
+        float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * k * n), *at = malloc(sizeof(float) * k * m);
+        float *c0 = malloc(sizeof(float) * m * n), *want = malloc(sizeof(float) * m * n), *got = malloc(sizeof(float) * m * n);
+        uint16_t *ar = malloc(2 * sizeof(uint16_t) * m * kp);
+        uint32_t *ac = malloc(sizeof(uint32_t) * kp * m), *bp = malloc(sizeof(uint32_t) * kp * n);
+        fill(a, m * k, &rng, false), fill(b, k * n, &rng, false), fill(c0, m * n, &rng, false);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t p = 0; p < k; p++) at[p * m + i] = a[i * k + p];
+        attn_bf16_convert_rows_ref(ar, 2 * kp, a, k, m, k);
+        attn_bf16_pack_pairs_ref(ac, m, at, m, k, m);
+        attn_bf16_pack_pairs_ref(bp, n, b, n, k, n);
+        const uint32_t *a_rows = (const uint32_t *)ar; /* pairs of a row: little-endian words */
+        for (int l = 0; l < ATTN_ISA_COUNT; l++) {
+            const attn__kernel_table *t = attn__kernels_at((attn_isa)l);
+            if (!t) continue;
+            for (int acc = 0; acc < 2; acc++)
+                for (int layout = 0; layout < 2; layout++) {
+                    const uint32_t *ap = layout ? ac : a_rows;
+                    const int64_t a_rs = layout ? 1 : kp, a_ks = layout ? m : 1;
+                    memcpy(want, c0, sizeof(float) * m * n), memcpy(got, c0, sizeof(float) * m * n);
+                    t->attn_tile_gemm_bf16_ref(want, n, ap, a_rs, a_ks, bp, n, m, n, kp, 0.75f, acc);
+                    t->attn_tile_gemm_bf16(got, n, ap, a_rs, a_ks, bp, n, m, n, kp, 0.75f, acc);
+                    TK_CHECK(!memcmp(got, want, sizeof(float) * m * n), "%s: bf16 tile GEMM %lld x %lld x %lld (%s, A %s) "
+                             "equals the reference bit for bit", attn_isa_name((attn_isa)l), (long long)m, (long long)n,
+                             (long long)k, acc ? "accumulate" : "overwrite", layout ? "by columns" : "by rows");
+                }
+        }
+        /* the reference against float64 sums of the same bf16 values: a float32 sum of 2 kp terms is
+         * within 2 kp u sum|a b| (u = 2^-24) of the exact one, and alpha rounds once more */
+        attn_tile_gemm_bf16_ref(got, n, a_rows, kp, 1, bp, n, m, n, kp, 0.75f, false);
+        int bad = 0;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double exact = 0.0, mag = 0.0;
+                for (int64_t p = 0; p < k; p++) {
+                    double x = attn_f32_from_bf16(attn_bf16_from_f32(a[i * k + p])) * (double)attn_f32_from_bf16(attn_bf16_from_f32(b[p * n + j]));
+                    exact += x, mag += fabs(x);
+                }
+                double tol = 0.75 * (2.0 * (double)kp * 0x1p-24 * mag) + 0x1p-24 * fabs(0.75 * exact);
+                if (fabs(got[i * n + j] - 0.75 * exact) > tol) bad++;
+            }
+        TK_CHECK(bad == 0, "bf16 tile GEMM %lld x %lld x %lld: the float32 sums within 2 kp u sum|a b| of float64 (%d outside)",
+                 (long long)m, (long long)n, (long long)k, bad);
+        free(a), free(b), free(at), free(c0), free(want), free(got), free(ar), free(ac), free(bp);
+    }
+}
+
+int main(void)
+{
+    conversion_reference();
+    dot_order();
+    conversions_every_level();
+    gemm_every_level();
+    const attn__kernel_table *bf16 = attn__kernels_at(ATTN_ISA_AVX512_BF16);
+    printf("test_kernels_bf16: the AVX512_BF16 kernels %s\n", bf16 ? "ran against the references on this CPU"
+                                                                     : "are not on this CPU: the references alone");
+    return tk_finish("test_kernels_bf16");
+}
