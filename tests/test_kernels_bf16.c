@@ -2,7 +2,7 @@
  *   - the reference conversion against a rounding written another way (the nearer of the two bf16
  *     neighbours, ties to the even one), on edge cases and random floats;
  *   - the reference pair dot takes the odd product first (a case where the order changes the bits);
- *   - every level's conversions and tile GEMM equal the references bit for bit (the avx512_bf16
+ *   - every level's packing and tile GEMM equal the references bit for bit (the avx512_bf16
  *     level runs VCVTNEPS2BF16 and VDPBF16PS: this holds the hardware to the documented rule);
  *   - the tile GEMM against float64 sums of the same bf16 values, within float32's rounding of K
  *     terms: the reference is a dot product. */
@@ -97,18 +97,18 @@ static void conversions_every_level(void)
         const attn__kernel_table *k = attn__kernels_at((attn_isa)l);
         if (!k) continue;
         for (int64_t cols = 1; cols <= COLS; cols += 4) {
-            uint16_t got[ROWS * LD], want[ROWS * LD];
+            uint32_t got[ROWS * LD], want[ROWS * LD];
             memset(got, 0xab, sizeof got), memset(want, 0xab, sizeof want);
-            k->attn_bf16_convert_rows(got, LD, src, COLS, ROWS, cols);
-            k->attn_bf16_convert_rows_ref(want, LD, src, COLS, ROWS, cols);
-            TK_CHECK(!memcmp(got, want, sizeof got), "%s: convert_rows of %d x %lld equals the reference (padding included)",
+            k->attn_bf16_pack_row_pairs(got, LD, src, COLS, ROWS, cols);
+            k->attn_bf16_pack_row_pairs_ref(want, LD, src, COLS, ROWS, cols);
+            TK_CHECK(!memcmp(got, want, sizeof got), "%s: pack_row_pairs of %d x %lld equals the reference (padding included)",
                      attn_isa_name((attn_isa)l), ROWS, (long long)cols);
             uint32_t pgot[5 * LD], pwant[5 * LD];
             for (int64_t rows = 1; rows <= ROWS; rows += 3) {
                 memset(pgot, 0xab, sizeof pgot), memset(pwant, 0xab, sizeof pwant);
-                k->attn_bf16_pack_pairs(pgot, LD, src, COLS, rows, cols);
-                k->attn_bf16_pack_pairs_ref(pwant, LD, src, COLS, rows, cols);
-                TK_CHECK(!memcmp(pgot, pwant, sizeof pgot), "%s: pack_pairs of %lld x %lld equals the reference",
+                k->attn_bf16_pack_col_pairs(pgot, LD, src, COLS, rows, cols);
+                k->attn_bf16_pack_col_pairs_ref(pwant, LD, src, COLS, rows, cols);
+                TK_CHECK(!memcmp(pgot, pwant, sizeof pgot), "%s: pack_col_pairs of %lld x %lld equals the reference",
                          attn_isa_name((attn_isa)l), (long long)rows, (long long)cols);
             }
         }
@@ -127,15 +127,15 @@ static void gemm_every_level(void)
         const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2], kp = (k + 1) / 2;
         float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * k * n), *at = malloc(sizeof(float) * k * m);
         float *c0 = malloc(sizeof(float) * m * n), *want = malloc(sizeof(float) * m * n), *got = malloc(sizeof(float) * m * n);
-        uint16_t *ar = malloc(2 * sizeof(uint16_t) * m * kp);
+        uint32_t *ar = malloc(sizeof(uint32_t) * m * kp);
         uint32_t *ac = malloc(sizeof(uint32_t) * kp * m), *bp = malloc(sizeof(uint32_t) * kp * n);
         fill(a, m * k, &rng, false), fill(b, k * n, &rng, false), fill(c0, m * n, &rng, false);
         for (int64_t i = 0; i < m; i++)
             for (int64_t p = 0; p < k; p++) at[p * m + i] = a[i * k + p];
-        attn_bf16_convert_rows_ref(ar, 2 * kp, a, k, m, k);
-        attn_bf16_pack_pairs_ref(ac, m, at, m, k, m);
-        attn_bf16_pack_pairs_ref(bp, n, b, n, k, n);
-        const uint32_t *a_rows = (const uint32_t *)ar; /* pairs of a row: little-endian words */
+        attn_bf16_pack_row_pairs_ref(ar, kp, a, k, m, k);
+        attn_bf16_pack_col_pairs_ref(ac, m, at, m, k, m);
+        attn_bf16_pack_col_pairs_ref(bp, n, b, n, k, n);
+        const uint32_t *a_rows = ar;
         for (int l = 0; l < ATTN_ISA_COUNT; l++) {
             const attn__kernel_table *t = attn__kernels_at((attn_isa)l);
             if (!t) continue;

@@ -38,16 +38,16 @@
       (float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,     \
        int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate),                \
       (c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate))                                 \
-    X(void, attn_bf16_convert_rows,                                                                 \
-      (uint16_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols),    \
-      (dst, ld, src, ld_src, rows, cols))                                                           \
-    X(void, attn_bf16_convert_rows_ref,                                                             \
-      (uint16_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols),    \
-      (dst, ld, src, ld_src, rows, cols))                                                           \
-    X(void, attn_bf16_pack_pairs,                                                                   \
+    X(void, attn_bf16_pack_row_pairs,                                                                 \
       (uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols),    \
       (dst, ld, src, ld_src, rows, cols))                                                           \
-    X(void, attn_bf16_pack_pairs_ref,                                                               \
+    X(void, attn_bf16_pack_row_pairs_ref,                                                             \
+      (uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols),    \
+      (dst, ld, src, ld_src, rows, cols))                                                           \
+    X(void, attn_bf16_pack_col_pairs,                                                                   \
+      (uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols),    \
+      (dst, ld, src, ld_src, rows, cols))                                                           \
+    X(void, attn_bf16_pack_col_pairs_ref,                                                               \
       (uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols),    \
       (dst, ld, src, ld_src, rows, cols))                                                           \
     X(void, attn_add_into, (float *y, const float *x, int64_t n, int threads), (y, x, n, threads))  \

@@ -42,18 +42,18 @@ void attn_tile_gemm_bf16(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs,
 void attn_tile_gemm_bf16_ref(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks,
                              const uint32_t *b, int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha,
                              bool accumulate);
-/* dst (rows, ld) = src (rows, cols) rounded to bf16: pairs along each row, an odd row's last pair
- * padded with 0 (ld >= cols rounded up to even) */
-void attn_bf16_convert_rows(uint16_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
-                            int64_t cols);
-void attn_bf16_convert_rows_ref(uint16_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
-                                int64_t cols);
-/* dst (ceil(rows / 2), ld) words pairing consecutive rows of src (rows, cols):
- * dst[p][c] = (src[2p][c], src[2p + 1][c]), the missing row of an odd count 0 */
-void attn_bf16_pack_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
-                          int64_t cols);
-void attn_bf16_pack_pairs_ref(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
+/* dst (rows, ceil(cols / 2)) words, row stride ld, pairing neighbours in each row of src (rows,
+ * cols): dst[r][q] = (src[r][2q], src[r][2q + 1]), the missing element of an odd row 0 */
+void attn_bf16_pack_row_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
                               int64_t cols);
+void attn_bf16_pack_row_pairs_ref(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
+                                  int64_t cols);
+/* dst (ceil(rows / 2), cols) words, row stride ld, pairing consecutive rows of src (rows, cols):
+ * dst[p][c] = (src[2p][c], src[2p + 1][c]), the missing row of an odd count 0 */
+void attn_bf16_pack_col_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
+                              int64_t cols);
+void attn_bf16_pack_col_pairs_ref(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
+                                  int64_t cols);
 
 /* ---- elementwise helpers, threaded over big blocks (threads: the caller's ctx's count); every
  * element summed in the same order whatever the thread count ---- */

@@ -13,16 +13,18 @@
 
 /* ---- reference ---- */
 
-void attn_bf16_convert_rows_ref(uint16_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
-                                int64_t cols)
+void attn_bf16_pack_row_pairs_ref(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
+                                  int64_t cols)
 {
-    const int64_t width = cols + (cols & 1);
     for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < width; c++) dst[r * ld + c] = c < cols ? attn_bf16_from_f32(src[r * ld_src + c]) : 0;
+        for (int64_t q = 0; q < (cols + 1) / 2; q++) {
+            const float *s = src + r * ld_src + 2 * q;
+            dst[r * ld + q] = attn_bf16_pair(s[0], 2 * q + 1 < cols ? s[1] : 0.0f);
+        }
 }
 
-void attn_bf16_pack_pairs_ref(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
-                              int64_t cols)
+void attn_bf16_pack_col_pairs_ref(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
+                                  int64_t cols)
 {
     for (int64_t p = 0; p < (rows + 1) / 2; p++)
         for (int64_t c = 0; c < cols; c++)
@@ -48,23 +50,24 @@ void attn_tile_gemm_bf16_ref(float *c, int64_t ldc, const uint32_t *a, int64_t a
 /* 16 floats -> 16 bf16 (VCVTNEPS2BF16), zero-extended to 32-bit lanes */
 static inline __m512i bf16_lanes(__m512 x) { return _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x)); }
 
-void attn_bf16_convert_rows(uint16_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
-                            int64_t cols)
+void attn_bf16_pack_row_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
+                              int64_t cols)
 {
     for (int64_t r = 0; r < rows; r++) {
         const float *s = src + r * ld_src;
-        uint16_t *d = dst + r * ld;
+        uint32_t *d = dst + r * ld; /* 16 bf16 in order are 8 pair words, the even element low */
         int64_t c = 0;
-        for (; c + 16 <= cols; c += 16) _mm256_storeu_si256((__m256i *)(d + c), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(s + c)));
+        for (; c + 16 <= cols; c += 16) _mm256_storeu_si256((__m256i *)(d + c / 2), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(s + c)));
         if (c < cols) { /* the last columns, and a zero to finish the last pair */
-            const __mmask16 in = (__mmask16)((1u << (cols - c)) - 1), out = (__mmask16)((1u << ((cols - c + 1) & ~1)) - 1);
-            _mm256_mask_storeu_epi16(d + c, out, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(in, s + c)));
+            const __mmask16 in = (__mmask16)((1u << (cols - c)) - 1);
+            const __mmask8 out = (__mmask8)((1u << ((cols - c + 1) / 2)) - 1);
+            _mm256_mask_storeu_epi32(d + c / 2, out, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(in, s + c)));
         }
     }
 }
 
-void attn_bf16_pack_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
-                          int64_t cols)
+void attn_bf16_pack_col_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
+                              int64_t cols)
 {
     for (int64_t p = 0; p < (rows + 1) / 2; p++) {
         const float *even = src + 2 * p * ld_src, *odd = 2 * p + 1 < rows ? even + ld_src : NULL;
@@ -159,16 +162,16 @@ void attn_tile_gemm_bf16(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs,
 
 #else /* no bf16 instructions at this level: the references' bits */
 
-void attn_bf16_convert_rows(uint16_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
-                            int64_t cols)
+void attn_bf16_pack_row_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
+                              int64_t cols)
 {
-    attn_bf16_convert_rows_ref(dst, ld, src, ld_src, rows, cols);
+    attn_bf16_pack_row_pairs_ref(dst, ld, src, ld_src, rows, cols);
 }
 
-void attn_bf16_pack_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
-                          int64_t cols)
+void attn_bf16_pack_col_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
+                              int64_t cols)
 {
-    attn_bf16_pack_pairs_ref(dst, ld, src, ld_src, rows, cols);
+    attn_bf16_pack_col_pairs_ref(dst, ld, src, ld_src, rows, cols);
 }
 
 void attn_tile_gemm_bf16(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks,
