@@ -15,6 +15,7 @@ typedef struct bench_args {
     int mode;      /* index into bench_mode_names */
     int impl;      /* an attn_sdpa_impl */
     int bench_case; /* which of the workload's cases (gemm: layer and product) */
+    int matmul_precision; /* an attn_precision */
 } bench_args;
 
 extern const char *const bench_mode_names[]; /* "fwd", "fwdbwd", NULL */
@@ -26,6 +27,7 @@ typedef struct bench_result {
     const char *unit;
     size_t peak_bytes;          /* arena peak */
     attn_isa isa;               /* the level of the kernels timed: attn_cpu_isa() unless setup says */
+    bool bf16;                  /* the products took bf16 operands (MEDIUM with bf16 products) */
 } bench_result;
 
 /* A workload: setup validates and allocates `state`, run is the timed call. */

@@ -58,10 +58,13 @@ static int sdpa_run(void *p)
     return CLI_OK;
 }
 
-/* The fused kernel against the reference on a (1, 2, min(L, 512), d) slice of the shape. */
+/* The fused kernel against the reference on a (1, 2, min(L, 512), d) slice of the shape: within
+ * float32 roundings, or with bf16 products (MEDIUM), within the bound attn.h states besides: scores
+ * within dS_i = scale (2u + (D + 2) 2^-24) max_j sum_d |q_id k_jd| (u = 2^-8), P within about
+ * 2 dS_i relative, and O = P V rounding P and V again: |dO_ic| <= (2.1 dS_i + 2u + L 2^-24) max_j |v_jc|. */
 static int sdpa_validate(const bench_args *a)
 {
-    int64_t L = a->L < 512 ? a->L : 512, shape[4] = {1, 2, L, a->d};
+    const int64_t L = a->L < 512 ? a->L : 512, D = a->d, shape[4] = {1, 2, L, D};
     attn_rng rng;
     attn_rng_seed(&rng, 3);
     attn_tensor *t[3] = {bench_randn(&rng, 4, shape, false), bench_randn(&rng, 4, shape, false),
@@ -71,8 +74,26 @@ static int sdpa_validate(const bench_args *a)
     f.mask.causal = r.mask.causal = a->causal;
     attn_tensor *x = ctx ? attn_sdpa(ctx, t[0], t[1], t[2], &f, NULL) : NULL;
     attn_tensor *y = ctx ? attn_sdpa(ctx, t[0], t[1], t[2], &r, NULL) : NULL;
-    bool ok = x && y;
-    for (int64_t i = 0; ok && i < x->numel; i++) ok = fabsf(x->data[i] - y->data[i]) <= 2e-5f + 2e-4f * fabsf(y->data[i]);
+    const bool bf16 = attn_ctx_matmul_precision(ctx) == ATTN_PRECISION_MEDIUM && attn_bf16_products();
+    double *ds = calloc((size_t)(2 * L), sizeof *ds), *vmax = calloc((size_t)(2 * D), sizeof *vmax); /* (2, L), (2, D) */
+    bool ok = x && y && ds && vmax;
+    const double u = 0x1p-8, scale = 1.0 / sqrt((double)D);
+    for (int64_t h = 0; ok && bf16 && h < 2; h++) {
+        const float *q = t[0]->data + h * L * D, *k = t[1]->data + h * L * D, *v = t[2]->data + h * L * D;
+        for (int64_t i = 0; i < L; i++)
+            for (int64_t j = 0; j < L; j++) {
+                double sum = 0.0;
+                for (int64_t d = 0; d < D; d++) sum += fabs((double)q[i * D + d] * k[j * D + d]);
+                ds[h * L + i] = fmax(ds[h * L + i], scale * (2 * u + (double)(D + 2) * 0x1p-24) * sum);
+            }
+        for (int64_t j = 0; j < L * D; j++) vmax[h * D + j % D] = fmax(vmax[h * D + j % D], fabs(v[j]));
+    }
+    for (int64_t i = 0; ok && i < x->numel; i++) {
+        const int64_t row = i / D, head = row / L, c = i % D;
+        const double bound = bf16 ? (2.1 * ds[row] + 2 * u + (double)L * 0x1p-24) * vmax[head * D + c] : 0.0;
+        ok = fabsf(x->data[i] - y->data[i]) <= 2e-5f + 2e-4f * fabsf(y->data[i]) + bound;
+    }
+    free(ds), free(vmax);
     attn_ctx_free(ctx);
     for (int i = 0; i < 3; i++) attn_tensor_free(t[i]);
     return ok ? CLI_OK : cli_fail(CLI_ERR_DATA, "bench", "sdpa: the fused kernel disagrees with the reference");
@@ -295,6 +316,7 @@ static const cli_option options[] = {
     {"--runs", "N", CLI_LONG, O(runs), 1, 1000, NULL, "5", "timed runs (the median is reported)"},
     {"--warmup", "N", CLI_LONG, O(warmup), 0, 100, NULL, "1", "untimed runs first"},
     {"--threads", "N", CLI_LONG, O(threads), 1, 1024, NULL, NULL, "threads (default: all cores)"},
+    CLI_PRECISION_OPTION(O(matmul_precision)),
     {"--json", NULL, CLI_FLAG, O(json), 0, 0, NULL, NULL, "one JSON line per result (bench/compare_*.sh read them)"},
 };
 #undef O
@@ -337,6 +359,7 @@ static int parse(int argc, char **argv, bench_args *a)
     if (a->workload && !sdpa && !mha && a->impl != 0)
         return cli_fail(CLI_ERR_USAGE, "bench", "--impl applies to sdpa and mha only");
     if (a->threads) cli_set_threads((int)a->threads);
+    cli_set_matmul_precision((attn_precision)a->matmul_precision);
     for (int i = 0; i < WORKLOADS; i++) {
         const char *name = workloads[i]->name;
         if ((a->workload && strcmp(a->workload, name)) || !strcmp(name, "peak") || !strcmp(name, "gemm"))
@@ -368,14 +391,15 @@ static void print_result(const bench_workload *w, const bench_args *a, const ben
     const char *mode = w->mode ? w->mode : bench_mode_names[a->mode];
     if (a->json)
         printf("{\"workload\":\"%s\",\"mode\":\"%s\",\"impl\":\"%s\",\"causal\":%s,\"B\":%ld,\"H\":%ld,\"L\":%ld,"
-               "\"d\":%ld,\"threads\":%d,\"isa\":\"%s\",\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f,\"gflops_med\":%.2f,"
+               "\"d\":%ld,\"threads\":%d,\"isa\":\"%s\",\"precision\":\"%s\",\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f,\"gflops_med\":%.2f,"
                "\"items_per_s_med\":%.2f,\"unit\":\"%s\",\"arena_peak_mib\":%.1f}\n",
                w->name, mode, a->impl == ATTN_SDPA_REF ? "ref" : "fused", a->causal ? "true" : "false", a->B, a->H,
-               a->L, a->d, cli_threads(), attn_isa_name(r->isa), r->t_min, r->t_med, r->t_max, r->flop / r->t_med * 1e-9,
+               a->L, a->d, cli_threads(), attn_isa_name(r->isa), cli_matmul_precision_text(), r->t_min, r->t_med, r->t_max, r->flop / r->t_med * 1e-9,
                r->items / r->t_med, r->unit, r->peak_bytes / 1048576.0);
     else {
-        printf("%-10s %-7s L=%-5ld B=%-3ld %s threads=%d %-11s  ms min/med/max %9.2f %9.2f %9.2f  GFLOP/s %6.1f",
-               w->name, mode, a->L, a->B, a->causal ? "causal" : "      ", cli_threads(), attn_isa_name(r->isa), 1e3 * r->t_min, 1e3 * r->t_med,
+        printf("%-10s %-7s L=%-5ld B=%-3ld %s threads=%d %-11s %-7s  ms min/med/max %9.2f %9.2f %9.2f  GFLOP/s %6.1f",
+               w->name, mode, a->L, a->B, a->causal ? "causal" : "      ", cli_threads(), attn_isa_name(r->isa),
+               r->bf16 ? "bf16" : "float32", 1e3 * r->t_min, 1e3 * r->t_med,
                1e3 * r->t_max, r->flop / r->t_med * 1e-9);
         if (r->items > 0) printf("  %.1f %s", r->items / r->t_med, r->unit);
         printf("  arena %.1f MiB\n", r->peak_bytes / 1048576.0);
@@ -386,7 +410,8 @@ static int run_workload(const bench_workload *w, bench_args a)
 {
     defaults_for(&a, w->name);
     a.workload = w->name;
-    bench_result r = {.unit = "", .isa = attn_cpu_isa()};
+    bench_result r = {.unit = "", .isa = attn_cpu_isa(),
+                      .bf16 = cli_matmul_precision() == ATTN_PRECISION_MEDIUM && attn_bf16_products()};
     void *state = NULL;
     double *t = malloc((size_t)a.runs * sizeof *t); /* (runs) seconds */
     int code = t ? w->setup(&a, &state, &r) : cli_fail(CLI_ERR_DATA, "bench", "out of memory");

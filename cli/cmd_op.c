@@ -23,6 +23,7 @@ static const cli_option options[] = {
     {"--shen", NULL, CLI_FLAG, O(shen), 0, 0, NULL, NULL, "linear: Shen et al.'s variant (softmax of Q over features)"},
     {"--impl", NULL, CLI_CHOICE, O(impl), 0, 0, impl_names, "auto", "SDPA kernel (auto: fused unless weights are asked)"},
     {"--threads", "N", CLI_LONG, O(threads), 1, 1024, NULL, NULL, "threads (default: all cores)"},
+    CLI_PRECISION_OPTION(O(matmul_precision)),
 };
 #undef O
 
@@ -111,6 +112,7 @@ int cmd_op(int argc, char **argv)
                         a.name);
     if ((code = validate(&a, mech)) != CLI_OK) return code;
     if (a.threads > 0) cli_set_threads((int)a.threads);
+    cli_set_matmul_precision((attn_precision)a.matmul_precision);
     op_run run = {0};
     run.args = &a;
     run.mech = mech;

@@ -156,6 +156,7 @@ static int parse(int argc, char **argv, translate_options *o, int *action, const
     o->model.max_len = o->train.max_len + 2; /* <bos>/<eos> */
     if ((code = validate(o, *action, *n_texts)) != CLI_OK) return code;
     if (o->train.threads > 0) cli_set_threads((int)o->train.threads);
+    cli_set_matmul_precision((attn_precision)o->train.matmul_precision);
     return CLI_OK;
 }
 

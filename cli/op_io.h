@@ -10,6 +10,7 @@ typedef struct op_args {
     bool causal, need_weights, per_head_weights, batch_first, shen;
     float scale;     /* 0: 1/sqrt(D) */
     long num_heads, threads;
+    int matmul_precision; /* an attn_precision */
     int impl;        /* an attn_sdpa_impl */
 } op_args;
 

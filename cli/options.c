@@ -14,6 +14,8 @@ static void *field(void *opts, const cli_option *o) { return (char *)opts + o->o
 static bool is_integer(cli_opt_type t) { return t == CLI_LONG || t == CLI_INT64 || t == CLI_INT; }
 
 /* "a, b or c" */
+const char *const cli_precision_names[] = {"highest", "high", "medium", NULL};
+
 static void choices_text(char *buf, size_t len, const char *const *choices, const char *last_sep)
 {
     size_t n = 0;

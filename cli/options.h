@@ -46,6 +46,13 @@ typedef struct cli_spec {
 
 #define CLI_OPTIONS(table) .options = (table), .n_options = sizeof(table) / sizeof((table)[0])
 
+/* --matmul-precision's values, attn_precision's order */
+extern const char *const cli_precision_names[];
+#define CLI_PRECISION_OPTION(OFFSET)                                                                \
+    {"--matmul-precision", NULL, CLI_CHOICE, (OFFSET), 0, 0, cli_precision_names, "highest",         \
+     "products: highest (float32), high (the same here), medium (bf16 operands, float32 sums, "      \
+     "where the CPU has AVX512_BF16)"}
+
 /* Rows for the options every training command shares (each command gives its own defaults). */
 #define CLI_TRAIN_OPTIONS(T, EPOCHS, BATCH, LR, MAX_LEN, CHECKPOINT)                               \
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "training:"},                                                \
@@ -59,6 +66,7 @@ typedef struct cli_spec {
      "seed for initialisation, shuffling and dropout", "train"},                                      \
     {"--threads", "N", CLI_LONG, offsetof(T, train.threads), 1, 1024, NULL, NULL,                   \
      "threads (default: all cores)"},                                                                \
+    CLI_PRECISION_OPTION(offsetof(T, train.matmul_precision)),                                       \
     {"--checkpoint", "PATH", CLI_TEXT, offsetof(T, train.checkpoint), 0, 0, NULL, CHECKPOINT,      \
      "the model file: written after every epoch (atomically) by train, read by the others"},         \
     {"--checkpoint-every", "N", CLI_LONG, offsetof(T, train.checkpoint_every), 1, 1099511627776.0, \

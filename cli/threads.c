@@ -1,8 +1,20 @@
-/* The program's thread count (--threads): the library keeps none of its own, so every ctx and
- * optimizer the program makes gets it here (cli.h). */
+/* The program's thread count (--threads) and matmul precision (--matmul-precision): the library
+ * keeps no process-wide setting, so every ctx and optimizer the program makes gets them here
+ * (cli.h). */
 #include "cli.h"
 
 static int threads; /* 0: the library's default */
+static attn_precision precision = ATTN_PRECISION_HIGHEST;
+
+void cli_set_matmul_precision(attn_precision p) { precision = p; }
+
+attn_precision cli_matmul_precision(void) { return precision; }
+
+const char *cli_matmul_precision_text(void)
+{
+    if (precision != ATTN_PRECISION_MEDIUM) return attn_precision_name(precision);
+    return attn_bf16_products() ? "medium (bf16 products)" : "medium (float32: no AVX512_BF16 here)";
+}
 
 void cli_set_threads(int n) { threads = n > 0 ? n : 0; }
 
@@ -11,7 +23,8 @@ int cli_threads(void) { return threads > 0 ? threads : attn_default_num_threads(
 attn_ctx *cli_ctx_new(uint64_t seed)
 {
     attn_ctx *ctx = attn_ctx_new(seed);
-    if (ctx && attn_ctx_set_num_threads(ctx, threads) != ATTN_OK) {
+    if (ctx && (attn_ctx_set_num_threads(ctx, threads) != ATTN_OK ||
+                attn_ctx_set_matmul_precision(ctx, precision) != ATTN_OK)) {
         attn_ctx_free(ctx);
         return NULL;
     }

@@ -11,6 +11,7 @@
 typedef struct train_options {
     long epochs, batch_size, max_len, seed, threads, checkpoint_every;
     long max_steps; /* 0: no limit */
+    int matmul_precision; /* an attn_precision */
     double lr;
     const char *checkpoint, *plot_loss;
     bool resume, log_steps;

@@ -261,6 +261,38 @@ ATTN_API size_t attn_ctx_bytes_peak(const attn_ctx *ctx);        /* most ever in
 ATTN_API attn_status attn_ctx_set_num_threads(attn_ctx *ctx, int n);
 ATTN_API int attn_ctx_num_threads(const attn_ctx *ctx); /* 0 for a NULL ctx */
 
+/* The precision of the float32 matrix products of the ops run in ctx from now on, as PyTorch's
+ * torch.set_float32_matmul_precision (a setting of the run, never stored with a model):
+ *   HIGHEST: float32 products and sums (the default).
+ *   HIGH:    as HIGHEST (PyTorch's HIGH is TF32 or three bf16 passes where the hardware makes
+ *            them faster than float32; on these CPUs neither is).
+ *   MEDIUM:  where the kernels run at the avx512_bf16 level (attn_bf16_products), the products of
+ *            attn_linear, attn_matmul, attn_conv1d and the fused attention (S = Q K^T, O = P V and
+ *            their backward products) take their operands rounded to bf16 (round to nearest even,
+ *            unit roundoff u = 2^-8) and sum in float32; softmax statistics, masks, dropout, layer
+ *            norm, losses, reductions and the optimizer stay float32. Elsewhere MEDIUM runs as
+ *            HIGHEST, as PyTorch does. Error: an element sum_k a_k b_k of a product is within
+ *            (2u + 2^-23 + K 2^-24) sum_k |a_k b_k| of the float32 one (2u from rounding a and b,
+ *            K 2^-24 from float32 sums of K terms); in attention each score carries that error times
+ *            the scale, P's relative error is at most about twice the largest score error of its
+ *            row, and O = P V adds 2u more (P is rounded too). Masked rows, NaN, inf and large
+ *            scores behave as at HIGHEST (bf16 has float32's exponent range). The attention kernel
+ *            that returns weights (attn_sdpa with weights, ATTN_SDPA_REF) and the seq2seq decoders
+ *            (their own ctxs) stay float32; products of fewer than 16^3 multiply-adds too. */
+typedef enum attn_precision {
+    ATTN_PRECISION_HIGHEST,
+    ATTN_PRECISION_HIGH,
+    ATTN_PRECISION_MEDIUM,
+} attn_precision;
+ATTN_API attn_status attn_ctx_set_matmul_precision(attn_ctx *ctx, attn_precision precision);
+ATTN_API attn_precision attn_ctx_matmul_precision(const attn_ctx *ctx); /* HIGHEST for a NULL ctx */
+/* true when MEDIUM takes bf16 operands here: the kernels run at the avx512_bf16 level. */
+ATTN_API bool attn_bf16_products(void);
+/* "highest", "high", "medium"; "?" outside attn_precision */
+ATTN_API const char *attn_precision_name(attn_precision precision);
+/* The precision a name gives (any case); ATTN_ERR_ARG for another name, *precision unchanged. */
+ATTN_API attn_status attn_precision_from_name(const char *name, attn_precision *precision);
+
 /* ======================================================================================
  * Autograd
  * ====================================================================================== */

@@ -69,6 +69,8 @@ static const char *const no_pointer_arguments[] = {
     "attn_cpu_isa_supported",
     "attn_cpu_isa_set_max",
     "attn_isa_name",
+    "attn_bf16_products",
+    "attn_precision_name",
     "attn_ctx_new",
     "attn_params_new",
     "attn_classifier_defaults",
@@ -115,6 +117,11 @@ static void all_null(void)
     attn_isa level;
     EXPECT_STATUS(attn_isa_from_name(NULL, &level));
     EXPECT_STATUS(attn_isa_from_name("avx2", NULL));
+    EXPECT_STATUS(attn_ctx_set_matmul_precision(NULL, ATTN_PRECISION_MEDIUM));
+    EXPECT_RECORDED(attn_ctx_matmul_precision(NULL));
+    attn_precision precision;
+    EXPECT_STATUS(attn_precision_from_name(NULL, &precision));
+    EXPECT_STATUS(attn_precision_from_name("medium", NULL));
     EXPECT_RECORDED(attn_ctx_num_threads(NULL));
     EXPECT_STATUS(attn_backward(NULL, NULL));
     EXPECT_STATUS(attn_backward_from(NULL, NULL, NULL));

@@ -67,6 +67,9 @@ struct attn_ctx {
     size_t tape_len, tape_cap;
     bool tape_consumed;  /* a backward already ran over this tape */
     int num_threads;     /* OpenMP threads of every op run in this ctx (1 without OpenMP) */
+    attn_precision matmul_precision; /* of the ops' products (attn_ctx_set_matmul_precision) */
+    uint32_t *bf16_words;  /* (bf16_cap) the bf16 copies of a MEDIUM GEMM's operands, reused */
+    size_t bf16_cap;
 };
 
 /* ---- tensors ---- */

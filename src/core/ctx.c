@@ -2,6 +2,7 @@
 #include "core.h"
 
 #include <stdlib.h>
+#include <strings.h>
 
 attn_ctx *attn_ctx_new(uint64_t seed)
 {
@@ -19,6 +20,7 @@ void attn_ctx_free(attn_ctx *ctx)
     if (!ctx) return;
     attn_arena_release(&ctx->arena);
     free(ctx->tape);
+    free(ctx->bf16_words);
     free(ctx);
 }
 
@@ -45,6 +47,39 @@ attn_status attn_ctx_set_training(attn_ctx *ctx, bool on)
     if (!ctx) return attn__null_arg("attn_ctx_set_training");
     ctx->training = on;
     return ATTN_OK;
+}
+
+static const char *const precision_names[] = {"highest", "high", "medium"};
+enum { PRECISIONS = (int)(sizeof precision_names / sizeof precision_names[0]) };
+
+attn_status attn_ctx_set_matmul_precision(attn_ctx *ctx, attn_precision precision)
+{
+    if (!ctx) return attn__null_arg("attn_ctx_set_matmul_precision");
+    if ((unsigned)precision >= PRECISIONS)
+        return attn__fail(ATTN_ERR_ARG, "attn_ctx_set_matmul_precision: %d is not an attn_precision", (int)precision);
+    ctx->matmul_precision = precision;
+    return ATTN_OK;
+}
+
+attn_precision attn_ctx_matmul_precision(const attn_ctx *ctx)
+{
+    return ctx ? ctx->matmul_precision : (attn__null_arg("attn_ctx_matmul_precision"), ATTN_PRECISION_HIGHEST);
+}
+
+const char *attn_precision_name(attn_precision precision)
+{
+    return (unsigned)precision < PRECISIONS ? precision_names[precision] : "?";
+}
+
+attn_status attn_precision_from_name(const char *name, attn_precision *precision)
+{
+    if (!name || !precision) return attn__null_arg("attn_precision_from_name");
+    for (int i = 0; i < PRECISIONS; i++)
+        if (!strcasecmp(name, precision_names[i])) {
+            *precision = (attn_precision)i;
+            return ATTN_OK;
+        }
+    return attn__fail(ATTN_ERR_ARG, "attn_precision_from_name: \"%s\" is not highest, high or medium", name);
 }
 
 /* Getters: a NULL ctx records ATTN_ERR_ARG and reads as false, NULL or 0. */

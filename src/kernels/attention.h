@@ -37,6 +37,9 @@ typedef struct sdpa_problem {
     uint64_t dropout_seed;  /* the mask is a hash of (seed, b, h, i, j): reproducible anywhere */
     int threads;            /* OpenMP threads of the (b, h) loops (the ctx's count); the scratch
                                holds one slice per thread */
+    bool bf16;              /* the fused kernel's products (S = Q K^T, O += P V and the backward's)
+                               take bf16 operands with float32 sums (attn_tile_gemm_bf16): MEDIUM
+                               precision; softmax statistics, masks and dropout stay float32 */
 } sdpa_problem;
 
 /* Keys [0, sdpa_key_end) of row (b, i) can be visible; later ones are masked by causal or
@@ -64,7 +67,7 @@ void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const
 int64_t sdpa_ref_scratch_floats(const sdpa_problem *p, int threads);
 
 /* Fused: out and stats (B, H, Lq, 2) written; scratch: sdpa_fused_scratch_floats (per thread:
- * tiles, and in the backward Lq (D + Dv + 3) more). */
+ * tiles, and in the backward Lq (D + Dv + 3) more; with bf16 the operands' pair words besides). */
 void sdpa_forward_fused(float *out, float *stats, const float *q, const float *k, const float *v,
                         float *scratch, const sdpa_problem *p);
 /* Accumulates into dq, dk, dv, recomputing P from stats. D: rowsum(P * dP) of the tile when a

@@ -34,21 +34,26 @@ static int thread_id(void)
 
 static int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
 
+static int64_t half_up(int64_t n) { return (n + 1) / 2; }
+
 int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads)
 {
-    /* fwd = BR (D + BC + Dv + 2), bwd = (Lq' + 16) (D + Dv) + 3 Lq' + 3 BC BR with Lq' = Lq
-     * rounded up to BR (at least the backward's head_ld and its Lq rounded up to vectors); -1
-     * when the size overflows (huge Lq or D with no elements): the caller reports it */
-    int64_t fwd, bwd, pad, total, lqp;
-    if (__builtin_add_overflow(p->d, p->dv, &fwd) || __builtin_add_overflow(fwd, 3, &bwd) ||
-        __builtin_mul_overflow(fwd, 16, &pad) || __builtin_add_overflow(fwd, 2, &fwd) ||
-        __builtin_add_overflow(p->lq, SDPA_BR - 1, &lqp) ||
-        __builtin_mul_overflow(lqp / SDPA_BR * SDPA_BR, bwd, &bwd) || __builtin_add_overflow(bwd, pad, &bwd) ||
-        __builtin_add_overflow(bwd, (int64_t)3 * SDPA_BC * SDPA_BR, &bwd) ||
-        __builtin_add_overflow(fwd, SDPA_BC, &fwd) || __builtin_mul_overflow(fwd, SDPA_BR, &fwd) ||
-        __builtin_mul_overflow((int64_t)threads, fwd > bwd ? fwd : bwd, &total))
-        return -1;
-    return total;
+    /* per thread: forward BR (D + BC + Dv + 2), backward (Lq' + 16) (D + Dv) + 3 Lq' + 3 BC BR
+     * with Lq' = Lq rounded up to BR (at least the backward's head_ld and its Lq rounded up to
+     * vectors); with bf16 the pair words (one float each) of forward_block's and backward_head's
+     * operands besides. -1 when the size overflows (huge Lq or D with no elements): the caller
+     * reports it */
+    if (p->d < 0 || p->dv < 0 || p->lq < 0 || threads < 0) return -1;
+    const unsigned __int128 D = (uint64_t)p->d, Dv = (uint64_t)p->dv, BR = SDPA_BR, BC = SDPA_BC;
+    const unsigned __int128 lqp = ((uint64_t)p->lq + SDPA_BR - 1) / SDPA_BR * SDPA_BR;
+    const unsigned __int128 hD = (D + 1) / 2, hDv = (Dv + 1) / 2;
+    unsigned __int128 fwd = BR * (D + BC + Dv + 2), bwd = (lqp + 16) * (D + Dv) + 3 * lqp + 3 * BC * BR;
+    if (p->bf16) {
+        fwd += hD * BR + BC * hD + BC / 2 * Dv + BC / 2 * BR;
+        bwd += (hD + hDv) * (lqp + 16) + (lqp / 2) * (D + Dv) + BC * hD + BC / 2 * D + BC * hDv + BC * BR + BC / 2 * BR;
+    }
+    const unsigned __int128 total = (unsigned __int128)(uint64_t)threads * (fwd > bwd ? fwd : bwd);
+    return total > INT64_MAX ? -1 : (int64_t)total;
 }
 
 /* Largest key end over rows [i0, i0 + rows): keys at or after it are hidden from all rows. */
@@ -159,7 +164,13 @@ static void forward_block(float *out, float *stats, const float *q, const float 
     float *ot = st + SDPA_BC * SDPA_BR; /* (Dv, qw) unnormalised O^T */
     float *m = ot + Dv * SDPA_BR;       /* (qw) running max */
     float *l = m + SDPA_BR;             /* (qw) running sum */
+    const int64_t hD = half_up(D);
+    uint32_t *qp = (uint32_t *)(l + SDPA_BR); /* bf16 pair words: (D/2, qw) of Q^T's rows */
+    uint32_t *kr = qp + hD * SDPA_BR;         /* (BC, D/2) in K's rows */
+    uint32_t *vp = kr + SDPA_BC * hD;         /* (BC/2, Dv) of V's rows */
+    uint32_t *pp = vp + SDPA_BC / 2 * Dv;     /* (BC/2, qw) of P^T's rows */
     transpose_padded(qt, qw, q + (bh * p->lq + i0) * D, rows, D);
+    if (p->bf16) attn_bf16_pack_col_pairs(qp, qw, qt, qw, D, qw);
     memset(ot, 0, (size_t)(Dv * qw) * sizeof(float));
     for (int64_t r = 0; r < qw; r++) {
         m[r] = -INFINITY;
@@ -169,11 +180,21 @@ static void forward_block(float *out, float *stats, const float *q, const float 
     const bool elementwise = sdpa_has_elementwise_mask(p);
     for (int64_t j0 = 0; j0 < key_end; j0 += SDPA_BC) { /* keys past key_end are hidden from all */
         const int64_t cols = key_end - j0 < SDPA_BC ? key_end - j0 : SDPA_BC;
-        attn_tile_gemm(st, qw, k + (bh * Lk + j0) * D, D, 1, qt, qw, cols, qw, D, p->scale, false);
+        const float *kj = k + (bh * Lk + j0) * D, *vj = v + (bh * Lk + j0) * Dv;
+        if (p->bf16) {
+            attn_bf16_pack_row_pairs(kr, hD, kj, D, cols, D);
+            attn_tile_gemm_bf16(st, qw, kr, hD, 1, qp, qw, cols, qw, hD, p->scale, false);
+        } else
+            attn_tile_gemm(st, qw, kj, D, 1, qt, qw, cols, qw, D, p->scale, false);
         if (elementwise || j0 + cols > key_min) sdpa_mask_tile(st, 1, qw, p, b, h, i0, rows, j0, cols);
         online_softmax(st, ot, m, l, qw, cols, Dv);
         if (p->dropout_p > 0.0f) dropout_tiles(st, st, NULL, qw, p, b, h, i0, j0, cols);
-        attn_tile_gemm(ot, qw, v + (bh * Lk + j0) * Dv, 1, Dv, st, qw, Dv, qw, cols, 1.0f, true);
+        if (p->bf16) {
+            attn_bf16_pack_col_pairs(vp, Dv, vj, Dv, cols, Dv);
+            attn_bf16_pack_col_pairs(pp, qw, st, qw, cols, qw);
+            attn_tile_gemm_bf16(ot, qw, vp, 1, Dv, pp, qw, Dv, qw, half_up(cols), 1.0f, true);
+        } else
+            attn_tile_gemm(ot, qw, vj, 1, Dv, st, qw, Dv, qw, cols, 1.0f, true);
     }
     for (int64_t r = 0; r < rows; r++) {
         float *o = out + (bh * p->lq + i0 + r) * Dv, *st_r = stats + 2 * (bh * p->lq + i0 + r);
@@ -256,8 +277,25 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
     float *st = dsum + Lqp;              /* (BC, qw) S^T, then P^T; qw = rows rounded up to vectors */
     float *dpt = st + SDPA_BC * SDPA_BR; /* (BC, qw) dP^T, then dS^T */
     float *pd = dpt + SDPA_BC * SDPA_BR; /* (BC, qw) dropout(P)^T */
+    const int64_t hD = half_up(D), hDv = half_up(Dv);
+    uint32_t *qtp = (uint32_t *)(pd + SDPA_BC * SDPA_BR); /* bf16 pair words: (D/2, ld) of Q^T's rows */
+    uint32_t *dotp = qtp + hD * ld;           /* (Dv/2, ld) of dO^T's rows */
+    uint32_t *qc = dotp + hDv * ld;           /* (Lq/2, D) of Q's rows */
+    uint32_t *doc = qc + half_up(Lq) * D;     /* (Lq/2, Dv) of dO's rows */
+    uint32_t *kr = doc + half_up(Lq) * Dv;    /* (BC, D/2) in K_j's rows */
+    uint32_t *kc = kr + SDPA_BC * hD;         /* (BC/2, D) of K_j's rows */
+    uint32_t *vr = kc + SDPA_BC / 2 * D;      /* (BC, Dv/2) in V_j's rows */
+    uint32_t *pr = vr + SDPA_BC * hDv;        /* (BC, qw/2) in dropout(P)^T's rows */
+    uint32_t *dsr = pr + SDPA_BC * SDPA_BR / 2; /* (BC, qw/2) in dS^T's rows */
+    uint32_t *dsc = dsr + SDPA_BC * SDPA_BR / 2; /* (BC/2, qw) of dS^T's rows */
     transpose_padded(qt, ld, q + bh * Lq * D, Lq, D);
     transpose_padded(dot, ld, dout + bh * Lq * Dv, Lq, Dv);
+    if (p->bf16) {
+        attn_bf16_pack_col_pairs(qtp, ld, qt, ld, D, ld);
+        attn_bf16_pack_col_pairs(dotp, ld, dot, ld, Dv, ld);
+        attn_bf16_pack_col_pairs(qc, D, q + bh * Lq * D, D, Lq, D);
+        attn_bf16_pack_col_pairs(doc, Dv, dout + bh * Lq * Dv, Dv, Lq, Dv);
+    }
     const bool one_key_block = Lk <= SDPA_BC; /* D then comes from the tile (tile_rowsum) */
     for (int64_t i = 0; i < Lqp; i++) {
         m[i] = i < Lq ? stats[2 * (bh * Lq + i)] : INFINITY;
@@ -272,25 +310,43 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
         const int64_t cols = Lk - j0 < SDPA_BC ? Lk - j0 : SDPA_BC;
         const float *kj = k + (bh * Lk + j0) * D, *vj = v + (bh * Lk + j0) * Dv;
         float *dkj = dk + (bh * Lk + j0) * D, *dvj = dv + (bh * Lk + j0) * Dv;
+        if (p->bf16) {
+            attn_bf16_pack_row_pairs(kr, hD, kj, D, cols, D);
+            attn_bf16_pack_col_pairs(kc, D, kj, D, cols, D);
+            attn_bf16_pack_row_pairs(vr, hDv, vj, Dv, cols, Dv);
+        }
         int64_t first = p->masks.causal ? (j0 / SDPA_BR) * SDPA_BR : 0;
         for (int64_t i0 = first; i0 < Lq; i0 += SDPA_BR) {
             const int64_t rows = Lq - i0 < SDPA_BR ? Lq - i0 : SDPA_BR, qw = round_up(rows, VF_LANES);
             if (block_key_end(p, b, i0, rows) <= j0) continue; /* hidden from every row */
             const float *qi = q + (bh * Lq + i0) * D, *doi = dout + (bh * Lq + i0) * Dv;
-            attn_tile_gemm(st, qw, kj, D, 1, qt + i0, ld, cols, qw, D, p->scale, false);
+            if (p->bf16) attn_tile_gemm_bf16(st, qw, kr, hD, 1, qtp + i0, ld, cols, qw, hD, p->scale, false);
+            else attn_tile_gemm(st, qw, kj, D, 1, qt + i0, ld, cols, qw, D, p->scale, false);
             if (elementwise || j0 + cols > block_key_min(p, b, i0, rows))
                 sdpa_mask_tile(st, 1, qw, p, b, h, i0, rows, j0, cols);
             probabilities(st, qw, m + i0, log_l + i0, cols);
             /* dP^T = V_j dO_i^T, and under dropout dropout(P)^T and dropout'(dP)^T in one pass */
-            attn_tile_gemm(dpt, qw, vj, Dv, 1, dot + i0, ld, cols, qw, Dv, 1.0f, false);
+            if (p->bf16) attn_tile_gemm_bf16(dpt, qw, vr, hDv, 1, dotp + i0, ld, cols, qw, hDv, 1.0f, false);
+            else attn_tile_gemm(dpt, qw, vj, Dv, 1, dot + i0, ld, cols, qw, Dv, 1.0f, false);
             if (drop) dropout_tiles(pd, st, dpt, qw, p, b, h, i0, j0, cols);
             /* dV_j += dropout(P)^T dO_i */
-            attn_tile_gemm(dvj, Dv, drop ? pd : st, qw, 1, doi, Dv, cols, Dv, rows, 1.0f, true);
+            if (p->bf16) {
+                attn_bf16_pack_row_pairs(pr, SDPA_BR / 2, drop ? pd : st, qw, cols, rows);
+                attn_tile_gemm_bf16(dvj, Dv, pr, SDPA_BR / 2, 1, doc + i0 / 2 * Dv, Dv, cols, Dv, half_up(rows), 1.0f, true);
+            } else
+                attn_tile_gemm(dvj, Dv, drop ? pd : st, qw, 1, doi, Dv, cols, Dv, rows, 1.0f, true);
             if (one_key_block) tile_rowsum(dsum + i0, st, dpt, qw, cols);
             score_gradient(dpt, st, qw, dsum + i0, cols);
             /* dQ_i += scale dS K_j;  dK_j += scale dS^T Q_i */
-            attn_tile_gemm(dq + (bh * Lq + i0) * D, D, dpt, 1, qw, kj, D, rows, D, cols, p->scale, true);
-            attn_tile_gemm(dkj, D, dpt, qw, 1, qi, D, cols, D, rows, p->scale, true);
+            if (p->bf16) {
+                attn_bf16_pack_col_pairs(dsc, qw, dpt, qw, cols, qw);
+                attn_bf16_pack_row_pairs(dsr, SDPA_BR / 2, dpt, qw, cols, rows);
+                attn_tile_gemm_bf16(dq + (bh * Lq + i0) * D, D, dsc, 1, qw, kc, D, rows, D, half_up(cols), p->scale, true);
+                attn_tile_gemm_bf16(dkj, D, dsr, SDPA_BR / 2, 1, qc + i0 / 2 * D, D, cols, D, half_up(rows), p->scale, true);
+            } else {
+                attn_tile_gemm(dq + (bh * Lq + i0) * D, D, dpt, 1, qw, kj, D, rows, D, cols, p->scale, true);
+                attn_tile_gemm(dkj, D, dpt, qw, 1, qi, D, cols, D, rows, p->scale, true);
+            }
         }
     }
 }

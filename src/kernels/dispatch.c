@@ -182,6 +182,8 @@ const attn__kernel_table *attn__kernels_at(attn_isa l)
 #endif
 }
 
+bool attn_bf16_products(void) { return attn_cpu_isa() == ATTN_ISA_AVX512_BF16; }
+
 attn_status attn_cpu_isa_set_max(attn_isa max)
 {
     if ((unsigned)max >= ATTN_ISA_COUNT)

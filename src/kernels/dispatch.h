@@ -1,5 +1,5 @@
 /* Private: kernels chosen at run time. On x86-64 (unless ATTN_NATIVE), every kernel file of this
- * folder but gemm.c and dispatch.c is compiled once per level of attn_cpu_isa (baseline =
+ * folder but gemm.c, gemm_bf16.c and dispatch.c is compiled once per level of attn_cpu_isa (baseline =
  * x86-64-v2, avx2 = x86-64-v3, avx512 = x86-64-v4, avx512_bf16 = v4 + AVX512_BF16) into one
  * library, each level's copy defining its names with the level's suffix
  * (attn_softmax_rows_avx512). dispatch.c defines the plain names: each calls the chosen level's

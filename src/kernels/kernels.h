@@ -20,6 +20,14 @@ void attn_gemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *
 void attn_gemm_ref(float *c, int64_t ldc, const float *a, int64_t lda, const float *b,
                    int64_t ldb, int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b,
                    float alpha, float beta);
+/* attn_gemm with A and B rounded to bf16 (round to nearest even) and float32 sums: MEDIUM
+ * precision of the layers' products, through the GEMM library (oneDNN's bf16 matmul). scratch:
+ * attn_gemm_bf16_scratch_words words for the bf16 copies. false when the library cannot (no bf16
+ * GEMM in it, or it refused): C is untouched and the caller runs attn_gemm. */
+bool attn_gemm_bf16(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb, int64_t m,
+                    int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta, uint32_t *scratch,
+                    int threads);
+int64_t attn_gemm_bf16_scratch_words(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b);
 /* C (M, N) = alpha * A @ B (+ C when accumulate) on small tiles that fit in cache, without
  * packing: A element (i, p) at a[i * a_rs + p * a_ks] (a transposed A is a_rs = 1), B (K, N)
  * row-major with row stride ldb, C row-major. The micro-kernel of the fused attention. */

@@ -7,6 +7,7 @@
  *             dbias += sum over b, t of dy[b, :, t]
  * Lout = L + 2p - K + 1 must be positive.
  */
+#include "gemm.h"
 #include "../autograd/tape.h"
 #include "../kernels/kernels.h"
 
@@ -57,10 +58,10 @@ static attn_status conv1d_backward(attn_ctx *ctx, attn_node *node)
     for (int64_t b = 0; b < s->batch; b++) {
         const float *dyb = dy + b * s->cout * s->lout;
         if (dw) /* dW (Cout, Cin*K) += dy[b] (Cout, Lout) @ col[b]^T */
-            attn_gemm(dw, ck, dyb, s->lout, s->col + b * ck * s->lout, s->lout, s->cout, ck,
-                      s->lout, false, true, 1, 1, ctx->num_threads);
+            attn__gemm(ctx, dw, ck, dyb, s->lout, s->col + b * ck * s->lout, s->lout, s->cout, ck,
+                      s->lout, false, true, 1, 1);
         if (dx) { /* dcol (Cin*K, Lout) = W^T @ dy[b] */
-            attn_gemm(dcol, s->lout, w, ck, dyb, s->lout, ck, s->lout, s->cout, true, false, 1, 0, ctx->num_threads);
+            attn__gemm(ctx, dcol, s->lout, w, ck, dyb, s->lout, ck, s->lout, s->cout, true, false, 1, 0);
             col2im_add(dx + b * s->cin * s->len, dcol, s);
         }
         if (db)
@@ -111,7 +112,7 @@ attn_tensor *attn_conv1d(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, att
     for (int64_t b = 0; b < s.batch; b++) {
         float *colb = col + b * ck * s.lout, *yb = y->data + b * s.cout * s.lout;
         im2col(colb, x->data + b * s.cin * s.len, &s);
-        attn_gemm(yb, s.lout, weight->data, ck, colb, s.lout, s.cout, s.lout, ck, false, false, 1, 0, ctx->num_threads);
+        attn__gemm(ctx, yb, s.lout, weight->data, ck, colb, s.lout, s.cout, s.lout, ck, false, false, 1, 0);
         if (bias)
             for (int64_t o = 0; o < s.cout; o++)
                 for (int64_t t = 0; t < s.lout; t++) yb[o * s.lout + t] += bias->data[o];

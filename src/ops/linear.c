@@ -11,6 +11,7 @@
  *   forward:  H = X @ W^T (kept),  Y = keep * act(H + b) / (1 - p)
  *   backward: dH = dY * keep / (1 - p) * act'(H + b) (one pass), then the GEMMs above with dH
  */
+#include "gemm.h"
 #include "../autograd/tape.h"
 #include "../kernels/activation.h"
 #include "../kernels/kernels.h"
@@ -36,10 +37,9 @@ static attn_status linear_grads(attn_ctx *ctx, attn_node *node, const linear_siz
     /* dX (R, in) += dY_j (R, ob) @ W_j (ob, in) for each block, the last first (as separate linears
      * recorded in block order run backward) */
     for (int64_t j = s->blocks; dx && j-- > 0;)
-        attn_gemm(dx, s->in, dy + j * ob, s->out, w + j * ob * s->in, s->in, s->rows, s->in, ob, false, false, 1, 1,
-                  ctx->num_threads);
+        attn__gemm(ctx, dx, s->in, dy + j * ob, s->out, w + j * ob * s->in, s->in, s->rows, s->in, ob, false, false, 1, 1);
     if (dw) /* dW (out, in) += dY^T (out, R) @ X (R, in) */
-        attn_gemm(dw, s->in, dy, s->out, x, s->in, s->out, s->in, s->rows, true, false, 1, 1, ctx->num_threads);
+        attn__gemm(ctx, dw, s->in, dy, s->out, x, s->in, s->out, s->in, s->rows, true, false, 1, 1);
     if (db) attn_col_sums_add(db, dy, s->rows, s->out, ctx->num_threads); /* db (out) += column sums of dy */
     return ATTN_OK;
 }
@@ -84,8 +84,7 @@ static attn_tensor *linear_blocks(attn_ctx *ctx, attn_tensor *x, attn_tensor *we
     attn_tensor *y = linear_output(ctx, x, out); /* (..., out) */
     if (!y) return NULL;
     for (int64_t j = 0; j < blocks; j++) /* Y[:, j ob : (j + 1) ob] = X @ W_j^T */
-        attn_gemm(y->data + j * ob, out, x->data, in, weight->data + j * ob * in, in, rows, ob, in, false, true, 1, 0,
-                  ctx->num_threads);
+        attn__gemm(ctx, y->data + j * ob, out, x->data, in, weight->data + j * ob * in, in, rows, ob, in, false, true, 1, 0);
     if (bias) {
         float *yd = y->data;
         const float *bd = bias->data;
@@ -194,7 +193,7 @@ attn_tensor *attn__linear_act_dropout(attn_ctx *ctx, attn_tensor *x, attn_tensor
     /* h (R, out): kept for the backward, or y itself when none follows (the pass runs in place) */
     float *h = grad ? attn_arena_alloc(&ctx->arena, (size_t)(n > 0 ? n : 1) * sizeof *h) : y->data;
     if (!h) return NULL;
-    attn_gemm(h, out, x->data, in, weight->data, in, rows, out, in, false, true, 1, 0, ctx->num_threads);
+    attn__gemm(ctx, h, out, x->data, in, weight->data, in, rows, out, in, false, true, 1, 0);
     const float *b = bias ? bias->data : NULL;
     float *yd = y->data;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > ATTN_PARALLEL_MIN)

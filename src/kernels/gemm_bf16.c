@@ -1,0 +1,167 @@
+/* GEMM with bf16 operands and float32 sums (ATTN_PRECISION_MEDIUM, kernels.h): A and B rounded to
+ * bf16 by attn_bf16_pack_row_pairs (the kernels' level; in pair words, which are bf16 arrays in
+ * memory order), then oneDNN's matmul primitive on them (brgemm kernels with VDPBF16PS on an
+ * AVX512_BF16 CPU), the product scaled by alpha and added to beta C by the primitive's own
+ * attributes. Primitives are cached by shape: making one costs far more than running a small one.
+ * Built once (not per level): oneDNN chooses its own kernels. */
+#include "kernels.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#if defined(ATTN_GEMM_DNNL)
+#include <oneapi/dnnl/dnnl.h>
+
+/* A cached primitive: everything that decides its kernels and its memory layout */
+typedef struct gemm_key {
+    int64_t m, n, k, a_rows, b_rows, ldc; /* a_rows, b_rows: the stored matrices' row lengths (words x 2) */
+    bool trans_a, trans_b;
+    float alpha, beta;
+} gemm_key;
+
+enum { CACHE_SIZE = 64 };
+static struct {
+    gemm_key key;
+    dnnl_primitive_t prim;
+    uint64_t used; /* the call count at its last use: the least recent goes first */
+} cache[CACHE_SIZE];
+static uint64_t calls;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+static dnnl_engine_t engine; /* NULL when oneDNN has no CPU engine */
+
+static void engine_init(void)
+{
+    if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;
+}
+
+/* dst = alpha src weights + beta dst over the key's layouts; NULL when oneDNN will not */
+static dnnl_primitive_t make_primitive(const gemm_key *g)
+{
+    dnnl_memory_desc_t a_md, b_md, c_md;
+    const dnnl_dims_t a_dims = {g->m, g->k}, b_dims = {g->k, g->n}, c_dims = {g->m, g->n};
+    /* the stored A is (M, K) or, transposed, (K, M), its rows a_rows bf16 apart; B likewise */
+    const dnnl_dims_t a_strides = {g->trans_a ? 1 : g->a_rows, g->trans_a ? g->a_rows : 1};
+    const dnnl_dims_t b_strides = {g->trans_b ? 1 : g->b_rows, g->trans_b ? g->b_rows : 1};
+    const dnnl_dims_t c_strides = {g->ldc, 1};
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t post = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    dnnl_matmul_desc_t desc;
+    bool ok = dnnl_memory_desc_init_by_strides(&a_md, 2, a_dims, dnnl_bf16, a_strides) == dnnl_success &&
+              dnnl_memory_desc_init_by_strides(&b_md, 2, b_dims, dnnl_bf16, b_strides) == dnnl_success &&
+              dnnl_memory_desc_init_by_strides(&c_md, 2, c_dims, dnnl_f32, c_strides) == dnnl_success &&
+              dnnl_matmul_desc_init(&desc, &a_md, &b_md, NULL, &c_md) == dnnl_success &&
+              dnnl_primitive_attr_create(&attr) == dnnl_success &&
+              (g->alpha == 1.0f || dnnl_primitive_attr_set_output_scales(attr, 1, 0, &g->alpha) == dnnl_success);
+    if (ok && g->beta != 0.0f)
+        ok = dnnl_post_ops_create(&post) == dnnl_success && dnnl_post_ops_append_sum(post, g->beta) == dnnl_success &&
+             dnnl_primitive_attr_set_post_ops(attr, post) == dnnl_success;
+    if (ok) ok = dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL) == dnnl_success &&
+                 dnnl_primitive_create(&prim, pd) == dnnl_success;
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (post) dnnl_post_ops_destroy(post);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return ok ? prim : NULL;
+}
+
+/* The cached primitive for g, made on a miss; NULL when oneDNN will not make it. */
+static dnnl_primitive_t primitive_for(const gemm_key *g)
+{
+    pthread_mutex_lock(&cache_lock);
+    int slot = 0;
+    for (int i = 0; i < CACHE_SIZE; i++) {
+        if (cache[i].prim && !memcmp(&cache[i].key, g, sizeof *g)) {
+            cache[i].used = ++calls;
+            dnnl_primitive_t p = cache[i].prim;
+            pthread_mutex_unlock(&cache_lock);
+            return p;
+        }
+        if (cache[i].used < cache[slot].used) slot = i;
+    }
+    dnnl_primitive_t p = make_primitive(g);
+    if (p) {
+        if (cache[slot].prim) dnnl_primitive_destroy(cache[slot].prim);
+        cache[slot].key = *g, cache[slot].prim = p, cache[slot].used = ++calls;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return p;
+}
+
+/* rows x cols floats, row stride ld, into pair words (the bf16 array's rows 2 ceil(cols / 2) long) */
+static void to_bf16(uint32_t *dst, const float *src, int64_t ld, int64_t rows, int64_t cols, int threads)
+{
+    const int64_t words = (cols + 1) / 2, block = 64;
+#pragma omp parallel for schedule(static) num_threads(threads) if (rows * cols > ATTN_PARALLEL_MIN)
+    for (int64_t r0 = 0; r0 < rows; r0 += block)
+        attn_bf16_pack_row_pairs(dst + r0 * words, words, src + r0 * ld, ld, rows - r0 < block ? rows - r0 : block, cols);
+}
+
+bool attn_gemm_bf16(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb, int64_t m,
+                    int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta, uint32_t *scratch,
+                    int threads)
+{
+    pthread_once(&engine_once, engine_init);
+    if (!engine || m == 0 || n == 0 || k == 0) return false;
+    /* the stored matrices: A (M, K) or (K, M), B (K, N) or (N, K) */
+    const int64_t a_r = trans_a ? k : m, a_c = trans_a ? m : k, b_r = trans_b ? n : k, b_c = trans_b ? k : n;
+    const gemm_key g = {m, n, k, 2 * ((a_c + 1) / 2), 2 * ((b_c + 1) / 2), ldc, trans_a, trans_b, alpha, beta};
+    dnnl_primitive_t prim = primitive_for(&g);
+    if (!prim) return false;
+    uint32_t *a16 = scratch, *b16 = scratch + a_r * ((a_c + 1) / 2);
+#ifdef _OPENMP
+    if (omp_in_parallel()) threads = 1;
+#endif
+    to_bf16(a16, a, lda, a_r, a_c, threads);
+    to_bf16(b16, b, ldb, b_r, b_c, threads);
+    const_dnnl_primitive_desc_t pd;
+    dnnl_memory_t am = NULL, bm = NULL, cm = NULL;
+    dnnl_stream_t stream = NULL;
+    bool ok = dnnl_primitive_get_primitive_desc(prim, &pd) == dnnl_success &&
+              dnnl_memory_create(&am, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), engine, a16) == dnnl_success &&
+              dnnl_memory_create(&bm, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), engine, b16) == dnnl_success &&
+              dnnl_memory_create(&cm, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), engine, c) == dnnl_success &&
+              dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
+    if (ok) {
+        const dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
+        /* oneDNN spreads over omp_get_max_threads(): the ctx's count for this call */
+#ifdef _OPENMP
+        const int before = omp_get_max_threads();
+        if (threads != before) omp_set_num_threads(threads);
+#endif
+        ok = dnnl_primitive_execute(prim, stream, 3, args) == dnnl_success && dnnl_stream_wait(stream) == dnnl_success;
+#ifdef _OPENMP
+        if (threads != before) omp_set_num_threads(before);
+#endif
+    }
+    if (stream) dnnl_stream_destroy(stream);
+    if (am) dnnl_memory_destroy(am);
+    if (bm) dnnl_memory_destroy(bm);
+    if (cm) dnnl_memory_destroy(cm);
+    return ok; /* false: oneDNN failed before its kernels ran (a scratchpad it could not allocate),
+                * and the caller's float32 GEMM gives C from the same inputs */
+}
+
+#else /* OpenBLAS has no bf16 GEMM in Debian's build: MEDIUM's products of the layers stay float32 */
+
+bool attn_gemm_bf16(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb, int64_t m,
+                    int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta, uint32_t *scratch,
+                    int threads)
+{
+    (void)c, (void)ldc, (void)a, (void)lda, (void)b, (void)ldb, (void)m, (void)n, (void)k, (void)trans_a;
+    (void)trans_b, (void)alpha, (void)beta, (void)scratch, (void)threads;
+    return false;
+}
+
+#endif
+
+int64_t attn_gemm_bf16_scratch_words(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b)
+{
+    const int64_t a = trans_a ? k * ((m + 1) / 2) : m * ((k + 1) / 2), b = trans_b ? n * ((k + 1) / 2) : k * ((n + 1) / 2);
+    return a + b;
+}
