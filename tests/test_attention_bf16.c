@@ -1,0 +1,275 @@
+/* The fused attention with bf16 products (MEDIUM precision, sdpa_problem.bf16) against float64,
+ * forward and backward, within the bound attn.h states, at every level this CPU has (below
+ * avx512_bf16 the bf16 tile GEMM is its reference: the same arithmetic, so the suite checks the
+ * path on every host). The bound, carried through the computation in float64 to first order
+ * (u = 2^-8 for each rounding to bf16, w = 2^-24 for float32, each product's sum of K terms K w):
+ *   eS_ij = scale (2u + D w) sum_d |q_id k_jd|                      a score
+ *   eP_ij = P_ij (eS_ij + sum_k P_ik eS_ik) + 4 Lk w P_ij            a probability (softmax)
+ *   eO_ic = sum_j (eP_ij + (2u + Lk w) P_ij) |v_jc|                  P and V rounded again
+ *   edP_ij = (2u + Dv w) sum_c |dO_ic v_jc|
+ *   eD_i  = max(sum_c |dO_ic| eO_ic, sum_j eP_ij |dP_ij| + P_ij edP_ij) + Dv w sum_c |dO_ic O_ic|
+ *   edS_ij = eP_ij |dP_ij - D_i| + P_ij (edP_ij + eD_i)
+ *   edQ_id = scale sum_j (edS_ij + (2u + Lk w) |dS_ij|) |k_jd|;  dK likewise over i with |q_id|
+ *   edV_jc = sum_i (eP_ij + (2u + Lq w) P_ij) |dO_ic|
+ * and each element passes within 1.1 e + 1e-6 max|ref| (1.1: the second-order terms; 1e-6: the
+ * float32 floor of the HIGHEST comparisons). The bound is a worst case (signs all aligned); the test
+ * prints the fraction of it used. So that the check cannot pass by running float32, every tensor
+ * must also be off float64 by more than float32 would be (10 times the floor) somewhere. Masked
+ * rows, NaN and large scores behave as at HIGHEST: zeros, NaN in its row only, and finite outputs
+ * within the values' range (at scores of hundreds, bf16's error in a score exceeds 1 and the
+ * bound above says nothing). */
+#include "kernels/attention.h"
+#include "kernels/dispatch.h"
+#include "testkit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct shape {
+    int64_t B, H, Lq, Lk, D, Dv;
+    bool causal, lens; /* valid_lens: key j < len_b visible (len_b cycles through a few values) */
+} shape;
+
+typedef struct tensors {
+    float *q, *k, *v, *dout;      /* inputs */
+    double *o, *dq, *dk, *dv;     /* the float64 reference */
+    double *eo, *edq, *edk, *edv; /* its bound */
+} tensors;
+
+static bool visible(const shape *s, const int64_t *lens, int64_t b, int64_t i, int64_t j)
+{
+    return (!s->causal || j <= i) && (!s->lens || j < lens[b]);
+}
+
+/* float64 forward and backward of one problem, and the bound, for every (b, h) */
+static void reference(const shape *s, const int64_t *lens, float scale, tensors *t)
+{
+    const int64_t Lq = s->Lq, Lk = s->Lk, D = s->D, Dv = s->Dv;
+    const double u = 0x1p-8, w = 0x1p-24;
+    double *S = malloc(sizeof(double) * Lq * Lk), *P = malloc(sizeof(double) * Lq * Lk), *eS = malloc(sizeof(double) * Lq * Lk);
+    double *eP = malloc(sizeof(double) * Lq * Lk), *dP = malloc(sizeof(double) * Lq * Lk), *edP = malloc(sizeof(double) * Lq * Lk);
+    double *dS = malloc(sizeof(double) * Lq * Lk), *edS = malloc(sizeof(double) * Lq * Lk);
+    for (int64_t bh = 0; bh < s->B * s->H; bh++) {
+        const int64_t b = bh / s->H;
+        const float *q = t->q + bh * Lq * D, *k = t->k + bh * Lk * D, *v = t->v + bh * Lk * Dv, *dO = t->dout + bh * Lq * Dv;
+        double *o = t->o + bh * Lq * Dv, *eo = t->eo + bh * Lq * Dv, *dq = t->dq + bh * Lq * D, *edq = t->edq + bh * Lq * D;
+        double *dk = t->dk + bh * Lk * D, *edk = t->edk + bh * Lk * D, *dv = t->dv + bh * Lk * Dv, *edv = t->edv + bh * Lk * Dv;
+        for (int64_t i = 0; i < Lq; i++) {
+            double m = -INFINITY, sum = 0.0, mean_e = 0.0;
+            for (int64_t j = 0; j < Lk; j++) {
+                double dot = 0.0, mag = 0.0;
+                for (int64_t d = 0; d < D; d++) dot += (double)q[i * D + d] * k[j * D + d], mag += fabs((double)q[i * D + d] * k[j * D + d]);
+                S[i * Lk + j] = visible(s, lens, b, i, j) ? scale * dot : -INFINITY;
+                eS[i * Lk + j] = scale * (2 * u + (double)D * w) * mag;
+                m = fmax(m, S[i * Lk + j]);
+            }
+            for (int64_t j = 0; j < Lk; j++) sum += m == -INFINITY ? 0.0 : exp(S[i * Lk + j] - m);
+            for (int64_t j = 0; j < Lk; j++) {
+                P[i * Lk + j] = sum > 0.0 ? exp(S[i * Lk + j] - m) / sum : 0.0;
+                mean_e += P[i * Lk + j] * eS[i * Lk + j];
+            }
+            for (int64_t j = 0; j < Lk; j++)
+                eP[i * Lk + j] = P[i * Lk + j] * (eS[i * Lk + j] + mean_e + 4.0 * (double)Lk * w);
+            for (int64_t c = 0; c < Dv; c++) {
+                double acc = 0.0, e = 0.0;
+                for (int64_t j = 0; j < Lk; j++) {
+                    acc += P[i * Lk + j] * v[j * Dv + c];
+                    e += (eP[i * Lk + j] + (2 * u + (double)Lk * w) * P[i * Lk + j]) * fabs(v[j * Dv + c]);
+                }
+                o[i * Dv + c] = acc, eo[i * Dv + c] = e;
+            }
+        }
+        for (int64_t i = 0; i < Lq; i++) {
+            double Di = 0.0, eD_o = 0.0, eD_p = 0.0, mag = 0.0;
+            for (int64_t c = 0; c < Dv; c++) {
+                Di += (double)dO[i * Dv + c] * o[i * Dv + c];
+                eD_o += fabs(dO[i * Dv + c]) * eo[i * Dv + c];
+                mag += fabs(dO[i * Dv + c] * o[i * Dv + c]);
+            }
+            for (int64_t j = 0; j < Lk; j++) {
+                double acc = 0.0, e = 0.0;
+                for (int64_t c = 0; c < Dv; c++) acc += (double)dO[i * Dv + c] * v[j * Dv + c], e += fabs((double)dO[i * Dv + c] * v[j * Dv + c]);
+                dP[i * Lk + j] = acc, edP[i * Lk + j] = (2 * u + (double)Dv * w) * e;
+                eD_p += eP[i * Lk + j] * fabs(acc) + P[i * Lk + j] * edP[i * Lk + j];
+            }
+            const double eD = fmax(eD_o, eD_p) + (double)Dv * w * mag;
+            for (int64_t j = 0; j < Lk; j++) {
+                dS[i * Lk + j] = P[i * Lk + j] * (dP[i * Lk + j] - Di);
+                edS[i * Lk + j] = eP[i * Lk + j] * fabs(dP[i * Lk + j] - Di) + P[i * Lk + j] * (edP[i * Lk + j] + eD);
+            }
+        }
+        for (int64_t i = 0; i < Lq; i++)
+            for (int64_t d = 0; d < D; d++) {
+                double acc = 0.0, e = 0.0;
+                for (int64_t j = 0; j < Lk; j++) {
+                    acc += dS[i * Lk + j] * k[j * D + d];
+                    e += (edS[i * Lk + j] + (2 * u + (double)Lk * w) * fabs(dS[i * Lk + j])) * fabs(k[j * D + d]);
+                }
+                dq[i * D + d] = scale * acc, edq[i * D + d] = scale * e;
+            }
+        for (int64_t j = 0; j < Lk; j++) {
+            for (int64_t d = 0; d < D; d++) {
+                double acc = 0.0, e = 0.0;
+                for (int64_t i = 0; i < Lq; i++) {
+                    acc += dS[i * Lk + j] * q[i * D + d];
+                    e += (edS[i * Lk + j] + (2 * u + (double)Lq * w) * fabs(dS[i * Lk + j])) * fabs(q[i * D + d]);
+                }
+                dk[j * D + d] = scale * acc, edk[j * D + d] = scale * e;
+            }
+            for (int64_t c = 0; c < Dv; c++) {
+                double acc = 0.0, e = 0.0;
+                for (int64_t i = 0; i < Lq; i++) {
+                    acc += P[i * Lk + j] * dO[i * Dv + c];
+                    e += (eP[i * Lk + j] + (2 * u + (double)Lq * w) * P[i * Lk + j]) * fabs(dO[i * Dv + c]);
+                }
+                dv[j * Dv + c] = acc, edv[j * Dv + c] = e;
+            }
+        }
+    }
+    free(S), free(P), free(eS), free(eP), free(dP), free(edP), free(dS), free(edS);
+}
+
+static double worst_margin; /* the largest fraction of a tolerance used, over every check */
+
+/* got within 1.1 bound + 1e-6 max|ref| of ref everywhere, and off ref by more than 1e-5 max|ref|
+ * somewhere (bf16 products, not float32). */
+static void check(const char *what, const float *got, const double *ref, const double *bound, int64_t n)
+{
+    double max_ref = 0.0, worst = 0.0, off = 0.0;
+    int64_t at = -1;
+    for (int64_t i = 0; i < n; i++) max_ref = fmax(max_ref, fabs(ref[i]));
+    for (int64_t i = 0; i < n; i++) {
+        const double used = fabs(got[i] - ref[i]) / (1.1 * bound[i] + 1e-6 * max_ref);
+        if (!(used <= worst)) worst = used, at = i;
+        off = fmax(off, fabs(got[i] - ref[i]));
+    }
+    TK_CHECK(worst <= 1.0, "%s: [%lld] got %.9g, float64 %.9g, bound %.3g (%.2f of the tolerance used)", what,
+             (long long)at, at >= 0 ? (double)got[at] : 0.0, at >= 0 ? ref[at] : 0.0, at >= 0 ? bound[at] : 0.0, worst);
+    TK_CHECK(off > 1e-5 * max_ref || max_ref == 0.0, "%s: off float64 by %.3g, more than float32 would be (%.3g): bf16 ran",
+             what, off, 1e-5 * max_ref);
+    worst_margin = fmax(worst_margin, worst);
+}
+
+static float *randn(attn_rng *rng, int64_t n, float scale)
+{
+    float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) x[i] = scale * attn_rng_normal(rng);
+    return x;
+}
+
+/* scores of hundreds: every output finite and within the range of v's column (a convex
+ * combination of bf16-rounded values: 1 + 2^-7 of it), every gradient finite */
+static void large_scores(const attn__kernel_table *k, const char *level, const shape *s, const tensors *t,
+                         const float *out, const float *dq, const float *dk, const float *dv)
+{
+    bool ok = true;
+    for (int64_t bh = 0; bh < s->B * s->H; bh++)
+        for (int64_t c = 0; c < s->Dv; c++) {
+            double lo = INFINITY, hi = -INFINITY;
+            for (int64_t j = 0; j < s->Lk; j++) {
+                const double x = t->v[(bh * s->Lk + j) * s->Dv + c];
+                lo = fmin(lo, x), hi = fmax(hi, x);
+            }
+            const double slack = 0x1p-7 * fmax(fabs(lo), fabs(hi));
+            for (int64_t i = 0; i < s->Lq; i++) {
+                const float o = out[(bh * s->Lq + i) * s->Dv + c];
+                ok = ok && isfinite(o) && o >= lo - slack && o <= hi + slack;
+            }
+        }
+    for (int64_t i = 0; i < s->B * s->H * s->Lq * s->D; i++) ok = ok && isfinite(dq[i]);
+    for (int64_t i = 0; i < s->B * s->H * s->Lk * s->D; i++) ok = ok && isfinite(dk[i]);
+    for (int64_t i = 0; i < s->B * s->H * s->Lk * s->Dv; i++) ok = ok && isfinite(dv[i]);
+    TK_CHECK(ok, "%s: scores of hundreds: outputs finite and within v's range, gradients finite", level);
+    (void)k;
+}
+
+static void run_case(const shape *s, float q_scale, uint64_t seed)
+{
+    attn_rng rng;
+    attn_rng_seed(&rng, seed);
+    const int64_t nq = s->B * s->H * s->Lq * s->D, nk = s->B * s->H * s->Lk * s->D, nv = s->B * s->H * s->Lk * s->Dv,
+                  no = s->B * s->H * s->Lq * s->Dv;
+    tensors t = {.q = randn(&rng, nq, q_scale), .k = randn(&rng, nk, 1.0f), .v = randn(&rng, nv, 1.0f), .dout = randn(&rng, no, 1.0f)};
+    double **d[] = {&t.o, &t.eo, &t.dq, &t.edq, &t.dk, &t.edk, &t.dv, &t.edv};
+    const int64_t sizes[] = {no, no, nq, nq, nk, nk, nv, nv};
+    for (int i = 0; i < 8; i++) *d[i] = calloc((size_t)(sizes[i] ? sizes[i] : 1), sizeof(double));
+    int64_t lens[4];
+    for (int64_t b = 0; b < s->B && b < 4; b++) lens[b] = (s->Lk * (b + 1)) / 4; /* the first batch sees a quarter */
+    const float scale = 1.0f / sqrtf((float)s->D);
+    reference(s, lens, scale, &t);
+    for (int l = 0; l < ATTN_ISA_COUNT; l++) {
+        const attn__kernel_table *k = attn__kernels_at((attn_isa)l);
+        if (!k) continue;
+        sdpa_problem p = {.batch = s->B, .heads = s->H, .lq = s->Lq, .lk = s->Lk, .d = s->D, .dv = s->Dv,
+                          .scale = scale, .threads = 2, .bf16 = true};
+        p.masks.causal = s->causal;
+        p.masks.valid_lens = s->lens ? lens : NULL;
+        float *out = calloc((size_t)no, sizeof(float)), *stats = calloc((size_t)(2 * s->B * s->H * s->Lq), sizeof(float));
+        float *dq = calloc((size_t)nq, sizeof(float)), *dk = calloc((size_t)nk, sizeof(float)), *dv = calloc((size_t)nv, sizeof(float));
+        float *scratch = malloc(sizeof(float) * (size_t)k->sdpa_fused_scratch_floats(&p, p.threads));
+        k->sdpa_forward_fused(out, stats, t.q, t.k, t.v, scratch, &p);
+        k->sdpa_backward_fused(dq, dk, dv, t.dout, t.q, t.k, t.v, out, stats, scratch, &p);
+        char what[160];
+        const char *names[] = {"out", "dq", "dk", "dv"};
+        const float *got[] = {out, dq, dk, dv};
+        const double *ref[] = {t.o, t.dq, t.dk, t.dv}, *bound[] = {t.eo, t.edq, t.edk, t.edv};
+        const int64_t n[] = {no, nq, nk, nv};
+        for (int i = 0; q_scale == 1.0f && i < 4; i++) {
+            snprintf(what, sizeof what, "%s B%lld H%lld Lq%lld Lk%lld D%lld Dv%lld%s%s q x%g %s", attn_isa_name((attn_isa)l),
+                     (long long)s->B, (long long)s->H, (long long)s->Lq, (long long)s->Lk, (long long)s->D, (long long)s->Dv,
+                     s->causal ? " causal" : "", s->lens ? " lens" : "", (double)q_scale, names[i]);
+            check(what, got[i], ref[i], bound[i], n[i]);
+        }
+        if (q_scale != 1.0f) large_scores(k, attn_isa_name((attn_isa)l), s, &t, out, dq, dk, dv);
+        free(out), free(stats), free(dq), free(dk), free(dv), free(scratch);
+    }
+    for (int i = 0; i < 8; i++) free(*d[i]);
+    free(t.q), free(t.k), free(t.v), free(t.dout);
+}
+
+/* A row with every key masked gives 0 and zero gradients; a NaN in q gives NaN in its row only. */
+static void special_rows(void)
+{
+    const int64_t L = 9, D = 16;
+    attn_rng rng;
+    attn_rng_seed(&rng, 3);
+    float *q = randn(&rng, L * D, 1.0f), *k = randn(&rng, L * D, 1.0f), *v = randn(&rng, L * D, 1.0f), *g = randn(&rng, L * D, 1.0f);
+    q[4 * D + 3] = NAN;
+    int64_t lens[1] = {0}; /* every key of the batch masked... */
+    for (int l = 0; l < ATTN_ISA_COUNT; l++) {
+        const attn__kernel_table *t = attn__kernels_at((attn_isa)l);
+        if (!t) continue;
+        for (int masked = 0; masked < 2; masked++) {
+            sdpa_problem p = {.batch = 1, .heads = 1, .lq = L, .lk = L, .d = D, .dv = D, .scale = 0.25f, .threads = 1, .bf16 = true};
+            p.masks.valid_lens = masked ? lens : NULL; /* ...or none */
+            float out[9 * 16], stats[18], dq[9 * 16] = {0}, dk[9 * 16] = {0}, dv[9 * 16] = {0};
+            float *scratch = malloc(sizeof(float) * (size_t)t->sdpa_fused_scratch_floats(&p, 1));
+            t->sdpa_forward_fused(out, stats, q, k, v, scratch, &p);
+            t->sdpa_backward_fused(dq, dk, dv, g, q, k, v, out, stats, scratch, &p);
+            bool ok = true;
+            for (int64_t i = 0; i < L * D; i++) {
+                const bool nan_row = !masked && i / D == 4;
+                if (masked) ok = ok && out[i] == 0.0f && dq[i] == 0.0f && dk[i] == 0.0f && dv[i] == 0.0f;
+                else ok = ok && (isnan(out[i]) == nan_row);
+            }
+            TK_CHECK(ok, "%s, bf16: %s", attn_isa_name((attn_isa)l),
+                     masked ? "every key masked: output and gradients 0" : "a NaN in q: NaN in its output row only");
+            free(scratch);
+        }
+    }
+    free(q), free(k), free(v), free(g);
+}
+
+int main(void)
+{
+    static const shape shapes[] = {
+        {1, 1, 1, 1, 8, 8, false, false},      {2, 3, 7, 5, 17, 9, false, false},   {1, 2, 65, 129, 64, 64, false, false},
+        {2, 1, 130, 130, 64, 33, true, false}, {3, 2, 40, 200, 32, 32, false, true}, {1, 1, 257, 64, 64, 64, true, false},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) run_case(&shapes[i], 1.0f, 100 + i);
+    run_case(&shapes[2], 30.0f, 7); /* large scores: a peaked softmax */
+    special_rows();
+    printf("test_attention_bf16: worst margin %.2f (the largest fraction of a tolerance used)\n", worst_margin);
+    return tk_finish("test_attention_bf16");
+}
