@@ -3,10 +3,12 @@
 # levels of one build, and a -march=native build). The caller sets:
 #   sides: the labels, in the table's order; the first is the one every other is compared with
 #   cmd[LABEL]: the words that run that side's attn (env VAR=... allowed)
+#   opts[LABEL]: options that side adds to every command (optional: --matmul-precision medium)
 #   runs, steps (translator steps), threads, out (a .jsonl file for the raw lines), tmp (a folder)
 # Each row prints the median of `runs` runs per side and, for every side after the first, the
 # ratio side / first of times (> 1: the first is faster) or first / side of tokens/s (the same).
 
+declare -A opts
 median() { sort -g | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : "nan" }'; }
 declare -A value
 
@@ -38,7 +40,7 @@ bench_row() { # label, attn bench arguments: the median t_med (ms) of `runs` run
   for ((r = 0; r < runs; r++)); do
     for side in "${sides[@]}"; do
       # shellcheck disable=SC2086 # the command and the arguments are words
-      line=$(${cmd[$side]} bench $args --threads "$threads" --json | tail -1)
+      line=$(${cmd[$side]} bench $args ${opts[$side]:-} --threads "$threads" --json | tail -1)
       printf '{"row":"%s","who":"%s","result":%s}\n' "$label" "$side" "$line" >> "$out"
       sed -nE 's/.*"t_med":([0-9.e+-]+).*/\1/p' <<<"$line" | awk '{ print $1 * 1000 }' >> "$tmp/values_$side"
     done
@@ -53,7 +55,7 @@ translator_row() { # threads: the median tokens/s of `runs` runs of each side
   for ((r = 0; r < runs; r++)); do
     for side in "${sides[@]}"; do
       # shellcheck disable=SC2086 # the command is words
-      line=$(${cmd[$side]} translate train --max-steps "$steps" --threads "$n" --epochs 1 --beam 1 --eval-limit 1 \
+      line=$(${cmd[$side]} translate train ${opts[$side]:-} --max-steps "$steps" --threads "$n" --epochs 1 --beam 1 --eval-limit 1 \
                --checkpoint "$tmp/t.safetensors" 2>/dev/null | grep -E '^epoch 1' | tail -1)
       rm -f "$tmp"/t.safetensors*
       printf '{"row":"%s","who":"%s","line":"%s"}\n' "$label" "$side" "$line" >> "$out"

@@ -90,6 +90,10 @@ model_rows() {
     row "mha train" "mha" "mha --L 512 --mode train"
     row "encoder train" "encoder" "encoder --mode train"
     row "classifier train" "classifier" "classifier --mode train"
+    # bf16: ours at --matmul-precision medium against PyTorch's autocast to bf16
+    echo "encoder train, bf16" >&2
+    measure "attn medium" build/attn bench encoder --matmul-precision medium --threads 2 --json
+    measure "torch bf16" /usr/bin/python3 bench/torch/bench_torch_bf16.py encoder --mode train --threads "$torch_threads"
 }
 
 measure "attn peak" build/attn bench peak --threads 2 --json

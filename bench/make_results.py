@@ -181,6 +181,13 @@ def models_section(rows):
         rss = f"{a['rss']:.0f} / {t['rss']:.0f}" if a and t and "rss" in t else "-"
         print(f"| {MODEL_NAMES[k[0]]} | {fmt(a)} | {rate} | {scale} | {fmt(t)} | {fmt(tt)} | {ratio(a, t)} | "
               f"{ratio(a, tt)} | {rss} |")
+    for k in sorted(keys):  # bf16: ours at --matmul-precision medium, PyTorch under autocast to bf16
+        a, t = rows[k].get("attn medium"), rows[k].get("torch bf16")
+        if a or t:
+            rate = f"{a['rate']:.1f} {a['unit']}" if a and a.get("rate") else "-"
+            rss = f"{a['rss']:.0f} / {t['rss']:.0f}" if a and t and "rss" in t else "-"
+            print(f"| {MODEL_NAMES[k[0]]}, bf16 (ours: `--matmul-precision medium`; PyTorch: `torch.autocast` bf16) | "
+                  f"{fmt(a)} | {rate} | - | {fmt(t)} | - | {ratio(a, t)} | - | {rss} |")
     print()
 
 
