@@ -34,7 +34,7 @@ static const cli_option options[] = {
     {"--out", "FILE", CLI_TEXT, offsetof(classify_options, out), 0, 0, NULL, "attention.png",
      "the heatmap (.png, .svg or .pdf)", "explain"},
     {"--seed-style", NULL, CLI_FLAG, offsetof(classify_options, seed_style_explain), 0, 0, NULL, NULL,
-     "from the embeddings alone, exactly as the seed draws it", "explain"},
+     "the weights of the embeddings alone, without positions: seed 002's visualize_attention", "explain"},
     CLI_TRAIN_OPTIONS(classify_options, "5", "32", "1e-3", "512", "classifier.safetensors"),
 };
 #undef M
@@ -47,7 +47,8 @@ const cli_spec classify_spec = {
     .actions = "  train             build the vocabulary, train, print the test accuracy\n"
                "  eval              test accuracy of a saved model\n"
                "  predict [TEXT]    label and probability per text (arguments, or lines of stdin)\n"
-               "  explain TEXT      the attention heatmap of a text (seed 002's visualize_attention)\n",
+               "  explain TEXT      the attention heatmap of a text: the weights the model uses, mean\n"
+               "                    over the heads (--seed-style: seed 002's visualize_attention)\n",
     CLI_OPTIONS(options),
 };
 

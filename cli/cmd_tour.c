@@ -2,6 +2,7 @@
  * seed (attn tour 003) or all in order (attn tour). Options are checked before any step runs. */
 #include "tour.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,72 +11,150 @@
 #include <unistd.h>
 
 static const tour_step steps[] = {
-    {"000/demo", "代码实现 · ScaledDotProductAttention(d_k=64) on random Q, K, V", tour_000_demo},
-    {"002/1.2", "Self-Attention核心思想 · the input x and SelfAttention(8): Q, K, V", tour_002_qkv},
-    {"002/2.1", "数学原理详解 · scaled_dot_product_attention(Q, K, V)", tour_002_sdpa},
-    {"002/2.2", "注意力权重可视化 · the weights as a heatmap", tour_002_heatmap},
-    {"002/3.2", "完整多头注意力实现 · MultiHeadAttention(8, 2)", tour_002_mha},
-    {"002/3.3", "多头注意力可视化 · one heatmap per head", tour_002_heads},
-    {"002/4.2", "三种注意力模式 · encoder self, masked decoder self and cross attention", tour_002_modes},
-    {"002/4.3", "完整Transformer层实现 · TransformerBlock(8, 2, 32)", tour_002_block},
-    {"002/5.2", "自注意力与卷积的融合 · ConvAttention(8, 2)", tour_002_conv},
-    {"002/5.3", "高效注意力实现 · EfficientAttention(8)", tour_002_efficient},
-    {"002/6.1", "数据准备 · IMDB, basic_english, the vocabulary, collate_batch", tour_002_data},
-    {"002/6.2", "基于Self-Attention的分类模型 · AttentionClassifier", tour_002_model},
-    {"002/6.3", "训练与注意力可视化 · a short training run and visualize_attention", tour_002_train},
-    {"003/nw-data", "Nadaraya-Watson 核回归 · the training data and the true function", tour_003_nw_data},
-    {"003/nw-fixed", "Nadaraya-Watson 核回归 · the fixed Gaussian kernel (non-parametric)", tour_003_nw_fixed},
-    {"003/nw-train", "Nadaraya-Watson 核回归 · NWKernelRegression trained by SGD (parametric)", tour_003_nw_train},
-    {"003/masked-softmax", "注意力评分函数 · masked softmax", tour_003_masked_softmax},
-    {"003/additive", "加性注意力 · additive attention", tour_003_additive},
-    {"003/dot", "缩放点积注意力 · scaled dot-product attention", tour_003_dot},
-    {"003/sqrt-d", "缩放点积注意力 · why divide by √d: variance of q·k, softmax saturation", tour_003_sqrt_d},
-    {"003/bahdanau", "Bahdanau 注意力 · a GRU encoder-decoder with additive attention", tour_003_bahdanau},
-    {"003/multihead", "多头注意力 · multi-head attention and self-attention", tour_003_multihead},
-    {"003/positional", "自注意力和位置编码 · the sinusoidal positional encoding", tour_003_positional},
-    {"003/transformer", "Transformer · FFN, Add & Norm, encoder block, masked decoder block", tour_003_transformer},
+    {"000/demo", "代码实现 · ScaledDotProductAttention(d_k=64) on random Q, K, V",
+     "代码实现 · 随机 Q、K、V 上的 ScaledDotProductAttention(d_k=64)", tour_000_demo},
+    {"002/1.2", "Self-Attention核心思想 · the input x and SelfAttention(8): Q, K, V",
+     "Self-Attention核心思想 · 输入 x 经 SelfAttention(8) 得到 Q、K、V", tour_002_qkv},
+    {"002/2.1", "数学原理详解 · scaled_dot_product_attention(Q, K, V)",
+     "数学原理详解 · scaled_dot_product_attention(Q, K, V)", tour_002_sdpa},
+    {"002/2.2", "注意力权重可视化 · the weights as a heatmap",
+     "注意力权重可视化 · 把权重画成热力图", tour_002_heatmap},
+    {"002/3.2", "完整多头注意力实现 · MultiHeadAttention(8, 2)",
+     "完整多头注意力实现 · MultiHeadAttention(8, 2)", tour_002_mha},
+    {"002/3.3", "多头注意力可视化 · one heatmap per head",
+     "多头注意力可视化 · 每个头一张热力图", tour_002_heads},
+    {"002/4.2", "三种注意力模式 · encoder self, masked decoder self and cross attention",
+     "三种注意力模式 · 编码器自注意力、带掩码的解码器自注意力、交叉注意力", tour_002_modes},
+    {"002/4.3", "完整Transformer层实现 · TransformerBlock(8, 2, 32)",
+     "完整Transformer层实现 · TransformerBlock(8, 2, 32)", tour_002_block},
+    {"002/5.2", "自注意力与卷积的融合 · ConvAttention(8, 2)",
+     "自注意力与卷积的融合 · ConvAttention(8, 2)", tour_002_conv},
+    {"002/5.3", "高效注意力实现 · EfficientAttention(8)",
+     "高效注意力实现 · EfficientAttention(8)", tour_002_efficient},
+    {"002/6.1", "数据准备 · IMDB, basic_english, the vocabulary, collate_batch",
+     "数据准备 · IMDB、basic_english 分词器、词表、collate_batch", tour_002_data},
+    {"002/6.2", "基于Self-Attention的分类模型 · AttentionClassifier",
+     "基于Self-Attention的分类模型 · AttentionClassifier", tour_002_model},
+    {"002/6.3", "训练与注意力可视化 · a short training run and visualize_attention",
+     "训练与注意力可视化 · 一次简短的训练和 visualize_attention", tour_002_train},
+    {"003/nw-data", "Nadaraya-Watson 核回归 · the training data and the true function",
+     "Nadaraya-Watson 核回归 · 训练数据与真实函数", tour_003_nw_data},
+    {"003/nw-fixed", "Nadaraya-Watson 核回归 · the fixed Gaussian kernel (non-parametric)",
+     "Nadaraya-Watson 核回归 · 固定的高斯核（非参数）", tour_003_nw_fixed},
+    {"003/nw-train", "Nadaraya-Watson 核回归 · NWKernelRegression trained by SGD (parametric)",
+     "Nadaraya-Watson 核回归 · 用 SGD 训练 NWKernelRegression（带参数）", tour_003_nw_train},
+    {"003/masked-softmax", "注意力评分函数 · masked softmax",
+     "注意力评分函数 · 掩蔽 softmax", tour_003_masked_softmax},
+    {"003/additive", "加性注意力 · additive attention",
+     "加性注意力 · AdditiveAttention", tour_003_additive},
+    {"003/dot", "缩放点积注意力 · scaled dot-product attention",
+     "缩放点积注意力 · DotProductAttention", tour_003_dot},
+    {"003/sqrt-d", "缩放点积注意力 · why divide by √d: variance of q·k, softmax saturation",
+     "缩放点积注意力 · 为什么除以 √d：q·k 的方差与 softmax 的饱和", tour_003_sqrt_d},
+    {"003/bahdanau", "Bahdanau 注意力 · a GRU encoder-decoder with additive attention",
+     "Bahdanau 注意力 · 带加性注意力的 GRU 编码器-解码器", tour_003_bahdanau},
+    {"003/multihead", "多头注意力 · multi-head attention and self-attention",
+     "多头注意力 · 多头注意力与自注意力", tour_003_multihead},
+    {"003/positional", "自注意力和位置编码 · the sinusoidal positional encoding",
+     "自注意力和位置编码 · 正弦位置编码", tour_003_positional},
+    {"003/transformer", "Transformer · FFN, Add & Norm, encoder block, masked decoder block",
+     "Transformer · FFN、Add & Norm、编码器块、带掩码的解码器块", tour_003_transformer},
 };
 enum { N_STEPS = sizeof steps / sizeof steps[0] };
 
 typedef struct tour_options {
     const char *out_dir, *save_dir, *data_dir;
     bool data_given, list;
+    int lang; /* index into lang_names */
     bool selected[N_STEPS];
     int order[N_STEPS], n_order; /* steps in the order asked */
 } tour_options;
 
+static const char *const lang_names[] = {"auto", "en", "zh-CN", NULL};
+enum { LANG_AUTO, LANG_EN, LANG_ZH };
+
 #define O(field) offsetof(tour_options, field)
 static const cli_option options[] = {
     {"--list", NULL, CLI_FLAG, O(list), 0, 0, NULL, NULL, "the steps, one a line"},
-    {"--out-dir", "DIR", CLI_TEXT, O(out_dir), 0, 0, NULL, ".", "where figures go"},
+    {"--out-dir", "DIR", CLI_TEXT, O(out_dir), 0, 0, NULL, ".", "where figures go (made when missing)"},
     {"--save", "DIR", CLI_TEXT, O(save_dir), 0, 0, NULL, NULL,
-     "also write each step's inputs, weights and outputs to DIR/<step>.safetensors (e.g. 002_3_2.safetensors)"},
+     "also write each step's inputs, weights and outputs to DIR/<step>.safetensors (e.g. 002_3_2.safetensors; "
+     "DIR made when missing)"},
     {"--data", "DIR", CLI_TEXT, O(data_dir), 0, 0, NULL, NULL,
-     "aclImdb root for seed 002 section 6 (default the shipped aclImdb_mini)"},
+     "aclImdb root for tutorial 002 section 6 (default the shipped aclImdb_mini)"},
+    {"--lang", NULL, CLI_CHOICE, O(lang), 0, 0, lang_names, "auto",
+     "the language of the titles and notes (auto: Chinese when LC_ALL, LC_MESSAGES or LANG starts with zh)"},
 };
 #undef O
 
 const cli_spec tour_spec = {
     .cmd = "tour",
     .synopsis = "[STEP ...] [options]",
-    .about = "Runs the code listings of the three tutorials (seeds 000, 002, 003) one step each, with\n"
-             "deterministic weights: prints what the listing prints and draws its figures. STEP is an id\n"
-             "(attn tour 002/3.2) or a seed (attn tour 003); none: every step in order.",
+    .about = "Runs the code listings of the three tutorials (000, 002, 003: docs/seeds.md) one step\n"
+             "each, with deterministic weights: prints what the listing prints and draws its figures.\n"
+             "STEP is an id (attn tour 002/3.2) or a tutorial (attn tour 003); none: every step in order.",
     CLI_OPTIONS(options),
-    .notes = "docs/tutorial.md (English) and docs/tutorial.zh-CN.md map every section to its step.\n",
+    .notes = "docs/tutorial.md (English) and docs/tutorial.zh-CN.md (attn tour --lang zh-CN) map every section\n"
+             "to its step; docs/seeds.md names the three tutorials and where they are published.\n",
 };
 
-/* An existing folder we may write into, with room for the names put in it. */
+/* The folder exists and we may write into it, or it can be made: its nearest existing parent is a
+ * folder we may write into. Room is left for the names put in it. */
 static bool writable_dir(const char *opt, const char *dir)
 {
     struct stat st;
+    if (!*dir) return cli_fail(CLI_ERR_USAGE, "tour", "%s is empty; expected a folder", opt), false;
     if (strlen(dir) > PATH_MAX - 64)
         return cli_fail(CLI_ERR_USAGE, "tour", "%s: the path is too long", opt), false;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return cli_fail(CLI_ERR_USAGE, "tour", "%s %s: not a folder", opt, dir), false;
-    if (access(dir, W_OK | X_OK) != 0)
-        return cli_fail(CLI_ERR_USAGE, "tour", "%s %s: the folder is not writable", opt, dir), false;
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", dir);
+    while (stat(parent, &st) != 0) { /* up to the nearest part that exists */
+        char *slash = strrchr(parent, '/');
+        while (slash && slash > parent && slash[1] == '\0') { /* "a/b/" */
+            *slash = '\0';
+            slash = strrchr(parent, '/');
+        }
+        if (!slash) snprintf(parent, sizeof parent, ".");
+        else if (slash == parent) parent[1] = '\0'; /* "/" */
+        else *slash = '\0';
+    }
+    if (!S_ISDIR(st.st_mode))
+        return cli_fail(CLI_ERR_USAGE, "tour", "%s %s: %s is not a folder", opt, dir,
+                        strcmp(parent, dir) ? parent : "it"), false;
+    if (access(parent, W_OK | X_OK) != 0)
+        return cli_fail(CLI_ERR_USAGE, "tour", "%s %s: %s is not writable", opt, dir,
+                        strcmp(parent, dir) ? parent : "the folder"), false;
     return true;
+}
+
+/* mkdir -p dir, after writable_dir() said it can be done; prints what it made. */
+static int make_dir(const char *opt, const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) == 0) return CLI_OK;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p != '\0') continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST)
+            return cli_fail(CLI_ERR_DATA, "tour", "%s %s: cannot make %s: %s", opt, dir, path, strerror(errno));
+        *p = c;
+        if (!c) break;
+    }
+    return CLI_OK;
+}
+
+/* --lang auto: the locale's language, as gettext reads it (LC_ALL, then LC_MESSAGES, then LANG). */
+static bool locale_is_chinese(void)
+{
+    static const char *const vars[3] = {"LC_ALL", "LC_MESSAGES", "LANG"};
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return !strncmp(v, "zh", 2);
+    }
+    return false;
 }
 
 /* Selects a step id or every step of a seed ("003"); false when nothing matches. */
@@ -109,6 +188,7 @@ static int parse(int argc, char **argv, tour_options *o)
         for (int i = 0; i < N_STEPS; i++) o->order[o->n_order++] = i;
     if (!writable_dir("--out-dir", o->out_dir) || (o->save_dir && !writable_dir("--save", o->save_dir)))
         return CLI_ERR_USAGE;
+    if (o->lang == LANG_AUTO) o->lang = locale_is_chinese() ? LANG_ZH : LANG_EN;
     o->data_given = o->data_dir != NULL;
     if (!o->data_given) o->data_dir = cli_default_data("aclImdb_mini");
     struct stat st;
@@ -147,7 +227,7 @@ static int run_step(tour_run *t, const tour_step *s, const char *save_dir)
     t->step = s->id;
     t->save_status = ATTN_OK;
     if (save_dir && !(t->saved = attn_st_writer_new())) return tour_fail(t);
-    printf("== %s  %s\n", s->id, s->title);
+    printf("== %s  %s\n", s->id, t->zh ? s->title_zh : s->title);
     int code = s->run(t);
     fflush(stdout);
     if (code == CLI_OK && save_dir) code = save_step(t, save_dir);
@@ -162,11 +242,17 @@ int cmd_tour(int argc, char **argv)
     int code = parse(argc, argv, &o);
     if (code != CLI_OK) return code == CLI_HELP_SHOWN ? CLI_OK : code;
     if (o.list) {
-        for (int k = 0; k < o.n_order; k++) printf("%-18s %s\n", steps[o.order[k]].id, steps[o.order[k]].title);
+        for (int k = 0; k < o.n_order; k++)
+            printf("%-18s %s\n", steps[o.order[k]].id,
+                   o.lang == LANG_ZH ? steps[o.order[k]].title_zh : steps[o.order[k]].title);
         return CLI_OK;
     }
+    /* the folders, made only now that every option is known to be good */
+    if ((code = make_dir("--out-dir", o.out_dir)) != CLI_OK ||
+        (o.save_dir && (code = make_dir("--save", o.save_dir)) != CLI_OK))
+        return code;
     tour_run t = {.out_dir = o.out_dir, .data_dir = o.data_dir, .data_given = o.data_given,
-                  .ctx = cli_ctx_new(TOUR_SEED)};
+                  .ctx = cli_ctx_new(TOUR_SEED), .zh = o.lang == LANG_ZH};
     if (!t.ctx) return cli_fail(CLI_ERR_DATA, "tour", "%s", attn_last_error());
     for (int k = 0; k < o.n_order && code == CLI_OK; k++) {
         if (k) printf("\n");

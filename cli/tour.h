@@ -25,11 +25,21 @@ typedef struct tour_run {
     attn_rng rng;            /* seeded with TOUR_SEED before every step */
     attn_st_writer *saved;   /* the step's tensors when --save is given, else NULL */
     attn_status save_status; /* the first failure while collecting them */
+    bool zh;                 /* --lang zh-CN (or a zh locale): the notes in Chinese */
 } tour_run;
+
+/* The text of a note in the run's language: TOUR_TR(t, "English", "中文"). */
+#define TOUR_TR(t, en, zh_text) ((t)->zh ? (zh_text) : (en))
+/* printf of a note in the run's language; both formats are literals, so both are checked. */
+#define TOUR_PRINTF(t, en_fmt, zh_fmt, ...) \
+    ((t)->zh ? printf(zh_fmt, __VA_ARGS__) : printf(en_fmt, __VA_ARGS__))
+/* A note without arguments. */
+#define TOUR_SAY(t, en, zh_text) fputs(TOUR_TR(t, en, zh_text), stdout)
 
 typedef struct tour_step {
     const char *id;      /* "002/3.2": seed / section, or seed / topic for seed 003 */
     const char *title;   /* the section's title as the tutorial names it, and in English */
+    const char *title_zh; /* the same, all in Chinese (--lang zh-CN) */
     int (*run)(tour_run *t); /* CLI_OK, or a CLI error code after printing the message */
 } tour_step;
 

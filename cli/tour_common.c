@@ -119,7 +119,7 @@ bool tour_figure_path(const tour_run *t, const char *name, char *path, size_t le
 int tour_wrote(const tour_run *t, attn_status st, const char *name)
 {
     if (st != ATTN_OK) return tour_fail(t);
-    printf("wrote %s\n", name);
+    TOUR_PRINTF(t, "wrote %s\n", "已写入 %s\n", name);
     return CLI_OK;
 }
 

@@ -46,11 +46,12 @@ int tour_000_demo(tour_run *t)
         for (int j = 0; j < L; j++) causal[i * L + j] = j <= i ? 0.0f : -INFINITY;
     attn_tensor *masked_out = listing_forward(ctx, q, k, v, causal, &masked_weights);
     if (!out || !masked_out) return tour_fail(t);
-    tour_print_shape("输出形状 (output shape)", out);
-    tour_print_shape("注意力权重形状 (attention weights shape)", weights);
+    tour_print_shape(TOUR_TR(t, "输出形状 (output shape)", "输出形状"), out);
+    tour_print_shape(TOUR_TR(t, "注意力权重形状 (attention weights shape)", "注意力权重形状"), weights);
     printf("weights[0, :4, :4]:\n");
     print_corner(weights->data, L);
-    printf("with the decoder mask (position i sees keys j <= i), weights[0, :4, :4]:\n");
+    TOUR_SAY(t, "with the decoder mask (position i sees keys j <= i), weights[0, :4, :4]:\n",
+             "加上解码器掩码（位置 i 只看得到 j <= i 的键）后，weights[0, :4, :4]：\n");
     print_corner(masked_weights->data, L);
     tour_keep(t, "Q", q);
     tour_keep(t, "K", k);

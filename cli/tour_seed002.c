@@ -4,7 +4,6 @@
  * input x (1, 4, 8). Modules come from the library; weights from tour_uniform (tour.h). */
 #include "tour.h"
 
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -70,10 +69,10 @@ int tour_002_qkv(tour_run *t)
     modules m;
     attn_tensor *x, *qkv[3];
     if (!modules_open(&m) || !self_attention_qkv(t, &m, &x, qkv)) return done(t, &m, CLI_ERR_DATA);
-    tour_print_shape("输入序列形状 (input shape)", x);
-    tour_print_shape("Query形状 (Query shape)", qkv[0]);
-    tour_print_shape("Key形状 (Key shape)", qkv[1]);
-    tour_print_shape("Value形状 (Value shape)", qkv[2]);
+    tour_print_shape(TOUR_TR(t, "输入序列形状 (input shape)", "输入序列形状"), x);
+    tour_print_shape(TOUR_TR(t, "Query形状 (Query shape)", "Query形状"), qkv[0]);
+    tour_print_shape(TOUR_TR(t, "Key形状 (Key shape)", "Key形状"), qkv[1]);
+    tour_print_shape(TOUR_TR(t, "Value形状 (Value shape)", "Value形状"), qkv[2]);
     return done(t, &m, CLI_OK);
 }
 
@@ -93,8 +92,8 @@ int tour_002_sdpa(tour_run *t)
 {
     modules m;
     attn_tensor *w = NULL, *out = modules_open(&m) ? sdpa_of_x(t, &m, &w) : NULL;
-    return output_and_weights(t, &m, out, w, "注意力输出形状 (attention output shape)",
-                              "注意力权重形状 (attention weights shape)");
+    return output_and_weights(t, &m, out, w, TOUR_TR(t, "注意力输出形状 (attention output shape)", "注意力输出形状"),
+                              TOUR_TR(t, "注意力权重形状 (attention weights shape)", "注意力权重形状"));
 }
 
 int tour_002_heatmap(tour_run *t)
@@ -102,13 +101,16 @@ int tour_002_heatmap(tour_run *t)
     modules m;
     attn_tensor *w = NULL, *out = modules_open(&m) ? sdpa_of_x(t, &m, &w) : NULL;
     if (!out) return done(t, &m, CLI_ERR_DATA);
-    printf("Self-Attention权重矩阵 (rows: Query位置, columns: Key位置):\n");
+    TOUR_SAY(t, "Self-Attention权重矩阵 (rows: Query位置, columns: Key位置):\n",
+             "Self-Attention权重矩阵（行：Query位置，列：Key位置）：\n");
     tour_print_matrix(w->data, 4, 4, words, words);
     tour_keep(t, "attn_weights", w);
     attn_heatmap_opts ho = {.title = "Self-Attention权重矩阵", .xlabel = "Key位置", .ylabel = "Query位置",
                             .xticks = words, .yticks = words, .auto_range = true, .annotate = 1};
     int code = tour_heatmap(t, "002_2.2_weights.png", w->data, 4, 4, &ho);
-    if (code == CLI_OK) printf("the argument for dividing by √d_k (缩放因子的数学意义): attn tour 003/sqrt-d\n");
+    if (code == CLI_OK)
+        TOUR_SAY(t, "the argument for dividing by √d_k (缩放因子的数学意义): attn tour 003/sqrt-d\n",
+                 "为什么要除以 √d_k（缩放因子的数学意义）：见 attn tour 003/sqrt-d\n");
     return done(t, &m, code);
 }
 
@@ -128,8 +130,8 @@ int tour_002_mha(tour_run *t)
 {
     modules m;
     attn_tensor *w = NULL, *out = modules_open(&m) ? mha_of_x(t, &m, &w) : NULL;
-    return output_and_weights(t, &m, out, w, "多头注意力输出形状 (multi-head output shape)",
-                              "多头注意力权重形状 (multi-head weights shape)");
+    return output_and_weights(t, &m, out, w, TOUR_TR(t, "多头注意力输出形状 (multi-head output shape)", "多头注意力输出形状"),
+                              TOUR_TR(t, "多头注意力权重形状 (multi-head weights shape)", "多头注意力权重形状"));
 }
 
 int tour_002_heads(tour_run *t)
@@ -137,18 +139,25 @@ int tour_002_heads(tour_run *t)
     modules m;
     attn_tensor *w = NULL, *out = modules_open(&m) ? mha_of_x(t, &m, &w) : NULL;
     if (!out) return done(t, &m, CLI_ERR_DATA);
-    static const char *const titles[2] = {"头 1 注意力权重 (head 1)", "头 2 注意力权重 (head 2)"};
+    /* plt.subplots(1, num_heads): each head its own imshow, so its own colour scale and bar, titled
+     * f'头 {i+1} 注意力权重', the weights in white, matplotlib's tick numbers 0..3 on both axes */
+    static const char *const titles[2] = {"头 1 注意力权重", "头 2 注意力权重"};
+    static const char *const names[2] = {"002_3.3_head1.png", "002_3.3_head2.png"};
+    int code = CLI_OK;
     for (int h = 0; h < 2; h++) {
-        printf("%s:\n", titles[h]);
+        if (t->zh) printf("%s：\n", titles[h]);
+        else printf("%s (head %d):\n", titles[h], h + 1);
         tour_print_matrix(w->data + h * 16, 4, 4, NULL, NULL);
     }
     tour_keep(t, "attn_weights", w);
-    char path[PATH_MAX];
-    const char *name = "002_3.3_heads.png";
-    attn_heatmap_opts ho = {.xlabel = "Key位置", .ylabel = "Query位置", .auto_range = true, .annotate = 1};
-    int code = tour_figure_path(t, name, path, sizeof path)
-                   ? tour_wrote(t, attn_plot_heatmap_grid(path, w->data, 1, 2, 4, 4, titles, &ho), name)
-                   : CLI_ERR_DATA;
+    for (int h = 0; h < 2 && code == CLI_OK; h++) {
+        attn_heatmap_opts ho = {.title = titles[h], .xlabel = "Key位置", .ylabel = "Query位置", .auto_range = true,
+                                .annotate = 1};
+        code = tour_heatmap(t, names[h], w->data + h * 16, 4, 4, &ho);
+    }
+    if (code == CLI_OK)
+        TOUR_SAY(t, "each head has its own colour scale, as the tutorial's plt.subplots draws them\n",
+                 "与教程的 plt.subplots 一样，每个头用自己的颜色刻度\n");
     return done(t, &m, code);
 }
 
@@ -179,14 +188,19 @@ int tour_002_modes(tour_run *t)
     tour_print_shape("tgt", tgt);
     tour_print_shape("编码器自注意力 encoder_output", enc_out);
     tour_print_shape("解码器自注意力 decoder_output", dec_out);
-    printf("decoder self-attention weights, mean over the 2 heads (zero above the diagonal):\n");
+    TOUR_SAY(t, "decoder self-attention weights, mean over the 2 heads (zero above the diagonal):\n",
+             "解码器自注意力的权重，2 个头的平均（对角线以上为 0）：\n");
     tour_print_matrix(dec_w->data, 3, 3, NULL, NULL);
     tour_print_shape("编码器-解码器注意力 cross_output", cross_out);
-    tour_print_shape("cross-attention weights (tgt x src)", cross_w);
-    printf("note: the tutorial's MultiHeadAttention.forward takes mask but never passes it on, so\n"
-           "its decoder self-attention sees future words; attn applies the causal mask it means.\n"
-           "(create_mask gives 1 where allowed and -inf above the diagonal: right as an additive\n"
-           "mask; under seed 000's masked_fill(mask == 0, -inf) it would hide nothing.)\n");
+    tour_print_shape(TOUR_TR(t, "cross-attention weights (tgt x src)", "交叉注意力权重（tgt × src）"), cross_w);
+    TOUR_SAY(t, "note: the tutorial's MultiHeadAttention.forward takes mask but never passes it on, so\n"
+                "its decoder self-attention sees future words; attn applies the causal mask it means.\n"
+                "(create_mask gives 1 where allowed and -inf above the diagonal: right as an additive\n"
+                "mask; under tutorial 000's masked_fill(mask == 0, -inf) it would hide nothing.)\n",
+             "注意：教程的 MultiHeadAttention.forward 接收了 mask，却没有往下传，所以它的解码器自注意力\n"
+             "能看到后面的词；attn 按教程的本意加上了因果掩码。\n"
+             "（create_mask 在允许的位置给 1、对角线以上给 -inf：作为加性掩码是对的；若按教程 000 的\n"
+             "masked_fill(mask == 0, -inf) 来用，它什么也遮不住。）\n");
     tour_keep(t, "src", src);
     tour_keep(t, "tgt", tgt);
     tour_keep(t, "encoder_output", enc_out);
@@ -208,9 +222,11 @@ int tour_002_block(tour_run *t)
     tour_init_linear(&blk.linear2, &t->rng);      /* feed_forward.2 */
     attn_tensor *out = attn_encoder_layer_forward(t->ctx, &blk, x, NULL, NULL);
     if (!out) return done(t, &m, CLI_ERR_DATA);
-    tour_print_shape("Transformer层输出形状 (TransformerBlock output shape)", out);
-    printf("note: the tutorial calls the block in training mode, so its dropout(0.1) makes the\n"
-           "output random; the tour runs it as after transformer_block.eval().\n");
+    tour_print_shape(TOUR_TR(t, "Transformer层输出形状 (TransformerBlock output shape)", "Transformer层输出形状"), out);
+    TOUR_SAY(t, "note: the tutorial calls the block in training mode, so its dropout(0.1) makes the\n"
+                "output random; the tour runs it as after transformer_block.eval().\n",
+             "注意：教程在训练模式下调用这一层，dropout(0.1) 会让输出每次都不同；\n"
+             "这里相当于先调用了 transformer_block.eval()。\n");
     tour_keep_mha(t, "attention.", &blk.self_attn);
     tour_keep(t, "feed_forward.0.weight", blk.linear1.weight);
     tour_keep(t, "feed_forward.0.bias", blk.linear1.bias);
@@ -232,7 +248,7 @@ int tour_002_conv(tour_run *t)
     tour_uniform(ca.conv.bias->data, ca.conv.bias->numel, 8 * 3, &t->rng);
     attn_tensor *out = attn_conv_attention_forward(t->ctx, &ca, x, NULL, NULL);
     if (!out) return done(t, &m, CLI_ERR_DATA);
-    tour_print_shape("卷积注意力输出形状 (ConvAttention output shape)", out);
+    tour_print_shape(TOUR_TR(t, "卷积注意力输出形状 (ConvAttention output shape)", "卷积注意力输出形状"), out);
     tour_keep_mha(t, "attention.", &ca.attention);
     tour_keep(t, "conv.weight", ca.conv.weight);
     tour_keep(t, "conv.bias", ca.conv.bias);
@@ -256,8 +272,9 @@ int tour_002_efficient(tour_run *t)
     }
     attn_tensor *out = attn_linear_attention_forward(t->ctx, &ea, x, NULL);
     if (!out) return done(t, &m, CLI_ERR_DATA);
-    tour_print_shape("高效注意力输出形状 (EfficientAttention output shape)", out);
-    printf("K is softmaxed over the 4 positions, Q is not: out = Q (softmax(K)^T V), no (4, 4) matrix\n");
+    tour_print_shape(TOUR_TR(t, "高效注意力输出形状 (EfficientAttention output shape)", "高效注意力输出形状"), out);
+    TOUR_SAY(t, "K is softmaxed over the 4 positions, Q is not: out = Q (softmax(K)^T V), no (4, 4) matrix\n",
+             "K 沿 4 个位置做 softmax，Q 不做：out = Q (softmax(K)^T V)，不产生 (4, 4) 的矩阵\n");
     tour_keep(t, "output", out);
     return done(t, &m, CLI_OK);
 }

@@ -34,7 +34,7 @@ static int imdb_load(tour_run *t, imdb *d)
     if (attn_imdb_load(&d->train, t->data_dir, "train") != ATTN_OK) {
         if (!t->data_given)
             fprintf(stderr, "attn tour: %s: this step reads IMDB reviews: run it from the repository "
-                            "root (data/aclImdb_mini) or pass --data DIR\n", t->step);
+                        "root (data/aclImdb_mini) or pass --data DIR\n", t->step);
         return tour_fail(t);
     }
     static const char *const specials[2] = {"<unk>", "<pad>"};
@@ -78,18 +78,33 @@ int tour_002_data(tour_run *t)
     if (code == CLI_OK) {
         int64_t pos = 0;
         for (int64_t i = 0; i < d.train.count; i++) pos += d.train.labels[i] == 1;
-        printf("train reviews: %lld (%lld pos, %lld neg)\n", (long long)d.train.count, (long long)pos,
-               (long long)(d.train.count - pos));
+        TOUR_PRINTF(t, "train reviews: %lld (%lld pos, %lld neg)\n", "训练影评：%lld 条（正面 %lld，负面 %lld）\n",
+                    (long long)d.train.count, (long long)pos, (long long)(d.train.count - pos));
         printf("len(vocab): %lld   vocab['<unk>'] = %lld   vocab['<pad>'] = %lld\n",
                (long long)attn_vocab_size(d.vocab), (long long)attn_vocab_id(d.vocab, "<unk>"), (long long)pad.pad_id);
         printf("text_pipeline(\"%s\"):\n ", sample_text);
         for (int64_t i = 0; i < n; i++) printf(" %s=%lld", toks.items[i], (long long)ids[i]);
         printf("\n");
-        printf("first batch: labels (%d), texts (%d, %d), texts[0, :8] =", BATCH, BATCH, SEED_MAX_LEN);
+        TOUR_PRINTF(t, "first batch: labels (%d), texts (%d, %d), texts[0, :8] =",
+                    "第一个批次：labels (%d)，texts (%d, %d)，texts[0, :8] =", BATCH, BATCH, SEED_MAX_LEN);
         for (int i = 0; i < 8; i++) printf(" %lld", (long long)batch[i]);
-        printf("\nnote: torchtext's IMDB yields the labels 1 (neg) and 2 (pos), so the tutorial's\n"
-               "`1 if label=='pos' else 0` makes all %lld labels 0; attn takes the label from the\n"
-               "folder (pos/ = 1, neg/ = 0).\n", (long long)d.train.count);
+        TOUR_PRINTF(t, "\nnote: torchtext's IMDB yields the labels 1 (neg) and 2 (pos), so the tutorial's\n"
+                       "`1 if label=='pos' else 0` makes all %lld labels 0; attn takes the label from the\n"
+                       "folder (pos/ = 1, neg/ = 0).\n",
+                    "\n注意：torchtext 的 IMDB 给出的标签是整数 1（负面）和 2（正面），所以教程的\n"
+                    "`1 if label=='pos' else 0` 会把全部 %lld 个标签都变成 0；attn 按所在文件夹给标签\n"
+                    "（pos/ 为 1，neg/ 为 0）。\n", (long long)d.train.count);
+        /* the ids as float32, as torch's tensors would be saved after .float() */
+        float labels_f[BATCH], sample_f[64];
+        for (int i = 0; i < BATCH; i++) labels_f[i] = (float)d.train.labels[i];
+        for (int64_t i = 0; i < n; i++) sample_f[i] = (float)ids[i];
+        tour_keep_raw(t, "labels", labels_f, 1, (int64_t[]){BATCH});
+        tour_keep_raw(t, "sample_ids", sample_f, 1, &n);
+        float *texts_f = t->saved ? malloc(sizeof(float) * BATCH * SEED_MAX_LEN) : NULL;
+        for (int64_t i = 0; texts_f && i < BATCH * SEED_MAX_LEN; i++) texts_f[i] = (float)batch[i];
+        if (texts_f) tour_keep_raw(t, "texts", texts_f, 2, (int64_t[]){BATCH, SEED_MAX_LEN});
+        else if (t->saved) t->save_status = ATTN_ERR_NOMEM;
+        free(texts_f);
     }
     attn_tokens_free(&toks);
     free(batch);
@@ -97,13 +112,13 @@ int tour_002_data(tour_run *t)
     return code;
 }
 
-static void print_parameters(const attn_params *p)
+static void print_parameters(const tour_run *t, const attn_params *p)
 {
     for (size_t i = 0; i < attn_params_count(p); i++) {
         char buf[64];
         printf("  %-28s %s\n", attn_params_name(p, i), attn_shape_str(attn_params_at(p, i), buf, sizeof buf));
     }
-    printf("  parameters: %lld\n", (long long)attn_params_numel(p));
+    TOUR_PRINTF(t, "  parameters: %lld\n", "  参数总数：%lld\n", (long long)attn_params_numel(p));
 }
 
 int tour_002_model(tour_run *t)
@@ -123,9 +138,12 @@ int tour_002_model(tour_run *t)
                    (long long)cfg.num_heads, (long long)cfg.hidden_dim, (long long)cfg.num_classes);
     }
     if (ready) {
-        print_parameters(p);
-        printf("(attention.in_proj_weight stacks the tutorial's Wq, Wk and Wv weights; out_proj is fc_out)\n"
-               "criterion: CrossEntropyLoss   optimizer: Adam(lr=0.001)\n");
+        print_parameters(t, p);
+        TOUR_SAY(t, "(attention.in_proj_weight stacks the tutorial's Wq, Wk and Wv weights; out_proj is fc_out)\n"
+                    "criterion: CrossEntropyLoss   optimizer: Adam(lr=0.001)\n",
+                 "（attention.in_proj_weight 把教程的 Wq、Wk、Wv 三个权重上下叠在一起；out_proj 即 fc_out）\n"
+                 "损失函数：CrossEntropyLoss   优化器：Adam(lr=0.001)\n");
+        for (size_t i = 0; i < attn_params_count(p); i++) tour_keep(t, attn_params_name(p, i), attn_params_at(p, i));
         attn_classifier_free(&model);
     }
     attn_params_free(p);
@@ -195,13 +213,16 @@ static int visualize(tour_run *t, trainer *tr, const imdb *d)
     attn_mha_opts mean = {.average_weights = true};
     int code = e && attn_mha_forward(t->ctx, &tr->model.mha, e, e, e, &mean, &w) ? CLI_OK : tour_fail(t);
     if (code == CLI_OK) {
-        tour_print_shape("visualize_attention: attn_weights, mean over the 4 heads", w);
+        tour_print_shape(TOUR_TR(t, "visualize_attention: attn_weights, mean over the 4 heads",
+                                 "visualize_attention：attn_weights，4 个头的平均"), w);
         tour_keep(t, "attn_weights", w);
         attn_heatmap_opts ho = {.title = "文本注意力权重", .xlabel = "Key位置", .ylabel = "Query位置",
                                 .xticks = toks.items, .yticks = toks.items, .auto_range = true};
         code = tour_heatmap(t, "002_6.3_attention.png", w->data, n, n, &ho);
-        printf("note: visualize_attention leaves out pos_encoding, which forward() adds; attn classify\n"
-               "explain draws the weights forward() uses (--seed-style: these).\n");
+        TOUR_SAY(t, "note: visualize_attention leaves out pos_encoding, which forward() adds; attn classify\n"
+                    "explain draws the weights forward() uses (--seed-style: these).\n",
+                 "注意：visualize_attention 没有加 forward() 里会加的 pos_encoding；attn classify explain\n"
+                 "画的是 forward() 实际用到的权重（加 --seed-style 则与这里相同）。\n");
     }
     attn_tokens_free(&toks);
     return code;
@@ -222,9 +243,11 @@ int tour_002_train(tour_run *t)
         ready = (tr->p = attn_params_new()) && attn_classifier_init(&tr->model, tr->p, &cfg, &t->rng) == ATTN_OK;
         if (!ready || !(tr->opt = cli_optim_new(tr->p, &oc))) code = tour_fail(t);
         for (int64_t i = 0; i < TRAIN_REVIEWS; i++) tr->rows[i] = i * d.train.count / TRAIN_REVIEWS;
-        printf("a short run: %d epochs over %d of the %lld reviews (half pos, half neg), max_len %d,\n"
-               "batches of %d shuffled (the tutorial: 5 epochs over 25,000 reviews, max_len 512, in file order)\n",
-               TRAIN_EPOCHS, TRAIN_REVIEWS, (long long)d.train.count, TRAIN_LEN, BATCH);
+        TOUR_PRINTF(t, "a short run: %d epochs over %d of the %lld reviews (half pos, half neg), max_len %d,\n"
+                       "batches of %d shuffled (the tutorial: 5 epochs over 25,000 reviews, max_len 512, in file order)\n",
+                    "简短的训练：在 %3$lld 条影评中取 %2$d 条（正负各半）训练 %1$d 个 epoch，max_len %4$d，\n"
+                    "每批 %5$d 条、打乱顺序（教程：25,000 条影评训练 5 个 epoch，max_len 512，按文件顺序）\n",
+                    TRAIN_EPOCHS, TRAIN_REVIEWS, (long long)d.train.count, TRAIN_LEN, BATCH);
     }
     attn_ctx_set_grad_enabled(t->ctx, true);
     attn_ctx_set_training(t->ctx, true);
@@ -234,7 +257,9 @@ int tour_002_train(tour_run *t)
         else printf("Epoch %d, Loss: %.4f, Acc: %.2f%%\n", epoch + 1, loss, acc);
     }
     if (code == CLI_OK) code = visualize(t, tr, &d);
-    if (code == CLI_OK) printf("the full run: attn classify train (see the README for its accuracy)\n");
+    if (code == CLI_OK)
+        TOUR_SAY(t, "the full run: attn classify train (see the README for its accuracy)\n",
+                 "完整的训练：attn classify train（准确率见 README）\n");
     if (ready) attn_classifier_free(&tr->model);
     attn_optim_free(tr->opt);
     attn_params_free(tr->p);

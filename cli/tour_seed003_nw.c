@@ -58,7 +58,7 @@ static int plot_weights(const tour_run *t, const char *name, const char *title, 
 }
 
 /* Mean squared distance of the prediction from the true function, and a few of its values. */
-static void print_prediction(const nw_tensors *d, const attn_tensor *y_hat)
+static void print_prediction(const tour_run *t, const nw_tensors *d, const attn_tensor *y_hat)
 {
     double mse = 0;
     for (int i = 0; i < TOUR_NW_TEST; i++) {
@@ -71,7 +71,7 @@ static void print_prediction(const nw_tensors *d, const attn_tensor *y_hat)
     for (int i = 0; i < TOUR_NW_TEST; i += 10) printf(" %7.4f", y_hat->data[i]);
     printf("\ny_true  ");
     for (int i = 0; i < TOUR_NW_TEST; i += 10) printf(" %7.4f", d->y_true->data[i]);
-    printf("\nmean squared distance from the true function: %.4f\n", mse);
+    TOUR_PRINTF(t, "\nmean squared distance from the true function: %.4f\n", "\n与真实函数的均方距离：%.4f\n", mse);
 }
 
 int tour_003_nw_data(tour_run *t)
@@ -81,9 +81,11 @@ int tour_003_nw_data(tour_run *t)
     tour_print_shape("x_train", d.x_train);
     tour_print_shape("y_train", d.y_train);
     tour_print_shape("x_test", d.x_test);
-    printf("x_train[:4] = %.4f %.4f %.4f %.4f (sorted U(0, 5))\n", d.x_train->data[0], d.x_train->data[1],
-           d.x_train->data[2], d.x_train->data[3]);
-    printf("the tutorial's data: PyTorch made it with torch.manual_seed(66666666666666)\n");
+    TOUR_PRINTF(t, "x_train[:4] = %.4f %.4f %.4f %.4f (sorted U(0, 5))\n",
+                "x_train[:4] = %.4f %.4f %.4f %.4f（U(0, 5) 排序后）\n", d.x_train->data[0], d.x_train->data[1],
+                d.x_train->data[2], d.x_train->data[3]);
+    TOUR_SAY(t, "the tutorial's data: PyTorch made it with torch.manual_seed(66666666666666)\n",
+             "这是教程自己的数据：PyTorch 在 torch.manual_seed(66666666666666) 下生成\n");
     tour_keep(t, "x_train", d.x_train);
     tour_keep(t, "y_train", d.y_train);
     tour_keep(t, "x_test", d.x_test);
@@ -96,8 +98,8 @@ int tour_003_nw_fixed(tour_run *t)
     nw_tensors d;
     attn_tensor *w = NULL, *y_hat = nw_load(t->ctx, &d) ? predict(t->ctx, &d, NULL, &w) : NULL;
     if (!y_hat) return tour_fail(t);
-    tour_print_shape("attention weights (test queries x training keys)", w);
-    print_prediction(&d, y_hat);
+    tour_print_shape(TOUR_TR(t, "attention weights (test queries x training keys)", "注意力权重（测试查询 × 训练键）"), w);
+    print_prediction(t, &d, y_hat);
     tour_keep(t, "y_hat", y_hat);
     tour_keep(t, "attention_weights", w);
     int code = plot_fit(t, "003_nw_fixed.png", "fixed Gaussian kernel (w = 1)", &d, y_hat);
@@ -152,7 +154,7 @@ int tour_003_nw_train(tour_run *t)
     attn_tensor *weights = NULL, *y_hat = NULL;
     if (code == CLI_OK && (!nw_load(t->ctx, &d) || !(y_hat = predict(t->ctx, &d, w, &weights)))) code = tour_fail(t);
     if (code == CLI_OK) {
-        print_prediction(&d, y_hat);
+        print_prediction(t, &d, y_hat);
         tour_keep_raw(t, "losses", losses, 1, (int64_t[]){20});
         tour_keep_raw(t, "w", ws, 1, (int64_t[]){20});
         tour_keep(t, "y_hat", y_hat);

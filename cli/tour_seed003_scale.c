@@ -98,16 +98,20 @@ int tour_003_sqrt_d(tour_run *t)
     scale_stats s;
     for (int i = 0; i < N_D; i++)
         if (!measure(t, i, &s)) return tour_fail(t);
-    printf("q, k ~ N(0, I_d): %d queries x %d keys per d_k\n", QUERIES, KEYS);
-    printf("   d_k   Var(q·k)   Var(q·k/√d_k)   largest weight      Σ p(1-p) (gradient)\n"
-           "                                      q·k   q·k/√d_k          q·k   q·k/√d_k\n");
+    TOUR_PRINTF(t, "q, k ~ N(0, I_d): %d queries x %d keys per d_k\n", "q, k ~ N(0, I_d)：每个 d_k 取 %d 个查询 × %d 个键\n",
+                QUERIES, KEYS);
+    TOUR_SAY(t, "   d_k   Var(q·k)   Var(q·k/√d_k)   largest weight      Σ p(1-p) (gradient)\n"
+                "                                      q·k   q·k/√d_k          q·k   q·k/√d_k\n",
+             "   d_k   Var(q·k)   Var(q·k/√d_k)       最大权重          Σ p(1-p)（梯度）\n"
+             "                                      q·k   q·k/√d_k          q·k   q·k/√d_k\n");
     static const int shown[5] = {0, 1, 3, 7, 15}; /* d_k 32, 64, 128, 256, 512 */
     for (int k = 0; k < 5; k++) {
         int i = shown[k];
         printf("%6.0f %10.1f %15.3f %8.3f %10.3f   %10.3f %10.3f\n", s.d[i], s.var_raw[i], s.var_scaled[i],
                s.max_raw[i], s.max_scaled[i], s.grad_raw[i], s.grad_scaled[i]);
     }
-    printf("unscaled, the scores spread as √d_k and the softmax turns one-hot: its gradient vanishes\n");
+    TOUR_SAY(t, "unscaled, the scores spread as √d_k and the softmax turns one-hot: its gradient vanishes\n",
+             "不缩放时，分数的尺度随 √d_k 增大，softmax 趋于 one-hot，梯度随之消失\n");
     static const struct { const char *name; size_t offset; } saved[7] = {
         {"d_k", offsetof(scale_stats, d)},
         {"var_raw", offsetof(scale_stats, var_raw)},

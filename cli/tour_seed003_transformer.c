@@ -23,13 +23,21 @@ int tour_003_bahdanau(tour_run *t)
     }
     int code = enc && logits ? CLI_OK : tour_fail(t);
     if (code == CLI_OK) {
-        printf("Seq2SeqEncoder + Seq2SeqAttentionDecoder(vocab_size=10, num_hiddens=16, num_layers=2)\n"
-               "(D2L embeds in 8 dimensions; attn's Bahdanau model uses one size, 16, for both)\n");
-        tour_print_shape("encoder outputs: the keys and values h_1..h_7", enc);
-        tour_print_shape("encoder hidden state: the first query s_0", h_n);
-        tour_print_shape("decoder output", logits);
-        tour_print_shape("attention weights (batch, 1, decoder steps, encoder steps)", cross);
-        printf("the trained model: attn translate train --model bahdanau\n");
+        printf("Seq2SeqEncoder + Seq2SeqAttentionDecoder(vocab_size=10, num_hiddens=16, num_layers=2)\n");
+        TOUR_SAY(t, "(D2L embeds in 8 dimensions; attn's Bahdanau model uses one size, 16, for both)\n",
+                 "（D2L 的嵌入是 8 维；attn 的 Bahdanau 模型嵌入和隐状态都用 16 维）\n");
+        tour_print_shape(TOUR_TR(t, "encoder outputs: the keys and values h_1..h_7", "编码器输出：键和值 h_1..h_7"), enc);
+        tour_print_shape(TOUR_TR(t, "encoder hidden state: the first query s_0", "编码器隐状态：第一个查询 s_0"), h_n);
+        tour_print_shape(TOUR_TR(t, "decoder output", "解码器输出"), logits);
+        tour_print_shape(TOUR_TR(t, "attention weights (batch, 1, decoder steps, encoder steps)",
+                                 "注意力权重（batch, 1, 解码步, 编码步）"), cross);
+        TOUR_SAY(t, "the trained model: attn translate train --model bahdanau\n",
+                 "在真实数据上训练：attn translate train --model bahdanau\n");
+        tour_keep(t, "encoder_outputs", enc);
+        tour_keep(t, "encoder_state", h_n);
+        tour_keep(t, "decoder_output", logits);
+        tour_keep(t, "attention_weights", cross);
+        for (size_t i = 0; i < attn_params_count(p); i++) tour_keep(t, attn_params_name(p, i), attn_params_at(p, i));
     }
     if (ready) attn_seq2seq_free(&m);
     attn_params_free(p);
@@ -42,12 +50,13 @@ int tour_003_positional(tour_run *t)
     attn_tensor *pe = attn_sinusoidal_table(t->ctx, STEPS, DIM, ATTN_PE_INTERLEAVED);
     if (!pe) return tour_fail(t);
     tour_print_shape("P = PositionalEncoding(32).P[:, :60, :]", pe);
-    printf("P[:4, 6:10] (columns 6 to 9):\n");
+    TOUR_SAY(t, "P[:4, 6:10] (columns 6 to 9):\n", "P[:4, 6:10]（第 6 到 9 列）：\n");
     float corner[16];
     for (int i = 0; i < 16; i++) corner[i] = pe->data[(i / 4) * DIM + 6 + i % 4];
     tour_print_matrix(corner, 4, 4, NULL, NULL);
     for (int i = 0; i < 8; i++) printf("%d的二进制是：%d%d%d\n", i, i >> 2 & 1, i >> 1 & 1, i & 1);
-    printf("(the lowest bit flips fastest, as the first columns of P oscillate fastest)\n");
+    TOUR_SAY(t, "(the lowest bit flips fastest, as the first columns of P oscillate fastest)\n",
+             "（最低位翻转得最快，正如 P 的前几列振荡得最快）\n");
     tour_keep(t, "P", pe);
     float pos[STEPS], cols[4][STEPS];
     attn_series s[4];
@@ -89,7 +98,8 @@ static int ffn_and_add_norm(tour_run *t, attn_params *p, attn_rng *scratch)
     attn_tensor *an = attn_layer_norm_forward(t->ctx, &ln, attn_add(t->ctx, x, x)); /* AddNorm(X, X) */
     if (!y || !an) return tour_fail(t);
     tour_print_shape("ffn(torch.ones((2, 3, 4)))", y);
-    printf("ffn(torch.ones((2, 3, 4)))[0]: every position gets the same 8 numbers\n");
+    TOUR_SAY(t, "ffn(torch.ones((2, 3, 4)))[0]: every position gets the same 8 numbers\n",
+             "ffn(torch.ones((2, 3, 4)))[0]：每个位置得到相同的 8 个数\n");
     tour_print_matrix(y->data, 3, 8, NULL, NULL);
     tour_print_shape("add_norm(torch.ones((2, 3, 4)), torch.ones((2, 3, 4)))", an);
     tour_keep(t, "ffn.dense1.weight", d1.weight);
@@ -144,7 +154,8 @@ int tour_003_transformer(tour_run *t)
         printf("X = torch.ones((2, 100, 24)), valid_lens = [3, 2], eval()\n");
         tour_print_shape("TransformerEncoderBlock(24, 48, 8, 0.5)(X, valid_lens)", enc_out);
         tour_print_shape("TransformerDecoderBlock(24, 48, 8, 0.5, 0)(X, state)", dec_out);
-        printf("its masked self-attention, head 1 of batch 0, positions 0-4: position i sees 0..i\n");
+        TOUR_SAY(t, "its masked self-attention, head 1 of batch 0, positions 0-4: position i sees 0..i\n",
+                 "它的掩蔽自注意力，批次 0 的第 1 个头，位置 0-4：位置 i 只看得到 0..i\n");
         float corner[25];
         for (int i = 0; i < 25; i++) corner[i] = self_w->data[(i / 5) * L + i % 5];
         tour_print_matrix(corner, 5, 5, NULL, NULL);

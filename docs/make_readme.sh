@@ -7,6 +7,7 @@
 #        docs/make_readme.sh --check [ATTN_BIN]  exit 1, with a diff, when README.md is not current
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export LC_ALL=C.UTF-8 # the notes in English whatever the locale (attn tour --lang auto)
 root=$PWD
 check=0
 if [[ ${1:-} == --check ]]; then check=1; shift; fi

@@ -6,16 +6,19 @@
  *   - shapes: every shape line printed is PyTorch's shape of that tensor (or the one the tutorial
  *     states);
  *   - the √d_k demonstration agrees with the theory (Var(q.k) = d_k, 1 after scaling);
- *   - docs: both tutorials hold every step's output as printed now (numbers within their last
- *     digit), link every figure written, and name code files and functions that exist;
- *   - options: bad ones exit 2 before writing anything. */
+ *   - docs: the English tutorial holds every step's output as printed now (numbers within their
+ *     last digit), links every figure written, and names code files and functions that exist (the
+ *     Chinese one shows `attn tour --lang zh-CN`: tests/docs_commands.py holds it to that);
+ *   - options: bad ones exit 2 before writing anything; missing --out-dir and --save folders are
+ *     made. */
 #include "testkit.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static const char *const docs[2] = {"docs/tutorial.md", "docs/tutorial.zh-CN.md"};
+/* docs/tutorial.zh-CN.md shows `attn tour --lang zh-CN`: tests/docs_commands.py holds it to that */
+static const char *const docs[1] = {"docs/tutorial.md"};
 
 /* Steps whose tutorial code is deterministic given its inputs; names NULL: every tensor. */
 static const struct { const char *step, *golden, *names; } goldens[] = {
@@ -203,7 +206,7 @@ static void check_sqrt_d(void)
  * section are compared by test_tour_imdb); the figures written are linked from both. */
 static void check_docs(const char *out, const char *list)
 {
-    for (int k = 0; k < 2; k++) {
+    for (size_t k = 0; k < sizeof docs / sizeof docs[0]; k++) {
         char *doc = tk_read_text(docs[k]);
         TK_CHECK(doc != NULL, "%s is readable", docs[k]);
         if (!doc) continue;
@@ -235,8 +238,9 @@ static void check_docs(const char *out, const char *list)
 
 static void check_bad_options(const char *bin)
 {
-    static const char *const bad[] = {"--out-dir /nonexistent", "--save /nonexistent", "--out-dir /etc/passwd",
-                                      "999", "002/9.9", "--bogus", "--data /nonexistent", "--save"};
+    static const char *const bad[] = {"--out-dir /etc/passwd/pics", "--save /etc/passwd/t", "--out-dir /etc/passwd",
+                                      "999", "002/9.9", "--bogus", "--data /nonexistent", "--save", "--lang fr",
+                                      "--out-dir pics --lang fr"};
     char empty[128];
     snprintf(empty, sizeof empty, "%s/empty", dir);
     TK_CHECK(tk_run("mkdir %s", empty) == 0, "mkdir %s", empty);
@@ -245,6 +249,11 @@ static void check_bad_options(const char *bin)
         TK_CHECK(rc == 2, "attn tour 002/2.2 %s exits 2, got %d", bad[i], rc);
     }
     TK_CHECK(tk_run("[ -z \"$(ls -A %s)\" ]", empty) == 0, "nothing written by the refused runs");
+    /* missing folders are made (a user pastes `--out-dir pics` into any folder) */
+    TK_CHECK(tk_run("cd %s && %s tour 002/2.2 --out-dir pics/a --save t/b >/dev/null", empty, bin) == 0,
+             "attn tour 002/2.2 --out-dir pics/a --save t/b in an empty folder");
+    TK_CHECK(tk_run("test -s %s/pics/a/002_2.2_weights.png && test -s %s/t/b/002_2_2.safetensors", empty, empty) == 0,
+             "the picture and the tensors are in the folders made for them");
 }
 
 int main(void)

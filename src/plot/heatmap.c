@@ -131,13 +131,16 @@ static int label_step(double cell, double need)
     }
 }
 
-/* Token labels as close as they can be read; index labels (none given) sparser. */
+/* Token labels as close as they can be read; index labels (none given) sparser: 2.5 lines apart
+ * (as matplotlib spaces its numbers), or the widest number and a line's gap on the x axis. */
 static void label_steps(plot_canvas *c, const hm_figure *f, hm_layout *L)
 {
-    double w, line_h;
+    double w, line_h, widest;
+    char buf[32];
     plot_text_measure(c, "Ag", PLOT_FONT_TICK, 0, &w, &line_h);
+    plot_text_measure(c, tick_text(NULL, f->cols - 1, buf, sizeof buf), PLOT_FONT_TICK, 0, &widest, &w);
     L->ystep = label_step(L->cell_h, (f->yticks ? 1.1 : 2.5) * line_h);
-    L->xstep = label_step(L->cell_w, (f->xticks ? 1.1 / SIN45 : 3.5) * line_h);
+    L->xstep = label_step(L->cell_w, f->xticks ? 1.1 / SIN45 * line_h : fmax(2.5 * line_h, widest + line_h));
 }
 
 /* Widest y label; the drop of the lowest x label and how far the first reaches left. */
