@@ -228,7 +228,9 @@ static void run_case(const shape *s, float q_scale, uint64_t seed)
     free(t.q), free(t.k), free(t.v), free(t.dout);
 }
 
-/* A row with every key masked gives 0 and zero gradients; a NaN in q gives NaN in its row only. */
+/* A row with every key masked gives 0 and zero gradients; a NaN in q gives NaN in its row only; an
+ * inf in V at a key the lengths hide (the odd key after the last visible one, which a bf16 pair
+ * would join) stays out of every output. */
 static void special_rows(void)
 {
     const int64_t L = 9, D = 16;
@@ -236,25 +238,28 @@ static void special_rows(void)
     attn_rng_seed(&rng, 3);
     float *q = randn(&rng, L * D, 1.0f), *k = randn(&rng, L * D, 1.0f), *v = randn(&rng, L * D, 1.0f), *g = randn(&rng, L * D, 1.0f);
     q[4 * D + 3] = NAN;
-    int64_t lens[1] = {0}; /* every key of the batch masked... */
+    int64_t lens[1] = {0}, odd[1] = {5}; /* every key of the batch masked, or the first 5 */
     for (int l = 0; l < ATTN_ISA_COUNT; l++) {
         const attn__kernel_table *t = attn__kernels_at((attn_isa)l);
         if (!t) continue;
-        for (int masked = 0; masked < 2; masked++) {
+        for (int masked = 0; masked < 3; masked++) {
             sdpa_problem p = {.batch = 1, .heads = 1, .lq = L, .lk = L, .d = D, .dv = D, .scale = 0.25f, .threads = 1, .bf16 = true};
-            p.masks.valid_lens = masked ? lens : NULL; /* ...or none */
+            p.masks.valid_lens = masked == 1 ? lens : masked == 2 ? odd : NULL; /* or none */
+            v[5 * D + 2] = masked == 2 ? INFINITY : 1.0f;
             float out[9 * 16], stats[18], dq[9 * 16] = {0}, dk[9 * 16] = {0}, dv[9 * 16] = {0};
             float *scratch = malloc(sizeof(float) * (size_t)t->sdpa_fused_scratch_floats(&p, 1));
             t->sdpa_forward_fused(out, stats, q, k, v, scratch, &p);
             t->sdpa_backward_fused(dq, dk, dv, g, q, k, v, out, stats, scratch, &p);
             bool ok = true;
             for (int64_t i = 0; i < L * D; i++) {
-                const bool nan_row = !masked && i / D == 4;
-                if (masked) ok = ok && out[i] == 0.0f && dq[i] == 0.0f && dk[i] == 0.0f && dv[i] == 0.0f;
-                else ok = ok && (isnan(out[i]) == nan_row);
+                const bool nan_row = masked != 1 && i / D == 4;
+                if (masked == 1) ok = ok && out[i] == 0.0f && dq[i] == 0.0f && dk[i] == 0.0f && dv[i] == 0.0f;
+                else ok = ok && (isnan(out[i]) == nan_row) && (nan_row || isfinite(out[i]));
             }
             TK_CHECK(ok, "%s, bf16: %s", attn_isa_name((attn_isa)l),
-                     masked ? "every key masked: output and gradients 0" : "a NaN in q: NaN in its output row only");
+                     masked == 1   ? "every key masked: output and gradients 0"
+                     : masked == 2 ? "an inf in V past the first 5 keys reaches no output, a NaN in q its row only"
+                                   : "a NaN in q: NaN in its output row only");
             free(scratch);
         }
     }

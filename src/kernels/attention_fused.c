@@ -43,13 +43,14 @@ int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads)
      * vectors); with bf16 the pair words (one float each) of forward_block's and backward_head's
      * operands besides. -1 when the size overflows (huge Lq or D with no elements): the caller
      * reports it */
-    if (p->d < 0 || p->dv < 0 || p->lq < 0 || threads < 0) return -1;
+    if (p->d < 0 || p->dv < 0 || p->lq < 0 || p->lk < 0 || threads < 0) return -1;
     const unsigned __int128 D = (uint64_t)p->d, Dv = (uint64_t)p->dv, BR = SDPA_BR, BC = SDPA_BC;
     const unsigned __int128 lqp = ((uint64_t)p->lq + SDPA_BR - 1) / SDPA_BR * SDPA_BR;
     const unsigned __int128 hD = (D + 1) / 2, hDv = (Dv + 1) / 2;
     unsigned __int128 fwd = BR * (D + BC + Dv + 2), bwd = (lqp + 16) * (D + Dv) + 3 * lqp + 3 * BC * BR;
     if (p->bf16) {
-        fwd += hD * BR + BC * hD + BC / 2 * Dv + BC / 2 * BR;
+        const unsigned __int128 lk = (uint64_t)p->lk;
+        fwd += hD * BR + BC / 2 * Dv + BC / 2 * BR + 2 + lk * hD + (lk + 1) / 2 * Dv;
         bwd += (hD + hDv) * (lqp + 16) + (lqp / 2) * (D + Dv) + BC * hD + BC / 2 * D + BC * hDv + BC * BR + BC / 2 * BR;
     }
     const unsigned __int128 total = (unsigned __int128)(uint64_t)threads * (fwd > bwd ? fwd : bwd);
@@ -151,6 +152,12 @@ static void online_softmax(float *st, float *ot, float *m, float *l, int64_t qw,
     }
 }
 
+/* Where forward_block keeps the head its bf16 K and V hold, in floats from its scratch */
+static int64_t forward_packed_at(const sdpa_problem *p)
+{
+    return SDPA_BR * (p->d + SDPA_BC + p->dv + 2) + half_up(p->d) * SDPA_BR + SDPA_BC / 2 * p->dv + SDPA_BC / 2 * SDPA_BR;
+}
+
 /* One query block: rows [i0, i0+rows) of head (b, h), in tiles qw = rows rounded up to whole
  * vectors wide (a short block, as in step-by-step decoding, computes no padding lanes beyond). */
 static void forward_block(float *out, float *stats, const float *q, const float *k, const float *v,
@@ -166,11 +173,22 @@ static void forward_block(float *out, float *stats, const float *q, const float 
     float *l = m + SDPA_BR;             /* (qw) running sum */
     const int64_t hD = half_up(D);
     uint32_t *qp = (uint32_t *)(l + SDPA_BR); /* bf16 pair words: (D/2, qw) of Q^T's rows */
-    uint32_t *kr = qp + hD * SDPA_BR;         /* (BC, D/2) in K's rows */
-    uint32_t *vp = kr + SDPA_BC * hD;         /* (BC/2, Dv) of V's rows */
+    uint32_t *vp = qp + hD * SDPA_BR;         /* (BC/2, Dv) of one tile of V's rows */
     uint32_t *pp = vp + SDPA_BC / 2 * Dv;     /* (BC/2, qw) of P^T's rows */
+    float *mark = scratch + forward_packed_at(p); /* (2) the head kh and vh hold, -1: none */
+    uint32_t *kh = (uint32_t *)(mark + 2);    /* (Lk, D/2) in K's rows, the whole head */
+    uint32_t *vh = kh + Lk * hD;              /* (Lk/2, Dv) of V's rows, the whole head */
     transpose_padded(qt, qw, q + (bh * p->lq + i0) * D, rows, D);
-    if (p->bf16) attn_bf16_pack_col_pairs(qp, qw, qt, qw, D, qw);
+    if (p->bf16) {
+        attn_bf16_pack_col_pairs(qp, qw, qt, qw, D, qw);
+        int64_t packed;
+        memcpy(&packed, mark, sizeof packed);
+        if (packed != bh) { /* once per head and thread, not once per query block */
+            attn_bf16_pack_row_pairs(kh, hD, k + bh * Lk * D, D, Lk, D);
+            attn_bf16_pack_col_pairs(vh, Dv, v + bh * Lk * Dv, Dv, Lk, Dv);
+            memcpy(mark, &bh, sizeof bh);
+        }
+    }
     memset(ot, 0, (size_t)(Dv * qw) * sizeof(float));
     for (int64_t r = 0; r < qw; r++) {
         m[r] = -INFINITY;
@@ -181,18 +199,18 @@ static void forward_block(float *out, float *stats, const float *q, const float 
     for (int64_t j0 = 0; j0 < key_end; j0 += SDPA_BC) { /* keys past key_end are hidden from all */
         const int64_t cols = key_end - j0 < SDPA_BC ? key_end - j0 : SDPA_BC;
         const float *kj = k + (bh * Lk + j0) * D, *vj = v + (bh * Lk + j0) * Dv;
-        if (p->bf16) {
-            attn_bf16_pack_row_pairs(kr, hD, kj, D, cols, D);
-            attn_tile_gemm_bf16(st, qw, kr, hD, 1, qp, qw, cols, qw, hD, p->scale, false);
-        } else
-            attn_tile_gemm(st, qw, kj, D, 1, qt, qw, cols, qw, D, p->scale, false);
+        if (p->bf16) attn_tile_gemm_bf16(st, qw, kh + j0 * hD, hD, 1, qp, qw, cols, qw, hD, p->scale, false);
+        else attn_tile_gemm(st, qw, kj, D, 1, qt, qw, cols, qw, D, p->scale, false);
         if (elementwise || j0 + cols > key_min) sdpa_mask_tile(st, 1, qw, p, b, h, i0, rows, j0, cols);
         online_softmax(st, ot, m, l, qw, cols, Dv);
         if (p->dropout_p > 0.0f) dropout_tiles(st, st, NULL, qw, p, b, h, i0, j0, cols);
         if (p->bf16) {
-            attn_bf16_pack_col_pairs(vp, Dv, vj, Dv, cols, Dv);
+            /* an odd tile cut short by a mask would pair its last key with a hidden one, whose V
+             * (NaN, inf) must not meet a 0 of P: that tile's V packed on its own */
+            const bool odd_cut = (cols & 1) && j0 + cols < Lk;
+            if (odd_cut) attn_bf16_pack_col_pairs(vp, Dv, vj, Dv, cols, Dv);
             attn_bf16_pack_col_pairs(pp, qw, st, qw, cols, qw);
-            attn_tile_gemm_bf16(ot, qw, vp, 1, Dv, pp, qw, Dv, qw, half_up(cols), 1.0f, true);
+            attn_tile_gemm_bf16(ot, qw, odd_cut ? vp : vh + j0 / 2 * Dv, 1, Dv, pp, qw, Dv, qw, half_up(cols), 1.0f, true);
         } else
             attn_tile_gemm(ot, qw, vj, 1, Dv, st, qw, Dv, qw, cols, 1.0f, true);
     }
@@ -214,6 +232,11 @@ void sdpa_forward_fused(float *out, float *stats, const float *q, const float *k
 {
     const int64_t blocks = (p->lq + SDPA_BR - 1) / SDPA_BR, per_head = p->batch * p->heads;
     const int64_t per_thread = sdpa_fused_scratch_floats(p, 1);
+    if (p->bf16) /* no head's bf16 K and V packed yet in any thread's scratch (forward_block) */
+        for (int t = 0; t < p->threads; t++) {
+            const int64_t none = -1;
+            memcpy(scratch + t * per_thread + forward_packed_at(p), &none, sizeof none);
+        }
     /* The blocks of one head run one after another, so its K and V stay in cache; late query
      * blocks see more keys under a causal mask: each head hands them out first. */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(p->threads) if (sdpa_parallel(p))
