@@ -129,10 +129,12 @@ static void transpose_padded(float *dst, int64_t ld, const float *src, int64_t r
 
 /* One online-softmax step over a block of cols keys for qw queries: st (cols, qw) scores become
  * exp(s - m_new), and per query m = m_new, l = l alpha + sum, ot (Dv, qw) *= alpha with
- * alpha = exp(m - m_new).
+ * alpha = exp(m - m_new). With pp, the exponentials go to pp ((cols + 1) / 2, qw) as bf16 pairs of
+ * rows (attn_bf16_pack_col_pairs' layout, the odd count's last row paired with 0) instead of st:
+ * the bf16 product's operand in the same pass.
  * A query with nothing visible so far keeps m = -inf and gets zeros; a NaN score gives NaN
  * through exp (and so a NaN output, as in PyTorch). */
-static void online_softmax(float *st, float *ot, float *m, float *l, int64_t qw, int64_t cols,
+static void online_softmax(float *st, uint32_t *pp, float *ot, float *m, float *l, int64_t qw, int64_t cols,
                            int64_t dv)
 {
     for (int64_t v = 0; v < qw; v += VF_LANES) {
@@ -140,10 +142,19 @@ static void online_softmax(float *st, float *ot, float *m, float *l, int64_t qw,
         for (int64_t c = 0; c < cols; c++) m_new = vf_max(m_new, vf_load(st + c * qw + v));
         vf shift = vf_neginf_to(m_new, vf_set1(0.0f)); /* exp(-inf - 0) = 0 */
         vf alpha = vf_exp(vf_sub(m_old, shift)), sum = vf_set1(0.0f);
-        for (int64_t c = 0; c < cols; c++) {
-            vf e = vf_exp(vf_sub(vf_load(st + c * qw + v), shift));
-            vf_store(st + c * qw + v, e);
-            sum = vf_add(sum, e);
+        for (int64_t c = 0; c < cols; c += 2) { /* a pair of keys at a time, summed in key order */
+            const vf e0 = vf_exp(vf_sub(vf_load(st + c * qw + v), shift));
+            sum = vf_add(sum, e0);
+            vf e1 = vf_set1(0.0f);
+            if (c + 1 < cols) {
+                e1 = vf_exp(vf_sub(vf_load(st + (c + 1) * qw + v), shift));
+                sum = vf_add(sum, e1);
+            }
+            if (pp) vf_store_bf16_pairs(pp + c / 2 * qw + v, e0, e1);
+            else {
+                vf_store(st + c * qw + v, e0);
+                if (c + 1 < cols) vf_store(st + (c + 1) * qw + v, e1);
+            }
         }
         vf_store(l + v, vf_fma(vf_load(l + v), alpha, sum));
         vf_store(m + v, m_new);
@@ -202,14 +213,15 @@ static void forward_block(float *out, float *stats, const float *q, const float 
         if (p->bf16) attn_tile_gemm_bf16(st, qw, kh + j0 * hD, hD, 1, qp, qw, cols, qw, hD, p->scale, false);
         else attn_tile_gemm(st, qw, kj, D, 1, qt, qw, cols, qw, D, p->scale, false);
         if (elementwise || j0 + cols > key_min) sdpa_mask_tile(st, 1, qw, p, b, h, i0, rows, j0, cols);
-        online_softmax(st, ot, m, l, qw, cols, Dv);
-        if (p->dropout_p > 0.0f) dropout_tiles(st, st, NULL, qw, p, b, h, i0, j0, cols);
+        const bool drop = p->dropout_p > 0.0f, fused_pack = p->bf16 && !drop; /* P^T straight into pp */
+        online_softmax(st, fused_pack ? pp : NULL, ot, m, l, qw, cols, Dv);
+        if (drop) dropout_tiles(st, st, NULL, qw, p, b, h, i0, j0, cols);
         if (p->bf16) {
             /* an odd tile cut short by a mask would pair its last key with a hidden one, whose V
              * (NaN, inf) must not meet a 0 of P: that tile's V packed on its own */
             const bool odd_cut = (cols & 1) && j0 + cols < Lk;
             if (odd_cut) attn_bf16_pack_col_pairs(vp, Dv, vj, Dv, cols, Dv);
-            attn_bf16_pack_col_pairs(pp, qw, st, qw, cols, qw);
+            if (!fused_pack) attn_bf16_pack_col_pairs(pp, qw, st, qw, cols, qw);
             attn_tile_gemm_bf16(ot, qw, odd_cut ? vp : vh + j0 / 2 * Dv, 1, Dv, pp, qw, Dv, qw, half_up(cols), 1.0f, true);
         } else
             attn_tile_gemm(ot, qw, vj, 1, Dv, st, qw, Dv, qw, cols, 1.0f, true);

@@ -4,6 +4,8 @@
 #ifndef ATTN_SIMD_H
 #define ATTN_SIMD_H
 
+#include "bf16.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -127,6 +129,20 @@ static inline vf vf_zero_below(vf y, vf x, vf lo)
     return y;
 }
 #endif
+
+/* dst[i] = (bf16(even[i]), bf16(odd[i])) for every lane: bf16.h's rounding and pair words */
+static inline void vf_store_bf16_pairs(uint32_t *dst, vf even, vf odd)
+{
+#if defined(__AVX512BF16__)
+    const __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(even));
+    const __m512i hi = _mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(odd)), 16);
+    _mm512_storeu_si512(dst, _mm512_or_si512(lo, hi));
+#else
+    float e[VF_LANES], o[VF_LANES];
+    vf_store(e, even), vf_store(o, odd);
+    for (int i = 0; i < VF_LANES; i++) dst[i] = attn_bf16_pair(e[i], o[i]);
+#endif
+}
 
 /* attn_exp_nonpos on every lane: x = n ln2 + r, a degree-6 polynomial in r times 2^n; below
  * -87.34 (and -inf) 0, NaN stays NaN */
