@@ -10,6 +10,11 @@
 
 static int checks_passed, checks_failed;
 
+/* The worst margin of the scaled comparisons so far (tk_close_scaled). */
+static int margins_seen;
+static double worst_margin = -1.0;
+static char worst_margin_what[200];
+
 void tk_check_at(bool ok, const char *file, int line, const char *fmt, ...)
 {
     if (ok) {
@@ -27,6 +32,9 @@ void tk_check_at(bool ok, const char *file, int line, const char *fmt, ...)
 
 int tk_finish(const char *test_name)
 {
+    if (margins_seen > 0)
+        printf("%s: worst margin %.3g of the tolerance over %d scaled comparisons (%s)\n", test_name,
+               worst_margin, margins_seen, worst_margin_what);
     printf("%s: %d checks passed, %d failed\n", test_name, checks_passed, checks_failed);
     return checks_failed == 0 && checks_passed > 0 ? 0 : 1;
 }
@@ -61,6 +69,133 @@ bool tk_close(const char *what, const float *actual, const float *expected, int6
             what, (long long)bad, (long long)n, atol, rtol, (long long)worst, actual[worst],
             expected[worst]);
     return false;
+}
+
+/* One element within its bound (NaN only against NaN, an infinity only against itself). */
+static bool within(double got, double ref, double bound)
+{
+    if (isnan(got) || isnan(ref)) return isnan(got) && isnan(ref);
+    if (isinf(got) || isinf(ref)) return got == ref;
+    return fabs(got - ref) <= bound;
+}
+
+tk_tol tk_tol_of(double sides, double n, double cond, double ulps)
+{
+    const double steps = fmin(n, TK_LAMBDA * sqrt(n));
+    return (tk_tol){.rtol = sides * ulps * TK_U, .atol = sides * steps * cond * TK_U};
+}
+
+double tk_max_abs(const float *ref, int64_t n)
+{
+    double m = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(ref[i]) && fabs(ref[i]) > m) m = fabs(ref[i]);
+    return m;
+}
+
+int64_t tk_scaled_outside(const float *got, const float *ref, int64_t n, tk_tol tol)
+{
+    const double scale = tol.scale > 0.0 ? tol.scale : tk_max_abs(ref, n);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += !within(got[i], ref[i], tol.rtol * fabs(ref[i]) + tol.atol * scale);
+    return bad;
+}
+
+/* Whether the planted error is caught: TK_PLANTED * size added to element i (the loosest),
+ * against the sign of the error already there, must fall outside that element's bound. */
+static bool planted_caught(const float *got, const float *ref, int64_t i, double bound, double size)
+{
+    const double e = (double)got[i] - ref[i];
+    return !within((double)got[i] - (e < 0 ? -1.0 : 1.0) * TK_PLANTED * size, ref[i], bound);
+}
+
+bool tk_close_scaled(const char *what, const float *got, const float *ref, int64_t n, tk_tol tol)
+{
+    const double max_ref = tk_max_abs(ref, n);
+    const double scale = tol.scale > 0.0 ? tol.scale : max_ref;
+    int64_t bad = 0, worst = -1, loosest = -1;
+    double margin = 0.0, worst_err = 0.0, loosest_slack = -1.0, loosest_bound = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const double bound = tol.rtol * fabs(ref[i]) + tol.atol * scale;
+        const bool ok = within(got[i], ref[i], bound);
+        const double err = isfinite(got[i]) && isfinite(ref[i]) ? fabs((double)got[i] - ref[i]) : 0.0;
+        const double m = !ok ? INFINITY : err > 0.0 ? err / bound : 0.0;
+        bad += !ok;
+        if (worst < 0 || m > margin || (!ok && err > worst_err)) {
+            worst = i;
+            margin = m;
+            worst_err = err;
+        }
+        if (isfinite(ref[i]) && bound + err > loosest_slack) { /* where a planted error hides best */
+            loosest = i;
+            loosest_slack = bound + err;
+            loosest_bound = bound;
+        }
+    }
+    if (bad == 0) {
+        checks_passed++;
+    } else {
+        checks_failed++;
+        fprintf(stderr,
+                "FAIL %s: %lld of %lld elements outside |got - ref| <= %.3g |ref| + %.3g * %.6g "
+                "(%s); worst [%lld]: got %.9g, expected %.9g\n",
+                what, (long long)bad, (long long)n, tol.rtol, tol.atol, scale,
+                tol.scale > 0.0 ? "scale" : "max |ref|", (long long)worst, got[worst], ref[worst]);
+    }
+    /* The planted error is TK_PLANTED of the tensor's largest |value|; a golden that lies within
+     * its bound of 0 everywhere (a result that is 0 in exact arithmetic, its golden rounding noise)
+     * takes TK_PLANTED of the scale given instead. */
+    const double size = max_ref <= tol.atol * scale ? scale : max_ref;
+    if (loosest >= 0 && size > 0.0)
+        tk_check_at(planted_caught(got, ref, loosest, loosest_bound, size), __FILE__, __LINE__,
+                    "%s: the bound (%.3g |ref| + %.3g * %.6g) lets through an error of %g * %.6g at "
+                    "[%lld]",
+                    what, tol.rtol, tol.atol, scale, TK_PLANTED, size, (long long)loosest);
+    const char *env = getenv("ATTN_TEST_MARGINS");
+    if (env && *env && strcmp(env, "0") != 0 && worst >= 0)
+        printf("margin %.3g  %s  [%lld]: |got - ref| %.3g = %.3g u * scale %.6g; |ref_i| %.6g\n",
+               margin, what, (long long)worst, worst_err, scale > 0 ? worst_err / scale / TK_U : 0.0,
+               scale, fabs(ref[worst]));
+    margins_seen++;
+    if (worst >= 0 && margin > worst_margin) {
+        worst_margin = margin;
+        snprintf(worst_margin_what, sizeof worst_margin_what, "%s [%lld]", what, (long long)worst);
+    }
+    return bad == 0;
+}
+
+bool tk_golden_close_scaled(attn_st_file *f, const char *name, const float *got, int64_t n,
+                            tk_tol tol)
+{
+    attn_tensor *ref = tk_golden_tensor(f, name);
+    if (!ref) return false;
+    bool ok = false;
+    if (!got)
+        tk_check_at(false, __FILE__, __LINE__, "%s: no value computed", name);
+    else if (ref->numel != n)
+        tk_check_at(false, __FILE__, __LINE__, "%s: %lld values computed, golden has %lld", name,
+                    (long long)n, (long long)ref->numel);
+    else
+        ok = tk_close_scaled(name, got, ref->data, n, tol);
+    attn_tensor_free(ref);
+    return ok;
+}
+
+double tk_key_bias_scale(attn_st_file *g, const char *name)
+{
+    static const char *const key_biases[] = {"to_key.bias", "Wk.bias"};
+    const size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof key_biases / sizeof *key_biases; i++) {
+        const size_t m = strlen(key_biases[i]);
+        if (n < m || strcmp(name + n - m, key_biases[i]) != 0) continue;
+        char weight[256];
+        snprintf(weight, sizeof weight, "%.*sweight", (int)(n - strlen("bias")), name);
+        attn_tensor *w = tk_golden_tensor(g, weight);
+        double scale = w ? tk_max_abs(w->data, w->numel) : 0.0;
+        attn_tensor_free(w);
+        return scale;
+    }
+    return 0.0;
 }
 
 attn_st_file *tk_golden(const char *name)
@@ -251,7 +386,33 @@ static void print_line(const char *label, const char *start, const char *at)
     fprintf(stderr, "  %s: %.*s\n", label, (int)(e ? e - b : (long)strlen(b)), b);
 }
 
-bool tk_same_text(const char *what, const char *expected, const char *actual)
+bool tk_printed_near_boundary(double a, double b, int decimals, const tk_values *near, int n_near)
+{
+    const double unit = pow(10.0, -decimals), boundary = (a + b) / 2;
+    if (decimals <= 0 || fabs(fabs(a - b) - unit) > 1e-3 * unit) return false; /* not one unit apart */
+    for (int s = 0; s < n_near; s++) {
+        const tk_values *set = &near[s];
+        const double scale = set->tol.scale > 0.0 ? set->tol.scale : tk_max_abs(set->v, set->n);
+        for (int64_t i = 0; i < set->n; i++) {
+            const double v = set->v[i], ulp = nextafterf(fabsf(set->v[i]), INFINITY) - fabsf(set->v[i]);
+            double bound = set->tol.rtol * fabs(v) + set->tol.atol * scale;
+            if (set->ulps > 0.0) bound = fmin(bound, set->ulps * ulp);
+            char text[64];
+            snprintf(text, sizeof text, "%.*f", decimals, v);
+            const double shown = strtod(text, NULL);
+            if ((shown != a && shown != b) || !(fabs(v - boundary) <= bound)) continue;
+            printf("note: %.*f for %.*f: the value %.9g lies %.2g ulps from the boundary %.*f "
+                   "(its bound: %.3g ulps)\n",
+                   decimals, b, decimals, a, v, fabs(v - boundary) / ulp, decimals + 1, boundary,
+                   bound / ulp);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool tk_same_text(const char *what, const char *expected, const char *actual, const tk_values *near,
+                  int n_near)
 {
     const char *e = expected, *a = actual;
     while (*e || *a) {
@@ -259,8 +420,8 @@ bool tk_same_text(const char *what, const char *expected, const char *actual)
             char *e_end, *a_end;
             double ev = strtod(e, &e_end), av = strtod(a, &a_end);
             int d = decimals(e);
-            double tol = d ? 1.5 * pow(10.0, -d) : 0.0;
-            if (decimals(a) == d && fabs(ev - av) <= tol) {
+            if (decimals(a) == d &&
+                (ev == av || tk_printed_near_boundary(ev, av, d, near, n_near))) {
                 e = e_end;
                 a = a_end;
                 continue;
@@ -311,7 +472,8 @@ char *tk_tour_step_output(const char *out, const char *step)
     return strndup(b, e ? (size_t)(e - b) + 1 : strlen(b));
 }
 
-void tk_tour_doc_check(const char *doc_name, const char *doc, const char *step, const char *out)
+void tk_tour_doc_check(const char *doc_name, const char *doc, const char *step, const char *out,
+                       attn_st_file *saved, tk_tol tol)
 {
     char marker[64], command[64], what[160];
     snprintf(marker, sizeof marker, "<!-- tour %s -->", step);
@@ -320,9 +482,20 @@ void tk_tour_doc_check(const char *doc_name, const char *doc, const char *step, 
     tk_check_at(block && !strncmp(block, command, strlen(command)), __FILE__, __LINE__,
                 "%s: a block after \"%s\" starting \"%s\"", doc_name, marker, command);
     tk_check_at(actual != NULL, __FILE__, __LINE__, "attn tour printed step %s", step);
+    /* every tensor the step saved, each with its own scale */
+    const size_t n_saved = saved ? attn_st_count(saved) : 0;
+    attn_tensor **loaded = calloc(n_saved ? n_saved : 1, sizeof *loaded);
+    tk_values *near = calloc(n_saved ? n_saved : 1, sizeof *near);
+    int n_near = 0;
+    for (size_t i = 0; loaded && near && i < n_saved; i++)
+        if ((loaded[i] = attn_st_load(saved, attn_st_at(saved, i)->name, NULL)) != NULL)
+            near[n_near++] = (tk_values){loaded[i]->data, loaded[i]->numel, tol, TK_PRINTED_ULPS};
     snprintf(what, sizeof what, "%s, %s (bash docs/make_tutorial.sh regenerates it)", doc_name, step);
     if (block && actual && !strncmp(block, command, strlen(command)))
-        tk_same_text(what, block + strlen(command), actual);
+        tk_same_text(what, block + strlen(command), actual, near, n_near);
+    for (size_t i = 0; loaded && i < n_saved; i++) attn_tensor_free(loaded[i]);
+    free(loaded);
+    free(near);
     free(block);
     free(actual);
 }
