@@ -14,7 +14,11 @@
  * Compared: out, weights (when asked), dq/dk/dv or dx against grad.<input>, grad.<param> against
  * torch's (seed-named gradients against the matching rows of in_proj_* / out_proj.*); every
  * tensor the program writes must be compared in full, every golden result must be written.
- * Tolerance |got - ref| <= 1e-5 + 1e-4 * |ref| (as tests/golden/README.md).
+ * Tolerance, per tensor: |got - ref| <= rtol |ref_i| + atol max_j |ref_j| with the bound of each
+ * golden file's family, as the test that reads it first: TK_TOL_SDPA for attn_sdpa_*, TK_TOL_MHA
+ * for attn_mha_* and cli_mha_* (test_golden_attention.c says why), TK_TOL_MECH for mech_*
+ * (test_golden_mechanisms.c; a key bias's gradient takes its weight gradient's scale,
+ * tk_key_bias_scale).
  * Errors: an unknown mechanism and a missing --in exit 2 with a message; a missing input tensor
  * or parameter, or an input or grad_out of an integer or bool dtype (PyTorch takes no gradient
  * of those), exits 1 with a message naming it; `attn op --help` exits 0 and lists every
@@ -28,8 +32,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define ATOL 1e-5f
-#define RTOL 1e-4f
 #define MAX_MAP 4
 
 /* A golden tensor's name -> the name attn op reads (to NULL: left out of the input file). */
@@ -313,7 +315,11 @@ static void compare_one(const cli_case *c, attn_st_file *g, attn_st_file *out, c
                  attn_shape_str(got, gs, sizeof gs), attn_shape_str(ref, rs, sizeof rs),
                  (long long)t.block);
         if (fits) {
-            tk_close(what, got->data + offset, ref->data, ref->numel, ATOL, RTOL);
+            tk_tol tol = !strncmp(c->golden, "attn_sdpa_", 10) ? TK_TOL_SDPA
+                         : !strncmp(c->golden, "mech_", 5)      ? TK_TOL_MECH
+                                                                : TK_TOL_MHA;
+            tol.scale = tk_key_bias_scale(g, name);
+            tk_close_scaled(what, got->data + offset, ref->data, ref->numel, tol);
             covered[index_of(out, st)] += ref->numel;
         }
     }
