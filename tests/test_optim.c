@@ -316,9 +316,17 @@ static void test_schedules(void)
 }
 
 /* torch.optim's own float32 results (tests/golden/optim_torch_steps.safetensors, written by
- * make_golden_optim.py): one parameter of 1031 elements, three steps. Built with FMA, the library
- * rounds where torch's CPU kernels round and fuses where they fuse (optim.c), so every element
- * must be the same float; without FMA, each product is rounded apart and 1e-6 is asked. */
+ * make_golden_optim.py): one parameter of 1031 elements, three steps. The library rounds where
+ * torch's CPU kernels round and fuses where they fuse (kernels/optim_update.c), but which products
+ * torch fuses depends on the CPU capability its kernels were chosen for, and ours on the ISA
+ * level: so the file, made on another machine, is compared within a bound, and how many elements
+ * are torch's bits exactly is printed. Bound per tensor (testkit.h): two float32 sides; a step is elementwise,
+ * ~10 roundings (weight decay, momentum or the moments, bias corrections, sqrt, the division), 3
+ * steps: n = 30 on the scale of the largest step, 0.15 (SGD: lr 0.01 x (|g| <= 4 plus momentum
+ * <= 10); Adam: 3.16 lr = 3.2e-3); and each side rounds the parameter once a step (rtol 2 * 3 u).
+ * tk_tol_of(2, 30, 1, 3) on scale 0.15: 3.6e-7 |ref_i| + 5.4e-7 (before: 1e-6 + 1e-6 |ref_i|,
+ * or bit for bit when built with FMA). An error of 2e-4 max|p| fails it (checked every time). */
+#define TORCH_STEP_MAX 0.15
 static void test_torch_bits(void)
 {
     static const struct {
@@ -350,18 +358,16 @@ static void test_torch_bits(void)
             snprintf(name, sizeof name, "%s.p_%d", cases[c].name, t);
             attn_tensor *want = tk_golden_tensor(f, name);
             if (!want) break;
-#ifdef __FMA__
-            int64_t differ = 0, first = -1;
-            for (int64_t i = 0; i < want->numel; i++)
-                if (memcmp(&w->data[i], &want->data[i], sizeof(float)) != 0 && differ++ == 0) first = i;
-            TK_CHECK(differ == 0, "%s step %d: %lld of %lld elements differ from torch's bits (first: [%lld] "
-                     "%.9g, torch %.9g)", cases[c].name, t, (long long)differ, (long long)want->numel,
-                     (long long)first, first >= 0 ? w->data[first] : 0.0, first >= 0 ? want->data[first] : 0.0);
-#else
             char label[96];
             snprintf(label, sizeof label, "%s step %d against torch", cases[c].name, t);
-            tk_close(label, w->data, want->data, want->numel, ATOL, RTOL);
-#endif
+            tk_tol tol = tk_tol_of(2, STEPS * 10, 1, STEPS);
+            tol.scale = TORCH_STEP_MAX;
+            tk_close_scaled(label, w->data, want->data, want->numel, tol);
+            int64_t same = 0;
+            for (int64_t i = 0; i < want->numel; i++)
+                same += memcmp(&w->data[i], &want->data[i], sizeof(float)) == 0;
+            printf("%s: %lld of %lld elements are torch's bits\n", label, (long long)same,
+                   (long long)want->numel);
             attn_tensor_free(want);
         }
         attn_optim_free(opt);
