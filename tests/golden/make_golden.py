@@ -17,8 +17,9 @@ finite-difference and statistical tests instead.
 mlp_adamw.safetensors is the end-to-end case: Embedding -> Linear -> GELU -> LayerNorm ->
 Linear -> cross entropy trained for 10 AdamW steps (see mlp_adamw() below).
 
-Everything is float32 and seeded per case (torch.manual_seed(crc32(case name))), so reruns
-give identical bytes.
+Everything is float32 and seeded per case (torch.manual_seed(crc32(case name))), so a rerun on
+the same machine gives identical bytes; on another CPU or BLAS the GEMM-backed results (linear,
+matmul) and mlp_adamw move in their last bits (tests/golden/README.md).
 """
 import os
 import zlib

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Writes tests/golden/optim_torch_steps.safetensors: torch.optim 1.13's own float32 updates, which
-tests/test_optim.c holds libattn's optimizers to bit for bit when the library is built with FMA
-(torch's vectorised CPU kernels fuse the same products; optim.c says where), and to 1e-6 without.
+tests/test_optim.c holds libattn's optimizers to within the float32 bound of a few elementwise
+steps (it prints how many elements are torch's bits: all of them where both fuse the same
+products; which ones torch's kernels fuse depends on the CPU capability they were chosen for).
 
 One parameter of 1031 elements (a few vectors and a tail) ~ N(0, 1), three steps with stored
 gradients ~ N(0, 1) (scaled by 1e-3 in the third step), for each case:
@@ -10,7 +11,7 @@ gradients ~ N(0, 1) (scaled by 1e-3 in the third step), for each case:
   adam_l2        Adam(lr=0.001, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.01)
   adamw          AdamW(lr=0.001, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.1)
 Tensors: p0, grad_1, grad_2, grad_3, and <case>.p_1, <case>.p_2, <case>.p_3 (the parameter after
-each step). Seeded: reruns write identical bytes.
+each step). Seeded: reruns on one machine write identical bytes.
 
 Run from the repository root: /usr/bin/python3 tests/golden/make_golden_optim.py
 """
