@@ -384,6 +384,8 @@ static int do_train(translate_run *run, translate_options *o)
                now_seconds() - t0);
         printf("model: %s, %lld parameters\n", o->model.kind == ATTN_SEQ2SEQ_TRANSFORMER ? "transformer" : "bahdanau",
                (long long)attn_params_numel(run->params));
+        if (cli_matmul_precision() != ATTN_PRECISION_HIGHEST) /* decoding stays float32 (attn.h) */
+            printf("matmul precision: %s in training\n", cli_matmul_precision_text());
         code = translate_train(run, &train, &val);
     }
     if (code == CLI_OK) code = translate_evaluate(run, &test, o->split);
