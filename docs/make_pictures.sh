@@ -22,6 +22,10 @@ if [[ ${1:-} == --check ]]; then check=1; shift; fi
 bin=${1:-build/attn}
 [[ $bin == /* ]] || bin=$root/$bin
 [[ -x $bin ]] || { echo "make_pictures: no program at $bin" >&2; exit 2; }
+if ((check)) && [[ -n ${ATTN_CPU_ISA:-}${ONEDNN_MAX_CPU_ISA:-} ]]; then
+  echo "make_pictures: --check skipped under a capped ATTN_CPU_ISA or ONEDNN_MAX_CPU_ISA: it runs once, at the default level"
+  exit 77
+fi
 export LC_ALL=C.UTF-8 # the tour's notes and titles in English, whatever the locale
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

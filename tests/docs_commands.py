@@ -17,8 +17,9 @@ met again is not run again.
 How: in a scratch folder laid out like the repository (README.md, docs/, scripts/ copied; data/
 and tests/ linked), with `attn` on the PATH and build/attn both a wrapper that runs ATTN_BIN with
 the arguments as given and, to keep the run to a few minutes, caps what a training command costs
-when the command does not set it itself: `classify train` gets --max-steps 2 --max-len 64,
-`translate train` --max-steps 2 --eval-limit 8 --beam 1, `translate eval` --eval-limit 8. The
+when the command does not set it itself: `classify train` gets --max-steps 2 --max-len 64
+--batch-size 8, `translate train` --max-steps 2 --batch-size 8 --eval-limit 8 --beam 1,
+`translate eval` --eval-limit 8. The
 README's first command runs with ATTN_BIN=build/attn (run.sh then skips the Debian packages, the
 build and the install: the build is the one under test) and ATTN_RUN_MAX_STEPS=2. mpirun gets the
 environment docs/mpi.md names for root in a container. Every command must exit 0. The output a
@@ -47,8 +48,8 @@ args=("$@")
 has() { local a; for a in "${args[@]}"; do [[ $a == "$1" || $a == "$1="* ]] && return 0; done; return 1; }
 add() { has "$1" || args+=("$1" "$2"); }
 case "${1:-} ${2:-}" in
-  "classify train") add --max-steps 2; add --max-len 64 ;;
-  "translate train") add --max-steps 2; add --eval-limit 8; add --beam 1 ;;
+  "classify train") add --max-steps 2; add --max-len 64; add --batch-size 8 ;;
+  "translate train") add --max-steps 2; add --batch-size 8; add --eval-limit 8; add --beam 1 ;;
   "translate eval") add --eval-limit 8 ;;
 esac
 exec "$ATTN_REAL_BIN" "${args[@]}"
@@ -192,6 +193,11 @@ def main():
         print(__doc__)
         return 2
     real = os.path.abspath(sys.argv[1])
+    for var in ("ATTN_CPU_ISA", "ONEDNN_MAX_CPU_ISA"):
+        if os.environ.get(var) and "--list" not in sys.argv:
+            print("docs_commands: skipped under %s=%s: the docs' commands run once, at the default level"
+                  % (var, os.environ[var]))
+            return 77
     cmds = [c for doc in DOCS for c in extract(doc)]
     if "--list" in sys.argv:
         for c in cmds:
