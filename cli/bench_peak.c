@@ -1,7 +1,8 @@
 /* attn bench peak: fused multiply-adds from registers on every thread (bench_peak.h), in the
- * vectors of one level: BENCH_PEAK_LEVEL (baseline, avx2 or avx512, compiled with that level's
- * -march) names the copy bench_peak_<level>; without it, the compiler flags' level, as
- * bench_peak_build (a build without run-time dispatch). */
+ * vectors of one level: BENCH_PEAK_LEVEL (baseline, avx2, avx512 or avx512_bf16, compiled with
+ * that level's -march) names the copy bench_peak_<level>; without it, the compiler flags' level, as
+ * bench_peak_build (a build without run-time dispatch). The avx512_bf16 copy runs VDPBF16PS (two
+ * bf16 products and two sums per float32 lane): the ceiling of MEDIUM precision's products. */
 #include "bench_peak.h"
 
 #include <pthread.h>
@@ -9,7 +10,11 @@
 /* The widest vectors the flags allow, as the library's kernels choose them (src/kernels/simd.h):
  * 16 lanes with AVX-512, 8 with AVX2 + FMA, else 4. GCC's vector extension; in GNU C
  * (-ffp-contract=fast) a * m + c compiles to one fused multiply-add where the CPU has one. */
-#if defined(__AVX512F__)
+#if defined(__AVX512BF16__)
+#include <immintrin.h>
+enum { VF_LANES = 16 };
+#define FLAGS_LEVEL ATTN_ISA_AVX512_BF16
+#elif defined(__AVX512F__)
 enum { VF_LANES = 16 };
 #define FLAGS_LEVEL ATTN_ISA_AVX512
 #elif defined(__AVX2__) && defined(__FMA__)
@@ -33,6 +38,31 @@ static inline vf opaque(vf x)
     return x;
 }
 
+#if defined(__AVX512BF16__)
+enum { FLOP_PER_LANE = 4, BF16_CHAINS = 24 }; /* a pair: two multiplies, two adds; 24 chains in 32
+                                                  registers: VDPBF16PS's latency is longer */
+static inline __m512 chain(__m512 acc, __m512bh a, __m512bh b) { return _mm512_dpbf16_ps(acc, a, b); }
+
+static void *peak_thread(void *out)
+{
+    __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f7f3f7f), b = (__m512bh)_mm512_set1_epi32(0x3c003c00);
+    __asm__("" : "+v"(a), "+v"(b));
+    __m512 c[BF16_CHAINS];
+    for (int i = 0; i < BF16_CHAINS; i++) {
+        c[i] = _mm512_set1_ps((float)i);
+        __asm__("" : "+v"(c[i]));
+    }
+    for (long i = 0; i < PEAK_ITERS / 2; i++)
+#pragma GCC unroll 24
+        for (int j = 0; j < BF16_CHAINS; j++) c[j] = chain(c[j], a, b);
+    __m512 sum = c[0];
+    for (int i = 1; i < BF16_CHAINS; i++) sum = _mm512_add_ps(sum, c[i]);
+    *(float *)out = _mm512_cvtss_f32(sum);
+    return NULL;
+}
+#else
+enum { FLOP_PER_LANE = 2 }; /* a fused multiply-add */
+
 static void *peak_thread(void *out)
 {
     const vf m = opaque((vf){0} + 0.999999f), c = opaque((vf){0} + 1e-6f);
@@ -49,6 +79,7 @@ static void *peak_thread(void *out)
     *(float *)out = sum[0];
     return NULL;
 }
+#endif
 
 static bool peak_run(int threads)
 {
@@ -70,4 +101,5 @@ static bool peak_run(int threads)
 #define PEAK_LOOP bench_peak_build
 #endif
 extern const bench_peak_loop PEAK_LOOP;
-const bench_peak_loop PEAK_LOOP = {FLAGS_LEVEL, VF_LANES, 2.0 * PEAK_CHAINS * VF_LANES * (double)PEAK_ITERS, peak_run};
+const bench_peak_loop PEAK_LOOP = {FLAGS_LEVEL, VF_LANES, (double)FLOP_PER_LANE * PEAK_CHAINS * VF_LANES * (double)PEAK_ITERS,
+                                   peak_run};
