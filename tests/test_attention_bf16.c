@@ -1,26 +1,18 @@
 /* The fused attention with bf16 products (MEDIUM precision, sdpa_problem.bf16) against float64,
  * forward and backward, within the bound attn.h states, at every level this CPU has (below
  * avx512_bf16 the bf16 tile GEMM is its reference: the same arithmetic, so the suite checks the
- * path on every host). The bound, carried through the computation in float64 to first order
- * (u = 2^-8 for each rounding to bf16, w = 2^-24 for float32, each product's sum of K terms K w):
- *   eS_ij = scale (2u + D w) sum_d |q_id k_jd|                      a score
- *   eP_ij = P_ij (eS_ij + sum_k P_ik eS_ik) + 4 Lk w P_ij            a probability (softmax)
- *   eO_ic = sum_j (eP_ij + (2u + Lk w) P_ij) |v_jc|                  P and V rounded again
- *   edP_ij = (2u + Dv w) sum_c |dO_ic v_jc|
- *   eD_i  = max(sum_c |dO_ic| eO_ic, sum_j eP_ij |dP_ij| + P_ij edP_ij) + Dv w sum_c |dO_ic O_ic|
- *   edS_ij = eP_ij |dP_ij - D_i| + P_ij (edP_ij + eD_i)
- *   edQ_id = scale sum_j (edS_ij + (2u + Lk w) |dS_ij|) |k_jd|;  dK likewise over i with |q_id|
- *   edV_jc = sum_i (eP_ij + (2u + Lq w) P_ij) |dO_ic|
- * and each element passes within 1.1 e + 1e-6 max|ref| (1.1: the second-order terms; 1e-6: the
- * float32 floor of the HIGHEST comparisons). The bound is a worst case (signs all aligned); the test
- * prints the fraction of it used. So that the check cannot pass by running float32, every tensor
- * must also be off float64 by more than float32 would be (10 times the floor) somewhere. Masked
- * rows, NaN and large scores behave as at HIGHEST: zeros, NaN in its row only, and finite outputs
- * within the values' range (at scores of hundreds, bf16's error in a score exceeds 1 and the
- * bound above says nothing). */
+ * path on every host). The bound is testkit_bf16.h's, carried through the computation to first
+ * order; each element passes within 1.1 e + 1e-6 max|ref| (1e-6: the float32 floor of the
+ * HIGHEST comparisons). The bound is a worst case (signs all aligned); the test prints the
+ * fraction of it used. So that the check cannot pass by running float32, every tensor must also
+ * be off float64 by more than float32 would be (10 times the floor) somewhere. Masked rows, NaN
+ * and large scores behave as at HIGHEST: zeros, NaN in its row only, and finite outputs within
+ * the values' range (at scores of hundreds, bf16's error in a score exceeds 1 and the bound says
+ * nothing). */
 #include "kernels/attention.h"
 #include "kernels/dispatch.h"
 #include "testkit.h"
+#include "testkit_bf16.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -42,92 +34,64 @@ static bool visible(const shape *s, const int64_t *lens, int64_t b, int64_t i, i
     return (!s->causal || j <= i) && (!s->lens || j < lens[b]);
 }
 
-/* float64 forward and backward of one problem, and the bound, for every (b, h) */
+/* float64 forward and backward of one problem, and the bound (testkit_bf16.h), for every (b, h) */
 static void reference(const shape *s, const int64_t *lens, float scale, tensors *t)
 {
     const int64_t Lq = s->Lq, Lk = s->Lk, D = s->D, Dv = s->Dv;
-    const double u = 0x1p-8, w = 0x1p-24;
-    double *S = malloc(sizeof(double) * Lq * Lk), *P = malloc(sizeof(double) * Lq * Lk), *eS = malloc(sizeof(double) * Lq * Lk);
-    double *eP = malloc(sizeof(double) * Lq * Lk), *dP = malloc(sizeof(double) * Lq * Lk), *edP = malloc(sizeof(double) * Lq * Lk);
-    double *dS = malloc(sizeof(double) * Lq * Lk), *edS = malloc(sizeof(double) * Lq * Lk);
+    const tk_head head = {Lq, Lk, D, Dv, scale};
+    double *S = malloc(sizeof(double) * Lq * Lk), *P = malloc(sizeof(double) * Lq * Lk);
+    double *dS = malloc(sizeof(double) * Lq * Lk);
     for (int64_t bh = 0; bh < s->B * s->H; bh++) {
         const int64_t b = bh / s->H;
         const float *q = t->q + bh * Lq * D, *k = t->k + bh * Lk * D, *v = t->v + bh * Lk * Dv, *dO = t->dout + bh * Lq * Dv;
-        double *o = t->o + bh * Lq * Dv, *eo = t->eo + bh * Lq * Dv, *dq = t->dq + bh * Lq * D, *edq = t->edq + bh * Lq * D;
-        double *dk = t->dk + bh * Lk * D, *edk = t->edk + bh * Lk * D, *dv = t->dv + bh * Lk * Dv, *edv = t->edv + bh * Lk * Dv;
+        double *o = t->o + bh * Lq * Dv, *dq = t->dq + bh * Lq * D, *dk = t->dk + bh * Lk * D, *dv = t->dv + bh * Lk * Dv;
         for (int64_t i = 0; i < Lq; i++) {
-            double m = -INFINITY, sum = 0.0, mean_e = 0.0;
+            double m = -INFINITY, sum = 0.0;
             for (int64_t j = 0; j < Lk; j++) {
-                double dot = 0.0, mag = 0.0;
-                for (int64_t d = 0; d < D; d++) dot += (double)q[i * D + d] * k[j * D + d], mag += fabs((double)q[i * D + d] * k[j * D + d]);
+                double dot = 0.0;
+                for (int64_t d = 0; d < D; d++) dot += (double)q[i * D + d] * k[j * D + d];
                 S[i * Lk + j] = visible(s, lens, b, i, j) ? scale * dot : -INFINITY;
-                eS[i * Lk + j] = scale * (2 * u + (double)D * w) * mag;
                 m = fmax(m, S[i * Lk + j]);
             }
             for (int64_t j = 0; j < Lk; j++) sum += m == -INFINITY ? 0.0 : exp(S[i * Lk + j] - m);
-            for (int64_t j = 0; j < Lk; j++) {
-                P[i * Lk + j] = sum > 0.0 ? exp(S[i * Lk + j] - m) / sum : 0.0;
-                mean_e += P[i * Lk + j] * eS[i * Lk + j];
-            }
-            for (int64_t j = 0; j < Lk; j++)
-                eP[i * Lk + j] = P[i * Lk + j] * (eS[i * Lk + j] + mean_e + 4.0 * (double)Lk * w);
+            for (int64_t j = 0; j < Lk; j++) P[i * Lk + j] = sum > 0.0 ? exp(S[i * Lk + j] - m) / sum : 0.0;
             for (int64_t c = 0; c < Dv; c++) {
-                double acc = 0.0, e = 0.0;
-                for (int64_t j = 0; j < Lk; j++) {
-                    acc += P[i * Lk + j] * v[j * Dv + c];
-                    e += (eP[i * Lk + j] + (2 * u + (double)Lk * w) * P[i * Lk + j]) * fabs(v[j * Dv + c]);
-                }
-                o[i * Dv + c] = acc, eo[i * Dv + c] = e;
+                double acc = 0.0;
+                for (int64_t j = 0; j < Lk; j++) acc += P[i * Lk + j] * v[j * Dv + c];
+                o[i * Dv + c] = acc;
             }
         }
         for (int64_t i = 0; i < Lq; i++) {
-            double Di = 0.0, eD_o = 0.0, eD_p = 0.0, mag = 0.0;
-            for (int64_t c = 0; c < Dv; c++) {
-                Di += (double)dO[i * Dv + c] * o[i * Dv + c];
-                eD_o += fabs(dO[i * Dv + c]) * eo[i * Dv + c];
-                mag += fabs(dO[i * Dv + c] * o[i * Dv + c]);
-            }
+            double Di = 0.0;
+            for (int64_t c = 0; c < Dv; c++) Di += (double)dO[i * Dv + c] * o[i * Dv + c];
             for (int64_t j = 0; j < Lk; j++) {
-                double acc = 0.0, e = 0.0;
-                for (int64_t c = 0; c < Dv; c++) acc += (double)dO[i * Dv + c] * v[j * Dv + c], e += fabs((double)dO[i * Dv + c] * v[j * Dv + c]);
-                dP[i * Lk + j] = acc, edP[i * Lk + j] = (2 * u + (double)Dv * w) * e;
-                eD_p += eP[i * Lk + j] * fabs(acc) + P[i * Lk + j] * edP[i * Lk + j];
-            }
-            const double eD = fmax(eD_o, eD_p) + (double)Dv * w * mag;
-            for (int64_t j = 0; j < Lk; j++) {
-                dS[i * Lk + j] = P[i * Lk + j] * (dP[i * Lk + j] - Di);
-                edS[i * Lk + j] = eP[i * Lk + j] * fabs(dP[i * Lk + j] - Di) + P[i * Lk + j] * (edP[i * Lk + j] + eD);
+                double dP = 0.0;
+                for (int64_t c = 0; c < Dv; c++) dP += (double)dO[i * Dv + c] * v[j * Dv + c];
+                dS[i * Lk + j] = P[i * Lk + j] * (dP - Di);
             }
         }
         for (int64_t i = 0; i < Lq; i++)
             for (int64_t d = 0; d < D; d++) {
-                double acc = 0.0, e = 0.0;
-                for (int64_t j = 0; j < Lk; j++) {
-                    acc += dS[i * Lk + j] * k[j * D + d];
-                    e += (edS[i * Lk + j] + (2 * u + (double)Lk * w) * fabs(dS[i * Lk + j])) * fabs(k[j * D + d]);
-                }
-                dq[i * D + d] = scale * acc, edq[i * D + d] = scale * e;
+                double acc = 0.0;
+                for (int64_t j = 0; j < Lk; j++) acc += dS[i * Lk + j] * k[j * D + d];
+                dq[i * D + d] = scale * acc;
             }
         for (int64_t j = 0; j < Lk; j++) {
             for (int64_t d = 0; d < D; d++) {
-                double acc = 0.0, e = 0.0;
-                for (int64_t i = 0; i < Lq; i++) {
-                    acc += dS[i * Lk + j] * q[i * D + d];
-                    e += (edS[i * Lk + j] + (2 * u + (double)Lq * w) * fabs(dS[i * Lk + j])) * fabs(q[i * D + d]);
-                }
-                dk[j * D + d] = scale * acc, edk[j * D + d] = scale * e;
+                double acc = 0.0;
+                for (int64_t i = 0; i < Lq; i++) acc += dS[i * Lk + j] * q[i * D + d];
+                dk[j * D + d] = scale * acc;
             }
             for (int64_t c = 0; c < Dv; c++) {
-                double acc = 0.0, e = 0.0;
-                for (int64_t i = 0; i < Lq; i++) {
-                    acc += P[i * Lk + j] * dO[i * Dv + c];
-                    e += (eP[i * Lk + j] + (2 * u + (double)Lq * w) * P[i * Lk + j]) * fabs(dO[i * Dv + c]);
-                }
-                dv[j * Dv + c] = acc, edv[j * Dv + c] = e;
+                double acc = 0.0;
+                for (int64_t i = 0; i < Lq; i++) acc += P[i * Lk + j] * dO[i * Dv + c];
+                dv[j * Dv + c] = acc;
             }
         }
+        tk_sdpa_bf16_bound(&head, q, k, v, dO, P, t->eo + bh * Lq * Dv, t->edq + bh * Lq * D, t->edk + bh * Lk * D,
+                           t->edv + bh * Lk * Dv);
     }
-    free(S), free(P), free(eS), free(eP), free(dP), free(edP), free(dS), free(edS);
+    free(S), free(P), free(dS);
 }
 
 static double worst_margin; /* the largest fraction of a tolerance used, over every check */

@@ -32,9 +32,16 @@
  * 8) = 9.5e-7 |ref_i| + 4.8e-5 max|ref| (before: 1e-5 absolute + 1e-4 |ref_i| for both). An error
  * of 2e-4 max|ref| in any one element fails them (checked every time).
  * Fully masked rows have no golden data: torch 1.13 gives NaN there, libattn 0 by design
- * (tests/test_attention.c checks that). */
+ * (tests/test_attention.c checks that).
+ * MEDIUM precision: every sdpa case once more through the fused kernel with bf16 products (where
+ * the CPU has AVX512_BF16; float32 elsewhere, and the check holds the same), against the same
+ * golden within the bound attn.h states (testkit_bf16.h, from the probabilities of the float32
+ * reference kernel) plus the float32 tolerance above. (The mha cases' products are below 16^3
+ * multiply-adds but their attention, which the sdpa cases cover.) */
 #include "testkit.h"
+#include "testkit_bf16.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -366,6 +373,69 @@ static void run_impl(golden_run *r, attn_sdpa_impl impl)
     attn_ctx_free(ctx);
 }
 
+static double medium_worst; /* the largest fraction of a MEDIUM bound used */
+
+/* got within 1.1 bound + the float32 tolerance of golden `name` everywhere */
+static void compare_bounded(const golden_run *r, const char *name, const float *got, const double *bound)
+{
+    attn_tensor *ref = tk_golden_tensor(r->f, name);
+    if (!ref) return;
+    double max_ref = 0.0, worst = 0.0;
+    int64_t at = 0;
+    for (int64_t i = 0; i < ref->numel; i++) max_ref = fmax(max_ref, fabs(ref->data[i]));
+    const tk_tol tol = SDPA_TOL;
+    for (int64_t i = 0; i < ref->numel; i++) {
+        const double allowed = 1.1 * bound[i] + tol.rtol * fabs(ref->data[i]) + tol.atol * max_ref;
+        const double used = fabs((double)got[i] - ref->data[i]) / allowed;
+        if (!(used <= worst)) worst = used, at = i;
+    }
+    TK_CHECK(worst <= 1.0, "%s [fused, medium]: %s[%lld] got %.9g, torch %.9g, %.2f of the bound used", r->c->name, name,
+             (long long)at, (double)got[at], (double)ref->data[at], worst);
+    medium_worst = fmax(medium_worst, worst);
+    attn_tensor_free(ref);
+}
+
+/* The fused kernel at MEDIUM (see the header), an sdpa case. */
+static void run_medium(golden_run *r)
+{
+    const golden_case *c = r->c;
+    attn_tensor *q = r->in[0], *k = r->in[1], *v = r->in[2];
+    const int nd = q->ndim;
+    const tk_head h = {q->shape[nd - 2], k->shape[nd - 2], q->shape[nd - 1], v->shape[nd - 1],
+                       c->scale > 0.0f ? c->scale : 1.0 / sqrt((double)q->shape[nd - 1])};
+    const int64_t heads = q->numel / (h.lq * h.d);
+    attn_ctx *ctx = attn_ctx_new(1), *pctx = attn_ctx_new(1);
+    attn_tensor *g = tk_golden_tensor(r->f, "grad_out"), *w = NULL;
+    double *edq = calloc((size_t)q->numel, sizeof(double)), *edk = calloc((size_t)k->numel, sizeof(double));
+    double *edv = calloc((size_t)v->numel, sizeof(double)), *P = calloc((size_t)(h.lq * h.lk), sizeof(double));
+    bool ok = ctx && pctx && g && edq && edk && edv && P &&
+              attn_ctx_set_matmul_precision(ctx, ATTN_PRECISION_MEDIUM) == ATTN_OK &&
+              attn_ctx_set_grad_enabled(pctx, false) == ATTN_OK;
+    for (int i = 0; ok && i < 3; i++) attn_tensor_zero_grad(r->in[i]);
+    attn_sdpa_opts fused = {.scale = c->scale, .mask = r->mask, .impl = ATTN_SDPA_FUSED};
+    attn_sdpa_opts ref = {.scale = c->scale, .mask = r->mask, .impl = ATTN_SDPA_REF};
+    attn_tensor *out = ok ? attn_sdpa(ctx, q, k, v, &fused, NULL) : NULL;
+    ok = out && out->numel == g->numel && attn_backward_from(ctx, out, g->data) == ATTN_OK &&
+         attn_sdpa(pctx, q, k, v, &ref, &w) && w;
+    TK_CHECK(ok, "%s [fused, medium]: forward, backward and the reference's weights: %s", c->name, attn_last_error());
+    double *eo = ok ? calloc((size_t)out->numel, sizeof(double)) : NULL; /* like out, as edq like q ... */
+    for (int64_t hd = 0; ok && eo && hd < heads; hd++) {
+        for (int64_t i = 0; i < h.lq * h.lk; i++) P[i] = w->data[hd * h.lq * h.lk + i];
+        ok = tk_sdpa_bf16_bound(&h, q->data + hd * h.lq * h.d, k->data + hd * h.lk * h.d, v->data + hd * h.lk * h.dv,
+                                g->data + hd * h.lq * h.dv, P, eo + hd * h.lq * h.dv, edq + hd * h.lq * h.d,
+                                edk + hd * h.lk * h.d, edv + hd * h.lk * h.dv);
+    }
+    if (ok && eo) {
+        compare_bounded(r, "out", out->data, eo);
+        compare_bounded(r, "grad.q", q->grad, edq);
+        compare_bounded(r, "grad.k", k->grad, edk);
+        compare_bounded(r, "grad.v", v->grad, edv);
+    }
+    free(eo), free(P), free(edq), free(edk), free(edv);
+    attn_tensor_free(g);
+    attn_ctx_free(ctx), attn_ctx_free(pctx);
+}
+
 static void run_case(const golden_case *c)
 {
     char file[96];
@@ -374,6 +444,7 @@ static void run_case(const golden_case *c)
     if (r.f && load_case(&r)) {
         run_impl(&r, ATTN_SDPA_REF);
         run_impl(&r, ATTN_SDPA_FUSED);
+        if (c->kind == SDPA && r.n_in == 3) run_medium(&r);
     }
     free_run(&r);
 }
@@ -448,5 +519,7 @@ int main(void)
     wrong_shapes();
     printf("test_golden_attention: %zu golden cases, each with the ref and the fused kernel\n",
            sizeof cases / sizeof cases[0]);
+    printf("test_golden_attention: the sdpa cases at MEDIUM (%s) used at most %.3f of attn.h's bf16 bound\n",
+           attn_bf16_products() ? "bf16 products" : "float32 here: no AVX512_BF16", medium_worst);
     return tk_finish("test_golden_attention");
 }
