@@ -453,12 +453,42 @@ typedef enum attn_sdpa_impl {
     ATTN_SDPA_REF,   /* materialises (B, H, Lq, Lk) weights; the reference twin */
 } attn_sdpa_impl;
 
+/* FlashAttention's local window (window_size = (left, right)), aligned to the bottom right as
+ * FlashAttention's causal mask is: query i sees keys j with
+ *   i + Lk - Lq - left <= j <= i + Lk - Lq + right,
+ * a bound of -1 leaving that side open. A window of W keys ending at the diagonal (Mistral's) is
+ * (W - 1, 0); (-1, 0) is FlashAttention's causal. It combines with the masks above (mask.causal
+ * stays top-left, as PyTorch's is_causal; when Lq = Lk the two alignments agree). */
+typedef struct attn_window {
+    bool on;               /* false (the zero value): no window */
+    int64_t left, right;   /* keys before / after the aligned diagonal; -1: unbounded */
+} attn_window;
+
 typedef struct attn_sdpa_opts {
     float scale;         /* 0: 1/sqrt(D) */
     attn_mask mask;
     float dropout_p;     /* on the attention weights, only while the ctx is training */
     attn_sdpa_impl impl;
+    /* Grouped-query attention, as PyTorch's enable_gqa: k and v (B, H_kv, Lk, .) with H_kv dividing
+     * H; query head h attends with key/value head h / (H / H_kv) (PyTorch's repeat_interleave).
+     * Without it the heads must be equal. 4-D inputs only. */
+    bool enable_gqa;
+    attn_window window;
+    /* ALiBi slopes, (H) (alibi_ndim 1: every batch) or (B, H) (2): the bias -slope |i + Lk - Lq - j|
+     * is added to each scaled (capped) score, FlashAttention's alibi_slopes; positive slopes
+     * (attn_alibi_slopes: the paper's). Finite values; NULL: none. Copied. */
+    const float *alibi_slopes;
+    int alibi_ndim;
+    int64_t alibi_shape[2];
+    /* > 0: each scaled score s becomes softcap tanh(s / softcap) before ALiBi and the masks
+     * (Gemma 2's logit soft-capping); 0: none */
+    float softcap;
 } attn_sdpa_opts;
+
+/* slopes (heads): ALiBi's slopes as the paper's code makes them: for heads a power of 2,
+ * 2^(-8 (i + 1) / heads); otherwise those of the largest power of 2 below, then every other slope
+ * of twice that power until there are heads. ATTN_ERR_ARG for heads < 1 or NULL. */
+ATTN_API attn_status attn_alibi_slopes(float *slopes, int64_t heads);
 
 /* Scaled dot-product attention: out = dropout(softmax(scale Q K^T + mask)) V.
  * q (B, H, Lq, D), k (B, H, Lk, D), v (B, H, Lk, Dv) -> out (B, H, Lq, Dv); 3-D inputs (B, L, D)

@@ -122,6 +122,7 @@ static void all_null(void)
     attn_precision precision;
     EXPECT_STATUS(attn_precision_from_name(NULL, &precision));
     EXPECT_STATUS(attn_precision_from_name("medium", NULL));
+    EXPECT_STATUS(attn_alibi_slopes(NULL, 8));
     EXPECT_RECORDED(attn_ctx_num_threads(NULL));
     EXPECT_STATUS(attn_backward(NULL, NULL));
     EXPECT_STATUS(attn_backward_from(NULL, NULL, NULL));

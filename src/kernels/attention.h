@@ -1,14 +1,20 @@
 /* Private: scaled dot-product attention kernels, no autograd.
- *   forward:  S = scale * Q K^T + mask,  P = softmax_rows(S),  O = dropout(P) V
+ *   forward:  S = cap(scale * Q K^T) + alibi + mask,  P = softmax_rows(S),  O = dropout(P) V
+ *             cap(s) = softcap tanh(s / softcap) when softcap > 0 (Gemma 2), else s;
+ *             alibi_ij = -slope_bh |i + Lk - Lq - j| (ALiBi, FlashAttention's alignment)
  *             stats[i] = (m_i, log l_i): m_i = max_j S[i, j], l_i = sum_j exp(S[i, j] - m_i)
  *             (+inf and 0 for a row whose keys are all masked), so P = exp((S - m) - log l)
  *   backward: dV = dropout(P)^T dO,  dP = dropout'(dO V^T),  D = rowsum(dO * O) = rowsum(P * dP),
- *             dS = P * (dP - D),  dQ = scale * dS K,  dK = scale * dS^T Q
+ *             dS = P * (dP - D) * cap'(s) (1 - tanh^2 with softcap),  dQ = scale * dS K,
+ *             dK = scale * dS^T Q
  * Two implementations of each: *_ref materialises S for a whole (b, h) and is the need_weights
  * path; *_fused tiles the work (FlashAttention-2 schedule: online softmax over key blocks,
  * backward recomputes P from stats) and never holds (Lq, Lk): a few tiles per thread in the
  * forward, plus Q^T and dO^T of one head (Lq (D + Dv)) per thread in the backward.
- * Q (B, H, Lq, D), K (B, H, Lk, D), V (B, H, Lk, Dv), O (B, H, Lq, Dv), all contiguous.
+ * Q (B, H, Lq, D), K (B, Hkv, Lk, D), V (B, Hkv, Lk, Dv), O (B, H, Lq, Dv), all contiguous;
+ * query head h reads key/value head h / (H / Hkv) (grouped-query attention; Hkv = H: one each).
+ * Keys visible to query i: [sdpa_key_begin, sdpa_key_end) (causal top-left, valid_lens, and the
+ * local window, bottom-right aligned as FlashAttention's), and the elementwise masks.
  * A fully masked query row gives O = 0, weights 0 and zero gradients. */
 #ifndef ATTN_KERNELS_ATTENTION_H
 #define ATTN_KERNELS_ATTENTION_H
@@ -31,8 +37,16 @@ typedef struct sdpa_masks {
 
 typedef struct sdpa_problem {
     int64_t batch, heads, lq, lk, d, dv;
+    int64_t heads_kv;       /* of K and V, dividing heads; 0: heads */
     float scale;
     sdpa_masks masks;
+    bool windowed;          /* key j visible to query i only when i + Lk - Lq - window_left <= j <=
+                               i + Lk - Lq + window_right (a bound of -1: none on that side) */
+    int64_t window_left, window_right;
+    const float *alibi;     /* slopes (B, H), batch stride alibi_batch_stride (0: (H) for every
+                               batch); NULL: none */
+    int64_t alibi_batch_stride;
+    float softcap;          /* > 0: scores capped as cap() above; 0: none */
     float dropout_p;        /* on P, 0 when not training */
     uint64_t dropout_seed;  /* the mask is a hash of (seed, b, h, i, j): reproducible anywhere */
     int threads;            /* OpenMP threads of the (b, h) loops (the ctx's count); the scratch
@@ -42,14 +56,24 @@ typedef struct sdpa_problem {
                                precision; softmax statistics, masks and dropout stay float32 */
 } sdpa_problem;
 
-/* Keys [0, sdpa_key_end) of row (b, i) can be visible; later ones are masked by causal or
- * valid_lens. */
+/* The key/value head of query head h. */
+static inline int64_t sdpa_kv_head(const sdpa_problem *p, int64_t h)
+{
+    return p->heads_kv > 0 ? h / (p->heads / p->heads_kv) : h;
+}
+/* Keys [sdpa_key_begin, sdpa_key_end) of row (b, i) can be visible; the others are masked by
+ * causal, valid_lens or the window (begin >= end: none). */
+int64_t sdpa_key_begin(const sdpa_problem *p, int64_t i);
 int64_t sdpa_key_end(const sdpa_problem *p, int64_t b, int64_t i);
-/* Adds masks to a tile of scaled scores: query i0 + r, key j0 + c at
- * s[r * query_stride + c * key_stride]; masked entries become -inf. */
+/* cap() on a tile of scaled scores (query i0 + r, key j0 + c at s[r * query_stride + c *
+ * key_stride]); when slope is not NULL it receives 1 - tanh^2 at the same places, the cap's
+ * derivative for the backward. Does nothing without softcap. */
+void sdpa_softcap_tile(float *s, float *slope, int64_t query_stride, int64_t key_stride, const sdpa_problem *p,
+                       int64_t rows, int64_t cols);
+/* Adds ALiBi and the masks to a tile of capped scores (same layout); masked entries become -inf. */
 void sdpa_mask_tile(float *s, int64_t query_stride, int64_t key_stride, const sdpa_problem *p,
                     int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols);
-/* true when the problem has a mask that sdpa_key_end does not cover. */
+/* true when every tile needs sdpa_mask_tile: a mask or bias that the key range does not cover. */
 bool sdpa_has_elementwise_mask(const sdpa_problem *p);
 /* true when the problem is big enough to be worth a parallel region (on a loaded machine a
  * region waits for threads that are not running). */

@@ -38,7 +38,7 @@ static int64_t half_up(int64_t n) { return (n + 1) / 2; }
 
 int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads)
 {
-    /* per thread: forward BR (D + BC + Dv + 2), backward (Lq' + 16) (D + Dv) + 3 Lq' + 3 BC BR
+    /* per thread: forward BR (D + BC + Dv + 2), backward (Lq' + 16) (D + Dv) + 3 Lq' + 4 BC BR
      * with Lq' = Lq rounded up to BR (at least the backward's head_ld and its Lq rounded up to
      * vectors); with bf16 the pair words (one float each) of forward_block's and backward_head's
      * operands besides. -1 when the size overflows (huge Lq or D with no elements): the caller
@@ -47,7 +47,7 @@ int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads)
     const unsigned __int128 D = (uint64_t)p->d, Dv = (uint64_t)p->dv, BR = SDPA_BR, BC = SDPA_BC;
     const unsigned __int128 lqp = ((uint64_t)p->lq + SDPA_BR - 1) / SDPA_BR * SDPA_BR;
     const unsigned __int128 hD = (D + 1) / 2, hDv = (Dv + 1) / 2;
-    unsigned __int128 fwd = BR * (D + BC + Dv + 2), bwd = (lqp + 16) * (D + Dv) + 3 * lqp + 3 * BC * BR;
+    unsigned __int128 fwd = BR * (D + BC + Dv + 2), bwd = (lqp + 16) * (D + Dv) + 3 * lqp + 4 * BC * BR;
     if (p->bf16) {
         const unsigned __int128 lk = (uint64_t)p->lk;
         fwd += hD * BR + BC / 2 * Dv + BC / 2 * BR + 2 + lk * hD + (lk + 1) / 2 * Dv;
@@ -57,26 +57,43 @@ int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads)
     return total > INT64_MAX ? -1 : (int64_t)total;
 }
 
-/* Largest key end over rows [i0, i0 + rows): keys at or after it are hidden from all rows. */
-static int64_t block_key_end(const sdpa_problem *p, int64_t b, int64_t i0, int64_t rows)
+/* The visible keys of rows [i0, i0 + rows): every row's lie in [begin_min, end_max); tiles inside
+ * [begin_max, end_min) need no key-range masking. */
+typedef struct key_range {
+    int64_t begin_min, begin_max, end_min, end_max;
+} key_range;
+
+static key_range block_keys(const sdpa_problem *p, int64_t b, int64_t i0, int64_t rows)
 {
-    int64_t end = 0;
+    key_range k = {p->lk, 0, p->lk, 0};
     for (int64_t r = 0; r < rows; r++) {
-        int64_t e = sdpa_key_end(p, b, i0 + r);
-        if (e > end) end = e;
+        const int64_t begin = sdpa_key_begin(p, i0 + r), end = sdpa_key_end(p, b, i0 + r);
+        if (begin >= end) continue; /* a row with nothing visible widens no range */
+        k.begin_min = begin < k.begin_min ? begin : k.begin_min, k.begin_max = begin > k.begin_max ? begin : k.begin_max;
+        k.end_min = end < k.end_min ? end : k.end_min, k.end_max = end > k.end_max ? end : k.end_max;
     }
-    return end;
+    if (k.end_max == 0) k.begin_min = 0; /* nothing visible: an empty range */
+    return k;
 }
 
-/* Smallest key end over the rows: tiles left of it need no causal/valid_lens masking. */
-static int64_t block_key_min(const sdpa_problem *p, int64_t b, int64_t i0, int64_t rows)
+/* Whether a tile of keys [j0, j0 + cols) needs sdpa_mask_tile for these rows */
+static bool tile_needs_mask(const sdpa_problem *p, const key_range *k, int64_t j0, int64_t cols)
 {
-    int64_t end = p->lk;
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t e = sdpa_key_end(p, b, i0 + r);
-        if (e < end) end = e;
+    return sdpa_has_elementwise_mask(p) || j0 < k->begin_max || j0 + cols > k->end_min;
+}
+
+/* cap() on transposed tiles st (cols, qw) (attention.h): t = tanh(s / softcap) from
+ * e = exp(-2 |s| / softcap) as (1 - e) / (1 + e) with s's sign, within a few float32 roundings of
+ * softcap (the reference uses libm's tanhf); slope (cols, qw), when not NULL, receives 1 - t^2 */
+static void softcap_tiles(float *st, float *slope, int64_t qw, int64_t cols, float softcap)
+{
+    const vf cap = vf_set1(softcap), scale = vf_set1(-2.0f / softcap), one = vf_set1(1.0f);
+    for (int64_t i = 0; i < cols * qw; i += VF_LANES) {
+        const vf x = vf_load(st + i), e = vf_exp(vf_mul(vf_abs(x), scale));
+        const vf t = vf_copysign(vf_div(vf_sub(one, e), vf_add(one, e)), x);
+        vf_store(st + i, vf_mul(cap, t));
+        if (slope) vf_store(slope + i, vf_sub(one, vf_mul(t, t)));
     }
-    return end;
 }
 
 /* Dropout on transposed tiles of qw <= SDPA_BR query lanes (query i0 + r, key j0 + c at
@@ -176,6 +193,7 @@ static void forward_block(float *out, float *stats, const float *q, const float 
                           int64_t rows)
 {
     const int64_t bh = b * p->heads + h, D = p->d, Dv = p->dv, Lk = p->lk;
+    const int64_t bhk = b * (p->heads_kv > 0 ? p->heads_kv : p->heads) + sdpa_kv_head(p, h); /* K, V's head */
     const int64_t qw = round_up(rows, VF_LANES);
     float *qt = scratch;                /* (D, qw) Q^T of the block, zero past rows */
     float *st = qt + D * SDPA_BR;       /* (BC, qw) scores S^T, then probabilities P^T */
@@ -194,10 +212,10 @@ static void forward_block(float *out, float *stats, const float *q, const float 
         attn_bf16_pack_col_pairs(qp, qw, qt, qw, D, qw);
         int64_t packed;
         memcpy(&packed, mark, sizeof packed);
-        if (packed != bh) { /* once per head and thread, not once per query block */
-            attn_bf16_pack_row_pairs(kh, hD, k + bh * Lk * D, D, Lk, D);
-            attn_bf16_pack_col_pairs(vh, Dv, v + bh * Lk * Dv, Dv, Lk, Dv);
-            memcpy(mark, &bh, sizeof bh);
+        if (packed != bhk) { /* once per key/value head and thread, not once per query block */
+            attn_bf16_pack_row_pairs(kh, hD, k + bhk * Lk * D, D, Lk, D);
+            attn_bf16_pack_col_pairs(vh, Dv, v + bhk * Lk * Dv, Dv, Lk, Dv);
+            memcpy(mark, &bhk, sizeof bhk);
         }
     }
     memset(ot, 0, (size_t)(Dv * qw) * sizeof(float));
@@ -205,14 +223,15 @@ static void forward_block(float *out, float *stats, const float *q, const float 
         m[r] = -INFINITY;
         l[r] = 0.0f;
     }
-    const int64_t key_end = block_key_end(p, b, i0, rows), key_min = block_key_min(p, b, i0, rows);
-    const bool elementwise = sdpa_has_elementwise_mask(p);
-    for (int64_t j0 = 0; j0 < key_end; j0 += SDPA_BC) { /* keys past key_end are hidden from all */
-        const int64_t cols = key_end - j0 < SDPA_BC ? key_end - j0 : SDPA_BC;
-        const float *kj = k + (bh * Lk + j0) * D, *vj = v + (bh * Lk + j0) * Dv;
+    const key_range keys = block_keys(p, b, i0, rows);
+    /* tiles of keys outside [begin_min, end_max) are hidden from every row: skipped */
+    for (int64_t j0 = keys.begin_min / SDPA_BC * SDPA_BC; j0 < keys.end_max; j0 += SDPA_BC) {
+        const int64_t cols = keys.end_max - j0 < SDPA_BC ? keys.end_max - j0 : SDPA_BC;
+        const float *kj = k + (bhk * Lk + j0) * D, *vj = v + (bhk * Lk + j0) * Dv;
         if (p->bf16) attn_tile_gemm_bf16(st, qw, kh + j0 * hD, hD, 1, qp, qw, cols, qw, hD, p->scale, false);
         else attn_tile_gemm(st, qw, kj, D, 1, qt, qw, cols, qw, D, p->scale, false);
-        if (elementwise || j0 + cols > key_min) sdpa_mask_tile(st, 1, qw, p, b, h, i0, rows, j0, cols);
+        if (p->softcap > 0.0f) softcap_tiles(st, NULL, qw, cols, p->softcap);
+        if (tile_needs_mask(p, &keys, j0, cols)) sdpa_mask_tile(st, 1, qw, p, b, h, i0, rows, j0, cols);
         const bool drop = p->dropout_p > 0.0f, fused_pack = p->bf16 && !drop; /* P^T straight into pp */
         online_softmax(st, fused_pack ? pp : NULL, ot, m, l, qw, cols, Dv);
         if (drop) dropout_tiles(st, st, NULL, qw, p, b, h, i0, j0, cols);
@@ -249,14 +268,16 @@ void sdpa_forward_fused(float *out, float *stats, const float *q, const float *k
             const int64_t none = -1;
             memcpy(scratch + t * per_thread + forward_packed_at(p), &none, sizeof none);
         }
-    /* The blocks of one head run one after another, so its K and V stay in cache; late query
+    /* The blocks of one key/value head run one after another, so its K and V stay in cache, and
+     * the query heads that share it (grouped-query attention) take each block in turn; late query
      * blocks see more keys under a causal mask: each head hands them out first. */
+    const int64_t group = p->heads_kv > 0 ? p->heads / p->heads_kv : 1;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(p->threads) if (sdpa_parallel(p))
     for (int64_t t = 0; t < per_head * blocks; t++) {
-        int64_t blk = blocks - 1 - t % blocks, bh = t / blocks;
+        const int64_t g = t % group, blk = blocks - 1 - t / group % blocks, bhk = t / group / blocks;
+        const int64_t b = bhk / (p->heads / group), h = bhk % (p->heads / group) * group + g;
         int64_t i0 = blk * SDPA_BR, rows = p->lq - i0 < SDPA_BR ? p->lq - i0 : SDPA_BR;
-        forward_block(out, stats, q, k, v, scratch + thread_id() * per_thread, p, bh / p->heads,
-                      bh % p->heads, i0, rows);
+        forward_block(out, stats, q, k, v, scratch + thread_id() * per_thread, p, b, h, i0, rows);
     }
 }
 
@@ -303,6 +324,7 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
                           float *scratch, const sdpa_problem *p, int64_t b, int64_t h)
 {
     const int64_t bh = b * p->heads + h, D = p->d, Dv = p->dv, Lq = p->lq, Lk = p->lk;
+    const int64_t bhk = b * (p->heads_kv > 0 ? p->heads_kv : p->heads) + sdpa_kv_head(p, h); /* K, V's head */
     const int64_t Lqp = round_up(Lq, VF_LANES), ld = head_ld(Lq);
     float *qt = scratch;                 /* (D, ld) Q^T of the head, ld >= Lq */
     float *dot = qt + D * ld;            /* (Dv, ld) dO^T */
@@ -312,8 +334,9 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
     float *st = dsum + Lqp;              /* (BC, qw) S^T, then P^T; qw = rows rounded up to vectors */
     float *dpt = st + SDPA_BC * SDPA_BR; /* (BC, qw) dP^T, then dS^T */
     float *pd = dpt + SDPA_BC * SDPA_BR; /* (BC, qw) dropout(P)^T */
+    float *cap_slope = pd + SDPA_BC * SDPA_BR; /* (BC, qw) cap'(s) = 1 - tanh^2 (softcap) */
     const int64_t hD = half_up(D), hDv = half_up(Dv);
-    uint32_t *qtp = (uint32_t *)(pd + SDPA_BC * SDPA_BR); /* bf16 pair words: (D/2, ld) of Q^T's rows */
+    uint32_t *qtp = (uint32_t *)(cap_slope + SDPA_BC * SDPA_BR); /* bf16 pair words: (D/2, ld) of Q^T's rows */
     uint32_t *dotp = qtp + hD * ld;           /* (Dv/2, ld) of dO^T's rows */
     uint32_t *qc = dotp + hDv * ld;           /* (Lq/2, D) of Q's rows */
     uint32_t *doc = qc + half_up(Lq) * D;     /* (Lq/2, Dv) of dO's rows */
@@ -340,25 +363,32 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
             acc += (double)out[(bh * Lq + i) * Dv + c] * dout[(bh * Lq + i) * Dv + c];
         dsum[i] = (float)acc;
     }
-    const bool drop = p->dropout_p > 0.0f, elementwise = sdpa_has_elementwise_mask(p);
+    const bool drop = p->dropout_p > 0.0f;
     for (int64_t j0 = 0; j0 < Lk; j0 += SDPA_BC) {
         const int64_t cols = Lk - j0 < SDPA_BC ? Lk - j0 : SDPA_BC;
-        const float *kj = k + (bh * Lk + j0) * D, *vj = v + (bh * Lk + j0) * Dv;
-        float *dkj = dk + (bh * Lk + j0) * D, *dvj = dv + (bh * Lk + j0) * Dv;
+        const float *kj = k + (bhk * Lk + j0) * D, *vj = v + (bhk * Lk + j0) * Dv;
+        float *dkj = dk + (bhk * Lk + j0) * D, *dvj = dv + (bhk * Lk + j0) * Dv;
         if (p->bf16) {
             attn_bf16_pack_row_pairs(kr, hD, kj, D, cols, D);
             attn_bf16_pack_col_pairs(kc, D, kj, D, cols, D);
             attn_bf16_pack_row_pairs(vr, hDv, vj, Dv, cols, Dv);
         }
-        int64_t first = p->masks.causal ? (j0 / SDPA_BR) * SDPA_BR : 0;
-        for (int64_t i0 = first; i0 < Lq; i0 += SDPA_BR) {
+        /* the queries that can see these keys: i >= j0 under causal; within the window, i from
+         * j0 - (Lk - Lq) - right to j0 + cols - 1 - (Lk - Lq) + left */
+        int64_t first = p->masks.causal ? j0 : 0, last = Lq - 1;
+        if (p->windowed && p->window_right >= 0 && j0 - (Lk - Lq) - p->window_right > first)
+            first = j0 - (Lk - Lq) - p->window_right;
+        if (p->windowed && p->window_left >= 0 && j0 + cols - 1 - (Lk - Lq) + p->window_left < last)
+            last = j0 + cols - 1 - (Lk - Lq) + p->window_left;
+        for (int64_t i0 = first / SDPA_BR * SDPA_BR; i0 <= last; i0 += SDPA_BR) {
             const int64_t rows = Lq - i0 < SDPA_BR ? Lq - i0 : SDPA_BR, qw = round_up(rows, VF_LANES);
-            if (block_key_end(p, b, i0, rows) <= j0) continue; /* hidden from every row */
+            const key_range keys = block_keys(p, b, i0, rows);
+            if (keys.end_max <= j0 || keys.begin_min >= j0 + cols) continue; /* hidden from every row */
             const float *qi = q + (bh * Lq + i0) * D, *doi = dout + (bh * Lq + i0) * Dv;
             if (p->bf16) attn_tile_gemm_bf16(st, qw, kr, hD, 1, qtp + i0, ld, cols, qw, hD, p->scale, false);
             else attn_tile_gemm(st, qw, kj, D, 1, qt + i0, ld, cols, qw, D, p->scale, false);
-            if (elementwise || j0 + cols > block_key_min(p, b, i0, rows))
-                sdpa_mask_tile(st, 1, qw, p, b, h, i0, rows, j0, cols);
+            if (p->softcap > 0.0f) softcap_tiles(st, cap_slope, qw, cols, p->softcap);
+            if (tile_needs_mask(p, &keys, j0, cols)) sdpa_mask_tile(st, 1, qw, p, b, h, i0, rows, j0, cols);
             probabilities(st, qw, m + i0, log_l + i0, cols);
             /* dP^T = V_j dO_i^T, and under dropout dropout(P)^T and dropout'(dP)^T in one pass */
             if (p->bf16) attn_tile_gemm_bf16(dpt, qw, vr, hDv, 1, dotp + i0, ld, cols, qw, hDv, 1.0f, false);
@@ -372,6 +402,9 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
                 attn_tile_gemm(dvj, Dv, drop ? pd : st, qw, 1, doi, Dv, cols, Dv, rows, 1.0f, true);
             if (one_key_block) tile_rowsum(dsum + i0, st, dpt, qw, cols);
             score_gradient(dpt, st, qw, dsum + i0, cols);
+            if (p->softcap > 0.0f) /* through the cap: dS *= 1 - tanh^2 */
+                for (int64_t e = 0; e < cols * qw; e += VF_LANES)
+                    vf_store(dpt + e, vf_mul(vf_load(dpt + e), vf_load(cap_slope + e)));
             /* dQ_i += scale dS K_j;  dK_j += scale dS^T Q_i */
             if (p->bf16) {
                 attn_bf16_pack_col_pairs(dsc, qw, dpt, qw, cols, qw);
@@ -390,9 +423,11 @@ void sdpa_backward_fused(float *dq, float *dk, float *dv, const float *dout, con
                          const float *k, const float *v, const float *out, const float *stats,
                          float *scratch, const sdpa_problem *p)
 {
-    const int64_t per_thread = sdpa_fused_scratch_floats(p, 1);
+    /* one task per key/value head: the query heads that share it add into its dK and dV in turn */
+    const int64_t per_thread = sdpa_fused_scratch_floats(p, 1), group = p->heads_kv > 0 ? p->heads / p->heads_kv : 1;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(p->threads) if (sdpa_parallel(p))
-    for (int64_t bh = 0; bh < p->batch * p->heads; bh++)
-        backward_head(dq, dk, dv, dout, q, k, v, out, stats, scratch + thread_id() * per_thread, p,
-                      bh / p->heads, bh % p->heads);
+    for (int64_t bhk = 0; bhk < p->batch * (p->heads / group); bhk++)
+        for (int64_t g = 0; g < group; g++)
+            backward_head(dq, dk, dv, dout, q, k, v, out, stats, scratch + thread_id() * per_thread, p,
+                          bhk / (p->heads / group), bhk % (p->heads / group) * group + g);
 }

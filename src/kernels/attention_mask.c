@@ -1,16 +1,26 @@
-/* Masks and dropout shared by the reference and fused attention kernels, so both see exactly
- * the same visible keys and the same dropout mask. */
+/* Masks, biases, soft-capping and dropout shared by the reference and fused attention kernels, so
+ * both see exactly the same visible keys, the same scores and the same dropout mask. */
 #include "dispatch.h" /* built once per level (attn_cpu_isa) */
 #include "attention.h"
 #include "kernels.h"
 
 #include <math.h>
 
+int64_t sdpa_key_begin(const sdpa_problem *p, int64_t i)
+{
+    if (!p->windowed || p->window_left < 0) return 0;
+    const int64_t begin = i + p->lk - p->lq - p->window_left;
+    return begin > 0 ? begin : 0;
+}
+
 int64_t sdpa_key_end(const sdpa_problem *p, int64_t b, int64_t i)
 {
     int64_t end = p->lk;
     const sdpa_masks *m = &p->masks;
     if (m->causal && i + 1 < end) end = i + 1;
+    if (p->windowed && p->window_right >= 0 && i + p->lk - p->lq + p->window_right + 1 < end)
+        end = i + p->lk - p->lq + p->window_right + 1;
+    if (end < 0) end = 0;
     if (m->valid_lens) {
         int64_t len = m->valid_lens_per_query ? m->valid_lens[b * p->lq + i] : m->valid_lens[b];
         if (len < 0) len = 0;
@@ -21,20 +31,43 @@ int64_t sdpa_key_end(const sdpa_problem *p, int64_t b, int64_t i)
 
 bool sdpa_has_elementwise_mask(const sdpa_problem *p)
 {
-    return p->masks.key_padding || p->masks.attend || p->masks.blocked || p->masks.additive;
+    return p->masks.key_padding || p->masks.attend || p->masks.blocked || p->masks.additive || p->alibi;
+}
+
+void sdpa_softcap_tile(float *s, float *slope, int64_t query_stride, int64_t key_stride, const sdpa_problem *p,
+                       int64_t rows, int64_t cols)
+{
+    if (p->softcap <= 0.0f) return;
+    const float cap = p->softcap, inv = 1.0f / cap;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            float *x = s + r * query_stride + c * key_stride;
+            const float t = tanhf(*x * inv); /* libm's: the reference (the fused kernel has its own) */
+            *x = cap * t;
+            if (slope) slope[r * query_stride + c * key_stride] = 1.0f - t * t;
+        }
 }
 
 void sdpa_mask_tile(float *s, int64_t query_stride, int64_t key_stride, const sdpa_problem *p,
                     int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols)
 {
     const sdpa_masks *m = &p->masks;
+    const float slope = p->alibi ? p->alibi[b * p->alibi_batch_stride + h] : 0.0f;
     for (int64_t r = 0; r < rows; r++) {
         int64_t i = i0 + r;
         float *row = s + r * query_stride;
         int64_t end = sdpa_key_end(p, b, i) - j0; /* cols at or after end are masked */
+        int64_t begin = sdpa_key_begin(p, i) - j0; /* and cols before begin */
+        if (begin > cols) begin = cols;
+        for (int64_t c = 0; c < begin; c++) row[c * key_stride] = -INFINITY;
         for (int64_t c = end < 0 ? 0 : end; c < cols; c++) row[c * key_stride] = -INFINITY;
         if (!sdpa_has_elementwise_mask(p)) continue;
         int64_t visible = end < cols ? (end < 0 ? 0 : end) : cols;
+        if (p->alibi) /* -slope |i + Lk - Lq - j|, on the visible keys (masked ones stay -inf) */
+            for (int64_t c = begin > 0 ? begin : 0; c < visible; c++) {
+                const int64_t dist = i + p->lk - p->lq - (j0 + c);
+                row[c * key_stride] -= slope * (float)(dist < 0 ? -dist : dist);
+            }
         if (m->key_padding) {
             const uint8_t *pad = m->key_padding + b * p->lk + j0;
             for (int64_t c = 0; c < visible; c++)

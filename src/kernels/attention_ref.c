@@ -29,20 +29,27 @@ static void softmax_row(float *stats, float *s, int64_t n)
     stats[0] = m, stats[1] = logf(sum);
 }
 
+/* The key/value head (b, sdpa_kv_head(h)) as an index into (B, Hkv) */
+static int64_t kv_index(const sdpa_problem *p, int64_t b, int64_t h)
+{
+    return b * (p->heads_kv > 0 ? p->heads_kv : p->heads) + sdpa_kv_head(p, h);
+}
+
 void sdpa_forward_ref(float *out, float *stats, float *weights, const float *q, const float *k,
                       const float *v, const sdpa_problem *p)
 {
     const int64_t H = p->heads, Lq = p->lq, Lk = p->lk, D = p->d, Dv = p->dv;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(p->threads) if (sdpa_parallel(p))
     for (int64_t bh = 0; bh < p->batch * H; bh++) {
-        int64_t b = bh / H, h = bh % H;
+        int64_t b = bh / H, h = bh % H, bhk = kv_index(p, b, h);
         float *w = weights + bh * Lq * Lk;        /* (Lq, Lk) */
         float *o = out + bh * Lq * Dv;            /* (Lq, Dv) */
-        attn_gemm(w, Lk, q + bh * Lq * D, D, k + bh * Lk * D, D, Lq, Lk, D, false, true, p->scale, 0, 1);
+        attn_gemm(w, Lk, q + bh * Lq * D, D, k + bhk * Lk * D, D, Lq, Lk, D, false, true, p->scale, 0, 1);
+        sdpa_softcap_tile(w, NULL, Lk, 1, p, Lq, Lk);
         sdpa_mask_tile(w, Lk, 1, p, b, h, 0, Lq, 0, Lk);
         for (int64_t i = 0; i < Lq; i++) softmax_row(stats + 2 * (bh * Lq + i), w + i * Lk, Lk);
         if (p->dropout_p <= 0.0f) {
-            attn_gemm(o, Dv, w, Lk, v + bh * Lk * Dv, Dv, Lq, Dv, Lk, false, false, 1, 0, 1);
+            attn_gemm(o, Dv, w, Lk, v + bhk * Lk * Dv, Dv, Lq, Dv, Lk, false, false, 1, 0, 1);
             continue;
         }
         memset(o, 0, (size_t)(Lq * Dv) * sizeof(float));
@@ -50,7 +57,7 @@ void sdpa_forward_ref(float *out, float *stats, float *weights, const float *q, 
             for (int64_t j = 0; j < Lk; j++) {
                 float pij = w[i * Lk + j] * sdpa_dropout_scale(p, b, h, i, j);
                 if (pij == 0.0f) continue;
-                const float *vj = v + (bh * Lk + j) * Dv;
+                const float *vj = v + (bhk * Lk + j) * Dv;
                 for (int64_t c = 0; c < Dv; c++) o[i * Dv + c] += pij * vj[c];
             }
     }
@@ -58,8 +65,8 @@ void sdpa_forward_ref(float *out, float *stats, float *weights, const float *q, 
 
 int64_t sdpa_ref_scratch_floats(const sdpa_problem *p, int threads)
 {
-    int64_t total; /* -1 when the size overflows: the caller reports it */
-    if (__builtin_mul_overflow((int64_t)threads * 2, p->lq, &total) ||
+    int64_t total; /* 3 (Lq, Lk) per thread; -1 when the size overflows: the caller reports it */
+    if (__builtin_mul_overflow((int64_t)threads * 3, p->lq, &total) ||
         __builtin_mul_overflow(total, p->lk, &total))
         return -1;
     return total;
@@ -70,37 +77,46 @@ void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const
                        float *scratch, const sdpa_problem *p)
 {
     const int64_t H = p->heads, Lq = p->lq, Lk = p->lk, D = p->d, Dv = p->dv;
+    const int64_t group = p->heads_kv > 0 ? H / p->heads_kv : 1;
+    /* one task per key/value head: the query heads that share it add into its dK and dV in turn */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(p->threads) if (sdpa_parallel(p))
-    for (int64_t bh = 0; bh < p->batch * H; bh++) {
-        int tid = 0;
+    for (int64_t bhk = 0; bhk < p->batch * (H / group); bhk++)
+        for (int64_t g = 0; g < group; g++) {
+            int tid = 0;
 #ifdef _OPENMP
-        tid = omp_get_thread_num();
+            tid = omp_get_thread_num();
 #endif
-        int64_t b = bh / H, h = bh % H;
-        const float *P = weights + bh * Lq * Lk;            /* (Lq, Lk) softmax */
-        float *pd = scratch + (int64_t)tid * 2 * Lq * Lk;    /* (Lq, Lk) dropout(P) */
-        float *ds = pd + Lq * Lk;                            /* (Lq, Lk) dP, then dS */
-        const float *doh = dout + bh * Lq * Dv, *oh = out + bh * Lq * Dv;
-        const float *qh = q + bh * Lq * D, *kh = k + bh * Lk * D, *vh = v + bh * Lk * Dv;
-        const bool drop = p->dropout_p > 0.0f;
-        if (drop)
-            for (int64_t i = 0; i < Lq; i++)
-                for (int64_t j = 0; j < Lk; j++)
-                    pd[i * Lk + j] = P[i * Lk + j] * sdpa_dropout_scale(p, b, h, i, j);
-        /* dV += dropout(P)^T dO */
-        attn_gemm(dv + bh * Lk * Dv, Dv, drop ? pd : P, Lk, doh, Dv, Lk, Dv, Lq, true, false, 1, 1, 1);
-        /* dP = dropout'(dO V^T) */
-        attn_gemm(ds, Lk, doh, Dv, vh, Dv, Lq, Lk, Dv, false, true, 1, 0, 1);
-        for (int64_t i = 0; i < Lq; i++) {
-            double dsum = 0.0; /* D_i = rowsum(dO * O) */
-            for (int64_t c = 0; c < Dv; c++) dsum += (double)doh[i * Dv + c] * oh[i * Dv + c];
-            for (int64_t j = 0; j < Lk; j++) {
-                float dp = ds[i * Lk + j];
-                if (drop) dp *= sdpa_dropout_scale(p, b, h, i, j);
-                ds[i * Lk + j] = P[i * Lk + j] * (dp - (float)dsum);
+            const int64_t b = bhk / (H / group), h = bhk % (H / group) * group + g, bh = b * H + h;
+            const float *P = weights + bh * Lq * Lk;            /* (Lq, Lk) softmax */
+            float *pd = scratch + (int64_t)tid * 3 * Lq * Lk;    /* (Lq, Lk) dropout(P) */
+            float *ds = pd + Lq * Lk;                            /* (Lq, Lk) dP, then dS */
+            float *slope = ds + Lq * Lk;                         /* (Lq, Lk) cap'(s) (softcap) */
+            const float *doh = dout + bh * Lq * Dv, *oh = out + bh * Lq * Dv;
+            const float *qh = q + bh * Lq * D, *kh = k + bhk * Lk * D, *vh = v + bhk * Lk * Dv;
+            const bool drop = p->dropout_p > 0.0f;
+            if (drop)
+                for (int64_t i = 0; i < Lq; i++)
+                    for (int64_t j = 0; j < Lk; j++)
+                        pd[i * Lk + j] = P[i * Lk + j] * sdpa_dropout_scale(p, b, h, i, j);
+            if (p->softcap > 0.0f) { /* the scaled scores again, for the cap's derivative */
+                attn_gemm(ds, Lk, qh, D, kh, D, Lq, Lk, D, false, true, p->scale, 0, 1);
+                sdpa_softcap_tile(ds, slope, Lk, 1, p, Lq, Lk);
             }
+            /* dV += dropout(P)^T dO */
+            attn_gemm(dv + bhk * Lk * Dv, Dv, drop ? pd : P, Lk, doh, Dv, Lk, Dv, Lq, true, false, 1, 1, 1);
+            /* dP = dropout'(dO V^T) */
+            attn_gemm(ds, Lk, doh, Dv, vh, Dv, Lq, Lk, Dv, false, true, 1, 0, 1);
+            for (int64_t i = 0; i < Lq; i++) {
+                double dsum = 0.0; /* D_i = rowsum(dO * O) */
+                for (int64_t c = 0; c < Dv; c++) dsum += (double)doh[i * Dv + c] * oh[i * Dv + c];
+                for (int64_t j = 0; j < Lk; j++) {
+                    float dp = ds[i * Lk + j];
+                    if (drop) dp *= sdpa_dropout_scale(p, b, h, i, j);
+                    ds[i * Lk + j] = P[i * Lk + j] * (dp - (float)dsum);
+                    if (p->softcap > 0.0f) ds[i * Lk + j] *= slope[i * Lk + j];
+                }
+            }
+            attn_gemm(dq + bh * Lq * D, D, ds, Lk, kh, D, Lq, D, Lk, false, false, p->scale, 1, 1);
+            attn_gemm(dk + bhk * Lk * D, D, ds, Lk, qh, D, Lk, D, Lq, true, false, p->scale, 1, 1);
         }
-        attn_gemm(dq + bh * Lq * D, D, ds, Lk, kh, D, Lq, D, Lk, false, false, p->scale, 1, 1);
-        attn_gemm(dk + bh * Lk * D, D, ds, Lk, qh, D, Lk, D, Lq, true, false, p->scale, 1, 1);
-    }
 }

@@ -137,7 +137,12 @@
       (p, b, h, i, j))
 
 #define ATTN_KERNEL_HELPERS(X)                                                                      \
+    X(int64_t, sdpa_key_begin, (const sdpa_problem *p, int64_t i), (p, i))                          \
     X(int64_t, sdpa_key_end, (const sdpa_problem *p, int64_t b, int64_t i), (p, b, i))              \
+    X(void, sdpa_softcap_tile,                                                                      \
+      (float *s, float *slope, int64_t query_stride, int64_t key_stride, const sdpa_problem *p,     \
+       int64_t rows, int64_t cols),                                                                 \
+      (s, slope, query_stride, key_stride, p, rows, cols))                                          \
     X(void, sdpa_mask_tile,                                                                         \
       (float *s, int64_t query_stride, int64_t key_stride, const sdpa_problem *p, int64_t b,        \
        int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols),                              \

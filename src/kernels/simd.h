@@ -22,7 +22,16 @@ static inline vf vf_set1(float x) { return _mm512_set1_ps(x); }
 static inline vf vf_add(vf a, vf b) { return _mm512_add_ps(a, b); }
 static inline vf vf_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
 static inline vf vf_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+static inline vf vf_div(vf a, vf b) { return _mm512_div_ps(a, b); }
 static inline vf vf_fma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); } /* a b + c */
+/* |a|, and |a| with b's sign */
+static inline vf vf_abs(vf a) { return _mm512_castsi512_ps(_mm512_andnot_si512(_mm512_set1_epi32(INT32_MIN), _mm512_castps_si512(a))); }
+static inline vf vf_copysign(vf a, vf b)
+{
+    const __m512i sign = _mm512_set1_epi32(INT32_MIN);
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_andnot_si512(sign, _mm512_castps_si512(a)),
+                                               _mm512_and_si512(sign, _mm512_castps_si512(b))));
+}
 /* max(a, b); a NaN in b is ignored, a NaN in a kept */
 static inline vf vf_max(vf a, vf b) { return _mm512_max_ps(b, a); }
 /* lanes of a where a == -inf become b */
@@ -59,7 +68,14 @@ static inline vf vf_set1(float x) { return _mm256_set1_ps(x); }
 static inline vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
 static inline vf vf_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
 static inline vf vf_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+static inline vf vf_div(vf a, vf b) { return _mm256_div_ps(a, b); }
 static inline vf vf_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+static inline vf vf_abs(vf a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+static inline vf vf_copysign(vf a, vf b)
+{
+    const vf sign = _mm256_set1_ps(-0.0f);
+    return _mm256_or_ps(_mm256_andnot_ps(sign, a), _mm256_and_ps(sign, b));
+}
 static inline vf vf_max(vf a, vf b) { return _mm256_max_ps(b, a); }
 static inline vf vf_neginf_to(vf a, vf b)
 {
@@ -96,7 +112,18 @@ static inline vf vf_set1(float x) { return (vf){x, x, x, x}; }
 static inline vf vf_add(vf a, vf b) { return a + b; }
 static inline vf vf_sub(vf a, vf b) { return a - b; }
 static inline vf vf_mul(vf a, vf b) { return a * b; }
+static inline vf vf_div(vf a, vf b) { return a / b; }
 static inline vf vf_fma(vf a, vf b, vf c) { return a * b + c; }
+static inline vf vf_abs(vf a)
+{
+    for (int i = 0; i < VF_LANES; i++) a[i] = fabsf(a[i]);
+    return a;
+}
+static inline vf vf_copysign(vf a, vf b)
+{
+    for (int i = 0; i < VF_LANES; i++) a[i] = copysignf(a[i], b[i]);
+    return a;
+}
 static inline vf vf_max(vf a, vf b)
 {
     for (int i = 0; i < VF_LANES; i++) a[i] = b[i] > a[i] ? b[i] : a[i];

@@ -113,18 +113,65 @@ static attn_status prepare_masks(attn_ctx *ctx, sdpa_problem *p, const attn_mask
     return ATTN_OK;
 }
 
-static attn_status check_shapes(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v)
+/* gqa: k and v may have fewer heads than q, dividing them (enable_gqa) */
+static attn_status check_shapes(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, bool gqa)
 {
     char a[64], b[64], c[64];
     int nd = q->ndim;
     bool ok = (nd == 3 || nd == 4) && k->ndim == nd && v->ndim == nd;
-    for (int i = 0; ok && i < nd - 2; i++) ok = q->shape[i] == k->shape[i] && k->shape[i] == v->shape[i];
+    for (int i = 0; ok && i < nd - 2; i++) {
+        const bool heads = nd == 4 && i == 1;
+        ok = k->shape[i] == v->shape[i] &&
+             (q->shape[i] == k->shape[i] || (gqa && heads && k->shape[i] > 0 && q->shape[i] % k->shape[i] == 0));
+    }
     ok = ok && q->shape[nd - 1] == k->shape[nd - 1] && k->shape[nd - 2] == v->shape[nd - 2];
     if (!ok)
         return attn__fail(ATTN_ERR_SHAPE,
                           "sdpa: q %s, k %s, v %s do not fit; expected q (B, H, Lq, D), "
-                          "k (B, H, Lk, D), v (B, H, Lk, Dv) (or 3-D without H)",
-                          attn_shape_str(q, a, 64), attn_shape_str(k, b, 64), attn_shape_str(v, c, 64));
+                          "k (B, %s, Lk, D), v (B, %s, Lk, Dv) (or 3-D without H)",
+                          attn_shape_str(q, a, 64), attn_shape_str(k, b, 64), attn_shape_str(v, c, 64),
+                          gqa ? "H_kv" : "H", gqa ? "H_kv" : "H");
+    return ATTN_OK;
+}
+
+/* The window, ALiBi and soft-capping of opts into p, after checking them (slopes copied) */
+static attn_status prepare_scores(attn_ctx *ctx, sdpa_problem *p, const attn_sdpa_opts *o, bool one_head)
+{
+    const attn_window *w = &o->window;
+    if (w->on && (w->left < -1 || w->right < -1))
+        return attn__fail(ATTN_ERR_ARG, "sdpa: window (%lld, %lld), expected bounds >= 0 or -1 (unbounded)",
+                          (long long)w->left, (long long)w->right);
+    p->windowed = w->on, p->window_left = w->left, p->window_right = w->right;
+    if (!(o->softcap >= 0.0f) || isinf(o->softcap))
+        return attn__fail(ATTN_ERR_ARG, "sdpa: softcap = %g, expected a finite value >= 0 (0: none)", o->softcap);
+    p->softcap = o->softcap;
+    if (!o->alibi_slopes) return ATTN_OK;
+    const bool per_batch = o->alibi_ndim == 2;
+    if ((o->alibi_ndim != 1 && !per_batch) || o->alibi_shape[per_batch] != p->heads ||
+        (per_batch && o->alibi_shape[0] != p->batch) || (one_head && p->heads != 1))
+        return attn__fail(ATTN_ERR_SHAPE, "sdpa: alibi_slopes of %d dims (%lld, %lld), expected (H) = (%lld) or "
+                          "(B, H) = (%lld, %lld)", o->alibi_ndim, (long long)o->alibi_shape[0],
+                          (long long)o->alibi_shape[1], (long long)p->heads, (long long)p->batch, (long long)p->heads);
+    const int64_t n = per_batch ? p->batch * p->heads : p->heads;
+    float *slopes = arena_copy(ctx, o->alibi_slopes, (size_t)n * sizeof(float));
+    if (!slopes) return attn_last_status();
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(slopes[i]))
+            return attn__fail(ATTN_ERR_NUMERIC, "sdpa: alibi slope %lld is %g; expected a finite value", (long long)i,
+                              slopes[i]);
+    p->alibi = slopes, p->alibi_batch_stride = per_batch ? p->heads : 0;
+    return ATTN_OK;
+}
+
+attn_status attn_alibi_slopes(float *slopes, int64_t heads)
+{
+    if (!slopes || heads < 1) return attn__fail(ATTN_ERR_ARG, "attn_alibi_slopes: slopes NULL or heads %lld < 1",
+                                                (long long)heads);
+    int64_t pow2 = 1;
+    while (pow2 * 2 <= heads) pow2 *= 2;
+    for (int64_t i = 0; i < pow2; i++) slopes[i] = (float)exp2(-8.0 * (double)(i + 1) / (double)pow2);
+    /* the rest: the slopes of 2 pow2 heads, every other one, from the first */
+    for (int64_t i = pow2; i < heads; i++) slopes[i] = (float)exp2(-8.0 * (double)(2 * (i - pow2) + 1) / (double)(2 * pow2));
     return ATTN_OK;
 }
 
@@ -174,7 +221,7 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
     if (!ctx || !q || !k || !v) return attn__null_input(__func__);
     attn_sdpa_opts defaults = {0};
     if (!opts) opts = &defaults;
-    if (check_shapes(q, k, v) != ATTN_OK) return NULL;
+    if (check_shapes(q, k, v, opts->enable_gqa) != ATTN_OK) return NULL;
     if (!(opts->dropout_p >= 0.0f && opts->dropout_p <= 1.0f))
         return attn__fail_null(ATTN_ERR_ARG, "sdpa: dropout_p = %g, expected in [0, 1]", opts->dropout_p);
     if (!isfinite(opts->scale) || opts->scale < 0.0f)
@@ -186,7 +233,7 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
     const int nd = q->ndim;
     sdpa_problem p = {
         .batch = q->shape[0], .heads = nd == 4 ? q->shape[1] : 1, .lq = q->shape[nd - 2],
-        .lk = k->shape[nd - 2], .d = q->shape[nd - 1], .dv = v->shape[nd - 1],
+        .lk = k->shape[nd - 2], .d = q->shape[nd - 1], .dv = v->shape[nd - 1], .heads_kv = nd == 4 ? k->shape[1] : 1,
     };
     /* (B, H, Lq) and (B, H, Lk) sized buffers follow: check them, since a tensor built by hand
      * with D = 0 holds no elements whatever B, H and L say */
@@ -202,7 +249,8 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
         const uint64_t hi = attn_rng_u32(&ctx->rng);
         p.dropout_seed = hi << 32 | attn_rng_u32(&ctx->rng);
     }
-    if (prepare_masks(ctx, &p, &opts->mask, nd == 3) != ATTN_OK) return NULL;
+    if (prepare_masks(ctx, &p, &opts->mask, nd == 3) != ATTN_OK || prepare_scores(ctx, &p, opts, nd == 3) != ATTN_OK)
+        return NULL;
 
     int64_t out_shape[4], w_shape[4], w_numel;
     memcpy(out_shape, q->shape, sizeof out_shape);
