@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-7}
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DATTN_GEMM=dnnl >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DATTN_NATIVE=OFF -DATTN_GEMM=dnnl >/dev/null
 cmake --build build -j"$(nproc)" --target attn_cli >/dev/null
 cmake -S . -B build-openblas -DCMAKE_BUILD_TYPE=Release -DATTN_GEMM=openblas -DATTN_BUILD_TESTS=OFF >/dev/null
 cmake --build build-openblas -j"$(nproc)" --target attn_cli >/dev/null

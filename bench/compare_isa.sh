@@ -18,7 +18,7 @@ runs=${RUNS:-5} steps=${STEPS:-60} threads=${THREADS:-2}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j"$(nproc)" --target attn_cli >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DATTN_NATIVE=OFF >/dev/null && cmake --build build -j"$(nproc)" --target attn_cli >/dev/null
 cmake -S . -B build-native -DCMAKE_BUILD_TYPE=Release -DATTN_NATIVE=ON -DATTN_BUILD_TESTS=OFF >/dev/null
 cmake --build build-native -j"$(nproc)" --target attn_cli >/dev/null
 best=$(build/attn --version | sed -nE 's/^kernels: ([a-z0-9_]+) .*/\1/p')

@@ -28,7 +28,7 @@ for tool in node npm /usr/bin/python3; do
 done
 /usr/bin/python3 -c "import torch, onnx" 2>/dev/null || { echo "compare_ort: /usr/bin/python3 needs torch and onnx" >&2; exit 1; }
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DATTN_NATIVE=OFF >/dev/null
 cmake --build build -j"$(nproc)" --target attn_cli bench_ort >/dev/null
 ort_dir=$PWD/build-ort
 if [[ ! -f $ort_dir/node_modules/onnxruntime-node/package.json ]]; then

@@ -13,7 +13,7 @@ runs=${RUNS:-5} steps=${STEPS:-60} threads=${THREADS:-2}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j"$(nproc)" --target attn_cli >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DATTN_NATIVE=OFF >/dev/null && cmake --build build -j"$(nproc)" --target attn_cli >/dev/null
 build/attn --version | grep -q "medium: bf16" || echo "compare_precision: no bf16 products on this CPU: both sides run float32" >&2
 sides=(medium highest)
 declare -A cmd=([medium]=build/attn [highest]=build/attn)

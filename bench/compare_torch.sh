@@ -22,7 +22,7 @@ lens=("$@"); [[ ${#lens[@]} -gt 0 ]] || lens=(512 1024 2048 4096)
 case $group in all|sdpa|models) ;; *) echo "compare_torch: unknown group $group (all, sdpa or models)" >&2; exit 2 ;; esac
 torch_bench=../shared/bench/bench_torch.py
 [[ -f $torch_bench ]] || { echo "compare_torch: $torch_bench not found" >&2; exit 1; }
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j"$(nproc)" --target attn_cli >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DATTN_NATIVE=OFF >/dev/null && cmake --build build -j"$(nproc)" --target attn_cli >/dev/null
 mkdir -p bench/results
 out=bench/results/${group}_$(date -u +%Y%m%dT%H%MZ).jsonl
 tunables=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736

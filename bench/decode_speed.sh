@@ -23,7 +23,7 @@ args=(--checkpoint "$ck" --data "${DATA:-data/multi30k}" --split "${SPLIT:-test_
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DATTN_NATIVE=OFF >/dev/null
 cmake --build build -j"$(nproc)" --target bench_decode >/dev/null
 decoders=("cached build/bench_decode --decoder default" "ref build/bench_decode --decoder ref")
 if [[ -n $base ]]; then # the other revision's library, this benchmark program

@@ -33,7 +33,7 @@ else
 
   say "2/4 building build/attn (10-20 minutes on 2 cores the first time, seconds after that)"
   mkdir -p build
-  if ! cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > build/configure.log 2>&1; then
+  if ! cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DATTN_NATIVE=OFF > build/configure.log 2>&1; then
     tail -n 40 build/configure.log >&2
     echo "run.sh: cmake could not configure the build; the whole log is $root/build/configure.log" >&2
     exit 1
