@@ -171,12 +171,64 @@ static void gemm_every_level(void)
     }
 }
 
+/* attn_gemm_bf16 (the GEMM library's bf16 matmul) against float64 sums of the same bf16 values,
+ * every transpose, alpha and beta, odd sizes and strides: its float32 sums of K terms in any order
+ * are within K u sum|a b| (u = 2^-24), and alpha and beta round twice more. When the library has
+ * no bf16 GEMM (OpenBLAS), it must say so and leave C alone. */
+static void library_gemm(void)
+{
+    static const int64_t shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 65}, {128, 96, 256}, {300, 70, 129}};
+    attn_rng rng;
+    attn_rng_seed(&rng, 8);
+    int ran = 0, declined = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int variant = 0; variant < 8; variant++) {
+            const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+            const bool ta = variant & 1, tb = variant & 2;
+            const float alpha = variant & 4 ? 0.5f : 1.0f, beta = variant & 4 ? 1.0f : 0.0f;
+            const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 1, ldc = n + 2; /* padded rows */
+            float *a = malloc(sizeof(float) * (ta ? k : m) * lda), *b = malloc(sizeof(float) * (tb ? n : k) * ldb);
+            float *c = malloc(sizeof(float) * m * ldc), *c0 = malloc(sizeof(float) * m * ldc);
+            uint32_t *scratch = malloc(sizeof(uint32_t) * (size_t)attn_gemm_bf16_scratch_words(m, n, k, ta, tb));
+            fill(a, (ta ? k : m) * lda, &rng, false), fill(b, (tb ? n : k) * ldb, &rng, false), fill(c0, m * ldc, &rng, false);
+            memcpy(c, c0, sizeof(float) * m * ldc);
+            if (!attn_gemm_bf16(c, ldc, a, lda, b, ldb, m, n, k, ta, tb, alpha, beta, scratch, 2)) {
+                declined++;
+                TK_CHECK(!memcmp(c, c0, sizeof(float) * m * ldc), "a declined bf16 GEMM leaves C as it was");
+            } else {
+                ran++;
+                int bad = 0;
+                for (int64_t i = 0; i < m; i++)
+                    for (int64_t j = 0; j < n; j++) {
+                        double exact = 0.0, mag = 0.0;
+                        for (int64_t p = 0; p < k; p++) {
+                            const float x = ta ? a[p * lda + i] : a[i * lda + p], y = tb ? b[j * ldb + p] : b[p * ldb + j];
+                            const double xy = attn_f32_from_bf16(attn_bf16_from_f32(x)) * (double)attn_f32_from_bf16(attn_bf16_from_f32(y));
+                            exact += xy, mag += fabs(xy);
+                        }
+                        const double want = alpha * exact + beta * c0[i * ldc + j];
+                        const double tol = alpha * (double)k * 0x1p-24 * mag + 3 * 0x1p-24 * (fabs(want) + fabs(beta * c0[i * ldc + j]));
+                        if (fabs(c[i * ldc + j] - want) > tol) bad++;
+                    }
+                for (int64_t i = 0; i < m; i++) /* the padding past N untouched */
+                    for (int64_t j = n; j < ldc; j++) bad += c[i * ldc + j] != c0[i * ldc + j];
+                TK_CHECK(bad == 0, "bf16 GEMM %lld x %lld x %lld%s%s alpha %g beta %g: within K u sum|ab| of float64 "
+                         "(%d outside)", (long long)m, (long long)n, (long long)k, ta ? " A^T" : "", tb ? " B^T" : "",
+                         (double)alpha, (double)beta, bad);
+            }
+            free(a), free(b), free(c), free(c0), free(scratch);
+        }
+    printf("test_kernels_bf16: the GEMM library's bf16 matmul ran %d cases%s\n", ran,
+           declined ? ", declined others (no bf16 GEMM in it)" : "");
+}
+
 int main(void)
 {
     conversion_reference();
     dot_order();
     conversions_every_level();
     gemm_every_level();
+    library_gemm();
     const attn__kernel_table *bf16 = attn__kernels_at(ATTN_ISA_AVX512_BF16);
     printf("test_kernels_bf16: the AVX512_BF16 kernels %s\n", bf16 ? "ran against the references on this CPU"
                                                                      : "are not on this CPU: the references alone");

@@ -1,9 +1,11 @@
 /* GEMM with bf16 operands and float32 sums (ATTN_PRECISION_MEDIUM, kernels.h): A and B rounded to
  * bf16 by attn_bf16_pack_row_pairs (the kernels' level; in pair words, which are bf16 arrays in
- * memory order), then oneDNN's matmul primitive on them (brgemm kernels with VDPBF16PS on an
+ * memory order), then oneDNN's matmul primitive on them (its bf16 GEMM kernels, VDPBF16PS on an
  * AVX512_BF16 CPU), the product scaled by alpha and added to beta C by the primitive's own
- * attributes. Primitives are cached by shape: making one costs far more than running a small one.
- * Built once (not per level): oneDNN chooses its own kernels. */
+ * attributes. The primitive leaves every size and stride to run time, so one serves every shape
+ * and layout: making one costs 0.3 ms, and a training run's shapes change with every batch (a
+ * primitive per shape made the translator's MEDIUM steps spend more on making them than bf16
+ * saved). Cached by alpha and beta. Built once (not per level): oneDNN chooses its own kernels. */
 #include "kernels.h"
 
 #include <pthread.h>
@@ -16,14 +18,12 @@
 #if defined(ATTN_GEMM_DNNL)
 #include <oneapi/dnnl/dnnl.h>
 
-/* A cached primitive: everything that decides its kernels and its memory layout */
+/* A cached primitive: what is fixed when it is made */
 typedef struct gemm_key {
-    int64_t m, n, k, a_rows, b_rows, ldc; /* a_rows, b_rows: the stored matrices' row lengths (words x 2) */
-    bool trans_a, trans_b;
     float alpha, beta;
 } gemm_key;
 
-enum { CACHE_SIZE = 64 };
+enum { CACHE_SIZE = 8 };
 static struct {
     gemm_key key;
     dnnl_primitive_t prim;
@@ -39,24 +39,31 @@ static void engine_init(void)
     if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;
 }
 
-/* dst = alpha src weights + beta dst over the key's layouts; NULL when oneDNN will not */
+/* The memory descriptors of A (M, K), B (K, N) bf16 and C (M, N) float32, their strides in
+ * elements; every entry DNNL_RUNTIME_DIM_VAL for the primitive's own */
+static bool describe(dnnl_memory_desc_t md[3], const int64_t dims[3], const int64_t strides[3][2])
+{
+    const dnnl_dims_t a_dims = {dims[0], dims[2]}, b_dims = {dims[2], dims[1]}, c_dims = {dims[0], dims[1]};
+    const dnnl_dims_t a_st = {strides[0][0], strides[0][1]}, b_st = {strides[1][0], strides[1][1]};
+    const dnnl_dims_t c_st = {strides[2][0], strides[2][1]};
+    return dnnl_memory_desc_init_by_strides(&md[0], 2, a_dims, dnnl_bf16, a_st) == dnnl_success &&
+           dnnl_memory_desc_init_by_strides(&md[1], 2, b_dims, dnnl_bf16, b_st) == dnnl_success &&
+           dnnl_memory_desc_init_by_strides(&md[2], 2, c_dims, dnnl_f32, c_st) == dnnl_success;
+}
+
+/* dst = alpha src weights + beta dst, every size and stride given at run time; NULL when oneDNN
+ * will not */
 static dnnl_primitive_t make_primitive(const gemm_key *g)
 {
-    dnnl_memory_desc_t a_md, b_md, c_md;
-    const dnnl_dims_t a_dims = {g->m, g->k}, b_dims = {g->k, g->n}, c_dims = {g->m, g->n};
-    /* the stored A is (M, K) or, transposed, (K, M), its rows a_rows bf16 apart; B likewise */
-    const dnnl_dims_t a_strides = {g->trans_a ? 1 : g->a_rows, g->trans_a ? g->a_rows : 1};
-    const dnnl_dims_t b_strides = {g->trans_b ? 1 : g->b_rows, g->trans_b ? g->b_rows : 1};
-    const dnnl_dims_t c_strides = {g->ldc, 1};
+    const int64_t any = DNNL_RUNTIME_DIM_VAL, dims[3] = {any, any, any};
+    const int64_t strides[3][2] = {{any, any}, {any, any}, {any, 1}};
+    dnnl_memory_desc_t md[3];
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t post = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t prim = NULL;
     dnnl_matmul_desc_t desc;
-    bool ok = dnnl_memory_desc_init_by_strides(&a_md, 2, a_dims, dnnl_bf16, a_strides) == dnnl_success &&
-              dnnl_memory_desc_init_by_strides(&b_md, 2, b_dims, dnnl_bf16, b_strides) == dnnl_success &&
-              dnnl_memory_desc_init_by_strides(&c_md, 2, c_dims, dnnl_f32, c_strides) == dnnl_success &&
-              dnnl_matmul_desc_init(&desc, &a_md, &b_md, NULL, &c_md) == dnnl_success &&
+    bool ok = describe(md, dims, strides) && dnnl_matmul_desc_init(&desc, &md[0], &md[1], NULL, &md[2]) == dnnl_success &&
               dnnl_primitive_attr_create(&attr) == dnnl_success &&
               (g->alpha == 1.0f || dnnl_primitive_attr_set_output_scales(attr, 1, 0, &g->alpha) == dnnl_success);
     if (ok && g->beta != 0.0f)
@@ -108,9 +115,11 @@ bool attn_gemm_bf16(float *c, int64_t ldc, const float *a, int64_t lda, const fl
 {
     pthread_once(&engine_once, engine_init);
     if (!engine || m == 0 || n == 0 || k == 0) return false;
-    /* the stored matrices: A (M, K) or (K, M), B (K, N) or (N, K) */
+    /* the stored matrices: A (M, K) or (K, M), B (K, N) or (N, K), their bf16 copies' rows
+     * 2 ceil(cols / 2) apart */
     const int64_t a_r = trans_a ? k : m, a_c = trans_a ? m : k, b_r = trans_b ? n : k, b_c = trans_b ? k : n;
-    const gemm_key g = {m, n, k, 2 * ((a_c + 1) / 2), 2 * ((b_c + 1) / 2), ldc, trans_a, trans_b, alpha, beta};
+    const int64_t a_ld = 2 * ((a_c + 1) / 2), b_ld = 2 * ((b_c + 1) / 2);
+    const gemm_key g = {alpha, beta};
     dnnl_primitive_t prim = primitive_for(&g);
     if (!prim) return false;
     uint32_t *a16 = scratch, *b16 = scratch + a_r * ((a_c + 1) / 2);
@@ -119,13 +128,14 @@ bool attn_gemm_bf16(float *c, int64_t ldc, const float *a, int64_t lda, const fl
 #endif
     to_bf16(a16, a, lda, a_r, a_c, threads);
     to_bf16(b16, b, ldb, b_r, b_c, threads);
-    const_dnnl_primitive_desc_t pd;
+    const int64_t dims[3] = {m, n, k};
+    const int64_t strides[3][2] = {{trans_a ? 1 : a_ld, trans_a ? a_ld : 1}, {trans_b ? 1 : b_ld, trans_b ? b_ld : 1}, {ldc, 1}};
+    dnnl_memory_desc_t md[3];
     dnnl_memory_t am = NULL, bm = NULL, cm = NULL;
     dnnl_stream_t stream = NULL;
-    bool ok = dnnl_primitive_get_primitive_desc(prim, &pd) == dnnl_success &&
-              dnnl_memory_create(&am, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), engine, a16) == dnnl_success &&
-              dnnl_memory_create(&bm, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), engine, b16) == dnnl_success &&
-              dnnl_memory_create(&cm, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), engine, c) == dnnl_success &&
+    bool ok = describe(md, dims, strides) && dnnl_memory_create(&am, &md[0], engine, a16) == dnnl_success &&
+              dnnl_memory_create(&bm, &md[1], engine, b16) == dnnl_success &&
+              dnnl_memory_create(&cm, &md[2], engine, c) == dnnl_success &&
               dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
     if (ok) {
         const dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
