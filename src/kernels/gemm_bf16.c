@@ -2,10 +2,13 @@
  * bf16 by attn_bf16_pack_row_pairs (the kernels' level; in pair words, which are bf16 arrays in
  * memory order), then oneDNN's matmul primitive on them (its bf16 GEMM kernels, VDPBF16PS on an
  * AVX512_BF16 CPU), the product scaled by alpha and added to beta C by the primitive's own
- * attributes. The primitive leaves every size and stride to run time, so one serves every shape
- * and layout: making one costs 0.3 ms, and a training run's shapes change with every batch (a
- * primitive per shape made the translator's MEDIUM steps spend more on making them than bf16
- * saved). Cached by alpha and beta. Built once (not per level): oneDNN chooses its own kernels. */
+ * attributes. The primitive leaves the sizes and the row strides to run time, so one serves every
+ * shape: making one costs 0.3 ms, and a training run's shapes change with every batch (a primitive
+ * per shape made the translator's MEDIUM steps spend more on making them than bf16 saved). Which
+ * of each matrix's strides is 1 (its transpose) stays fixed: with both left to run time oneDNN 2.6
+ * takes its scalar reference, a hundred times slower, and a primitive whose kernels are the
+ * reference is never used. Cached by the transposes, alpha and beta. Built once (not per level):
+ * oneDNN chooses its own kernels. */
 #include "kernels.h"
 
 #include <pthread.h>
@@ -20,14 +23,16 @@
 
 /* A cached primitive: what is fixed when it is made */
 typedef struct gemm_key {
+    bool trans_a, trans_b;
     float alpha, beta;
 } gemm_key;
 
-enum { CACHE_SIZE = 8 };
+enum { CACHE_SIZE = 16 };
 static struct {
+    bool made;            /* the entry holds a key and its answer */
     gemm_key key;
-    dnnl_primitive_t prim;
-    uint64_t used; /* the call count at its last use: the least recent goes first */
+    dnnl_primitive_t prim; /* NULL: oneDNN declined the key (not asked again) */
+    uint64_t used;        /* the call count at its last use: the least recent goes first */
 } cache[CACHE_SIZE];
 static uint64_t calls;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -51,12 +56,13 @@ static bool describe(dnnl_memory_desc_t md[3], const int64_t dims[3], const int6
            dnnl_memory_desc_init_by_strides(&md[2], 2, c_dims, dnnl_f32, c_st) == dnnl_success;
 }
 
-/* dst = alpha src weights + beta dst, every size and stride given at run time; NULL when oneDNN
- * will not */
+/* dst = alpha src weights + beta dst, the sizes and row strides given at run time; NULL when oneDNN
+ * will not, or only with its reference kernels */
 static dnnl_primitive_t make_primitive(const gemm_key *g)
 {
     const int64_t any = DNNL_RUNTIME_DIM_VAL, dims[3] = {any, any, any};
-    const int64_t strides[3][2] = {{any, any}, {any, any}, {any, 1}};
+    const int64_t strides[3][2] = {{g->trans_a ? 1 : any, g->trans_a ? any : 1}, {g->trans_b ? 1 : any, g->trans_b ? any : 1},
+                                   {any, 1}};
     dnnl_memory_desc_t md[3];
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t post = NULL;
@@ -69,8 +75,10 @@ static dnnl_primitive_t make_primitive(const gemm_key *g)
     if (ok && g->beta != 0.0f)
         ok = dnnl_post_ops_create(&post) == dnnl_success && dnnl_post_ops_append_sum(post, g->beta) == dnnl_success &&
              dnnl_primitive_attr_set_post_ops(attr, post) == dnnl_success;
+    const char *impl = "";
     if (ok) ok = dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL) == dnnl_success &&
-                 dnnl_primitive_create(&prim, pd) == dnnl_success;
+                 dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+                 strncmp(impl, "ref", 3) != 0 && dnnl_primitive_create(&prim, pd) == dnnl_success;
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (post) dnnl_post_ops_destroy(post);
     if (attr) dnnl_primitive_attr_destroy(attr);
@@ -78,12 +86,17 @@ static dnnl_primitive_t make_primitive(const gemm_key *g)
 }
 
 /* The cached primitive for g, made on a miss; NULL when oneDNN will not make it. */
+static bool same_key(const gemm_key *a, const gemm_key *b)
+{
+    return a->trans_a == b->trans_a && a->trans_b == b->trans_b && a->alpha == b->alpha && a->beta == b->beta;
+}
+
 static dnnl_primitive_t primitive_for(const gemm_key *g)
 {
     pthread_mutex_lock(&cache_lock);
     int slot = 0;
     for (int i = 0; i < CACHE_SIZE; i++) {
-        if (cache[i].prim && !memcmp(&cache[i].key, g, sizeof *g)) {
+        if (cache[i].made && same_key(&cache[i].key, g)) {
             cache[i].used = ++calls;
             dnnl_primitive_t p = cache[i].prim;
             pthread_mutex_unlock(&cache_lock);
@@ -92,10 +105,8 @@ static dnnl_primitive_t primitive_for(const gemm_key *g)
         if (cache[i].used < cache[slot].used) slot = i;
     }
     dnnl_primitive_t p = make_primitive(g);
-    if (p) {
-        if (cache[slot].prim) dnnl_primitive_destroy(cache[slot].prim);
-        cache[slot].key = *g, cache[slot].prim = p, cache[slot].used = ++calls;
-    }
+    if (cache[slot].prim) dnnl_primitive_destroy(cache[slot].prim);
+    cache[slot].made = true, cache[slot].key = *g, cache[slot].prim = p, cache[slot].used = ++calls;
     pthread_mutex_unlock(&cache_lock);
     return p;
 }
@@ -119,7 +130,7 @@ bool attn_gemm_bf16(float *c, int64_t ldc, const float *a, int64_t lda, const fl
      * 2 ceil(cols / 2) apart */
     const int64_t a_r = trans_a ? k : m, a_c = trans_a ? m : k, b_r = trans_b ? n : k, b_c = trans_b ? k : n;
     const int64_t a_ld = 2 * ((a_c + 1) / 2), b_ld = 2 * ((b_c + 1) / 2);
-    const gemm_key g = {alpha, beta};
+    const gemm_key g = {trans_a, trans_b, alpha, beta};
     dnnl_primitive_t prim = primitive_for(&g);
     if (!prim) return false;
     uint32_t *a16 = scratch, *b16 = scratch + a_r * ((a_c + 1) / 2);
