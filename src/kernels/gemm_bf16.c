@@ -21,10 +21,12 @@
 #if defined(ATTN_GEMM_DNNL)
 #include <oneapi/dnnl/dnnl.h>
 
-/* A cached primitive: what is fixed when it is made */
+/* A cached primitive: what is fixed when it is made (its kernels may split the work for the
+ * thread count of that moment: the count is part of the key) */
 typedef struct gemm_key {
     bool trans_a, trans_b;
     float alpha, beta;
+    int threads;
 } gemm_key;
 
 enum { CACHE_SIZE = 16 };
@@ -88,7 +90,8 @@ static dnnl_primitive_t make_primitive(const gemm_key *g)
 /* The cached primitive for g, made on a miss; NULL when oneDNN will not make it. */
 static bool same_key(const gemm_key *a, const gemm_key *b)
 {
-    return a->trans_a == b->trans_a && a->trans_b == b->trans_b && a->alpha == b->alpha && a->beta == b->beta;
+    return a->trans_a == b->trans_a && a->trans_b == b->trans_b && a->alpha == b->alpha && a->beta == b->beta &&
+           a->threads == b->threads;
 }
 
 static dnnl_primitive_t primitive_for(const gemm_key *g)
@@ -126,40 +129,38 @@ bool attn_gemm_bf16(float *c, int64_t ldc, const float *a, int64_t lda, const fl
 {
     pthread_once(&engine_once, engine_init);
     if (!engine || m == 0 || n == 0 || k == 0) return false;
+#ifdef _OPENMP
+    if (omp_in_parallel()) threads = 1;
+    /* oneDNN spreads over omp_get_max_threads(), when it makes a primitive and when it runs one:
+     * the ctx's count for this call */
+    const int before = omp_get_max_threads();
+    if (threads != before) omp_set_num_threads(threads);
+#endif
     /* the stored matrices: A (M, K) or (K, M), B (K, N) or (N, K), their bf16 copies' rows
      * 2 ceil(cols / 2) apart */
     const int64_t a_r = trans_a ? k : m, a_c = trans_a ? m : k, b_r = trans_b ? n : k, b_c = trans_b ? k : n;
     const int64_t a_ld = 2 * ((a_c + 1) / 2), b_ld = 2 * ((b_c + 1) / 2);
-    const gemm_key g = {trans_a, trans_b, alpha, beta};
+    const gemm_key g = {trans_a, trans_b, alpha, beta, threads};
     dnnl_primitive_t prim = primitive_for(&g);
-    if (!prim) return false;
     uint32_t *a16 = scratch, *b16 = scratch + a_r * ((a_c + 1) / 2);
-#ifdef _OPENMP
-    if (omp_in_parallel()) threads = 1;
-#endif
-    to_bf16(a16, a, lda, a_r, a_c, threads);
-    to_bf16(b16, b, ldb, b_r, b_c, threads);
     const int64_t dims[3] = {m, n, k};
     const int64_t strides[3][2] = {{trans_a ? 1 : a_ld, trans_a ? a_ld : 1}, {trans_b ? 1 : b_ld, trans_b ? b_ld : 1}, {ldc, 1}};
     dnnl_memory_desc_t md[3];
     dnnl_memory_t am = NULL, bm = NULL, cm = NULL;
     dnnl_stream_t stream = NULL;
-    bool ok = describe(md, dims, strides) && dnnl_memory_create(&am, &md[0], engine, a16) == dnnl_success &&
+    bool ok = prim && describe(md, dims, strides) && dnnl_memory_create(&am, &md[0], engine, a16) == dnnl_success &&
               dnnl_memory_create(&bm, &md[1], engine, b16) == dnnl_success &&
               dnnl_memory_create(&cm, &md[2], engine, c) == dnnl_success &&
               dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
     if (ok) {
+        to_bf16(a16, a, lda, a_r, a_c, threads);
+        to_bf16(b16, b, ldb, b_r, b_c, threads);
         const dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
-        /* oneDNN spreads over omp_get_max_threads(): the ctx's count for this call */
-#ifdef _OPENMP
-        const int before = omp_get_max_threads();
-        if (threads != before) omp_set_num_threads(threads);
-#endif
         ok = dnnl_primitive_execute(prim, stream, 3, args) == dnnl_success && dnnl_stream_wait(stream) == dnnl_success;
-#ifdef _OPENMP
-        if (threads != before) omp_set_num_threads(before);
-#endif
     }
+#ifdef _OPENMP
+    if (threads != before) omp_set_num_threads(before);
+#endif
     if (stream) dnnl_stream_destroy(stream);
     if (am) dnnl_memory_destroy(am);
     if (bm) dnnl_memory_destroy(bm);
