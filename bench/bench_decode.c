@@ -123,9 +123,17 @@ static int load_model(attn_seq2seq *m, attn_params **p, const char *path)
     return attn_checkpoint_load(path, *p, NULL, false) == ATTN_OK ? 0 : fail(path);
 }
 
+/* The vocabulary the checkpoint carries (metadata vocab.<side>), or, in one an older attn wrote,
+ * the file beside it. */
 static attn_vocab *load_vocab(const char *checkpoint, const char *side)
 {
-    char path[4096];
+    char key[32], path[4096];
+    snprintf(key, sizeof key, "vocab.%s", side);
+    attn_st_file *f = attn_st_open(checkpoint);
+    const char *text = f ? attn_st_metadata(f, key) : NULL;
+    attn_vocab *v = text ? attn_vocab_parse(text, strlen(text), checkpoint) : NULL;
+    attn_st_close(f);
+    if (text) return v;
     snprintf(path, sizeof path, "%s.%s.vocab", checkpoint, side);
     return attn_vocab_load(path);
 }

@@ -36,7 +36,12 @@
  *     kept, so a chain of ops can be checked at its end (attn_clear_error() first to tell the
  *     two apart). tests/test_api_null.c calls every function below with NULLs.
  *   - Activations live in an attn_ctx (an arena, reset after every step); parameters live in an
- *     attn_params registry with PyTorch state_dict names. Ownership is stated per function.
+ *     attn_params registry with PyTorch state_dict names. Ownership is stated per function. An op
+ *     records (for backward) only tensors of its own ctx, parameters and the caller's tensors
+ *     (attn_tensor_alloc): a tensor of another ctx that requires grad, in an op whose ctx has grad
+ *     on, is ATTN_ERR_ARG (its gradient would live in this ctx's arena), and so is attn_backward
+ *     on an output made in another ctx; with grad off a ctx may read another's tensors (as the
+ *     decoders read their encoder's outputs).
  *     Pointers a function hands out stay valid until the call named beside it ("valid until
  *     attn_ctx_reset"); the calls that invalidate memory say so (INVALIDATES).
  *   - Threads: the library has no mutable global state; the error message is per thread and
@@ -108,15 +113,19 @@ ATTN_API attn_status attn_set_error(attn_status status, const char *fmt, ...) AT
 
 /* ======================================================================================
  * Output files. Every file the library writes (safetensors, vocabularies, pictures) appears
- * complete or not at all: a regular file (or a new one) is written to "<name>.tmp.<pid>" in the
- * same folder (the name cut to fit NAME_MAX), synced and renamed onto it, keeping its
- * permissions; a symlink's final target is replaced, never the link; a device or FIFO (also
+ * complete or not at all: a regular file (or a new one) is written to a temporary file in the
+ * same folder, synced and renamed onto it, keeping its permissions. The temporary file has no
+ * name while it is written (O_TMPFILE) where the file system allows, and is named only to be
+ * renamed; elsewhere it is "<name>.tmp.<pid>.<16 random hex digits>" (the name cut to fit
+ * NAME_MAX), created O_EXCL. A symlink's final target is replaced, never the link; a device or FIFO (also
  * through links such as /proc/<pid>/fd/N) is opened and written in place, never replaced, and a
  * FIFO that no reader opens within 2 s fails (ATTN_ERR_IO) rather than blocks; a folder or
  * socket is refused. One of the process's own descriptors named as such ("/dev/stdout",
  * "/dev/stderr", "/dev/fd/N", "/proc/self/fd/N") is written through that descriptor at its
- * offset, as a shell redirection would: a log opened with >> gets the bytes appended. Temporary
- * files of killed writers are removed the next time the same output is written.
+ * offset, as a shell redirection would: a log opened with >> gets the bytes appended. A named
+ * temporary file a killed writer left is removed the next time the same output is written: a
+ * regular file of this user of exactly that form whose process no longer runs; no other file is
+ * ever removed.
  * ====================================================================================== */
 
 /* ATTN_OK when path could be written now (its folder exists and is writable, it is not a
@@ -126,7 +135,10 @@ ATTN_API attn_status attn_output_check(const char *path);
 /* ======================================================================================
  * Threads: each ctx has its own thread count for the OpenMP loops of the ops run in it (see
  * attn_ctx_set_num_threads); the optimizer has its own (attn_optim_set_num_threads). There is
- * no process-wide setting. The GEMM library runs on the calling thread alone (oneDNN: for each
+ * no process-wide setting. A count is proven before it is taken (attn_ctx_new, and the setters):
+ * its threads are started at once, so that OpenMP (libgomp, which ends the process when it cannot
+ * start a thread) is never asked for more than can run; a count that cannot start is
+ * ATTN_ERR_NOMEM, the old count kept. The GEMM library runs on the calling thread alone (oneDNN: for each
  * call; OpenBLAS: set to one thread once, on first use, which a program that also calls OpenBLAS
  * shares): our loops split large products over the ctx's threads themselves.
  * ====================================================================================== */
@@ -243,7 +255,8 @@ ATTN_API bool attn_same_shape(const attn_tensor *a, const attn_tensor *b);
  * Context: arena for activations, the autograd tape, training/no-grad modes, dropout RNG.
  * ====================================================================================== */
 
-ATTN_API attn_ctx *attn_ctx_new(uint64_t seed); /* NULL on allocation failure */
+/* NULL on allocation failure, or when the default thread count cannot start here */
+ATTN_API attn_ctx *attn_ctx_new(uint64_t seed);
 ATTN_API void attn_ctx_free(attn_ctx *ctx);
 /* Drops every activation and the tape, keeps the memory for the next step (no page faults).
  * INVALIDATES every tensor made in ctx (and their ->grad) and every *weights it handed out. */
@@ -1109,6 +1122,11 @@ ATTN_API void attn_vocab_free(attn_vocab *v);
  * (ATTN_ERR_ARG). Load also reads lines ending in "\r\n". */
 ATTN_API attn_status attn_vocab_save(const attn_vocab *v, const char *path);
 ATTN_API attn_vocab *attn_vocab_load(const char *path); /* errors name the path and line */
+/* The same text in memory: what attn_vocab_save would write (malloc'd, NUL-terminated, *len
+ * bytes; the caller frees it), and a vocabulary read from such text (name: for messages, as the
+ * path is), e.g. to carry a vocabulary inside a checkpoint's metadata. */
+ATTN_API char *attn_vocab_text(const attn_vocab *v, size_t *len);
+ATTN_API attn_vocab *attn_vocab_parse(const char *text, size_t len, const char *name);
 ATTN_API int64_t attn_vocab_size(const attn_vocab *v);
 ATTN_API const char *attn_vocab_token(const attn_vocab *v, int64_t id); /* NULL out of range */
 ATTN_API int64_t attn_vocab_find(const attn_vocab *v, const char *token); /* -1 if absent */
@@ -1430,6 +1448,10 @@ ATTN_API attn_status attn_checkpoint_save(const char *path, const attn_params *p
  * ATTN_ERR_NUMERIC for a non-finite value). Nothing changes unless the whole file checks out. */
 ATTN_API attn_status attn_checkpoint_load(const char *path, attn_params *p, attn_optim *opt,
                                           bool strict);
+/* The same from a file opened once (attn_st_open), so that its metadata and its tensors come
+ * from one reading of it, even when another process replaces the file meanwhile. */
+ATTN_API attn_status attn_checkpoint_load_file(const attn_st_file *f, attn_params *p, attn_optim *opt,
+                                               bool strict);
 /* Checkpoint averaging: p becomes the mean of its own values and those of the same-named
  * parameters in the n checkpoint files (the same model saved at several points of a run). Every
  * parameter must be in every file with its shape and finite values; nothing changes unless every

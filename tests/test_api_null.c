@@ -250,6 +250,8 @@ static void all_null(void)
     EXPECT_STATUS(attn_output_check(NULL));
     EXPECT_STATUS(attn_vocab_save(NULL, NULL));
     EXPECT_NULL(attn_vocab_load(NULL));
+    EXPECT_NULL(attn_vocab_text(NULL, NULL));
+    EXPECT_NULL(attn_vocab_parse(NULL, 1, NULL));
     EXPECT_RECORDED(attn_vocab_size(NULL));
     EXPECT_NULL(attn_vocab_token(NULL, 1));
     EXPECT_RECORDED(attn_vocab_find(NULL, NULL));
@@ -301,6 +303,7 @@ static void all_null(void)
     EXPECT_STATUS(attn_params_save(NULL, NULL, NULL));
     EXPECT_STATUS(attn_checkpoint_save(NULL, NULL, NULL, NULL, 1));
     EXPECT_STATUS(attn_checkpoint_load(NULL, NULL, NULL, false));
+    EXPECT_STATUS(attn_checkpoint_load_file(NULL, NULL, NULL, false));
     EXPECT_STATUS(attn_checkpoint_average(NULL, NULL, 1));
     /* attn_set_error records the caller's status, whatever the format */
     note("attn_set_error(ATTN_ERR_IO, NULL)");

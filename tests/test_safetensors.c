@@ -146,7 +146,7 @@ typedef struct dtype_case {
     float expect[8];
 } dtype_case;
 
-static const double F64_DATA[4] = {1.5, -2.25, 1e300, -0.0};
+static const double F64_DATA[4] = {1.5, -2.25, HUGE_VAL, -0.0};
 static const int64_t I64_DATA[3] = {-5, 4611686018427387905LL, 7};
 static const int32_t I32_DATA[3] = {-2147483647 - 1, 0, 123456};
 static const uint8_t BOOL_DATA[3] = {1, 0, 1};
@@ -237,6 +237,20 @@ static void test_all_dtypes(void)
     printf("  8 dims: %s\n", attn_last_error());
     TK_CHECK(attn_st_load(f, "nope", NULL) == NULL && strstr(attn_last_error(), "nope"),
              "a missing tensor must fail with its name");
+    attn_st_close(f);
+    remove(path);
+
+    /* a finite F64 value beyond float32's range would become inf unseen: refused, named */
+    attn_st_writer *wb = attn_st_writer_new();
+    const double big[3] = {3.4e38, -1e300, 0.0}; /* 3.4e38 still fits a float */
+    TK_OK(attn_st_writer_add(wb, "mask", ATTN_DTYPE_F64, 1, (int64_t[]){3}, big));
+    path_in_tmp(path, sizeof path, "f64_big.safetensors");
+    TK_OK(attn_st_writer_save(wb, path));
+    attn_st_writer_free(wb);
+    f = attn_st_open(path);
+    TK_CHECK(!f && attn_last_status() == ATTN_ERR_FORMAT && strstr(attn_last_error(), "\"mask\" (F64) has -1e+300 at index (1)"),
+             "an F64 value beyond float range must be refused, naming the tensor and index: %s", attn_last_error());
+    printf("  F64 beyond float: %s\n", attn_last_error());
     attn_st_close(f);
     remove(path);
 }

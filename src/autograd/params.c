@@ -13,7 +13,40 @@ struct attn_params {
     int64_t numel;
     float *data_block; /* after pack: numel floats */
     float *grad_block;
+    size_t *index;     /* (index_cap) open-addressing table of names: i + 1 for parameter i, 0 empty */
+    size_t index_cap;  /* a power of two, at least twice count (0: none yet) */
 };
+
+/* ---- the name index: a lookup (and so a registration) costs about the same at any count ---- */
+
+static size_t name_hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return (size_t)(h ^ h >> 29);
+}
+
+/* The slot of name in the index: the one holding it, or the empty one where it would go. */
+static size_t index_slot(const attn_params *p, const char *name)
+{
+    size_t mask = p->index_cap - 1, i = name_hash(name) & mask;
+    while (p->index[i] && strcmp(p->names[p->index[i] - 1], name) != 0) i = (i + 1) & mask;
+    return i;
+}
+
+/* Rebuilds the index for the first p->count parameters with room for `want` of them. */
+static bool index_rebuild(attn_params *p, size_t want)
+{
+    size_t cap = 64;
+    while (cap < 2 * want) cap *= 2;
+    size_t *index = calloc(cap, sizeof *index);
+    if (!index) return false;
+    free(p->index);
+    p->index = index;
+    p->index_cap = cap;
+    for (size_t k = 0; k < p->count; k++) p->index[index_slot(p, p->names[k])] = k + 1;
+    return true;
+}
 
 attn_params *attn_params_new(void)
 {
@@ -35,6 +68,7 @@ void attn_params_free(attn_params *p)
     }
     free(p->tensors);
     free(p->names);
+    free(p->index);
     free(p->data_block);
     free(p->grad_block);
     free(p);
@@ -58,6 +92,8 @@ attn_tensor *attn_params_add(attn_params *p, const char *name, int ndim, const i
     if (__builtin_add_overflow(p->numel, numel, &total) || total > (int64_t)(SIZE_MAX / 8 / sizeof(float)))
         return attn__fail_null(ATTN_ERR_NOMEM, "attn_params_add(\"%s\"): %lld more elements make too "
                                "many parameters", name, (long long)numel);
+    if (2 * (p->count + 1) > p->index_cap && !index_rebuild(p, 2 * (p->count + 1)))
+        return attn__fail_null(ATTN_ERR_NOMEM, "attn_params_add: out of memory");
     if (p->count == p->cap) {
         size_t cap = p->cap ? 2 * p->cap : 32;
         attn_tensor **t = realloc(p->tensors, cap * sizeof *t);
@@ -78,6 +114,7 @@ attn_tensor *attn_params_add(attn_params *p, const char *name, int ndim, const i
     t->requires_grad = true;
     p->tensors[p->count] = t;
     p->names[p->count] = copy;
+    p->index[index_slot(p, copy)] = p->count + 1;
     p->count++;
     p->numel += numel;
     return t;
@@ -94,15 +131,17 @@ attn_status attn__params_settle(attn_params *p, size_t n0, attn_status st)
         free(t);
         free(p->names[p->count]);
     }
+    if (p->index_cap) memset(p->index, 0, p->index_cap * sizeof *p->index); /* the index of those left */
+    for (size_t k = 0; k < p->count; k++) p->index[index_slot(p, p->names[k])] = k + 1;
     return st;
 }
 
 attn_tensor *attn_params_get(const attn_params *p, const char *name)
 {
     if (!p || !name) return attn__null_arg("attn_params_get"), NULL;
-    for (size_t i = 0; i < p->count; i++)
-        if (strcmp(p->names[i], name) == 0) return p->tensors[i];
-    return NULL;
+    if (!p->index_cap) return NULL;
+    size_t at = p->index[index_slot(p, name)];
+    return at ? p->tensors[at - 1] : NULL;
 }
 
 /* Getters: a NULL registry records ATTN_ERR_ARG and reads as 0 or NULL; an index past the end

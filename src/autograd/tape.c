@@ -15,6 +15,11 @@ bool attn__needs_grad(const attn_ctx *ctx, attn_tensor *const *in, int n_in)
 attn_node *attn__record(attn_ctx *ctx, const char *op, attn_backward_fn backward, attn_tensor *out,
                         attn_tensor *const *in, int n_in, size_t saved_bytes)
 {
+    for (int i = 0; i < n_in; i++) /* a gradient in this arena would outlive a reset of the other ctx */
+        if (in[i] && in[i]->requires_grad && attn__foreign(ctx, in[i]))
+            return attn__fail_null(ATTN_ERR_ARG, "%s: input %d requires grad and was made in another ctx (or in "
+                                   "this one before attn_ctx_reset); an op records only tensors of its own ctx, "
+                                   "parameters and the caller's tensors", op, i + 1);
     if (ctx->tape_len == ctx->tape_cap) {
         size_t cap = ctx->tape_cap ? ctx->tape_cap * 2 : 256;
         attn_node **tape = realloc(ctx->tape, cap * sizeof *tape);
@@ -55,6 +60,9 @@ attn_status attn_backward_from(attn_ctx *ctx, attn_tensor *out, const float *dou
         return attn__fail(ATTN_ERR_STATE,
                           "attn_backward: this graph was already differentiated; run the forward "
                           "again (after attn_ctx_reset) before another backward");
+    if (attn__foreign(ctx, out))
+        return attn__fail(ATTN_ERR_ARG, "attn_backward: the output was made in another ctx (or in this one before "
+                          "attn_ctx_reset); differentiate it in the ctx its ops ran in");
     if (!out->requires_grad)
         return attn__fail(ATTN_ERR_STATE,
                           "attn_backward: the output does not depend on any tensor that requires "

@@ -95,6 +95,14 @@ void attn_arena_reset(attn_arena *a)
     a->used = 0;
 }
 
+bool attn_arena_owns(const attn_arena *a, const void *p)
+{
+    const unsigned char *q = p;
+    for (const attn_arena_chunk *c = a->head; c; c = c->next)
+        if (q >= c->base && q < c->base + c->used) return true;
+    return false;
+}
+
 void attn_arena_release(attn_arena *a)
 {
     attn_arena_chunk *c = a->head;

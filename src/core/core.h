@@ -55,6 +55,15 @@ void *attn_arena_calloc(attn_arena *a, size_t bytes, int threads);
 void attn__clear(void *p, size_t bytes, int threads);
 void attn_arena_reset(attn_arena *a);
 void attn_arena_release(attn_arena *a);
+/* true when p lies in what the arena handed out since its last reset */
+bool attn_arena_owns(const attn_arena *a, const void *p);
+
+/* ---- threads ---- */
+
+/* ATTN_OK when n threads can run at once here; OpenMP's team of n is then started, so that no
+ * later region of n or fewer threads makes libgomp end the process for want of a thread. Else
+ * ATTN_ERR_NOMEM naming who. */
+attn_status attn__threads_check(int n, const char *who);
 
 /* ---- ctx ---- */
 
@@ -87,6 +96,9 @@ attn_tensor *attn__empty_like(attn_ctx *ctx, const attn_tensor *x);
  * st) with n0 = the count before it (attn_params_count) removes those past n0 when st is an
  * error, and returns st; the error message stays. */
 attn_status attn__params_settle(attn_params *p, size_t n0, attn_status st);
+/* true when t's gradient would live in another ctx than ctx: t was made in another ctx's arena
+ * (or in ctx before its last reset), and is not a parameter or the caller's own tensor. */
+bool attn__foreign(const attn_ctx *ctx, const attn_tensor *t);
 /* The gradient buffer of t, zero-filled on first use; NULL (with error) if allocation fails. */
 float *attn__grad(attn_ctx *ctx, attn_tensor *t);
 /* "(2, 3)" (or "()" for ndim 0) of any shape into buf; returns buf. */
@@ -111,6 +123,7 @@ typedef struct attn__outfile {
     const char *path; /* as the caller gave it (messages) */
     char *target;     /* the file that receives the bytes: path, or the end of its symlinks */
     char *tmp;        /* renamed onto target at close; NULL when target is written directly */
+    bool unnamed;     /* the temporary file is unnamed (O_TMPFILE) until close links it as tmp */
 } attn__outfile;
 
 /* Opens path for writing; on failure nothing is created and the message names path. */

@@ -12,6 +12,10 @@ attn_ctx *attn_ctx_new(uint64_t seed)
     ctx->grad_enabled = true;
     ctx->training = true;
     ctx->num_threads = attn_default_num_threads();
+    if (attn__threads_check(ctx->num_threads, "attn_ctx_new") != ATTN_OK) {
+        free(ctx);
+        return NULL;
+    }
     return ctx;
 }
 

@@ -10,8 +10,14 @@
  *   - a name of one of this process's descriptors ("/dev/stdout", "/dev/stderr", "/dev/fd/N",
  *     "/proc/self/fd/N", as given) is written through that descriptor, at its offset, as the
  *     shell's redirection would: a log opened for append gets the bytes appended, never replaced;
- *   - the temporary name is "<name>.tmp.<pid>" with <name> cut so that it fits NAME_MAX, and
- *     opening the same output again removes such files left by processes that no longer run. */
+ *   - the temporary file is made so that nothing but this library can take it for its own: where
+ *     the file system allows, it is an unnamed file (O_TMPFILE) that gets a name only once it is
+ *     complete, just before the rename, so a writer killed while writing leaves nothing behind;
+ *     elsewhere it is created (O_EXCL: never an existing file) as "<name>.tmp.<pid>.<16 random hex
+ *     digits>", <name> cut so that it fits NAME_MAX. Opening the same output again removes files
+ *     of exactly that form (a name only this library makes) that are regular files of this user
+ *     whose process no longer runs; a "<name>.tmp.<digits>" of anyone else is never touched. */
+#define _GNU_SOURCE /* O_TMPFILE */
 #include "core.h"
 
 #include <dirent.h>
@@ -22,12 +28,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAX_LINKS 40
 #define READER_WAIT_MS 2000 /* a FIFO's reader may start along with us */
+#define TEMP_RANDOM 16      /* hex digits of a temporary name's random part */
 
 /* The folder part of path ("." when none) and the name after the last slash (malloc'd). */
 static attn_status split_path(const char *path, char **dir, char **name)
@@ -94,31 +102,58 @@ static char *resolve_links(const char *path, struct stat *st, bool *exists)
     return NULL;
 }
 
-/* "<name cut to fit>.tmp." into buf (the pid follows). */
+/* "<name cut to fit>.tmp." into buf (the pid and the random part follow). */
 static void temp_prefix(char *buf, size_t len, const char *name)
 {
-    const size_t suffix = strlen(".tmp.") + 20; /* the pid: at most 20 digits */
+    const size_t suffix = strlen(".tmp.") + 20 + 1 + TEMP_RANDOM; /* pid (at most 20 digits) . random */
     size_t keep = strlen(name);
     if (keep + suffix > NAME_MAX) keep = NAME_MAX - suffix;
     snprintf(buf, len, "%.*s.tmp.", (int)keep, name);
 }
 
-/* Removes dir/<prefix><pid> files whose process no longer runs (left by a killed writer). */
+/* TEMP_RANDOM lowercase hex digits from the kernel's random source (the clock and pid when it
+ * has none to give) into buf, NUL-terminated. */
+static void temp_random(char buf[TEMP_RANDOM + 1])
+{
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        r = ((uint64_t)ts.tv_nsec << 20 ^ (uint64_t)ts.tv_sec ^ (uint64_t)getpid() << 40) * 0x9E3779B97F4A7C15u;
+    }
+    snprintf(buf, TEMP_RANDOM + 1, "%016llx", (unsigned long long)r);
+}
+
+/* true when name, after prefix, is "<pid>.<TEMP_RANDOM lowercase hex digits>" with a pid in
+ * range (*pid): the only names this library gives its temporary files. */
+static bool temp_name_form(const char *name, size_t prefix_len, long long *pid)
+{
+    const char *digits = name + prefix_len, *dot = strchr(digits, '.');
+    if (!dot || dot == digits || (size_t)(dot - digits) > 10 || strspn(digits, "0123456789") != (size_t)(dot - digits))
+        return false;
+    const char *hex = dot + 1;
+    if (strlen(hex) != TEMP_RANDOM || strspn(hex, "0123456789abcdef") != TEMP_RANDOM) return false;
+    *pid = strtoll(digits, NULL, 10);
+    return *pid > 0 && *pid <= INT_MAX;
+}
+
+/* Removes dir/<prefix><pid>.<random> files left by a killed writer: the name only this library
+ * makes, a regular file (not a link) of this user, and its process no longer runs. */
 static void remove_stale_temps(const char *dir, const char *prefix)
 {
     DIR *d = opendir(dir);
     if (!d) return;
     const size_t n = strlen(prefix);
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        if (strncmp(e->d_name, prefix, n) != 0) continue;
-        const char *digits = e->d_name + n;
-        char *end;
-        errno = 0;
-        long long pid = strtoll(digits, &end, 10);
-        if (!*digits || *end || errno || pid <= 0 || pid > INT_MAX || pid == (long long)getpid()) continue;
+        long long pid;
+        if (strncmp(e->d_name, prefix, n) != 0 || !temp_name_form(e->d_name, n, &pid)) continue;
+        if (pid == (long long)getpid()) continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to judge */
-        char stale[PATH_MAX];
-        if ((size_t)snprintf(stale, sizeof stale, "%s/%s", dir, e->d_name) < sizeof stale) unlink(stale);
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != geteuid())
+            continue;
+        unlinkat(dirfd(d), e->d_name, 0);
     }
     closedir(d);
 }
@@ -215,12 +250,23 @@ attn_status attn__outfile_open(attn__outfile *o, const char *path)
     char prefix[NAME_MAX + 1];
     temp_prefix(prefix, sizeof prefix, name);
     if (!*name) s = attn__fail(ATTN_ERR_IO, "%s: cannot write: the path names a folder", path);
-    size_t len = strlen(dir) + 1 + strlen(prefix) + 21;
+    size_t len = strlen(dir) + 1 + strlen(prefix) + 22 + TEMP_RANDOM;
     if (s == ATTN_OK && !(o->tmp = malloc(len))) s = attn__fail(ATTN_ERR_NOMEM, "%s: out of memory", path);
     if (s == ATTN_OK) {
         remove_stale_temps(dir, prefix);
-        snprintf(o->tmp, len, "%s/%s%ld", dir, prefix, (long)getpid());
-        int fd = open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+        int fd = -1;
+        for (int tries = 0; fd < 0 && tries < 8; tries++) {
+            char random[TEMP_RANDOM + 1];
+            temp_random(random);
+            snprintf(o->tmp, len, "%s/%s%ld.%s", dir, prefix, (long)getpid(), random);
+            if (tries == 0 && access("/proc/self/fd", X_OK) == 0) { /* unnamed until complete */
+                fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+                o->unnamed = fd >= 0;
+                if (fd >= 0) break;
+            }
+            fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+            if (fd < 0 && errno != EEXIST) break;
+        }
         if (fd >= 0 && exists) { /* keep the replaced file's permissions and, when allowed, owner */
             if (fchown(fd, st.st_uid, st.st_gid) != 0) { /* not ours to give: keep our own */ }
             fchmod(fd, st.st_mode & 07777);
@@ -229,7 +275,7 @@ attn_status attn__outfile_open(attn__outfile *o, const char *path)
             s = attn__fail(ATTN_ERR_IO, "%s: cannot write (via %s): %s", path, o->tmp, strerror(errno));
             if (fd >= 0) {
                 close(fd);
-                unlink(o->tmp);
+                if (!o->unnamed) unlink(o->tmp);
             }
         }
     }
@@ -257,14 +303,33 @@ static int sync_parent_dir(const char *path)
     return err;
 }
 
+/* The unnamed temporary file, complete and synced, gets its name o->tmp (a new random part if
+ * that name exists): 0, or the errno. */
+static int link_unnamed(attn__outfile *o)
+{
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fileno(o->fp));
+    const size_t at = strlen(o->tmp) - TEMP_RANDOM;
+    for (int tries = 0; tries < 8; tries++) {
+        if (linkat(AT_FDCWD, self, AT_FDCWD, o->tmp, AT_SYMLINK_FOLLOW) == 0) return 0;
+        if (errno != EEXIST) return errno;
+        char random[TEMP_RANDOM + 1];
+        temp_random(random);
+        memcpy(o->tmp + at, random, TEMP_RANDOM);
+    }
+    return EEXIST;
+}
+
 attn_status attn__outfile_close(attn__outfile *o, attn_status s)
 {
     if (!o->fp) return s;
     int err = 0;
     errno = 0;
+    bool named = o->tmp && !o->unnamed; /* a name to remove on failure */
     if (s == ATTN_OK) {
         if (fflush(o->fp) != 0) err = errno ? errno : EIO;
         else if (o->tmp && fsync(fileno(o->fp)) != 0) err = errno;
+        else if (o->unnamed && (err = link_unnamed(o)) == 0) named = true;
     }
     if (fclose(o->fp) != 0 && s == ATTN_OK && !err) err = errno ? errno : EIO;
     o->fp = NULL;
@@ -272,7 +337,7 @@ attn_status attn__outfile_close(attn__outfile *o, attn_status s)
     if (s == ATTN_OK && err)
         s = o->tmp ? attn__fail(ATTN_ERR_IO, "%s: cannot write (via %s): %s", o->path, o->tmp, strerror(err))
                    : attn__fail(ATTN_ERR_IO, "%s: cannot write: %s", o->path, strerror(err));
-    if (o->tmp && s != ATTN_OK) unlink(o->tmp);
+    if (named && s != ATTN_OK) unlink(o->tmp);
     if (s == ATTN_OK && o->tmp && (err = sync_parent_dir(o->target)) != 0)
         s = attn__fail(ATTN_ERR_IO, "%s: written, but syncing its folder failed: %s", o->path, strerror(err));
     free(o->tmp);

@@ -107,6 +107,11 @@ void attn_tensor_free(attn_tensor *t)
     free(t);
 }
 
+bool attn__foreign(const attn_ctx *ctx, const attn_tensor *t)
+{
+    return (t->storage == ATTN_STORAGE_ARENA || t->storage == ATTN_STORAGE_VIEW) && !attn_arena_owns(&ctx->arena, t);
+}
+
 float *attn__grad(attn_ctx *ctx, attn_tensor *t)
 {
     if (t->grad) return t->grad;

@@ -11,15 +11,18 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#define CHUNK (1u << 20)
+#define READ_MAX (1u << 20) /* the most one gzread asks for */
 
-/* Reads everything left in f into *b; the message names path. */
-static attn_status read_all(gzFile f, attn__buf *b, const char *path)
+/* Reads everything left in f into *b, which starts with room for `expect` bytes (the file's size:
+ * all of a plain file) and grows by doubling (a gzip file's text); what is not used is given back
+ * at the end, so a text holds about its own size. The message names path. */
+static attn_status read_all(gzFile f, attn__buf *b, size_t expect, const char *path)
 {
-    for (;;) {
-        attn_status st = attn__buf_reserve(b, CHUNK);
-        if (st != ATTN_OK) return st;
-        int n = gzread(f, b->data + b->len, CHUNK);
+    attn_status st = attn__buf_reserve(b, expect > 0 ? expect : 1);
+    for (; st == ATTN_OK;) {
+        if (b->cap - b->len - 1 == 0 && (st = attn__buf_reserve(b, b->cap)) != ATTN_OK) break;
+        size_t room = b->cap - b->len - 1;
+        int n = gzread(f, b->data + b->len, (unsigned)(room < READ_MAX ? room : READ_MAX));
         if (n < 0) {
             int zerr;
             const char *msg = gzerror(f, &zerr);
@@ -38,7 +41,10 @@ static attn_status read_all(gzFile f, attn__buf *b, const char *path)
         }
         b->len += (size_t)n;
     }
+    if (st != ATTN_OK) return st;
     b->data[b->len] = '\0';
+    char *fit = realloc(b->data, b->len + 1); /* the room not used goes back */
+    if (fit) b->data = fit, b->cap = b->len + 1;
     return ATTN_OK;
 }
 
@@ -73,7 +79,7 @@ attn_status attn__read_file(const char *path, char **data, size_t *len)
         return attn__fail(ATTN_ERR_NOMEM, "%s: cannot open (out of memory)", path);
     }
     attn__buf b = {0};
-    s = read_all(f, &b, path);
+    s = read_all(f, &b, (size_t)st.st_size, path);
     gzclose(f);
     if (s != ATTN_OK) {
         attn__buf_free(&b);

@@ -267,18 +267,42 @@ static int write_tokens(FILE *f, const attn_vocab *v)
     return 0;
 }
 
-attn_status attn_vocab_save(const attn_vocab *v, const char *path)
+/* ATTN_ERR_ARG naming `where` when a token holds a line break. */
+static attn_status check_lines(const attn_vocab *v, const char *where)
 {
-    if (!v || !path) return attn__fail(ATTN_ERR_ARG, "attn_vocab_save: NULL argument");
     for (int64_t i = 0; i < v->tab.count; i++)
         if (strpbrk(attn__strtab_key(&v->tab, i), "\r\n"))
             return attn__fail(ATTN_ERR_ARG, "%s: token %lld holds a line break; the one-token-per-line "
-                              "format cannot store it", path, (long long)i);
+                              "format cannot store it", where, (long long)i);
+    return ATTN_OK;
+}
+
+attn_status attn_vocab_save(const attn_vocab *v, const char *path)
+{
+    if (!v || !path) return attn__fail(ATTN_ERR_ARG, "attn_vocab_save: NULL argument");
+    if (check_lines(v, path) != ATTN_OK) return attn_last_status();
     attn__outfile out;
     attn_status st = attn__outfile_open(&out, path);
     if (st != ATTN_OK) return st;
     int err = write_tokens(out.fp, v);
     return attn__outfile_close(&out, err ? attn__outfile_write_error(&out, err) : ATTN_OK);
+}
+
+char *attn_vocab_text(const attn_vocab *v, size_t *len)
+{
+    if (!v || !len) return attn__fail_null(ATTN_ERR_ARG, "attn_vocab_text: NULL argument");
+    if (check_lines(v, "attn_vocab_text") != ATTN_OK) return NULL;
+    attn__buf b = {0};
+    for (int64_t i = 0; i < v->tab.count; i++) {
+        const char *tok = attn__strtab_key(&v->tab, i);
+        if (attn__buf_append(&b, tok, strlen(tok)) != ATTN_OK || attn__buf_append(&b, "\n", 1) != ATTN_OK) {
+            attn__buf_free(&b);
+            return NULL;
+        }
+    }
+    if (!b.data && attn__buf_append(&b, "", 0) != ATTN_OK) return NULL; /* an empty vocabulary: "" */
+    *len = b.len;
+    return b.data;
 }
 
 /* One token per line: line i (from 1 in messages) is id i - 1. */
@@ -312,6 +336,23 @@ attn_vocab *attn_vocab_load(const char *path)
         v = NULL;
     }
     free(text);
+    if (v) set_default_unk(v);
+    return v;
+}
+
+attn_vocab *attn_vocab_parse(const char *text, size_t len, const char *name)
+{
+    if (!text || !name) return attn__fail_null(ATTN_ERR_ARG, "attn_vocab_parse: NULL argument");
+    char *copy = malloc(len + 1); /* parse_lines reads in place */
+    if (!copy) return attn__fail_null(ATTN_ERR_NOMEM, "%s: out of memory for %zu bytes", name, len);
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    attn_vocab *v = vocab_new();
+    if (v && parse_lines(v, copy, len, name) != ATTN_OK) {
+        attn_vocab_free(v);
+        v = NULL;
+    }
+    free(copy);
     if (v) set_default_unk(v);
     return v;
 }

@@ -120,28 +120,40 @@ static bool is_any_state_of(const attn_params *p, const char *name)
     return false;
 }
 
-static bool is_state_name(const attn_optim *opt, const char *name)
-{
-    size_t n = opt ? attn_optim_state_count(opt) : 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *state;
-        if (attn_optim_state_at(opt, i, &state, NULL, NULL) == ATTN_OK && strcmp(state, name) == 0)
-            return true;
-    }
-    return false;
-}
-
 typedef struct model {
     const attn_params *p;
     const attn_optim *opt; /* NULL: no optimizer, its state in the file is skipped */
+    char kinds[3][24];     /* with opt: the kinds of its state ("exp_avg", ...), from parameter 0's names */
+    int n_kinds;
 } model;
+
+/* The optimizer's state kinds, so that a name is checked by a lookup rather than a scan. */
+static void model_kinds(model *m)
+{
+    const size_t np = attn_params_count(m->p), ns = m->opt ? attn_optim_state_count(m->opt) : 0;
+    for (size_t b = 0; np && b < ns / np && m->n_kinds < 3; b++) {
+        const char *state;
+        if (attn_optim_state_at(m->opt, b, &state, NULL, NULL) != ATTN_OK) continue;
+        snprintf(m->kinds[m->n_kinds++], sizeof m->kinds[0], "%.*s", (int)strcspn(state, "."), state);
+    }
+}
+
+/* "<kind>.<parameter>" of the optimizer given. */
+static bool is_state_name(const model *m, const char *name)
+{
+    for (int k = 0; k < m->n_kinds; k++) {
+        size_t n = strlen(m->kinds[k]);
+        if (!strncmp(name, m->kinds[k], n) && name[n] == '.' && attn_params_get(m->p, name + n + 1)) return true;
+    }
+    return false;
+}
 
 /* Strict: a file tensor must be a parameter, or optimizer state (of the optimizer given, or of
  * any parameter when none is). */
 static bool known_tensor(const char *name, const void *user)
 {
     const model *m = user;
-    return attn_params_get(m->p, name) || (m->opt ? is_state_name(m->opt, name) : is_any_state_of(m->p, name));
+    return attn_params_get(m->p, name) || (m->opt ? is_state_name(m, name) : is_any_state_of(m->p, name));
 }
 
 /* Every parameter, then every optimizer state buffer, as load destinations. */
@@ -166,6 +178,15 @@ attn_status attn_checkpoint_load(const char *path, attn_params *p, attn_optim *o
         return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_load: path or params missing");
     attn_st_file *f = attn_st_open(path);
     if (!f) return attn_last_status();
+    attn_status s = attn_checkpoint_load_file(f, p, opt, strict);
+    attn_st_close(f);
+    return s;
+}
+
+attn_status attn_checkpoint_load_file(const attn_st_file *f, attn_params *p, attn_optim *opt, bool strict)
+{
+    if (!f || !p) return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_load_file: file or params missing");
+    const char *path = attn__st_label(f);
     const size_t np = attn_params_count(p), ns = opt ? attn_optim_state_count(opt) : 0, n = np + ns;
     attn__load_item *items = calloc(n ? n : 1, sizeof *items); /* (n) */
     int64_t *state_numel = calloc(ns ? ns : 1, sizeof *state_numel); /* (ns) */
@@ -176,7 +197,8 @@ attn_status attn_checkpoint_load(const char *path, attn_params *p, attn_optim *o
     if (s == ATTN_OK) s = read_step(f, path, &step, &has_step);
     if (s == ATTN_OK && opt && strict && !has_step)
         s = attn__fail(ATTN_ERR_FORMAT, "%s: no optimizer step count (strict load)", path);
-    const model m = {p, opt};
+    model m = {.p = p, .opt = opt};
+    model_kinds(&m);
     const attn__load_rules rules = {.require_all = strict, .known = strict ? known_tensor : NULL, .user = &m};
     if (s == ATTN_OK) {
         fill_items(items, state_numel, p, opt);
@@ -191,7 +213,6 @@ attn_status attn_checkpoint_load(const char *path, attn_params *p, attn_optim *o
     }
     free(items);
     free(state_numel);
-    attn_st_close(f);
     return s;
 }
 

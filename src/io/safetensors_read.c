@@ -11,11 +11,11 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,7 +26,6 @@ struct attn_st_file {
     char *label;                /* path or caller's name, for messages */
     unsigned char *bytes;       /* (len) the whole file */
     size_t len;
-    bool mapped;                /* bytes is a read-only mmap of a large file, not malloc'd */
     cJSON *header;              /* parsed header; tensor names and metadata point into it */
     const cJSON *metadata;      /* the "__metadata__" object, or NULL */
     attn_st_tensor *tensors;    /* (count) in header order */
@@ -368,6 +367,28 @@ static attn_status check_unique_keys(const char *label, const cJSON *obj, const 
     return s;
 }
 
+/* Every value is read as float32: an F64 tensor's finite values must stay finite there (a -1e300
+ * mask value would silently become -inf and mask its row). Infinities and NaN pass as they are. */
+static attn_status check_f64_range(const char *label, const attn_st_tensor *t)
+{
+    if (t->dtype != ATTN_DTYPE_F64) return ATTN_OK;
+    const unsigned char *p = t->data;
+    for (int64_t i = 0; i < t->numel; i++) {
+        const double d = f64_from_bits(le64(p + 8 * i));
+        if (!isfinite(d) || !isinf((float)d)) continue;
+        int64_t coord[ATTN_ST_MAX_DIMS] = {0}, flat = i;
+        for (int k = t->ndim - 1; k >= 0; k--) {
+            coord[k] = t->shape[k] ? flat % t->shape[k] : 0;
+            flat = t->shape[k] ? flat / t->shape[k] : 0;
+        }
+        char index[8 + 21 * ATTN_ST_MAX_DIMS];
+        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\" (F64) has %g at index %s, beyond float32's range "
+                          "(+-3.4e38) in which attn computes; expected finite float32 values (or +-inf itself)",
+                          label, t->name, d, attn__dims_str(index, sizeof index, t->ndim, coord));
+    }
+    return ATTN_OK;
+}
+
 typedef struct st_span {
     uint64_t begin, end;
     size_t index; /* into the tensors, header order */
@@ -455,6 +476,7 @@ static attn_status parse_entries(attn_st_file *f, size_t header_len)
         f->by_name[i] = &f->tensors[i];
     }
     if (s == ATTN_OK) qsort(f->by_name, f->count, sizeof *f->by_name, cmp_tensor_names);
+    for (size_t i = 0; s == ATTN_OK && i < f->count; i++) s = check_f64_range(f->label, &f->tensors[i]);
     free(spans);
     return s;
 }
@@ -490,24 +512,17 @@ static attn_status parse_file(attn_st_file *f)
     return parse_entries(f, (size_t)n);
 }
 
-static void release_bytes(unsigned char *bytes, size_t len, bool mapped)
-{
-    if (mapped) munmap(bytes, len);
-    else free(bytes);
-}
-
-/* Takes ownership of bytes (malloc'd or mapped, len bytes) and label; frees both on failure. */
-static attn_st_file *parse_owned(unsigned char *bytes, size_t len, bool mapped, char *label)
+/* Takes ownership of bytes (malloc'd, len bytes) and label; frees both on failure. */
+static attn_st_file *parse_owned(unsigned char *bytes, size_t len, char *label)
 {
     attn_st_file *f = calloc(1, sizeof *f);
     if (!f) {
-        release_bytes(bytes, len, mapped);
+        free(bytes);
         free(label);
         return attn__fail_null(ATTN_ERR_NOMEM, "out of memory opening a safetensors file");
     }
     f->bytes = bytes;
     f->len = len;
-    f->mapped = mapped;
     f->label = label;
     if (parse_file(f) != ATTN_OK) {
         attn_st_close(f);
@@ -535,16 +550,13 @@ static bool read_fully(int fd, unsigned char *buf, size_t want, const char *path
     return true;
 }
 
-/* Files from this size on are mapped instead of read: attn_st_load then hands each tensor's
- * pages back after converting it, so loading a large file costs its tensors once, not twice. */
-#define MAP_THRESHOLD ((size_t)64 << 20)
-
 /* The whole regular file at path into one malloc'd buffer of *len bytes (+1, so never
- * malloc(0)), or a read-only private mapping (*mapped) when it is large. O_NONBLOCK keeps a FIFO
- * from blocking the open; it is refused next. */
-static unsigned char *read_whole_file(const char *path, size_t *len, bool *mapped)
+ * malloc(0)): read once, into memory this library owns, where it is checked and from where every
+ * tensor is taken. (A mapping of the file would fault with SIGBUS when another process truncates
+ * it, and would show values that change after they were checked.) O_NONBLOCK keeps a FIFO from
+ * blocking the open; it is refused next. */
+static unsigned char *read_whole_file(const char *path, size_t *len)
 {
-    *mapped = false;
     *len = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return attn__fail_null(ATTN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -559,11 +571,7 @@ static unsigned char *read_whole_file(const char *path, size_t *len, bool *mappe
         attn__fail(ATTN_ERR_NOMEM, "%s: cannot hold %lld bytes in memory", path, (long long)st.st_size);
     } else {
         size_t size = (size_t)st.st_size;
-        void *map = size >= MAP_THRESHOLD ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
-        if (map != MAP_FAILED) {
-            buf = map;
-            *mapped = true;
-        } else if (!(buf = malloc(size + 1))) {
+        if (!(buf = malloc(size + 1))) {
             attn__fail(ATTN_ERR_NOMEM, "%s: cannot hold %zu bytes in memory", path, size);
         } else if (!read_fully(fd, buf, size, path)) {
             free(buf);
@@ -579,15 +587,14 @@ attn_st_file *attn_st_open(const char *path)
 {
     if (!path) return attn__fail_null(ATTN_ERR_ARG, "attn_st_open: path is NULL");
     size_t len = 0;
-    bool mapped;
-    unsigned char *bytes = read_whole_file(path, &len, &mapped);
+    unsigned char *bytes = read_whole_file(path, &len);
     if (!bytes) return NULL;
     char *label = strdup(path);
     if (!label) {
-        release_bytes(bytes, len, mapped);
+        free(bytes);
         return attn__fail_null(ATTN_ERR_NOMEM, "%s: out of memory", path);
     }
-    return parse_owned(bytes, len, mapped, label);
+    return parse_owned(bytes, len, label);
 }
 
 attn_st_file *attn_st_parse(const void *bytes, size_t len, const char *name)
@@ -602,7 +609,7 @@ attn_st_file *attn_st_parse(const void *bytes, size_t len, const char *name)
         return attn__fail_null(ATTN_ERR_NOMEM, "%s: cannot copy %zu bytes", name, len);
     }
     if (len) memcpy(copy, bytes, len);
-    return parse_owned(copy, len, false, label);
+    return parse_owned(copy, len, label);
 }
 
 void attn_st_close(attn_st_file *f)
@@ -611,7 +618,7 @@ void attn_st_close(attn_st_file *f)
     cJSON_Delete(f->header);
     free(f->tensors);
     free(f->by_name);
-    release_bytes(f->bytes, f->len, f->mapped);
+    free(f->bytes);
     free(f->label);
     free(f);
 }
@@ -687,12 +694,6 @@ attn_tensor *attn_st_load(const attn_st_file *f, const char *name, attn_ctx *ctx
     attn_tensor *t = ctx ? attn_tensor_empty(ctx, st->ndim, st->shape)
                          : attn_tensor_alloc(st->ndim, st->shape);
     if (t) attn__st_to_f32(t->data, st);
-    if (f->mapped) { /* the whole pages inside this tensor's bytes leave memory (reread if needed) */
-        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-        uintptr_t lo = ((uintptr_t)st->data + page - 1) & ~(page - 1);
-        uintptr_t hi = ((uintptr_t)st->data + st->nbytes) & ~(page - 1);
-        if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
-    }
     return t;
 }
 

@@ -206,7 +206,9 @@ attn_status attn_optim_set_num_threads(attn_optim *opt, int n)
     if (n > ATTN_MAX_THREADS)
         return attn__fail(ATTN_ERR_ARG, "attn_optim_set_num_threads: %d threads, at most %d", n,
                           ATTN_MAX_THREADS);
-    opt->num_threads = n > 0 ? n : attn_default_num_threads();
+    if (n <= 0) n = attn_default_num_threads();
+    if (attn__threads_check(n, "attn_optim_set_num_threads") != ATTN_OK) return attn_last_status();
+    opt->num_threads = n;
     return ATTN_OK;
 }
 

@@ -18,6 +18,8 @@
 #define HM_LABEL_MAX_W 160.0    /* longer tick labels are ellipsized */
 #define HM_ANNOTATE_MAX 16      /* automatic values in the cells up to 16 x 16 */
 #define HM_MAX_PANELS 4096
+#define HM_MAX_CELLS 12288      /* cells a picture side holds (1 pixel each at least), leaving
+                                 * PLOT_MAX_SIDE's rest for the labels and the colour bar */
 #define SIN45 0.70710678118654752
 
 typedef struct hm_figure {  /* the request, checked, defaults filled in */
@@ -67,9 +69,10 @@ static attn_status color_scale(hm_figure *f, const attn_heatmap_opts *o)
         bool any = !isnan(f->data_min);
         f->vmin = any ? f->data_min : 0.0;
         f->vmax = any ? f->data_max : 1.0;
-        if (f->vmin == f->vmax) {
-            f->vmin -= 0.5;
-            f->vmax += 0.5;
+        if (f->vmin == f->vmax) { /* one value: the middle colour, around it a scale that resolves */
+            const double half = fmax(0.5, fabs(f->vmin) * 0x1p-10);
+            f->vmin -= half;
+            f->vmax += half;
         }
         return ATTN_OK;
     }
@@ -89,9 +92,12 @@ static attn_status check_request(hm_figure *f, const attn_heatmap_opts *o)
         (int64_t)f->grid_rows * f->grid_cols > HM_MAX_PANELS)
         return attn__fail(ATTN_ERR_ARG, "%s: a grid of %d x %d panels (each side 1 or more, "
                           "%d panels at most)", f->fn, f->grid_rows, f->grid_cols, HM_MAX_PANELS);
-    if (f->rows < 1 || f->cols < 1 || f->rows > PLOT_MAX_SIDE || f->cols > PLOT_MAX_SIDE)
-        return attn__fail(ATTN_ERR_ARG, "%s: a %lld x %lld matrix (each side 1..%d)", f->fn,
-                          (long long)f->rows, (long long)f->cols, PLOT_MAX_SIDE);
+    if (f->rows < 1 || f->cols < 1 || f->rows * f->grid_rows > HM_MAX_CELLS || f->cols * f->grid_cols > HM_MAX_CELLS)
+        return attn__fail(ATTN_ERR_ARG, "%s: %d x %d panels of a %lld x %lld matrix: %lld x %lld cells, which no "
+                          "picture of at most %d pixels a side holds with its labels; expected at most %d cells a "
+                          "side (1 pixel each at least)", f->fn, f->grid_rows, f->grid_cols, (long long)f->rows,
+                          (long long)f->cols, (long long)(f->rows * f->grid_rows), (long long)(f->cols * f->grid_cols),
+                          PLOT_MAX_SIDE, HM_MAX_CELLS);
     if ((unsigned)o->cmap > ATTN_CMAP_REDS)
         return attn__fail(ATTN_ERR_ARG, "%s: unknown colour map %d", f->fn, (int)o->cmap);
     if (o->annotate < -1 || o->annotate > 1)
@@ -170,11 +176,14 @@ static double line_height(plot_canvas *c, const char *text, double size)
     return h > 0 ? h + PLOT_PAD : 0;
 }
 
-static double auto_cell(int64_t n, bool grid)
+/* The automatic cell of n cells a panel, panels of them side by side: within the budget, and
+ * never so large that the picture would not fit (every check of the request holds then). */
+static double auto_cell(int64_t n, bool grid, int panels)
 {
     double cell = floor((grid ? HM_BUDGET_PANEL : HM_BUDGET_SINGLE) / (double)n);
-    double min = grid ? 1.0 : 2.0;
-    return cell > HM_CELL_MAX ? HM_CELL_MAX : cell < min ? min : cell;
+    double min = grid ? 1.0 : 2.0, fit = floor(HM_MAX_CELLS / ((double)n * panels));
+    cell = cell > HM_CELL_MAX ? HM_CELL_MAX : cell < min ? min : cell;
+    return cell > fit ? fmax(1.0, fit) : cell;
 }
 
 /* ---- layout ---- */
@@ -246,9 +255,9 @@ static attn_status layout(plot_canvas *c, const hm_figure *f, hm_layout *L)
     bool grid = f->grid_rows * f->grid_cols > 1;
     memset(L, 0, sizeof *L);
     L->cell_w = f->width ? fmax(0.5, (f->width - 200.0) / (f->grid_cols * (double)f->cols))
-                         : auto_cell(f->cols, grid);
+                         : auto_cell(f->cols, grid, f->grid_cols);
     L->cell_h = f->height ? fmax(0.5, (f->height - 150.0) / (f->grid_rows * (double)f->rows))
-                          : auto_cell(f->rows, grid);
+                          : auto_cell(f->rows, grid, f->grid_rows);
     attn_status s = layout_pass(c, f, L);
     if (s == ATTN_OK && (f->width || f->height)) s = layout_pass(c, f, L);
     return s;
