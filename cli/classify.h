@@ -28,11 +28,16 @@ typedef struct classify_run {
     attn_params *params;
     attn_classifier model;
     bool model_ready;
-    bool vocab_saved; /* train: <checkpoint>.vocab is written with the first checkpoint */
+    char *vocab_text;     /* train: the vocabulary as the checkpoint carries it (metadata "vocab") */
+    checkpoint_lock lock; /* train: held on the checkpoint for the run */
+    attn_st_file *resume; /* train --resume: the checkpoint, read once (rank 0) */
 } classify_run;
 
-/* "<checkpoint>.vocab", malloc'd, beside a symlinked checkpoint's target (cli_checkpoint_sibling). */
+/* "<checkpoint>.vocab", malloc'd, beside a symlinked checkpoint's target (cli_checkpoint_sibling):
+ * where checkpoints written before the vocabulary went inside them have it. */
 char *classify_vocab_path(const char *checkpoint);
+/* The options of a training run that decide its losses, as kept in its checkpoints (*n of them). */
+const run_option *classify_run_options(const classify_options *o, int *n);
 
 /* Trains (resuming when asked), saves checkpoints, prints the test accuracy at the end. */
 int classify_train(classify_run *run, const classify_split *train, const classify_split *test);

@@ -39,24 +39,22 @@ static attn_status epoch_batches(attn_batches *out, const classify_options *o, i
     return attn_batches_plain(out, n, o->train.batch_size * dist_size(), &rng);
 }
 
-/* The checkpoint, and after the first one the vocabulary beside it (classify_vocab_path): a run
- * that fails before its first checkpoint leaves no file behind, and an older checkpoint it would
- * have replaced keeps its vocabulary. (A checkpoint is a regular file: cli_check_checkpoint.) */
+/* The checkpoint, with the vocabulary and the run's options inside: one file, replaced at once, so
+ * the model and its vocabulary are never from two runs. (A checkpoint is a regular file, locked
+ * for the run: cli_check_checkpoint, checkpoint_lock_take.) */
 static attn_status save(classify_run *run, const attn_optim *opt, attn_ctx *ctx, long epoch,
                         int64_t batch)
 {
     const char *ck = run->opt->train.checkpoint;
     run_position pos = {.epoch = epoch, .batch = batch, .global_batch = run->opt->train.batch_size * dist_size(),
                         .rng = *attn_ctx_rng(ctx)};
-    int n;
+    int n, n_opts;
     const char *const *kv = classify_config_kv(&run->opt->model, &n);
-    attn_status s = run_checkpoint_save(ck, run->params, opt, &pos, kv, n);
-    if (s != ATTN_OK || run->vocab_saved || dist_rank() != 0) return s;
-    char *vp = classify_vocab_path(ck);
-    s = save_vocabs_beside(ck, (const attn_vocab *[]){run->vocab}, &vp, 1);
-    free(vp);
-    run->vocab_saved = s == ATTN_OK;
-    return s;
+    const run_option *ro = classify_run_options(run->opt, &n_opts);
+    const char *key = "vocab", *text = run->vocab_text;
+    const checkpoint_extra x = {.options = ro, .n_options = n_opts, .vocab_keys = &key, .vocab_texts = &text,
+                                .n_vocabs = 1};
+    return run_checkpoint_save(ck, run->params, opt, &pos, kv, n, &x);
 }
 
 typedef struct epoch_stats {
@@ -214,8 +212,10 @@ int classify_train(classify_run *run, const classify_split *train, const classif
     run_position pos = {.global_batch = global, .per_epoch = per_epoch};
     if (code == CLI_OK) {
         pos.rng = *attn_ctx_rng(ctx);
-        code = run_start("classify", o->train.resume ? o->train.checkpoint : NULL, run->params, opt, &pos);
+        code = run_start("classify", o->train.resume, run->resume, o->train.checkpoint, run->params, opt, &pos);
     }
+    attn_st_close(run->resume); /* read: its memory goes back */
+    run->resume = NULL;
     if (code == CLI_OK) {
         *attn_ctx_rng(ctx) = pos.rng;
         if (o->train.resume)

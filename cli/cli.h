@@ -38,6 +38,12 @@ int cli_fail(int code, const char *cmd, const char *fmt, ...) __attribute__((for
 bool cli_parse_long(const char *cmd, const char *opt, const char *value, long min, long max,
                     long *out);
 
+/* The next line of standard input into *line (getline's buffer, *cap), its line end removed:
+ * 1 a line, 0 the end of the input; -1 when it cannot be read (an I/O error, standard input a
+ * folder) or holds a NUL byte, with the message printed ("standard input, line N: ...") and *code
+ * set. Every command reads its lines so, so that none takes an error for the end, or cuts a line. */
+int cli_stdin_line(const char *cmd, char **line, size_t *cap, long line_no, int *code);
+
 /* The shipped data set `name` (e.g. "aclImdb_mini"): in $ATTN_DATA_DIR when it is set;
  * else the first folder that has it of data/ beside the program (the build tree), ../share/attn
  * beside it (an installed bin/attn) and the configured install folder; else data/<name>

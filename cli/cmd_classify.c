@@ -54,8 +54,9 @@ const cli_spec classify_spec = {
 
 char *classify_vocab_path(const char *checkpoint) { return cli_checkpoint_sibling(checkpoint, ".vocab"); }
 
-/* The files the action reads and writes, and the model's shape, checked before any work. */
-static int validate(const classify_options *o, int action, int n_texts)
+/* The files the action reads and writes, and the model's shape, checked before any work.
+ * heads_given: --heads was given (not its default). */
+static int validate(const classify_options *o, int action, int n_texts, bool heads_given)
 {
     const train_options *t = &o->train;
     const attn_classifier_config *m = &o->model;
@@ -71,19 +72,25 @@ static int validate(const classify_options *o, int action, int n_texts)
                                   t->resume ? NULL : " (train a model first: attn classify train)"))
             return CLI_ERR_USAGE;
     }
-    char *vp = t->checkpoint ? classify_vocab_path(t->checkpoint) : NULL;
-    const cli_path files[] = {{"--checkpoint", t->checkpoint}, {"--checkpoint", vp},
+    const cli_path files[] = {{"--checkpoint", t->checkpoint},
                               {"--plot-loss", action == TRAIN ? t->plot_loss : NULL},
                               {"--out", action == EXPLAIN ? o->out : NULL}};
-    bool ok = (!t->checkpoint || vp) && cli_check_distinct("classify", files, 4);
+    /* what the run reads: the data, and the checkpoint unless train writes it */
+    const cli_path inputs[] = {{"--data", action == TRAIN || action == EVAL ? o->data : NULL},
+                               {"--checkpoint", action != TRAIN ? t->checkpoint : NULL}};
+    const cli_path outputs[] = {{"--checkpoint", action == TRAIN ? t->checkpoint : NULL},
+                                {"--plot-loss", action == TRAIN ? t->plot_loss : NULL},
+                                {"--out", action == EXPLAIN ? o->out : NULL}};
+    bool ok = cli_check_distinct("classify", files, 3) && cli_check_apart("classify", outputs, 3, inputs, 2);
     if (ok && action == TRAIN)
         ok = cli_check_checkpoint("classify", "--checkpoint", t->checkpoint) &&
-             cli_check_output("classify", "--checkpoint", vp) &&
              (!t->plot_loss || cli_check_picture("classify", "--plot-loss", t->plot_loss));
-    free(vp);
     if (!ok) return CLI_ERR_USAGE;
     if (action == TRAIN) {
         bool heads = m->num_blocks > 0 || m->attention == ATTN_CLASSIFIER_SOFTMAX || m->attention == ATTN_CLASSIFIER_CONV;
+        if (heads_given && !heads)
+            return cli_fail(CLI_ERR_USAGE, "classify", "--heads: %s attention without --blocks has no heads; it would "
+                            "be stored and ignored", attention_names[m->attention]);
         if (m->additive_hidden > 0 && m->attention != ATTN_CLASSIFIER_ADDITIVE)
             return cli_fail(CLI_ERR_USAGE, "classify", "--additive-hidden applies with --attention additive only");
         if (m->norm_first && m->num_blocks == 0)
@@ -114,7 +121,8 @@ static int parse(int argc, char **argv, classify_options *o, int *action, const 
     if (!o->data) o->data = cli_default_data("aclImdb_mini");
     o->model.attention = (attn_classifier_attention)o->attention;
     o->model.max_len = o->train.max_len;
-    if ((code = validate(o, *action, *n_texts)) != CLI_OK) return code;
+    if ((code = validate(o, *action, *n_texts, cli_given(&classify_spec, argc, argv, 2, "--heads"))) != CLI_OK)
+        return code;
     if (o->train.threads > 0) cli_set_threads((int)o->train.threads);
     cli_set_matmul_precision((attn_precision)o->train.matmul_precision);
     return CLI_OK;
@@ -240,15 +248,41 @@ const char *const *classify_config_kv(const attn_classifier_config *c, int *n)
 }
 
 /* The config of a saved model (its metadata), range-checked before anything is built from it. */
-static int load_config(classify_options *o)
+static int load_config(classify_options *o, const attn_st_file *f)
 {
     attn_classifier_config *c = &o->model;
-    int code = config_read("classify", o->train.checkpoint, " (train a model first: attn classify train)",
-                           "attn-classifier", "classifier", config_fields, N_CONFIG_FIELDS, c);
+    int code = config_read("classify", f, o->train.checkpoint, "attn-classifier", "classifier", config_fields,
+                           N_CONFIG_FIELDS, c);
     if (code == CLI_OK && c->embed_dim % c->num_heads != 0)
         code = cli_fail(CLI_ERR_DATA, "classify", "%s: metadata num_heads %lld does not divide embed_dim %lld",
                         o->train.checkpoint, (long long)c->num_heads, (long long)c->embed_dim);
     return code;
+}
+
+const run_option *classify_run_options(const classify_options *o, int *n)
+{
+    static _Thread_local run_option opts[4];
+    opts[0] = (run_option){"--seed", (double)o->train.seed};
+    opts[1] = (run_option){"--lr", o->train.lr};
+    opts[2] = (run_option){"--dropout", (double)o->model.dropout};
+    opts[3] = (run_option){"--matmul-precision", (double)o->train.matmul_precision};
+    *n = 4;
+    return opts;
+}
+
+/* The vocabulary checkpoint f carries (or, written by an older attn, the file beside it), with
+ * the specials attn puts first. */
+static attn_vocab *saved_vocab(const classify_options *o, const attn_st_file *f)
+{
+    char *vp = classify_vocab_path(o->train.checkpoint);
+    attn_vocab *v = vp ? checkpoint_vocab("classify", f, o->train.checkpoint, "vocab", vp) : NULL;
+    if (!vp) cli_fail(CLI_ERR_DATA, "classify", "out of memory");
+    free(vp);
+    if (v && !vocab_has_specials("classify", o->train.checkpoint, "", v, specials, 2)) {
+        attn_vocab_free(v);
+        v = NULL;
+    }
+    return v;
 }
 
 static int build_model(classify_run *run, classify_options *o)
@@ -263,23 +297,21 @@ static int build_model(classify_run *run, classify_options *o)
     return CLI_OK;
 }
 
-/* eval/predict/explain: the saved model and vocabulary */
+/* eval/predict/explain: the saved model and vocabulary, from one reading of the checkpoint */
 static int load_model(classify_run *run, classify_options *o)
 {
-    int code = load_config(o);
-    if (code != CLI_OK) return code;
-    char *vp = classify_vocab_path(o->train.checkpoint);
-    run->vocab = vp ? attn_vocab_load(vp) : NULL;
-    if (!run->vocab) code = cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
-    else if (attn_vocab_size(run->vocab) != o->model.vocab_size)
-        code = cli_fail(CLI_ERR_DATA, "classify", "%s has %lld tokens but the model of %s expects %lld", vp,
-                        (long long)attn_vocab_size(run->vocab), o->train.checkpoint, (long long)o->model.vocab_size);
-    free(vp);
-    if (code != CLI_OK) return code;
-    if ((code = build_model(run, o)) != CLI_OK) return code;
-    if (attn_checkpoint_load(o->train.checkpoint, run->params, NULL, true) != ATTN_OK)
-        return cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
-    return CLI_OK;
+    attn_st_file *f = checkpoint_open("classify", o->train.checkpoint, " (train a model first: attn classify train)");
+    if (!f) return CLI_ERR_DATA;
+    int code = load_config(o, f);
+    if (code == CLI_OK && !(run->vocab = saved_vocab(o, f))) code = CLI_ERR_DATA;
+    else if (code == CLI_OK && attn_vocab_size(run->vocab) != o->model.vocab_size)
+        code = cli_fail(CLI_ERR_DATA, "classify", "%s: its vocabulary has %lld tokens but its model expects %lld",
+                        o->train.checkpoint, (long long)attn_vocab_size(run->vocab), (long long)o->model.vocab_size);
+    if (code == CLI_OK) code = build_model(run, o);
+    if (code == CLI_OK && attn_checkpoint_load_file(f, run->params, NULL, true) != ATTN_OK)
+        code = cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
+    attn_st_close(f);
+    return code;
 }
 
 /* ---- actions ---- */
@@ -307,21 +339,51 @@ static int load_split(classify_split *out, const classify_run *run, const char *
     return code;
 }
 
+/* --resume: the checkpoint, read once on rank 0, must hold the model and the run these options
+ * make; its vocabulary (every id keeps its row) goes to every rank. */
+static int open_resumed(classify_run *run, classify_options *o)
+{
+    const char *ck = o->train.checkpoint;
+    char *text = NULL;
+    int code = CLI_OK;
+    if (dist_rank() == 0) {
+        size_t len;
+        if (!(run->resume = checkpoint_open("classify", ck, NULL)) || !(run->vocab = saved_vocab(o, run->resume)))
+            return CLI_ERR_DATA; /* the other ranks wait in share_text until the job stops */
+        if (!(text = attn_vocab_text(run->vocab, &len))) return cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
+        o->model.vocab_size = attn_vocab_size(run->vocab);
+        attn_classifier_config saved = o->model; /* the model these options build must be the saved one */
+        int n;
+        const run_option *ro = classify_run_options(o, &n);
+        code = config_check_resumed("classify", run->resume, ck, "attn-classifier", "classifier", config_fields,
+                                    N_CONFIG_FIELDS, &o->model, &saved, NULL);
+        if (code == CLI_OK) code = run_options_check("classify", run->resume, ck, ro, n);
+        if (code != CLI_OK) {
+            free(text);
+            return code;
+        }
+    }
+    run->vocab_text = share_text(text);
+    free(text);
+    if (!run->vocab_text) return cli_fail(CLI_ERR_DATA, "classify", "out of memory");
+    if (!run->vocab && !(run->vocab = attn_vocab_parse(run->vocab_text, strlen(run->vocab_text), ck)))
+        return cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
+    return CLI_OK;
+}
+
 static int do_train(classify_run *run, classify_options *o)
 {
+    if (checkpoint_lock_take("classify", o->train.checkpoint, &run->lock) != CLI_OK) return CLI_ERR_DATA;
+    int code = o->train.resume ? open_resumed(run, o) : CLI_OK;
+    if (code != CLI_OK) return code;
     attn_labeled_texts t = {0};
     if (load_reviews(&t, o->data, "train") != CLI_OK) return CLI_ERR_DATA;
     double t0 = now_seconds();
-    if (o->train.resume) { /* the vocabulary saved with the checkpoint: every id keeps its row */
-        char *vp = classify_vocab_path(o->train.checkpoint);
-        run->vocab = vp ? attn_vocab_load(vp) : NULL;
-        run->vocab_saved = run->vocab != NULL;
-        free(vp);
-    } else {
-        run->vocab = build_vocab(&t);
-    }
+    size_t len;
+    if (!o->train.resume && (run->vocab = build_vocab(&t)))
+        run->vocab_text = attn_vocab_text(run->vocab, &len);
     classify_split train = {0}, test = {0};
-    int code = run->vocab && encode_split(&train, &t, run->vocab) == ATTN_OK
+    code = run->vocab && run->vocab_text && encode_split(&train, &t, run->vocab) == ATTN_OK
                    ? CLI_OK : cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
     attn_labeled_texts_free(&t);
     if (code == CLI_OK) code = load_split(&test, run, "test");
@@ -331,10 +393,6 @@ static int do_train(classify_run *run, classify_options *o)
                (long long)attn_vocab_size(run->vocab), now_seconds() - t0);
     }
     if (code == CLI_OK) code = build_model(run, o);
-    attn_classifier_config saved = o->model;
-    if (code == CLI_OK && o->train.resume) /* the model these options build must be the saved one */
-        code = config_check_resumed("classify", o->train.checkpoint, "attn-classifier", "classifier", config_fields,
-                                    N_CONFIG_FIELDS, &o->model, &saved, NULL);
     if (code == CLI_OK) {
         printf("model: %s attention, %d blocks, %lld parameters\n", attention_names[o->model.attention],
                o->model.num_blocks, (long long)attn_params_numel(run->params));
@@ -397,14 +455,9 @@ static int do_predict(classify_run *run, classify_options *o, const char **texts
     for (int i = 0; code == CLI_OK && i < n_texts; i++) code = predict_one(run, ctx, &tokens, ids, texts[i]);
     char *line = NULL;
     size_t cap = 0;
-    ssize_t len;
-    for (long line_no = 1; code == CLI_OK && n_texts == 0 && (len = getline(&line, &cap, stdin)) > 0; line_no++) {
-        if (line[len - 1] == '\n') line[--len] = '\0';
-        if (memchr(line, '\0', (size_t)len)) /* a C string would end there */
-            code = cli_fail(CLI_ERR_DATA, "classify", "standard input, line %ld: a NUL byte; expected text", line_no);
-        else
-            code = predict_one(run, ctx, &tokens, ids, line);
-    }
+    for (long line_no = 1; code == CLI_OK && n_texts == 0 && cli_stdin_line("classify", &line, &cap, line_no, &code) > 0;
+         line_no++)
+        code = predict_one(run, ctx, &tokens, ids, line);
     free(line);
     attn_tokens_free(&tokens);
     free(ids);
@@ -465,7 +518,7 @@ int cmd_classify(int argc, char **argv)
     const char **texts = NULL;
     int n_texts = 0, action = 0;
     int code = parse(argc, argv, &o, &action, &texts, &n_texts);
-    classify_run run = {.opt = &o};
+    classify_run run = {.opt = &o, .lock = {.fd = -1}};
     if (code == CLI_OK) {
         if (action == TRAIN) code = do_train(&run, &o);
         else if (action == EVAL) code = do_eval(&run, &o);
@@ -476,5 +529,8 @@ int cmd_classify(int argc, char **argv)
     if (run.model_ready) attn_classifier_free(&run.model);
     attn_params_free(run.params);
     attn_vocab_free(run.vocab);
+    free(run.vocab_text);
+    attn_st_close(run.resume);
+    checkpoint_lock_release(&run.lock);
     return code == CLI_HELP_SHOWN ? CLI_OK : code;
 }

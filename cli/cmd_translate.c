@@ -85,8 +85,19 @@ static bool check_average(const char *list)
     return ok && any;
 }
 
+/* No output is one of the --average files. */
+static bool check_average_apart(const char *list, const cli_path *outputs, int n_out)
+{
+    char *copy = strdup(list), *save = NULL;
+    bool ok = copy != NULL;
+    for (char *path = copy ? strtok_r(copy, ",", &save) : NULL; ok && path; path = strtok_r(NULL, ",", &save))
+        ok = cli_check_apart("translate", outputs, n_out, (const cli_path[]){{"--average", path}}, 1);
+    free(copy);
+    return ok;
+}
+
 /* --keep-epochs: every epoch's file (CHECKPOINT.epochN), checked as --checkpoint is. */
-static bool check_kept(const translate_options *o)
+static bool check_kept(const translate_options *o, const cli_path *inputs, int n_in)
 {
     size_t n = strlen(o->train.checkpoint) + 32;
     char *path = malloc(n);
@@ -94,14 +105,16 @@ static bool check_kept(const translate_options *o)
     if (!ok) cli_fail(CLI_ERR_DATA, "translate", "out of memory");
     for (long epoch = 1; ok && epoch <= o->train.epochs; epoch++) {
         snprintf(path, n, "%s.epoch%ld", o->train.checkpoint, epoch);
-        ok = cli_check_output("translate", "--keep-epochs", path);
+        ok = cli_check_output("translate", "--keep-epochs", path) &&
+             cli_check_apart("translate", (const cli_path[]){{"--keep-epochs", path}}, 1, inputs, n_in);
     }
     free(path);
     return ok;
 }
 
-/* The files the action reads and writes, and the model's shape, checked before any work. */
-static int validate(const translate_options *o, int action, int n_texts)
+/* The files the action reads and writes, and the model's shape, checked before any work.
+ * given: the options the command line gives (not their defaults) among --heads and --ffn. */
+static int validate(const translate_options *o, int action, int n_texts, const char *given)
 {
     const train_options *t = &o->train;
     if (action != TRANSLATE && n_texts)
@@ -113,23 +126,29 @@ static int validate(const translate_options *o, int action, int n_texts)
         return CLI_ERR_USAGE;
     if (action != TRAIN && o->average && !check_average(o->average)) return CLI_ERR_USAGE;
     if (action == TRANSLATE && !cli_check_picture("translate", "--out", o->out)) return CLI_ERR_USAGE;
-    char *sp = t->checkpoint ? translate_vocab_path(t->checkpoint, "src") : NULL;
-    char *tp = t->checkpoint ? translate_vocab_path(t->checkpoint, "tgt") : NULL;
-    const cli_path files[] = {{"--checkpoint", t->checkpoint}, {"--checkpoint", sp}, {"--checkpoint", tp},
+    const cli_path files[] = {{"--checkpoint", t->checkpoint},
                               {"--plot-loss", action == TRAIN ? t->plot_loss : NULL},
                               {"--out", action == TRANSLATE ? o->out : NULL}};
-    bool ok = (!t->checkpoint || (sp && tp)) && cli_check_distinct("translate", files, 5);
+    /* what the run reads: the data, and the checkpoint (and --average's) unless train writes it */
+    const cli_path inputs[] = {{"--data", action != TRANSLATE ? o->data : NULL},
+                               {"--checkpoint", action != TRAIN ? t->checkpoint : NULL},
+                               {"--average", action != TRAIN ? o->average : NULL}};
+    const cli_path outputs[] = {{"--checkpoint", action == TRAIN ? t->checkpoint : NULL},
+                                {"--plot-loss", action == TRAIN ? t->plot_loss : NULL},
+                                {"--out", action == TRANSLATE ? o->out : NULL}};
+    bool ok = cli_check_distinct("translate", files, 3) && cli_check_apart("translate", outputs, 3, inputs, 2) &&
+              (action == TRAIN || !o->average || check_average_apart(o->average, outputs, 3));
     if (ok && action == TRAIN)
         ok = cli_check_checkpoint("translate", "--checkpoint", t->checkpoint) &&
-             cli_check_output("translate", "--checkpoint", sp) && cli_check_output("translate", "--checkpoint", tp) &&
              (!t->plot_loss || cli_check_picture("translate", "--plot-loss", t->plot_loss)) &&
-             (!o->keep_epochs || check_kept(o));
-    free(sp);
-    free(tp);
+             (!o->keep_epochs || check_kept(o, inputs, 2));
     if (!ok) return CLI_ERR_USAGE;
     if (action != TRAIN) return CLI_OK;
     if (o->model.kind == ATTN_SEQ2SEQ_BAHDANAU && o->layers > 8)
         return cli_fail(CLI_ERR_USAGE, "translate", "--layers %d: the Bahdanau GRU has at most 8 layers", o->layers);
+    if (o->model.kind == ATTN_SEQ2SEQ_BAHDANAU && *given)
+        return cli_fail(CLI_ERR_USAGE, "translate", "%s: the Bahdanau GRU has no attention heads or feed-forward "
+                        "layers; it would be stored and ignored", given);
     if (o->model.kind == ATTN_SEQ2SEQ_TRANSFORMER && o->model.d_model % 2 != 0)
         return cli_fail(CLI_ERR_USAGE, "translate", "--d-model %lld: the Transformer's sinusoidal positions need an "
                         "even width", (long long)o->model.d_model);
@@ -154,7 +173,10 @@ static int parse(int argc, char **argv, translate_options *o, int *action, const
     o->model.enc_layers = o->model.dec_layers = o->layers;
     if (o->train.lr == 0) o->train.lr = o->model.kind == ATTN_SEQ2SEQ_TRANSFORMER ? 1.0 : 1e-3;
     o->model.max_len = o->train.max_len + 2; /* <bos>/<eos> */
-    if ((code = validate(o, *action, *n_texts)) != CLI_OK) return code;
+    char given[32] = ""; /* model options the Bahdanau model has no use for */
+    if (cli_given(&translate_spec, argc, argv, 2, "--heads")) strcat(given, "--heads");
+    if (cli_given(&translate_spec, argc, argv, 2, "--ffn")) strcat(given, *given ? " and --ffn" : "--ffn");
+    if ((code = validate(o, *action, *n_texts, given)) != CLI_OK) return code;
     if (o->train.threads > 0) cli_set_threads((int)o->train.threads);
     cli_set_matmul_precision((attn_precision)o->train.matmul_precision);
     return CLI_OK;
@@ -244,10 +266,25 @@ const char *const *translate_config_kv(const attn_seq2seq_config *c, int *n)
     return config_kv("attn-seq2seq", config_fields, N_CONFIG_FIELDS, c, n);
 }
 
-/* The config of a saved model, range-checked and consistent before anything is built from it. */
-static int read_config(const char *path, attn_seq2seq_config *c, const char *hint)
+const run_option *translate_run_options(const translate_options *o, int *n)
 {
-    int code = config_read("translate", path, hint, "attn-seq2seq", "translation", config_fields, N_CONFIG_FIELDS, c);
+    static _Thread_local run_option opts[7];
+    opts[0] = (run_option){"--seed", (double)o->train.seed};
+    opts[1] = (run_option){"--lr", o->train.lr};
+    opts[2] = (run_option){"--dropout", (double)o->model.dropout};
+    opts[3] = (run_option){"--label-smoothing", o->label_smoothing};
+    opts[4] = (run_option){"--warmup", (double)o->warmup};
+    opts[5] = (run_option){"--min-freq", (double)o->min_freq};
+    opts[6] = (run_option){"--matmul-precision", (double)o->train.matmul_precision};
+    *n = 7;
+    return opts;
+}
+
+/* The config of a saved model (checkpoint f at path), range-checked and consistent before anything
+ * is built from it. */
+static int read_config(const attn_st_file *f, const char *path, attn_seq2seq_config *c)
+{
+    int code = config_read("translate", f, path, "attn-seq2seq", "translation", config_fields, N_CONFIG_FIELDS, c);
     if (code != CLI_OK) return code;
     const char *why = c->kind == ATTN_SEQ2SEQ_TRANSFORMER && c->d_model % c->num_heads ? "num_heads does not divide d_model"
                       : c->kind == ATTN_SEQ2SEQ_BAHDANAU && (c->enc_layers > 8 || c->dec_layers > 8)
@@ -258,13 +295,6 @@ static int read_config(const char *path, attn_seq2seq_config *c, const char *hin
     return why ? cli_fail(CLI_ERR_DATA, "translate", "%s: metadata: %s", path, why) : CLI_OK;
 }
 
-/* Resume: the model these options build (with the checkpoint's vocabularies) must be the saved one. */
-static int check_resumed_model(const translate_options *o)
-{
-    attn_seq2seq_config saved = o->model;
-    return config_check_resumed("translate", o->train.checkpoint, "attn-seq2seq", "translation", config_fields,
-                                N_CONFIG_FIELDS, &o->model, &saved, " (--max-len + 2)");
-}
 
 /* The sizes and special ids a model of these vocabularies has (an id -1: the token is missing). */
 static void config_from_vocabs(const translate_run *run, attn_seq2seq_config *c)
@@ -297,6 +327,23 @@ static bool same_model(const attn_seq2seq_config *a, const attn_seq2seq_config *
            a->pad_id == b->pad_id && a->bos_id == b->bos_id && a->eos_id == b->eos_id;
 }
 
+/* true unless f carries vocabularies that are not the model's (a file without them, written by an
+ * older attn, cannot tell). */
+static bool same_vocabs(const attn_st_file *f, const translate_run *run)
+{
+    const char *keys[2] = {"vocab.src", "vocab.tgt"};
+    const attn_vocab *v[2] = {run->src_vocab, run->tgt_vocab};
+    for (int i = 0; i < 2; i++) {
+        const char *text = attn_st_metadata(f, keys[i]);
+        size_t len;
+        char *mine = text ? attn_vocab_text(v[i], &len) : NULL;
+        bool same = !text || (mine && !strcmp(mine, text));
+        free(mine);
+        if (!same) return false;
+    }
+    return true;
+}
+
 /* --average A,B,...: the parameters become the mean of --checkpoint's and those files' (checkpoint
  * averaging: the same model saved at several epochs of one run). */
 static int average_checkpoints(translate_run *run, const translate_options *o)
@@ -307,10 +354,17 @@ static int average_checkpoints(translate_run *run, const translate_options *o)
     int n = 0;
     for (char *path = list ? strtok_r(list, ",", &save) : NULL; code == CLI_OK && path; path = strtok_r(NULL, ",", &save)) {
         attn_seq2seq_config c = o->model;
-        if ((code = read_config(path, &c, " (--average)")) != CLI_OK) break;
-        if (!same_model(&c, &o->model))
-            code = cli_fail(CLI_ERR_DATA, "translate", "--average: %s holds a different model than %s; expected "
-                            "checkpoints of the same run", path, o->train.checkpoint);
+        attn_st_file *f = checkpoint_open("translate", path, " (--average)");
+        if (!f || (code = read_config(f, path, &c)) != CLI_OK) {
+            attn_st_close(f);
+            code = CLI_ERR_DATA;
+            break;
+        }
+        if (!same_model(&c, &o->model) || !same_vocabs(f, run))
+            code = cli_fail(CLI_ERR_DATA, "translate", "--average: %s holds a different model%s than %s; expected "
+                            "checkpoints of the same run", path, same_model(&c, &o->model) ? " (other vocabularies)" : "",
+                            o->train.checkpoint);
+        attn_st_close(f);
         paths[n++] = path;
     }
     if (code == CLI_OK && n == 0)
@@ -324,56 +378,120 @@ static int average_checkpoints(translate_run *run, const translate_options *o)
     return code;
 }
 
-/* The vocabularies saved beside a checkpoint. */
-static int load_vocabs(translate_run *run, const char *checkpoint)
+static const char *const vocab_keys[2] = {"vocab.src", "vocab.tgt"};
+
+/* The vocabularies checkpoint f carries (or, written by an older attn, the files beside it), each
+ * with the specials attn puts first. */
+static int load_vocabs(translate_run *run, const attn_st_file *f, const char *checkpoint)
 {
-    char *sp = translate_vocab_path(checkpoint, "src"), *tp = translate_vocab_path(checkpoint, "tgt");
-    run->src_vocab = sp ? attn_vocab_load(sp) : NULL;
-    run->tgt_vocab = run->src_vocab && tp ? attn_vocab_load(tp) : NULL;
-    free(sp);
-    free(tp);
-    return run->tgt_vocab ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+    static const char *const sides[2] = {"src", "tgt"}, *const which[2] = {"source ", "target "};
+    attn_vocab **v[2] = {&run->src_vocab, &run->tgt_vocab};
+    for (int i = 0; i < 2; i++) {
+        char *legacy = translate_vocab_path(checkpoint, sides[i]);
+        if (!legacy) return cli_fail(CLI_ERR_DATA, "translate", "out of memory");
+        *v[i] = checkpoint_vocab("translate", f, checkpoint, vocab_keys[i], legacy);
+        free(legacy);
+        if (!*v[i] || !vocab_has_specials("translate", checkpoint, which[i], *v[i], specials, 4)) return CLI_ERR_DATA;
+    }
+    return CLI_OK;
 }
 
+/* --beam against the target vocabulary, before any work: a beam keeps that many distinct tokens. */
+static int check_beam(const translate_options *o, const translate_run *run)
+{
+    const int64_t v = attn_vocab_size(run->tgt_vocab);
+    if (o->beam <= v) return CLI_OK;
+    return cli_fail(CLI_ERR_USAGE, "translate", "--beam %ld is more than the %lld tokens of the target vocabulary; "
+                    "expected at most %lld", o->beam, (long long)v, (long long)v);
+}
+
+/* eval/translate: the saved model and vocabularies, from one reading of the checkpoint. */
 static int load_model(translate_run *run, translate_options *o)
 {
-    int code = read_config(o->train.checkpoint, &o->model, " (train a model first: attn translate train)");
-    if (code != CLI_OK || (code = load_vocabs(run, o->train.checkpoint)) != CLI_OK) return code;
+    attn_st_file *f = checkpoint_open("translate", o->train.checkpoint, " (train a model first: attn translate train)");
+    if (!f) return CLI_ERR_DATA;
+    int code = read_config(f, o->train.checkpoint, &o->model);
+    if (code == CLI_OK) code = load_vocabs(run, f, o->train.checkpoint);
     attn_seq2seq_config files = o->model, *m = &o->model;
-    config_from_vocabs(run, &files);
-    if (!same_model(&files, m))
-        return cli_fail(CLI_ERR_DATA, "translate", "%s: the vocabularies beside it (%lld and %lld tokens; <pad> %lld, "
+    if (code == CLI_OK) config_from_vocabs(run, &files);
+    if (code == CLI_OK && !same_model(&files, m))
+        code = cli_fail(CLI_ERR_DATA, "translate", "%s: its vocabularies (%lld and %lld tokens; <pad> %lld, "
                         "<bos> %lld, <eos> %lld; -1: missing) do not fit its metadata (%lld and %lld; %lld, %lld, %lld)",
                         o->train.checkpoint, (long long)files.src_vocab, (long long)files.tgt_vocab,
                         (long long)files.pad_id, (long long)files.bos_id, (long long)files.eos_id,
                         (long long)m->src_vocab, (long long)m->tgt_vocab, (long long)m->pad_id, (long long)m->bos_id,
                         (long long)m->eos_id);
-    if ((code = build_model(run, o)) != CLI_OK) return code;
-    if (attn_checkpoint_load(o->train.checkpoint, run->params, NULL, true) != ATTN_OK)
-        return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
-    return o->average ? average_checkpoints(run, o) : CLI_OK;
+    if (code == CLI_OK) code = check_beam(o, run);
+    if (code == CLI_OK) code = build_model(run, o);
+    if (code == CLI_OK && attn_checkpoint_load_file(f, run->params, NULL, true) != ATTN_OK)
+        code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+    attn_st_close(f);
+    return code == CLI_OK && o->average ? average_checkpoints(run, o) : code;
 }
 
 /* ---- actions ---- */
+
+/* --resume: the checkpoint, read once on rank 0, must hold the model and the run these options
+ * make; its vocabularies (every id keeps its row) go to every rank. */
+static int open_resumed(translate_run *run, translate_options *o)
+{
+    const char *ck = o->train.checkpoint;
+    char *text[2] = {NULL, NULL};
+    int code = CLI_OK;
+    if (dist_rank() == 0) {
+        size_t len;
+        if (!(run->resume = checkpoint_open("translate", ck, NULL))) return CLI_ERR_DATA;
+        if ((code = load_vocabs(run, run->resume, ck)) != CLI_OK) return code; /* the others wait in share_text */
+        if (!(text[0] = attn_vocab_text(run->src_vocab, &len)) || !(text[1] = attn_vocab_text(run->tgt_vocab, &len)))
+            code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+        config_from_vocabs(run, &o->model);
+        attn_seq2seq_config saved = o->model; /* the model these options build must be the saved one */
+        int n;
+        const run_option *ro = translate_run_options(o, &n);
+        if (code == CLI_OK)
+            code = config_check_resumed("translate", run->resume, ck, "attn-seq2seq", "translation", config_fields,
+                                        N_CONFIG_FIELDS, &o->model, &saved, " (--max-len + 2)");
+        if (code == CLI_OK) code = run_options_check("translate", run->resume, ck, ro, n);
+        if (code != CLI_OK) {
+            free(text[0]);
+            free(text[1]);
+            return code;
+        }
+    }
+    attn_vocab **v[2] = {&run->src_vocab, &run->tgt_vocab};
+    for (int i = 0; i < 2; i++) {
+        run->vocab_text[i] = share_text(text[i]);
+        free(text[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        if (!run->vocab_text[i]) return cli_fail(CLI_ERR_DATA, "translate", "out of memory");
+        if (!*v[i] && !(*v[i] = attn_vocab_parse(run->vocab_text[i], strlen(run->vocab_text[i]), ck)))
+            return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+    }
+    return CLI_OK;
+}
 
 static int do_train(translate_run *run, translate_options *o)
 {
     translate_split train = {0}, val = {0}, test = {0};
     attn_text_pairs pairs = {0};
+    if (checkpoint_lock_take("translate", o->train.checkpoint, &run->lock) != CLI_OK) return CLI_ERR_DATA;
     double t0 = now_seconds();
     int code = CLI_OK;
-    if (o->train.resume) { /* the vocabularies saved with the checkpoint: every id keeps its row */
-        code = load_vocabs(run, o->train.checkpoint);
-        run->vocabs_saved = code == CLI_OK;
+    if (o->train.resume) {
+        code = open_resumed(run, o);
     } else {
         if (load_pairs(&pairs, o, "train") != ATTN_OK) return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
         run->src_vocab = build_vocab(o, pairs.src, pairs.count);
         run->tgt_vocab = run->src_vocab ? build_vocab(o, pairs.tgt, pairs.count) : NULL;
         attn_text_pairs_free(&pairs);
-        if (!run->tgt_vocab) code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+        size_t len;
+        for (int i = 0; i < 2 && run->tgt_vocab; i++)
+            run->vocab_text[i] = attn_vocab_text(i ? run->tgt_vocab : run->src_vocab, &len);
+        if (!run->vocab_text[1]) code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
     }
+    if (code == CLI_OK) code = check_beam(o, run);
     if (code == CLI_OK) code = build_model(run, o);
-    if (code == CLI_OK && o->train.resume) code = check_resumed_model(o);
     if (code == CLI_OK) code = load_split(&train, run, "train", 0);
     if (code == CLI_OK) code = load_split(&val, run, "val", 0);
     if (code == CLI_OK) code = load_split(&test, run, o->split, o->eval_limit);
@@ -478,13 +596,9 @@ static int do_translate(translate_run *run, translate_options *o, const char **t
     for (int i = 0; code == CLI_OK && i < n_texts; i++) code = translate_one(run, o, ctx, texts[i], i == 0);
     char *line = NULL;
     size_t cap = 0;
-    ssize_t len;
-    bool first = true;
-    while (code == CLI_OK && n_texts == 0 && (len = getline(&line, &cap, stdin)) > 0) {
-        if (line[len - 1] == '\n') line[len - 1] = '\0';
-        code = translate_one(run, o, ctx, line, first);
-        first = false;
-    }
+    for (long line_no = 1; code == CLI_OK && n_texts == 0 && cli_stdin_line("translate", &line, &cap, line_no, &code) > 0;
+         line_no++)
+        code = translate_one(run, o, ctx, line, line_no == 1);
     free(line);
     attn_ctx_free(ctx);
     return code;
@@ -500,7 +614,7 @@ int cmd_translate(int argc, char **argv)
     const char **texts = NULL;
     int n_texts = 0, action = 0;
     int code = parse(argc, argv, &o, &action, &texts, &n_texts);
-    translate_run run = {.opt = &o};
+    translate_run run = {.opt = &o, .lock = {.fd = -1}};
     if (code == CLI_OK) {
         if (action == TRAIN) code = do_train(&run, &o);
         else if (action == EVAL) code = do_eval(&run, &o);
@@ -511,5 +625,9 @@ int cmd_translate(int argc, char **argv)
     attn_params_free(run.params);
     attn_vocab_free(run.src_vocab);
     attn_vocab_free(run.tgt_vocab);
+    free(run.vocab_text[0]);
+    free(run.vocab_text[1]);
+    attn_st_close(run.resume);
+    checkpoint_lock_release(&run.lock);
     return code == CLI_HELP_SHOWN ? CLI_OK : code;
 }

@@ -140,6 +140,17 @@ int cli_parse(const cli_spec *spec, void *opts, int argc, char **argv, int first
     return CLI_OK;
 }
 
+bool cli_given(const cli_spec *spec, int argc, char **argv, int first, const char *name)
+{
+    for (int i = first; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) return false;
+        const cli_option *o = argv[i][0] == '-' ? find(spec, argv[i]) : NULL;
+        if (o && !strcmp(o->name, name)) return true;
+        if (o && o->type != CLI_FLAG) i++; /* its value */
+    }
+    return false;
+}
+
 /* ---- help and man page ---- */
 
 /* What --help shows after the option's name: its value, or the choices. */

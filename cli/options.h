@@ -88,6 +88,8 @@ enum { CLI_HELP_SHOWN = -1 };
  * CLI_ERR_USAGE (message printed, naming the option and what was expected). */
 int cli_parse(const cli_spec *spec, void *opts, int argc, char **argv, int first, const char **args,
               int *n_args);
+/* true when argv[first..argc) (as cli_parse read it) gives option `name` itself, not its default. */
+bool cli_given(const cli_spec *spec, int argc, char **argv, int first, const char *name);
 /* `attn <cmd> --help` */
 void cli_help(const cli_spec *spec, FILE *out);
 /* The command's part of the man page (roff). */
@@ -124,5 +126,10 @@ typedef struct cli_path {
  * name one regular file, or one new file (so that no output replaces an input or another output);
  * two outputs to one device or FIFO are allowed. */
 bool cli_check_distinct(const char *cmd, const cli_path *paths, int n);
+/* false, with a message naming both, when an output (n_out, written files) is one of the inputs
+ * (n_in, files and folders the run reads) or lies inside an input folder, through symlinks and
+ * hard links (device and inode): no output replaces or joins what the run reads. Devices and
+ * FIFOs, written in place, are never in the way. */
+bool cli_check_apart(const char *cmd, const cli_path *outputs, int n_out, const cli_path *inputs, int n_in);
 
 #endif

@@ -141,3 +141,92 @@ bool cli_check_distinct(const char *cmd, const cli_path *paths, int n)
     free(ids);
     return ok;
 }
+
+/* The file an output path will write: the end of its symlinks (malloc'd; path itself when it is
+ * not a link; NULL when a link cannot be read). */
+static char *written_file(const char *path)
+{
+    char *at = strdup(path);
+    for (int hops = 0; at && hops < 40; hops++) {
+        struct stat st;
+        if (lstat(at, &st) != 0 || !S_ISLNK(st.st_mode)) return at;
+        char link[PATH_MAX];
+        ssize_t n = readlink(at, link, sizeof link - 1);
+        if (n < 0) break;
+        link[n] = '\0';
+        const char *slash = strrchr(at, '/');
+        char *next = NULL;
+        if (link[0] == '/' || !slash) {
+            next = strdup(link);
+        } else if ((next = malloc((size_t)(slash - at) + 2 + (size_t)n))) {
+            memcpy(next, at, (size_t)(slash - at) + 1);
+            memcpy(next + (slash - at) + 1, link, (size_t)n + 1);
+        }
+        free(at);
+        at = next;
+    }
+    free(at);
+    return NULL;
+}
+
+/* The input folder (by device and inode) that holds folder `real` (a real path) or one of its
+ * parents, or -1. */
+static int holding_input(const char *real, const struct stat *in_st, const bool *is_dir, int n_in)
+{
+    char at[PATH_MAX];
+    snprintf(at, sizeof at, "%s", real);
+    for (;;) {
+        struct stat st;
+        if (stat(at, &st) == 0)
+            for (int j = 0; j < n_in; j++)
+                if (is_dir[j] && st.st_dev == in_st[j].st_dev && st.st_ino == in_st[j].st_ino) return j;
+        char *slash = strrchr(at, '/');
+        if (!slash || !strcmp(at, "/")) return -1;
+        slash[slash == at] = '\0'; /* "/a/b" -> "/a", "/a" -> "/" */
+    }
+}
+
+bool cli_check_apart(const char *cmd, const cli_path *outputs, int n_out, const cli_path *inputs, int n_in)
+{
+    struct stat *in_st = calloc((size_t)(n_in ? n_in : 1), sizeof *in_st);
+    bool *is_dir = calloc((size_t)(n_in ? n_in : 1), sizeof *is_dir), *there = calloc((size_t)(n_in ? n_in : 1), 1);
+    if (!in_st || !is_dir || !there) {
+        free(in_st), free(is_dir), free(there);
+        return cli_fail(CLI_ERR_DATA, cmd, "out of memory"), false;
+    }
+    for (int j = 0; j < n_in; j++)
+        if (inputs[j].path && *inputs[j].path && stat(inputs[j].path, &in_st[j]) == 0)
+            there[j] = true, is_dir[j] = S_ISDIR(in_st[j].st_mode);
+    bool ok = true;
+    for (int i = 0; ok && i < n_out; i++) {
+        const cli_path *o = &outputs[i];
+        if (!o->path || !*o->path) continue;
+        struct stat st;
+        const bool exists = stat(o->path, &st) == 0;
+        if (exists && !S_ISREG(st.st_mode)) continue; /* a device or FIFO is written in place, never replaced */
+        for (int j = 0; ok && exists && j < n_in; j++)
+            if (there[j] && !is_dir[j] && st.st_dev == in_st[j].st_dev && st.st_ino == in_st[j].st_ino) {
+                cli_fail(CLI_ERR_USAGE, cmd, "%s %s: the same file as %s %s, which this run reads; expected "
+                         "another name", o->opt, o->path, inputs[j].opt, inputs[j].path);
+                ok = false;
+            }
+        char *file = ok ? written_file(o->path) : NULL;
+        if (!file) continue; /* an unreadable link: the write names it */
+        const char *slash = strrchr(file, '/');
+        char folder[PATH_MAX], real[PATH_MAX];
+        int n = slash ? snprintf(folder, sizeof folder, "%.*s", (int)(slash - file) + (slash == file), file)
+                      : snprintf(folder, sizeof folder, ".");
+        int j = n > 0 && (size_t)n < sizeof folder && realpath(folder, real) ? holding_input(real, in_st, is_dir, n_in)
+                                                                               : -1;
+        if (j >= 0) {
+            cli_fail(CLI_ERR_USAGE, cmd, "%s %s: inside the folder %s %s, which this run reads; expected a "
+                     "file outside it", o->opt, o->path, inputs[j].opt, inputs[j].path);
+            ok = false;
+        }
+        free(file);
+    }
+    free(in_st);
+    free(is_dir);
+    free(there);
+    return ok;
+}

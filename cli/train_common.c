@@ -1,15 +1,20 @@
 /* Shared pieces of the training subcommands (see train_common.h). */
 #include "train_common.h"
+#include "options.h"
 #include "dist.h"
 #include "train_guard.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,13 +89,15 @@ static bool rank_rng_parse(const char *s, attn_rng *out)
 
 /* Rank 0: the file, with rngs[r] the RNG state of rank r. */
 static attn_status save_root(const char *path, const attn_params *p, const attn_optim *opt,
-                             const run_position *pos, const attn_rng *rngs, const char *const *kv, int n_kv)
+                             const run_position *pos, const attn_rng *rngs, const char *const *kv, int n_kv,
+                             const checkpoint_extra *x)
 {
     static const char *const keys[RUN_KEYS] = {"run.epoch", "run.batch", "run.global_batch", "run.rng_state",
                                                "run.rng_inc", "run.rng_has_spare", "run.rng_spare"};
-    const int ranks = dist_size(), n_run = RUN_KEYS + ranks - 1;
-    char (*vals)[VAL_LEN] = malloc((size_t)n_run * sizeof *vals), (*names)[32] = malloc((size_t)ranks * sizeof *names);
-    const char **all = malloc((size_t)(2 * (n_run + n_kv)) * sizeof *all);
+    const int ranks = dist_size(), n_opts = x ? x->n_options : 0, n_vocabs = x ? x->n_vocabs : 0;
+    const int n_run = RUN_KEYS + ranks - 1 + n_opts + 1, n_all = n_run + n_kv + n_vocabs; /* + run.threads */
+    char (*vals)[VAL_LEN] = malloc((size_t)n_run * sizeof *vals), (*names)[32] = malloc((size_t)(ranks + n_opts) * sizeof *names);
+    const char **all = malloc((size_t)(2 * n_all) * sizeof *all);
     attn_status st = vals && names && all ? ATTN_OK : ATTN_ERR_NOMEM;
     if (st == ATTN_OK) {
         snprintf(vals[0], VAL_LEN, "%ld", pos->epoch);
@@ -101,14 +108,24 @@ static attn_status save_root(const char *path, const attn_params *p, const attn_
         snprintf(vals[5], VAL_LEN, "%d", pos->rng.has_spare);
         snprintf(vals[6], VAL_LEN, "%a", (double)pos->rng.spare);
         for (int i = 0; i < RUN_KEYS; i++) all[2 * i] = keys[i], all[2 * i + 1] = vals[i];
-        for (int r = 1; r < ranks; r++) {
-            const int at = RUN_KEYS + r - 1;
+        int at = RUN_KEYS;
+        for (int r = 1; r < ranks; r++, at++) {
             snprintf(names[r], sizeof names[r], "run.rank%d.rng", r);
             rank_rng_format(vals[at], &rngs[r]);
             all[2 * at] = names[r], all[2 * at + 1] = vals[at];
         }
-        memcpy(all + 2 * n_run, kv, (size_t)(2 * n_kv) * sizeof *kv);
-        st = attn_checkpoint_save(path, p, opt, all, n_run + n_kv);
+        for (int i = 0; i < n_opts; i++, at++) {
+            snprintf(names[ranks + i], sizeof names[ranks + i], "run.%s", x->options[i].opt + 2); /* "--lr": run.lr */
+            snprintf(vals[at], VAL_LEN, "%.17g", x->options[i].value);
+            all[2 * at] = names[ranks + i], all[2 * at + 1] = vals[at];
+        }
+        snprintf(vals[at], VAL_LEN, "%d", cli_threads());
+        all[2 * at] = "run.threads", all[2 * at + 1] = vals[at];
+        at++;
+        memcpy(all + 2 * at, kv, (size_t)(2 * n_kv) * sizeof *kv);
+        at += n_kv;
+        for (int i = 0; i < n_vocabs; i++, at++) all[2 * at] = x->vocab_keys[i], all[2 * at + 1] = x->vocab_texts[i];
+        st = attn_checkpoint_save(path, p, opt, all, n_all);
     }
     free(vals);
     free(names);
@@ -117,7 +134,7 @@ static attn_status save_root(const char *path, const attn_params *p, const attn_
 }
 
 attn_status run_checkpoint_save(const char *path, const attn_params *p, const attn_optim *opt,
-                                const run_position *pos, const char *const *kv, int n_kv)
+                                const run_position *pos, const char *const *kv, int n_kv, const checkpoint_extra *x)
 {
     /* NaN or Inf parameters never replace a good checkpoint (every rank holds the same ones) */
     if (train_guard_params(p, path, pos->epoch, pos->batch) != ATTN_OK) return attn_last_status();
@@ -125,9 +142,40 @@ attn_status run_checkpoint_save(const char *path, const attn_params *p, const at
     attn_rng *rngs = root ? malloc((size_t)dist_size() * sizeof *rngs) : NULL;
     if (root && !rngs) return ATTN_ERR_NOMEM; /* the others wait in the gather until the job stops */
     dist_gather(&pos->rng, rngs, sizeof pos->rng);
-    attn_status st = root ? save_root(path, p, opt, pos, rngs, kv, n_kv) : ATTN_OK;
+    attn_status st = root ? save_root(path, p, opt, pos, rngs, kv, n_kv, x) : ATTN_OK;
     free(rngs);
     return st;
+}
+
+int run_options_check(const char *cmd, const attn_st_file *f, const char *path, const run_option *opts, int n)
+{
+    char differ[512] = "", saved[512] = "";
+    for (int i = 0; i < n; i++) {
+        char key[40];
+        snprintf(key, sizeof key, "run.%s", opts[i].opt + 2);
+        const char *text = attn_st_metadata(f, key);
+        char *end = NULL;
+        const double was = text ? strtod(text, &end) : 0;
+        if (!text) continue; /* written before the run's options were kept: nothing to hold it to */
+        if (end == text || *end)
+            return cli_fail(CLI_ERR_DATA, cmd, "resume: %s: metadata %s is \"%s\", which no training command "
+                            "writes (a damaged file)", path, key, text);
+        if (was == opts[i].value) continue;
+        snprintf(differ + strlen(differ), sizeof differ - strlen(differ), "%s%s %g", *differ ? ", " : "",
+                 opts[i].opt, opts[i].value);
+        snprintf(saved + strlen(saved), sizeof saved - strlen(saved), "%s%s %g", *saved ? ", " : "", opts[i].opt,
+                 was);
+    }
+    if (*differ)
+        return cli_fail(CLI_ERR_USAGE, cmd, "resume: %s was trained with %s; these options give %s, and a resumed run "
+                        "gives the same losses as an uninterrupted one only with the same: resume with the options "
+                        "it was trained with (--epochs, --max-steps, --checkpoint-every, --log-steps, --plot-loss "
+                        "and --threads may change)", path, saved, differ);
+    long threads;
+    if (checkpoint_meta_long(f, "run.threads", &threads) && threads != cli_threads())
+        printf("note: %s was trained with %ld threads, this run has %d: its losses may differ from an "
+               "uninterrupted run's in the last digits\n", path, threads, cli_threads());
+    return CLI_OK;
 }
 
 bool checkpoint_meta_long(const attn_st_file *f, const char *key, long *out)
@@ -149,29 +197,144 @@ long config_value(const config_field *field, const void *cfg)
            : field->type == CONFIG_INT ? *(const int *)at : *(const bool *)at;
 }
 
-attn_status save_vocabs_beside(const char *path, const attn_vocab *const *vocabs, char *const *paths, int n)
+/* ---- vocabularies inside the checkpoint ---- */
+
+char *share_text(const char *text)
 {
-    attn_status s = ATTN_OK;
-    int written = 0;
-    while (s == ATTN_OK && written < n) {
-        s = paths[written] ? attn_vocab_save(vocabs[written], paths[written])
-                           : attn_set_error(ATTN_ERR_NOMEM, "%s: out of memory", path);
-        if (s == ATTN_OK) written++;
+    uint64_t len = dist_rank() == 0 && text ? (uint64_t)strlen(text) + 1 : 0;
+    dist_broadcast_bytes(&len, sizeof len);
+    char *copy = len ? malloc((size_t)len) : NULL;
+    bool ok = !len || copy; /* every rank must take part in the broadcast below */
+    if (!dist_any(!ok)) {
+        if (dist_rank() == 0 && len) memcpy(copy, text, (size_t)len);
+        if (len) dist_broadcast_bytes(copy, (size_t)len);
+        return copy;
     }
-    if (s != ATTN_OK) {
-        char *real = realpath(path, NULL); /* the file written, also through a symlink */
-        remove(real ? real : path);
-        free(real);
-        while (written-- > 0) remove(paths[written]);
-    }
-    return s;
+    free(copy);
+    return NULL;
 }
 
-int config_check_resumed(const char *cmd, const char *path, const char *model_name, const char *what,
-                         const config_field *fields, int n_fields, const void *cfg, void *saved,
+attn_vocab *checkpoint_vocab(const char *cmd, const attn_st_file *f, const char *path, const char *key,
+                             const char *legacy)
+{
+    const char *text = attn_st_metadata(f, key);
+    attn_vocab *v = NULL;
+    if (text) {
+        char name[PATH_MAX + 64];
+        snprintf(name, sizeof name, "%s: metadata %s", path, key);
+        v = attn_vocab_parse(text, strlen(text), name);
+    } else if (legacy) { /* written before the vocabularies went inside: the file beside it */
+        fprintf(stderr, "attn %s: note: %s carries no vocabulary (an older attn wrote it); reading %s beside it\n",
+                cmd, path, legacy);
+        v = attn_vocab_load(legacy);
+    } else {
+        attn_set_error(ATTN_ERR_FORMAT, "%s: metadata %s is missing", path, key);
+    }
+    if (!v) cli_fail(CLI_ERR_DATA, cmd, "%s", attn_last_error());
+    return v;
+}
+
+bool vocab_has_specials(const char *cmd, const char *path, const char *which, const attn_vocab *v,
+                        const char *const *specials, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const int64_t at = attn_vocab_find(v, specials[i]);
+        if (at == i) continue;
+        char list[128] = "", found[64];
+        for (int j = 0; j < n; j++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "", specials[j]);
+        if (at < 0) snprintf(found, sizeof found, "no %s", specials[i]);
+        else snprintf(found, sizeof found, "%s at id %lld", specials[i], (long long)at);
+        cli_fail(CLI_ERR_DATA, cmd, "%s: its %svocabulary has %s; expected the specials %s first, in that order "
+                 "(as attn builds them)", path, which, found, list);
+        return false;
+    }
+    return true;
+}
+
+/* ---- the lock of a training run on its checkpoint ---- */
+
+#define LOCK_MARKER "attn training lock\n"
+
+/* The pid a lock file names (0 when it names none). */
+static long lock_pid(int fd)
+{
+    char buf[96] = {0};
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    const char *at = n > 0 ? strstr(buf, "pid ") : NULL;
+    return at ? strtol(at + 4, NULL, 10) : 0;
+}
+
+int checkpoint_lock_take(const char *cmd, const char *checkpoint, checkpoint_lock *l)
+{
+    *l = (checkpoint_lock){.fd = -1};
+    if (dist_rank() != 0) return CLI_OK; /* rank 0 writes the checkpoint */
+    if (!(l->path = cli_checkpoint_sibling(checkpoint, ".lock"))) return cli_fail(CLI_ERR_DATA, cmd, "out of memory");
+    for (int tries = 0; tries < 16; tries++) {
+        bool created = true;
+        int fd = open(l->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 && errno == EEXIST) {
+            created = false;
+            fd = open(l->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+            if (fd < 0 && errno == ENOENT) continue; /* removed meanwhile: again */
+        }
+        if (fd < 0)
+            return cli_fail(CLI_ERR_DATA, cmd, "%s: cannot lock it for this run (%s): %s", checkpoint, l->path,
+                            errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+        struct stat st, now;
+        char head[sizeof LOCK_MARKER] = {0};
+        if (!created && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+                         pread(fd, head, sizeof head - 1, 0) != (ssize_t)(sizeof head - 1) ||
+                         memcmp(head, LOCK_MARKER, sizeof head - 1) != 0)) {
+            close(fd);
+            return cli_fail(CLI_ERR_DATA, cmd, "%s: %s exists and is not an attn lock file; it is left as it is: "
+                            "move it away or choose another --checkpoint", checkpoint, l->path);
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            int err = errno;
+            long pid = lock_pid(fd);
+            close(fd);
+            if (err == EWOULDBLOCK)
+                return cli_fail(CLI_ERR_DATA, cmd, "%s: another run (pid %ld) is training into this checkpoint "
+                                "(it holds %s); two runs would overwrite each other's: wait for it, or choose "
+                                "another --checkpoint", checkpoint, pid, l->path);
+            return cli_fail(CLI_ERR_DATA, cmd, "%s: cannot lock %s: %s", checkpoint, l->path, strerror(err));
+        }
+        if (fstat(fd, &st) != 0 || stat(l->path, &now) != 0 || st.st_dev != now.st_dev || st.st_ino != now.st_ino) {
+            close(fd); /* the file we locked was removed or replaced: again */
+            continue;
+        }
+        char text[96];
+        int n = snprintf(text, sizeof text, LOCK_MARKER "pid %ld\n", (long)getpid());
+        if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)n, 0) != n) {
+            int err = errno;
+            if (created) unlink(l->path);
+            close(fd);
+            return cli_fail(CLI_ERR_DATA, cmd, "%s: cannot write %s: %s", checkpoint, l->path, strerror(err));
+        }
+        l->fd = fd;
+        return CLI_OK;
+    }
+    return cli_fail(CLI_ERR_DATA, cmd, "%s: cannot lock %s: it keeps being replaced", checkpoint, l->path);
+}
+
+void checkpoint_lock_release(checkpoint_lock *l)
+{
+    if (l->fd >= 0) {
+        struct stat st, now; /* still ours at that name: removed while held, so no one else holds it */
+        if (fstat(l->fd, &st) == 0 && stat(l->path, &now) == 0 && st.st_dev == now.st_dev && st.st_ino == now.st_ino)
+            unlink(l->path);
+        close(l->fd);
+    }
+    free(l->path);
+    *l = (checkpoint_lock){.fd = -1};
+}
+
+int config_check_resumed(const char *cmd, const attn_st_file *f, const char *path, const char *model_name,
+                         const char *what, const config_field *fields, int n_fields, const void *cfg, void *saved,
                          const char *max_len_note)
 {
-    int code = config_read(cmd, path, "", model_name, what, fields, n_fields, saved);
+    int code = config_read(cmd, f, path, model_name, what, fields, n_fields, saved);
     for (int i = 0; code == CLI_OK && i < n_fields; i++) {
         const char *key = fields[i].key;
         const long was = config_value(&fields[i], saved), now = config_value(&fields[i], cfg);
@@ -199,11 +362,16 @@ const char *const *config_kv(const char *model_name, const config_field *fields,
     return kv;
 }
 
-int config_read(const char *cmd, const char *path, const char *hint, const char *model_name, const char *what,
-                const config_field *fields, int n_fields, void *cfg)
+attn_st_file *checkpoint_open(const char *cmd, const char *path, const char *hint)
 {
     attn_st_file *f = attn_st_open(path);
-    if (!f) return cli_fail(CLI_ERR_DATA, cmd, "%s%s", attn_last_error(), hint);
+    if (!f) cli_fail(CLI_ERR_DATA, cmd, "%s%s", attn_last_error(), hint ? hint : "");
+    return f;
+}
+
+int config_read(const char *cmd, const attn_st_file *f, const char *path, const char *model_name, const char *what,
+                const config_field *fields, int n_fields, void *cfg)
+{
     const char *model = attn_st_metadata(f, "model");
     int code = model && !strcmp(model, model_name)
                    ? CLI_OK
@@ -226,7 +394,6 @@ int config_read(const char *cmd, const char *path, const char *hint, const char 
             else *(bool *)at = v != 0;
         }
     }
-    attn_st_close(f);
     return code;
 }
 
@@ -265,11 +432,10 @@ static const char *root_rng_read(const attn_st_file *f, attn_rng *out)
 }
 
 /* Rank 0: parameters, optimizer and position from the checkpoint, and every rank's RNG state. */
-static int load_root(const char *cmd, const char *path, attn_params *p, attn_optim *opt,
+static int load_root(const char *cmd, const attn_st_file *f, const char *path, attn_params *p, attn_optim *opt,
                      run_position *pos, rank_rng *rngs)
 {
-    attn_st_file *f = NULL;
-    if (attn_checkpoint_load(path, p, opt, true) != ATTN_OK || !(f = attn_st_open(path)))
+    if (attn_checkpoint_load_file(f, p, opt, true) != ATTN_OK)
         return cli_fail(CLI_ERR_DATA, cmd, "resume: %s", attn_last_error());
     long epoch, global = 0, batch;
     const bool has_global = attn_st_metadata(f, "run.global_batch") != NULL; /* older files lack it */
@@ -311,7 +477,6 @@ static int load_root(const char *cmd, const char *path, attn_params *p, attn_opt
             printf("note: %s has no dropout RNG state for %d of the %d ranks (it was written by fewer); "
                    "they start fresh streams\n", path, missing, dist_size());
     }
-    attn_st_close(f);
     return code;
 }
 
@@ -332,12 +497,13 @@ static void share_run(attn_params *p, attn_optim *opt, run_position *pos)
     pos->batch = where[2];
 }
 
-int run_start(const char *cmd, const char *resume, attn_params *p, attn_optim *opt, run_position *pos)
+int run_start(const char *cmd, bool resume, const attn_st_file *f, const char *path, attn_params *p,
+              attn_optim *opt, run_position *pos)
 {
     rank_rng *rngs = calloc((size_t)dist_size(), sizeof *rngs), mine = {0};
     int code = rngs ? CLI_OK : cli_fail(CLI_ERR_DATA, cmd, "out of memory");
     /* a failure on rank 0 leaves the others in share_run until dist_finish stops the job */
-    if (code == CLI_OK && resume && dist_rank() == 0) code = load_root(cmd, resume, p, opt, pos, rngs);
+    if (code == CLI_OK && resume && dist_rank() == 0) code = load_root(cmd, f, path, p, opt, pos, rngs);
     if (code == CLI_OK) {
         share_run(p, opt, pos);
         if (resume) {

@@ -45,21 +45,66 @@ typedef struct run_position {
     attn_rng rng;
 } run_position;
 
-/* Every rank, at the start of training: resume (when not NULL) is the checkpoint rank 0 loads
- * into p, opt and pos (its global batch must be pos->global_batch); then every rank takes rank
+/* Every rank, at the start of training: with resume, f (open on rank 0 only; path names it) is the
+ * checkpoint rank 0 loads into p, opt and pos (its global batch must be pos->global_batch); then
+ * every rank takes rank
  * 0's parameters, optimizer state and position, and its own RNG state from the checkpoint (kept
  * as given in pos->rng when the checkpoint has none for this rank). CLI_OK, or an exit status
  * with the message printed. */
-int run_start(const char *cmd, const char *resume, attn_params *p, attn_optim *opt,
-              run_position *pos);
-/* Every rank: rank 0 writes the checkpoint with the run position, every rank's RNG state and
- * the caller's key/values (model config) as metadata; the other ranks return ATTN_OK. */
+int run_start(const char *cmd, bool resume, const attn_st_file *f, const char *path, attn_params *p,
+              attn_optim *opt, run_position *pos);
+/* A training option that decides the losses (--seed, --lr, --dropout, ...): kept in the checkpoint
+ * as metadata "run.<name>" (run.seed) and held to on --resume. */
+typedef struct run_option {
+    const char *opt; /* "--seed" */
+    double value;    /* as the run uses it */
+} run_option;
+
+/* What a training checkpoint carries beside the model config: the run's options and the
+ * vocabularies as metadata (vocab_keys[i] = vocab_texts[i], attn_vocab_text's form), so that the
+ * model and its vocabularies are one file, replaced at once. */
+typedef struct checkpoint_extra {
+    const run_option *options;
+    int n_options;
+    const char *const *vocab_keys, *const *vocab_texts;
+    int n_vocabs;
+} checkpoint_extra;
+
+/* Every rank: rank 0 writes the checkpoint with the run position, every rank's RNG state, the
+ * thread count (run.threads), x (may be NULL) and the caller's key/values (model config) as
+ * metadata; the other ranks return ATTN_OK. */
 attn_status run_checkpoint_save(const char *path, const attn_params *p, const attn_optim *opt,
-                                const run_position *pos, const char *const *kv, int n_kv);
-/* After the first checkpoint at path is written: the vocabularies vocabs[i] at paths[i] (NULL: out
- * of memory) beside it; if one cannot be written, the checkpoint and those already written are
- * removed, as a checkpoint without its vocabularies cannot be used. */
-attn_status save_vocabs_beside(const char *path, const attn_vocab *const *vocabs, char *const *paths, int n);
+                                const run_position *pos, const char *const *kv, int n_kv, const checkpoint_extra *x);
+/* --resume: CLI_ERR_USAGE naming every option of opts whose value differs from the one saved in f
+ * (a checkpoint written before they were kept holds to nothing); a note when the thread count
+ * differs (the losses may differ in their last bits). */
+int run_options_check(const char *cmd, const attn_st_file *f, const char *path, const run_option *opts, int n);
+
+/* Every rank: rank 0's text (NUL-terminated; NULL: none) as a malloc'd copy on every rank (NULL
+ * where rank 0 had none, or when memory ran out on any rank). */
+char *share_text(const char *text);
+/* The vocabulary checkpoint f (path: its name in messages) carries as metadata `key`; one
+ * written before the vocabularies went inside has none, and then the file `legacy` beside it
+ * (may be NULL: none) is read, with a note. NULL with the message printed. */
+attn_vocab *checkpoint_vocab(const char *cmd, const attn_st_file *f, const char *path, const char *key,
+                             const char *legacy);
+/* false, with the message printed, unless vocabulary v (which: "" or "source ", "target ") has
+ * specials[0..n) at ids 0..n-1, as attn builds them: a vocabulary without <unk> would fail at the
+ * first unknown word. */
+bool vocab_has_specials(const char *cmd, const char *path, const char *which, const attn_vocab *v,
+                        const char *const *specials, int n);
+
+/* The advisory lock (flock) a training run holds on its checkpoint, in CHECKPOINT.lock beside
+ * the file (through symlinks): a second run into the same checkpoint is refused while the first
+ * runs. The lock file is created with O_EXCL and a marker line; a file of that name without the
+ * marker is never used or removed. Released (and the file removed) at the end of the run; a
+ * killed run leaves the file, which the next run takes over. Rank 0 only. */
+typedef struct checkpoint_lock {
+    int fd;     /* -1: none held */
+    char *path;
+} checkpoint_lock;
+int checkpoint_lock_take(const char *cmd, const char *checkpoint, checkpoint_lock *l);
+void checkpoint_lock_release(checkpoint_lock *l);
 /* Where a stopped run's last good checkpoint is, for its message: the --checkpoint file when it
  * exists, else a note that none was written. */
 const char *train_last_good(const train_options *t);
@@ -82,18 +127,21 @@ long config_value(const config_field *field, const void *cfg);
 /* "model" = model_name, then every field of cfg, as key/value pairs in static storage (*n pairs). */
 const char *const *config_kv(const char *model_name, const config_field *fields, int n_fields, const void *cfg,
                              int *n);
-/* Reads cfg from the metadata of the checkpoint at path: model must be model_name (else "PATH is not
- * a WHAT checkpoint") and every field present, an integer and in range; otherwise CLI_ERR_DATA
- * with a message naming the key. hint follows a message about the file itself. */
-int config_read(const char *cmd, const char *path, const char *hint, const char *model_name, const char *what,
+/* The checkpoint at path, read once (every later read takes what this one holds); NULL with the
+ * message printed, hint (may be NULL) after it. */
+attn_st_file *checkpoint_open(const char *cmd, const char *path, const char *hint);
+/* Reads cfg from the metadata of checkpoint f (path: its name): model must be model_name (else
+ * "PATH is not a WHAT checkpoint") and every field present, an integer and in range; otherwise
+ * CLI_ERR_DATA with a message naming the key. */
+int config_read(const char *cmd, const attn_st_file *f, const char *path, const char *model_name, const char *what,
                 const config_field *fields, int n_fields, void *cfg);
 
 /* Resume: the model these options build (cfg) must be the one saved at path, read by config_read
  * into saved (a copy of cfg); a field no parameter's shape shows (num_heads, max_len) would
  * otherwise change unnoticed. CLI_ERR_USAGE naming the first field that differs; max_len_note (may
  * be NULL) follows a max_len value. */
-int config_check_resumed(const char *cmd, const char *path, const char *model_name, const char *what,
-                         const config_field *fields, int n_fields, const void *cfg, void *saved,
+int config_check_resumed(const char *cmd, const attn_st_file *f, const char *path, const char *model_name,
+                         const char *what, const config_field *fields, int n_fields, const void *cfg, void *saved,
                          const char *max_len_note);
 
 /* The seed of this rank's dropout stream: seed + 17 on rank 0 (as a one-process run), another

@@ -29,7 +29,9 @@ typedef struct translate_run {
     attn_params *params;
     attn_seq2seq model;
     bool model_ready;
-    bool vocabs_saved; /* train: the vocabularies are written with the first checkpoint */
+    char *vocab_text[2];  /* train: the source and target vocabularies as the checkpoint carries them */
+    checkpoint_lock lock; /* train: held on the checkpoint for the run */
+    attn_st_file *resume; /* train --resume: the checkpoint, read once (rank 0) */
 } translate_run;
 
 int translate_train(translate_run *run, const translate_split *train, const translate_split *val);
@@ -52,7 +54,10 @@ char *translate_detok(const translate_run *run, const int64_t *ids, int64_t n, a
 /* Forward + label-smoothed cross-entropy of a batch (scalar tensor in ctx). */
 attn_tensor *translate_loss(attn_ctx *ctx, const translate_run *run, const translate_batch *b);
 const char *const *translate_config_kv(const attn_seq2seq_config *c, int *n);
-/* "<checkpoint>.<side>.vocab" (side "src" or "tgt"), malloc'd, beside a symlinked checkpoint's target. */
+/* "<checkpoint>.<side>.vocab" (side "src" or "tgt"), malloc'd, beside a symlinked checkpoint's target:
+ * where checkpoints written before the vocabularies went inside them have them. */
 char *translate_vocab_path(const char *checkpoint, const char *side);
+/* The options of a training run that decide its losses, as kept in its checkpoints (*n of them). */
+const run_option *translate_run_options(const translate_options *o, int *n);
 
 #endif

@@ -29,26 +29,23 @@ static attn_status epoch_batches(attn_batches *out, const translate_run *run, co
     return attn_batches_bucketed(out, &s->src, &s->tgt, run->opt->train.batch_size * dist_size(), 100, &rng);
 }
 
-/* The checkpoint, and after the first one the vocabularies beside it (translate_vocab_path): a
- * run that fails before its first checkpoint leaves no file behind, and an older checkpoint it
- * would have replaced keeps its vocabularies. (A checkpoint is a regular file: cli_check_checkpoint.) */
+/* The checkpoint, with the vocabularies and the run's options inside: one file, replaced at once,
+ * so the model and its vocabularies are never from two runs. (A checkpoint is a regular file,
+ * locked for the run: cli_check_checkpoint, checkpoint_lock_take.) */
+static const char *const vocab_keys[2] = {"vocab.src", "vocab.tgt"};
+
 static attn_status save(translate_run *run, const attn_optim *opt, attn_ctx *ctx, long epoch,
                         int64_t batch)
 {
     const char *ck = run->opt->train.checkpoint;
     run_position pos = {.epoch = epoch, .batch = batch, .global_batch = run->opt->train.batch_size * dist_size(),
                         .rng = *attn_ctx_rng(ctx)};
-    int n;
+    int n, n_opts;
     const char *const *kv = translate_config_kv(&run->model.cfg, &n);
-    attn_status s = run_checkpoint_save(ck, run->params, opt, &pos, kv, n);
-    if (s != ATTN_OK || run->vocabs_saved || dist_rank() != 0) return s;
-    const attn_vocab *vocabs[2] = {run->src_vocab, run->tgt_vocab};
-    char *paths[2] = {translate_vocab_path(ck, "src"), translate_vocab_path(ck, "tgt")};
-    s = save_vocabs_beside(ck, vocabs, paths, 2);
-    free(paths[0]);
-    free(paths[1]);
-    run->vocabs_saved = s == ATTN_OK;
-    return s;
+    const run_option *ro = translate_run_options(run->opt, &n_opts);
+    const checkpoint_extra x = {.options = ro, .n_options = n_opts, .vocab_keys = vocab_keys,
+                                .vocab_texts = (const char *const *)run->vocab_text, .n_vocabs = 2};
+    return run_checkpoint_save(ck, run->params, opt, &pos, kv, n, &x);
 }
 
 /* --keep-epochs K: the parameters at the end of epoch `epoch` (1-based) as CHECKPOINT.epochN,
@@ -63,7 +60,15 @@ static attn_status keep_epoch(const translate_run *run, long epoch)
     int n_kv;
     const char *const *kv = translate_config_kv(&run->model.cfg, &n_kv);
     snprintf(path, n, "%s.epoch%ld", run->opt->train.checkpoint, epoch);
-    attn_status st = attn_checkpoint_save(path, run->params, NULL, kv, n_kv);
+    /* the vocabularies go with the parameters here too: an average is taken of one run's files */
+    const char **all = malloc((size_t)(2 * (n_kv + 2)) * sizeof *all);
+    attn_status st = all ? ATTN_OK : ATTN_ERR_NOMEM;
+    if (all) {
+        memcpy(all, kv, (size_t)(2 * n_kv) * sizeof *all);
+        for (int i = 0; i < 2; i++) all[2 * (n_kv + i)] = vocab_keys[i], all[2 * (n_kv + i) + 1] = run->vocab_text[i];
+        st = attn_checkpoint_save(path, run->params, NULL, all, n_kv + 2);
+    }
+    free(all);
     snprintf(path, n, "%s.epoch%ld", run->opt->train.checkpoint, epoch - keep);
     if (st == ATTN_OK && epoch > keep) remove(path);
     free(path);
@@ -197,7 +202,9 @@ int translate_train(translate_run *run, const translate_split *train, const tran
     const int64_t global = o->train.batch_size * dist_size();
     ts.per_epoch = (train->src.count + global - 1) / global;
     run_position pos = {.global_batch = global, .per_epoch = ts.per_epoch, .rng = *attn_ctx_rng(ts.ctx)};
-    int code = run_start("translate", o->train.resume ? o->train.checkpoint : NULL, run->params, ts.opt, &pos);
+    int code = run_start("translate", o->train.resume, run->resume, o->train.checkpoint, run->params, ts.opt, &pos);
+    attn_st_close(run->resume); /* read: its memory goes back */
+    run->resume = NULL;
     if (code == CLI_OK) {
         *attn_ctx_rng(ts.ctx) = pos.rng;
         if (o->train.resume)
