@@ -57,6 +57,7 @@ le64() {
 # st_file PATH HEADER_JSON [DATA_ESCAPES]: a safetensors file: 8-byte header length, the header,
 # then the data bytes given as printf escapes (e.g. '\x00\x00\x80\x3f' for 1.0f).
 st_file() {
+  local LC_ALL=C # ${#header} in bytes, whatever the header's text
   local path=$1 header=$2 data=${3:-}
   { printf "$(le64 ${#header})"; printf '%s' "$header"; printf "$data"; } > "$path"
 }
@@ -85,6 +86,7 @@ st_header_len() { od -An -tu8 -N8 "$1" | command tr -d ' '; }
 
 # st_rewrite SRC DST SED_EXPR: DST is SRC with its JSON header edited by sed (the data bytes kept).
 st_rewrite() {
+  local LC_ALL=C # ${#header} in bytes: a vocabulary inside the header may hold any UTF-8
   local src=$1 dst=$2 expr=$3 n header
   n=$(st_header_len "$src")
   header=$(head -c $((8 + n)) "$src" | tail -c "$n" | sed -e "$expr")
@@ -98,4 +100,21 @@ st_poison() {
   begin=$(head -c $((8 + n)) "$src" | tail -c "$n" | grep -o "\"$name\":{[^}]*}" | sed -nE 's/.*"data_offsets":\[([0-9]+),.*/\1/p')
   cp "$src" "$dst"
   printf '\x00\x00\xc0\x7f' | dd of="$dst" bs=1 seek=$((8 + n + begin)) conv=notrunc 2>/dev/null
+}
+
+# attn_vocab_of CHECKPOINT KEY: the vocabulary (one token per line) a checkpoint carries as metadata
+# KEY ("vocab", "vocab.src", "vocab.tgt"), or, in one written before they went inside, the file
+# beside it (CHECKPOINT.vocab, .src.vocab, .tgt.vocab).
+attn_vocab_of() {
+  python3 - "$1" "$2" <<'PY'
+import json, struct, sys
+path, key = sys.argv[1], sys.argv[2]
+with open(path, "rb") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    meta = json.loads(f.read(n)).get("__metadata__", {})
+if key in meta:
+    sys.stdout.write(meta[key])
+else:
+    sys.stdout.write(open(path + {"vocab": ".vocab", "vocab.src": ".src.vocab", "vocab.tgt": ".tgt.vocab"}[key]).read())
+PY
 }
