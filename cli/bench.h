@@ -16,6 +16,9 @@ typedef struct bench_args {
     int impl;      /* an attn_sdpa_impl */
     int bench_case; /* which of the workload's cases (gemm: layer and product) */
     int matmul_precision; /* an attn_precision */
+    long kv_heads, window; /* sdpa: K and V's heads (0: H); a sliding window of W keys (0: none) */
+    bool alibi;            /* sdpa: ALiBi with the paper's slopes */
+    float softcap;         /* sdpa: 0: none */
 } bench_args;
 
 extern const char *const bench_mode_names[]; /* "fwd", "fwdbwd", NULL */

@@ -43,6 +43,7 @@ attn_tensor *bench_randn(attn_rng *rng, int ndim, const int64_t *shape, bool req
 typedef struct sdpa_state {
     attn_ctx *ctx;
     attn_tensor *q, *k, *v, *g;
+    float *slopes; /* (H) ALiBi's */
     attn_sdpa_opts opts;
     bool backward;
 } sdpa_state;
@@ -58,20 +59,33 @@ static int sdpa_run(void *p)
     return CLI_OK;
 }
 
-/* The fused kernel against the reference on a (1, 2, min(L, 512), d) slice of the shape: within
+/* The attention options of the bench arguments (ALiBi's slopes in slopes (heads)) */
+static attn_sdpa_opts sdpa_opts_of(const bench_args *a, attn_sdpa_impl impl, float *slopes, int64_t heads, bool gqa)
+{
+    attn_sdpa_opts o = {.impl = impl, .enable_gqa = gqa, .softcap = a->softcap};
+    o.mask.causal = a->causal;
+    if (a->window > 0) o.window = (attn_window){true, a->window - 1, 0}; /* W keys up to the diagonal */
+    if (a->alibi && attn_alibi_slopes(slopes, heads) == ATTN_OK)
+        o.alibi_slopes = slopes, o.alibi_ndim = 1, o.alibi_shape[0] = heads;
+    return o;
+}
+
+/* The fused kernel against the reference on a (1, 2, min(L, 512), d) slice of the shape (K and V
+ * with one head under GQA), with the workload's options: within
  * float32 roundings, or with bf16 products (MEDIUM), within the bound attn.h states besides: scores
  * within dS_i = scale (2u + (D + 2) 2^-24) max_j sum_d |q_id k_jd| (u = 2^-8), P within about
  * 2 dS_i relative, and O = P V rounding P and V again: |dO_ic| <= (2.1 dS_i + 2u + L 2^-24) max_j |v_jc|. */
 static int sdpa_validate(const bench_args *a)
 {
-    const int64_t L = a->L < 512 ? a->L : 512, D = a->d, shape[4] = {1, 2, L, D};
+    const bool gqa = a->kv_heads > 0 && a->kv_heads != a->H;
+    const int64_t L = a->L < 512 ? a->L : 512, D = a->d, shape[4] = {1, 2, L, D}, kv_shape[4] = {1, gqa ? 1 : 2, L, D};
     attn_rng rng;
     attn_rng_seed(&rng, 3);
-    attn_tensor *t[3] = {bench_randn(&rng, 4, shape, false), bench_randn(&rng, 4, shape, false),
-                         bench_randn(&rng, 4, shape, false)};
+    attn_tensor *t[3] = {bench_randn(&rng, 4, shape, false), bench_randn(&rng, 4, kv_shape, false),
+                         bench_randn(&rng, 4, kv_shape, false)};
     attn_ctx *ctx = cli_ctx_new(0);
-    attn_sdpa_opts f = {.impl = ATTN_SDPA_FUSED}, r = {.impl = ATTN_SDPA_REF};
-    f.mask.causal = r.mask.causal = a->causal;
+    float slopes[2];
+    attn_sdpa_opts f = sdpa_opts_of(a, ATTN_SDPA_FUSED, slopes, 2, gqa), r = sdpa_opts_of(a, ATTN_SDPA_REF, slopes, 2, gqa);
     attn_tensor *x = ctx ? attn_sdpa(ctx, t[0], t[1], t[2], &f, NULL) : NULL;
     attn_tensor *y = ctx ? attn_sdpa(ctx, t[0], t[1], t[2], &r, NULL) : NULL;
     const bool bf16 = attn_ctx_matmul_precision(ctx) == ATTN_PRECISION_MEDIUM && attn_bf16_products();
@@ -79,7 +93,8 @@ static int sdpa_validate(const bench_args *a)
     bool ok = x && y && ds && vmax;
     const double u = 0x1p-8, scale = 1.0 / sqrt((double)D);
     for (int64_t h = 0; ok && bf16 && h < 2; h++) {
-        const float *q = t[0]->data + h * L * D, *k = t[1]->data + h * L * D, *v = t[2]->data + h * L * D;
+        const int64_t hk = gqa ? 0 : h;
+        const float *q = t[0]->data + h * L * D, *k = t[1]->data + hk * L * D, *v = t[2]->data + hk * L * D;
         for (int64_t i = 0; i < L; i++)
             for (int64_t j = 0; j < L; j++) {
                 double sum = 0.0;
@@ -106,17 +121,21 @@ static int sdpa_setup(const bench_args *a, void **state, bench_result *r)
     sdpa_state *s = calloc(1, sizeof *s);
     *state = s;
     if (!s) return cli_fail(CLI_ERR_DATA, "bench", "out of memory");
-    int64_t shape[4] = {a->B, a->H, a->L, a->d};
+    const bool gqa = a->kv_heads > 0 && a->kv_heads != a->H;
+    int64_t shape[4] = {a->B, a->H, a->L, a->d}, kv_shape[4] = {a->B, gqa ? a->kv_heads : a->H, a->L, a->d};
     attn_rng rng;
     attn_rng_seed(&rng, 1);
     s->ctx = cli_ctx_new(0);
     s->backward = a->mode == 1;
-    s->q = bench_randn(&rng, 4, shape, s->backward), s->k = bench_randn(&rng, 4, shape, s->backward);
-    s->v = bench_randn(&rng, 4, shape, s->backward), s->g = bench_randn(&rng, 4, shape, false);
-    s->opts.impl = (attn_sdpa_impl)a->impl;
-    s->opts.mask.causal = a->causal;
-    r->flop = 4.0 * a->B * a->H * (double)a->L * a->L * a->d * (a->causal ? 0.5 : 1.0) * (s->backward ? 3.5 : 1.0);
-    return s->ctx && s->q && s->k && s->v && s->g ? CLI_OK : cli_fail(CLI_ERR_DATA, "bench", "out of memory");
+    s->q = bench_randn(&rng, 4, shape, s->backward), s->k = bench_randn(&rng, 4, kv_shape, s->backward);
+    s->v = bench_randn(&rng, 4, kv_shape, s->backward), s->g = bench_randn(&rng, 4, shape, false);
+    s->slopes = malloc(sizeof(float) * (size_t)a->H);
+    if (s->slopes) s->opts = sdpa_opts_of(a, (attn_sdpa_impl)a->impl, s->slopes, a->H, gqa);
+    /* the (query, key) pairs the kernel computes: all, half under causal, L W less W^2 / 2 in a window */
+    double pairs = (double)a->L * a->L * (a->causal ? 0.5 : 1.0);
+    if (a->window > 0 && a->window < a->L) pairs = (double)a->L * a->window - 0.5 * (double)a->window * (a->window - 1);
+    r->flop = 4.0 * a->B * a->H * pairs * a->d * (s->backward ? 3.5 : 1.0);
+    return s->ctx && s->q && s->k && s->v && s->g && s->slopes ? CLI_OK : cli_fail(CLI_ERR_DATA, "bench", "out of memory");
 }
 
 static void sdpa_teardown(void *p)
@@ -125,6 +144,7 @@ static void sdpa_teardown(void *p)
     if (!s) return;
     attn_ctx_free(s->ctx);
     attn_tensor_free(s->q), attn_tensor_free(s->k), attn_tensor_free(s->v), attn_tensor_free(s->g);
+    free(s->slopes);
     free(s);
 }
 
@@ -317,6 +337,10 @@ static const cli_option options[] = {
     {"--mode", NULL, CLI_CHOICE, O(mode), 0, 0, bench_mode_names, "fwd", "sdpa: forward, or forward and backward"},
     {"--causal", NULL, CLI_FLAG, O(causal), 0, 0, NULL, NULL, "sdpa: a causal mask"},
     {"--impl", NULL, CLI_CHOICE, O(impl), 0, 0, impl_names, "auto", "sdpa: the kernel"},
+    {"--kv-heads", "N", CLI_LONG, O(kv_heads), 1, 256, NULL, NULL, "sdpa: grouped-query attention, K and V with N heads"},
+    {"--window", "W", CLI_LONG, O(window), 1, 1048576, NULL, NULL, "sdpa: a sliding window of W keys (W-1, 0)"},
+    {"--alibi", NULL, CLI_FLAG, O(alibi), 0, 0, NULL, NULL, "sdpa: ALiBi with the paper's slopes"},
+    {"--softcap", "C", CLI_FLOAT, O(softcap), 1e-30, 1e30, NULL, NULL, "sdpa: soft-capped scores, C tanh(s / C)"},
     {"--runs", "N", CLI_LONG, O(runs), 1, 1000, NULL, "5", "timed runs (the median is reported)"},
     {"--warmup", "N", CLI_LONG, O(warmup), 0, 100, NULL, "1", "untimed runs first"},
     {"--threads", "N", CLI_LONG, O(threads), 1, 1024, NULL, NULL, "threads (default: all cores)"},
@@ -362,6 +386,10 @@ static int parse(int argc, char **argv, bench_args *a)
         return cli_fail(CLI_ERR_USAGE, "bench", "%s applies to sdpa only", a->causal ? "--causal" : "--mode");
     if (a->workload && !sdpa && !mha && a->impl != 0)
         return cli_fail(CLI_ERR_USAGE, "bench", "--impl applies to sdpa and mha only");
+    if (!sdpa && (a->kv_heads || a->window || a->alibi || a->softcap != 0))
+        return cli_fail(CLI_ERR_USAGE, "bench", "--kv-heads, --window, --alibi and --softcap apply to sdpa only (name it)");
+    if (a->kv_heads && (a->H ? a->H : 8) % a->kv_heads != 0)
+        return cli_fail(CLI_ERR_USAGE, "bench", "--kv-heads %ld does not divide the %ld heads", a->kv_heads, a->H ? a->H : 8);
     if (a->threads) cli_set_threads((int)a->threads);
     cli_set_matmul_precision((attn_precision)a->matmul_precision);
     for (int i = 0; i < WORKLOADS; i++) {
@@ -395,10 +423,11 @@ static void print_result(const bench_workload *w, const bench_args *a, const ben
     const char *mode = w->mode ? w->mode : bench_mode_names[a->mode];
     if (a->json)
         printf("{\"workload\":\"%s\",\"mode\":\"%s\",\"impl\":\"%s\",\"causal\":%s,\"B\":%ld,\"H\":%ld,\"L\":%ld,"
-               "\"d\":%ld,\"threads\":%d,\"isa\":\"%s\",\"precision\":\"%s\",\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f,\"gflops_med\":%.2f,"
+               "\"d\":%ld,\"kv_heads\":%ld,\"window\":%ld,\"alibi\":%s,\"softcap\":%g,\"threads\":%d,\"isa\":\"%s\",\"precision\":\"%s\",\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f,\"gflops_med\":%.2f,"
                "\"items_per_s_med\":%.2f,\"unit\":\"%s\",\"arena_peak_mib\":%.1f}\n",
                w->name, mode, a->impl == ATTN_SDPA_REF ? "ref" : "fused", a->causal ? "true" : "false", a->B, a->H,
-               a->L, a->d, cli_threads(), attn_isa_name(r->isa), cli_matmul_precision_text(), r->t_min, r->t_med, r->t_max, r->flop / r->t_med * 1e-9,
+               a->L, a->d, a->kv_heads ? a->kv_heads : a->H, a->window, a->alibi ? "true" : "false", (double)a->softcap,
+               cli_threads(), attn_isa_name(r->isa), cli_matmul_precision_text(), r->t_min, r->t_med, r->t_max, r->flop / r->t_med * 1e-9,
                r->items / r->t_med, r->unit, r->peak_bytes / 1048576.0);
     else {
         printf("%-10s %-7s L=%-5ld B=%-3ld %s threads=%d %-11s %-7s  ms min/med/max %9.2f %9.2f %9.2f  GFLOP/s %6.1f",
@@ -406,7 +435,12 @@ static void print_result(const bench_workload *w, const bench_args *a, const ben
                r->bf16 ? "bf16" : "float32", 1e3 * r->t_min, 1e3 * r->t_med,
                1e3 * r->t_max, r->flop / r->t_med * 1e-9);
         if (r->items > 0) printf("  %.1f %s", r->items / r->t_med, r->unit);
-        printf("  arena %.1f MiB\n", r->peak_bytes / 1048576.0);
+        printf("  arena %.1f MiB", r->peak_bytes / 1048576.0);
+        if (a->kv_heads && a->kv_heads != a->H) printf("  kv-heads %ld", a->kv_heads);
+        if (a->window) printf("  window %ld", a->window);
+        if (a->alibi) printf("  alibi");
+        if (a->softcap > 0.0f) printf("  softcap %g", (double)a->softcap);
+        printf("\n");
     }
 }
 

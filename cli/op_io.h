@@ -8,7 +8,11 @@
 typedef struct op_args {
     const char *name, *in_path, *out_path;
     bool causal, need_weights, per_head_weights, batch_first, shen;
+    bool enable_gqa, alibi; /* sdpa: k, v with fewer heads; ALiBi with the paper's slopes */
+    const char *window;     /* sdpa: "LEFT,RIGHT" (FlashAttention's window_size), NULL: none */
+    attn_window window_parsed;
     float scale;     /* 0: 1/sqrt(D) */
+    float softcap;   /* sdpa: 0: none */
     long num_heads, threads;
     int matmul_precision; /* an attn_precision */
     int impl;        /* an attn_sdpa_impl */

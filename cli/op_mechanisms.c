@@ -154,10 +154,35 @@ static attn_status mha_from_file(op_run *run, attn_mha_layer *m, const char *pre
 
 static attn_tensor *fwd_sdpa(op_run *run, attn_tensor **weights)
 {
+    const op_args *a = run->args;
     attn_tensor *q = input(run, "q", "dq"), *k = input(run, "k", "dk"), *v = input(run, "v", "dv");
     if (!q || !k || !v) return NULL;
-    attn_sdpa_opts opts = {.scale = run->args->scale, .mask = run->mask, .impl = (attn_sdpa_impl)run->args->impl};
-    return attn_sdpa(run->ctx, q, k, v, &opts, weights);
+    attn_sdpa_opts opts = {.scale = a->scale, .mask = run->mask, .impl = (attn_sdpa_impl)a->impl,
+                           .enable_gqa = a->enable_gqa, .window = a->window_parsed, .softcap = a->softcap};
+    /* ALiBi: the file's slopes, or the paper's for --alibi (attn_sdpa copies them) */
+    attn_tensor *slopes = NULL;
+    const bool in_file = attn_st_find(run->file, "alibi_slopes") != NULL;
+    if (in_file && a->alibi) {
+        fprintf(stderr, "attn op sdpa: --alibi and a tensor alibi_slopes in the input: give one\n");
+        attn_clear_error(); /* said here */
+        return NULL;
+    }
+    if (in_file) {
+        if (!float_in_file(run, "alibi_slopes") || !(slopes = attn_st_load(run->file, "alibi_slopes", NULL))) return NULL;
+    } else if (a->alibi) {
+        const int64_t heads = q->ndim == 4 ? q->shape[1] : 1;
+        if (!(slopes = attn_tensor_alloc(1, &heads)) || attn_alibi_slopes(slopes->data, heads) != ATTN_OK) {
+            attn_tensor_free(slopes);
+            return NULL;
+        }
+    }
+    if (slopes) {
+        opts.alibi_slopes = slopes->data, opts.alibi_ndim = slopes->ndim;
+        for (int i = 0; i < slopes->ndim && i < 2; i++) opts.alibi_shape[i] = slopes->shape[i];
+    }
+    attn_tensor *out = attn_sdpa(run->ctx, q, k, v, &opts, weights);
+    attn_tensor_free(slopes);
+    return out;
 }
 
 /* (L, B, E) <-> (B, L, E) unless --batch-first; unbatched (L, E) as it is */

@@ -76,10 +76,34 @@ static key_range block_keys(const sdpa_problem *p, int64_t b, int64_t i0, int64_
     return k;
 }
 
-/* Whether a tile of keys [j0, j0 + cols) needs sdpa_mask_tile for these rows */
-static bool tile_needs_mask(const sdpa_problem *p, const key_range *k, int64_t j0, int64_t cols)
+/* Whether a tile of keys [j0, j0 + cols) needs its key range masked for these rows */
+static bool tile_crosses_range(const key_range *k, int64_t j0, int64_t cols)
 {
-    return sdpa_has_elementwise_mask(p) || j0 < k->begin_max || j0 + cols > k->end_min;
+    return j0 < k->begin_max || j0 + cols > k->end_min;
+}
+
+/* The masks of a transposed tile st (cols, qw) of rows [i0, i0 + rows), keys [j0, j0 + cols):
+ * sdpa_mask_tile where there are elementwise masks or biases; the key range alone (causal, valid
+ * lengths, the window: most of a local window's tiles cross it) in vectors, each lane's range
+ * compared with the key (exact in float below 2^24 keys) */
+static void mask_tiles(float *st, int64_t qw, const sdpa_problem *p, const key_range *k, int64_t b, int64_t h,
+                       int64_t i0, int64_t rows, int64_t j0, int64_t cols)
+{
+    if (sdpa_has_elementwise_mask(p)) {
+        sdpa_mask_tile(st, 1, qw, p, b, h, i0, rows, j0, cols);
+        return;
+    }
+    if (!tile_crosses_range(k, j0, cols)) return;
+    float begin[SDPA_BR], end[SDPA_BR]; /* (qw) each lane's visible keys [begin, end); padding lanes all */
+    for (int64_t r = 0; r < qw; r++) {
+        begin[r] = r < rows ? (float)sdpa_key_begin(p, i0 + r) : 0.0f;
+        end[r] = r < rows ? (float)sdpa_key_end(p, b, i0 + r) : (float)p->lk;
+    }
+    for (int64_t v = 0; v < qw; v += VF_LANES) {
+        const vf lo = vf_load(begin + v), hi = vf_load(end + v);
+        for (int64_t c = 0; c < cols; c++)
+            vf_store(st + c * qw + v, vf_neginf_outside(vf_load(st + c * qw + v), vf_set1((float)(j0 + c)), lo, hi));
+    }
 }
 
 /* cap() on transposed tiles st (cols, qw) (attention.h): t = tanh(s / softcap) from
@@ -231,7 +255,7 @@ static void forward_block(float *out, float *stats, const float *q, const float 
         if (p->bf16) attn_tile_gemm_bf16(st, qw, kh + j0 * hD, hD, 1, qp, qw, cols, qw, hD, p->scale, false);
         else attn_tile_gemm(st, qw, kj, D, 1, qt, qw, cols, qw, D, p->scale, false);
         if (p->softcap > 0.0f) softcap_tiles(st, NULL, qw, cols, p->softcap);
-        if (tile_needs_mask(p, &keys, j0, cols)) sdpa_mask_tile(st, 1, qw, p, b, h, i0, rows, j0, cols);
+        mask_tiles(st, qw, p, &keys, b, h, i0, rows, j0, cols);
         const bool drop = p->dropout_p > 0.0f, fused_pack = p->bf16 && !drop; /* P^T straight into pp */
         online_softmax(st, fused_pack ? pp : NULL, ot, m, l, qw, cols, Dv);
         if (drop) dropout_tiles(st, st, NULL, qw, p, b, h, i0, j0, cols);
@@ -388,7 +412,7 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
             if (p->bf16) attn_tile_gemm_bf16(st, qw, kr, hD, 1, qtp + i0, ld, cols, qw, hD, p->scale, false);
             else attn_tile_gemm(st, qw, kj, D, 1, qt + i0, ld, cols, qw, D, p->scale, false);
             if (p->softcap > 0.0f) softcap_tiles(st, cap_slope, qw, cols, p->softcap);
-            if (tile_needs_mask(p, &keys, j0, cols)) sdpa_mask_tile(st, 1, qw, p, b, h, i0, rows, j0, cols);
+            mask_tiles(st, qw, p, &keys, b, h, i0, rows, j0, cols);
             probabilities(st, qw, m + i0, log_l + i0, cols);
             /* dP^T = V_j dO_i^T, and under dropout dropout(P)^T and dropout'(dP)^T in one pass */
             if (p->bf16) attn_tile_gemm_bf16(dpt, qw, vr, hDv, 1, dotp + i0, ld, cols, qw, hDv, 1.0f, false);

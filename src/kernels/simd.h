@@ -55,6 +55,12 @@ static inline vf vf_zero_below(vf y, vf x, vf lo)
 {
     return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ), y); /* NaN x: kept */
 }
+/* lanes of y where x is outside [lo, hi) become -inf */
+static inline vf vf_neginf_outside(vf y, vf x, vf lo, vf hi)
+{
+    const __mmask16 out = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ) | _mm512_cmp_ps_mask(x, hi, _CMP_GE_OQ);
+    return _mm512_mask_mov_ps(y, out, _mm512_set1_ps(-INFINITY));
+}
 
 #elif defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -93,6 +99,11 @@ static inline vf vf_pow2(vf n)
 static inline vf vf_zero_below(vf y, vf x, vf lo)
 {
     return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), y);
+}
+static inline vf vf_neginf_outside(vf y, vf x, vf lo, vf hi)
+{
+    const vf out = _mm256_or_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), _mm256_cmp_ps(x, hi, _CMP_GE_OQ));
+    return _mm256_blendv_ps(y, _mm256_set1_ps(-INFINITY), out);
 }
 
 #else
@@ -153,6 +164,11 @@ static inline vf vf_pow2(vf n)
 static inline vf vf_zero_below(vf y, vf x, vf lo)
 {
     for (int i = 0; i < VF_LANES; i++) y[i] = x[i] < lo[i] ? 0.0f : y[i];
+    return y;
+}
+static inline vf vf_neginf_outside(vf y, vf x, vf lo, vf hi)
+{
+    for (int i = 0; i < VF_LANES; i++) y[i] = x[i] < lo[i] || x[i] >= hi[i] ? -INFINITY : y[i];
     return y;
 }
 #endif
