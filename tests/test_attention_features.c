@@ -6,7 +6,10 @@
  *     Lq 130 > 64) and with Lq != Lk (where the window's alignment shows);
  *   - the fused kernel against its reference twin under dropout (the same mask), and finite
  *     differences of both on small shapes;
- *   - attn_alibi_slopes against the paper's formula; every refusal (shapes, bounds, values).
+ *   - attn_alibi_slopes against the paper's formula; every refusal (shapes, bounds, values);
+ *   - PyTorch's compositions of each feature (tests/golden/make_golden_features.py:
+ *     repeat_interleave for GQA, explicit masks and biases, torch.tanh; float64 on float32 inputs),
+ *     both kernels, output and every gradient, within tk_tol_of(1, 64, 4, 8) (one float32 side).
  * Tolerance: float32 against float64 over the longest path of roundings (testkit.h's
  * tk_tol_of(2, n, 4, 8) with n = D + Lk + Dv + Lq + 16: the products, the softmax's sum, the
  * backward's sums over keys and queries). */
@@ -251,6 +254,64 @@ static void slopes_and_refusals(void)
     attn_ctx_free(ctx);
 }
 
+/* ---- PyTorch's compositions: feat_<name>.safetensors, the options as the script's table ---- */
+
+typedef struct golden_case {
+    const char *name;
+    int64_t window_left, window_right; /* both 0 and !window: none */
+    bool window, causal;
+    float softcap;
+} golden_case;
+
+static void against_torch(void)
+{
+    static const golden_case cases[] = {
+        {"gqa", 0, 0, false, false, 0.0f},          {"mqa_causal", 0, 0, false, true, 0.0f},
+        {"window", 2, 1, true, false, 0.0f},        {"window_left_only", 1, -1, true, false, 0.0f},
+        {"window_causal", 3, 0, true, true, 0.0f},  {"alibi", 0, 0, false, false, 0.0f},
+        {"alibi_bh", 0, 0, false, true, 0.0f},      {"softcap", 0, 0, false, false, 1.5f},
+        {"all", 3, 2, true, false, 2.0f},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char file[64];
+        snprintf(file, sizeof file, "feat_%s", cases[c].name);
+        attn_st_file *f = tk_golden(file);
+        if (!f) continue;
+        attn_tensor *in[3] = {tk_golden_tensor(f, "q"), tk_golden_tensor(f, "k"), tk_golden_tensor(f, "v")};
+        attn_tensor *g = tk_golden_tensor(f, "grad_out"), *slopes = NULL;
+        if (attn_st_find(f, "alibi_slopes")) slopes = tk_golden_tensor(f, "alibi_slopes");
+        for (int impl = ATTN_SDPA_FUSED; in[0] && in[1] && in[2] && g && impl <= ATTN_SDPA_REF; impl++) {
+            for (int i = 0; i < 3; i++) attn_tensor_set_requires_grad(in[i], true), attn_tensor_zero_grad(in[i]);
+            attn_sdpa_opts o = {.impl = (attn_sdpa_impl)impl, .enable_gqa = in[1]->shape[1] != in[0]->shape[1],
+                                .softcap = cases[c].softcap};
+            o.mask.causal = cases[c].causal;
+            if (cases[c].window) o.window = (attn_window){true, cases[c].window_left, cases[c].window_right};
+            if (slopes) {
+                o.alibi_slopes = slopes->data, o.alibi_ndim = slopes->ndim;
+                for (int i = 0; i < slopes->ndim; i++) o.alibi_shape[i] = slopes->shape[i];
+            }
+            attn_ctx *ctx = attn_ctx_new(1);
+            attn_tensor *w = NULL, *out = attn_sdpa(ctx, in[0], in[1], in[2], &o, impl == ATTN_SDPA_REF ? &w : NULL);
+            char what[128];
+            snprintf(what, sizeof what, "torch %s [%s]", cases[c].name, impl == ATTN_SDPA_REF ? "ref" : "fused");
+            TK_CHECK(out && attn_backward_from(ctx, out, g->data) == ATTN_OK, "%s: %s", what, attn_last_error());
+            const char *names[4] = {"out", "grad.q", "grad.k", "grad.v"};
+            const float *got[4] = {out ? out->data : NULL, in[0]->grad, in[1]->grad, in[2]->grad};
+            for (int t = 0; out && t < 4; t++) {
+                char label[160];
+                snprintf(label, sizeof label, "%s: %s", what, names[t]);
+                attn_tensor *ref = tk_golden_tensor(f, names[t]);
+                if (ref && got[t]) tk_close_scaled(label, got[t], ref->data, ref->numel, tk_tol_of(1, 64, 4, 8));
+                attn_tensor_free(ref);
+            }
+            attn_ctx_free(ctx);
+        }
+        for (int i = 0; i < 3; i++) attn_tensor_free(in[i]);
+        attn_tensor_free(g), attn_tensor_free(slopes);
+        attn_st_close(f);
+    }
+}
+
 int main(void)
 {
     static const problem problems[] = {
@@ -269,5 +330,6 @@ int main(void)
     for (size_t i = 0; i < sizeof problems / sizeof *problems; i++) against_float64(&problems[i]);
     twins_and_gradchecks();
     slopes_and_refusals();
+    against_torch();
     return tk_finish("test_attention_features");
 }
