@@ -711,6 +711,29 @@ ATTN_API attn_tensor *attn_sinusoidal_table(attn_ctx *ctx, int64_t max_len, int6
 /* x (B, L, E) + table[:L] (table (max_len, E), L <= max_len). */
 ATTN_API attn_tensor *attn_add_positions(attn_ctx *ctx, attn_tensor *x, attn_tensor *table);
 
+/* Rotary position embeddings, forward and backward. Each row of x (its last dim, d) at position
+ * p rotates the pairs (a, b) of its first rotary_dim dims by theta_i = p base^(-2i / rotary_dim):
+ *   (a, b) -> (a cos theta_i - b sin theta_i, a sin theta_i + b cos theta_i);
+ * the dims past rotary_dim pass through. Applied to q and k before attention, it makes their
+ * scores depend on positions through p_q - p_k alone. */
+typedef enum attn_rope_layout {
+    ATTN_ROPE_INTERLEAVED, /* pairs (2i, 2i + 1): GPT-J, ggml's normal mode */
+    ATTN_ROPE_HALVES,      /* pairs (i, i + rotary_dim / 2): GPT-NeoX, Llama's rotate_half */
+} attn_rope_layout;
+#define ATTN_ROPE_MAX_DIM 8192
+typedef struct attn_rope_opts {
+    attn_rope_layout layout;
+    float base;               /* 10000 in most models; > 1 */
+    int64_t rotary_dim;       /* even, <= d; 0: d */
+    int position_dim;         /* the dim of x that holds positions: (B, H, L, D) 2, (B, L, H, D) 1,
+                                 a packed batch (total, H, D) 0; any dim before the last */
+    const int64_t *positions; /* (n_positions) the position of each index of that dim, >= 0 (a packed
+                                 batch: each token's place in its sequence); NULL: 0, 1, 2, ... */
+    int64_t n_positions;      /* x's size along position_dim when positions is given */
+} attn_rope_opts;
+/* x (..., d) -> the same shape; positions copied. */
+ATTN_API attn_tensor *attn_rope(attn_ctx *ctx, attn_tensor *x, const attn_rope_opts *opts);
+
 /* Seed 002's learned encoding: a parameter "<prefix>" of shape (1, max_len, E) ~ N(0, 1);
  * forward adds its first L positions. */
 typedef struct attn_learned_pe {

@@ -370,6 +370,9 @@ static void one_null_tensor(void)
     EXPECT_NULL(attn_nw_leave_one_out(ctx, NULL));
     EXPECT_NULL(attn_add_positions(ctx, NULL, x));
     EXPECT_NULL(attn_add_positions(ctx, x, NULL));
+    attn_rope_opts rope = {ATTN_ROPE_HALVES, 10000.0f, 0, 0, NULL, 0};
+    EXPECT_NULL(attn_rope(ctx, NULL, &rope));
+    EXPECT_NULL(attn_rope(ctx, x, NULL));
     /* a NULL that comes from a failed op keeps that op's error: chains are checked at the end */
     attn_clear_error();
     attn_tensor *bad = attn_matmul(ctx, x, x, false, false); /* (2, 3) @ (2, 3): shape error */

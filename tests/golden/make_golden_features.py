@@ -20,7 +20,14 @@ error of its own):
 A file holds q, k, v (F32), alibi_slopes (F32, when the case has ALiBi), out, grad_out and
 grad.q, grad.k, grad.v (the gradients of sum(out * grad_out)); the case's options are in its
 metadata (heads_kv, window_left, window_right, causal, softcap, alibi) and mirrored in the C
-test's table. Every row keeps a visible key. Deterministic: torch.manual_seed(crc32(name)).
+test's table. Every row keeps a visible key.
+
+rope_*: rotary position embeddings in the two layouts as their reference code writes them, in
+float64: GPT-NeoX's (inv_freq = 1 / base^(arange(0, rot, 2) / rot), cos and sin of
+cat(freqs, freqs), x * cos + rotate_half(x) * sin) and GPT-J's (cos and sin repeated per pair,
+x * cos + rotate_every_two(x) * sin), on the first rotary_dim dims. A file holds x, positions (I64),
+out, grad_out, grad.x; metadata: layout (halves, interleaved), rotary_dim, position_dim, base.
+Deterministic: torch.manual_seed(crc32(name)).
 """
 import math
 import os
@@ -111,11 +118,61 @@ def write_case(name, B, H, Hkv, Lq, Lk, D, Dv, window, causal, softcap, alibi):
     write_safetensors(os.path.join(OUT_DIR, f"feat_{name}.safetensors"), tensors, meta)
 
 
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def rotate_every_two(x):
+    return torch.stack((-x[..., 1::2], x[..., ::2]), dim=-1).flatten(-2)
+
+
+def rope(x, positions, position_dim, rot, base, layout):
+    """x (..., d), positions along position_dim; float64."""
+    inv_freq = 1.0 / base ** (torch.arange(0, rot, 2, dtype=torch.float64) / rot)
+    freqs = torch.outer(positions.double(), inv_freq)                      # (n, rot / 2)
+    if layout == "halves":
+        emb = torch.cat((freqs, freqs), dim=-1)                             # (n, rot)
+    else:
+        emb = freqs.repeat_interleave(2, dim=-1)
+    shape = [1] * x.dim()
+    shape[position_dim], shape[-1] = emb.shape[0], rot
+    cos, sin = emb.cos().reshape(shape), emb.sin().reshape(shape)
+    xr, rest = x[..., :rot], x[..., rot:]
+    turned = rotate_half(xr) if layout == "halves" else rotate_every_two(xr)
+    return torch.cat((xr * cos + turned * sin, rest), dim=-1)
+
+
+# name: x shape, position_dim, rotary_dim, base, layout, positions (None: 0, 1, ...)
+ROPE_CASES = {
+    "rope_neox": ((2, 3, 7, 8), 2, 8, 10000.0, "halves", None),
+    "rope_gptj": ((2, 7, 3, 8), 1, 8, 10000.0, "interleaved", None),
+    "rope_partial": ((2, 3, 6, 12), 2, 8, 500.0, "halves", None),
+    "rope_packed": ((9, 2, 8), 0, 8, 10000.0, "interleaved", [0, 1, 2, 3, 0, 1, 0, 1, 2]),
+    "rope_far": ((1, 2, 4, 16), 2, 16, 10000.0, "halves", [5000, 9999, 30000, 123456]),
+}
+
+
+def write_rope_case(name, shape, position_dim, rot, base, layout, positions):
+    torch.manual_seed(zlib.crc32(name.encode()))
+    x = torch.randn(*shape).double().requires_grad_()
+    pos = torch.tensor(positions if positions is not None else list(range(shape[position_dim])), dtype=torch.int64)
+    out = rope(x, pos, position_dim, rot, base, layout)
+    grad_out = torch.randn(out.shape, dtype=torch.float64)
+    (out * grad_out).sum().backward()
+    write_safetensors(os.path.join(OUT_DIR, f"feat_{name}.safetensors"),
+                      {"x": x.float(), "positions": pos, "out": out.float(), "grad_out": grad_out.float(),
+                       "grad.x": x.grad.float()},
+                      {"layout": layout, "rotary_dim": rot, "position_dim": position_dim, "base": base})
+
+
 def main():
     torch.set_num_threads(1)
     for name, case in CASES.items():
         write_case(name, *case)
-    print(f"wrote {len(CASES)} feat_*.safetensors files to {OUT_DIR}")
+    for name, case in ROPE_CASES.items():
+        write_rope_case(name, *case)
+    print(f"wrote {len(CASES) + len(ROPE_CASES)} feat_*.safetensors files to {OUT_DIR}")
 
 
 if __name__ == "__main__":
