@@ -296,7 +296,11 @@ void sdpa_forward_fused(float *out, float *stats, const float *q, const float *k
      * the query heads that share it (grouped-query attention) take each block in turn; late query
      * blocks see more keys under a causal mask: each head hands them out first. */
     const int64_t group = p->heads_kv > 0 ? p->heads / p->heads_kv : 1;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(p->threads) if (sdpa_parallel(p))
+    /* With bf16 products each thread packs the K and V of every key/value head it works on: with
+     * heads enough for every thread, a thread takes all of a head's tasks (one packing per head). */
+    const int64_t kv_heads = per_head / group;
+    const int chunk = p->bf16 && kv_heads >= 2 * (int64_t)p->threads ? (int)(group * blocks) : 1;
+#pragma omp parallel for schedule(dynamic, chunk) num_threads(p->threads) if (sdpa_parallel(p))
     for (int64_t t = 0; t < per_head * blocks; t++) {
         const int64_t g = t % group, blk = blocks - 1 - t / group % blocks, bhk = t / group / blocks;
         const int64_t b = bhk / (p->heads / group), h = bhk % (p->heads / group) * group + g;
