@@ -1,8 +1,8 @@
 /* Our side of bench/compare_ort.sh: one forward on the inputs ONNX Runtime gets, written out
  * for the cross-check, then timed (median of runs after a warm-up). Public header only.
- *   bench_ort sdpa IN OUT [--causal] [--runs N] [--threads N]
+ *   bench_ort sdpa IN OUT [--causal] [--runs N] [--threads N] [--matmul-precision P]
  *       IN holds q, k, v (B, H, L, d); OUT gets out (B, H, L, d): attn_sdpa, fused kernel
- *   bench_ort encoder IN OUT [--runs N] [--threads N]
+ *   bench_ort encoder IN OUT [--runs N] [--threads N] [--matmul-precision P]
  *       IN holds x (B, L, E) and nn.TransformerEncoderLayer(E, H, F)'s state_dict (post-LN,
  *       ReLU; H from the metadata key num_heads); OUT gets out (B, L, E): eval mode, no grad
  * Prints one JSON line: {"what", "L", "causal", "threads", "t_min", "t_med", "t_max"} (seconds). */
@@ -74,10 +74,13 @@ int main(int argc, char **argv)
     }
     job j = {.encoder = !strcmp(argv[1], "encoder")};
     long runs = 10, threads = 2;
+    attn_precision precision = ATTN_PRECISION_HIGHEST;
     for (int i = 4; i < argc; i++) {
         if (!strcmp(argv[i], "--causal")) j.causal = true;
         else if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atol(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--matmul-precision") && i + 1 < argc && attn_precision_from_name(argv[i + 1], &precision) == ATTN_OK)
+            i++;
         else {
             fprintf(stderr, "bench_ort: unknown option %s\n", argv[i]);
             return 2;
@@ -90,7 +93,9 @@ int main(int argc, char **argv)
     attn_st_file *f = attn_st_open(argv[2]);
     attn_params *p = attn_params_new();
     j.ctx = attn_ctx_new(0);
-    if (!f || !p || !j.ctx || attn_ctx_set_num_threads(j.ctx, (int)threads) != ATTN_OK) return fail(argv[2]);
+    if (!f || !p || !j.ctx || attn_ctx_set_num_threads(j.ctx, (int)threads) != ATTN_OK ||
+        attn_ctx_set_matmul_precision(j.ctx, precision) != ATTN_OK)
+        return fail(argv[2]);
     attn_ctx_set_grad_enabled(j.ctx, false);
     attn_ctx_set_training(j.ctx, false);
     if (j.encoder) {
@@ -114,8 +119,9 @@ int main(int argc, char **argv)
     if (!t) return fail("out of memory");
     qsort(t, (size_t)runs, sizeof *t, cmp_double);
     const attn_tensor *shape_of = j.encoder ? j.x : j.q;
-    printf("{\"what\":\"%s\",\"L\":%lld,\"causal\":%s,\"threads\":%ld,\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f}\n",
-           argv[1], (long long)shape_of->shape[shape_of->ndim - 2], j.causal ? "true" : "false", threads, t[0],
+    printf("{\"what\":\"%s\",\"L\":%lld,\"causal\":%s,\"threads\":%ld,\"precision\":\"%s\",\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f}\n",
+           argv[1], (long long)shape_of->shape[shape_of->ndim - 2], j.causal ? "true" : "false", threads,
+           attn_precision_name(precision), t[0],
            t[runs / 2], t[runs - 1]);
     free(t);
     if (j.encoder) attn_tensor_free(j.x);

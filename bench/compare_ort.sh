@@ -15,13 +15,14 @@
 # holds the CPU binaries); models and inputs are written to build-ort/work/ (per L, then removed).
 # Appends to bench/results/ort_<time>.jsonl and rebuilds bench/RESULTS.md.
 #   bash bench/compare_ort.sh [L ...]     (default L: 512 1024 2048 4096; RUNS=N timed runs per
-#                                          round, default 10; ROUNDS=N, default 3)
+#                                          round, default 10; ROUNDS=N, default 3; PRECISION=medium:
+#                                          ours at --matmul-precision medium, bf16 products)
 # Needs node and npm (Node.js 20), and /usr/bin/python3 with torch and onnx (the models). Not
 # needed by the tests or CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 lens=("$@"); [[ ${#lens[@]} -gt 0 ]] || lens=(512 1024 2048 4096)
-runs=${RUNS:-10} rounds=${ROUNDS:-3}
+runs=${RUNS:-10} rounds=${ROUNDS:-3} precision=${PRECISION:-highest}
 threads=2
 for tool in node npm /usr/bin/python3; do
   command -v "$tool" >/dev/null || { echo "compare_ort: $tool not found" >&2; exit 1; }
@@ -42,7 +43,8 @@ export NODE_PATH=$ort_dir/node_modules
 work=$ort_dir/work
 rm -rf "$work"; mkdir -p "$work"
 mkdir -p bench/results
-out=$PWD/bench/results/ort_$(date -u +%Y%m%dT%H%MZ).jsonl
+# a run at medium is kept apart (ort-medium_*): RESULTS.md's ONNX Runtime section is float32 on both sides
+out=$PWD/bench/results/ort$([[ $precision == highest ]] || echo "-$precision")_$(date -u +%Y%m%dT%H%MZ).jsonl
 models=$PWD/bench/ort/ort_models.py
 runner=$PWD/bench/ort/run_ort.js
 bench_ort=$PWD/build/bench_ort
@@ -70,7 +72,7 @@ for L in "${lens[@]}"; do
     [[ $mask == causal ]] && causal=true flag=--causal
     echo "sdpa L=$L $mask" >&2
     for ((round = 0; round < rounds; round++)); do
-      record "attn" "$("$bench_ort" sdpa "$work/sdpa.safetensors" "$work/ours.safetensors" $flag --runs "$runs" --threads "$threads")"
+      record "attn" "$("$bench_ort" sdpa "$work/sdpa.safetensors" "$work/ours.safetensors" $flag --runs "$runs" --threads "$threads" --matmul-precision "$precision")"
       ort_row "ort mha" sdpa "$L" "$causal" "$work/ours.safetensors" "$work/mha_$mask.onnx" bld \
         "q=$work/q_bsd.bin:$bld" "k=$work/k_bsd.bin:$bld" "v=$work/v_bsd.bin:$bld"
       ort_row "ort attention23" sdpa "$L" "$causal" "$work/ours.safetensors" "$work/attention23_$mask.onnx" bhld \
@@ -84,7 +86,7 @@ done
 echo "encoder layer" >&2
 /usr/bin/python3 "$models" encoder "$work" 2>/dev/null
 for ((round = 0; round < rounds; round++)); do
-  record "attn" "$("$bench_ort" encoder "$work/encoder.safetensors" "$work/ours.safetensors" --runs "$runs" --threads "$threads")"
+  record "attn" "$("$bench_ort" encoder "$work/encoder.safetensors" "$work/ours.safetensors" --runs "$runs" --threads "$threads" --matmul-precision "$precision")"
   ort_row "ort encoder" encoder 256 false "$work/ours.safetensors" "$work/encoder.onnx" bhld "x=$work/x.bin:8x256x512"
 done
 rm -rf "$work"
