@@ -194,6 +194,10 @@ static int parse(int argc, char **argv, tour_options *o)
     struct stat st;
     if (o->data_given && (stat(o->data_dir, &st) != 0 || !S_ISDIR(st.st_mode)))
         return cli_fail(CLI_ERR_USAGE, "tour", "--data %s: not a folder", o->data_dir);
+    const cli_path data = {"--data", o->data_dir}; /* no figure or tensor file goes among the reviews */
+    if (!cli_check_folder_apart("tour", "--out-dir", o->out_dir, &data, 1) ||
+        (o->save_dir && !cli_check_folder_apart("tour", "--save", o->save_dir, &data, 1)))
+        return CLI_ERR_USAGE;
     return CLI_OK;
 }
 

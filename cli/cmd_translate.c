@@ -105,7 +105,7 @@ static bool check_kept(const translate_options *o, const cli_path *inputs, int n
     if (!ok) cli_fail(CLI_ERR_DATA, "translate", "out of memory");
     for (long epoch = 1; ok && epoch <= o->train.epochs; epoch++) {
         snprintf(path, n, "%s.epoch%ld", o->train.checkpoint, epoch);
-        ok = cli_check_output("translate", "--keep-epochs", path) &&
+        ok = cli_check_checkpoint("translate", "--keep-epochs", path) &&
              cli_check_apart("translate", (const cli_path[]){{"--keep-epochs", path}}, 1, inputs, n_in);
     }
     free(path);

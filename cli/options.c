@@ -135,6 +135,9 @@ int cli_parse(const cli_spec *spec, void *opts, int argc, char **argv, int first
             continue;
         }
         if (i + 1 >= argc) return cli_fail(CLI_ERR_USAGE, spec->cmd, "option %s needs a value", a);
+        if ((o->type == CLI_TEXT || o->type == CLI_NAME) && find(spec, argv[i + 1])) /* "--checkpoint --resume" */
+            return cli_fail(CLI_ERR_USAGE, spec->cmd, "option %s needs a value, got the option %s (a file of that name: "
+                            "./%s)", a, argv[i + 1], argv[i + 1]);
         if (!set_value(spec->cmd, o, opts, argv[++i])) return CLI_ERR_USAGE;
     }
     return CLI_OK;

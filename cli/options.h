@@ -102,9 +102,13 @@ void cli_roff(FILE *out, const char *s);
  * (also .png/.svg/.pdf), a file it will read (a readable regular file; hint, when not NULL, follows
  * the message), a folder it will read. */
 bool cli_check_output(const char *cmd, const char *opt, const char *path);
-/* cli_check_output, and an existing path must be a regular file (a training checkpoint: its
- * vocabulary is written beside it, which /dev/null or a FIFO cannot have). */
+/* cli_check_output, and an existing path must be a regular file that is empty or an attn
+ * checkpoint (a training checkpoint is replaced whole and locked while a run trains it; another
+ * file there is the user's, never replaced). */
 bool cli_check_checkpoint(const char *cmd, const char *opt, const char *path);
+/* true when the file at path starts as an attn checkpoint does (its header's metadata says
+ * format attn-checkpoint; only the header is read): a file the program may replace or remove. */
+bool cli_looks_like_checkpoint(const char *path);
 /* false (CLI_ERR_USAGE: "<what> need about N GB of memory; this machine has M GB") when bytes,
  * a run's estimated memory, pass the machine's physical memory: sizes inside the options' ranges
  * that can never run are refused before any work. */
@@ -131,5 +135,8 @@ bool cli_check_distinct(const char *cmd, const cli_path *paths, int n);
  * hard links (device and inode): no output replaces or joins what the run reads. Devices and
  * FIFOs, written in place, are never in the way. */
 bool cli_check_apart(const char *cmd, const cli_path *outputs, int n_out, const cli_path *inputs, int n_in);
+/* The same for a folder the command writes into (which may not exist yet: it would be made in
+ * its nearest existing parent): false, naming both, when it is or lies inside an input folder. */
+bool cli_check_folder_apart(const char *cmd, const char *opt, const char *dir, const cli_path *inputs, int n_in);
 
 #endif

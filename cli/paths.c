@@ -3,7 +3,9 @@
 #include "options.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -28,12 +30,39 @@ bool cli_check_output(const char *cmd, const char *opt, const char *path)
     return check_written(cmd, opt, path, "a file name", attn_output_check);
 }
 
+/* true when the file at path starts as an attn checkpoint does (a safetensors header whose
+ * metadata says format attn-checkpoint); only the header is read. */
+bool cli_looks_like_checkpoint(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    unsigned char len[8];
+    bool yes = false;
+    if (fd >= 0 && read(fd, len, 8) == 8) {
+        uint64_t n = 0;
+        for (int i = 7; i >= 0; i--) n = n << 8 | len[i];
+        char *head = n > 0 && n <= 100000000 ? malloc((size_t)n + 1) : NULL;
+        ssize_t got = head ? read(fd, head, (size_t)n) : -1;
+        if (got > 0) {
+            head[got] = '\0';
+            yes = strstr(head, "\"format\":\"attn-checkpoint\"") != NULL;
+        }
+        free(head);
+    }
+    if (fd >= 0) close(fd);
+    return yes;
+}
+
 bool cli_check_checkpoint(const char *cmd, const char *opt, const char *path)
 {
     struct stat st;
     if (path && *path && stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-        cli_fail(CLI_ERR_USAGE, cmd, "%s %s: it is not a regular file; a checkpoint must be one, as its "
-                 "vocabulary is written beside it", opt, path);
+        cli_fail(CLI_ERR_USAGE, cmd, "%s %s: it is not a regular file; a checkpoint must be one (it is replaced "
+                 "whole, and locked while a run trains it)", opt, path);
+        return false;
+    }
+    if (path && *path && stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && !cli_looks_like_checkpoint(path)) {
+        cli_fail(CLI_ERR_USAGE, cmd, "%s %s: the file there is not an attn checkpoint, and training would replace it; "
+                 "expected a new name or a checkpoint", opt, path);
         return false;
     }
     return cli_check_output(cmd, opt, path);
@@ -68,6 +97,7 @@ bool cli_check_picture(const char *cmd, const char *opt, const char *path)
 bool cli_check_input_file(const char *cmd, const char *opt, const char *path, const char *hint)
 {
     struct stat st;
+    if (!path || !*path) return cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a file", opt), false;
     const char *why = !path || !*path             ? "is empty; expected a file"
                       : stat(path, &st) != 0      ? strerror(errno)
                       : S_ISDIR(st.st_mode)       ? "is a folder; expected a file"
@@ -81,6 +111,7 @@ bool cli_check_input_file(const char *cmd, const char *opt, const char *path, co
 bool cli_check_input_dir(const char *cmd, const char *opt, const char *path)
 {
     struct stat st;
+    if (!path || !*path) return cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a folder", opt), false;
     const char *why = !path || !*path              ? "is empty; expected a folder"
                       : stat(path, &st) != 0       ? strerror(errno)
                       : !S_ISDIR(st.st_mode)       ? "is not a folder"
@@ -229,4 +260,33 @@ bool cli_check_apart(const char *cmd, const cli_path *outputs, int n_out, const 
     free(is_dir);
     free(there);
     return ok;
+}
+
+bool cli_check_folder_apart(const char *cmd, const char *opt, const char *dir, const cli_path *inputs, int n_in)
+{
+    char at[PATH_MAX], real[PATH_MAX];
+    if (!dir || !*dir || snprintf(at, sizeof at, "%s", dir) >= (int)sizeof at) return true; /* checked elsewhere */
+    struct stat st;
+    while (stat(at, &st) != 0) { /* the nearest part that exists: the rest is made inside it */
+        char *slash = strrchr(at, '/');
+        while (slash && slash > at && slash[1] == '\0') *slash = '\0', slash = strrchr(at, '/');
+        if (!slash) snprintf(at, sizeof at, ".");
+        else if (slash == at) at[1] = '\0';
+        else *slash = '\0';
+    }
+    struct stat *in_st = calloc((size_t)(n_in ? n_in : 1), sizeof *in_st);
+    bool *is_dir = calloc((size_t)(n_in ? n_in : 1), sizeof *is_dir);
+    if (!in_st || !is_dir) {
+        free(in_st), free(is_dir);
+        return cli_fail(CLI_ERR_DATA, cmd, "out of memory"), false;
+    }
+    for (int j = 0; j < n_in; j++)
+        is_dir[j] = inputs[j].path && *inputs[j].path && stat(inputs[j].path, &in_st[j]) == 0 && S_ISDIR(in_st[j].st_mode);
+    int j = realpath(at, real) ? holding_input(real, in_st, is_dir, n_in) : -1;
+    if (j >= 0)
+        cli_fail(CLI_ERR_USAGE, cmd, "%s %s: inside the folder %s %s, which this run reads; expected a folder "
+                 "outside it", opt, dir, inputs[j].opt, inputs[j].path);
+    free(in_st);
+    free(is_dir);
+    return j < 0;
 }

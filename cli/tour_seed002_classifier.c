@@ -72,6 +72,9 @@ int tour_002_data(tour_run *t)
     if (code == CLI_OK && batch) n = sample_ids(&d, &toks, ids, 64);
     if (code == CLI_OK && n < 0) code = batch ? tour_fail(t) : cli_fail(CLI_ERR_DATA, "tour", "out of memory");
     attn_pad_opts pad = {.pad_id = attn_vocab_find(d.vocab, "<pad>"), .bos_id = -1, .eos_id = -1};
+    if (code == CLI_OK && d.train.count < BATCH) /* the step shows the first batch of BATCH reviews */
+        code = cli_fail(CLI_ERR_DATA, "tour", "%s: %lld training reviews; this step shows a batch of %d, so it needs "
+                        "at least %d", t->step, (long long)d.train.count, BATCH, BATCH);
     for (int64_t i = 0; i < BATCH; i++) rows[i] = i;
     if (code == CLI_OK && attn_batch_pad(batch, NULL, &d.ids, rows, &pad, BATCH, SEED_MAX_LEN) != ATTN_OK)
         code = tour_fail(t);

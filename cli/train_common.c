@@ -157,7 +157,7 @@ int run_options_check(const char *cmd, const attn_st_file *f, const char *path, 
         char *end = NULL;
         const double was = text ? strtod(text, &end) : 0;
         if (!text) continue; /* written before the run's options were kept: nothing to hold it to */
-        if (end == text || *end)
+        if (end == text || *end || !isfinite(was))
             return cli_fail(CLI_ERR_DATA, cmd, "resume: %s: metadata %s is \"%s\", which no training command "
                             "writes (a damaged file)", path, key, text);
         if (was == opts[i].value) continue;

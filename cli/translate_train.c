@@ -70,7 +70,7 @@ static attn_status keep_epoch(const translate_run *run, long epoch)
     }
     free(all);
     snprintf(path, n, "%s.epoch%ld", run->opt->train.checkpoint, epoch - keep);
-    if (st == ATTN_OK && epoch > keep) remove(path);
+    if (st == ATTN_OK && epoch > keep && cli_looks_like_checkpoint(path)) remove(path); /* ours alone */
     free(path);
     return st;
 }

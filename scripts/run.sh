@@ -97,7 +97,7 @@ echo "(each row: how much one word attends to every word, mean over the 4 heads,
 echo " the model uses; --seed-style draws the tutorial's visualize_attention without positions)"
 
 say "done in $(elapsed); the files written"
-for f in "$checkpoint" "$checkpoint.vocab" "$runs/classifier_loss.png" "$runs/attention.png" \
+for f in "$checkpoint" "$runs/classifier_loss.png" "$runs/attention.png" \
          "$runs/train.log"; do
   [[ -e $f ]] && printf '  %-60s %s\n' "$f" "$(du -h "$f" | cut -f1)"
 done

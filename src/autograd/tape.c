@@ -56,13 +56,13 @@ float *attn__in_grad(attn_ctx *ctx, attn_node *node, int i, attn_status *status)
 attn_status attn_backward_from(attn_ctx *ctx, attn_tensor *out, const float *dout)
 {
     if (!ctx || !out) return attn__fail(ATTN_ERR_ARG, "attn_backward: ctx or output is NULL");
+    if (attn__foreign(ctx, out))
+        return attn__fail(ATTN_ERR_ARG, "attn_backward: the output was made in another ctx (or in this one before "
+                          "attn_ctx_reset); differentiate it in the ctx its ops ran in");
     if (ctx->tape_consumed)
         return attn__fail(ATTN_ERR_STATE,
                           "attn_backward: this graph was already differentiated; run the forward "
                           "again (after attn_ctx_reset) before another backward");
-    if (attn__foreign(ctx, out))
-        return attn__fail(ATTN_ERR_ARG, "attn_backward: the output was made in another ctx (or in this one before "
-                          "attn_ctx_reset); differentiate it in the ctx its ops ran in");
     if (!out->requires_grad)
         return attn__fail(ATTN_ERR_STATE,
                           "attn_backward: the output does not depend on any tensor that requires "

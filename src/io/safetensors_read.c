@@ -230,6 +230,13 @@ static attn_status check_header_text(const char *label, const unsigned char *h, 
     }
     if (!attn__utf8_valid(h, n))
         return attn__fail(ATTN_ERR_FORMAT, "%s: the header is not valid UTF-8", label);
+    for (size_t i = 0; i + 1 < n; i++) { /* a name or value would end at a \u0000 without a word */
+        if (h[i] != '\\') continue;
+        if (h[i + 1] == 'u' && i + 5 < n && !memcmp(h + i + 2, "0000", 4))
+            return attn__fail(ATTN_ERR_FORMAT, "%s: the header holds \\u0000 (a NUL character) at byte %zu; "
+                              "names and metadata are text without NUL", label, i);
+        i++; /* the escaped character */
+    }
     return ATTN_OK;
 }
 

@@ -18,8 +18,16 @@
 #define HM_LABEL_MAX_W 160.0    /* longer tick labels are ellipsized */
 #define HM_ANNOTATE_MAX 16      /* automatic values in the cells up to 16 x 16 */
 #define HM_MAX_PANELS 4096
-#define HM_MAX_CELLS 12288      /* cells a picture side holds (1 pixel each at least), leaving
-                                 * PLOT_MAX_SIDE's rest for the labels and the colour bar */
+#define HM_MAX_CELLS 12288      /* pixels of cells and gaps a picture side holds (a cell is a
+                                 * pixel at least), leaving PLOT_MAX_SIDE's rest for the labels
+                                 * and the colour bar */
+#define HM_GAP_Y (HM_GAP + 32.0) /* between rows of panels, room for their titles */
+
+/* The least pixels `panels` panels of n cells each take along one side, with gap between them. */
+static double min_side(int panels, int64_t n, double gap)
+{
+    return (double)panels * (double)n + (panels - 1) * gap;
+}
 #define SIN45 0.70710678118654752
 
 typedef struct hm_figure {  /* the request, checked, defaults filled in */
@@ -92,12 +100,14 @@ static attn_status check_request(hm_figure *f, const attn_heatmap_opts *o)
         (int64_t)f->grid_rows * f->grid_cols > HM_MAX_PANELS)
         return attn__fail(ATTN_ERR_ARG, "%s: a grid of %d x %d panels (each side 1 or more, "
                           "%d panels at most)", f->fn, f->grid_rows, f->grid_cols, HM_MAX_PANELS);
-    if (f->rows < 1 || f->cols < 1 || f->rows * f->grid_rows > HM_MAX_CELLS || f->cols * f->grid_cols > HM_MAX_CELLS)
-        return attn__fail(ATTN_ERR_ARG, "%s: %d x %d panels of a %lld x %lld matrix: %lld x %lld cells, which no "
-                          "picture of at most %d pixels a side holds with its labels; expected at most %d cells a "
-                          "side (1 pixel each at least)", f->fn, f->grid_rows, f->grid_cols, (long long)f->rows,
-                          (long long)f->cols, (long long)(f->rows * f->grid_rows), (long long)(f->cols * f->grid_cols),
-                          PLOT_MAX_SIDE, HM_MAX_CELLS);
+    if (f->rows < 1 || f->cols < 1 || f->rows > HM_MAX_CELLS || f->cols > HM_MAX_CELLS ||
+        min_side(f->grid_cols, f->cols, HM_GAP) > HM_MAX_CELLS || min_side(f->grid_rows, f->rows, HM_GAP_Y) > HM_MAX_CELLS)
+        return attn__fail(ATTN_ERR_ARG, "%s: %d x %d panels of a %lld x %lld matrix: %lld x %lld cells, %.0f x %.0f "
+                          "pixels with the gaps between panels at 1 pixel a cell, which no picture of at most %d "
+                          "pixels a side holds with its labels; expected at most %d a side", f->fn, f->grid_rows,
+                          f->grid_cols, (long long)f->rows, (long long)f->cols, (long long)(f->rows * f->grid_rows),
+                          (long long)(f->cols * f->grid_cols), min_side(f->grid_rows, f->rows, HM_GAP_Y),
+                          min_side(f->grid_cols, f->cols, HM_GAP), PLOT_MAX_SIDE, HM_MAX_CELLS);
     if ((unsigned)o->cmap > ATTN_CMAP_REDS)
         return attn__fail(ATTN_ERR_ARG, "%s: unknown colour map %d", f->fn, (int)o->cmap);
     if (o->annotate < -1 || o->annotate > 1)
@@ -178,10 +188,10 @@ static double line_height(plot_canvas *c, const char *text, double size)
 
 /* The automatic cell of n cells a panel, panels of them side by side: within the budget, and
  * never so large that the picture would not fit (every check of the request holds then). */
-static double auto_cell(int64_t n, bool grid, int panels)
+static double auto_cell(int64_t n, bool grid, int panels, double gap)
 {
     double cell = floor((grid ? HM_BUDGET_PANEL : HM_BUDGET_SINGLE) / (double)n);
-    double min = grid ? 1.0 : 2.0, fit = floor(HM_MAX_CELLS / ((double)n * panels));
+    double min = grid ? 1.0 : 2.0, fit = floor((HM_MAX_CELLS - (panels - 1) * gap) / ((double)n * panels));
     cell = cell > HM_CELL_MAX ? HM_CELL_MAX : cell < min ? min : cell;
     return cell > fit ? fmax(1.0, fit) : cell;
 }
@@ -255,9 +265,9 @@ static attn_status layout(plot_canvas *c, const hm_figure *f, hm_layout *L)
     bool grid = f->grid_rows * f->grid_cols > 1;
     memset(L, 0, sizeof *L);
     L->cell_w = f->width ? fmax(0.5, (f->width - 200.0) / (f->grid_cols * (double)f->cols))
-                         : auto_cell(f->cols, grid, f->grid_cols);
+                         : auto_cell(f->cols, grid, f->grid_cols, HM_GAP);
     L->cell_h = f->height ? fmax(0.5, (f->height - 150.0) / (f->grid_rows * (double)f->rows))
-                          : auto_cell(f->rows, grid, f->grid_rows);
+                          : auto_cell(f->rows, grid, f->grid_rows, HM_GAP_Y);
     attn_status s = layout_pass(c, f, L);
     if (s == ATTN_OK && (f->width || f->height)) s = layout_pass(c, f, L);
     return s;

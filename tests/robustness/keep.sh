@@ -205,7 +205,7 @@ row "classify train: --heads with linear attention" 2 "--heads: linear attention
   "$bin" classify train "${tiny[@]}" --attention linear --data "$in/imdb" --checkpoint "$out/b.safetensors"
 wide=$(printf '0.5 %.0s' {1..16384})
 st_file "$in/wide.safetensors" '{"w":{"dtype":"F32","shape":[1,16384],"data_offsets":[0,65536]}}' "$(f32 $wide)"
-row "plot: a matrix too wide for any picture" 1 "1 x 16384 cells, which no picture of at most 16384 pixels a side holds" "$out/w.png" -- \
+row "plot: a matrix too wide for any picture" 1 "1 x 16384 cells, .*which no picture of at most 16384 pixels a side holds" "$out/w.png" -- \
   "$bin" plot heatmap --in "$in/wide.safetensors" --tensor w --out "$out/w.png"
 huge_constant() { # every value 3e38: one colour, not the grey of NaN
   python3 -c 'import struct, sys
@@ -234,3 +234,52 @@ no_unk() { # a checkpoint of an older attn, its vocabulary beside it, without <u
   return $rc
 }
 row "classify eval: a vocabulary without <unk>" 1 "old.safetensors: its vocabulary has no <unk>; expected the specials <unk>, <pad> first" -- no_unk
+
+# ---- the fresh hostile pass: what it found, fixed ---------------------------------------------------
+row "classify train: --checkpoint --resume (an option as a value)" 2 "option --checkpoint needs a value, got the option --resume" "$out/--resume" -- \
+  bash -c 'cd "$1" && shift && "$@"' _ "$out" "$bin" classify train "${tiny[@]}" --data "$in/imdb" --checkpoint --resume
+notes_kept() { # --checkpoint names a file that is not a checkpoint: never replaced
+  echo "my notes" > "$out/notes.txt"
+  "$bin" classify train "${tiny[@]}" --data "$in/imdb" --checkpoint "$out/notes.txt"
+  local rc=$?
+  [[ $(cat "$out/notes.txt") == "my notes" ]] && note="the file is kept" || note="FAIL: the file was replaced"
+  rm -f "$out/notes.txt"
+  return $rc
+}
+row "classify train: --checkpoint a file that is not a checkpoint" 2 "notes.txt: the file there is not an attn checkpoint, and training would replace it" -- notes_kept
+epoch_notes_kept() { # --keep-epochs would write CHECKPOINT.epoch1 over a user's file, then remove it
+  echo "my notes" > "$out/kk.safetensors.epoch1"
+  "$bin" translate train --d-model 16 --heads 2 --ffn 16 --layers 1 --epochs 2 --batch-size 4 --min-freq 1 --threads 1 \
+    --beam 1 --keep-epochs 1 --data "$in/pairs" --checkpoint "$out/kk.safetensors"
+  local rc=$?
+  [[ $(cat "$out/kk.safetensors.epoch1" 2>/dev/null) == "my notes" ]] && note="the file is kept" || note="FAIL: the file is gone"
+  rm -f "$out"/kk.safetensors*
+  return $rc
+}
+row "translate train --keep-epochs: a user's CHECKPOINT.epoch1" 2 "--keep-epochs .*kk.safetensors.epoch1: the file there is not an attn checkpoint" -- epoch_notes_kept
+row "tour --out-dir inside --data" 2 "--out-dir .*imdb/figures: inside the folder --data" "$in/imdb/figures" -- \
+  "$bin" tour 002/6.1 --data "$in/imdb" --out-dir "$in/imdb/figures"
+row "tour 002/6.1 on fewer reviews than its batch" 1 "002/6.1: 20 training reviews; this step shows a batch of 32" -- \
+  "$bin" tour 002/6.1 --data "$in/imdb" --out-dir "$out"
+resume_nan_lr() { # a damaged run option: the file's fault (exit 1), not the options' (2)
+  st_rewrite "$in/k_cls.safetensors" "$out/n.safetensors" 's/"run.lr":"[^"]*"/"run.lr":"nan"/'
+  "$bin" classify train "${tiny[@]}" --epochs 2 --data "$in/imdb" --checkpoint "$out/n.safetensors" --resume
+  local rc=$?
+  rm -f "$out"/n.safetensors*
+  return $rc
+}
+row "classify --resume: metadata run.lr = nan" 1 "metadata run.lr is \"nan\", which no training command writes" -- resume_nan_lr
+python3 -c 'import struct, sys
+h = b"{\"__metadata__\":{\"note\":\"ab\\u0000cd\"},\"q\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}"
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + struct.pack("<f", 1))' "$in/nul_meta.safetensors"
+row "safetensors: \\u0000 inside a metadata value" 1 "nul_meta.safetensors: the header holds \\\\u0000 \(a NUL character\)" "$out/x.png" -- \
+  "$bin" plot heatmap --in "$in/nul_meta.safetensors" --tensor q --out "$out/x.png"
+python3 -c 'import struct, sys
+h = b"{\"w\":{\"dtype\":\"F32\",\"shape\":[300,2,2],\"data_offsets\":[0,4800]}}"
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + bytes(4800))' "$in/tall_grid.safetensors"
+wide_grid() { # 300 panels side by side: the cells shrink to fit, as the first check promised
+  "$bin" plot heatmap --in "$in/tall_grid.safetensors" --tensor w --grid --out "$out/g.png" || return
+  [[ -s $out/g.png ]] && note="drawn" || note="FAIL: no picture"
+  rm -f "$out/g.png"
+}
+row "plot --grid of 300 panels (the canvas refused it)" 0 "" -- wide_grid
