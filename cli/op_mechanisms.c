@@ -168,7 +168,13 @@ static attn_tensor *fwd_sdpa(op_run *run, attn_tensor **weights)
         return NULL;
     }
     if (in_file) {
-        if (!float_in_file(run, "alibi_slopes") || !(slopes = attn_st_load(run->file, "alibi_slopes", NULL))) return NULL;
+        const attn_st_tensor *t = attn_st_find(run->file, "alibi_slopes");
+        if (!op_float_dtype(t->dtype)) {
+            fprintf(stderr, "attn op sdpa: tensor \"alibi_slopes\" is %s; expected F32, F64, F16 or BF16\n",
+                    attn_dtype_name(t->dtype));
+            return NULL;
+        }
+        if (!(slopes = attn_st_load(run->file, "alibi_slopes", NULL))) return NULL;
     } else if (a->alibi) {
         const int64_t heads = q->ndim == 4 ? q->shape[1] : 1;
         if (!(slopes = attn_tensor_alloc(1, &heads)) || attn_alibi_slopes(slopes->data, heads) != ATTN_OK) {
