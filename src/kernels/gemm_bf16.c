@@ -7,7 +7,8 @@
  * per shape made the translator's MEDIUM steps spend more on making them than bf16 saved). Which
  * of each matrix's strides is 1 (its transpose) stays fixed: with both left to run time oneDNN 2.6
  * takes its scalar reference, a hundred times slower, and a primitive whose kernels are the
- * reference is never used. Cached by the transposes, alpha and beta. Built once (not per level):
+ * reference is never used. Cached by the transposes, alpha, beta and the thread count, for the
+ * process (16 keys; past them a call makes and destroys its own). Built once (not per level):
  * oneDNN chooses its own kernels. */
 #include "kernels.h"
 
@@ -31,12 +32,11 @@ typedef struct gemm_key {
 
 enum { CACHE_SIZE = 16 };
 static struct {
-    bool made;            /* the entry holds a key and its answer */
+    bool made;             /* the entry holds a key and its answer, kept for the process: a thread
+                              may be running the primitive, so none is ever destroyed */
     gemm_key key;
     dnnl_primitive_t prim; /* NULL: oneDNN declined the key (not asked again) */
-    uint64_t used;        /* the call count at its last use: the least recent goes first */
 } cache[CACHE_SIZE];
-static uint64_t calls;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
 static dnnl_engine_t engine; /* NULL when oneDNN has no CPU engine */
@@ -94,22 +94,24 @@ static bool same_key(const gemm_key *a, const gemm_key *b)
            a->threads == b->threads;
 }
 
-static dnnl_primitive_t primitive_for(const gemm_key *g)
+/* The primitive for g: the cache's, made on a miss; with the cache full, one of the caller's own
+ * (*owned: destroy it after use). NULL when oneDNN will not make it. */
+static dnnl_primitive_t primitive_for(const gemm_key *g, bool *owned)
 {
+    *owned = false;
     pthread_mutex_lock(&cache_lock);
-    int slot = 0;
+    int slot = -1;
     for (int i = 0; i < CACHE_SIZE; i++) {
         if (cache[i].made && same_key(&cache[i].key, g)) {
-            cache[i].used = ++calls;
             dnnl_primitive_t p = cache[i].prim;
             pthread_mutex_unlock(&cache_lock);
             return p;
         }
-        if (cache[i].used < cache[slot].used) slot = i;
+        if (!cache[i].made && slot < 0) slot = i;
     }
     dnnl_primitive_t p = make_primitive(g);
-    if (cache[slot].prim) dnnl_primitive_destroy(cache[slot].prim);
-    cache[slot].made = true, cache[slot].key = *g, cache[slot].prim = p, cache[slot].used = ++calls;
+    if (slot >= 0) cache[slot].made = true, cache[slot].key = *g, cache[slot].prim = p;
+    else *owned = p != NULL;
     pthread_mutex_unlock(&cache_lock);
     return p;
 }
@@ -141,7 +143,8 @@ bool attn_gemm_bf16(float *c, int64_t ldc, const float *a, int64_t lda, const fl
     const int64_t a_r = trans_a ? k : m, a_c = trans_a ? m : k, b_r = trans_b ? n : k, b_c = trans_b ? k : n;
     const int64_t a_ld = 2 * ((a_c + 1) / 2), b_ld = 2 * ((b_c + 1) / 2);
     const gemm_key g = {trans_a, trans_b, alpha, beta, threads};
-    dnnl_primitive_t prim = primitive_for(&g);
+    bool owned;
+    dnnl_primitive_t prim = primitive_for(&g, &owned);
     uint32_t *a16 = scratch, *b16 = scratch + a_r * ((a_c + 1) / 2);
     const int64_t dims[3] = {m, n, k};
     const int64_t strides[3][2] = {{trans_a ? 1 : a_ld, trans_a ? a_ld : 1}, {trans_b ? 1 : b_ld, trans_b ? b_ld : 1}, {ldc, 1}};
@@ -161,6 +164,7 @@ bool attn_gemm_bf16(float *c, int64_t ldc, const float *a, int64_t lda, const fl
 #ifdef _OPENMP
     if (threads != before) omp_set_num_threads(before);
 #endif
+    if (owned) dnnl_primitive_destroy(prim);
     if (stream) dnnl_stream_destroy(stream);
     if (am) dnnl_memory_destroy(am);
     if (bm) dnnl_memory_destroy(bm);
