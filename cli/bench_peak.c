@@ -1,7 +1,8 @@
 /* attn bench peak: fused multiply-adds from registers on every thread (bench_peak.h), in the
  * vectors of one level: BENCH_PEAK_LEVEL (baseline, avx2, avx512 or avx512_bf16, compiled with
  * that level's -march) names the copy bench_peak_<level>; without it, the compiler flags' level, as
- * bench_peak_build (a build without run-time dispatch). The avx512_bf16 copy runs VDPBF16PS (two
+ * bench_peak_build (a build without run-time dispatch: float32 FMAs in its widest vectors). The
+ * avx512_bf16 copy (BENCH_PEAK_BF16_LOOP) runs VDPBF16PS (two
  * bf16 products and two sums per float32 lane): the ceiling of MEDIUM precision's products. */
 #include "bench_peak.h"
 
@@ -10,7 +11,7 @@
 /* The widest vectors the flags allow, as the library's kernels choose them (src/kernels/simd.h):
  * 16 lanes with AVX-512, 8 with AVX2 + FMA, else 4. GCC's vector extension; in GNU C
  * (-ffp-contract=fast) a * m + c compiles to one fused multiply-add where the CPU has one. */
-#if defined(__AVX512BF16__)
+#if defined(BENCH_PEAK_BF16_LOOP) /* the avx512_bf16 copy (cli/CMakeLists.txt) */
 #include <immintrin.h>
 enum { VF_LANES = 16 };
 #define FLAGS_LEVEL ATTN_ISA_AVX512_BF16
@@ -38,7 +39,7 @@ static inline vf opaque(vf x)
     return x;
 }
 
-#if defined(__AVX512BF16__)
+#if defined(BENCH_PEAK_BF16_LOOP)
 enum { FLOP_PER_LANE = 4, BF16_CHAINS = 24 }; /* a pair: two multiplies, two adds; 24 chains in 32
                                                   registers: VDPBF16PS's latency is longer */
 static inline __m512 chain(__m512 acc, __m512bh a, __m512bh b) { return _mm512_dpbf16_ps(acc, a, b); }

@@ -174,8 +174,12 @@ static int peak_run(void *p)
     return s->loop->run(s->threads) ? CLI_OK : cli_fail(CLI_ERR_DATA, "bench", "peak: cannot start %d threads", s->threads);
 }
 
-/* a level this CPU can run (whatever ATTN_CPU_ISA says: every level's ceiling is measured) */
-static bool peak_runs_case(const bench_args *a) { return attn_cpu_isa_supported(peak_loops[a->bench_case]->level); }
+/* a level this CPU can run (whatever ATTN_CPU_ISA says: every level's ceiling is measured); a
+ * build without the levels has its one loop */
+static bool peak_runs_case(const bench_args *a)
+{
+    return PEAK_LOOPS == 1 || attn_cpu_isa_supported(peak_loops[a->bench_case]->level);
+}
 
 static int peak_setup(const bench_args *a, void **state, bench_result *r)
 {
