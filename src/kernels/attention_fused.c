@@ -300,6 +300,7 @@ void sdpa_forward_fused(float *out, float *stats, const float *q, const float *k
      * heads enough for every thread, a thread takes all of a head's tasks (one packing per head). */
     const int64_t kv_heads = per_head / group;
     const int chunk = p->bf16 && kv_heads >= 2 * (int64_t)p->threads ? (int)(group * blocks) : 1;
+    (void)chunk; /* read by the pragma alone: unused in a build without OpenMP */
 #pragma omp parallel for schedule(dynamic, chunk) num_threads(p->threads) if (sdpa_parallel(p))
     for (int64_t t = 0; t < per_head * blocks; t++) {
         const int64_t g = t % group, blk = blocks - 1 - t / group % blocks, bhk = t / group / blocks;
