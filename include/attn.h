@@ -512,6 +512,37 @@ ATTN_API attn_status attn_alibi_slopes(float *slopes, int64_t heads);
 ATTN_API attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tensor *v,
                                 const attn_sdpa_opts *opts, attn_tensor **weights);
 
+/* The options of attn_sdpa_varlen; the zero value is plain attention with scale 1/sqrt(D). */
+typedef struct attn_varlen_opts {
+    float scale;        /* 0: 1/sqrt(D) */
+    /* FlashAttention's causal mask, bottom-right aligned in each sequence: query i of sequence b
+     * sees keys j <= i + Lk_b - Lq_b (with Lq_b = Lk_b, PyTorch's is_causal); the same as a
+     * window's right bound 0, with which it combines */
+    bool causal;
+    attn_window window; /* as attn_sdpa's, per sequence */
+    bool enable_gqa;    /* k and v may have H_kv heads dividing H, as attn_sdpa's */
+    const float *alibi_slopes; /* (H) (alibi_ndim 1) or (batch, H) (2), as attn_sdpa's; copied */
+    int alibi_ndim;
+    int64_t alibi_shape[2];
+    float softcap;      /* as attn_sdpa's; 0: none */
+    float dropout_p;    /* on the attention weights, only while the ctx is training */
+    attn_sdpa_impl impl;/* AUTO and FUSED: the fused kernel; REF: its reference twin */
+} attn_varlen_opts;
+
+/* Scaled dot-product attention over a batch of sequences of different lengths packed end to end,
+ * without padding (FlashAttention's flash_attn_varlen_func):
+ *   q (total_q, H, D), k (total_k, H_kv, D), v (total_k, H_kv, Dv) -> out (total_q, H, Dv),
+ * sequence b's queries in rows [cu_seqlens_q[b], cu_seqlens_q[b+1]) of q and its keys and values
+ * in rows [cu_seqlens_k[b], cu_seqlens_k[b+1]) of k and v; each sequence attends to its own keys
+ * only, with attn_sdpa's math and the masks of opts applied in its own (Lq_b, Lk_b) frame.
+ * cu_seqlens_q and cu_seqlens_k hold batch + 1 offsets each: 0 first, non-decreasing, q's and k's
+ * row counts last (ATTN_ERR_ARG or ATTN_ERR_SHAPE naming the first offset that is not). A
+ * sequence of no keys gives its queries 0. Offsets and slopes are copied. Differentiable in q, k
+ * and v; opts NULL means defaults. */
+ATTN_API attn_tensor *attn_sdpa_varlen(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tensor *v,
+                                       const int64_t *cu_seqlens_q, const int64_t *cu_seqlens_k, int64_t batch,
+                                       const attn_varlen_opts *opts);
+
 /* ======================================================================================
  * Modules (nn): named parameters initialised as PyTorch does, from the rng every *_init
  * takes. rng NULL skips the random init (those parameters stay 0; LayerNorm's ones and zeros

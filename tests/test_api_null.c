@@ -171,6 +171,7 @@ static void all_null(void)
     EXPECT_NULL(attn_cross_entropy(NULL, NULL, NULL, 1, 1.0f));
     EXPECT_NULL(attn_mse_loss(NULL, NULL, NULL));
     EXPECT_NULL(attn_sdpa(NULL, NULL, NULL, NULL, NULL, NULL));
+    EXPECT_NULL(attn_sdpa_varlen(NULL, NULL, NULL, NULL, NULL, NULL, 1, NULL));
     EXPECT_STATUS(attn_linear_init(NULL, NULL, NULL, 1, 1, false, NULL));
     EXPECT_NULL(attn_linear_forward(NULL, NULL, NULL));
     EXPECT_STATUS(attn_embedding_init(NULL, NULL, NULL, 1, 1, 1, NULL));
