@@ -599,19 +599,30 @@ ATTN_API attn_tensor *attn_conv1d_forward(attn_ctx *ctx, const attn_conv1d_layer
  * batch first: "<prefix>.in_proj_weight" (3E, E) and "<prefix>.in_proj_bias" (3E), or, when
  * kdim or vdim differ from E, "<prefix>.q_proj_weight" (E, E), "k_proj_weight" (E, kdim),
  * "v_proj_weight" (E, vdim); "<prefix>.out_proj.weight" (E, E), "<prefix>.out_proj.bias".
- * Init as PyTorch: xavier_uniform projections, zero biases, out_proj weight as a Linear. */
+ * Init as PyTorch: xavier_uniform projections, zero biases, out_proj weight as a Linear.
+ * With num_kv_heads < num_heads (attn_mha_init_gqa: grouped-query attention, as attn_sdpa's
+ * enable_gqa) K and V are Ekv = num_kv_heads E / num_heads wide: "k_proj_weight" (Ekv, kdim),
+ * "v_proj_weight" (Ekv, vdim) beside "q_proj_weight" (E, E), and "in_proj_bias" (E + 2 Ekv), q's
+ * bias first, then k's, then v's. */
 typedef struct attn_mha_layer {
     int64_t embed_dim, num_heads, kdim, vdim;
     float dropout;               /* on the attention weights while training */
     attn_tensor *in_proj_weight; /* (3E, E) or NULL */
     attn_tensor *q_proj_weight, *k_proj_weight, *v_proj_weight; /* or NULL */
-    attn_tensor *in_proj_bias;   /* (3E) or NULL */
+    attn_tensor *in_proj_bias;   /* (3E), (E + 2 Ekv) or NULL */
     attn_linear_layer out_proj;
+    int64_t num_kv_heads;        /* key/value heads, dividing num_heads (0: num_heads) */
 } attn_mha_layer;
 
 ATTN_API attn_status attn_mha_init(attn_mha_layer *m, attn_params *p, const char *prefix,
                                    int64_t embed_dim, int64_t num_heads, int64_t kdim,
                                    int64_t vdim, bool bias, float dropout, attn_rng *rng);
+/* attn_mha_init with num_kv_heads key/value heads (a divisor of num_heads; num_heads: the same
+ * layer as attn_mha_init's, 1: multi-query attention). ATTN_ERR_ARG for any other count. */
+ATTN_API attn_status attn_mha_init_gqa(attn_mha_layer *m, attn_params *p, const char *prefix,
+                                       int64_t embed_dim, int64_t num_heads, int64_t num_kv_heads,
+                                       int64_t kdim, int64_t vdim, bool bias, float dropout,
+                                       attn_rng *rng);
 
 typedef struct attn_mha_opts {
     attn_mask mask;       /* as attn_sdpa; nn.MultiheadAttention's bool attn_mask goes in

@@ -181,6 +181,7 @@ static void all_null(void)
     EXPECT_STATUS(attn_conv1d_init(NULL, NULL, NULL, 1, 1, 1, 1, false, NULL));
     EXPECT_NULL(attn_conv1d_forward(NULL, NULL, NULL));
     EXPECT_STATUS(attn_mha_init(NULL, NULL, NULL, 1, 1, 1, 1, false, 1.0f, NULL));
+    EXPECT_STATUS(attn_mha_init_gqa(NULL, NULL, NULL, 1, 1, 1, 1, 1, false, 1.0f, NULL));
     EXPECT_NULL(attn_mha_forward(NULL, NULL, NULL, NULL, NULL, NULL, NULL));
     EXPECT_NULL(attn_masked_softmax(NULL, NULL, NULL));
     EXPECT_NULL(attn_additive_scores(NULL, NULL, NULL, NULL));

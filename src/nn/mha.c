@@ -1,7 +1,9 @@
 /* Multi-head attention (torch.nn.MultiheadAttention, batch first):
  *   q = query Wq^T + bq,  k = key Wk^T + bk,  v = value Wv^T + bv       (Wq, Wk, Wv rows of
- *   in_proj_weight, or the separate q/k/v_proj_weight when kdim/vdim differ from E)
- *   heads: (B, L, E) -> (B, H, L, E/H);  o = sdpa(q, k, v, mask, dropout)
+ *   in_proj_weight, or the separate q/k/v_proj_weight when kdim/vdim differ from E or the layer
+ *   has fewer key/value heads)
+ *   heads: q (B, L, E) -> (B, H, L, E/H), k and v (B, L, Hkv E/H) -> (B, Hkv, L, E/H);
+ *   o = sdpa(q, k, v, mask, dropout) (grouped-query attention when Hkv < H)
  *   out = merge_heads(o) Wo^T + bo */
 #include "../ops/fused.h"
 #include "nn_internal.h"
@@ -25,36 +27,39 @@ static void xavier_uniform(attn_tensor *w, int64_t fan_in, int64_t fan_out, attn
 }
 
 static attn_status init_mha(attn_mha_layer *m, attn_params *p, const char *prefix, int64_t embed_dim,
-                            int64_t num_heads, int64_t kdim, int64_t vdim, bool bias, float dropout,
-                            attn_rng *rng)
+                            int64_t num_heads, int64_t num_kv_heads, int64_t kdim, int64_t vdim, bool bias,
+                            float dropout, attn_rng *rng)
 {
     if (!m || !p || !prefix) return attn__fail(ATTN_ERR_ARG, "mha_init: NULL argument");
     if (embed_dim <= 0 || num_heads <= 0 || embed_dim % num_heads != 0)
         return attn__fail(ATTN_ERR_ARG,
                           "mha_init: embed_dim %lld must be a positive multiple of num_heads %lld",
                           (long long)embed_dim, (long long)num_heads);
+    if (num_kv_heads < 1 || num_heads % num_kv_heads != 0)
+        return attn__fail(ATTN_ERR_ARG, "mha_init: num_kv_heads %lld must be a positive divisor of num_heads %lld",
+                          (long long)num_kv_heads, (long long)num_heads);
     if (!(dropout >= 0.0f && dropout <= 1.0f))
         return attn__fail(ATTN_ERR_ARG, "mha_init: dropout %g, expected in [0, 1]", dropout);
     if (kdim < 0 || vdim < 0)
         return attn__fail(ATTN_ERR_ARG, "mha_init: kdim %lld and vdim %lld; expected >= 0 (0: embed_dim)",
                           (long long)kdim, (long long)vdim);
-    const int64_t E = embed_dim;
+    const int64_t E = embed_dim, Ekv = embed_dim / num_heads * num_kv_heads; /* K and V's width */
     *m = (attn_mha_layer){.embed_dim = E, .num_heads = num_heads, .kdim = kdim > 0 ? kdim : E,
-                          .vdim = vdim > 0 ? vdim : E, .dropout = dropout};
-    if (m->kdim == E && m->vdim == E) {
+                          .vdim = vdim > 0 ? vdim : E, .dropout = dropout, .num_kv_heads = num_kv_heads};
+    if (m->kdim == E && m->vdim == E && Ekv == E) {
         if (!(m->in_proj_weight = add_param(p, prefix, "in_proj_weight", 2, 3 * E, E)))
             return attn_last_status();
         xavier_uniform(m->in_proj_weight, E, 3 * E, rng);
     } else {
         if (!(m->q_proj_weight = add_param(p, prefix, "q_proj_weight", 2, E, E)) ||
-            !(m->k_proj_weight = add_param(p, prefix, "k_proj_weight", 2, E, m->kdim)) ||
-            !(m->v_proj_weight = add_param(p, prefix, "v_proj_weight", 2, E, m->vdim)))
+            !(m->k_proj_weight = add_param(p, prefix, "k_proj_weight", 2, Ekv, m->kdim)) ||
+            !(m->v_proj_weight = add_param(p, prefix, "v_proj_weight", 2, Ekv, m->vdim)))
             return attn_last_status();
         xavier_uniform(m->q_proj_weight, E, E, rng);
-        xavier_uniform(m->k_proj_weight, m->kdim, E, rng);
-        xavier_uniform(m->v_proj_weight, m->vdim, E, rng);
+        xavier_uniform(m->k_proj_weight, m->kdim, Ekv, rng);
+        xavier_uniform(m->v_proj_weight, m->vdim, Ekv, rng);
     }
-    if (bias && !(m->in_proj_bias = add_param(p, prefix, "in_proj_bias", 1, 3 * E, 0)))
+    if (bias && !(m->in_proj_bias = add_param(p, prefix, "in_proj_bias", 1, E + 2 * Ekv, 0)))
         return attn_last_status();
     char out_prefix[256];
     snprintf(out_prefix, sizeof out_prefix, "%s%sout_proj", prefix, *prefix ? "." : "");
@@ -69,19 +74,37 @@ attn_status attn_mha_init(attn_mha_layer *m, attn_params *p, const char *prefix,
                           attn_rng *rng)
 {
     const size_t n0 = p ? attn_params_count(p) : 0;
-    return attn__params_settle(p, n0, init_mha(m, p, prefix, embed_dim, num_heads, kdim, vdim, bias, dropout, rng));
+    return attn__params_settle(p, n0, init_mha(m, p, prefix, embed_dim, num_heads, num_heads, kdim, vdim, bias,
+                                               dropout, rng));
+}
+
+attn_status attn_mha_init_gqa(attn_mha_layer *m, attn_params *p, const char *prefix, int64_t embed_dim,
+                              int64_t num_heads, int64_t num_kv_heads, int64_t kdim, int64_t vdim, bool bias,
+                              float dropout, attn_rng *rng)
+{
+    const size_t n0 = p ? attn_params_count(p) : 0;
+    return attn__params_settle(p, n0, init_mha(m, p, prefix, embed_dim, num_heads, num_kv_heads, kdim, vdim, bias,
+                                               dropout, rng));
+}
+
+/* The key/value heads of m (0, in a layer not made by attn_mha_init*: num_heads) */
+static int64_t kv_heads(const attn_mha_layer *m)
+{
+    return m->num_kv_heads > 0 ? m->num_kv_heads : m->num_heads;
 }
 
 /* One projection (nn_internal.h): input @ W_i^T + b_i, W_i = rows [i E, (i+1) E) of
- * in_proj_weight or its own. */
+ * in_proj_weight or its own; b_i the rows of in_proj_bias after the projections before it (E for
+ * q, Hkv E/H for k and v). */
 attn_tensor *mha_project(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x, int i)
 {
-    const int64_t E = m->embed_dim;
+    const int64_t E = m->embed_dim, Ekv = m->num_heads > 0 ? E / m->num_heads * kv_heads(m) : E;
+    const int64_t width = i == 0 ? E : Ekv;
     attn_tensor *w = m->in_proj_weight ? attn_narrow(ctx, m->in_proj_weight, 0, i * E, E)
                      : i == 0          ? m->q_proj_weight
                      : i == 1          ? m->k_proj_weight
                                        : m->v_proj_weight;
-    attn_tensor *b = m->in_proj_bias ? attn_narrow(ctx, m->in_proj_bias, 0, i * E, E) : NULL;
+    attn_tensor *b = m->in_proj_bias ? attn_narrow(ctx, m->in_proj_bias, 0, i == 0 ? 0 : E + (i - 1) * Ekv, width) : NULL;
     if (!w || (m->in_proj_bias && !b)) return NULL;
     return attn_linear(ctx, x, w, b);
 }
@@ -96,7 +119,7 @@ static attn_status project_heads(attn_ctx *ctx, const attn_mha_layer *m, attn_te
     for (int i = 0, n; i < 3; i += n) {
         for (n = 1; m->in_proj_weight && i + n < 3 && in[i + n] == in[i];) n++;
         if (n == 1) {
-            heads[i] = attn_split_heads(ctx, mha_project(ctx, m, in[i], i), H);
+            heads[i] = attn_split_heads(ctx, mha_project(ctx, m, in[i], i), i == 0 ? H : kv_heads(m));
             if (!heads[i]) return attn_last_status();
             continue;
         }
@@ -195,7 +218,8 @@ attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tenso
     if (query->ndim == 2) return mha_unbatched(ctx, m, query, key, value, opts, weights);
     attn_mha_opts defaults = {.average_weights = true};
     if (!opts) opts = &defaults;
-    attn_sdpa_opts so = {.mask = opts->mask, .dropout_p = m->dropout, .impl = opts->impl};
+    attn_sdpa_opts so = {.mask = opts->mask, .dropout_p = m->dropout, .impl = opts->impl,
+                         .enable_gqa = kv_heads(m) != m->num_heads};
     const int64_t B = query->shape[0], H = m->num_heads, Lq = query->shape[1], Lk = key->shape[1];
     if (per_head_4d("attend", &so.mask.attend_ndim, so.mask.attend_shape, B, H, Lq, Lk) != ATTN_OK ||
         per_head_4d("blocked", &so.mask.blocked_ndim, so.mask.blocked_shape, B, H, Lq, Lk) != ATTN_OK ||
