@@ -11,7 +11,8 @@ case ${ATTN_GEMM:-dnnl} in
   openblas) gemm=libopenblas-dev ;;
   *) echo "setup: ATTN_GEMM is \"$ATTN_GEMM\", expected dnnl or openblas" >&2; exit 2 ;;
 esac
-packages=(build-essential cmake pkg-config "$gemm" libcjson-dev zlib1g-dev
+# zlib: libattn_data; cairo, Pango and the CJK font: libattn_plot (the core needs neither)
+packages=(build-essential cmake pkg-config "$gemm" zlib1g-dev
           libcairo2-dev libpango1.0-dev fonts-wqy-zenhei time openmpi-bin libopenmpi-dev
           clang libclang-rt-14-dev valgrind python3-numpy) # clang + its runtime: libFuzzer
           # (fuzz/); valgrind; numpy: tools/safetensors_convert.py, read back in a test

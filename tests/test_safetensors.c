@@ -451,6 +451,57 @@ static void test_malformed(void)
                 0, 2, 1);
 }
 
+/* ---- the header's JSON (src/io/json.c): RFC 8259's grammar, strings decoded ---- */
+
+/* A header holding one U8 tensor of shape [0] named by the JSON string name_json. */
+#define NAMED(name_json) "{" name_json ":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}"
+
+static void expect_name(const char *what, const char *json, const char *name)
+{
+    static unsigned char buf[256];
+    size_t len = build_file(buf, strlen(json), json, NULL, 0);
+    attn_st_file *f = attn_st_parse(buf, len, what);
+    const attn_st_tensor *t = f && attn_st_count(f) == 1 ? attn_st_at(f, 0) : NULL;
+    TK_CHECK(t && strcmp(t->name, name) == 0, "%s: the name decodes to \"%s\", got \"%s\" (%s)", what, name,
+             t ? t->name : "nothing", attn_last_error());
+    attn_st_close(f);
+}
+
+static void test_json_grammar(void)
+{
+    /* counts are written as integers, as the reference parser's usize wants them */
+    refuse_json("shape entry written 1.0", "{" T("a", "U8", "[1.0]", "0", "1") "}", 1);
+    refuse_json("offset with an exponent", "{" T("a", "U8", "[1]", "0", "1e0") "}", 1);
+    refuse_json("number with a leading zero", "{" T("a", "U8", "[01]", "0", "1") "}", 1);
+    refuse_json("offset past 2^64", "{" T("a", "U8", "[0]", "0", "18446744073709551616") "}", 0);
+    refuse_json("trailing comma in an array", "{" T("a", "U8", "[1,]", "0", "1") "}", 1);
+    refuse_json("trailing comma in an object", "{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0],}}", 0);
+    refuse_json("missing colon", "{\"a\" {}}", 0);
+    refuse_json("single-quoted name", "{'a':{}}", 0);
+    refuse_json("unterminated string", "{\"a", 0);
+    refuse_json("misspelled literal", "{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0],\"x\":tru}}", 0);
+    refuse_json("unknown escape", NAMED("\"\\x41\""), 0);
+    refuse_json("lone high surrogate", NAMED("\"\\ud800\""), 0);
+    refuse_json("lone low surrogate", NAMED("\"\\udc00\""), 0);
+    refuse_json("high surrogate before a non-surrogate", NAMED("\"\\ud800\\u0041\""), 0);
+    refuse_json("short \\u escape", NAMED("\"\\u00e\""), 0);
+
+    expect_name("escapes in a name", NAMED("\"caf\\u00e9\\n\\\"\\\\\\/\""), "caf\xc3\xa9\n\"\\/");
+    expect_name("surrogate pair in a name", NAMED("\"\\ud83d\\ude00\""), "\xf0\x9f\x98\x80");
+    expect_name("raw UTF-8 in a name", NAMED("\"\xe4\xb8\x80\""), "\xe4\xb8\x80");
+    accept_json("every kind of value in an extra key",
+                "{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0],"
+                "\"x\":[true, false, null, -1.5e3, 0.25E+2, \"s\", {}, [], {\"y\": [[]]}]}}", 0, 0, 1);
+
+    static unsigned char buf[128];
+    const char *json = "{\"__metadata__\":{\"k\":\"a\\\"b\\\\c\\td\\u20ac\"}}";
+    size_t len = build_file(buf, strlen(json), json, NULL, 0);
+    attn_st_file *f = attn_st_parse(buf, len, "escaped metadata");
+    const char *v = f ? attn_st_metadata(f, "k") : NULL;
+    TK_CHECK(v && strcmp(v, "a\"b\\c\td\xe2\x82\xac") == 0, "metadata value decoded, got \"%s\"", v ? v : "nothing");
+    attn_st_close(f);
+}
+
 /* ---- open and save failures, atomic replacement ---- */
 
 static void test_open_errors(void)
@@ -561,6 +612,7 @@ int main(void)
     test_all_dtypes();
     test_conversions();
     test_malformed();
+    test_json_grammar();
     test_open_errors();
     test_save_errors();
     TK_CHECK(tmp_entries() == 0, "the tests left %d files behind", tmp_entries());

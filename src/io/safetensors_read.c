@@ -8,8 +8,8 @@
  * Every violation returns NULL with ATTN_ERR_FORMAT and a message naming the file, the tensor
  * and what was expected against what was found. Nothing is read outside the buffer. */
 #include "io.h"
+#include "json_internal.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
 #include <fcntl.h>
@@ -20,14 +20,14 @@
 #include <unistd.h>
 
 #define ST_MAX_HEADER 100000000u      /* the reference parser's MAX_HEADER_SIZE */
-#define ST_MAX_EXACT 9007199254740992.0 /* 2^53: JSON numbers above it are not exact doubles */
+#define ST_MAX_EXACT 9007199254740992u /* 2^53: JSON numbers above it are not exact doubles */
 
 struct attn_st_file {
     char *label;                /* path or caller's name, for messages */
     unsigned char *bytes;       /* (len) the whole file */
     size_t len;
-    cJSON *header;              /* parsed header; tensor names and metadata point into it */
-    const cJSON *metadata;      /* the "__metadata__" object, or NULL */
+    attn__json *header;         /* parsed header; tensor names and metadata point into it */
+    const attn__json *metadata; /* the "__metadata__" object, or NULL */
     attn_st_tensor *tensors;    /* (count) in header order */
     const attn_st_tensor **by_name; /* (count) sorted by name, for attn_st_find */
     size_t count;
@@ -204,14 +204,11 @@ static bool json_space(unsigned char c) { return c == ' ' || c == '\t' || c == '
 
 /* ---- header validation ---- */
 
-/* A JSON number that is a non-negative integer we can hold exactly. */
-static bool json_count(const cJSON *v, uint64_t *out)
+/* A JSON number that is a non-negative integer, written as one (as the reference parser's
+ * usize wants), up to 2^53 so that any JSON reader holds it exactly. */
+static bool json_count(const attn__json *v, uint64_t *out)
 {
-    if (!cJSON_IsNumber(v)) return false;
-    double d = v->valuedouble;
-    if (!(d >= 0.0 && d <= ST_MAX_EXACT) || d != (double)(uint64_t)d) return false;
-    *out = (uint64_t)d;
-    return true;
+    return attn__json_count(v, ST_MAX_EXACT, out);
 }
 
 /* The header bytes: UTF-8, no raw control characters, starts with '{'. */
@@ -240,25 +237,23 @@ static attn_status check_header_text(const char *label, const unsigned char *h, 
     return ATTN_OK;
 }
 
-static attn_status parse_shape(const char *label, const char *name, const cJSON *shape,
+static attn_status parse_shape(const char *label, const char *name, const attn__json *shape,
                                attn_st_tensor *t)
 {
-    if (!cJSON_IsArray(shape))
+    if (!shape || shape->kind != ATTN__JSON_ARRAY)
         return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": \"shape\" must be an array of "
                           "integers, found %s", label, name, shape ? "another value" : "nothing");
-    int ndim = cJSON_GetArraySize(shape);
-    if (ndim > ATTN_ST_MAX_DIMS)
-        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": shape has %d dimensions, at most "
-                          "%d are supported", label, name, ndim, ATTN_ST_MAX_DIMS);
+    if (shape->count > ATTN_ST_MAX_DIMS)
+        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": shape has %zu dimensions, at most "
+                          "%d are supported", label, name, shape->count, ATTN_ST_MAX_DIMS);
     t->ndim = 0;
-    const cJSON *d;
-    cJSON_ArrayForEach(d, shape) {
+    for (const attn__json *d = shape->first; d; d = d->next) {
         uint64_t v;
         if (!json_count(d, &v)) {
-            if (cJSON_IsNumber(d))
+            if (d->kind == ATTN__JSON_NUMBER)
                 return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": shape entry %d must be "
-                                  "a non-negative integer, found %.17g", label, name, t->ndim,
-                                  d->valuedouble);
+                                  "a non-negative integer (up to 2^53), found %.*s", label, name,
+                                  t->ndim, (int)d->number_len, d->number);
             return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": shape entry %d must be a "
                               "non-negative integer, found a non-number", label, name, t->ndim);
         }
@@ -268,12 +263,11 @@ static attn_status parse_shape(const char *label, const char *name, const cJSON 
 }
 
 /* data_offsets: [begin, end], integers, begin <= end. */
-static attn_status parse_offsets(const char *label, const char *name, const cJSON *offs,
+static attn_status parse_offsets(const char *label, const char *name, const attn__json *offs,
                                  uint64_t *begin, uint64_t *end)
 {
-    if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 ||
-        !json_count(cJSON_GetArrayItem(offs, 0), begin) ||
-        !json_count(cJSON_GetArrayItem(offs, 1), end))
+    if (!offs || offs->kind != ATTN__JSON_ARRAY || offs->count != 2 ||
+        !json_count(offs->first, begin) || !json_count(offs->first->next, end))
         return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": \"data_offsets\" must be "
                           "[begin, end] with non-negative integers", label, name);
     if (*begin > *end)
@@ -310,65 +304,62 @@ static attn_status check_size(const char *label, const attn_st_tensor *t, uint64
 }
 
 /* One tensor entry; its offsets go to *begin, *end (checked against the layout later). */
-static attn_status parse_entry(const char *label, const cJSON *item, attn_st_tensor *t,
+static attn_status parse_entry(const char *label, const attn__json *item, attn_st_tensor *t,
                                uint64_t *begin, uint64_t *end)
 {
-    const char *name = item->string;
+    const char *name = item->name;
     t->name = name;
-    if (!cJSON_IsObject(item))
+    if (item->kind != ATTN__JSON_OBJECT)
         return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": expected an object with dtype, "
                           "shape and data_offsets", label, name);
-    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(item, "dtype");
-    if (!cJSON_IsString(dt))
+    const attn__json *dt = attn__json_member(item, "dtype");
+    if (!dt || dt->kind != ATTN__JSON_STRING)
         return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": \"dtype\" must be a string, "
                           "found %s", label, name, dt ? "another value" : "nothing");
-    if (!dtype_from_name(dt->valuestring, &t->dtype))
+    if (!dtype_from_name(dt->string, &t->dtype))
         return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": dtype \"%s\" is not one of F32, "
                           "F64, I64, I32, BOOL, F16, BF16, I16, I8, U8", label, name,
-                          dt->valuestring);
-    attn_status s = parse_shape(label, name, cJSON_GetObjectItemCaseSensitive(item, "shape"), t);
+                          dt->string);
+    attn_status s = parse_shape(label, name, attn__json_member(item, "shape"), t);
     if (s == ATTN_OK)
-        s = parse_offsets(label, name, cJSON_GetObjectItemCaseSensitive(item, "data_offsets"),
-                          begin, end);
+        s = parse_offsets(label, name, attn__json_member(item, "data_offsets"), begin, end);
     if (s == ATTN_OK) s = check_size(label, t, *begin, *end, &t->numel);
     if (s == ATTN_OK) t->nbytes = (size_t)(*end - *begin);
     return s;
 }
 
-static attn_status check_metadata(const char *label, const cJSON *meta)
+static attn_status check_metadata(const char *label, const attn__json *meta)
 {
-    if (!cJSON_IsObject(meta))
+    if (meta->kind != ATTN__JSON_OBJECT)
         return attn__fail(ATTN_ERR_FORMAT, "%s: \"__metadata__\" must be an object of string "
                           "values", label);
-    const cJSON *kv;
-    cJSON_ArrayForEach(kv, meta) {
-        if (!cJSON_IsString(kv))
+    for (const attn__json *kv = meta->first; kv; kv = kv->next) {
+        if (kv->kind != ATTN__JSON_STRING)
             return attn__fail(ATTN_ERR_FORMAT, "%s: metadata \"%s\": the value must be a "
-                              "string", label, kv->string);
+                              "string", label, kv->name);
     }
     return ATTN_OK;
 }
 
 static int cmp_json_keys(const void *a, const void *b)
 {
-    return strcmp((*(const cJSON *const *)a)->string, (*(const cJSON *const *)b)->string);
+    return strcmp((*(const attn__json *const *)a)->name, (*(const attn__json *const *)b)->name);
 }
 
-/* Duplicate keys of one JSON object (cJSON keeps them as separate items). */
-static attn_status check_unique_keys(const char *label, const cJSON *obj, const char *what)
+/* Duplicate keys of one JSON object (the parser keeps them as separate items). */
+static attn_status check_unique_keys(const char *label, const attn__json *obj, const char *what)
 {
-    size_t n = (size_t)cJSON_GetArraySize(obj), i = 0;
+    size_t n = obj->count, i = 0;
     if (n < 2) return ATTN_OK;
-    const cJSON **keys = malloc(n * sizeof *keys); /* (n) */
+    const attn__json **keys = malloc(n * sizeof *keys); /* (n) */
     if (!keys) return attn__fail(ATTN_ERR_NOMEM, "%s: out of memory checking the header", label);
-    const cJSON *it;
-    cJSON_ArrayForEach(it, obj) keys[i++] = it;
+    for (const attn__json *it = obj->first; it; it = it->next) keys[i++] = it;
     qsort(keys, n, sizeof *keys, cmp_json_keys);
     attn_status s = ATTN_OK;
     for (i = 1; i < n && s == ATTN_OK; i++) {
-        if (strcmp(keys[i - 1]->string, keys[i]->string) == 0)
+        if (strcmp(keys[i - 1]->name, keys[i]->name) == 0)
             s = attn__fail(ATTN_ERR_FORMAT, "%s: %s \"%s\" appears more than once", label, what,
-                           keys[i]->string);
+                           keys[i]->name);
     }
     free(keys);
     return s;
@@ -454,17 +445,15 @@ static int cmp_tensor_names(const void *a, const void *b)
 /* Every entry of the header object into f->tensors; offsets checked as a whole at the end. */
 static attn_status parse_entries(attn_st_file *f, size_t header_len)
 {
-    size_t n_items = (size_t)cJSON_GetArraySize(f->header);
+    size_t n_items = f->header->count;
     f->tensors = calloc(n_items ? n_items : 1, sizeof *f->tensors);          /* (n_items) */
     f->by_name = malloc((n_items ? n_items : 1) * sizeof *f->by_name);       /* (n_items) */
     st_span *spans = malloc((n_items ? n_items : 1) * sizeof *spans);        /* (n_items) */
     attn_status s = ATTN_OK;
     if (!f->tensors || !f->by_name || !spans)
         s = attn__fail(ATTN_ERR_NOMEM, "%s: out of memory reading the header", f->label);
-    const cJSON *item;
-    cJSON_ArrayForEach(item, f->header) {
-        if (s != ATTN_OK) break;
-        if (strcmp(item->string, "__metadata__") == 0) {
+    for (const attn__json *item = f->header->first; item && s == ATTN_OK; item = item->next) {
+        if (strcmp(item->name, "__metadata__") == 0) {
             f->metadata = item;
             s = check_metadata(f->label, item);
             if (s == ATTN_OK) s = check_unique_keys(f->label, item, "metadata key");
@@ -505,17 +494,11 @@ static attn_status parse_file(attn_st_file *f)
     const unsigned char *h = f->bytes + 8;
     attn_status s = check_header_text(f->label, h, (size_t)n);
     if (s != ATTN_OK) return s;
-    const char *end = NULL;
-    f->header = cJSON_ParseWithLengthOpts((const char *)h, (size_t)n, &end, false);
-    if (!f->header || !cJSON_IsObject(f->header))
-        return attn__fail(ATTN_ERR_FORMAT, "%s: the header is not valid JSON (or nests deeper "
-                          "than %d levels)", f->label, CJSON_NESTING_LIMIT);
-    for (const unsigned char *p = (const unsigned char *)end; p < h + n; p++) {
-        if (!json_space(*p))
-            return attn__fail(ATTN_ERR_FORMAT, "%s: unexpected bytes after the header's JSON "
-                              "object at header byte %td (only whitespace may follow)", f->label,
-                              p - h);
-    }
+    char why[200];
+    f->header = attn__json_parse((const char *)h, (size_t)n, why, sizeof why);
+    if (!f->header)
+        return attn__fail(ATTN_ERR_FORMAT, "%s: the header is not valid JSON: %s of the header",
+                          f->label, why);
     return parse_entries(f, (size_t)n);
 }
 
@@ -622,7 +605,7 @@ attn_st_file *attn_st_parse(const void *bytes, size_t len, const char *name)
 void attn_st_close(attn_st_file *f)
 {
     if (!f) return;
-    cJSON_Delete(f->header);
+    attn__json_free(f->header);
     free(f->tensors);
     free(f->by_name);
     free(f->bytes);
@@ -659,8 +642,8 @@ const char *attn_st_metadata(const attn_st_file *f, const char *key)
 {
     if (!f || !key) return attn__null_arg("attn_st_metadata"), NULL;
     if (!f->metadata) return NULL;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(f->metadata, key);
-    return v ? v->valuestring : NULL;
+    const attn__json *v = attn__json_member(f->metadata, key);
+    return v ? v->string : NULL;
 }
 
 /* ---- public: conversion ---- */
