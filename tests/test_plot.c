@@ -153,7 +153,7 @@ static blob largest(const image *im, const int rgb[3], int tol)
 static void cmap_rgb255(attn_colormap cmap, double t, int rgb[3])
 {
     double f[3];
-    plot_cmap_rgb(cmap, t, f);
+    attn__plot_cmap_rgb(cmap, t, f);
     for (int c = 0; c < 3; c++) rgb[c] = (int)lround(f[c] * 255.0);
 }
 
@@ -315,7 +315,7 @@ static void test_heatmap_long_and_nan(void)
 /* Every glyph of the text is found in a font (no hex box), one of them WenQuanYi. */
 static void check_cjk_layout(plot_canvas *c, const char *text)
 {
-    plot_text_set(c, text, PLOT_FONT_TICK, 0);
+    attn__plot_text_set(c, text, PLOT_FONT_TICK, 0);
     TK_CHECK(pango_layout_get_unknown_glyphs_count(c->layout) == 0,
              "\"%s\": %d glyphs missing", text, pango_layout_get_unknown_glyphs_count(c->layout));
     bool wqy = false;
@@ -332,23 +332,23 @@ static void check_cjk_layout(plot_canvas *c, const char *text)
 static void test_cjk_glyphs(void)
 {
     plot_canvas c;
-    if (plot_canvas_open(&c, "test_plot", in_dir("text.png")) != ATTN_OK) {
+    if (attn__plot_canvas_open(&c, "test_plot", in_dir("text.png")) != ATTN_OK) {
         TK_CHECK(false, "canvas: %s", attn_last_error());
         return;
     }
     check_cjk_layout(&c, "我喜欢机器学习。");
     check_cjk_layout(&c, "<bos> 注意力 machine");
     /* the check can fail: an unassigned code point has no glyph anywhere */
-    plot_text_set(&c, "\xcd\xb8", PLOT_FONT_TICK, 0); /* U+0378 */
+    attn__plot_text_set(&c, "\xcd\xb8", PLOT_FONT_TICK, 0); /* U+0378 */
     TK_CHECK(pango_layout_get_unknown_glyphs_count(c.layout) == 1,
              "U+0378 should be a missing glyph");
     /* ink: a real 一 is one flat stroke; a missing-glyph box would be taller than wide */
     PangoRectangle ink;
-    plot_text_set(&c, "一", 40.0, 0);
+    attn__plot_text_set(&c, "一", 40.0, 0);
     pango_layout_get_extents(c.layout, &ink, NULL);
     TK_CHECK(ink.height > 0 && ink.height < ink.width / 4, "一: ink %d x %d is not a stroke",
              ink.width / PANGO_SCALE, ink.height / PANGO_SCALE);
-    TK_CHECK(plot_canvas_close(&c, ATTN_ERR_STATE) == ATTN_ERR_STATE, "discarded canvas");
+    TK_CHECK(attn__plot_canvas_close(&c, ATTN_ERR_STATE) == ATTN_ERR_STATE, "discarded canvas");
     TK_CHECK(access(in_dir("text.png"), F_OK) != 0, "a discarded canvas left a file");
 }
 

@@ -19,6 +19,8 @@
 #ifndef ATTN_KERNELS_ATTENTION_H
 #define ATTN_KERNELS_ATTENTION_H
 
+#include "attention_names.h" /* sdpa_* are attn__sdpa_* in the object files */
+
 #include <stdbool.h>
 #include <stdint.h>
 

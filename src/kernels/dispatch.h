@@ -169,10 +169,11 @@ typedef struct attn__kernel_table {
 #ifdef ATTN_ISA
 /* Compiled as the level ATTN_ISA (baseline, avx2, avx512 or avx512_bf16; -DATTN_ISA=...): the
  * listed names become <name>_<level> in the object file (a GNU C asm label on a redeclaration,
- * so the definitions and calls keep their plain names), and this level's table is
+ * so the definitions and calls keep their plain names; <name> after attention_names.h's
+ * macros, so sdpa_forward_ref becomes attn__sdpa_forward_ref_avx2), and this level's table is
  * attn__kernels_<level>. */
 #define ATTN_KERNEL_RENAME(ret, name, params, args)                                                 \
-    ret name params __asm__(ATTN_STRING(__USER_LABEL_PREFIX__) #name "_" ATTN_STRING(ATTN_ISA));
+    ret name params __asm__(ATTN_STRING(__USER_LABEL_PREFIX__) ATTN_STRING(name) "_" ATTN_STRING(ATTN_ISA));
 ATTN_KERNELS(ATTN_KERNEL_RENAME)
 ATTN_KERNEL_HELPERS(ATTN_KERNEL_RENAME)
 #undef ATTN_KERNEL_RENAME

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint8_t *seq2seq_padding(attn_ctx *ctx, const int64_t *lens, int64_t batch, int64_t len)
+uint8_t *attn__seq2seq_padding(attn_ctx *ctx, const int64_t *lens, int64_t batch, int64_t len)
 {
     uint8_t *pad = attn_arena_alloc(&ctx->arena, (size_t)(batch * len));
     if (pad)
@@ -31,7 +31,7 @@ static attn_status init_seq2seq(attn_seq2seq *m, attn_params *p, const attn_seq2
                                         "target vocabulary expected");
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
-    return c->kind == ATTN_SEQ2SEQ_TRANSFORMER ? transformer_init(m, p, rng) : bahdanau_init(m, p, rng);
+    return c->kind == ATTN_SEQ2SEQ_TRANSFORMER ? attn__transformer_init(m, p, rng) : attn__bahdanau_init(m, p, rng);
 }
 
 attn_status attn_seq2seq_init(attn_seq2seq *m, attn_params *p, const attn_seq2seq_config *cfg,
@@ -69,7 +69,7 @@ static attn_status check_lens(const int64_t *lens, int64_t batch, int64_t len, c
     return ATTN_OK;
 }
 
-attn_status seq2seq_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+attn_status attn__seq2seq_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                            const int64_t *src_lens, int64_t batch, int64_t src_len,
                            seq2seq_memory *mem)
 {
@@ -82,12 +82,12 @@ attn_status seq2seq_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *
         check_lens(src_lens, batch, src_len, "source") != ATTN_OK)
         return attn_last_status();
     *mem = (seq2seq_memory){.src_lens = src_lens, .batch = batch, .src_len = src_len};
-    if (!(mem->src_pad = seq2seq_padding(ctx, src_lens, batch, src_len))) return attn_last_status();
-    return m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER ? transformer_encode(ctx, m, src, mem)
-                                                   : bahdanau_encode(ctx, m, src, mem);
+    if (!(mem->src_pad = attn__seq2seq_padding(ctx, src_lens, batch, src_len))) return attn_last_status();
+    return m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER ? attn__transformer_encode(ctx, m, src, mem)
+                                                   : attn__bahdanau_encode(ctx, m, src, mem);
 }
 
-attn_tensor *seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
+attn_tensor *attn__seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
                             const int64_t *tgt, const int64_t *tgt_lens, int64_t tgt_len,
                             attn_tensor **cross_weights)
 {
@@ -99,8 +99,8 @@ attn_tensor *seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_
         check_lens(tgt_lens, mem->batch, tgt_len, "target") != ATTN_OK)
         return NULL;
     return m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER
-               ? transformer_decode(ctx, m, mem, tgt, tgt_lens, tgt_len, cross_weights)
-               : bahdanau_decode(ctx, m, mem, tgt, tgt_len, cross_weights);
+               ? attn__transformer_decode(ctx, m, mem, tgt, tgt_lens, tgt_len, cross_weights)
+               : attn__bahdanau_decode(ctx, m, mem, tgt, tgt_len, cross_weights);
 }
 
 attn_tensor *attn_seq2seq_forward(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
@@ -111,6 +111,6 @@ attn_tensor *attn_seq2seq_forward(attn_ctx *ctx, const attn_seq2seq *m, const in
     if (cross_weights) *cross_weights = NULL;
     if (!ctx || !m || !src || !src_lens || !tgt_in || !tgt_lens) return attn__null_input(__func__);
     seq2seq_memory mem;
-    if (seq2seq_encode(ctx, m, src, src_lens, batch, src_len, &mem) != ATTN_OK) return NULL;
-    return seq2seq_decode(ctx, m, &mem, tgt_in, tgt_lens, tgt_len, cross_weights);
+    if (attn__seq2seq_encode(ctx, m, src, src_lens, batch, src_len, &mem) != ATTN_OK) return NULL;
+    return attn__seq2seq_decode(ctx, m, &mem, tgt_in, tgt_lens, tgt_len, cross_weights);
 }

@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-attn_status bahdanau_init(attn_seq2seq *m, attn_params *p, attn_rng *rng)
+attn_status attn__bahdanau_init(attn_seq2seq *m, attn_params *p, attn_rng *rng)
 {
     const attn_seq2seq_config *c = &m->cfg;
     const int64_t H = c->d_model;
@@ -23,7 +23,7 @@ attn_status bahdanau_init(attn_seq2seq *m, attn_params *p, attn_rng *rng)
     return attn_linear_init(&m->generator, p, "decoder.dense", H, c->tgt_vocab, true, rng);
 }
 
-attn_status bahdanau_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+attn_status attn__bahdanau_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                             seq2seq_memory *mem)
 {
     attn_tensor *x = attn_embedding_forward(ctx, &m->src_embedding, src, 2,
@@ -32,7 +32,7 @@ attn_status bahdanau_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t 
     return mem->enc_out ? ATTN_OK : attn_last_status();
 }
 
-attn_tensor *bahdanau_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
+attn_tensor *attn__bahdanau_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
                              const int64_t *tgt, int64_t tgt_len, attn_tensor **cross_weights)
 {
     const int64_t B = mem->batch, H = m->cfg.d_model;

@@ -1,6 +1,6 @@
 /* The Bahdanau decoder one step at a time (attn_seq2seq_decoder, CACHED): the GRU state is
  * carried from step to step and the encoder outputs are projected by W_k once. A step is one
- * iteration of bahdanau_decode's loop:
+ * iteration of attn__bahdanau_decode's loop:
  *   query = state[last layer];  context = softmax_masked(w_v tanh(W_q query + keys)) @ values
  *   out, state = GRU(cat(context, emb_tgt(y)), state);  logits = dense(out)
  * The beams of a sentence are the queries of its one (S, h) block of keys. */
@@ -16,7 +16,7 @@ static attn_tensor *source_softmax(attn_ctx *ctx, attn_tensor *scores, const int
     return attn_masked_softmax(ctx, scores, &lens);
 }
 
-attn_status bahdanau_cache_init(attn_seq2seq_decoder *d)
+attn_status attn__bahdanau_cache_init(attn_seq2seq_decoder *d)
 {
     const attn_seq2seq *m = d->m;
     bahdanau_cache *c = &d->bc;
@@ -29,7 +29,7 @@ attn_status bahdanau_cache_init(attn_seq2seq_decoder *d)
     return ATTN_OK;
 }
 
-attn_tensor *bahdanau_cache_step(attn_seq2seq_decoder *d, const int64_t *tokens)
+attn_tensor *attn__bahdanau_cache_step(attn_seq2seq_decoder *d, const int64_t *tokens)
 {
     attn_ctx *ctx = d->work;
     const attn_seq2seq *m = d->m;
@@ -54,25 +54,25 @@ attn_tensor *bahdanau_cache_step(attn_seq2seq_decoder *d, const int64_t *tokens)
     return logits;
 }
 
-attn_status bahdanau_cache_reorder(attn_seq2seq_decoder *d, const int64_t *parents)
+attn_status attn__bahdanau_cache_reorder(attn_seq2seq_decoder *d, const int64_t *parents)
 {
     const int64_t R = d->rows, H = d->m->cfg.d_model;
     seq2seq_rows rows = {.x = d->bc.state->data, .outer = d->m->cfg.dec_layers, .outer_stride = R * H,
                          .row_stride = H, .segs = 1, .len = H}; /* (layers, R, H) */
-    float *scratch = attn_arena_alloc(&d->work->arena, (size_t)(R * seq2seq_rows_width(&rows)) * sizeof *scratch);
+    float *scratch = attn_arena_alloc(&d->work->arena, (size_t)(R * attn__seq2seq_rows_width(&rows)) * sizeof *scratch);
     if (!scratch) return attn_last_status();
-    seq2seq_rows_gather(&rows, parents, R, scratch);
+    attn__seq2seq_rows_gather(&rows, parents, R, scratch);
     return ATTN_OK;
 }
 
-void bahdanau_cache_select(attn_seq2seq_decoder *d, const int64_t *keep, const int64_t *rows, int64_t n)
+void attn__bahdanau_cache_select(attn_seq2seq_decoder *d, const int64_t *keep, const int64_t *rows, int64_t n)
 {
-    seq2seq_keep_tensor(d->bc.keys, 0, keep, n);               /* (B, S, h) */
-    seq2seq_keep_tensor(d->bc.state, 1, rows, n * d->beams);   /* (layers, R, H) */
+    attn__seq2seq_keep_tensor(d->bc.keys, 0, keep, n);               /* (B, S, h) */
+    attn__seq2seq_keep_tensor(d->bc.state, 1, rows, n * d->beams);   /* (layers, R, H) */
     d->bc.values = d->row_mem.enc_out;                         /* kept with the rows' memory */
 }
 
-void bahdanau_cache_free(attn_seq2seq_decoder *d)
+void attn__bahdanau_cache_free(attn_seq2seq_decoder *d)
 {
     attn_tensor_free(d->bc.state);
     d->bc.state = NULL;

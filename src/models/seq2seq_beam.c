@@ -56,7 +56,7 @@ static void search_step(sentence_search *s, const float *logits, int k, int64_t 
     int n_cand = 0;
     for (int i = 0; i < s->n_live; i++) {
         const float *row = logits + (int64_t)i * V;
-        float mx = row[seq2seq_argmax(row, V)];
+        float mx = row[attn__seq2seq_argmax(row, V)];
         double sum = 0;
         for (int64_t v = 0; v < V; v++) sum += exp((double)row[v] - mx);
         double lse = mx + log(sum);
@@ -331,8 +331,8 @@ static attn_status beam_one(attn_ctx *ctx, const attn_seq2seq *m, const int64_t 
         tokens[0] = m->cfg.bos_id;
         memcpy(tokens + 1, out, (size_t)*out_len * sizeof *tokens);
     }
-    if (tokens && seq2seq_encode(ctx, m, src, &src_len, 1, src_len, &one) == ATTN_OK &&
-        seq2seq_decode(ctx, m, &one, tokens, NULL, *out_len + 1, &w) && w)
+    if (tokens && attn__seq2seq_encode(ctx, m, src, &src_len, 1, src_len, &one) == ATTN_OK &&
+        attn__seq2seq_decode(ctx, m, &one, tokens, NULL, *out_len + 1, &w) && w)
         *cross_weights = attn_reshape(ctx, w, 3, (int64_t[]){w->shape[1], *out_len + 1, src_len});
     if (!*cross_weights) st = attn_last_status();
     attn_ctx_set_grad_enabled(ctx, grad);

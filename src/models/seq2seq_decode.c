@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int64_t seq2seq_argmax(const float *x, int64_t n)
+int64_t attn__seq2seq_argmax(const float *x, int64_t n)
 {
     int64_t best = 0;
     for (int64_t i = 1; i < n; i++)
@@ -50,7 +50,7 @@ static attn_status greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *s
         int64_t n_keep = 0;
         for (int64_t a = 0; a < n_alive; a++) { /* ended rows are fed padding until dropped */
             const int64_t b = alive[a];
-            tokens[a] = out_lens[b] >= 0 ? c->pad_id : seq2seq_argmax(logits + a * V, V);
+            tokens[a] = out_lens[b] >= 0 ? c->pad_id : attn__seq2seq_argmax(logits + a * V, V);
             if (out_lens[b] < 0) {
                 out[b * stride + t - 1] = tokens[a];
                 if (tokens[a] == c->eos_id || t == max_out) out_lens[b] = tokens[a] == c->eos_id ? t - 1 : t;

@@ -30,7 +30,7 @@ static attn_status repeat_memory(attn_ctx *ctx, const seq2seq_memory *one, int64
                    (size_t)width * sizeof(float));
     }
     *rows = (seq2seq_memory){.enc_out = out, .enc_state = state, .src_lens = lens, .batch = R,
-                             .src_len = S, .src_pad = seq2seq_padding(ctx, lens, R, S)};
+                             .src_len = S, .src_pad = attn__seq2seq_padding(ctx, lens, R, S)};
     return rows->src_pad ? ATTN_OK : attn_last_status();
 }
 
@@ -44,7 +44,7 @@ static attn_tensor *recompute_step(attn_seq2seq_decoder *d, const int64_t *token
         d->prefix[r * d->cap + t - 1] = tokens[r];
         memcpy(ids + r * t, d->prefix + r * d->cap, (size_t)t * sizeof *ids);
     }
-    return seq2seq_decode(d->work, d->m, &d->row_mem, ids, NULL, t, NULL);
+    return attn__seq2seq_decode(d->work, d->m, &d->row_mem, ids, NULL, t, NULL);
 }
 
 static attn_status recompute_reorder(attn_seq2seq_decoder *d, const int64_t *parents)
@@ -111,14 +111,14 @@ attn_seq2seq_decoder *attn_seq2seq_decoder_new(const attn_seq2seq *m, const int6
     int64_t *lens = st == ATTN_OK ? attn_arena_alloc(&d->keep->arena, (size_t)batch * sizeof *lens) : NULL;
     if (lens) memcpy(lens, src_lens, (size_t)batch * sizeof *lens); /* the memory keeps it */
     if (st == ATTN_OK && !lens) st = attn_last_status();
-    if (st == ATTN_OK) st = seq2seq_encode(d->keep, m, src, lens, batch, src_len, &d->mem);
+    if (st == ATTN_OK) st = attn__seq2seq_encode(d->keep, m, src, lens, batch, src_len, &d->mem);
     const bool recompute = impl == ATTN_SEQ2SEQ_DECODE_RECOMPUTE;
     if (st == ATTN_OK && (recompute || m->cfg.kind == ATTN_SEQ2SEQ_BAHDANAU))
         st = repeat_memory(d->keep, &d->mem, beams, &d->row_mem);
     if (st == ATTN_OK && recompute && !(d->prefix = malloc((size_t)(rows * max_steps) * sizeof *d->prefix)))
         st = attn__fail(ATTN_ERR_NOMEM, "seq2seq_decoder_new: out of memory");
     if (st == ATTN_OK && !recompute)
-        st = m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER ? transformer_cache_init(d) : bahdanau_cache_init(d);
+        st = m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER ? attn__transformer_cache_init(d) : attn__bahdanau_cache_init(d);
     if (st != ATTN_OK) {
         attn_seq2seq_decoder_free(d);
         return NULL;
@@ -139,8 +139,8 @@ attn_status attn_seq2seq_decoder_step(attn_seq2seq_decoder *d, float *logits, co
                               "[0, %lld)", (long long)tokens[r], (long long)r, (long long)V);
     attn_ctx_reset(d->work);
     attn_tensor *out = d->impl == ATTN_SEQ2SEQ_DECODE_RECOMPUTE         ? recompute_step(d, tokens)
-                       : d->m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER ? transformer_cache_step(d, tokens)
-                                                                      : bahdanau_cache_step(d, tokens);
+                       : d->m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER ? attn__transformer_cache_step(d, tokens)
+                                                                      : attn__bahdanau_cache_step(d, tokens);
     if (!out) return attn_last_status();
     const int64_t L = out->shape[1]; /* (R, L, V): the newest position is the last */
     for (int64_t r = 0; r < R; r++)
@@ -164,18 +164,18 @@ attn_status attn_seq2seq_decoder_reorder(attn_seq2seq_decoder *d, const int64_t 
     if (identity || d->steps == 0) return ATTN_OK;
     attn_ctx_reset(d->work);
     if (d->impl == ATTN_SEQ2SEQ_DECODE_RECOMPUTE) return recompute_reorder(d, parents);
-    return d->m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER ? transformer_cache_reorder(d, parents)
-                                                      : bahdanau_cache_reorder(d, parents);
+    return d->m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER ? attn__transformer_cache_reorder(d, parents)
+                                                      : attn__bahdanau_cache_reorder(d, parents);
 }
 
 /* Keeps items keep (n, ascending) of a memory in place: lengths, padding, outputs and state. The
  * arrays are the decoder's own (in keep). */
 static void memory_keep(seq2seq_memory *mem, const int64_t *keep, int64_t n)
 {
-    seq2seq_keep_tensor(mem->enc_out, 0, keep, n);                     /* (B, S, d) */
-    if (mem->enc_state) seq2seq_keep_tensor(mem->enc_state, 1, keep, n); /* (layers, B, H) */
-    seq2seq_keep_rows((int64_t *)mem->src_lens, sizeof(int64_t), 1, mem->batch, 1, keep, n);
-    seq2seq_keep_rows((uint8_t *)mem->src_pad, 1, 1, mem->batch, mem->src_len, keep, n);
+    attn__seq2seq_keep_tensor(mem->enc_out, 0, keep, n);                     /* (B, S, d) */
+    if (mem->enc_state) attn__seq2seq_keep_tensor(mem->enc_state, 1, keep, n); /* (layers, B, H) */
+    attn__seq2seq_keep_rows((int64_t *)mem->src_lens, sizeof(int64_t), 1, mem->batch, 1, keep, n);
+    attn__seq2seq_keep_rows((uint8_t *)mem->src_pad, 1, 1, mem->batch, mem->src_len, keep, n);
     mem->batch = n;
 }
 
@@ -200,11 +200,11 @@ attn_status attn_seq2seq_decoder_select(attn_seq2seq_decoder *d, const int64_t *
     if (d->row_mem.enc_out && !shared) memory_keep(&d->row_mem, rows, R);
     memory_keep(&d->mem, keep, n);
     if (shared) d->row_mem = d->mem;
-    if (d->prefix) seq2seq_keep_rows(d->prefix, sizeof *d->prefix, 1, d->rows, d->cap, rows, R);
+    if (d->prefix) attn__seq2seq_keep_rows(d->prefix, sizeof *d->prefix, 1, d->rows, d->cap, rows, R);
     if (d->impl == ATTN_SEQ2SEQ_DECODE_CACHED && d->m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER)
-        transformer_cache_select(d, keep, rows, n);
+        attn__transformer_cache_select(d, keep, rows, n);
     else if (d->impl == ATTN_SEQ2SEQ_DECODE_CACHED)
-        bahdanau_cache_select(d, keep, rows, n);
+        attn__bahdanau_cache_select(d, keep, rows, n);
     d->batch = n;
     d->rows = R;
     return ATTN_OK;
@@ -220,8 +220,8 @@ attn_status attn_seq2seq_decoder_set_num_threads(attn_seq2seq_decoder *d, int n)
 void attn_seq2seq_decoder_free(attn_seq2seq_decoder *d)
 {
     if (!d) return;
-    if (d->m && d->m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER) transformer_cache_free(d);
-    else bahdanau_cache_free(d);
+    if (d->m && d->m->cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER) attn__transformer_cache_free(d);
+    else attn__bahdanau_cache_free(d);
     free(d->prefix);
     attn_ctx_free(d->keep);
     attn_ctx_free(d->work);

@@ -16,31 +16,31 @@ typedef struct seq2seq_memory {
 } seq2seq_memory;
 
 /* (B, L) padding mask from lengths, in the arena. */
-uint8_t *seq2seq_padding(attn_ctx *ctx, const int64_t *lens, int64_t batch, int64_t len);
+uint8_t *attn__seq2seq_padding(attn_ctx *ctx, const int64_t *lens, int64_t batch, int64_t len);
 
-attn_status transformer_init(attn_seq2seq *m, attn_params *p, attn_rng *rng);
-attn_status transformer_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+attn_status attn__transformer_init(attn_seq2seq *m, attn_params *p, attn_rng *rng);
+attn_status attn__transformer_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                                seq2seq_memory *mem);
-attn_tensor *transformer_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
+attn_tensor *attn__transformer_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
                                 const int64_t *tgt, const int64_t *tgt_lens, int64_t tgt_len,
                                 attn_tensor **cross_weights);
 
-attn_status bahdanau_init(attn_seq2seq *m, attn_params *p, attn_rng *rng);
-attn_status bahdanau_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+attn_status attn__bahdanau_init(attn_seq2seq *m, attn_params *p, attn_rng *rng);
+attn_status attn__bahdanau_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                             seq2seq_memory *mem);
-attn_tensor *bahdanau_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
+attn_tensor *attn__bahdanau_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
                              const int64_t *tgt, int64_t tgt_len, attn_tensor **cross_weights);
 
 /* Dispatch on m->cfg.kind */
-attn_status seq2seq_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+attn_status attn__seq2seq_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                            const int64_t *src_lens, int64_t batch, int64_t src_len,
                            seq2seq_memory *mem);
-attn_tensor *seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
+attn_tensor *attn__seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
                             const int64_t *tgt, const int64_t *tgt_lens, int64_t tgt_len,
                             attn_tensor **cross_weights);
 
 /* The first index of the largest of x[0..n) */
-int64_t seq2seq_argmax(const float *x, int64_t n);
+int64_t attn__seq2seq_argmax(const float *x, int64_t n);
 
 /* ---- Step-by-step decoding (seq2seq_decoder.c, seq2seq_*_step.c) ---- */
 
@@ -80,31 +80,31 @@ typedef struct seq2seq_rows {
 } seq2seq_rows;
 
 /* Floats of one row (outer x segs x len). */
-int64_t seq2seq_rows_width(const seq2seq_rows *b);
+int64_t attn__seq2seq_rows_width(const seq2seq_rows *b);
 /* Row r becomes row parents[r] for r < n: the rows that move go through scratch (n row widths),
  * the rows that keep their own are not touched. */
-void seq2seq_rows_gather(const seq2seq_rows *b, const int64_t *parents, int64_t n, float *scratch);
+void attn__seq2seq_rows_gather(const seq2seq_rows *b, const int64_t *parents, int64_t n, float *scratch);
 /* Row i becomes row keep[i] for i < n (keep ascending), in place. */
-void seq2seq_rows_keep(const seq2seq_rows *b, const int64_t *keep, int64_t n);
+void attn__seq2seq_rows_keep(const seq2seq_rows *b, const int64_t *keep, int64_t n);
 /* x (outer, rows, width) of elements of `size` bytes: the rows keep[0..n) (ascending) packed in
  * place as (outer, n, width). */
-void seq2seq_keep_rows(void *x, size_t size, int64_t outer, int64_t rows, int64_t width,
+void attn__seq2seq_keep_rows(void *x, size_t size, int64_t outer, int64_t rows, int64_t width,
                        const int64_t *keep, int64_t n);
 /* The same along dim of a contiguous tensor, whose shape[dim] becomes n. */
-void seq2seq_keep_tensor(attn_tensor *t, int dim, const int64_t *keep, int64_t n);
+void attn__seq2seq_keep_tensor(attn_tensor *t, int dim, const int64_t *keep, int64_t n);
 
-attn_status transformer_cache_init(attn_seq2seq_decoder *d);
+attn_status attn__transformer_cache_init(attn_seq2seq_decoder *d);
 /* tokens (R) at position d->steps -> logits (R, 1, V) in d->work */
-attn_tensor *transformer_cache_step(attn_seq2seq_decoder *d, const int64_t *tokens);
-attn_status transformer_cache_reorder(attn_seq2seq_decoder *d, const int64_t *parents);
+attn_tensor *attn__transformer_cache_step(attn_seq2seq_decoder *d, const int64_t *tokens);
+attn_status attn__transformer_cache_reorder(attn_seq2seq_decoder *d, const int64_t *parents);
 /* keeps sentences keep (n) and rows rows (n beams); d->batch and d->rows still the old ones */
-void transformer_cache_select(attn_seq2seq_decoder *d, const int64_t *keep, const int64_t *rows, int64_t n);
-void transformer_cache_free(attn_seq2seq_decoder *d);
+void attn__transformer_cache_select(attn_seq2seq_decoder *d, const int64_t *keep, const int64_t *rows, int64_t n);
+void attn__transformer_cache_free(attn_seq2seq_decoder *d);
 
-attn_status bahdanau_cache_init(attn_seq2seq_decoder *d);
-attn_tensor *bahdanau_cache_step(attn_seq2seq_decoder *d, const int64_t *tokens);
-attn_status bahdanau_cache_reorder(attn_seq2seq_decoder *d, const int64_t *parents);
-void bahdanau_cache_select(attn_seq2seq_decoder *d, const int64_t *keep, const int64_t *rows, int64_t n);
-void bahdanau_cache_free(attn_seq2seq_decoder *d);
+attn_status attn__bahdanau_cache_init(attn_seq2seq_decoder *d);
+attn_tensor *attn__bahdanau_cache_step(attn_seq2seq_decoder *d, const int64_t *tokens);
+attn_status attn__bahdanau_cache_reorder(attn_seq2seq_decoder *d, const int64_t *parents);
+void attn__bahdanau_cache_select(attn_seq2seq_decoder *d, const int64_t *keep, const int64_t *rows, int64_t n);
+void attn__bahdanau_cache_free(attn_seq2seq_decoder *d);
 
 #endif

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-int64_t seq2seq_rows_width(const seq2seq_rows *b)
+int64_t attn__seq2seq_rows_width(const seq2seq_rows *b)
 {
     return b->outer * b->segs * b->len;
 }
@@ -24,9 +24,9 @@ static void row_copy(const seq2seq_rows *b, int64_t r, float *packed, bool in)
         }
 }
 
-void seq2seq_rows_gather(const seq2seq_rows *b, const int64_t *parents, int64_t n, float *scratch)
+void attn__seq2seq_rows_gather(const seq2seq_rows *b, const int64_t *parents, int64_t n, float *scratch)
 {
-    const int64_t width = seq2seq_rows_width(b);
+    const int64_t width = attn__seq2seq_rows_width(b);
     int64_t moved = 0;
     for (int64_t r = 0; r < n; r++) /* every source read before any row is written */
         if (parents[r] != r) row_copy(b, parents[r], scratch + moved++ * width, false);
@@ -36,7 +36,7 @@ void seq2seq_rows_gather(const seq2seq_rows *b, const int64_t *parents, int64_t 
 }
 
 /* Row i takes row keep[i] >= i: in increasing i, a row is overwritten only after its last read. */
-void seq2seq_rows_keep(const seq2seq_rows *b, const int64_t *keep, int64_t n)
+void attn__seq2seq_rows_keep(const seq2seq_rows *b, const int64_t *keep, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         for (int64_t o = 0; keep[i] != i && o < b->outer; o++)
@@ -44,7 +44,7 @@ void seq2seq_rows_keep(const seq2seq_rows *b, const int64_t *keep, int64_t n)
                 memmove(row_segment(b, o, i, s), row_segment(b, o, keep[i], s), (size_t)b->len * sizeof(float));
 }
 
-void seq2seq_keep_rows(void *x, size_t size, int64_t outer, int64_t rows, int64_t width,
+void attn__seq2seq_keep_rows(void *x, size_t size, int64_t outer, int64_t rows, int64_t width,
                        const int64_t *keep, int64_t n)
 {
     unsigned char *bytes = x;
@@ -54,9 +54,9 @@ void seq2seq_keep_rows(void *x, size_t size, int64_t outer, int64_t rows, int64_
             memmove(bytes + (size_t)(o * n + i) * row, bytes + (size_t)(o * rows + keep[i]) * row, row);
 }
 
-void seq2seq_keep_tensor(attn_tensor *t, int dim, const int64_t *keep, int64_t n)
+void attn__seq2seq_keep_tensor(attn_tensor *t, int dim, const int64_t *keep, int64_t n)
 {
-    seq2seq_keep_rows(t->data, sizeof(float), attn__prod(t->shape, 0, dim), t->shape[dim],
+    attn__seq2seq_keep_rows(t->data, sizeof(float), attn__prod(t->shape, 0, dim), t->shape[dim],
                       attn__prod(t->shape, dim + 1, t->ndim), keep, n);
     t->numel = t->numel / t->shape[dim] * n;
     t->shape[dim] = n;

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-attn_status transformer_init(attn_seq2seq *m, attn_params *p, attn_rng *rng)
+attn_status attn__transformer_init(attn_seq2seq *m, attn_params *p, attn_rng *rng)
 {
     const attn_seq2seq_config *c = &m->cfg;
     if (c->num_heads < 1 || c->d_model % c->num_heads || c->dim_feedforward < 1 || c->d_model % 2)
@@ -46,7 +46,7 @@ static attn_tensor *embed(attn_ctx *ctx, const attn_seq2seq *m, const attn_embed
     return attn_dropout(ctx, x, m->cfg.dropout);
 }
 
-attn_status transformer_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+attn_status attn__transformer_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                                seq2seq_memory *mem)
 {
     attn_tensor *x = embed(ctx, m, &m->src_embedding, src, mem->batch, mem->src_len);
@@ -57,14 +57,14 @@ attn_status transformer_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64
     return x ? ATTN_OK : attn_last_status();
 }
 
-attn_tensor *transformer_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
+attn_tensor *attn__transformer_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
                                 const int64_t *tgt, const int64_t *tgt_lens, int64_t tgt_len,
                                 attn_tensor **cross_weights)
 {
     attn_tensor *y = embed(ctx, m, &m->tgt_embedding, tgt, mem->batch, tgt_len);
     attn_mask self = {.causal = true, .key_padding_shape = {mem->batch, tgt_len}};
     attn_mask cross = {.key_padding = mem->src_pad, .key_padding_shape = {mem->batch, mem->src_len}};
-    if (tgt_lens && !(self.key_padding = seq2seq_padding(ctx, tgt_lens, mem->batch, tgt_len))) return NULL;
+    if (tgt_lens && !(self.key_padding = attn__seq2seq_padding(ctx, tgt_lens, mem->batch, tgt_len))) return NULL;
     const int last = m->cfg.dec_layers - 1;
     for (int i = 0; i <= last && y; i++)
         y = attn_decoder_layer_forward(ctx, &m->dec[i], y, mem->enc_out, &self, &cross, NULL,

@@ -1,7 +1,7 @@
 /* Transformer encoder and decoder layers with torch.nn.TransformerEncoderLayer/DecoderLayer names
  * (math in attn.h): multi-head attention, a position-wise FFN (linear1, activation, linear2),
  * dropout on each residual branch and Add & Norm, post-LN or pre-LN. The decoder layer also runs
- * one position at a time over cached keys and values (decoder_layer_step, for decoding). */
+ * one position at a time over cached keys and values (attn__decoder_layer_step, for decoding). */
 #include "../ops/fused.h"
 #include "nn_internal.h"
 
@@ -166,7 +166,7 @@ attn_tensor *attn_decoder_layer_forward(attn_ctx *ctx, const attn_decoder_layer 
 
 /* ---- The decoder layer one position at a time, over cached keys and values ---- */
 
-attn_status decoder_layer_cache_memory(attn_ctx *ctx, const attn_decoder_layer *m, attn_tensor *memory,
+attn_status attn__decoder_layer_cache_memory(attn_ctx *ctx, const attn_decoder_layer *m, attn_tensor *memory,
                                        decoder_layer_cache *c)
 {
     const attn_mha_layer *a = &m->multihead_attn;
@@ -215,7 +215,7 @@ static attn_tensor *cross_attention_step(attn_ctx *ctx, const attn_mha_layer *m,
     return attn_reshape(ctx, o, 3, (int64_t[]){R, 1, E});
 }
 
-attn_tensor *decoder_layer_step(attn_ctx *ctx, const attn_decoder_layer *m, attn_tensor *x,
+attn_tensor *attn__decoder_layer_step(attn_ctx *ctx, const attn_decoder_layer *m, attn_tensor *x,
                                 decoder_layer_cache *c, int64_t pos)
 {
     if (!ctx || !m || !x || !c) return NULL;

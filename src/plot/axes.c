@@ -18,7 +18,7 @@ static int step_decimals(double step, double largest)
     return -1;
 }
 
-void plot_ticks_linear(plot_ticks *t, double lo, double hi, int max_ticks)
+void attn__plot_ticks_linear(plot_ticks *t, double lo, double hi, int max_ticks)
 {
     static const double mults[] = {1.0, 2.0, 2.5, 5.0, 10.0};
     if (max_ticks < 2) max_ticks = 2;
@@ -38,13 +38,13 @@ void plot_ticks_linear(plot_ticks *t, double lo, double hi, int max_ticks)
     t->decimals = step_decimals(step, fmax(fabs(lo), fabs(hi)));
 }
 
-void plot_ticks_log(plot_ticks *major, plot_ticks *minor, double lo, double hi)
+void attn__plot_ticks_log(plot_ticks *major, plot_ticks *minor, double lo, double hi)
 {
     int k0 = (int)ceil(log10(lo) - 1e-9), k1 = (int)floor(log10(hi) + 1e-9);
     minor->n = 0;
     minor->decimals = -1;
     if (k1 - k0 < 1) {
-        plot_ticks_linear(major, lo, hi, 6);
+        attn__plot_ticks_linear(major, lo, hi, 6);
         return;
     }
     int every = (k1 - k0) / 8 + 1; /* at most about 9 labelled decades */
@@ -60,7 +60,7 @@ void plot_ticks_log(plot_ticks *major, plot_ticks *minor, double lo, double hi)
         }
 }
 
-void plot_tick_label(char *buf, size_t len, const plot_ticks *t, double v)
+void attn__plot_tick_label(char *buf, size_t len, const plot_ticks *t, double v)
 {
     char num[64];
     if (t->decimals >= 0) snprintf(num, sizeof num, "%.*f", t->decimals, v);
@@ -72,7 +72,7 @@ void plot_tick_label(char *buf, size_t len, const plot_ticks *t, double v)
 
 /* ---- frames and the colour bar ---- */
 
-void plot_frame(plot_canvas *c, double x, double y, double w, double h)
+void attn__plot_frame(plot_canvas *c, double x, double y, double w, double h)
 {
     cairo_t *cr = c->cr;
     cairo_set_source_rgb(cr, 0, 0, 0);
@@ -84,10 +84,10 @@ void plot_frame(plot_canvas *c, double x, double y, double w, double h)
 static void colorbar_ticks(plot_ticks *t, double vmin, double vmax, double h)
 {
     int max_ticks = (int)(h / 40.0);
-    plot_ticks_linear(t, vmin, vmax, max_ticks < 2 ? 2 : max_ticks > 6 ? 6 : max_ticks);
+    attn__plot_ticks_linear(t, vmin, vmax, max_ticks < 2 ? 2 : max_ticks > 6 ? 6 : max_ticks);
 }
 
-double plot_colorbar_label_width(plot_canvas *c, double vmin, double vmax)
+double attn__plot_colorbar_label_width(plot_canvas *c, double vmin, double vmax)
 {
     plot_ticks t;
     colorbar_ticks(&t, vmin, vmax, 1e9);
@@ -95,8 +95,8 @@ double plot_colorbar_label_width(plot_canvas *c, double vmin, double vmax)
     for (int i = 0; i < t.n; i++) {
         char label[64];
         double w, h;
-        plot_tick_label(label, sizeof label, &t, t.v[i]);
-        plot_text_measure(c, label, PLOT_FONT_TICK, 0, &w, &h);
+        attn__plot_tick_label(label, sizeof label, &t, t.v[i]);
+        attn__plot_text_measure(c, label, PLOT_FONT_TICK, 0, &w, &h);
         widest = fmax(widest, w);
     }
     return PLOT_TICK_LEN + PLOT_PAD + widest;
@@ -112,14 +112,14 @@ static cairo_surface_t *colorbar_image(attn_colormap cmap)
     int stride = cairo_image_surface_get_stride(img);
     for (int r = 0; r < 256; r++) {
         double rgb[3];
-        plot_cmap_rgb(cmap, (255 - r + 0.5) / 256.0, rgb);
-        *(uint32_t *)(data + (size_t)r * stride) = plot_rgb_pixel(rgb);
+        attn__plot_cmap_rgb(cmap, (255 - r + 0.5) / 256.0, rgb);
+        *(uint32_t *)(data + (size_t)r * stride) = attn__plot_rgb_pixel(rgb);
     }
     cairo_surface_mark_dirty(img);
     return img;
 }
 
-void plot_colorbar(plot_canvas *c, double x, double y, double w, double h, attn_colormap cmap,
+void attn__plot_colorbar(plot_canvas *c, double x, double y, double w, double h, attn_colormap cmap,
                    double vmin, double vmax)
 {
     cairo_t *cr = c->cr;
@@ -134,18 +134,18 @@ void plot_colorbar(plot_canvas *c, double x, double y, double w, double h, attn_
     cairo_paint(cr);
     cairo_restore(cr);
     cairo_surface_destroy(img);
-    plot_frame(c, x, y, w, h);
+    attn__plot_frame(c, x, y, w, h);
 
     plot_ticks t;
     colorbar_ticks(&t, vmin, vmax, h);
     for (int i = 0; i < t.n; i++) {
         double py = y + h - (t.v[i] - vmin) / (vmax - vmin) * h;
         char label[64];
-        plot_tick_label(label, sizeof label, &t, t.v[i]);
+        attn__plot_tick_label(label, sizeof label, &t, t.v[i]);
         cairo_set_source_rgb(cr, 0, 0, 0);
         cairo_move_to(cr, x + w + 0.5, floor(py) + 0.5);
         cairo_line_to(cr, x + w + 0.5 + PLOT_TICK_LEN, floor(py) + 0.5);
         cairo_stroke(cr);
-        plot_text(c, label, PLOT_FONT_TICK, x + w + PLOT_TICK_LEN + PLOT_PAD, py, 0, 0, 0.5);
+        attn__plot_text(c, label, PLOT_FONT_TICK, x + w + PLOT_TICK_LEN + PLOT_PAD, py, 0, 0, 0.5);
     }
 }

@@ -115,7 +115,7 @@ attn_status attn_plot_path_check(const char *path)
     return attn_output_check(path);
 }
 
-attn_status plot_canvas_open(plot_canvas *c, const char *fn, const char *path)
+attn_status attn__plot_canvas_open(plot_canvas *c, const char *fn, const char *path)
 {
     memset(c, 0, sizeof *c);
     c->fn = fn;
@@ -148,7 +148,7 @@ static cairo_status_t write_to_svg_buf(void *closure, const unsigned char *data,
     return c->svg.failed ? CAIRO_STATUS_NO_MEMORY : CAIRO_STATUS_SUCCESS;
 }
 
-attn_status plot_canvas_start(plot_canvas *c, int width, int height)
+attn_status attn__plot_canvas_start(plot_canvas *c, int width, int height)
 {
     if (width < 1 || height < 1 || width > PLOT_MAX_SIDE || height > PLOT_MAX_SIDE)
         return attn__fail(ATTN_ERR_ARG, "%s: '%s': picture size %d x %d is outside 1..%d", c->fn,
@@ -221,7 +221,7 @@ static attn_status finish(plot_canvas *c)
     return ATTN_OK;
 }
 
-attn_status plot_canvas_close(plot_canvas *c, attn_status s)
+attn_status attn__plot_canvas_close(plot_canvas *c, attn_status s)
 {
     if (s == ATTN_OK)
         s = c->cr ? finish(c) : attn__fail(ATTN_ERR_STATE, "%s: nothing drawn", c->fn);
@@ -239,7 +239,7 @@ attn_status plot_canvas_close(plot_canvas *c, attn_status s)
 
 /* ---- text ---- */
 
-void plot_text_set(plot_canvas *c, const char *text, double size, double max_w)
+void attn__plot_text_set(plot_canvas *c, const char *text, double size, double max_w)
 {
     const char *s = text ? text : "";
     char *valid = g_utf8_validate(s, -1, NULL) ? NULL : g_utf8_make_valid(s, -1);
@@ -251,7 +251,7 @@ void plot_text_set(plot_canvas *c, const char *text, double size, double max_w)
     g_free(valid);
 }
 
-void plot_text_extent(const plot_canvas *c, double *w, double *h)
+void attn__plot_text_extent(const plot_canvas *c, double *w, double *h)
 {
     PangoRectangle logical;
     pango_layout_get_extents(c->layout, NULL, &logical);
@@ -259,18 +259,18 @@ void plot_text_extent(const plot_canvas *c, double *w, double *h)
     *h = (double)logical.height / PANGO_SCALE;
 }
 
-void plot_text_measure(plot_canvas *c, const char *text, double size, double max_w, double *w,
+void attn__plot_text_measure(plot_canvas *c, const char *text, double size, double max_w, double *w,
                        double *h)
 {
-    plot_text_set(c, text, size, max_w);
-    plot_text_extent(c, w, h);
+    attn__plot_text_set(c, text, size, max_w);
+    attn__plot_text_extent(c, w, h);
 }
 
-double plot_text_height(plot_canvas *c, const char *text, double size)
+double attn__plot_text_height(plot_canvas *c, const char *text, double size)
 {
     if (!text || !*text) return 0;
     double w, h;
-    plot_text_measure(c, text, size, 0, &w, &h);
+    attn__plot_text_measure(c, text, size, 0, &w, &h);
     return h;
 }
 
@@ -289,10 +289,10 @@ static void record_svg_text(plot_canvas *c, double left, double top, double w)
     buf_append(&c->svg_text, "</text>\n", 8);
 }
 
-void plot_text_draw(plot_canvas *c, double x, double y, double angle, double ax, double ay)
+void attn__plot_text_draw(plot_canvas *c, double x, double y, double angle, double ax, double ay)
 {
     double w, h;
-    plot_text_extent(c, &w, &h);
+    attn__plot_text_extent(c, &w, &h);
     cairo_save(c->cr);
     cairo_translate(c->cr, x, y);
     cairo_rotate(c->cr, -angle * M_PI / 180.0);
@@ -303,9 +303,9 @@ void plot_text_draw(plot_canvas *c, double x, double y, double angle, double ax,
     cairo_restore(c->cr);
 }
 
-void plot_text(plot_canvas *c, const char *text, double size, double x, double y, double angle,
+void attn__plot_text(plot_canvas *c, const char *text, double size, double x, double y, double angle,
                double ax, double ay)
 {
-    plot_text_set(c, text, size, 0);
-    plot_text_draw(c, x, y, angle, ax, ay);
+    attn__plot_text_set(c, text, size, 0);
+    attn__plot_text_draw(c, x, y, angle, ax, ay);
 }

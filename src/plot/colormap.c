@@ -154,7 +154,7 @@ static void reds_entry(int i, double rgb[3])
         rgb[c] = ((1.0 - f) * reds_nodes[k][c] + f * reds_nodes[k + 1][c]) / 255.0;
 }
 
-void plot_cmap_rgb(attn_colormap cmap, double t, double rgb[3])
+void attn__plot_cmap_rgb(attn_colormap cmap, double t, double rgb[3])
 {
     if (isnan(t)) {
         rgb[0] = rgb[1] = rgb[2] = PLOT_NAN_GREY;
@@ -170,7 +170,7 @@ void plot_cmap_rgb(attn_colormap cmap, double t, double rgb[3])
         rgb[c] = viridis[i][c];
 }
 
-uint32_t plot_rgb_pixel(const double rgb[3])
+uint32_t attn__plot_rgb_pixel(const double rgb[3])
 {
     uint32_t px = 0xff000000u;
     for (int c = 0; c < 3; c++) {
@@ -180,7 +180,7 @@ uint32_t plot_rgb_pixel(const double rgb[3])
     return px;
 }
 
-bool plot_rgb_is_dark(const double rgb[3])
+bool attn__plot_rgb_is_dark(const double rgb[3])
 {
     double lin[3];
     for (int c = 0; c < 3; c++) /* sRGB to linear light */

@@ -153,8 +153,8 @@ static void label_steps(plot_canvas *c, const hm_figure *f, hm_layout *L)
 {
     double w, line_h, widest;
     char buf[32];
-    plot_text_measure(c, "Ag", PLOT_FONT_TICK, 0, &w, &line_h);
-    plot_text_measure(c, tick_text(NULL, f->cols - 1, buf, sizeof buf), PLOT_FONT_TICK, 0, &widest, &w);
+    attn__plot_text_measure(c, "Ag", PLOT_FONT_TICK, 0, &w, &line_h);
+    attn__plot_text_measure(c, tick_text(NULL, f->cols - 1, buf, sizeof buf), PLOT_FONT_TICK, 0, &widest, &w);
     L->ystep = label_step(L->cell_h, (f->yticks ? 1.1 : 2.5) * line_h);
     L->xstep = label_step(L->cell_w, f->xticks ? 1.1 / SIN45 * line_h : fmax(2.5 * line_h, widest + line_h));
 }
@@ -167,12 +167,12 @@ static void measure_labels(plot_canvas *c, const hm_figure *f, const hm_layout *
     double w, h;
     *ytick_w = *xdrop = *xover = 0;
     for (int64_t i = 0; i < f->rows; i += L->ystep) {
-        plot_text_measure(c, tick_text(f->yticks, i, buf, sizeof buf), PLOT_FONT_TICK,
+        attn__plot_text_measure(c, tick_text(f->yticks, i, buf, sizeof buf), PLOT_FONT_TICK,
                           HM_LABEL_MAX_W, &w, &h);
         *ytick_w = fmax(*ytick_w, w);
     }
     for (int64_t j = 0; j < f->cols; j += L->xstep) {
-        plot_text_measure(c, tick_text(f->xticks, j, buf, sizeof buf), PLOT_FONT_TICK,
+        attn__plot_text_measure(c, tick_text(f->xticks, j, buf, sizeof buf), PLOT_FONT_TICK,
                           HM_LABEL_MAX_W, &w, &h);
         *xdrop = fmax(*xdrop, f->xticks ? SIN45 * (w + h) : h);
         if (j == 0) *xover = f->xticks ? SIN45 * (w + 0.5 * h) : 0.5 * w;
@@ -182,7 +182,7 @@ static void measure_labels(plot_canvas *c, const hm_figure *f, const hm_layout *
 /* Height of a text line plus the pad below it; 0 for no text. */
 static double line_height(plot_canvas *c, const char *text, double size)
 {
-    double h = plot_text_height(c, text, size);
+    double h = attn__plot_text_height(c, text, size);
     return h > 0 ? h + PLOT_PAD : 0;
 }
 
@@ -207,8 +207,8 @@ static double annotation_size(plot_canvas *c, const hm_figure *f, const hm_layou
     snprintf(lo, sizeof lo, "%.2f", f->data_min);
     snprintf(hi, sizeof hi, "%.2f", f->data_max);
     double w_lo, w_hi, h;
-    plot_text_measure(c, lo, 10.0, 0, &w_lo, &h);
-    plot_text_measure(c, hi, 10.0, 0, &w_hi, &h);
+    attn__plot_text_measure(c, lo, 10.0, 0, &w_lo, &h);
+    attn__plot_text_measure(c, hi, 10.0, 0, &w_hi, &h);
     double size = fmin(13.0, fmin(0.42 * L->cell_h, 8.0 * L->cell_w / fmax(w_lo, w_hi)));
     if (f->annotate == 0 && size < 6.0) return 0;
     return fmax(size, 3.0);
@@ -226,7 +226,7 @@ static attn_status layout_pass(plot_canvas *c, const hm_figure *f, hm_layout *L)
     double ptitle_h = f->panel_titles ? line_height(c, "Ag", PLOT_FONT_LABEL) : 0;
     double xlabel_h = line_height(c, f->xlabel, PLOT_FONT_LABEL);
     double ylabel_h = line_height(c, f->ylabel, PLOT_FONT_LABEL);
-    double cbar_lab = plot_colorbar_label_width(c, f->vmin, f->vmax);
+    double cbar_lab = attn__plot_colorbar_label_width(c, f->vmin, f->vmax);
 
     L->left = ceil(fmax(PLOT_MARGIN + ylabel_h + ytick_w + PLOT_PAD + PLOT_TICK_LEN + 1.0,
                         PLOT_MARGIN + xover));
@@ -251,7 +251,7 @@ static attn_status layout_pass(plot_canvas *c, const hm_figure *f, hm_layout *L)
 
     double maps_w = gc * L->map_w + (gc - 1) * HM_GAP;
     double title_w = 0, h;
-    if (f->title && *f->title) plot_text_measure(c, f->title, PLOT_FONT_TITLE, 0, &title_w, &h);
+    if (f->title && *f->title) attn__plot_text_measure(c, f->title, PLOT_FONT_TITLE, 0, &title_w, &h);
     L->width = f->width ? f->width
                         : (int)ceil(fmax(L->left + maps_w + right, title_w + 2 * PLOT_MARGIN));
     L->height = f->height ? f->height : (int)ceil(L->top + maps_h + bottom);
@@ -300,8 +300,8 @@ static cairo_surface_t *cell_image(const hm_figure *f, const float *m, int kx, i
         uint32_t *row = (uint32_t *)(data + (size_t)r * ky * stride);
         for (int64_t j = 0; j < f->cols; j++) {
             double rgb[3];
-            plot_cmap_rgb(f->cmap, (m[r * f->cols + j] - f->vmin) / (f->vmax - f->vmin), rgb);
-            uint32_t px = plot_rgb_pixel(rgb);
+            attn__plot_cmap_rgb(f->cmap, (m[r * f->cols + j] - f->vmin) / (f->vmax - f->vmin), rgb);
+            uint32_t px = attn__plot_rgb_pixel(rgb);
             for (int k = 0; k < kx; k++) row[j * kx + k] = px;
         }
         for (int k = 1; k < ky; k++) /* repeat the row */
@@ -342,10 +342,10 @@ static void draw_annotations(plot_canvas *c, const hm_figure *f, const hm_layout
             if (isnan(v)) continue;
             char label[32];
             snprintf(label, sizeof label, "%.2f", fabs(v) < 0.005 ? 0.0 : v); /* no "-0.00" */
-            plot_cmap_rgb(f->cmap, (v - f->vmin) / (f->vmax - f->vmin), rgb);
-            double ink = plot_rgb_is_dark(rgb) ? 1.0 : 0.0;
+            attn__plot_cmap_rgb(f->cmap, (v - f->vmin) / (f->vmax - f->vmin), rgb);
+            double ink = attn__plot_rgb_is_dark(rgb) ? 1.0 : 0.0;
             cairo_set_source_rgb(c->cr, ink, ink, ink);
-            plot_text(c, label, L->annot_size, x0 + (j + 0.5) * L->cell_w,
+            attn__plot_text(c, label, L->annot_size, x0 + (j + 0.5) * L->cell_w,
                       y0 + (r + 0.5) * L->cell_h, 0, 0.5, 0.5);
         }
 }
@@ -361,11 +361,11 @@ static void draw_yticks(plot_canvas *c, const hm_figure *f, const hm_layout *L, 
         cairo_move_to(cr, x0 - 1.0, floor(py) + 0.5);
         cairo_line_to(cr, x0 - 1.0 - PLOT_TICK_LEN, floor(py) + 0.5);
         cairo_stroke(cr);
-        plot_text_set(c, tick_text(f->yticks, i, buf, sizeof buf), PLOT_FONT_TICK, HM_LABEL_MAX_W);
-        plot_text_draw(c, x0 - 1.0 - PLOT_TICK_LEN - PLOT_PAD, py, 0, 1.0, 0.5);
+        attn__plot_text_set(c, tick_text(f->yticks, i, buf, sizeof buf), PLOT_FONT_TICK, HM_LABEL_MAX_W);
+        attn__plot_text_draw(c, x0 - 1.0 - PLOT_TICK_LEN - PLOT_PAD, py, 0, 1.0, 0.5);
     }
     if (f->ylabel && *f->ylabel)
-        plot_text(c, f->ylabel, PLOT_FONT_LABEL, PLOT_MARGIN, y0 + 0.5 * L->map_h, 90, 0.5, 0);
+        attn__plot_text(c, f->ylabel, PLOT_FONT_LABEL, PLOT_MARGIN, y0 + 0.5 * L->map_h, 90, 0.5, 0);
 }
 
 /* Token labels at 45 degrees, their right ends at the ticks; indices level, centred. */
@@ -381,13 +381,13 @@ static void draw_xticks(plot_canvas *c, const hm_figure *f, const hm_layout *L, 
         cairo_move_to(cr, floor(px) + 0.5, y0 + L->map_h + 1.0);
         cairo_line_to(cr, floor(px) + 0.5, y0 + L->map_h + 1.0 + PLOT_TICK_LEN);
         cairo_stroke(cr);
-        plot_text_set(c, tick_text(f->xticks, j, buf, sizeof buf), PLOT_FONT_TICK, HM_LABEL_MAX_W);
-        plot_text_extent(c, &w, &h);
-        if (f->xticks) plot_text_draw(c, px, base + SIN45 * 0.5 * h, 45, 1.0, 0.5);
-        else plot_text_draw(c, px, base, 0, 0.5, 0);
+        attn__plot_text_set(c, tick_text(f->xticks, j, buf, sizeof buf), PLOT_FONT_TICK, HM_LABEL_MAX_W);
+        attn__plot_text_extent(c, &w, &h);
+        if (f->xticks) attn__plot_text_draw(c, px, base + SIN45 * 0.5 * h, 45, 1.0, 0.5);
+        else attn__plot_text_draw(c, px, base, 0, 0.5, 0);
     }
     if (f->xlabel && *f->xlabel)
-        plot_text(c, f->xlabel, PLOT_FONT_LABEL, x0 + 0.5 * L->map_w, base + L->xdrop + PLOT_PAD,
+        attn__plot_text(c, f->xlabel, PLOT_FONT_LABEL, x0 + 0.5 * L->map_w, base + L->xdrop + PLOT_PAD,
                   0, 0.5, 0);
 }
 
@@ -400,10 +400,10 @@ static attn_status draw_panel(plot_canvas *c, const hm_figure *f, const hm_layou
     attn_status s = draw_cells(c, f, L, m, x0, y0);
     if (s != ATTN_OK) return s;
     if (L->annot_size > 0) draw_annotations(c, f, L, m, x0, y0);
-    plot_frame(c, x0, y0, L->map_w, L->map_h);
+    attn__plot_frame(c, x0, y0, L->map_w, L->map_h);
     cairo_set_source_rgb(c->cr, 0, 0, 0);
     if (f->panel_titles && f->panel_titles[panel])
-        plot_text(c, f->panel_titles[panel], PLOT_FONT_LABEL, x0 + 0.5 * L->map_w, y0 - PLOT_PAD,
+        attn__plot_text(c, f->panel_titles[panel], PLOT_FONT_LABEL, x0 + 0.5 * L->map_w, y0 - PLOT_PAD,
                   0, 0.5, 1.0);
     if (gj == 0) draw_yticks(c, f, L, x0, y0);
     if (gi == f->grid_rows - 1) draw_xticks(c, f, L, x0, y0);
@@ -414,12 +414,12 @@ static void draw_title(plot_canvas *c, const hm_figure *f, const hm_layout *L)
 {
     if (!f->title || !*f->title) return;
     double w, h;
-    plot_text_measure(c, f->title, PLOT_FONT_TITLE, 0, &w, &h);
+    attn__plot_text_measure(c, f->title, PLOT_FONT_TITLE, 0, &w, &h);
     double maps_w = f->grid_cols * L->map_w + (f->grid_cols - 1) * HM_GAP;
     double cx = L->left + 0.5 * maps_w;
     cx = fmin(fmax(cx, PLOT_MARGIN + 0.5 * w), L->width - PLOT_MARGIN - 0.5 * w);
     cairo_set_source_rgb(c->cr, 0, 0, 0);
-    plot_text_draw(c, cx, PLOT_MARGIN, 0, 0.5, 0);
+    attn__plot_text_draw(c, cx, PLOT_MARGIN, 0, 0.5, 0);
 }
 
 static attn_status draw_figure(plot_canvas *c, const hm_figure *f, const hm_layout *L)
@@ -431,7 +431,7 @@ static attn_status draw_figure(plot_canvas *c, const hm_figure *f, const hm_layo
     if (s != ATTN_OK) return s;
     double maps_w = f->grid_cols * L->map_w + (f->grid_cols - 1) * HM_GAP;
     double maps_h = f->grid_rows * L->map_h + (f->grid_rows - 1) * L->gap_y;
-    plot_colorbar(c, L->left + maps_w + HM_CBAR_GAP, L->top, L->cbar_w, maps_h, f->cmap, f->vmin,
+    attn__plot_colorbar(c, L->left + maps_w + HM_CBAR_GAP, L->top, L->cbar_w, maps_h, f->cmap, f->vmin,
                   f->vmax);
     draw_title(c, f, L);
     return ATTN_OK;
@@ -444,11 +444,11 @@ static attn_status heatmap(hm_figure *f, const char *path, const attn_heatmap_op
     if (s != ATTN_OK) return s;
     plot_canvas c;
     hm_layout L;
-    s = plot_canvas_open(&c, f->fn, path);
+    s = attn__plot_canvas_open(&c, f->fn, path);
     if (s == ATTN_OK) s = layout(&c, f, &L);
-    if (s == ATTN_OK) s = plot_canvas_start(&c, L.width, L.height);
+    if (s == ATTN_OK) s = attn__plot_canvas_start(&c, L.width, L.height);
     if (s == ATTN_OK) s = draw_figure(&c, f, &L);
-    return plot_canvas_close(&c, s);
+    return attn__plot_canvas_close(&c, s);
 }
 
 attn_status attn_plot_heatmap(const char *path, const float *values, int64_t rows, int64_t cols,

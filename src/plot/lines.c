@@ -163,8 +163,8 @@ static double widest_label(plot_canvas *c, const plot_ticks *t)
     double widest = 0, w, h;
     for (int i = 0; i < t->n; i++) {
         char label[64];
-        plot_tick_label(label, sizeof label, t, t->v[i]);
-        plot_text_measure(c, label, PLOT_FONT_TICK, 0, &w, &h);
+        attn__plot_tick_label(label, sizeof label, t, t->v[i]);
+        attn__plot_text_measure(c, label, PLOT_FONT_TICK, 0, &w, &h);
         widest = fmax(widest, w);
     }
     return widest;
@@ -173,11 +173,11 @@ static double widest_label(plot_canvas *c, const plot_ticks *t)
 static void axis_ticks(ln_axis *a, double length, double min_spacing)
 {
     if (a->log) {
-        plot_ticks_log(&a->major, &a->minor, a->lo, a->hi);
+        attn__plot_ticks_log(&a->major, &a->minor, a->lo, a->hi);
         return;
     }
     int max_ticks = (int)(length / min_spacing);
-    plot_ticks_linear(&a->major, a->lo, a->hi, max_ticks < 3 ? 3 : max_ticks > 9 ? 9 : max_ticks);
+    attn__plot_ticks_linear(&a->major, a->lo, a->hi, max_ticks < 3 ? 3 : max_ticks > 9 ? 9 : max_ticks);
     a->minor.n = 0;
 }
 
@@ -194,10 +194,10 @@ static void x_ticks(plot_canvas *c, ln_axis *a, double length)
 
 static attn_status layout(plot_canvas *c, ln_plot *p)
 {
-    double tick_h = plot_text_height(c, "0", PLOT_FONT_TICK);
-    double title_h = plot_text_height(c, p->title, PLOT_FONT_TITLE);
-    double xlabel_h = plot_text_height(c, p->xlabel, PLOT_FONT_LABEL);
-    double ylabel_h = plot_text_height(c, p->ylabel, PLOT_FONT_LABEL);
+    double tick_h = attn__plot_text_height(c, "0", PLOT_FONT_TICK);
+    double title_h = attn__plot_text_height(c, p->title, PLOT_FONT_TITLE);
+    double xlabel_h = attn__plot_text_height(c, p->xlabel, PLOT_FONT_LABEL);
+    double ylabel_h = attn__plot_text_height(c, p->ylabel, PLOT_FONT_LABEL);
     p->ay = ceil(PLOT_MARGIN + (title_h > 0 ? title_h + PLOT_PAD : 0.5 * tick_h));
     double bottom = 1.0 + PLOT_TICK_LEN + PLOT_PAD + tick_h + (xlabel_h > 0 ? PLOT_PAD : 0) +
                     xlabel_h + PLOT_MARGIN;
@@ -295,8 +295,8 @@ static void draw_ticks(plot_canvas *c, const ln_plot *p)
         cairo_move_to(cr, floor(px) + 0.5, below);
         cairo_line_to(cr, floor(px) + 0.5, below + PLOT_TICK_LEN);
         cairo_stroke(cr);
-        plot_tick_label(label, sizeof label, &p->x.major, p->x.major.v[i]);
-        plot_text(c, label, PLOT_FONT_TICK, px, below + PLOT_TICK_LEN + PLOT_PAD, 0, 0.5, 0);
+        attn__plot_tick_label(label, sizeof label, &p->x.major, p->x.major.v[i]);
+        attn__plot_text(c, label, PLOT_FONT_TICK, px, below + PLOT_TICK_LEN + PLOT_PAD, 0, 0.5, 0);
     }
     for (int i = 0; i < p->y.minor.n; i++) { /* short, unlabelled */
         double py = floor(axis_px(&p->y, p->y.minor.v[i])) + 0.5;
@@ -309,8 +309,8 @@ static void draw_ticks(plot_canvas *c, const ln_plot *p)
         cairo_move_to(cr, p->ax - 1.0, floor(py) + 0.5);
         cairo_line_to(cr, p->ax - 1.0 - PLOT_TICK_LEN, floor(py) + 0.5);
         cairo_stroke(cr);
-        plot_tick_label(label, sizeof label, &p->y.major, p->y.major.v[i]);
-        plot_text(c, label, PLOT_FONT_TICK, p->ax - 1.0 - PLOT_TICK_LEN - PLOT_PAD, py, 0, 1.0,
+        attn__plot_tick_label(label, sizeof label, &p->y.major, p->y.major.v[i]);
+        attn__plot_text(c, label, PLOT_FONT_TICK, p->ax - 1.0 - PLOT_TICK_LEN - PLOT_PAD, py, 0, 1.0,
                   0.5);
     }
 }
@@ -319,11 +319,11 @@ static void draw_titles(plot_canvas *c, const ln_plot *p)
 {
     cairo_set_source_rgb(c->cr, 0, 0, 0);
     double cx = p->ax + 0.5 * p->aw;
-    if (p->title && *p->title) plot_text(c, p->title, PLOT_FONT_TITLE, cx, PLOT_MARGIN, 0, 0.5, 0);
+    if (p->title && *p->title) attn__plot_text(c, p->title, PLOT_FONT_TITLE, cx, PLOT_MARGIN, 0, 0.5, 0);
     if (p->xlabel && *p->xlabel)
-        plot_text(c, p->xlabel, PLOT_FONT_LABEL, cx, p->height - PLOT_MARGIN, 0, 0.5, 1.0);
+        attn__plot_text(c, p->xlabel, PLOT_FONT_LABEL, cx, p->height - PLOT_MARGIN, 0, 0.5, 1.0);
     if (p->ylabel && *p->ylabel)
-        plot_text(c, p->ylabel, PLOT_FONT_LABEL, PLOT_MARGIN, p->ay + 0.5 * p->ah, 90, 0.5, 0);
+        attn__plot_text(c, p->ylabel, PLOT_FONT_LABEL, PLOT_MARGIN, p->ay + 0.5 * p->ah, 90, 0.5, 0);
 }
 
 /* ---- legend ---- */
@@ -336,7 +336,7 @@ static void legend_size(plot_canvas *c, const ln_plot *p, ln_legend *lg)
     memset(lg, 0, sizeof *lg);
     for (int k = 0; k < p->n_series; k++) {
         if (!has_label(&p->series[k])) continue;
-        plot_text_measure(c, p->series[k].label, PLOT_FONT_TICK, 0, &w, &h);
+        attn__plot_text_measure(c, p->series[k].label, PLOT_FONT_TICK, 0, &w, &h);
         text_w = fmax(text_w, w);
         lg->row_h = fmax(lg->row_h, h + 4.0);
         lg->n++;
@@ -443,7 +443,7 @@ static void draw_legend(plot_canvas *c, const ln_plot *p)
             cairo_set_dash(cr, NULL, 0, 0);
         }
         cairo_set_source_rgb(cr, 0, 0, 0);
-        plot_text(c, s->label, PLOT_FONT_TICK, hx + LN_LEGEND_HANDLE + 8.0, cy, 0, 0, 0.5);
+        attn__plot_text(c, s->label, PLOT_FONT_TICK, hx + LN_LEGEND_HANDLE + 8.0, cy, 0, 0, 0.5);
     }
 }
 
@@ -458,7 +458,7 @@ static void draw_plot(plot_canvas *c, const ln_plot *p)
     cairo_clip(cr);
     for (int k = 0; k < p->n_series; k++) draw_series(c, p, k);
     cairo_restore(cr);
-    plot_frame(c, p->ax, p->ay, p->aw, p->ah);
+    attn__plot_frame(c, p->ax, p->ay, p->aw, p->ah);
     draw_ticks(c, p);
     draw_titles(c, p);
     draw_legend(c, p);
@@ -478,9 +478,9 @@ attn_status attn_plot_lines(const char *path, const attn_series *series, int n_s
     if (s != ATTN_OK) return s;
     data_ranges(&p, o);
     plot_canvas c;
-    s = plot_canvas_open(&c, p.fn, path);
+    s = attn__plot_canvas_open(&c, p.fn, path);
     if (s == ATTN_OK) s = layout(&c, &p);
-    if (s == ATTN_OK) s = plot_canvas_start(&c, p.width, p.height);
+    if (s == ATTN_OK) s = attn__plot_canvas_start(&c, p.width, p.height);
     if (s == ATTN_OK) draw_plot(&c, &p);
-    return plot_canvas_close(&c, s);
+    return attn__plot_canvas_close(&c, s);
 }

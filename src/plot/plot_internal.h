@@ -50,29 +50,29 @@ typedef struct plot_canvas {
 
 /* Checks path's extension and opens the output file; text can be measured from here on.
  * ATTN_ERR_ARG for an unknown extension, ATTN_ERR_IO when the file cannot be created. On
- * failure the canvas holds nothing (plot_canvas_close is still allowed). */
-attn_status plot_canvas_open(plot_canvas *c, const char *fn, const char *path);
+ * failure the canvas holds nothing (attn__plot_canvas_close is still allowed). */
+attn_status attn__plot_canvas_open(plot_canvas *c, const char *fn, const char *path);
 /* Creates the surface, width x height, white. */
-attn_status plot_canvas_start(plot_canvas *c, int width, int height);
+attn_status attn__plot_canvas_start(plot_canvas *c, int width, int height);
 /* With s == ATTN_OK: writes the picture and renames it onto path; otherwise removes the
  * temporary file. Frees everything either way and returns the final status. */
-attn_status plot_canvas_close(plot_canvas *c, attn_status s);
+attn_status attn__plot_canvas_close(plot_canvas *c, attn_status s);
 
 /* Text: set it (UTF-8, invalid bytes replaced) at a size, then measure or draw it. max_w > 0
  * ellipsizes longer text at the end. */
-void plot_text_set(plot_canvas *c, const char *text, double size, double max_w);
-void plot_text_extent(const plot_canvas *c, double *w, double *h);
+void attn__plot_text_set(plot_canvas *c, const char *text, double size, double max_w);
+void attn__plot_text_extent(const plot_canvas *c, double *w, double *h);
 /* Width and height of text, set and measured in one call. */
-void plot_text_measure(plot_canvas *c, const char *text, double size, double max_w, double *w,
+void attn__plot_text_measure(plot_canvas *c, const char *text, double size, double max_w, double *w,
                        double *h);
 /* Height of one line of text at size; 0 for NULL or "". */
-double plot_text_height(plot_canvas *c, const char *text, double size);
+double attn__plot_text_height(plot_canvas *c, const char *text, double size);
 /* Draws the text set last, in the current source colour, rotated by angle degrees
  * (counter-clockwise) about (x, y); (ax, ay) is the point of its box placed at (x, y), as
  * fractions of its width and height (0, 0 = top left; 0.5, 0.5 = centre). */
-void plot_text_draw(plot_canvas *c, double x, double y, double angle, double ax, double ay);
+void attn__plot_text_draw(plot_canvas *c, double x, double y, double angle, double ax, double ay);
 /* Set + draw. */
-void plot_text(plot_canvas *c, const char *text, double size, double x, double y, double angle,
+void attn__plot_text(plot_canvas *c, const char *text, double size, double x, double y, double angle,
                double ax, double ay);
 
 /* ---- ticks and decorations (axes.c) ---- */
@@ -86,28 +86,28 @@ typedef struct plot_ticks {
 } plot_ticks;
 
 /* Round-number ticks inside [lo, hi] (steps 1, 2, 2.5, 5 x 10^k), at most max_ticks. */
-void plot_ticks_linear(plot_ticks *t, double lo, double hi, int max_ticks);
+void attn__plot_ticks_linear(plot_ticks *t, double lo, double hi, int max_ticks);
 /* Decades inside [lo, hi] (lo > 0) as major ticks, 2..9 x 10^k as minor ones (none when the
  * range is wide); falls back to linear ticks when fewer than two decades are inside. */
-void plot_ticks_log(plot_ticks *major, plot_ticks *minor, double lo, double hi);
+void attn__plot_ticks_log(plot_ticks *major, plot_ticks *minor, double lo, double hi);
 /* A tick's label with the ticks' decimals, a real minus sign for negatives. */
-void plot_tick_label(char *buf, size_t len, const plot_ticks *t, double v);
+void attn__plot_tick_label(char *buf, size_t len, const plot_ticks *t, double v);
 
 /* Width of the labels right of a vertical colour bar for [vmin, vmax], ticks included. */
-double plot_colorbar_label_width(plot_canvas *c, double vmin, double vmax);
+double attn__plot_colorbar_label_width(plot_canvas *c, double vmin, double vmax);
 /* A vertical colour bar in the box, its ticks and labels to the right. */
-void plot_colorbar(plot_canvas *c, double x, double y, double w, double h, attn_colormap cmap,
+void attn__plot_colorbar(plot_canvas *c, double x, double y, double w, double h, attn_colormap cmap,
                    double vmin, double vmax);
 /* A 1-pixel frame around the box, on pixel centres. */
-void plot_frame(plot_canvas *c, double x, double y, double w, double h);
+void attn__plot_frame(plot_canvas *c, double x, double y, double w, double h);
 
 /* ---- colour maps (colormap.c) ---- */
 
 /* t in [0, 1] (clamped) to rgb in [0, 1]; NaN to grey. */
-void plot_cmap_rgb(attn_colormap cmap, double t, double rgb[3]);
+void attn__plot_cmap_rgb(attn_colormap cmap, double t, double rgb[3]);
 /* rgb in [0, 1] to an opaque CAIRO_FORMAT_ARGB32 pixel. */
-uint32_t plot_rgb_pixel(const double rgb[3]);
+uint32_t attn__plot_rgb_pixel(const double rgb[3]);
 /* Whether white text reads better than black on this colour. */
-bool plot_rgb_is_dark(const double rgb[3]);
+bool attn__plot_rgb_is_dark(const double rgb[3]);
 
 #endif
