@@ -477,6 +477,55 @@ typedef struct attn_window {
     int64_t left, right;   /* keys before / after the aligned diagonal; -1: unbounded */
 } attn_window;
 
+/* FlexAttention's score_mod and mask_mod (torch.nn.attention.flex_attention) as C callbacks, for
+ * attn_sdpa_opts.mods. Indices: b the batch row, h the query head (under GQA too; 0 for 3-D
+ * inputs), q in [0, Lq) and kv in [0, Lk) the positions; user is mods.user.
+ *   score_mod(score, b, h, q, kv, user): the new score of a pair from its scaled score
+ *     s = scale q . k (what FlexAttention's score_mod sees). With it, score_mod_grad(score, ...)
+ *     returns d score_mod / d score at the same arguments, for the backward; attn_sdpa refuses a
+ *     score_mod without it when q, k or v needs a gradient (ATTN_ERR_ARG), and a score_mod_grad
+ *     without score_mod.
+ *   mask_mod(b, h, q, kv, user): true = the pair is kept (FlexAttention's polarity; false hides it
+ *     as a masked key).
+ *   mask_block(b, h, q_begin, q_end, kv_begin, kv_end, user): optional, what holds for every pair of
+ *     the block [q_begin, q_end) x [kv_begin, kv_end): ATTN_BLOCK_EMPTY (all hidden: the fused
+ *     kernel skips the block), ATTN_BLOCK_FULL (all kept: mask_mod is not called there) or
+ *     ATTN_BLOCK_PARTIAL (mask_mod decides; any other value counts as PARTIAL). Blocks are the
+ *     fused kernel's tiles, ATTN_MASK_BLOCK_Q queries by ATTN_MASK_BLOCK_KV keys from (0, 0), cut at
+ *     Lq and Lk; the reference kernel consults it the same way, so the answer is part of the mask
+ *     (alone, without mask_mod, it is a block-sparse mask). One that agrees with mask_mod changes
+ *     nothing but the time: without it mask_mod is called on every pair of every block that the
+ *     other masks leave visible, so a sparse mask_mod costs O(Lq Lk) calls.
+ * Order: s = scale q . k -> score_mod -> softcap -> ALiBi and the additive mask -> every mask
+ * (mask_mod, mask_block and the others) -> softmax. So softcap, ALiBi, causal and the window, each
+ * expressed through the callbacks and used alone, give what the built-in forms give (with both,
+ * the built-in softcap caps score_mod's value).
+ * Contract: pure functions of their arguments (user only read), called from several threads at
+ * once, in no particular order, any number of times per pair (the backward calls them again);
+ * score_mod and score_mod_grad are called for every kept pair (and maybe for pairs that the
+ * attend, blocked, key_padding or additive masks hide), mask_mod for pairs that causal,
+ * valid_lens and the window leave visible. A NaN from score_mod gives its query row NaN, as a NaN
+ * in q does; -inf hides the pair (its gradient is then 0). The functions and what user points to
+ * must stay valid until the backward of the call has run (the tape keeps the pointers).
+ * attn op sdpa cannot take them (C functions do not come from a file). */
+typedef float (*attn_score_mod_fn)(float score, int64_t b, int64_t h, int64_t q, int64_t kv, void *user);
+typedef bool (*attn_mask_mod_fn)(int64_t b, int64_t h, int64_t q, int64_t kv, void *user);
+typedef enum attn_block_kind {
+    ATTN_BLOCK_PARTIAL, /* mask_mod decides each pair (kept when there is no mask_mod) */
+    ATTN_BLOCK_EMPTY,   /* every pair hidden */
+    ATTN_BLOCK_FULL,    /* every pair kept (by these callbacks; other masks still apply) */
+} attn_block_kind;
+typedef int (*attn_mask_block_fn)(int64_t b, int64_t h, int64_t q_begin, int64_t q_end, int64_t kv_begin,
+                                  int64_t kv_end, void *user);
+enum { ATTN_MASK_BLOCK_Q = 64, ATTN_MASK_BLOCK_KV = 128 };
+typedef struct attn_score_mods {
+    attn_score_mod_fn score_mod;      /* NULL: none */
+    attn_score_mod_fn score_mod_grad; /* d score_mod / d score; needed with score_mod for gradients */
+    attn_mask_mod_fn mask_mod;        /* NULL: every pair kept */
+    attn_mask_block_fn mask_block;    /* NULL: every block PARTIAL */
+    void *user;
+} attn_score_mods;
+
 typedef struct attn_sdpa_opts {
     float scale;         /* 0: 1/sqrt(D) */
     attn_mask mask;
@@ -496,6 +545,7 @@ typedef struct attn_sdpa_opts {
     /* > 0: each scaled score s becomes softcap tanh(s / softcap) before ALiBi and the masks
      * (Gemma 2's logit soft-capping); 0: none */
     float softcap;
+    attn_score_mods mods; /* score and mask callbacks (above); zero: none */
 } attn_sdpa_opts;
 
 /* slopes (heads): ALiBi's slopes as the paper's code makes them: for heads a power of 2,

@@ -1,11 +1,14 @@
 /* Private: scaled dot-product attention kernels, no autograd.
- *   forward:  S = cap(scale * Q K^T) + alibi + mask,  P = softmax_rows(S),  O = dropout(P) V
+ *   forward:  S = cap(mod(scale * Q K^T)) + alibi + mask,  P = softmax_rows(S),  O = dropout(P) V
+ *             mod(s) = score_mod(s, b, h, i, j) on the pairs kept (identity without one); the
+ *             mask includes the pairs that mask_mod and mask_block hide
  *             cap(s) = softcap tanh(s / softcap) when softcap > 0 (Gemma 2), else s;
  *             alibi_ij = -slope_bh |i + Lk - Lq - j| (ALiBi, FlashAttention's alignment)
  *             stats[i] = (m_i, log l_i): m_i = max_j S[i, j], l_i = sum_j exp(S[i, j] - m_i)
  *             (+inf and 0 for a row whose keys are all masked), so P = exp((S - m) - log l)
  *   backward: dV = dropout(P)^T dO,  dP = dropout'(dO V^T),  D = rowsum(dO * O) = rowsum(P * dP),
- *             dS = P * (dP - D) * cap'(s) (1 - tanh^2 with softcap),  dQ = scale * dS K,
+ *             dS = P * (dP - D) * cap'(mod(s)) (1 - tanh^2 with softcap) * mod'(s)
+ *             (score_mod_grad),  dQ = scale * dS K,
  *             dK = scale * dS^T Q
  * Two implementations of each: *_ref materialises S for a whole (b, h) and is the need_weights
  * path; *_fused tiles the work (FlashAttention-2 schedule: online softmax over key blocks,
@@ -23,6 +26,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "attn.h" /* attn_score_mods */
 
 typedef struct sdpa_masks {
     bool causal;                /* key j visible to query i only when j <= i (top-left) */
@@ -49,6 +54,8 @@ typedef struct sdpa_problem {
                                batch); NULL: none */
     int64_t alibi_batch_stride;
     float softcap;          /* > 0: scores capped as cap() above; 0: none */
+    attn_score_mods mods;   /* score_mod on the scaled scores before cap(), and the mask callbacks
+                               (attn.h's order and contract); all NULL: none */
     float dropout_p;        /* on P, 0 when not training */
     uint64_t dropout_seed;  /* the mask is a hash of (seed, b, h, i, j): reproducible anywhere */
     int threads;            /* OpenMP threads of the (b, h) loops (the ctx's count); the scratch
@@ -80,6 +87,18 @@ bool sdpa_has_elementwise_mask(const sdpa_problem *p);
 /* true when the problem is big enough to be worth a parallel region (on a loaded machine a
  * region waits for threads that are not running). */
 bool sdpa_parallel(const sdpa_problem *p);
+/* true when the problem has any of the score and mask callbacks */
+static inline bool sdpa_mods_on(const sdpa_problem *p)
+{
+    return p->mods.score_mod || p->mods.mask_mod || p->mods.mask_block;
+}
+/* What mask_block says of the block (ATTN_MASK_BLOCK_Q x ATTN_MASK_BLOCK_KV, from (0, 0), cut at Lq
+ * and Lk) that holds pair (i, j) of (b, h): ATTN_BLOCK_EMPTY, _FULL, or _PARTIAL (also without
+ * mask_block, and for any other value it returns). */
+int sdpa_mask_block(const sdpa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j);
+/* Whether the mask callbacks keep pair (i, j) of (b, h), in a block of that kind (sdpa_mask_block):
+ * EMPTY none, FULL all, PARTIAL as mask_mod says (all without it). The key range is the caller's. */
+bool sdpa_mods_keep(const sdpa_problem *p, int block, int64_t b, int64_t h, int64_t i, int64_t j);
 /* Dropout keep factor for element (b, h, i, j): 0 or 1/(1-p). */
 float sdpa_dropout_scale(const sdpa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j);
 

@@ -4,9 +4,10 @@
  * is an attn_tile_gemm on operands read in place (only Q^T and dO^T are transposed, once).
  * Forward: one task per (b, h, query block of SDPA_BR rows); key blocks of SDPA_BC columns
  * stream through an online softmax (running max m and sum l per query, the output accumulator
- * rescaled when m grows); key blocks that causal or valid_lens hide from every query of the
- * block are skipped. Backward: one task per (b, h); key blocks outermost so dK_j and dV_j stay in
- * cache, P recomputed from the saved row statistics. Extra memory: a few tiles per thread in the
+ * rescaled when m grows); key blocks that causal, valid_lens, the window or the mask callbacks
+ * (mask_block, mask_mod) hide from every query of the block are skipped. Backward: one task per
+ * (b, h); key blocks outermost so dK_j and dV_j stay in cache, P recomputed from the saved row
+ * statistics. Extra memory: a few tiles per thread in the
  * forward, Q^T and dO^T of one head per thread in the backward. */
 #include "dispatch.h" /* built once per level (attn_cpu_isa) */
 #include "attention.h"
@@ -20,8 +21,11 @@
 #include <omp.h>
 #endif
 
-/* SDPA_BR queries (a multiple of every VF_LANES) by SDPA_BC keys */
-enum { SDPA_BR = 64, SDPA_BC = 128 };
+/* SDPA_BR queries (a multiple of every VF_LANES) by SDPA_BC keys: the blocks that mask_block
+ * answers for (attn.h) */
+enum { SDPA_BR = ATTN_MASK_BLOCK_Q, SDPA_BC = ATTN_MASK_BLOCK_KV };
+/* floats of a tile of bytes (SDPA_BC, SDPA_BR): the mask callbacks' keep flags */
+enum { KEEP_FLOATS = SDPA_BC * SDPA_BR / 4 };
 
 static int thread_id(void)
 {
@@ -38,16 +42,17 @@ static int64_t half_up(int64_t n) { return (n + 1) / 2; }
 
 int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads)
 {
-    /* per thread: forward BR (D + BC + Dv + 2), backward (Lq' + 16) (D + Dv) + 3 Lq' + 4 BC BR
-     * with Lq' = Lq rounded up to BR (at least the backward's head_ld and its Lq rounded up to
-     * vectors); with bf16 the pair words (one float each) of forward_block's and backward_head's
+    /* per thread: forward BR (D + BC + Dv + 2) + BC BR / 4, backward (Lq' + 16) (D + Dv) + 3 Lq' +
+     * 5 BC BR + BC BR / 4 (BC BR / 4: the keep flags' bytes) with Lq' = Lq rounded up to BR (at
+     * least the backward's head_ld and its Lq rounded up to vectors); with bf16 the pair words (one float each) of forward_block's and backward_head's
      * operands besides. -1 when the size overflows (huge Lq or D with no elements): the caller
      * reports it */
     if (p->d < 0 || p->dv < 0 || p->lq < 0 || p->lk < 0 || threads < 0) return -1;
     const unsigned __int128 D = (uint64_t)p->d, Dv = (uint64_t)p->dv, BR = SDPA_BR, BC = SDPA_BC;
     const unsigned __int128 lqp = ((uint64_t)p->lq + SDPA_BR - 1) / SDPA_BR * SDPA_BR;
     const unsigned __int128 hD = (D + 1) / 2, hDv = (Dv + 1) / 2;
-    unsigned __int128 fwd = BR * (D + BC + Dv + 2), bwd = (lqp + 16) * (D + Dv) + 3 * lqp + 4 * BC * BR;
+    unsigned __int128 fwd = BR * (D + BC + Dv + 2) + KEEP_FLOATS;
+    unsigned __int128 bwd = (lqp + 16) * (D + Dv) + 3 * lqp + 5 * BC * BR + KEEP_FLOATS;
     if (p->bf16) {
         const unsigned __int128 lk = (uint64_t)p->lk;
         fwd += hD * BR + BC / 2 * Dv + BC / 2 * BR + 2 + lk * hD + (lk + 1) / 2 * Dv;
@@ -118,6 +123,49 @@ static void softcap_tiles(float *st, float *slope, int64_t qw, int64_t cols, flo
         vf_store(st + i, vf_mul(cap, t));
         if (slope) vf_store(slope + i, vf_sub(one, vf_mul(t, t)));
     }
+}
+
+/* The mask callbacks on the tile of rows [i0, i0 + rows), keys [j0, j0 + cols) of (b, h), a block of
+ * mask_block's grid: keep (cols, qw) = 1 where the key range and the callbacks keep the pair, 0
+ * elsewhere (and on the padding lanes). Returns how many are kept: 0, the tile can be skipped. */
+static int64_t keep_tiles(uint8_t *keep, int64_t qw, const sdpa_problem *p, int64_t b, int64_t h, int64_t i0,
+                          int64_t rows, int64_t j0, int64_t cols)
+{
+    const int block = sdpa_mask_block(p, b, h, i0, j0);
+    if (block == ATTN_BLOCK_EMPTY) return 0;
+    memset(keep, 0, (size_t)(cols * qw));
+    int64_t kept = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t begin = sdpa_key_begin(p, i0 + r), end = sdpa_key_end(p, b, i0 + r);
+        for (int64_t j = begin > j0 ? begin : j0; j < end && j < j0 + cols; j++) {
+            const bool k = sdpa_mods_keep(p, block, b, h, i0 + r, j);
+            keep[(j - j0) * qw + r] = k;
+            kept += k;
+        }
+    }
+    return kept;
+}
+
+/* score_mod on the kept scores of st (cols, qw) (keep_tiles); grad (cols, qw), when not NULL,
+ * receives score_mod_grad at the same scores there and 0 elsewhere */
+static void score_mod_tiles(float *st, float *grad, const uint8_t *keep, int64_t qw, const sdpa_problem *p,
+                            int64_t b, int64_t h, int64_t i0, int64_t j0, int64_t cols)
+{
+    const attn_score_mods *m = &p->mods;
+    for (int64_t c = 0; c < cols; c++)
+        for (int64_t r = 0; r < qw; r++) {
+            float *x = st + c * qw + r;
+            const bool k = keep[c * qw + r];
+            if (grad) grad[c * qw + r] = k ? m->score_mod_grad(*x, b, h, i0 + r, j0 + c, m->user) : 0.0f;
+            if (k) *x = m->score_mod(*x, b, h, i0 + r, j0 + c, m->user);
+        }
+}
+
+/* -inf at the n scores of st that keep (the same layout) does not keep */
+static void hide_unkept(float *st, const uint8_t *keep, int64_t n)
+{
+    for (int64_t e = 0; e < n; e++)
+        if (!keep[e]) st[e] = -INFINITY;
 }
 
 /* Dropout on transposed tiles of qw <= SDPA_BR query lanes (query i0 + r, key j0 + c at
@@ -207,7 +255,8 @@ static void online_softmax(float *st, uint32_t *pp, float *ot, float *m, float *
 /* Where forward_block keeps the head its bf16 K and V hold, in floats from its scratch */
 static int64_t forward_packed_at(const sdpa_problem *p)
 {
-    return SDPA_BR * (p->d + SDPA_BC + p->dv + 2) + half_up(p->d) * SDPA_BR + SDPA_BC / 2 * p->dv + SDPA_BC / 2 * SDPA_BR;
+    return SDPA_BR * (p->d + SDPA_BC + p->dv + 2) + KEEP_FLOATS + half_up(p->d) * SDPA_BR + SDPA_BC / 2 * p->dv +
+           SDPA_BC / 2 * SDPA_BR;
 }
 
 /* One query block: rows [i0, i0+rows) of head (b, h), in tiles qw = rows rounded up to whole
@@ -224,8 +273,9 @@ static void forward_block(float *out, float *stats, const float *q, const float 
     float *ot = st + SDPA_BC * SDPA_BR; /* (Dv, qw) unnormalised O^T */
     float *m = ot + Dv * SDPA_BR;       /* (qw) running max */
     float *l = m + SDPA_BR;             /* (qw) running sum */
+    uint8_t *keep = (uint8_t *)(l + SDPA_BR); /* (BC, qw) the pairs the mask callbacks keep */
     const int64_t hD = half_up(D);
-    uint32_t *qp = (uint32_t *)(l + SDPA_BR); /* bf16 pair words: (D/2, qw) of Q^T's rows */
+    uint32_t *qp = (uint32_t *)(l + SDPA_BR + KEEP_FLOATS); /* bf16 pair words: (D/2, qw) of Q^T's rows */
     uint32_t *vp = qp + hD * SDPA_BR;         /* (BC/2, Dv) of one tile of V's rows */
     uint32_t *pp = vp + SDPA_BC / 2 * Dv;     /* (BC/2, qw) of P^T's rows */
     float *mark = scratch + forward_packed_at(p); /* (2) the head kh and vh hold, -1: none */
@@ -248,14 +298,19 @@ static void forward_block(float *out, float *stats, const float *q, const float 
         l[r] = 0.0f;
     }
     const key_range keys = block_keys(p, b, i0, rows);
-    /* tiles of keys outside [begin_min, end_max) are hidden from every row: skipped */
+    const bool mods = sdpa_mods_on(p);
+    /* tiles of keys outside [begin_min, end_max) are hidden from every row, and so are those the
+     * mask callbacks hide whole: skipped */
     for (int64_t j0 = keys.begin_min / SDPA_BC * SDPA_BC; j0 < keys.end_max; j0 += SDPA_BC) {
         const int64_t cols = keys.end_max - j0 < SDPA_BC ? keys.end_max - j0 : SDPA_BC;
+        if (mods && keep_tiles(keep, qw, p, b, h, i0, rows, j0, cols) == 0) continue;
         const float *kj = k + (bhk * Lk + j0) * D, *vj = v + (bhk * Lk + j0) * Dv;
         if (p->bf16) attn_tile_gemm_bf16(st, qw, kh + j0 * hD, hD, 1, qp, qw, cols, qw, hD, p->scale, false);
         else attn_tile_gemm(st, qw, kj, D, 1, qt, qw, cols, qw, D, p->scale, false);
+        if (p->mods.score_mod) score_mod_tiles(st, NULL, keep, qw, p, b, h, i0, j0, cols);
         if (p->softcap > 0.0f) softcap_tiles(st, NULL, qw, cols, p->softcap);
         mask_tiles(st, qw, p, &keys, b, h, i0, rows, j0, cols);
+        if (mods) hide_unkept(st, keep, cols * qw);
         const bool drop = p->dropout_p > 0.0f, fused_pack = p->bf16 && !drop; /* P^T straight into pp */
         online_softmax(st, fused_pack ? pp : NULL, ot, m, l, qw, cols, Dv);
         if (drop) dropout_tiles(st, st, NULL, qw, p, b, h, i0, j0, cols);
@@ -364,8 +419,10 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
     float *dpt = st + SDPA_BC * SDPA_BR; /* (BC, qw) dP^T, then dS^T */
     float *pd = dpt + SDPA_BC * SDPA_BR; /* (BC, qw) dropout(P)^T */
     float *cap_slope = pd + SDPA_BC * SDPA_BR; /* (BC, qw) cap'(s) = 1 - tanh^2 (softcap) */
+    float *mod_slope = cap_slope + SDPA_BC * SDPA_BR; /* (BC, qw) mod'(s) (score_mod_grad) */
+    uint8_t *keep = (uint8_t *)(mod_slope + SDPA_BC * SDPA_BR); /* (BC, qw) the pairs the mask callbacks keep */
     const int64_t hD = half_up(D), hDv = half_up(Dv);
-    uint32_t *qtp = (uint32_t *)(cap_slope + SDPA_BC * SDPA_BR); /* bf16 pair words: (D/2, ld) of Q^T's rows */
+    uint32_t *qtp = (uint32_t *)(mod_slope + SDPA_BC * SDPA_BR + KEEP_FLOATS); /* bf16 pair words: (D/2, ld) of Q^T's rows */
     uint32_t *dotp = qtp + hD * ld;           /* (Dv/2, ld) of dO^T's rows */
     uint32_t *qc = dotp + hDv * ld;           /* (Lq/2, D) of Q's rows */
     uint32_t *doc = qc + half_up(Lq) * D;     /* (Lq/2, Dv) of dO's rows */
@@ -392,7 +449,7 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
             acc += (double)out[(bh * Lq + i) * Dv + c] * dout[(bh * Lq + i) * Dv + c];
         dsum[i] = (float)acc;
     }
-    const bool drop = p->dropout_p > 0.0f;
+    const bool drop = p->dropout_p > 0.0f, mods = sdpa_mods_on(p);
     for (int64_t j0 = 0; j0 < Lk; j0 += SDPA_BC) {
         const int64_t cols = Lk - j0 < SDPA_BC ? Lk - j0 : SDPA_BC;
         const float *kj = k + (bhk * Lk + j0) * D, *vj = v + (bhk * Lk + j0) * Dv;
@@ -413,11 +470,14 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
             const int64_t rows = Lq - i0 < SDPA_BR ? Lq - i0 : SDPA_BR, qw = round_up(rows, VF_LANES);
             const key_range keys = block_keys(p, b, i0, rows);
             if (keys.end_max <= j0 || keys.begin_min >= j0 + cols) continue; /* hidden from every row */
+            if (mods && keep_tiles(keep, qw, p, b, h, i0, rows, j0, cols) == 0) continue; /* or by the callbacks */
             const float *qi = q + (bh * Lq + i0) * D, *doi = dout + (bh * Lq + i0) * Dv;
             if (p->bf16) attn_tile_gemm_bf16(st, qw, kr, hD, 1, qtp + i0, ld, cols, qw, hD, p->scale, false);
             else attn_tile_gemm(st, qw, kj, D, 1, qt + i0, ld, cols, qw, D, p->scale, false);
+            if (p->mods.score_mod) score_mod_tiles(st, mod_slope, keep, qw, p, b, h, i0, j0, cols);
             if (p->softcap > 0.0f) softcap_tiles(st, cap_slope, qw, cols, p->softcap);
             mask_tiles(st, qw, p, &keys, b, h, i0, rows, j0, cols);
+            if (mods) hide_unkept(st, keep, cols * qw);
             probabilities(st, qw, m + i0, log_l + i0, cols);
             /* dP^T = V_j dO_i^T, and under dropout dropout(P)^T and dropout'(dP)^T in one pass */
             if (p->bf16) attn_tile_gemm_bf16(dpt, qw, vr, hDv, 1, dotp + i0, ld, cols, qw, hDv, 1.0f, false);
@@ -434,6 +494,9 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
             if (p->softcap > 0.0f) /* through the cap: dS *= 1 - tanh^2 */
                 for (int64_t e = 0; e < cols * qw; e += VF_LANES)
                     vf_store(dpt + e, vf_mul(vf_load(dpt + e), vf_load(cap_slope + e)));
+            if (p->mods.score_mod) /* through score_mod: dS *= score_mod_grad */
+                for (int64_t e = 0; e < cols * qw; e += VF_LANES)
+                    vf_store(dpt + e, vf_mul(vf_load(dpt + e), vf_load(mod_slope + e)));
             /* dQ_i += scale dS K_j;  dK_j += scale dS^T Q_i */
             if (p->bf16) {
                 attn_bf16_pack_col_pairs(dsc, qw, dpt, qw, cols, qw);

@@ -35,6 +35,35 @@ static int64_t kv_index(const sdpa_problem *p, int64_t b, int64_t h)
     return b * (p->heads_kv > 0 ? p->heads_kv : p->heads) + sdpa_kv_head(p, h);
 }
 
+/* Whether the key range and the mask callbacks keep pair (i, j) of (b, h) */
+static bool kept(const sdpa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j)
+{
+    return j >= sdpa_key_begin(p, i) && j < sdpa_key_end(p, b, i) &&
+           sdpa_mods_keep(p, sdpa_mask_block(p, b, h, i, j), b, h, i, j);
+}
+
+/* score_mod on each kept pair of the scaled scores s (Lq, Lk) of head (b, h); grad (Lq, Lk), when
+ * not NULL, receives score_mod_grad at the same scores there and 0 at the other pairs */
+static void apply_score_mod(float *s, float *grad, const sdpa_problem *p, int64_t b, int64_t h)
+{
+    const attn_score_mods *m = &p->mods;
+    for (int64_t i = 0; i < p->lq; i++)
+        for (int64_t j = 0; j < p->lk; j++) {
+            float *x = s + i * p->lk + j;
+            const bool keep = kept(p, b, h, i, j);
+            if (grad) grad[i * p->lk + j] = keep ? m->score_mod_grad(*x, b, h, i, j, m->user) : 0.0f;
+            if (keep) *x = m->score_mod(*x, b, h, i, j, m->user);
+        }
+}
+
+/* -inf at the pairs of s (Lq, Lk) that the mask callbacks hide (after the cap and the masks) */
+static void apply_mask_mods(float *s, const sdpa_problem *p, int64_t b, int64_t h)
+{
+    for (int64_t i = 0; i < p->lq; i++)
+        for (int64_t j = 0; j < p->lk; j++)
+            if (!kept(p, b, h, i, j)) s[i * p->lk + j] = -INFINITY;
+}
+
 void sdpa_forward_ref(float *out, float *stats, float *weights, const float *q, const float *k,
                       const float *v, const sdpa_problem *p)
 {
@@ -45,8 +74,10 @@ void sdpa_forward_ref(float *out, float *stats, float *weights, const float *q, 
         float *w = weights + bh * Lq * Lk;        /* (Lq, Lk) */
         float *o = out + bh * Lq * Dv;            /* (Lq, Dv) */
         attn_gemm(w, Lk, q + bh * Lq * D, D, k + bhk * Lk * D, D, Lq, Lk, D, false, true, p->scale, 0, 1);
+        if (p->mods.score_mod) apply_score_mod(w, NULL, p, b, h);
         sdpa_softcap_tile(w, NULL, Lk, 1, p, Lq, Lk);
         sdpa_mask_tile(w, Lk, 1, p, b, h, 0, Lq, 0, Lk);
+        if (p->mods.mask_mod || p->mods.mask_block) apply_mask_mods(w, p, b, h);
         for (int64_t i = 0; i < Lq; i++) softmax_row(stats + 2 * (bh * Lq + i), w + i * Lk, Lk);
         if (p->dropout_p <= 0.0f) {
             attn_gemm(o, Dv, w, Lk, v + bhk * Lk * Dv, Dv, Lq, Dv, Lk, false, false, 1, 0, 1);
@@ -65,8 +96,9 @@ void sdpa_forward_ref(float *out, float *stats, float *weights, const float *q, 
 
 int64_t sdpa_ref_scratch_floats(const sdpa_problem *p, int threads)
 {
-    int64_t total; /* 3 (Lq, Lk) per thread; -1 when the size overflows: the caller reports it */
-    if (__builtin_mul_overflow((int64_t)threads * 3, p->lq, &total) ||
+    int64_t total; /* 3 (Lq, Lk) per thread, 4 with score_mod; -1 when the size overflows: the caller
+                      reports it */
+    if (__builtin_mul_overflow((int64_t)threads * (p->mods.score_mod ? 4 : 3), p->lq, &total) ||
         __builtin_mul_overflow(total, p->lk, &total))
         return -1;
     return total;
@@ -77,7 +109,7 @@ void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const
                        float *scratch, const sdpa_problem *p)
 {
     const int64_t H = p->heads, Lq = p->lq, Lk = p->lk, D = p->d, Dv = p->dv;
-    const int64_t group = p->heads_kv > 0 ? H / p->heads_kv : 1;
+    const int64_t group = p->heads_kv > 0 ? H / p->heads_kv : 1, per_thread = sdpa_ref_scratch_floats(p, 1);
     /* one task per key/value head: the query heads that share it add into its dK and dV in turn */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(p->threads) if (sdpa_parallel(p))
     for (int64_t bhk = 0; bhk < p->batch * (H / group); bhk++)
@@ -88,9 +120,10 @@ void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const
 #endif
             const int64_t b = bhk / (H / group), h = bhk % (H / group) * group + g, bh = b * H + h;
             const float *P = weights + bh * Lq * Lk;            /* (Lq, Lk) softmax */
-            float *pd = scratch + (int64_t)tid * 3 * Lq * Lk;    /* (Lq, Lk) dropout(P) */
+            float *pd = scratch + (int64_t)tid * per_thread;     /* (Lq, Lk) dropout(P) */
             float *ds = pd + Lq * Lk;                            /* (Lq, Lk) dP, then dS */
             float *slope = ds + Lq * Lk;                         /* (Lq, Lk) cap'(s) (softcap) */
+            float *mod_slope = p->mods.score_mod ? slope + Lq * Lk : NULL; /* (Lq, Lk) mod'(s) (score_mod) */
             const float *doh = dout + bh * Lq * Dv, *oh = out + bh * Lq * Dv;
             const float *qh = q + bh * Lq * D, *kh = k + bhk * Lk * D, *vh = v + bhk * Lk * Dv;
             const bool drop = p->dropout_p > 0.0f;
@@ -98,8 +131,9 @@ void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const
                 for (int64_t i = 0; i < Lq; i++)
                     for (int64_t j = 0; j < Lk; j++)
                         pd[i * Lk + j] = P[i * Lk + j] * sdpa_dropout_scale(p, b, h, i, j);
-            if (p->softcap > 0.0f) { /* the scaled scores again, for the cap's derivative */
+            if (p->softcap > 0.0f || p->mods.score_mod) { /* the scaled scores again, for the derivatives */
                 attn_gemm(ds, Lk, qh, D, kh, D, Lq, Lk, D, false, true, p->scale, 0, 1);
+                if (p->mods.score_mod) apply_score_mod(ds, mod_slope, p, b, h);
                 sdpa_softcap_tile(ds, slope, Lk, 1, p, Lq, Lk);
             }
             /* dV += dropout(P)^T dO */
@@ -114,6 +148,7 @@ void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const
                     if (drop) dp *= sdpa_dropout_scale(p, b, h, i, j);
                     ds[i * Lk + j] = P[i * Lk + j] * (dp - (float)dsum);
                     if (p->softcap > 0.0f) ds[i * Lk + j] *= slope[i * Lk + j];
+                    if (p->mods.score_mod) ds[i * Lk + j] *= mod_slope[i * Lk + j];
                 }
             }
             attn_gemm(dq + bh * Lq * D, D, ds, Lk, kh, D, Lq, D, Lk, false, false, p->scale, 1, 1);

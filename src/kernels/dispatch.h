@@ -148,6 +148,9 @@
        int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols),                              \
       (s, query_stride, key_stride, p, b, h, i0, rows, j0, cols))                                   \
     X(bool, sdpa_has_elementwise_mask, (const sdpa_problem *p), (p))                                \
+    X(int, sdpa_mask_block, (const sdpa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j), (p, b, h, i, j)) \
+    X(bool, sdpa_mods_keep, (const sdpa_problem *p, int block, int64_t b, int64_t h, int64_t i, int64_t j), \
+      (p, block, b, h, i, j))                                                                       \
     X(bool, sdpa_parallel, (const sdpa_problem *p), (p))                                            \
     X(float, attn_exp_shift_sum, (float *y, const float *x, float shift, int64_t n), (y, x, shift, n)) \
     X(float, attn_exp_shift_sum_ref, (float *y, const float *x, float shift, int64_t n),            \

@@ -163,6 +163,21 @@ static attn_status prepare_scores(attn_ctx *ctx, sdpa_problem *p, const attn_sdp
     return ATTN_OK;
 }
 
+/* The score and mask callbacks of opts into p, after checking that the backward will have what it
+ * needs (grads: q, k or v needs a gradient) */
+static attn_status prepare_mods(sdpa_problem *p, const attn_score_mods *m, bool grads)
+{
+    if (m->score_mod_grad && !m->score_mod)
+        return attn__fail(ATTN_ERR_ARG, "sdpa: mods.score_mod_grad is set without mods.score_mod (the derivative of "
+                          "no function); set both, or neither");
+    if (m->score_mod && !m->score_mod_grad && grads)
+        return attn__fail(ATTN_ERR_ARG, "sdpa: mods.score_mod without mods.score_mod_grad (d score_mod / d score), "
+                          "which the backward needs: q, k or v requires a gradient. Give its derivative, or run "
+                          "without gradients (attn_ctx_set_grad_enabled(ctx, false))");
+    p->mods = *m;
+    return ATTN_OK;
+}
+
 attn_status attn_alibi_slopes(float *slopes, int64_t heads)
 {
     if (!slopes || heads < 1) return attn__fail(ATTN_ERR_ARG, "attn_alibi_slopes: slopes NULL or heads %lld < 1",
@@ -249,7 +264,10 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
         const uint64_t hi = attn_rng_u32(&ctx->rng);
         p.dropout_seed = hi << 32 | attn_rng_u32(&ctx->rng);
     }
-    if (prepare_masks(ctx, &p, &opts->mask, nd == 3) != ATTN_OK || prepare_scores(ctx, &p, opts, nd == 3) != ATTN_OK)
+    attn_tensor *in[3] = {q, k, v};
+    const bool grads = attn__needs_grad(ctx, in, 3);
+    if (prepare_masks(ctx, &p, &opts->mask, nd == 3) != ATTN_OK || prepare_scores(ctx, &p, opts, nd == 3) != ATTN_OK ||
+        prepare_mods(&p, &opts->mods, grads) != ATTN_OK)
         return NULL;
 
     int64_t out_shape[4], w_shape[4], w_numel;
@@ -271,8 +289,7 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
         if (!(w = attn_tensor_empty(ctx, nd, w_shape))) return NULL;
         sdpa_forward_ref(out->data, stats, w->data, q->data, k->data, v->data, &p);
     }
-    attn_tensor *in[3] = {q, k, v};
-    if (attn__needs_grad(ctx, in, 3)) {
+    if (grads) {
         attn_node *node = attn__record(ctx, "sdpa", sdpa_backward, out, in, 3, sizeof(sdpa_saved));
         if (!node) return NULL;
         *(sdpa_saved *)node->saved = (sdpa_saved){p, fused, stats, w ? w->data : NULL};
