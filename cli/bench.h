@@ -19,6 +19,7 @@ typedef struct bench_args {
     long kv_heads, window; /* sdpa: K and V's heads (0: H); a sliding window of W keys (0: none) */
     bool alibi;            /* sdpa: ALiBi with the paper's slopes */
     float softcap;         /* sdpa: 0: none */
+    bool mods;             /* sdpa: causal, the window, ALiBi and softcap through attn_score_mods */
 } bench_args;
 
 extern const char *const bench_mode_names[]; /* "fwd", "fwdbwd", NULL */

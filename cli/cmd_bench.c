@@ -40,10 +40,55 @@ attn_tensor *bench_randn(attn_rng *rng, int ndim, const int64_t *shape, bool req
 
 /* ---- sdpa ---- */
 
+/* --mods: the features as the callbacks a user would write (attn_score_mods), with a block
+ * predicate for the masks; queries and keys are as many (L) */
+typedef struct sdpa_mods {
+    const float *slopes; /* (H) ALiBi's; NULL: none */
+    float softcap;       /* 0: none */
+    bool causal;
+    long window;         /* W keys up to the diagonal; 0: none */
+} sdpa_mods;
+
+static float mods_score(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *user)
+{
+    (void)b;
+    const sdpa_mods *m = user;
+    if (m->softcap > 0.0f) s = m->softcap * tanhf(s / m->softcap);
+    if (m->slopes) s -= m->slopes[h] * (float)(q > kv ? q - kv : kv - q);
+    return s;
+}
+
+static float mods_score_grad(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *user)
+{
+    (void)b, (void)h, (void)q, (void)kv;
+    const sdpa_mods *m = user;
+    if (!(m->softcap > 0.0f)) return 1.0f;
+    const float t = tanhf(s / m->softcap);
+    return 1.0f - t * t;
+}
+
+static bool mods_mask(int64_t b, int64_t h, int64_t q, int64_t kv, void *user)
+{
+    (void)b, (void)h;
+    const sdpa_mods *m = user;
+    return (!m->causal || kv <= q) && (!m->window || (kv <= q && kv > q - m->window));
+}
+
+/* the block's pairs have kv - q from k0 - (q1 - 1) to (k1 - 1) - q0; the mask keeps [lo, hi] */
+static int mods_block(int64_t b, int64_t h, int64_t q0, int64_t q1, int64_t k0, int64_t k1, void *user)
+{
+    (void)b, (void)h;
+    const sdpa_mods *m = user;
+    const int64_t lo = m->window ? 1 - m->window : INT64_MIN, hi = 0;
+    if ((k1 - 1) - q0 < lo || k0 - (q1 - 1) > hi) return ATTN_BLOCK_EMPTY;
+    return k0 - (q1 - 1) >= lo && (k1 - 1) - q0 <= hi ? ATTN_BLOCK_FULL : ATTN_BLOCK_PARTIAL;
+}
+
 typedef struct sdpa_state {
     attn_ctx *ctx;
     attn_tensor *q, *k, *v, *g;
     float *slopes; /* (H) ALiBi's */
+    sdpa_mods mods;
     attn_sdpa_opts opts;
     bool backward;
 } sdpa_state;
@@ -59,14 +104,24 @@ static int sdpa_run(void *p)
     return CLI_OK;
 }
 
-/* The attention options of the bench arguments (ALiBi's slopes in slopes (heads)) */
-static attn_sdpa_opts sdpa_opts_of(const bench_args *a, attn_sdpa_impl impl, float *slopes, int64_t heads, bool gqa)
+/* The attention options of the bench arguments (ALiBi's slopes in slopes (heads)); with --mods the
+ * features go through the callbacks, whose user data mods receives */
+static attn_sdpa_opts sdpa_opts_of(const bench_args *a, attn_sdpa_impl impl, float *slopes, int64_t heads, bool gqa,
+                                   sdpa_mods *mods)
 {
-    attn_sdpa_opts o = {.impl = impl, .enable_gqa = gqa, .softcap = a->softcap};
+    attn_sdpa_opts o = {.impl = impl, .enable_gqa = gqa};
+    const bool alibi = a->alibi && attn_alibi_slopes(slopes, heads) == ATTN_OK;
+    if (a->mods) {
+        *mods = (sdpa_mods){alibi ? slopes : NULL, a->softcap, a->causal, a->window};
+        o.mods.user = mods;
+        if (alibi || a->softcap > 0.0f) o.mods.score_mod = mods_score, o.mods.score_mod_grad = mods_score_grad;
+        if (a->causal || a->window > 0) o.mods.mask_mod = mods_mask, o.mods.mask_block = mods_block;
+        return o;
+    }
+    o.softcap = a->softcap;
     o.mask.causal = a->causal;
     if (a->window > 0) o.window = (attn_window){true, a->window - 1, 0}; /* W keys up to the diagonal */
-    if (a->alibi && attn_alibi_slopes(slopes, heads) == ATTN_OK)
-        o.alibi_slopes = slopes, o.alibi_ndim = 1, o.alibi_shape[0] = heads;
+    if (alibi) o.alibi_slopes = slopes, o.alibi_ndim = 1, o.alibi_shape[0] = heads;
     return o;
 }
 
@@ -85,7 +140,9 @@ static int sdpa_validate(const bench_args *a)
                          bench_randn(&rng, 4, kv_shape, false)};
     attn_ctx *ctx = cli_ctx_new(0);
     float slopes[2];
-    attn_sdpa_opts f = sdpa_opts_of(a, ATTN_SDPA_FUSED, slopes, 2, gqa), r = sdpa_opts_of(a, ATTN_SDPA_REF, slopes, 2, gqa);
+    sdpa_mods mods;
+    attn_sdpa_opts f = sdpa_opts_of(a, ATTN_SDPA_FUSED, slopes, 2, gqa, &mods);
+    attn_sdpa_opts r = sdpa_opts_of(a, ATTN_SDPA_REF, slopes, 2, gqa, &mods);
     attn_tensor *x = ctx ? attn_sdpa(ctx, t[0], t[1], t[2], &f, NULL) : NULL;
     attn_tensor *y = ctx ? attn_sdpa(ctx, t[0], t[1], t[2], &r, NULL) : NULL;
     const bool bf16 = attn_ctx_matmul_precision(ctx) == ATTN_PRECISION_MEDIUM && attn_bf16_products();
@@ -130,7 +187,7 @@ static int sdpa_setup(const bench_args *a, void **state, bench_result *r)
     s->q = bench_randn(&rng, 4, shape, s->backward), s->k = bench_randn(&rng, 4, kv_shape, s->backward);
     s->v = bench_randn(&rng, 4, kv_shape, s->backward), s->g = bench_randn(&rng, 4, shape, false);
     s->slopes = malloc(sizeof(float) * (size_t)a->H);
-    if (s->slopes) s->opts = sdpa_opts_of(a, (attn_sdpa_impl)a->impl, s->slopes, a->H, gqa);
+    if (s->slopes) s->opts = sdpa_opts_of(a, (attn_sdpa_impl)a->impl, s->slopes, a->H, gqa, &s->mods);
     /* the (query, key) pairs the kernel computes: all, half under causal, L W less W^2 / 2 in a window */
     double pairs = (double)a->L * a->L * (a->causal ? 0.5 : 1.0);
     if (a->window > 0 && a->window < a->L) pairs = (double)a->L * a->window - 0.5 * (double)a->window * (a->window - 1);
@@ -345,6 +402,8 @@ static const cli_option options[] = {
     {"--window", "W", CLI_LONG, O(window), 1, 1048576, NULL, NULL, "sdpa: a sliding window of W keys (W-1, 0)"},
     {"--alibi", NULL, CLI_FLAG, O(alibi), 0, 0, NULL, NULL, "sdpa: ALiBi with the paper's slopes"},
     {"--softcap", "C", CLI_FLOAT, O(softcap), 1e-30, 1e30, NULL, NULL, "sdpa: soft-capped scores, C tanh(s / C)"},
+    {"--mods", NULL, CLI_FLAG, O(mods), 0, 0, NULL, NULL,
+     "sdpa: --causal, --window, --alibi and --softcap as score and mask callbacks (attn_score_mods)"},
     {"--runs", "N", CLI_LONG, O(runs), 1, 1000, NULL, "5", "timed runs (the median is reported)"},
     {"--warmup", "N", CLI_LONG, O(warmup), 0, 100, NULL, "1", "untimed runs first"},
     {"--threads", "N", CLI_LONG, O(threads), 1, 1024, NULL, NULL, "threads (default: all cores)"},
@@ -390,8 +449,9 @@ static int parse(int argc, char **argv, bench_args *a)
         return cli_fail(CLI_ERR_USAGE, "bench", "%s applies to sdpa only", a->causal ? "--causal" : "--mode");
     if (a->workload && !sdpa && !mha && a->impl != 0)
         return cli_fail(CLI_ERR_USAGE, "bench", "--impl applies to sdpa and mha only");
-    if (!sdpa && (a->kv_heads || a->window || a->alibi || a->softcap != 0))
-        return cli_fail(CLI_ERR_USAGE, "bench", "--kv-heads, --window, --alibi and --softcap apply to sdpa only (name it)");
+    if (!sdpa && (a->kv_heads || a->window || a->alibi || a->softcap != 0 || a->mods))
+        return cli_fail(CLI_ERR_USAGE, "bench", "--kv-heads, --window, --alibi, --softcap and --mods apply to sdpa only "
+                        "(name it)");
     if (a->kv_heads && (a->H ? a->H : 8) % a->kv_heads != 0)
         return cli_fail(CLI_ERR_USAGE, "bench", "--kv-heads %ld does not divide the %ld heads", a->kv_heads, a->H ? a->H : 8);
     if (a->threads) cli_set_threads((int)a->threads);
@@ -427,10 +487,11 @@ static void print_result(const bench_workload *w, const bench_args *a, const ben
     const char *mode = w->mode ? w->mode : bench_mode_names[a->mode];
     if (a->json)
         printf("{\"workload\":\"%s\",\"mode\":\"%s\",\"impl\":\"%s\",\"causal\":%s,\"B\":%ld,\"H\":%ld,\"L\":%ld,"
-               "\"d\":%ld,\"kv_heads\":%ld,\"window\":%ld,\"alibi\":%s,\"softcap\":%g,\"threads\":%d,\"isa\":\"%s\",\"precision\":\"%s\",\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f,\"gflops_med\":%.2f,"
+               "\"d\":%ld,\"kv_heads\":%ld,\"window\":%ld,\"alibi\":%s,\"softcap\":%g,\"mods\":%s,\"threads\":%d,\"isa\":\"%s\",\"precision\":\"%s\",\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f,\"gflops_med\":%.2f,"
                "\"items_per_s_med\":%.2f,\"unit\":\"%s\",\"arena_peak_mib\":%.1f}\n",
                w->name, mode, a->impl == ATTN_SDPA_REF ? "ref" : "fused", a->causal ? "true" : "false", a->B, a->H,
                a->L, a->d, a->kv_heads ? a->kv_heads : a->H, a->window, a->alibi ? "true" : "false", (double)a->softcap,
+               a->mods ? "true" : "false",
                cli_threads(), attn_isa_name(r->isa), cli_matmul_precision_text(), r->t_min, r->t_med, r->t_max, r->flop / r->t_med * 1e-9,
                r->items / r->t_med, r->unit, r->peak_bytes / 1048576.0);
     else {
@@ -444,6 +505,7 @@ static void print_result(const bench_workload *w, const bench_args *a, const ben
         if (a->window) printf("  window %ld", a->window);
         if (a->alibi) printf("  alibi");
         if (a->softcap > 0.0f) printf("  softcap %g", (double)a->softcap);
+        if (a->mods) printf("  (as callbacks)");
         printf("\n");
     }
 }

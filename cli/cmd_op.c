@@ -70,7 +70,10 @@ const cli_spec op_spec = {
         "                    grad.<param name> to OUT\n"
         "Outputs: out, weights (when asked), dq dk dv or dx, grad.<param name>.\n"
         "Fully masked query rows give 0 here (PyTorch 1.13 gives NaN; D2L's masked_softmax\n"
-        "gives a row whose valid length is 0 uniform weights).\n",
+        "gives a row whose valid length is 0 uniform weights).\n"
+        "The library's score and mask callbacks (FlexAttention's score_mod and mask_mod,\n"
+        "attn_sdpa_opts.mods) are C functions, which no file can carry: this command takes\n"
+        "their built-in forms instead (--causal, --window, --alibi, --softcap, attn_mask).\n",
 };
 
 /* Options that do not apply to the mechanism are errors, as are missing required ones. */
