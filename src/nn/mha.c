@@ -96,7 +96,7 @@ static int64_t kv_heads(const attn_mha_layer *m)
 /* One projection (nn_internal.h): input @ W_i^T + b_i, W_i = rows [i E, (i+1) E) of
  * in_proj_weight or its own; b_i the rows of in_proj_bias after the projections before it (E for
  * q, Hkv E/H for k and v). */
-attn_tensor *mha_project(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x, int i)
+attn_tensor *attn__mha_project(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x, int i)
 {
     const int64_t E = m->embed_dim, Ekv = m->num_heads > 0 ? E / m->num_heads * kv_heads(m) : E;
     const int64_t width = i == 0 ? E : Ekv;
@@ -119,7 +119,7 @@ static attn_status project_heads(attn_ctx *ctx, const attn_mha_layer *m, attn_te
     for (int i = 0, n; i < 3; i += n) {
         for (n = 1; m->in_proj_weight && i + n < 3 && in[i + n] == in[i];) n++;
         if (n == 1) {
-            heads[i] = attn_split_heads(ctx, mha_project(ctx, m, in[i], i), i == 0 ? H : kv_heads(m));
+            heads[i] = attn_split_heads(ctx, attn__mha_project(ctx, m, in[i], i), i == 0 ? H : kv_heads(m));
             if (!heads[i]) return attn_last_status();
             continue;
         }
@@ -134,7 +134,7 @@ static attn_status project_heads(attn_ctx *ctx, const attn_mha_layer *m, attn_te
     return ATTN_OK;
 }
 
-attn_tensor *mha_output(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *o)
+attn_tensor *attn__mha_output(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *o)
 {
     return attn_linear_forward(ctx, &m->out_proj, attn_merge_heads(ctx, o));
 }
@@ -229,7 +229,7 @@ attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tenso
     if (project_heads(ctx, m, (attn_tensor *[3]){query, key, value}, heads) != ATTN_OK) return NULL;
     attn_tensor *q = heads[0], *k = heads[1], *v = heads[2];
     attn_tensor *w = NULL;
-    attn_tensor *out = mha_output(ctx, m, attn_sdpa(ctx, q, k, v, &so, weights ? &w : NULL));
+    attn_tensor *out = attn__mha_output(ctx, m, attn_sdpa(ctx, q, k, v, &so, weights ? &w : NULL));
     if (!out) return NULL;
     if (weights) {
         bool grad = attn_ctx_grad_enabled(ctx);

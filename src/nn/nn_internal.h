@@ -8,8 +8,8 @@
 /* Multi-head attention in pieces (attn_mha_forward = output(sdpa(split_heads(project(...))))):
  * project: x (B, L, E) projected by W_q (which 0), W_k (1) or W_v (2) with its bias, (B, L, E);
  * output: o (B, H, L, E/H) merged into (B, L, E) and projected by out_proj. */
-attn_tensor *mha_project(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x, int which);
-attn_tensor *mha_output(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *o);
+attn_tensor *attn__mha_project(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x, int which);
+attn_tensor *attn__mha_output(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *o);
 
 /* What one decoder layer keeps between steps. R rows decode B memory items, `beams` consecutive
  * rows per item (R = B * beams). */

@@ -170,8 +170,8 @@ attn_status attn__decoder_layer_cache_memory(attn_ctx *ctx, const attn_decoder_l
                                        decoder_layer_cache *c)
 {
     const attn_mha_layer *a = &m->multihead_attn;
-    c->cross_k = attn_split_heads(ctx, mha_project(ctx, a, memory, 1), a->num_heads); /* (B, H, S, Dh) */
-    c->cross_v = attn_split_heads(ctx, mha_project(ctx, a, memory, 2), a->num_heads);
+    c->cross_k = attn_split_heads(ctx, attn__mha_project(ctx, a, memory, 1), a->num_heads); /* (B, H, S, Dh) */
+    c->cross_v = attn_split_heads(ctx, attn__mha_project(ctx, a, memory, 2), a->num_heads);
     return c->cross_k && c->cross_v ? ATTN_OK : attn_last_status();
 }
 
@@ -190,15 +190,15 @@ static attn_tensor *self_attention_step(attn_ctx *ctx, const attn_mha_layer *m, 
                                         decoder_layer_cache *c, int64_t pos)
 {
     const int64_t R = x->shape[0];
-    attn_tensor *q = attn_split_heads(ctx, mha_project(ctx, m, x, 0), m->num_heads); /* (R, H, 1, Dh) */
-    attn_tensor *k = mha_project(ctx, m, x, 1), *v = mha_project(ctx, m, x, 2);     /* (R, 1, E) */
+    attn_tensor *q = attn_split_heads(ctx, attn__mha_project(ctx, m, x, 0), m->num_heads); /* (R, H, 1, Dh) */
+    attn_tensor *k = attn__mha_project(ctx, m, x, 1), *v = attn__mha_project(ctx, m, x, 2);     /* (R, 1, E) */
     int64_t *lens = attn_arena_alloc(&ctx->arena, (size_t)R * sizeof *lens);
     if (!q || !k || !v || !lens) return NULL;
     cache_put(c->self_k, k, pos);
     cache_put(c->self_v, v, pos);
     for (int64_t r = 0; r < R; r++) lens[r] = pos + 1;
     attn_sdpa_opts so = {.dropout_p = m->dropout, .mask.valid_lens = {.data = lens, .ndim = 1, .shape = {R}}};
-    return mha_output(ctx, m, attn_sdpa(ctx, q, c->self_k, c->self_v, &so, NULL));
+    return attn__mha_output(ctx, m, attn_sdpa(ctx, q, c->self_k, c->self_v, &so, NULL));
 }
 
 /* The beams of one memory item are its queries: x (R, 1, E) read as (B, beams, E) attends to the
@@ -209,9 +209,9 @@ static attn_tensor *cross_attention_step(attn_ctx *ctx, const attn_mha_layer *m,
     if (!x) return NULL;
     const int64_t R = x->shape[0], E = x->shape[2];
     attn_tensor *q = attn_reshape(ctx, x, 3, (int64_t[]){R / c->beams, c->beams, E});
-    q = attn_split_heads(ctx, mha_project(ctx, m, q, 0), m->num_heads); /* (B, H, beams, Dh) */
+    q = attn_split_heads(ctx, attn__mha_project(ctx, m, q, 0), m->num_heads); /* (B, H, beams, Dh) */
     attn_sdpa_opts so = {.mask = c->cross_mask, .dropout_p = m->dropout};
-    attn_tensor *o = mha_output(ctx, m, attn_sdpa(ctx, q, c->cross_k, c->cross_v, &so, NULL));
+    attn_tensor *o = attn__mha_output(ctx, m, attn_sdpa(ctx, q, c->cross_k, c->cross_v, &so, NULL));
     return attn_reshape(ctx, o, 3, (int64_t[]){R, 1, E});
 }
 
