@@ -11,6 +11,7 @@
  * cache), ref attn_seq2seq_greedy_ref / attn_seq2seq_beam_ref (RECOMPUTE); a build with
  * -DBENCH_DECODE_DEFAULT_ONLY (against a library that has no such twins) takes only the default. */
 #include <attn.h>
+#include <attn_data.h>
 
 #include <stdio.h>
 #include <stdlib.h>

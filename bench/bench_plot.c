@@ -3,6 +3,7 @@
  * asks for a 512 x 512 heatmap in under 1 s. Usage: bench_plot [L] [--runs N] [--out FILE.png]
  * (default output: a file in /tmp, left there to look at). */
 #include <attn.h>
+#include <attn_plot.h>
 
 #include <math.h>
 #include <stdio.h>

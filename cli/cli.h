@@ -4,6 +4,8 @@
 #define ATTN_CLI_H
 
 #include "attn.h"
+#include "attn_data.h" /* the program uses the whole library: data loading and pictures too */
+#include "attn_plot.h"
 
 #include <stdbool.h>
 

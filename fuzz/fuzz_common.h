@@ -5,6 +5,7 @@
 #define ATTN_FUZZ_COMMON_H
 
 #include "attn.h"
+#include "attn_data.h"
 
 #include <stdbool.h>
 #include <stddef.h>

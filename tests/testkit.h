@@ -4,6 +4,13 @@
 #define ATTN_TESTKIT_H
 
 #include "attn.h"
+/* the libraries beside the core, when this build has them (CMakeLists.txt) */
+#ifdef ATTN_TEST_DATA
+#include "attn_data.h"
+#endif
+#ifdef ATTN_TEST_PLOT
+#include "attn_plot.h"
+#endif
 
 #include <stdio.h>
 

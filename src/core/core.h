@@ -8,17 +8,22 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+/* Marks the few internals that libattn_data and libattn_plot call: exported from libattn.so for
+ * them (the shared libraries beside it link it), as every other internal is hidden. Their attn__
+ * prefix says what they are: private, no promise of ABI, for the sibling libraries alone. */
+#define ATTN__SIBLING __attribute__((visibility("default")))
+
 /* ---- errors ---- */
 
 /* Records status and a printf-style message for attn_last_error(); returns status. */
-attn_status attn__fail(attn_status status, const char *fmt, ...)
+ATTN__SIBLING attn_status attn__fail(attn_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* The same for functions that return a pointer: always NULL. */
-void *attn__fail_null(attn_status status, const char *fmt, ...)
+ATTN__SIBLING void *attn__fail_null(attn_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* The NULL contract of attn.h for functions given a NULL where an object is needed. */
-attn_status attn__null_arg(const char *fn); /* records ATTN_ERR_ARG "<fn>: ..."; returns it */
+ATTN__SIBLING attn_status attn__null_arg(const char *fn); /* records ATTN_ERR_ARG "<fn>: ..."; returns it */
 /* Ops given a NULL input return NULL and record ATTN_ERR_ARG, unless a failure is recorded
  * already: the NULL then comes from a failed op upstream, whose message is kept. */
 void *attn__null_input(const char *fn);
@@ -26,7 +31,7 @@ void *attn__null_input(const char *fn);
 /* ---- sizes: overflow-checked products ---- */
 
 /* a * b into *out; false when it overflows int64 or either is negative. */
-bool attn__mul_ok(int64_t a, int64_t b, int64_t *out);
+ATTN__SIBLING bool attn__mul_ok(int64_t a, int64_t b, int64_t *out);
 /* numel of a shape; ATTN_ERR_SHAPE on a negative dim or ndim out of range, ATTN_ERR_NOMEM on
  * overflow. `what` names the tensor in the message. */
 attn_status attn__shape_numel(int ndim, const int64_t *shape, int64_t *numel, const char *what);
@@ -127,12 +132,12 @@ typedef struct attn__outfile {
 } attn__outfile;
 
 /* Opens path for writing; on failure nothing is created and the message names path. */
-attn_status attn__outfile_open(attn__outfile *o, const char *path);
+ATTN__SIBLING attn_status attn__outfile_open(attn__outfile *o, const char *path);
 /* s: the status of the writing. ATTN_OK: flush, sync and rename onto the target (the first
  * failure is returned); otherwise the temporary file is removed and s returned. */
-attn_status attn__outfile_close(attn__outfile *o, attn_status s);
+ATTN__SIBLING attn_status attn__outfile_close(attn__outfile *o, attn_status s);
 /* The status (ATTN_ERR_IO, the message naming the path) for a write that failed with err. */
-attn_status attn__outfile_write_error(attn__outfile *o, int err);
+ATTN__SIBLING attn_status attn__outfile_write_error(attn__outfile *o, int err);
 
 /* ---- masks and lengths passed as arrays: checked against the shapes they apply to ---- */
 

@@ -5,6 +5,7 @@
 #define ATTN_DATA_INTERNAL_H
 
 #include "../core/core.h"
+#include "attn_data.h"
 
 #include <sys/types.h>
 

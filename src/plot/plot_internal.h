@@ -5,6 +5,7 @@
 #define ATTN_PLOT_INTERNAL_H
 
 #include "../core/core.h"
+#include "attn_plot.h"
 
 #include <cairo.h>
 #include <pango/pangocairo.h>
