@@ -13,6 +13,9 @@
 #      find_package(attn), from C and C++ (examples/cxx_consumer.cpp), train_tiny linked
 #      statically against libattn.a, the program built from cli/ against it alone, and the
 #      installed attn run from / (classify train --max-steps 2 on the data installed in share/attn)
+#   4b. the core alone (build-core/, tests/core_alone.sh): with the development files of zlib,
+#      cairo, Pango and cJSON hidden, -DATTN_DATA=OFF -DATTN_PLOT=OFF builds libattn, and
+#      examples/pytorch_weights.c runs against it; its ldd and pkg-config name none of them
 #   5. data-parallel training with 2 MPI ranks against build/ (tests/mpi/test_mpi.sh, one count
 #      per check)
 #   6. robustness: the bad-input matrix against build-asan/attn (tests/robustness.sh, one count per
@@ -143,6 +146,14 @@ else
   echo "cmake --install: FAILED"; failed=$((failed + 1))
 fi
 rm -rf "$prefix"
+
+echo "== the core alone, without the development files of zlib, cairo, Pango, cJSON (tests/core_alone.sh)"
+core_log=$(bash tests/core_alone.sh build-core 2>&1)
+case $? in
+  0) passed=$((passed + 1)); echo "$core_log" | grep -E "^core_alone: [0-9]+ files|^pkg-config" ;;
+  77) echo "$core_log" | tail -1 ;;
+  *) echo "$core_log" | tail -30; echo "core alone: FAILED"; failed=$((failed + 1)) ;;
+esac
 
 echo "== MPI: 2 ranks (tests/mpi/test_mpi.sh)"
 mpi_log=$(timeout 600 bash tests/mpi/test_mpi.sh build 2>&1)
