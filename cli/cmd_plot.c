@@ -14,7 +14,7 @@ typedef struct plot_args {
 } plot_args;
 
 static const char *const cmap_names[] = {"viridis", "reds", NULL}; /* attn_colormap order */
-static const char *const range_names[] = {"auto", "unit", NULL};
+static const char *const range_names[] = {"auto", "unit", "panel", NULL};
 static const char *const values_names[] = {"auto", "on", "off", NULL};
 
 #define O(field) offsetof(plot_args, field)
@@ -30,7 +30,7 @@ static const cli_option options[] = {
     {"--panel-titles", "a,b", CLI_NAME, O(panel_titles), 0, 0, NULL, NULL,
      "titles of the --grid panels (default: head 1, head 2, ...)"},
     {"--cmap", NULL, CLI_CHOICE, O(cmap), 0, 0, cmap_names, "viridis", "colour map"},
-    {"--range", NULL, CLI_CHOICE, O(range), 0, 0, range_names, "auto", "colour scale from the data, or fixed [0, 1]"},
+    {"--range", NULL, CLI_CHOICE, O(range), 0, 0, range_names, "auto", "colour scale from the data, fixed [0, 1], or (--grid) each panel its own, with its own bar"},
     {"--title", "TEXT", CLI_TEXT, O(title), 0, 0, NULL, NULL, "above the picture"},
     {"--xlabel", "TEXT", CLI_TEXT, O(xlabel), 0, 0, NULL, NULL, "the column axis title (default key)"},
     {"--ylabel", "TEXT", CLI_TEXT, O(ylabel), 0, 0, NULL, NULL, "the row axis title (default query)"},
@@ -77,7 +77,9 @@ static int parse(int argc, char **argv, plot_args *a)
         return CLI_ERR_USAGE;
     if (a->panel_titles && !a->grid) return cli_fail(CLI_ERR_USAGE, "plot", "--panel-titles applies with --grid only");
     a->opts.cmap = (attn_colormap)a->cmap;
+    if (a->range == 2 && !a->grid) return cli_fail(CLI_ERR_USAGE, "plot", "--range panel applies with --grid only");
     a->opts.auto_range = a->range == 0;
+    a->opts.panel_range = a->range == 2;
     a->opts.annotate = a->values == 1 ? 1 : a->values == 2 ? -1 : 0;
     return CLI_OK;
 }

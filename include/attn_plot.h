@@ -42,13 +42,18 @@ typedef struct attn_heatmap_opts {
     int annotate;                /* values in the cells: 0 when the matrix is at most 16 x 16
                                     (and cells are large enough), 1 always, -1 never */
     int width, height;           /* the picture; 0: from the matrix size (up to 48 px a cell) */
+    bool panel_range;            /* a grid: each panel its own scale, from its smallest to its
+                                    largest finite value, and its own colour bar beside it (as
+                                    matplotlib's subplots with a colorbar each); auto_range,
+                                    vmin and vmax are then unused */
 } attn_heatmap_opts;
 
 /* values (rows, cols), row = query, column = key; opts NULL means defaults. */
 ATTN_API attn_status attn_plot_heatmap(const char *path, const float *values, int64_t rows,
                                        int64_t cols, const attn_heatmap_opts *opts);
 /* values (grid_rows, grid_cols, rows, cols): one panel per matrix (e.g. layers x heads), one
- * colour scale (auto_range spans every panel) and one colour bar; panel_titles has
+ * colour scale (auto_range spans every panel) and one colour bar, or with panel_range one of
+ * each per panel; panel_titles has
  * grid_rows * grid_cols entries (NULL entries: none) or is NULL. opts->title goes above the
  * grid; y labels on the left column, x labels under the bottom row. */
 ATTN_API attn_status attn_plot_heatmap_grid(const char *path, const float *values, int grid_rows,

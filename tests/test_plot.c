@@ -285,6 +285,53 @@ static void test_heatmap_grid(void)
     image_free(&im);
 }
 
+/* Pixels of colour rgb (within tol) with x in [x0, x1). */
+static int64_t count_colour(const image *im, const int rgb[3], int tol, int x0, int x1)
+{
+    int64_t n = 0;
+    for (int y = 0; y < im->h; y++)
+        for (int x = x0; x < x1; x++) n += near(im, x, y, rgb, tol);
+    return n;
+}
+
+/* panel_range: each panel's smallest value takes the colour map's first colour and its largest
+ * the last, as the seed's subplots draw heads of 0.18-0.41 and 0.22-0.28; one shared scale
+ * leaves the second panel without either end colour. */
+static void test_heatmap_panel_range(void)
+{
+    const float m[8] = {0.18f, 0.41f, 0.30f, 0.25f, /* (1, 2, 2, 2) */
+                        0.22f, 0.28f, 0.25f, 0.24f};
+    const char *titles[2] = {"head 1", "head 2"};
+    int lo[3], hi[3];
+    cmap_rgb255(ATTN_CMAP_VIRIDIS, 0.0, lo);
+    cmap_rgb255(ATTN_CMAP_VIRIDIS, 1.0, hi);
+    for (int own = 0; own < 2; own++) {
+        attn_heatmap_opts o = {.auto_range = true, .panel_range = own, .annotate = -1};
+        const char *path = in_dir(own ? "panel_range.png" : "shared_range.png");
+        TK_OK(attn_plot_heatmap_grid(path, m, 1, 2, 2, 2, titles, &o));
+        image im;
+        if (!image_load(&im, path)) {
+            TK_CHECK(false, "%s: cannot read back", path);
+            continue;
+        }
+        int64_t cell = 400; /* pixels that show a cell of that colour (a cell is 48 x 48 here) */
+        int64_t left_lo = count_colour(&im, lo, 2, 0, im.w / 2), left_hi = count_colour(&im, hi, 2, 0, im.w / 2);
+        int64_t right_lo = count_colour(&im, lo, 2, im.w / 2, im.w);
+        int64_t right_hi = count_colour(&im, hi, 2, im.w / 2, im.w);
+        TK_CHECK(left_lo >= cell && left_hi >= cell, "%s: the first panel's ends: %lld and %lld pixels",
+                 path, (long long)left_lo, (long long)left_hi);
+        if (own)
+            TK_CHECK(right_lo >= cell && right_hi >= cell,
+                     "%s: the second panel's own ends: %lld and %lld pixels", path, (long long)right_lo,
+                     (long long)right_hi);
+        else
+            TK_CHECK(right_lo < cell && right_hi < cell,
+                     "%s: one shared scale, yet the second panel has an end colour: %lld and %lld pixels",
+                     path, (long long)right_lo, (long long)right_hi);
+        image_free(&im);
+    }
+}
+
 static void test_heatmap_long_and_nan(void)
 {
     enum { L = 512 };
@@ -515,6 +562,7 @@ int main(void)
     test_heatmap_colours_both();
     test_heatmap_size_and_labels();
     test_heatmap_grid();
+    test_heatmap_panel_range();
     test_heatmap_long_and_nan();
     test_cjk_glyphs();
     test_lines(false);

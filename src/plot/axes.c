@@ -81,10 +81,14 @@ void attn__plot_frame(plot_canvas *c, double x, double y, double w, double h)
     cairo_stroke(cr);
 }
 
+/* Ticks 40 pixels apart, 2 to 6 of them; a short bar whose nice step leaves one tick inside its
+ * range (0.22 to 0.28 by 0.05) takes a finer step, so that every bar reads as a scale. */
 static void colorbar_ticks(plot_ticks *t, double vmin, double vmax, double h)
 {
     int max_ticks = (int)(h / 40.0);
-    attn__plot_ticks_linear(t, vmin, vmax, max_ticks < 2 ? 2 : max_ticks > 6 ? 6 : max_ticks);
+    max_ticks = max_ticks < 2 ? 2 : max_ticks > 6 ? 6 : max_ticks;
+    do attn__plot_ticks_linear(t, vmin, vmax, max_ticks++);
+    while (t->n < 2 && max_ticks <= 6);
 }
 
 double attn__plot_colorbar_label_width(plot_canvas *c, double vmin, double vmax)

@@ -1,5 +1,6 @@
 /* Heatmaps of attention weights: one matrix, or a grid of them (one per head or layer) with
- * one colour scale and one colour bar, as D2L's show_heatmaps draws them. The cells of a panel
+ * one colour scale and one colour bar, as D2L's show_heatmaps draws them, or each panel with its
+ * own scale and bar, as matplotlib's subplots with a colorbar each. The cells of a panel
  * are one image, a pixel per cell, scaled with the NEAREST filter: a 512 x 512 matrix is one
  * drawing operation and stays sharp. Tick labels are thinned to what fits; every cell is
  * still drawn. Small matrices get their values written in the cells. */
@@ -22,6 +23,8 @@
                                  * pixel at least), leaving PLOT_MAX_SIDE's rest for the labels
                                  * and the colour bar */
 #define HM_GAP_Y (HM_GAP + 32.0) /* between rows of panels, room for their titles */
+#define HM_PANEL_BAR 120.0      /* what the size checks count for a panel's own colour bar, its
+                                 * gap and its labels */
 
 /* The least pixels `panels` panels of n cells each take along one side, with gap between them. */
 static double min_side(int panels, int64_t n, double gap)
@@ -29,6 +32,10 @@ static double min_side(int panels, int64_t n, double gap)
     return (double)panels * (double)n + (panels - 1) * gap;
 }
 #define SIN45 0.70710678118654752
+
+typedef struct hm_scale {
+    double vmin, vmax;      /* the colours' ends */
+} hm_scale;
 
 typedef struct hm_figure {  /* the request, checked, defaults filled in */
     const char *fn;
@@ -39,7 +46,8 @@ typedef struct hm_figure {  /* the request, checked, defaults filled in */
     const char *title, *xlabel, *ylabel;
     const char *const *xticks, *const *yticks;
     attn_colormap cmap;
-    double vmin, vmax;      /* the colour scale */
+    hm_scale scale;         /* the colour scale (of every panel, unless panel_range) */
+    bool panel_range;       /* each panel its own scale and colour bar */
     double data_min, data_max; /* finite values; NaN when there are none */
     int annotate;
     int width, height;      /* 0: automatic */
@@ -49,6 +57,7 @@ typedef struct hm_layout {
     double left, top;       /* panel (0, 0)'s map */
     double map_w, map_h;    /* one panel's map, whole pixels */
     double cell_w, cell_h;
+    double gap_x;           /* between columns of panels, a panel's own colour bar included */
     double gap_y;           /* between rows of panels, panel titles included */
     double xdrop;           /* height of the rotated x labels */
     double cbar_w;
@@ -59,55 +68,81 @@ typedef struct hm_layout {
 
 /* ---- the request ---- */
 
-static void data_range(hm_figure *f)
+/* The smallest and largest finite of v[0..n); NaN when there are none. */
+static void finite_range(const float *v, int64_t n, double *lo, double *hi)
 {
-    int64_t n = (int64_t)f->grid_rows * f->grid_cols * f->rows * f->cols;
-    f->data_min = f->data_max = NAN;
+    *lo = *hi = NAN;
     for (int64_t i = 0; i < n; i++) {
-        double v = f->values[i];
-        if (!isfinite(v)) continue;
-        if (!(v >= f->data_min)) f->data_min = v;
-        if (!(v <= f->data_max)) f->data_max = v;
+        double x = v[i];
+        if (!isfinite(x)) continue;
+        if (!(x >= *lo)) *lo = x;
+        if (!(x <= *hi)) *hi = x;
     }
+}
+
+/* The scale from lo to hi (NaN: no finite value, [0, 1]); one value gets the middle colour and
+ * around it a scale that resolves. */
+static hm_scale auto_scale(double lo, double hi)
+{
+    bool any = !isnan(lo);
+    hm_scale s = {any ? lo : 0.0, any ? hi : 1.0};
+    if (s.vmin == s.vmax) {
+        const double half = fmax(0.5, fabs(s.vmin) * 0x1p-10);
+        s.vmin -= half;
+        s.vmax += half;
+    }
+    return s;
+}
+
+static const float *panel_values(const hm_figure *f, int panel)
+{
+    return f->values + (int64_t)panel * f->rows * f->cols;
+}
+
+static hm_scale panel_scale(const hm_figure *f, int panel)
+{
+    if (!f->panel_range) return f->scale;
+    double lo, hi;
+    finite_range(panel_values(f, panel), f->rows * f->cols, &lo, &hi);
+    return auto_scale(lo, hi);
 }
 
 static attn_status color_scale(hm_figure *f, const attn_heatmap_opts *o)
 {
-    if (o->auto_range) {
-        bool any = !isnan(f->data_min);
-        f->vmin = any ? f->data_min : 0.0;
-        f->vmax = any ? f->data_max : 1.0;
-        if (f->vmin == f->vmax) { /* one value: the middle colour, around it a scale that resolves */
-            const double half = fmax(0.5, fabs(f->vmin) * 0x1p-10);
-            f->vmin -= half;
-            f->vmax += half;
-        }
+    if (o->auto_range || o->panel_range) { /* (panel_range: each panel's own, drawn from here) */
+        f->scale = auto_scale(f->data_min, f->data_max);
         return ATTN_OK;
     }
-    f->vmin = o->vmin;
-    f->vmax = o->vmax;
-    if (o->vmin == 0.0f && o->vmax == 0.0f) f->vmax = 1.0; /* attention weights */
-    if (!(f->vmin < f->vmax) || !isfinite(f->vmax - f->vmin))
+    f->scale = (hm_scale){o->vmin, o->vmax};
+    if (o->vmin == 0.0f && o->vmax == 0.0f) f->scale.vmax = 1.0; /* attention weights */
+    if (!(f->scale.vmin < f->scale.vmax) || !isfinite(f->scale.vmax - f->scale.vmin))
         return attn__fail(ATTN_ERR_ARG, "%s: the colour scale needs finite vmin < vmax, got "
                           "vmin %g, vmax %g", f->fn, o->vmin, o->vmax);
     return ATTN_OK;
 }
 
+/* The least gap between columns of panels: a panel's own colour bar lies in it. */
+static double min_gap_x(const hm_figure *f)
+{
+    return f->panel_range ? HM_GAP + HM_PANEL_BAR : HM_GAP;
+}
+
 static attn_status check_request(hm_figure *f, const attn_heatmap_opts *o)
 {
     if (!f->values) return attn__fail(ATTN_ERR_ARG, "%s: values missing", f->fn);
+    f->panel_range = o->panel_range;
     if (f->grid_rows < 1 || f->grid_cols < 1 ||
         (int64_t)f->grid_rows * f->grid_cols > HM_MAX_PANELS)
         return attn__fail(ATTN_ERR_ARG, "%s: a grid of %d x %d panels (each side 1 or more, "
                           "%d panels at most)", f->fn, f->grid_rows, f->grid_cols, HM_MAX_PANELS);
     if (f->rows < 1 || f->cols < 1 || f->rows > HM_MAX_CELLS || f->cols > HM_MAX_CELLS ||
-        min_side(f->grid_cols, f->cols, HM_GAP) > HM_MAX_CELLS || min_side(f->grid_rows, f->rows, HM_GAP_Y) > HM_MAX_CELLS)
+        min_side(f->grid_cols, f->cols, min_gap_x(f)) > HM_MAX_CELLS || min_side(f->grid_rows, f->rows, HM_GAP_Y) > HM_MAX_CELLS)
         return attn__fail(ATTN_ERR_ARG, "%s: %d x %d panels of a %lld x %lld matrix: %lld x %lld cells, %.0f x %.0f "
                           "pixels with the gaps between panels at 1 pixel a cell, which no picture of at most %d "
                           "pixels a side holds with its labels; expected at most %d a side", f->fn, f->grid_rows,
                           f->grid_cols, (long long)f->rows, (long long)f->cols, (long long)(f->rows * f->grid_rows),
                           (long long)(f->cols * f->grid_cols), min_side(f->grid_rows, f->rows, HM_GAP_Y),
-                          min_side(f->grid_cols, f->cols, HM_GAP), PLOT_MAX_SIDE, HM_MAX_CELLS);
+                          min_side(f->grid_cols, f->cols, min_gap_x(f)), PLOT_MAX_SIDE, HM_MAX_CELLS);
     if ((unsigned)o->cmap > ATTN_CMAP_REDS)
         return attn__fail(ATTN_ERR_ARG, "%s: unknown colour map %d", f->fn, (int)o->cmap);
     if (o->annotate < -1 || o->annotate > 1)
@@ -124,7 +159,8 @@ static attn_status check_request(hm_figure *f, const attn_heatmap_opts *o)
     f->annotate = o->annotate;
     f->width = o->width;
     f->height = o->height;
-    data_range(f);
+    finite_range(f->values, (int64_t)f->grid_rows * f->grid_cols * f->rows * f->cols, &f->data_min,
+                 &f->data_max);
     return color_scale(f, o);
 }
 
@@ -226,7 +262,11 @@ static attn_status layout_pass(plot_canvas *c, const hm_figure *f, hm_layout *L)
     double ptitle_h = f->panel_titles ? line_height(c, "Ag", PLOT_FONT_LABEL) : 0;
     double xlabel_h = line_height(c, f->xlabel, PLOT_FONT_LABEL);
     double ylabel_h = line_height(c, f->ylabel, PLOT_FONT_LABEL);
-    double cbar_lab = attn__plot_colorbar_label_width(c, f->vmin, f->vmax);
+    double cbar_lab = 0; /* the widest colour bar's labels */
+    for (int p = 0; p < (f->panel_range ? gr * gc : 1); p++) {
+        hm_scale s = panel_scale(f, p);
+        cbar_lab = fmax(cbar_lab, attn__plot_colorbar_label_width(c, s.vmin, s.vmax));
+    }
 
     L->left = ceil(fmax(PLOT_MARGIN + ylabel_h + ytick_w + PLOT_PAD + PLOT_TICK_LEN + 1.0,
                         PLOT_MARGIN + xover));
@@ -236,9 +276,11 @@ static attn_status layout_pass(plot_canvas *c, const hm_figure *f, hm_layout *L)
     L->map_h = f->height ? floor((f->height - L->top - bottom - (gr - 1) * L->gap_y) / gr)
                          : f->rows * L->cell_h;
     double maps_h = gr * L->map_h + (gr - 1) * L->gap_y;
-    L->cbar_w = fmin(18.0, fmax(10.0, floor(maps_h / 24.0)));
-    double right = HM_CBAR_GAP + L->cbar_w + 1.0 + cbar_lab + PLOT_MARGIN;
-    L->map_w = f->width ? floor((f->width - L->left - right - (gc - 1) * HM_GAP) / gc)
+    L->cbar_w = fmin(18.0, fmax(10.0, floor((f->panel_range ? L->map_h : maps_h) / 24.0)));
+    double bar = HM_CBAR_GAP + L->cbar_w + 1.0 + cbar_lab; /* a colour bar, its gap and labels */
+    double right = bar + PLOT_MARGIN;
+    L->gap_x = f->panel_range ? bar + HM_GAP : HM_GAP;
+    L->map_w = f->width ? floor((f->width - L->left - right - (gc - 1) * L->gap_x) / gc)
                         : f->cols * L->cell_w;
     if (L->map_w < 1 || L->map_h < 1)
         return attn__fail(ATTN_ERR_ARG, "%s: %d x %d pixels leave no room for the cells; "
@@ -249,7 +291,7 @@ static attn_status layout_pass(plot_canvas *c, const hm_figure *f, hm_layout *L)
     label_steps(c, f, L);
     L->annot_size = annotation_size(c, f, L);
 
-    double maps_w = gc * L->map_w + (gc - 1) * HM_GAP;
+    double maps_w = gc * L->map_w + (gc - 1) * L->gap_x;
     double title_w = 0, h;
     if (f->title && *f->title) attn__plot_text_measure(c, f->title, PLOT_FONT_TITLE, 0, &title_w, &h);
     L->width = f->width ? f->width
@@ -265,7 +307,7 @@ static attn_status layout(plot_canvas *c, const hm_figure *f, hm_layout *L)
     bool grid = f->grid_rows * f->grid_cols > 1;
     memset(L, 0, sizeof *L);
     L->cell_w = f->width ? fmax(0.5, (f->width - 200.0) / (f->grid_cols * (double)f->cols))
-                         : auto_cell(f->cols, grid, f->grid_cols, HM_GAP);
+                         : auto_cell(f->cols, grid, f->grid_cols, min_gap_x(f));
     L->cell_h = f->height ? fmax(0.5, (f->height - 150.0) / (f->grid_rows * (double)f->rows))
                           : auto_cell(f->rows, grid, f->grid_rows, HM_GAP_Y);
     attn_status s = layout_pass(c, f, L);
@@ -285,7 +327,7 @@ static int cell_pixels(const plot_canvas *c, double cell, int64_t n)
 }
 
 /* One panel's cells as an image, kx x ky pixels per cell; NULL when out of memory. */
-static cairo_surface_t *cell_image(const hm_figure *f, const float *m, int kx, int ky)
+static cairo_surface_t *cell_image(const hm_figure *f, const float *m, hm_scale sc, int kx, int ky)
 {
     cairo_surface_t *img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)f->cols * kx,
                                                       (int)f->rows * ky);
@@ -300,7 +342,7 @@ static cairo_surface_t *cell_image(const hm_figure *f, const float *m, int kx, i
         uint32_t *row = (uint32_t *)(data + (size_t)r * ky * stride);
         for (int64_t j = 0; j < f->cols; j++) {
             double rgb[3];
-            attn__plot_cmap_rgb(f->cmap, (m[r * f->cols + j] - f->vmin) / (f->vmax - f->vmin), rgb);
+            attn__plot_cmap_rgb(f->cmap, (m[r * f->cols + j] - sc.vmin) / (sc.vmax - sc.vmin), rgb);
             uint32_t px = attn__plot_rgb_pixel(rgb);
             for (int k = 0; k < kx; k++) row[j * kx + k] = px;
         }
@@ -312,10 +354,10 @@ static cairo_surface_t *cell_image(const hm_figure *f, const float *m, int kx, i
 }
 
 static attn_status draw_cells(plot_canvas *c, const hm_figure *f, const hm_layout *L,
-                              const float *m, double x0, double y0)
+                              const float *m, hm_scale sc, double x0, double y0)
 {
     int kx = cell_pixels(c, L->cell_w, f->cols), ky = cell_pixels(c, L->cell_h, f->rows);
-    cairo_surface_t *img = cell_image(f, m, kx, ky);
+    cairo_surface_t *img = cell_image(f, m, sc, kx, ky);
     if (!img)
         return attn__fail(ATTN_ERR_NOMEM, "%s: out of memory for a %lld x %lld image", f->fn,
                           (long long)f->rows, (long long)f->cols);
@@ -334,7 +376,7 @@ static attn_status draw_cells(plot_canvas *c, const hm_figure *f, const hm_layou
 }
 
 static void draw_annotations(plot_canvas *c, const hm_figure *f, const hm_layout *L,
-                             const float *m, double x0, double y0)
+                             const float *m, hm_scale sc, double x0, double y0)
 {
     for (int64_t r = 0; r < f->rows; r++)
         for (int64_t j = 0; j < f->cols; j++) {
@@ -342,7 +384,7 @@ static void draw_annotations(plot_canvas *c, const hm_figure *f, const hm_layout
             if (isnan(v)) continue;
             char label[32];
             snprintf(label, sizeof label, "%.2f", fabs(v) < 0.005 ? 0.0 : v); /* no "-0.00" */
-            attn__plot_cmap_rgb(f->cmap, (v - f->vmin) / (f->vmax - f->vmin), rgb);
+            attn__plot_cmap_rgb(f->cmap, (v - sc.vmin) / (sc.vmax - sc.vmin), rgb);
             double ink = attn__plot_rgb_is_dark(rgb) ? 1.0 : 0.0;
             cairo_set_source_rgb(c->cr, ink, ink, ink);
             attn__plot_text(c, label, L->annot_size, x0 + (j + 0.5) * L->cell_w,
@@ -395,12 +437,15 @@ static attn_status draw_panel(plot_canvas *c, const hm_figure *f, const hm_layou
                               int gj)
 {
     int panel = gi * f->grid_cols + gj;
-    const float *m = f->values + (int64_t)panel * f->rows * f->cols;
-    double x0 = L->left + gj * (L->map_w + HM_GAP), y0 = L->top + gi * (L->map_h + L->gap_y);
-    attn_status s = draw_cells(c, f, L, m, x0, y0);
+    const float *m = panel_values(f, panel);
+    hm_scale sc = panel_scale(f, panel);
+    double x0 = L->left + gj * (L->map_w + L->gap_x), y0 = L->top + gi * (L->map_h + L->gap_y);
+    attn_status s = draw_cells(c, f, L, m, sc, x0, y0);
     if (s != ATTN_OK) return s;
-    if (L->annot_size > 0) draw_annotations(c, f, L, m, x0, y0);
+    if (L->annot_size > 0) draw_annotations(c, f, L, m, sc, x0, y0);
     attn__plot_frame(c, x0, y0, L->map_w, L->map_h);
+    if (f->panel_range)
+        attn__plot_colorbar(c, x0 + L->map_w + HM_CBAR_GAP, y0, L->cbar_w, L->map_h, f->cmap, sc.vmin, sc.vmax);
     cairo_set_source_rgb(c->cr, 0, 0, 0);
     if (f->panel_titles && f->panel_titles[panel])
         attn__plot_text(c, f->panel_titles[panel], PLOT_FONT_LABEL, x0 + 0.5 * L->map_w, y0 - PLOT_PAD,
@@ -415,7 +460,7 @@ static void draw_title(plot_canvas *c, const hm_figure *f, const hm_layout *L)
     if (!f->title || !*f->title) return;
     double w, h;
     attn__plot_text_measure(c, f->title, PLOT_FONT_TITLE, 0, &w, &h);
-    double maps_w = f->grid_cols * L->map_w + (f->grid_cols - 1) * HM_GAP;
+    double maps_w = f->grid_cols * L->map_w + (f->grid_cols - 1) * L->gap_x;
     double cx = L->left + 0.5 * maps_w;
     cx = fmin(fmax(cx, PLOT_MARGIN + 0.5 * w), L->width - PLOT_MARGIN - 0.5 * w);
     cairo_set_source_rgb(c->cr, 0, 0, 0);
@@ -429,10 +474,11 @@ static attn_status draw_figure(plot_canvas *c, const hm_figure *f, const hm_layo
         for (int gj = 0; gj < f->grid_cols && s == ATTN_OK; gj++)
             s = draw_panel(c, f, L, gi, gj);
     if (s != ATTN_OK) return s;
-    double maps_w = f->grid_cols * L->map_w + (f->grid_cols - 1) * HM_GAP;
+    double maps_w = f->grid_cols * L->map_w + (f->grid_cols - 1) * L->gap_x;
     double maps_h = f->grid_rows * L->map_h + (f->grid_rows - 1) * L->gap_y;
-    attn__plot_colorbar(c, L->left + maps_w + HM_CBAR_GAP, L->top, L->cbar_w, maps_h, f->cmap, f->vmin,
-                  f->vmax);
+    if (!f->panel_range)
+        attn__plot_colorbar(c, L->left + maps_w + HM_CBAR_GAP, L->top, L->cbar_w, maps_h, f->cmap,
+                      f->scale.vmin, f->scale.vmax);
     draw_title(c, f, L);
     return ATTN_OK;
 }
