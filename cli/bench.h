@@ -47,7 +47,7 @@ typedef struct bench_workload {
     bool (*runs_case)(const bench_args *a); /* whether a->bench_case runs here; NULL: every case */
 } bench_workload;
 
-extern const bench_workload bench_sgemm, bench_gemm;
+extern const bench_workload bench_sgemm, bench_gemm, bench_varlen; /* bench_varlen.c: sdpa on packed sequences */
 
 /* A tensor of standard normal draws; NULL when out of memory. */
 attn_tensor *bench_randn(attn_rng *rng, int ndim, const int64_t *shape, bool requires_grad);

@@ -383,8 +383,8 @@ static const bench_workload bench_encoder = {"encoder", "train", 1, module_setup
 static const bench_workload bench_classifier = {"classifier", "train", 1, module_setup, classifier_run, module_teardown,
                                                 module_arena_peak, NULL};
 
-static const bench_workload *const workloads[] = {&bench_peak, &bench_sdpa,    &bench_sgemm,     &bench_gemm,
-                                                  &bench_mha,  &bench_encoder, &bench_classifier};
+static const bench_workload *const workloads[] = {&bench_peak, &bench_sdpa,    &bench_varlen,    &bench_sgemm,
+                                                  &bench_gemm, &bench_mha,     &bench_encoder,   &bench_classifier};
 enum { WORKLOADS = sizeof workloads / sizeof workloads[0] };
 
 static const char *const impl_names[] = {"auto", "fused", "ref", NULL}; /* attn_sdpa_impl order */
@@ -419,6 +419,8 @@ const cli_spec bench_spec = {
              "warm-up) and prints ms, GFLOP/s and the arena's peak memory. With no WORKLOAD, all of them.",
     .actions = "  peak              fused multiply-adds from registers on every thread: the float32 ceiling\n"
                "  sdpa              scaled dot-product attention (B, H, L, d), --mode, --causal, --impl\n"
+               "  varlen            sdpa over B sequences of L/B to L tokens: packed (attn_sdpa_varlen),\n"
+               "                    then padded to L (valid_lens); sdpa's options\n"
                "  sgemm             the GEMM library on the QK^T shape (B*H times (L, d) @ (d, L))\n"
                "  gemm              the GEMM library on the models' linear layers: forward X W^T, backward\n"
                "                    dY W and dY^T X, one row each\n"
@@ -444,7 +446,9 @@ static int parse(int argc, char **argv, bench_args *a)
     if (code != CLI_OK) return code;
     if (a->workload && !known_workload(a->workload))
         return cli_fail(CLI_ERR_USAGE, "bench", "unknown workload \"%s\" (see attn bench --help)", a->workload);
-    const bool sdpa = a->workload && !strcmp(a->workload, "sdpa"), mha = a->workload && !strcmp(a->workload, "mha");
+    const bool varlen = a->workload && !strcmp(a->workload, "varlen"); /* sdpa's options, packed */
+    const bool sdpa = a->workload && (!strcmp(a->workload, "sdpa") || varlen), mha = a->workload && !strcmp(a->workload, "mha");
+    if (varlen && a->mods) return cli_fail(CLI_ERR_USAGE, "bench", "--mods applies to sdpa only (varlen takes no callbacks)");
     if (a->workload && !sdpa && (a->causal || a->mode != 0))
         return cli_fail(CLI_ERR_USAGE, "bench", "%s applies to sdpa only", a->causal ? "--causal" : "--mode");
     if (a->workload && !sdpa && !mha && a->impl != 0)

@@ -40,7 +40,8 @@ const cli_spec op_spec = {
     .about = "Runs one mechanism on named tensors from IN and writes the results to OUT, so any\n"
              "result can be compared with PyTorch on identical inputs.",
     .actions =
-        "  sdpa              q (B,H,Lq,D) or (B,Lq,D), k, v; no parameters\n"
+        "  sdpa              q (B,H,Lq,D) or (B,Lq,D), k, v; no parameters; or packed sequences:\n"
+        "                    q (total_q,H,D), k, v (total_k,H_kv,.) with cu_seqlens_q, cu_seqlens_k\n"
         "  mha               q, k, v: (L,B,E), (B,L,E) with --batch-first, or (L,E) unbatched;\n"
         "                    in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias (or\n"
         "                    q_proj_weight, k_proj_weight, v_proj_weight when kdim/vdim differ; or\n"
@@ -66,6 +67,10 @@ const cli_spec op_spec = {
         "                    torch >= 2.0 does (1.13 ORs it with a BOOL attn_mask)\n"
         "  valid_lens        an integer dtype, (B) or (B,Lq): keys j >= len masked (D2L)\n"
         "                    (sdpa, mha, additive, conv_attention)\n"
+        "  cu_seqlens_q,     sdpa on packed sequences (FlashAttention's varlen call): integer (B+1)\n"
+        "  cu_seqlens_k      offsets, 0 first, the rows of q and of k, v last; sequence b is rows\n"
+        "                    [cu[b], cu[b+1]). No other mask; --causal is bottom-right in each\n"
+        "                    sequence (FlashAttention's); --window, --alibi, --softcap as above\n"
         "  grad_out          the upstream gradient of out: adds dq, dk, dv (dx) and\n"
         "                    grad.<param name> to OUT\n"
         "Outputs: out, weights (when asked), dq dk dv or dx, grad.<param name>.\n"

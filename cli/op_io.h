@@ -61,6 +61,12 @@ void op_run_free(op_run *run);
 /* Reads the masks mech takes (all optional) into run->mask; a mask it does not take, a dtype its
  * PyTorch API refuses or a shape that cannot apply is an error naming the tensor. */
 attn_status op_load_masks(op_run *run, const op_mechanism *mech);
+/* Whether the input file packs sequences (cu_seqlens_q or cu_seqlens_k in it): sdpa then runs
+ * op_sdpa_varlen (op_varlen.c), attn_sdpa_varlen with the options of o; a mask or weights there
+ * are refused, as are offsets of another dtype or count. NULL with the message printed. */
+bool op_varlen_in(const op_run *run);
+attn_tensor *op_sdpa_varlen(op_run *run, attn_tensor *q, attn_tensor *k, attn_tensor *v, const attn_sdpa_opts *o,
+                            attn_tensor **weights);
 /* false (with a message naming the tensor and the index) when t holds NaN or Inf. */
 bool op_check_finite(const attn_tensor *t, const char *name);
 /* F32, F64, F16 or BF16: what PyTorch lets take gradients (and be added to scores). */

@@ -176,7 +176,7 @@ static attn_tensor *fwd_sdpa(op_run *run, attn_tensor **weights)
         }
         if (!(slopes = attn_st_load(run->file, "alibi_slopes", NULL))) return NULL;
     } else if (a->alibi) {
-        const int64_t heads = q->ndim == 4 ? q->shape[1] : 1;
+        const int64_t heads = q->ndim == 4 || op_varlen_in(run) ? q->shape[1] : 1; /* (B, H, L, D), (total, H, D) */
         if (!(slopes = attn_tensor_alloc(1, &heads)) || attn_alibi_slopes(slopes->data, heads) != ATTN_OK) {
             attn_tensor_free(slopes);
             return NULL;
@@ -186,7 +186,8 @@ static attn_tensor *fwd_sdpa(op_run *run, attn_tensor **weights)
         opts.alibi_slopes = slopes->data, opts.alibi_ndim = slopes->ndim;
         for (int i = 0; i < slopes->ndim && i < 2; i++) opts.alibi_shape[i] = slopes->shape[i];
     }
-    attn_tensor *out = attn_sdpa(run->ctx, q, k, v, &opts, weights);
+    attn_tensor *out = op_varlen_in(run) ? op_sdpa_varlen(run, q, k, v, &opts, weights)
+                                         : attn_sdpa(run->ctx, q, k, v, &opts, weights);
     attn_tensor_free(slopes);
     return out;
 }

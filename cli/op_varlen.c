@@ -1,0 +1,64 @@
+/* attn op sdpa on packed sequences: when the input file holds cu_seqlens_q and cu_seqlens_k,
+ * q (total_q, H, D), k and v (total_k, H_kv, .) go to attn_sdpa_varlen (FlashAttention's varlen
+ * call) with sdpa's options; --causal is then FlashAttention's, bottom-right in each sequence.
+ * The padded call's masks and weights do not apply there and are refused. */
+#include "op_io.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+bool op_varlen_in(const op_run *run)
+{
+    return attn_st_find(run->file, "cu_seqlens_q") || attn_st_find(run->file, "cu_seqlens_k");
+}
+
+/* Offsets tensor `name`: an integer dtype of one dim (B + 1) as int64, malloc'd; NULL with a
+ * message otherwise */
+static int64_t *offsets(const op_run *run, const char *name, const char *other, int64_t *count)
+{
+    const attn_st_tensor *t = attn_st_find(run->file, name);
+    if (!t) {
+        fprintf(stderr, "attn op sdpa: the input has %s but not %s; packed sequences take both (B + 1 offsets "
+                "each)\n", other, name);
+        attn_clear_error(); /* said here */
+        return NULL;
+    }
+    const attn_dtype d = t->dtype;
+    if (t->ndim != 1 || !(d == ATTN_DTYPE_I64 || d == ATTN_DTYPE_I32 || d == ATTN_DTYPE_I16 || d == ATTN_DTYPE_I8 ||
+                          d == ATTN_DTYPE_U8)) {
+        fprintf(stderr, "attn op sdpa: %s is %s with %d dims; expected an integer dtype (I64, I32, ...) of shape "
+                "(B + 1)\n", name, attn_dtype_name(d), t->ndim);
+        attn_clear_error();
+        return NULL;
+    }
+    return attn_st_load_i64(run->file, name, count);
+}
+
+attn_tensor *op_sdpa_varlen(op_run *run, attn_tensor *q, attn_tensor *k, attn_tensor *v, const attn_sdpa_opts *o,
+                            attn_tensor **weights)
+{
+    const attn_mask *m = &o->mask;
+    if (weights || m->attend || m->blocked || m->additive || m->key_padding || m->valid_lens.data) {
+        fprintf(stderr, "attn op sdpa: packed sequences (cu_seqlens_q, cu_seqlens_k) take no %s; each sequence "
+                "attends to its own keys\n", weights ? "--need-weights" : "attn_mask, key_padding_mask or valid_lens");
+        attn_clear_error(); /* said here */
+        return NULL;
+    }
+    int64_t nq = 0, nk = 0;
+    int64_t *cu_q = offsets(run, "cu_seqlens_q", "cu_seqlens_k", &nq);
+    int64_t *cu_k = cu_q ? offsets(run, "cu_seqlens_k", "cu_seqlens_q", &nk) : NULL;
+    attn_tensor *out = NULL;
+    if (cu_q && cu_k && (nq != nk || nq < 2)) {
+        fprintf(stderr, "attn op sdpa: cu_seqlens_q has %lld offsets and cu_seqlens_k %lld; expected B + 1 each, "
+                "B >= 1\n", (long long)nq, (long long)nk);
+        attn_clear_error();
+    } else if (cu_q && cu_k) {
+        attn_varlen_opts vo = {.scale = o->scale, .causal = m->causal, .window = o->window, .enable_gqa = o->enable_gqa,
+                               .alibi_slopes = o->alibi_slopes, .alibi_ndim = o->alibi_ndim, .softcap = o->softcap,
+                               .dropout_p = o->dropout_p, .impl = o->impl};
+        vo.alibi_shape[0] = o->alibi_shape[0], vo.alibi_shape[1] = o->alibi_shape[1];
+        out = attn_sdpa_varlen(run->ctx, q, k, v, cu_q, cu_k, nq - 1, &vo);
+    }
+    free(cu_q), free(cu_k);
+    return out;
+}
