@@ -698,6 +698,15 @@ ATTN_API attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, a
                                        attn_tensor *key, attn_tensor *value,
                                        const attn_mha_opts *opts, attn_tensor **weights);
 
+/* Self-attention of the layer over sequences packed end to end, without padding: x (total, E)
+ * holds `batch` sequences, sequence b in rows [cu_seqlens[b], cu_seqlens[b+1]) (attn_sdpa_varlen's
+ * offsets, checked there) -> (total, E). The projections run on the total rows only; each sequence
+ * attends to its own tokens (causal: each token to those up to it), what attn_mha_forward gives
+ * the same sequences padded, with their padding keys masked, at their rows. Needs kdim = vdim = E;
+ * num_kv_heads and dropout as attn_mha_forward. */
+ATTN_API attn_tensor *attn_mha_forward_packed(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x,
+                                              const int64_t *cu_seqlens, int64_t batch, bool causal);
+
 /* Softmax over the last dim of scores (B, Lq, Lk) with D2L's valid_lens ((B) or (B, Lq); NULL
  * or no data: none): keys j >= len get weight 0; a row with len 0 is all 0 (D2L would give
  * 1/Lk). */
@@ -918,6 +927,10 @@ typedef struct attn_classifier_config {
     int64_t additive_hidden;/* additive attention's hidden size (0: embed_dim) */
     bool mask_padding;      /* keys at padding positions masked and the mean over real tokens
                                only; false = the seed (attends to and averages the padding) */
+    bool pack;              /* with mask_padding, the softmax attention and no blocks: each batch's
+                               sequences packed end to end (attn_mha_forward_packed), no padding
+                               computed; the same model as without (equal up to float32
+                               rounding). A way of running, not stored with the model */
 } attn_classifier_config;
 
 /* The seed's hyper-parameters: E 128, 4 heads, hidden 256, 2 classes, max_len 512, dropout 0.5. */

@@ -184,6 +184,7 @@ static void all_null(void)
     EXPECT_STATUS(attn_mha_init(NULL, NULL, NULL, 1, 1, 1, 1, false, 1.0f, NULL));
     EXPECT_STATUS(attn_mha_init_gqa(NULL, NULL, NULL, 1, 1, 1, 1, 1, false, 1.0f, NULL));
     EXPECT_NULL(attn_mha_forward(NULL, NULL, NULL, NULL, NULL, NULL, NULL));
+    EXPECT_NULL(attn_mha_forward_packed(NULL, NULL, NULL, NULL, 1, false));
     EXPECT_NULL(attn_masked_softmax(NULL, NULL, NULL));
     EXPECT_NULL(attn_additive_scores(NULL, NULL, NULL, NULL));
     EXPECT_STATUS(attn_additive_init(NULL, NULL, NULL, 1, 1, 1, 1.0f, NULL));

@@ -9,6 +9,8 @@
  *     with valid_lens), output and every gradient at the sequences' rows;
  *   - the fused kernel against its reference twin under dropout (the same draws), and finite
  *     differences of both, with and without dropout;
+ *   - attn_mha_forward_packed (GQA 4/2, with and without causal) against attn_mha_forward on the
+ *     same sequences padded with key_padding: output, dx and every parameter's gradient;
  *   - every refusal (offsets, shapes, options), each with the message naming what is wrong.
  * Tolerance: float32 against float64 (or two float32 sides) over the longest path of roundings,
  * testkit.h's tk_tol_of(2, n, 4, 8) with n = D + Lk + Dv + Lq + 16 of the longest sequence (the
@@ -335,6 +337,83 @@ static void twins_and_gradchecks(void)
         }
 }
 
+/* ---- attn_mha_forward_packed against attn_mha_forward on the same sequences padded ---- */
+
+/* A layer of 4 query heads over 2 key/value heads: the packed self-attention equals the padded one
+ * with key_padding at the sequences' rows, output and the gradients of x and of every parameter;
+ * two float32 sides through the projections, sdpa and the weight gradients' sums:
+ * tk_tol_of(2, 160, 4, 8) (TK_TOL_MHA, test_golden_attention.c's derivation) */
+static void mha_packed(bool causal)
+{
+    enum { NB = 3, LMAX = 9, E = 16 };
+    const int64_t lens[NB] = {5, 1, 9}, cu[NB + 1] = {0, 5, 6, 15}, total = 15;
+    attn_params *params = attn_params_new();
+    attn_mha_layer m;
+    attn_rng rng;
+    attn_rng_seed(&rng, 7);
+    TK_OK(attn_mha_init_gqa(&m, params, "", E, 4, 2, 0, 0, true, 0.0f, &rng));
+    for (size_t i = 0; i < attn_params_count(params); i++) /* biases too, which init zeroes */
+        attn_tensor_fill_normal(attn_params_at(params, i), &rng, 0.0f, 0.3f);
+    attn_tensor *xp = tk_randn(91, 3, (int64_t[]){NB, LMAX, E}), *gp = tk_randn(92, 3, (int64_t[]){NB, LMAX, E});
+    attn_tensor *x = tk_randn(1, 2, (int64_t[]){total, E});
+    float *g = malloc(sizeof(float) * total * E);
+    uint8_t pad[NB * LMAX];
+    for (int64_t b = 0; b < NB; b++)
+        for (int64_t i = 0; i < LMAX; i++) {
+            pad[b * LMAX + i] = i >= lens[b];
+            if (i >= lens[b]) memset(gp->data + (b * LMAX + i) * E, 0, sizeof(float) * E);
+            else {
+                memcpy(x->data + (cu[b] + i) * E, xp->data + (b * LMAX + i) * E, sizeof(float) * E);
+                memcpy(g + (cu[b] + i) * E, gp->data + (b * LMAX + i) * E, sizeof(float) * E);
+            }
+        }
+    const size_t np = attn_params_count(params);
+    float *padded_grads[8] = {NULL};
+    attn_ctx *ctx = attn_ctx_new(1);
+    attn_mha_opts o = {.mask = {.causal = causal, .key_padding = pad, .key_padding_shape = {NB, LMAX}}};
+    attn_params_zero_grad(params);
+    attn_tensor *want = attn_mha_forward(ctx, &m, xp, xp, xp, &o, NULL);
+    TK_CHECK(want && attn_backward_from(ctx, want, gp->data) == ATTN_OK, "padded mha: %s", attn_last_error());
+    for (size_t i = 0; want && i < np && i < 8; i++) {
+        attn_tensor *t = attn_params_at(params, i);
+        padded_grads[i] = malloc(sizeof(float) * (size_t)t->numel);
+        memcpy(padded_grads[i], t->grad, sizeof(float) * (size_t)t->numel);
+    }
+    attn_params_zero_grad(params);
+    attn_ctx *pctx = attn_ctx_new(1);
+    attn_tensor *got = attn_mha_forward_packed(pctx, &m, x, cu, NB, causal);
+    TK_CHECK(got && attn_backward_from(pctx, got, g) == ATTN_OK, "packed mha: %s", attn_last_error());
+    if (want && got) {
+        float *rows[2] = {malloc(sizeof(float) * total * E), malloc(sizeof(float) * total * E)};
+        for (int64_t b = 0; b < NB; b++)
+            for (int64_t i = 0; i < lens[b]; i++) {
+                memcpy(rows[0] + (cu[b] + i) * E, want->data + (b * LMAX + i) * E, sizeof(float) * E);
+                memcpy(rows[1] + (cu[b] + i) * E, xp->grad + (b * LMAX + i) * E, sizeof(float) * E);
+            }
+        char what[128];
+        const tk_tol tol = tk_tol_of(2, 160, 4, 8);
+        snprintf(what, sizeof what, "mha packed%s: out against padded", causal ? ", causal" : "");
+        tk_close_scaled(what, got->data, rows[0], total * E, tol);
+        snprintf(what, sizeof what, "mha packed%s: dx against padded", causal ? ", causal" : "");
+        tk_close_scaled(what, x->grad, rows[1], total * E, tol);
+        for (size_t i = 0; i < np && i < 8; i++) {
+            attn_tensor *t = attn_params_at(params, i);
+            snprintf(what, sizeof what, "mha packed%s: grad %s against padded", causal ? ", causal" : "",
+                     attn_params_name(params, i));
+            tk_close_scaled(what, t->grad, padded_grads[i], t->numel, tol);
+        }
+        free(rows[0]), free(rows[1]);
+    }
+    TK_CHECK(!attn_mha_forward_packed(pctx, &m, xp, cu, NB, causal) && attn_last_status() == ATTN_ERR_SHAPE &&
+                 strstr(attn_last_error(), "expected (total, 16)"),
+             "a 3-D x refused: %s", attn_last_error());
+    for (size_t i = 0; i < 8; i++) free(padded_grads[i]);
+    free(g);
+    attn_ctx_free(ctx), attn_ctx_free(pctx);
+    attn_tensor_free(xp), attn_tensor_free(gp), attn_tensor_free(x);
+    attn_params_free(params);
+}
+
 /* ---- refusals ---- */
 
 static void refused(attn_tensor *out, attn_status want, const char *needle, const char *what)
@@ -415,6 +494,8 @@ int main(void)
     };
     for (size_t i = 0; i < sizeof padded / sizeof *padded; i++) against_padded(&padded[i]);
     twins_and_gradchecks();
+    mha_packed(false);
+    mha_packed(true);
     refusals();
     return tk_finish("test_attention_varlen");
 }

@@ -57,6 +57,10 @@ static attn_status init_classifier(attn_classifier *m, attn_params *p, const att
         cfg->additive_hidden < 0)
         return attn__fail(ATTN_ERR_ARG, "classifier_init: sizes must be >= 1, blocks >= 0, "
                                         "additive_hidden >= 0 and dropout in [0, 1)");
+    if (cfg->pack && !(cfg->mask_padding && cfg->attention == ATTN_CLASSIFIER_SOFTMAX && cfg->num_blocks == 0))
+        return attn__fail(ATTN_ERR_ARG, "classifier_init: pack needs mask_padding and the softmax attention without "
+                          "blocks (mask_padding %d, attention %d, blocks %d)", (int)cfg->mask_padding,
+                          (int)cfg->attention, cfg->num_blocks);
     if (cfg->sinusoidal && cfg->embed_dim % 2)
         return attn__fail(ATTN_ERR_ARG, "classifier_init: sinusoidal positions need an even embed_dim, "
                           "not %lld", (long long)cfg->embed_dim);
@@ -145,6 +149,51 @@ static attn_tensor *pool(attn_ctx *ctx, attn_tensor *h, const int64_t *lengths, 
     return attn_sum(ctx, attn_mul(ctx, h, w), 1, false);
 }
 
+/* The padded batch (B, len, E) through the attention, pooled (B, E) */
+static attn_tensor *padded_pooled(attn_ctx *ctx, const attn_classifier *m, const int64_t *ids, const int64_t *lengths,
+                                  int64_t batch, int64_t len, attn_tensor **weights)
+{
+    attn_tensor *x = attn_embedding_forward(ctx, &m->embedding, ids, 2, (int64_t[]){batch, len});
+    if (m->cfg.sinusoidal)
+        x = attn_add_positions(ctx, x, attn_sinusoidal_table(ctx, len, m->cfg.embed_dim, ATTN_PE_INTERLEAVED));
+    else
+        x = attn_learned_pe_forward(ctx, &m->pos, x);
+    if (!x) return NULL;
+    uint8_t *pad = m->cfg.mask_padding ? padding_of(ctx, lengths, batch, len) : NULL;
+    attn_tensor *h = attention(ctx, m, x, pad, lengths, weights);
+    return h ? pool(ctx, h, lengths, m->cfg.mask_padding) : NULL;
+}
+
+/* cfg.pack: the batch's sequences end to end, (total, E) from the embedding on (the real tokens
+ * only), attention by attn_mha_forward_packed, and the mean of each sequence's rows as a (B, total)
+ * matrix of 1 / len_b times them: pooled (B, E), what pool() gives the padded batch with
+ * mask_padding. */
+static attn_tensor *packed_pooled(attn_ctx *ctx, const attn_classifier *m, const int64_t *ids, const int64_t *lengths,
+                                  int64_t batch, int64_t len)
+{
+    const int64_t E = m->cfg.embed_dim;
+    int64_t *cu = attn_arena_alloc(&ctx->arena, sizeof(int64_t) * (size_t)(batch + 1)); /* (B + 1) */
+    if (!cu) return NULL;
+    cu[0] = 0;
+    for (int64_t b = 0; b < batch; b++) cu[b + 1] = cu[b] + lengths[b]; /* lengths in [1, len]: no overflow */
+    const int64_t total = cu[batch];
+    int64_t *tokens = attn_arena_alloc(&ctx->arena, sizeof(int64_t) * (size_t)total);    /* (total) ids */
+    int64_t *positions = attn_arena_alloc(&ctx->arena, sizeof(int64_t) * (size_t)total); /* (total) in its sequence */
+    attn_tensor *mean = attn_tensor_zeros(ctx, 2, (int64_t[]){batch, total});             /* (B, total) */
+    if (!tokens || !positions || !mean) return NULL;
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t j = 0; j < lengths[b]; j++) {
+            tokens[cu[b] + j] = ids[b * len + j], positions[cu[b] + j] = j;
+            mean->data[b * total + cu[b] + j] = 1.0f / (float)lengths[b];
+        }
+    attn_tensor *table = m->cfg.sinusoidal ? attn_sinusoidal_table(ctx, len, E, ATTN_PE_INTERLEAVED)
+                                           : attn_reshape(ctx, m->pos.table, 2, (int64_t[]){m->cfg.max_len, E});
+    attn_tensor *x = attn_add(ctx, attn_embedding_forward(ctx, &m->embedding, tokens, 1, &total),
+                              table ? attn_embedding(ctx, table, positions, 1, &total, -1) : NULL); /* (total, E) */
+    attn_tensor *h = attn_mha_forward_packed(ctx, &m->mha, x, cu, batch, false);
+    return attn_matmul(ctx, mean, h, false, false);
+}
+
 attn_tensor *attn_classifier_forward(attn_ctx *ctx, const attn_classifier *m, const int64_t *ids,
                                      const int64_t *lengths, int64_t batch, int64_t len,
                                      attn_tensor **weights)
@@ -160,16 +209,9 @@ attn_tensor *attn_classifier_forward(attn_ctx *ctx, const attn_classifier *m, co
         if (lengths[b] < 1 || lengths[b] > len)
             return attn__fail_null(ATTN_ERR_ARG, "classifier: lengths[%lld] = %lld; expected in [1, %lld]",
                                    (long long)b, (long long)lengths[b], (long long)len);
-    attn_tensor *x = attn_embedding_forward(ctx, &m->embedding, ids, 2, (int64_t[]){batch, len});
-    if (m->cfg.sinusoidal)
-        x = attn_add_positions(ctx, x, attn_sinusoidal_table(ctx, len, m->cfg.embed_dim, ATTN_PE_INTERLEAVED));
-    else
-        x = attn_learned_pe_forward(ctx, &m->pos, x);
-    if (!x) return NULL;
-    uint8_t *pad = m->cfg.mask_padding ? padding_of(ctx, lengths, batch, len) : NULL;
-    attn_tensor *h = attention(ctx, m, x, pad, lengths, weights);
-    if (!h) return NULL;
-    attn_tensor *pooled = pool(ctx, h, lengths, m->cfg.mask_padding);
+    attn_tensor *pooled = m->cfg.pack && !weights /* a batch's weights come from the padded path */
+                              ? packed_pooled(ctx, m, ids, lengths, batch, len)
+                              : padded_pooled(ctx, m, ids, lengths, batch, len, weights);
     attn_tensor *hidden = attn_dropout(ctx, attn_relu(ctx, attn_linear_forward(ctx, &m->fc1, pooled)),
                                        m->cfg.dropout);
     return attn_linear_forward(ctx, &m->fc2, hidden);

@@ -240,3 +240,21 @@ attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tenso
     }
     return out;
 }
+
+attn_tensor *attn_mha_forward_packed(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x, const int64_t *cu_seqlens,
+                                     int64_t batch, bool causal)
+{
+    if (!ctx || !m || !x) return attn__null_input(__func__);
+    char a[64];
+    if (x->ndim != 2 || x->shape[1] != m->embed_dim || m->kdim != m->embed_dim || m->vdim != m->embed_dim ||
+        m->num_heads < 1)
+        return attn__fail_null(ATTN_ERR_SHAPE, "mha_packed: x %s; expected (total, %lld), the self-attention of a layer "
+                               "whose kdim and vdim are E", attn_shape_str(x, a, 64), (long long)m->embed_dim);
+    const int64_t T = x->shape[0], E = m->embed_dim, H = m->num_heads, Hkv = kv_heads(m), Dh = E / H;
+    attn_tensor *q = attn_reshape(ctx, attn__mha_project(ctx, m, x, 0), 3, (int64_t[]){T, H, Dh});   /* (total, H, Dh) */
+    attn_tensor *k = attn_reshape(ctx, attn__mha_project(ctx, m, x, 1), 3, (int64_t[]){T, Hkv, Dh}); /* (total, Hkv, Dh) */
+    attn_tensor *v = attn_reshape(ctx, attn__mha_project(ctx, m, x, 2), 3, (int64_t[]){T, Hkv, Dh});
+    const attn_varlen_opts o = {.causal = causal, .enable_gqa = Hkv != H, .dropout_p = m->dropout};
+    attn_tensor *heads = attn_sdpa_varlen(ctx, q, k, v, cu_seqlens, cu_seqlens, batch, &o); /* (total, H, Dh) */
+    return attn_linear_forward(ctx, &m->out_proj, attn_reshape(ctx, heads, 2, (int64_t[]){T, E}));
+}
