@@ -8,7 +8,8 @@
 # bench/results/mods_<time>.jsonl.
 #   bash bench/compare_mods.sh [L ...]      (default L: 1024 2048)
 # Environment: RUNS (3: rounds of the two sides), THREADS (2), BUILD (build: the build folder,
-# configured and built here as the release build), PRECISION (highest, or medium).
+# configured and built here as the release build), ATTN (a built attn to time instead, unchanged
+# while others build: no build here), PRECISION (highest, or medium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 lens=("$@"); [[ ${#lens[@]} -gt 0 ]] || lens=(1024 2048)
@@ -16,10 +17,14 @@ runs=${RUNS:-3} threads=${THREADS:-2} build=${BUILD:-build} precision=${PRECISIO
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DATTN_NATIVE=OFF >/dev/null &&
-  cmake --build "$build" -j"$(nproc)" --target attn_cli >/dev/null
+attn=${ATTN:-}
+if [[ -z $attn ]]; then
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DATTN_NATIVE=OFF >/dev/null &&
+    cmake --build "$build" -j"$(nproc)" --target attn_cli >/dev/null
+  attn=$build/attn
+fi
 sides=(built-in callbacks)
-declare -A cmd=([built-in]="$build/attn" [callbacks]="$build/attn")
+declare -A cmd=([built-in]="$attn" [callbacks]="$attn")
 mkdir -p bench/results
 out=bench/results/mods_$(date -u +%Y%m%dT%H%MZ).jsonl
 source bench/compare_rows.sh
@@ -28,7 +33,7 @@ opts=([built-in]="--matmul-precision $precision" [callbacks]="--matmul-precision
 echo "this tree ($(git rev-parse --short HEAD)$(git diff --quiet || echo ', with changes')): score and mask callbacks" \
      "against the built-in forms at --matmul-precision $precision; $threads threads, medians of $runs runs in turns," \
      "$(date -u +%Y-%m-%dT%H:%MZ); $(lscpu | sed -nE 's/^Model name: +//p'), family" \
-     "$(lscpu | sed -nE 's/^CPU family: +//p'); $("$build"/attn --version | tail -1)"
+     "$(lscpu | sed -nE 's/^CPU family: +//p'); $("$attn" --version | tail -1)"
 table_header
 for L in "${lens[@]}"; do
   for feature in "--causal" "--window 256" "--alibi" "--softcap 30"; do

@@ -125,28 +125,37 @@ static void softcap_tiles(float *st, float *slope, int64_t qw, int64_t cols, flo
     }
 }
 
+/* What the mask callbacks make of a tile */
+enum tile_mods {
+    TILE_SKIP,     /* they hide every pair (mask_block's EMPTY, or mask_mod false everywhere) */
+    TILE_MASK,     /* mask_mod decides pairs: keep holds them, hide_unkept after the other masks */
+    TILE_KEEP_ALL, /* they hide none (mask_block's FULL, or no mask_mod) */
+};
+
 /* The mask callbacks on the tile of rows [i0, i0 + rows), keys [j0, j0 + cols) of (b, h), a block of
- * mask_block's grid: keep (cols, qw) = 1 where the key range and the callbacks keep the pair, 0
- * elsewhere (and on the padding lanes). Returns how many are kept: 0, the tile can be skipped. */
-static int64_t keep_tiles(uint8_t *keep, int64_t qw, const sdpa_problem *p, int64_t b, int64_t h, int64_t i0,
-                          int64_t rows, int64_t j0, int64_t cols)
+ * mask_block's grid. keep (cols, qw) receives 1 where the key range and the callbacks keep the pair, 0
+ * elsewhere (and on the padding lanes), when mask_mod decides pairs or score_mod needs it. */
+static enum tile_mods mods_tile(uint8_t *keep, int64_t qw, const sdpa_problem *p, int64_t b, int64_t h, int64_t i0,
+                                int64_t rows, int64_t j0, int64_t cols)
 {
     const int block = sdpa_mask_block(p, b, h, i0, j0);
-    if (block == ATTN_BLOCK_EMPTY) return 0;
+    if (block == ATTN_BLOCK_EMPTY) return TILE_SKIP;
+    const bool masking = block == ATTN_BLOCK_PARTIAL && p->mods.mask_mod;
+    if (!masking && !p->mods.score_mod) return TILE_KEEP_ALL;
     memset(keep, 0, (size_t)(cols * qw));
     int64_t kept = 0;
     for (int64_t r = 0; r < rows; r++) {
         const int64_t begin = sdpa_key_begin(p, i0 + r), end = sdpa_key_end(p, b, i0 + r);
         for (int64_t j = begin > j0 ? begin : j0; j < end && j < j0 + cols; j++) {
-            const bool k = sdpa_mods_keep(p, block, b, h, i0 + r, j);
+            const bool k = !masking || sdpa_mods_keep(p, block, b, h, i0 + r, j);
             keep[(j - j0) * qw + r] = k;
             kept += k;
         }
     }
-    return kept;
+    return kept == 0 ? TILE_SKIP : masking ? TILE_MASK : TILE_KEEP_ALL;
 }
 
-/* score_mod on the kept scores of st (cols, qw) (keep_tiles); grad (cols, qw), when not NULL,
+/* score_mod on the kept scores of st (cols, qw) (mods_tile); grad (cols, qw), when not NULL,
  * receives score_mod_grad at the same scores there and 0 elsewhere */
 static void score_mod_tiles(float *st, float *grad, const uint8_t *keep, int64_t qw, const sdpa_problem *p,
                             int64_t b, int64_t h, int64_t i0, int64_t j0, int64_t cols)
@@ -303,14 +312,15 @@ static void forward_block(float *out, float *stats, const float *q, const float 
      * mask callbacks hide whole: skipped */
     for (int64_t j0 = keys.begin_min / SDPA_BC * SDPA_BC; j0 < keys.end_max; j0 += SDPA_BC) {
         const int64_t cols = keys.end_max - j0 < SDPA_BC ? keys.end_max - j0 : SDPA_BC;
-        if (mods && keep_tiles(keep, qw, p, b, h, i0, rows, j0, cols) == 0) continue;
+        const enum tile_mods tile = mods ? mods_tile(keep, qw, p, b, h, i0, rows, j0, cols) : TILE_KEEP_ALL;
+        if (tile == TILE_SKIP) continue;
         const float *kj = k + (bhk * Lk + j0) * D, *vj = v + (bhk * Lk + j0) * Dv;
         if (p->bf16) attn_tile_gemm_bf16(st, qw, kh + j0 * hD, hD, 1, qp, qw, cols, qw, hD, p->scale, false);
         else attn_tile_gemm(st, qw, kj, D, 1, qt, qw, cols, qw, D, p->scale, false);
         if (p->mods.score_mod) score_mod_tiles(st, NULL, keep, qw, p, b, h, i0, j0, cols);
         if (p->softcap > 0.0f) softcap_tiles(st, NULL, qw, cols, p->softcap);
         mask_tiles(st, qw, p, &keys, b, h, i0, rows, j0, cols);
-        if (mods) hide_unkept(st, keep, cols * qw);
+        if (tile == TILE_MASK) hide_unkept(st, keep, cols * qw);
         const bool drop = p->dropout_p > 0.0f, fused_pack = p->bf16 && !drop; /* P^T straight into pp */
         online_softmax(st, fused_pack ? pp : NULL, ot, m, l, qw, cols, Dv);
         if (drop) dropout_tiles(st, st, NULL, qw, p, b, h, i0, j0, cols);
@@ -470,14 +480,15 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
             const int64_t rows = Lq - i0 < SDPA_BR ? Lq - i0 : SDPA_BR, qw = round_up(rows, VF_LANES);
             const key_range keys = block_keys(p, b, i0, rows);
             if (keys.end_max <= j0 || keys.begin_min >= j0 + cols) continue; /* hidden from every row */
-            if (mods && keep_tiles(keep, qw, p, b, h, i0, rows, j0, cols) == 0) continue; /* or by the callbacks */
+            const enum tile_mods tile = mods ? mods_tile(keep, qw, p, b, h, i0, rows, j0, cols) : TILE_KEEP_ALL;
+            if (tile == TILE_SKIP) continue; /* or by the callbacks */
             const float *qi = q + (bh * Lq + i0) * D, *doi = dout + (bh * Lq + i0) * Dv;
             if (p->bf16) attn_tile_gemm_bf16(st, qw, kr, hD, 1, qtp + i0, ld, cols, qw, hD, p->scale, false);
             else attn_tile_gemm(st, qw, kj, D, 1, qt + i0, ld, cols, qw, D, p->scale, false);
             if (p->mods.score_mod) score_mod_tiles(st, mod_slope, keep, qw, p, b, h, i0, j0, cols);
             if (p->softcap > 0.0f) softcap_tiles(st, cap_slope, qw, cols, p->softcap);
             mask_tiles(st, qw, p, &keys, b, h, i0, rows, j0, cols);
-            if (mods) hide_unkept(st, keep, cols * qw);
+            if (tile == TILE_MASK) hide_unkept(st, keep, cols * qw);
             probabilities(st, qw, m + i0, log_l + i0, cols);
             /* dP^T = V_j dO_i^T, and under dropout dropout(P)^T and dropout'(dP)^T in one pass */
             if (p->bf16) attn_tile_gemm_bf16(dpt, qw, vr, hDv, 1, dotp + i0, ld, cols, qw, hDv, 1.0f, false);
