@@ -13,8 +13,12 @@ count_above() { # object: instructions above the baseline
     awk -F'\t' 'NF >= 2 { split($2, w, " "); m = w[1]; if (m ~ /^(verr|verw)$/) next;
                           if (m ~ /'"$above"'/ || $0 ~ /%[yz]mm|%k[0-7]/) n++ } END { print n + 0 }'
 }
-baseline_dirs=(CMakeFiles/attn_objects.dir CMakeFiles/attn_kernels_baseline.dir cli/CMakeFiles/attn_cli.dir
-               cli/CMakeFiles/attn_cli_peak_baseline.dir)
+baseline_dirs=(CMakeFiles/attn_objects.dir CMakeFiles/attn_kernels_baseline.dir)
+# the libraries beside the core and the program, in the builds that have them (ATTN_DATA, ATTN_PLOT)
+for dir in CMakeFiles/attn_data_objects.dir CMakeFiles/attn_plot_objects.dir cli/CMakeFiles/attn_cli.dir \
+           cli/CMakeFiles/attn_cli_peak_baseline.dir; do
+  [[ -d "$build/$dir" ]] && baseline_dirs+=("$dir")
+done
 checked=0 bad=0
 for dir in "${baseline_dirs[@]}"; do
   [[ -d "$build/$dir" ]] || { echo "isa_objdump: $build/$dir missing (a build with ATTN_NATIVE?)"; exit 1; }
