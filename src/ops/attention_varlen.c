@@ -53,8 +53,8 @@ static int thread_id(void)
 static void permute(float *dst, const float *src, const int64_t *cu, int64_t batch, int64_t heads, int64_t width,
                     bool to_blocks, bool accumulate, int threads)
 {
-    const int64_t total = cu[batch];
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if ((double)total * (double)heads * (double)width >= 1e5)
+    (void)threads; /* read by the pragma alone: unused in a build without OpenMP */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if ((double)cu[batch] * (double)heads * (double)width >= 1e5)
     for (int64_t b = 0; b < batch; b++) {
         const int64_t L = cu[b + 1] - cu[b];
         for (int64_t h = 0; h < heads; h++)
