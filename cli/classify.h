@@ -12,6 +12,7 @@ typedef struct classify_options {
     attn_classifier_config model;
     int attention;           /* --attention: an attn_classifier_attention */
     bool seed_style_explain; /* explain from embeddings alone, as seed 002's visualize_attention */
+    bool no_pack;            /* --no-pack: mask_padding batches padded, not packed (attn_classifier_config.pack) */
 } classify_options;
 
 /* A split encoded with the vocabulary: ids per review and its label. */
