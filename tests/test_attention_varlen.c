@@ -11,6 +11,7 @@
  *     differences of both, with and without dropout;
  *   - attn_mha_forward_packed (GQA 4/2, with and without causal) against attn_mha_forward on the
  *     same sequences padded with key_padding: output, dx and every parameter's gradient;
+ *   - 6000 sequences of one token or none: out = v exactly (a query seeing its own key alone);
  *   - every refusal (offsets, shapes, options), each with the message naming what is wrong.
  * Tolerance: float32 against float64 (or two float32 sides) over the longest path of roundings,
  * testkit.h's tk_tol_of(2, n, 4, 8) with n = D + Lk + Dv + Lq + 16 of the longest sequence (the
@@ -414,6 +415,33 @@ static void mha_packed(bool causal)
     attn_params_free(params);
 }
 
+/* ---- many short sequences: 6000, every sixth empty, the others of one token ---- */
+
+/* A one-token sequence's query sees its own key alone: P = exp(0) / 1 = 1 exactly, so out = v
+ * exactly, in both kernels (the order of the sequences among the threads changes nothing) */
+static void one_token_sequences(void)
+{
+    enum { NSEQ = 6000 };
+    int64_t *cu = malloc(sizeof(int64_t) * (NSEQ + 1));
+    cu[0] = 0;
+    for (int64_t b = 0; b < NSEQ; b++) cu[b + 1] = cu[b] + (b % 6 != 5);
+    const int64_t total = cu[NSEQ];
+    attn_tensor *q = tk_randn(95, 3, (int64_t[]){total, 2, 4}), *k = tk_randn(96, 3, (int64_t[]){total, 2, 4});
+    attn_tensor *v = tk_randn(97, 3, (int64_t[]){total, 2, 3});
+    for (int impl = ATTN_SDPA_FUSED; impl <= ATTN_SDPA_REF; impl++) {
+        attn_ctx *ctx = attn_ctx_new(1);
+        TK_OK(attn_ctx_set_num_threads(ctx, 2));
+        attn_varlen_opts o = {.causal = true, .impl = (attn_sdpa_impl)impl};
+        attn_tensor *out = attn_sdpa_varlen(ctx, q, k, v, cu, cu, NSEQ, &o);
+        TK_CHECK(out && !memcmp(out->data, v->data, sizeof(float) * (size_t)v->numel),
+                 "%d one-token sequences [%s]: out = v exactly (%s)", (int)total, impl == ATTN_SDPA_REF ? "ref" : "fused",
+                 attn_last_error());
+        attn_ctx_free(ctx);
+    }
+    attn_tensor_free(q), attn_tensor_free(k), attn_tensor_free(v);
+    free(cu);
+}
+
 /* ---- refusals ---- */
 
 static void refused(attn_tensor *out, attn_status want, const char *needle, const char *what)
@@ -496,6 +524,7 @@ int main(void)
     twins_and_gradchecks();
     mha_packed(false);
     mha_packed(true);
+    one_token_sequences();
     refusals();
     return tk_finish("test_attention_varlen");
 }

@@ -27,7 +27,7 @@
 
 typedef struct varlen_saved {
     sdpa_problem base;    /* every sequence's options: batch 1, lq and lk set per sequence */
-    int64_t batch, heads, heads_kv, total_q, total_k;
+    int64_t batch, heads, heads_kv, total_q;
     const int64_t *cu_q, *cu_k; /* (batch + 1) each, copies */
     const int64_t *order;       /* (batch) sequences by decreasing Lq_b Lk_b */
     const float *alibi;         /* (H) or (B, H) slopes, copied; NULL: none */
@@ -165,35 +165,45 @@ static attn_status prepare(attn_ctx *ctx, varlen_saved *s, const attn_varlen_opt
     return ATTN_OK;
 }
 
-/* Copies of the offsets, the longest-first order and (reference path) each sequence's weights'
- * place; false with the error set */
-static bool copy_offsets(attn_ctx *ctx, varlen_saved *s, const int64_t *cu_q, const int64_t *cu_k, int64_t *weights_total)
+/* A sequence and its cost, Lq_b Lk_b (in double: no overflow) */
+typedef struct seq_cost {
+    double cost;
+    int64_t seq;
+} seq_cost;
+
+/* Decreasing cost, then increasing index: the order is the same on every run */
+static int by_cost(const void *a, const void *b)
+{
+    const seq_cost *x = a, *y = b;
+    return x->cost != y->cost ? (x->cost < y->cost) - (x->cost > y->cost) : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Copies of the offsets, the longest-first order and (the reference path, weights true) each
+ * sequence's weights' place with their total; false with the error set */
+static bool copy_offsets(attn_ctx *ctx, varlen_saved *s, const int64_t *cu_q, const int64_t *cu_k, bool weights,
+                         int64_t *weights_total)
 {
     const size_t n = (size_t)(s->batch + 1) * sizeof(int64_t);
     int64_t *q = attn_arena_alloc(&ctx->arena, n), *k = attn_arena_alloc(&ctx->arena, n);
     int64_t *order = attn_arena_alloc(&ctx->arena, (size_t)s->batch * sizeof(int64_t));
     int64_t *at = attn_arena_alloc(&ctx->arena, (size_t)s->batch * sizeof(int64_t));
-    if (!q || !k || !order || !at) return false;
+    seq_cost *costs = attn_arena_alloc(&ctx->arena, (size_t)s->batch * sizeof(seq_cost));
+    if (!q || !k || !order || !at || !costs) return false;
     memcpy(q, cu_q, n), memcpy(k, cu_k, n);
     int64_t sum = 0;
     for (int64_t b = 0; b < s->batch; b++) {
         int64_t size;
         at[b] = sum;
-        if (!attn__mul_ok(q[b + 1] - q[b], k[b + 1] - k[b], &size) || !attn__mul_ok(size, s->heads, &size) ||
-            __builtin_add_overflow(sum, size, &sum)) {
-            attn__fail(ATTN_ERR_NOMEM, "sdpa_varlen: the weights of %lld sequences have more elements than int64 holds",
-                       (long long)s->batch);
+        costs[b] = (seq_cost){(double)(q[b + 1] - q[b]) * (double)(k[b + 1] - k[b]), b};
+        if (weights && (!attn__mul_ok(q[b + 1] - q[b], k[b + 1] - k[b], &size) || !attn__mul_ok(size, s->heads, &size) ||
+                        __builtin_add_overflow(sum, size, &sum))) {
+            attn__fail(ATTN_ERR_NOMEM, "sdpa_varlen: the reference path's weights of %lld sequences have more elements "
+                       "than int64 holds", (long long)s->batch);
             return false;
         }
     }
-    /* insertion sort by decreasing cost, stable: the costly sequences start first */
-    for (int64_t b = 0; b < s->batch; b++) {
-        const int64_t cost = (q[b + 1] - q[b]) * (k[b + 1] - k[b]);
-        int64_t j = b;
-        for (; j > 0 && (q[order[j - 1] + 1] - q[order[j - 1]]) * (k[order[j - 1] + 1] - k[order[j - 1]]) < cost; j--)
-            order[j] = order[j - 1];
-        order[j] = b;
-    }
+    qsort(costs, (size_t)s->batch, sizeof *costs, by_cost); /* the costly sequences start first */
+    for (int64_t b = 0; b < s->batch; b++) order[b] = costs[b].seq;
     s->cu_q = q, s->cu_k = k, s->order = order, s->weight_at = at;
     *weights_total = sum;
     return true;
@@ -316,8 +326,7 @@ attn_tensor *attn_sdpa_varlen(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, att
         check_offsets(cu_seqlens_q, batch, q->shape[0], "cu_seqlens_q", "q") != ATTN_OK ||
         check_offsets(cu_seqlens_k, batch, k->shape[0], "cu_seqlens_k", "k and v") != ATTN_OK)
         return NULL;
-    varlen_saved s = {.batch = batch, .heads = q->shape[1], .heads_kv = k->shape[1], .total_q = q->shape[0],
-                      .total_k = k->shape[0]};
+    varlen_saved s = {.batch = batch, .heads = q->shape[1], .heads_kv = k->shape[1], .total_q = q->shape[0]};
     s.base = (sdpa_problem){.batch = 1, .heads = s.heads, .heads_kv = s.heads_kv, .d = q->shape[2], .dv = v->shape[2]};
     /* (total_q, H, 2) statistics and the (total, H, .) blocks: sizes checked, since a tensor with
      * D = 0 holds no elements whatever total and H say */
@@ -336,8 +345,8 @@ attn_tensor *attn_sdpa_varlen(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, att
         p->dropout_seed = hi << 32 | attn_rng_u32(&ctx->rng);
     }
     int64_t weights_total;
-    if (!copy_offsets(ctx, &s, cu_seqlens_q, cu_seqlens_k, &weights_total)) return NULL;
     s.fused = opts->impl != ATTN_SDPA_REF;
+    if (!copy_offsets(ctx, &s, cu_seqlens_q, cu_seqlens_k, !s.fused, &weights_total)) return NULL;
     const int threads = p->threads;
     const sdpa_problem largest = largest_problem(&s, threads);
     /* the kernels run a sequence on all threads from 10^6 multiply-adds on (sdpa_parallel) */
