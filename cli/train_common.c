@@ -281,11 +281,13 @@ int checkpoint_lock_take(const char *cmd, const char *checkpoint, checkpoint_loc
         if (fd < 0)
             return cli_fail(CLI_ERR_DATA, cmd, "%s: cannot lock it for this run (%s): %s", checkpoint, l->path,
                             errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+        /* An empty file is a lock whose run was killed between creating it and writing its line
+         * (or one being written now: the flock below decides); it holds nothing to lose. */
         struct stat st, now;
         char head[sizeof LOCK_MARKER] = {0};
         if (!created && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-                         pread(fd, head, sizeof head - 1, 0) != (ssize_t)(sizeof head - 1) ||
-                         memcmp(head, LOCK_MARKER, sizeof head - 1) != 0)) {
+                         (st.st_size != 0 && (pread(fd, head, sizeof head - 1, 0) != (ssize_t)(sizeof head - 1) ||
+                                              memcmp(head, LOCK_MARKER, sizeof head - 1) != 0)))) {
             close(fd);
             return cli_fail(CLI_ERR_DATA, cmd, "%s: %s exists and is not an attn lock file; it is left as it is: "
                             "move it away or choose another --checkpoint", checkpoint, l->path);
@@ -294,19 +296,23 @@ int checkpoint_lock_take(const char *cmd, const char *checkpoint, checkpoint_loc
             int err = errno;
             long pid = lock_pid(fd);
             close(fd);
+            char who[32] = ""; /* none yet while that run writes its line */
+            if (pid > 0) snprintf(who, sizeof who, " (pid %ld)", pid);
             if (err == EWOULDBLOCK)
-                return cli_fail(CLI_ERR_DATA, cmd, "%s: another run (pid %ld) is training into this checkpoint "
+                return cli_fail(CLI_ERR_DATA, cmd, "%s: another run%s is training into this checkpoint "
                                 "(it holds %s); two runs would overwrite each other's: wait for it, or choose "
-                                "another --checkpoint", checkpoint, pid, l->path);
+                                "another --checkpoint", checkpoint, who, l->path);
             return cli_fail(CLI_ERR_DATA, cmd, "%s: cannot lock %s: %s", checkpoint, l->path, strerror(err));
         }
         if (fstat(fd, &st) != 0 || stat(l->path, &now) != 0 || st.st_dev != now.st_dev || st.st_ino != now.st_ino) {
             close(fd); /* the file we locked was removed or replaced: again */
             continue;
         }
+        /* the line written over the old one, then the rest cut: a kill between the two leaves the
+         * marker first, never an empty or foreign-looking file */
         char text[96];
         int n = snprintf(text, sizeof text, LOCK_MARKER "pid %ld\n", (long)getpid());
-        if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)n, 0) != n) {
+        if (pwrite(fd, text, (size_t)n, 0) != n || ftruncate(fd, n) != 0) {
             int err = errno;
             if (created) unlink(l->path);
             close(fd);

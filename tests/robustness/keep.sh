@@ -73,6 +73,16 @@ two_writers() { # two runs into one checkpoint: the second is refused, the first
 }
 rm -rf "$in/imdb_other2" && cp -r "$in/imdb" "$in/imdb_other2" && grep -rl "film" "$in/imdb_other2" | xargs sed -i 's/film/picture/g'
 row "classify train: two runs into one checkpoint" 1 "shared.safetensors: another run \(pid [0-9]+\) is training into this checkpoint" -- two_writers
+killed_lock() { # a run killed between creating its lock and writing its line leaves it empty
+  local c=$out/killed.safetensors
+  : > "$c.lock"
+  "$bin" classify train "${tiny[@]}" --epochs 1 --data "$in/imdb" --checkpoint "$c"
+  local rc=$?
+  [[ -e $c.lock ]] && note="FAIL: the lock file is left" || note="trained; the lock is gone"
+  rm -f "$c" "$c".*
+  return $rc
+}
+row "classify train: an empty lock file left by a killed run" 0 "" -- killed_lock
 vocab_path_blocked() { # what was <checkpoint>.vocab is a folder: the checkpoint alone is the model
   mkdir -p "$out/u.safetensors.vocab"
   "$bin" classify train "${tiny[@]}" --epochs 1 --data "$in/imdb" --checkpoint "$out/u.safetensors" > "$out/u.log"
