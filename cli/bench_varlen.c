@@ -76,6 +76,7 @@ static int varlen_setup(const bench_args *a, void **state, bench_result *r)
 {
     int code = a->bench_case == 0 ? validate(a) : CLI_OK;
     if (code != CLI_OK) return code;
+    r->bf16 = r->bf16 && attn_bf16_attention(); /* the attention's own tiles alone */
     varlen_state *s = calloc(1, sizeof *s);
     *state = s;
     if (!s) return cli_fail(CLI_ERR_DATA, "bench", "out of memory");

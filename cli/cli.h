@@ -59,7 +59,7 @@ int cli_threads(void); /* the count in effect */
 /* --matmul-precision: the precision of every ctx made below (attn_ctx_set_matmul_precision) */
 void cli_set_matmul_precision(attn_precision p);
 attn_precision cli_matmul_precision(void);
-/* "medium (bf16 products)" or "medium (float32: no AVX512_BF16 here)", "highest", ...: what the
+/* "medium (bf16 products)", "medium (float32: no AVX512_BF16 here)", "highest", ...: what the
  * setting does on this CPU, for log and bench lines */
 const char *cli_matmul_precision_text(void);
 attn_ctx *cli_ctx_new(uint64_t seed);

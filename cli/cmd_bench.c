@@ -145,7 +145,7 @@ static int sdpa_validate(const bench_args *a)
     attn_sdpa_opts r = sdpa_opts_of(a, ATTN_SDPA_REF, slopes, 2, gqa, &mods);
     attn_tensor *x = ctx ? attn_sdpa(ctx, t[0], t[1], t[2], &f, NULL) : NULL;
     attn_tensor *y = ctx ? attn_sdpa(ctx, t[0], t[1], t[2], &r, NULL) : NULL;
-    const bool bf16 = attn_ctx_matmul_precision(ctx) == ATTN_PRECISION_MEDIUM && attn_bf16_products();
+    const bool bf16 = attn_ctx_matmul_precision(ctx) == ATTN_PRECISION_MEDIUM && attn_bf16_attention();
     double *ds = calloc((size_t)(2 * L), sizeof *ds), *vmax = calloc((size_t)(2 * D), sizeof *vmax); /* (2, L), (2, D) */
     bool ok = x && y && ds && vmax;
     const double u = 0x1p-8, scale = 1.0 / sqrt((double)D);
@@ -175,6 +175,7 @@ static int sdpa_setup(const bench_args *a, void **state, bench_result *r)
 {
     int code = sdpa_validate(a);
     if (code != CLI_OK) return code;
+    r->bf16 = r->bf16 && attn_bf16_attention(); /* the attention's own tiles alone */
     sdpa_state *s = calloc(1, sizeof *s);
     *state = s;
     if (!s) return cli_fail(CLI_ERR_DATA, "bench", "out of memory");

@@ -97,8 +97,12 @@ static int dispatch(int argc, char **argv)
         for (int l = 0; l < ATTN_ISA_COUNT; l++)
             if (attn_cpu_isa_supported((attn_isa)l)) printf(" %s", attn_isa_name((attn_isa)l));
         printf(" here; ATTN_CPU_ISA caps the choice)\nGEMM: %s\n", attn_gemm_backend());
-        printf("--matmul-precision medium: %s\n", attn_bf16_products() ? "bf16 operands, float32 sums"
-                                                                        : "float32 (the kernels' level has no AVX512_BF16)");
+        printf("--matmul-precision medium: %s%s\n",
+               attn_bf16_products() ? "bf16 operands, float32 sums" : "float32 (the kernels' level has no AVX512_BF16)",
+               attn_bf16_products() && !attn_bf16_attention()
+                   ? "; the fused attention's products float32 (this CPU's bf16 dot products run no faster than "
+                     "its float32 FMAs)"
+                   : "");
         return CLI_OK;
     }
     for (size_t i = 0; i < N_COMMANDS; i++)

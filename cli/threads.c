@@ -15,7 +15,8 @@ attn_precision cli_matmul_precision(void) { return precision; }
 const char *cli_matmul_precision_text(void)
 {
     if (precision != ATTN_PRECISION_MEDIUM) return attn_precision_name(precision);
-    return attn_bf16_products() ? "medium (bf16 products)" : "medium (float32: no AVX512_BF16 here)";
+    if (!attn_bf16_products()) return "medium (float32: no AVX512_BF16 here)";
+    return attn_bf16_attention() ? "medium (bf16 products)" : "medium (bf16 linear layers, float32 attention here)";
 }
 
 void cli_set_threads(int n) { threads = n > 0 ? n : 0; }

@@ -287,7 +287,8 @@ ATTN_API int attn_ctx_num_threads(const attn_ctx *ctx); /* 0 for a NULL ctx */
  *   HIGH:    as HIGHEST (PyTorch's HIGH is TF32 or three bf16 passes where the hardware makes
  *            them faster than float32; on these CPUs neither is).
  *   MEDIUM:  where the kernels run at the avx512_bf16 level (attn_bf16_products), the products of
- *            attn_linear, attn_matmul, attn_conv1d and the fused attention (S = Q K^T, O = P V and
+ *            attn_linear, attn_matmul, attn_conv1d and, where the CPU's bf16 dot products outrun
+ *            its float32 FMAs (attn_bf16_attention), the fused attention (S = Q K^T, O = P V and
  *            their backward products) take their operands rounded to bf16 (round to nearest even,
  *            unit roundoff u = 2^-8) and sum in float32; softmax statistics, masks, dropout, layer
  *            norm, losses, reductions and the optimizer stay float32. Elsewhere MEDIUM runs as
@@ -308,6 +309,12 @@ ATTN_API attn_status attn_ctx_set_matmul_precision(attn_ctx *ctx, attn_precision
 ATTN_API attn_precision attn_ctx_matmul_precision(const attn_ctx *ctx); /* HIGHEST for a NULL ctx */
 /* true when MEDIUM takes bf16 operands here: the kernels run at the avx512_bf16 level. */
 ATTN_API bool attn_bf16_products(void);
+/* true when MEDIUM also gives the fused attention's tile products bf16 operands: attn_bf16_products
+ * on a CPU whose VDPBF16PS does more multiply-adds per cycle than float32 FMAs (AMD's Zen 4 and
+ * Zen 5: twice as many). Intel's cores with AVX512_BF16 run it at half their AVX-512 FMA rate or
+ * less (measured on a Xeon with AMX: the fused attention at MEDIUM was 0.7x HIGHEST), so there
+ * the attention stays float32 while the linear layers take oneDNN's bf16 GEMM (AMX). */
+ATTN_API bool attn_bf16_attention(void);
 /* "highest", "high", "medium"; "?" outside attn_precision */
 ATTN_API const char *attn_precision_name(attn_precision precision);
 /* The precision a name gives (any case); ATTN_ERR_ARG for another name, *precision unchanged. */

@@ -71,6 +71,7 @@ static const char *const no_pointer_arguments[] = {
     "attn_cpu_isa_set_max",
     "attn_isa_name",
     "attn_bf16_products",
+    "attn_bf16_attention",
     "attn_precision_name",
     "attn_ctx_new",
     "attn_params_new",

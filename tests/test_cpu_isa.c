@@ -13,7 +13,13 @@
 /* An AMD EPYC of Zen 4 (family 0x19), read off one of this project's machines: AVX-512 with BF16,
  * the OS saving the ZMM state (XCR0 0xe7). */
 static const attn__cpuid_words zen4 = {.leaf1_ecx = 0xfed83203u, .leaf7_ebx = 0xf1bb03a9u,
-                                       .leaf7_1_eax = 0x30u, .ext1_ecx = 0x440001f1u, .xcr0 = 0xe7u};
+                                       .leaf7_1_eax = 0x30u, .ext1_ecx = 0x440001f1u, .xcr0 = 0xe7u,
+                                       .vendor = "AuthenticAMD"};
+/* An Intel Xeon with AMX (family 6, model 0xa7 as the KVM guest reports it), read off another:
+ * AVX-512 with BF16, XCR0 with the AMX tile state (bits 17, 18) */
+static const attn__cpuid_words xeon_amx = {.leaf1_ecx = 0xfffa3203u, .leaf7_ebx = 0xf1bf2ffbu,
+                                           .leaf7_1_eax = 0x1c30u, .ext1_ecx = 0x00000121u, .xcr0 = 0x600e7u,
+                                           .vendor = "GenuineIntel"};
 /* AVX-512 F (16), DQ (17), IFMA (21), CD (28), BW (30), VL (31) in leaf 7 EBX */
 #define AVX512_EBX 0xd1230000u
 
@@ -21,6 +27,9 @@ static void decoding(void)
 {
     attn__cpuid_words w = zen4;
     TK_CHECK(attn__isa_from_cpuid(&w) == ATTN_ISA_AVX512_BF16, "Zen 4 decodes as avx512_bf16");
+    TK_CHECK(attn__bf16_dot_fast_from_cpuid(&w), "Zen 4: bf16 dot products faster than float32 FMAs");
+    TK_CHECK(attn__isa_from_cpuid(&xeon_amx) == ATTN_ISA_AVX512_BF16, "the Xeon with AMX decodes as avx512_bf16");
+    TK_CHECK(!attn__bf16_dot_fast_from_cpuid(&xeon_amx), "the Xeon with AMX: bf16 dot products no faster");
     w.leaf7_1_eax &= ~0x20u;
     TK_CHECK(attn__isa_from_cpuid(&w) == ATTN_ISA_AVX512, "without AVX512_BF16: avx512");
     w = zen4; /* a Zen 2 or 3 EPYC: no AVX-512 bits, XCR0 without the ZMM state */
@@ -95,6 +104,16 @@ static void this_host(void)
     TK_CHECK(attn_cpu_isa() == want, "kernels at %s, expected min(cap, CPU) = %s", attn_isa_name(attn_cpu_isa()),
              attn_isa_name(want));
     TK_CHECK(attn__kernels() == attn__kernels_at(attn_cpu_isa()), "the chosen table is the level's");
+    /* MEDIUM's attention tiles take bf16 only with bf16 products, and on this host's vendor's rule */
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    const bool amd = __builtin_cpu_is("amd");
+#else
+    const bool amd = false;
+#endif
+    TK_CHECK(attn_bf16_attention() == (attn_bf16_products() && amd),
+             "bf16 attention tiles (%d) = bf16 products (%d) on an AMD CPU (%d)", attn_bf16_attention(),
+             attn_bf16_products(), amd);
 }
 
 static void names(void)

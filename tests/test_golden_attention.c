@@ -520,6 +520,8 @@ int main(void)
     printf("test_golden_attention: %zu golden cases, each with the ref and the fused kernel\n",
            sizeof cases / sizeof cases[0]);
     printf("test_golden_attention: the sdpa cases at MEDIUM (%s) used at most %.3f of attn.h's bf16 bound\n",
-           attn_bf16_products() ? "bf16 products" : "float32 here: no AVX512_BF16", medium_worst);
+           attn_bf16_attention() ? "bf16 products"
+           : attn_bf16_products() ? "float32 here: bf16 dot products no faster than float32 FMAs"
+                                  : "float32 here: no AVX512_BF16", medium_worst);
     return tk_finish("test_golden_attention");
 }

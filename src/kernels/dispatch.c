@@ -7,9 +7,10 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
-#ifdef ATTN_DISPATCH
+#if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
 
@@ -57,12 +58,25 @@ attn_isa attn__isa_from_cpuid(const attn__cpuid_words *w)
     return bf16 ? ATTN_ISA_AVX512_BF16 : v4 ? ATTN_ISA_AVX512 : v3 ? ATTN_ISA_AVX2 : ATTN_ISA_BASELINE;
 }
 
-#ifdef ATTN_DISPATCH /* x86-64 only */
-static attn_isa cpu_level(void)
+/* AMD's cores with AVX512_BF16 (Zen 4, Zen 5) run VDPBF16PS at twice the multiply-adds of float32
+ * FMAs per cycle (issue 30: 206-225 against 102-113 GFLOP/s on a Zen 4 core). Intel's do not: on a
+ * Xeon with AMX, `attn bench peak --threads 1` gives 105 GFLOP/s at avx512_bf16 against 221 for
+ * AVX-512 FMAs, and the fused attention at MEDIUM ran 0.69-0.76x HIGHEST; their fast bf16 path is
+ * AMX, which oneDNN takes for the linear layers' bf16 GEMMs. A fixed rule rather than a timing at
+ * start-up, so that a run's arithmetic never depends on the machine's load. */
+bool attn__bf16_dot_fast_from_cpuid(const attn__cpuid_words *w) { return !strcmp(w->vendor, "AuthenticAMD"); }
+
+static bool bf16_dot_fast; /* attn__bf16_dot_fast_from_cpuid of this CPU; written once, by detect */
+
+#if defined(__x86_64__) || defined(__i386__)
+static attn__cpuid_words cpu_words(void)
 {
     attn__cpuid_words w = {0};
     unsigned a, b, c, d;
     const unsigned max_leaf = __get_cpuid_max(0, NULL);
+    if (__get_cpuid(0, &a, &b, &c, &d)) { /* the vendor: ebx, edx, ecx */
+        memcpy(w.vendor, &b, 4), memcpy(w.vendor + 4, &d, 4), memcpy(w.vendor + 8, &c, 4);
+    }
     if (max_leaf >= 1 && __get_cpuid(1, &a, &b, &c, &d)) w.leaf1_ecx = c;
     if (max_leaf >= 7 && __get_cpuid_count(7, 0, &a, &b, &c, &d)) {
         w.leaf7_ebx = b;
@@ -75,7 +89,7 @@ static attn_isa cpu_level(void)
         __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
         w.xcr0 = (uint64_t)hi << 32 | lo;
     }
-    return attn__isa_from_cpuid(&w);
+    return w;
 }
 #endif
 
@@ -94,8 +108,10 @@ static const attn__kernel_table *const tables[ATTN_ISA_COUNT] = {
 
 static attn_isa best_level(void)
 {
-    attn_isa level = cpu_level();
+    const attn__cpuid_words w = cpu_words();
+    attn_isa level = attn__isa_from_cpuid(&w);
     while (!tables[level]) level--; /* the baseline is always built */
+    bf16_dot_fast = attn__bf16_dot_fast_from_cpuid(&w);
     return level;
 }
 #else
@@ -106,6 +122,10 @@ static const attn__kernel_table build_table = {ATTN_KERNELS(ATTN_KERNEL_ENTRY)};
 
 static attn_isa best_level(void)
 {
+#if defined(__x86_64__) || defined(__i386__)
+    const attn__cpuid_words w = cpu_words();
+    bf16_dot_fast = attn__bf16_dot_fast_from_cpuid(&w);
+#endif
 #if defined(__AVX512F__) && defined(__AVX512BF16__)
     return ATTN_ISA_AVX512_BF16;
 #elif defined(__AVX512F__)
@@ -183,6 +203,12 @@ const attn__kernel_table *attn__kernels_at(attn_isa l)
 }
 
 bool attn_bf16_products(void) { return attn_cpu_isa() == ATTN_ISA_AVX512_BF16; }
+
+bool attn_bf16_attention(void)
+{
+    pthread_once(&detect_once, detect);
+    return attn_bf16_products() && bf16_dot_fast;
+}
 
 attn_status attn_cpu_isa_set_max(attn_isa max)
 {

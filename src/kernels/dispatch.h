@@ -189,9 +189,12 @@ extern const attn__kernel_table ATTN_ISA_TABLE;
 typedef struct attn__cpuid_words {
     uint32_t leaf1_ecx, leaf7_ebx, leaf7_1_eax, ext1_ecx;
     uint64_t xcr0;
+    char vendor[13]; /* leaf 0's "AuthenticAMD", "GenuineIntel", ... */
 } attn__cpuid_words;
 /* The highest level these words allow. */
 attn_isa attn__isa_from_cpuid(const attn__cpuid_words *w);
+/* Whether the CPU of these words runs VDPBF16PS faster than float32 FMAs (attn_bf16_attention) */
+bool attn__bf16_dot_fast_from_cpuid(const attn__cpuid_words *w);
 
 /* The table of a level, NULL when this build or this CPU (and OS) lacks it: for tests that hold
  * one level's kernels against another's. ATTN_CPU_ISA does not cap it. Builds without dispatch

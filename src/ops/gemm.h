@@ -6,6 +6,8 @@
 
 /* Whether the ctx's products take bf16 operands: MEDIUM, and the kernels at the avx512_bf16 level. */
 bool attn__bf16(const attn_ctx *ctx);
+/* ... and in the fused attention's tiles (attn_bf16_attention) */
+bool attn__bf16_attention(const attn_ctx *ctx);
 
 /* attn_gemm (kernels.h) over the ctx's threads and at its precision: with bf16 products, a GEMM of
  * at least 16^3 multiply-adds (PyTorch's threshold for its oneDNN path) takes bf16 operands,
