@@ -114,8 +114,8 @@ bool tk_golden_close(attn_st_file *f, const char *name, const float *actual, int
 /* Finite differences. forward builds the output from the inputs in ctx (grad on, training as
  * the ctx says); the check uses loss = sum(out * r) for a fixed random r, and compares the
  * analytic gradient of every input with requires_grad against the central difference with step
- * eps, on at most max_elems elements per input. The ctx RNG is reseeded before every forward, so
- * dropout masks repeat. */
+ * eps, on every element of an input of up to 64 elements, else on every (numel / 64)-th. The
+ * ctx RNG is reseeded before every forward, so dropout masks repeat. */
 typedef attn_tensor *(*tk_forward_fn)(attn_ctx *ctx, attn_tensor **inputs, void *user);
 bool tk_gradcheck(const char *what, tk_forward_fn forward, attn_tensor **inputs, int n_inputs,
                   void *user, float eps, float atol, float rtol);

@@ -3,7 +3,7 @@
  * x86-64-v2, avx2 = x86-64-v3, avx512 = x86-64-v4, avx512_bf16 = v4 + AVX512_BF16) into one
  * library, each level's copy defining its names with the level's suffix
  * (attn_softmax_rows_avx512). dispatch.c defines the plain names: each calls the chosen level's
- * copy through a table, the level picked once, at the first call (cpu_isa.c). A level's kernels
+ * copy through a table, the level picked once, at the first call (dispatch.c). A level's kernels
  * call one another directly, inside the level.
  *
  * The two lists below name every global function of those files (the linker refuses a name left
