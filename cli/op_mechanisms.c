@@ -137,6 +137,24 @@ static bool heads_fit(const op_run *run, int64_t E, const char *input)
     return false;
 }
 
+/* The key/value heads of the MHA under prefix: grouped-query attention (attn_mha_init_gqa)
+ * when the file's k_proj_weight has fewer rows than E, each head E / H of them; else H.
+ * 0 with a message when its rows are not a whole number of heads dividing H. */
+static int64_t mha_kv_heads(const op_run *run, const char *prefix, int64_t E)
+{
+    char full[256];
+    snprintf(full, sizeof full, "%sk_proj_weight", prefix);
+    const attn_st_tensor *k = attn_st_find(run->file, full);
+    const int64_t H = run->args->num_heads, head = E / H;
+    if (!k || k->ndim != 2 || k->shape[0] == E) return H; /* a wrong shape is reported by the load */
+    const int64_t kv = k->shape[0] / head;
+    if (k->shape[0] >= 1 && k->shape[0] % head == 0 && H % kv == 0) return kv;
+    fprintf(stderr, "attn op %s: %s has %lld rows; expected E = %lld, or for grouped-query attention a "
+            "number of key/value heads dividing --num-heads %lld, each E / H = %lld rows\n", run->args->name, full,
+            (long long)k->shape[0], (long long)E, (long long)H, (long long)head);
+    return 0;
+}
+
 /* Builds an MHA under prefix ("" or "attention."), sized from the file, and loads it. */
 static attn_status mha_from_file(op_run *run, attn_mha_layer *m, const char *prefix, int64_t E,
                                  int64_t kdim, int64_t vdim, attn_rng *rng, bool *seed_names)
@@ -147,7 +165,9 @@ static attn_status mha_from_file(op_run *run, attn_mha_layer *m, const char *pre
     char pfx[128];
     snprintf(pfx, sizeof pfx, "%.*s", (int)(strlen(prefix) ? strlen(prefix) - 1 : 0), prefix);
     if (!heads_fit(run, E, "q")) return ATTN_ERR_SHAPE;
-    return attn_mha_init(m, run->params, pfx, E, run->args->num_heads, kdim, vdim, bias, 0.0f, rng);
+    const int64_t kv_heads = *seed_names ? run->args->num_heads : mha_kv_heads(run, prefix, E);
+    if (!kv_heads) return ATTN_ERR_SHAPE;
+    return attn_mha_init_gqa(m, run->params, pfx, E, run->args->num_heads, kv_heads, kdim, vdim, bias, 0.0f, rng);
 }
 
 /* ---- mechanisms ---- */

@@ -5,7 +5,8 @@
  *     to attn_mask in a temporary input file), --scale, 3-D inputs, --need-weights;
  *   - mha on attn_mha_cross (query/key/value renamed q/k/v) with --batch-first, and without it
  *     after transposing q, k, v, grad_out to (L, B, E) (out, dq, dk, dv transposed back); on
- *     attn_mha_kvdim (q/k/v_proj_weight); on mech_mha_seed_names (seed 002's Wq/Wk/Wv/fc_out);
+ *     attn_mha_kvdim (q/k/v_proj_weight); on mha_gqa_* (grouped- and multi-query attention: the
+ *     key/value heads read off k_proj_weight's rows; test_mha_gqa's bound); on mech_mha_seed_names (seed 002's Wq/Wk/Wv/fc_out);
  *     on cli_mha_*: PyTorch's own masks as nn.MultiheadAttention takes them (bool attn_mask
  *     (L, S) and (B*H, L, S), true = not allowed; U8; float; bool and float key_padding_mask;
  *     unbatched (L, E) inputs with an (S) key_padding_mask);
@@ -68,6 +69,8 @@ static const cli_case cases[] = {
     {.golden = "attn_mha_cross",
      .args = "mha --num-heads 4 --need-weights", .renames = QKV_RENAMES, .seq_first = true},
     {.golden = "attn_mha_kvdim", .args = "mha --batch-first --num-heads 4", .renames = QKV_RENAMES},
+    {.golden = "mha_gqa_mqa_cross_mask", .args = "mha --batch-first --num-heads 4", .renames = QKV_RENAMES},
+    {.golden = "mha_gqa_nobias_kpm_mask", .args = "mha --batch-first --num-heads 8", .renames = QKV_RENAMES},
     /* nn.MultiheadAttention's own masks, as it takes them (bool attn_mask true = not allowed) */
     {.golden = "cli_mha_bool_kpm", .args = "mha --batch-first --num-heads 4 --need-weights "
      "--no-average-weights", .renames = QKV_RENAMES},
@@ -317,6 +320,7 @@ static void compare_one(const cli_case *c, attn_st_file *g, attn_st_file *out, c
         if (fits) {
             tk_tol tol = !strncmp(c->golden, "attn_sdpa_", 10) ? TK_TOL_SDPA
                          : !strncmp(c->golden, "mech_", 5)      ? TK_TOL_MECH
+                         : !strncmp(c->golden, "mha_gqa_", 8)   ? tk_tol_of(1, 160, 4, 8) /* test_mha_gqa's */
                                                                 : TK_TOL_MHA;
             tol.scale = tk_key_bias_scale(g, name);
             tk_close_scaled(what, got->data + offset, ref->data, ref->numel, tol);
