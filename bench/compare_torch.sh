@@ -44,6 +44,8 @@ torch_blas=$(/usr/bin/python3 -c 'import torch
 a = torch.ones(256, 256); (a @ a).sum().item()
 print(" ".join(sorted({l.split()[-1] for l in open("/proc/self/maps") if "blas" in l.split()[-1]})))')
 printf '{"tag":"torch blas","blas":"%s"}\n' "$torch_blas" >>"$out"
+printf '{"tag":"host","cpu":"%s","family":"%s","model":"%s","cores":%s}\n' "$(lscpu | sed -nE 's/^Model name: +//p')" \
+       "$(lscpu | sed -nE 's/^CPU family: +//p')" "$(lscpu | sed -nE 's/^Model: +//p')" "$(nproc)" >>"$out"
 echo "PyTorch's BLAS: $torch_blas" >&2
 if [[ $torch_blas != *openblas* ]]; then
   echo "compare_torch: PyTorch runs the reference BLAS here ($torch_blas); apt-get install libopenblas0-pthread" >&2

@@ -27,16 +27,21 @@ def sh(cmd):
         return "?"
 
 
-def machine_line(stamp):
-    cpu = sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").strip()
+def host_of(path):
+    """The CPU a results file was measured on (compare_torch.sh's "host" record; older files lack it)."""
+    for rec in json_lines(path):
+        if rec.get("tag") == "host":
+            return f"{rec['cpu']} (family {rec['family']}, model {rec['model']}), {rec['cores']} cores"
+    return "CPU not recorded (the file predates the host record)"
+
+
+def machine_line(files):
     dnnl = sh("dpkg-query -W -f='${Version}' libdnnl2")
     openblas = sh("dpkg-query -W -f='${Version}' libopenblas0-pthread")
     torch = sh("dpkg-query -W -f='${Version}' python3-torch")
-    return "\n".join([
-        f"cpu: {cpu}, {sh('nproc')} cores; kernel {platform.release()}",
-        f"gcc: {sh('gcc -dumpfullversion')}; onednn: {dnnl or '-'}; openblas: {openblas or '-'}; "
-        f"python3-torch: {torch}",
-        f"runs: {stamp}",
+    return "\n".join([f"run {os.path.basename(f)}: {host_of(f)}" for f in files] + [
+        f"packages where this file was made (kernel {platform.release()}): gcc {sh('gcc -dumpfullversion')}; "
+        f"onednn {dnnl or '-'}; openblas {openblas or '-'}; python3-torch {torch}",
     ])
 
 
@@ -321,7 +326,7 @@ def main():
           "running the seeds' code; `tunables` = the same with "
           "GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=64G. Peak RSS from "
           "/usr/bin/time -v.\n")
-    print("```\n" + "\n".join([machine_line(", ".join(os.path.basename(f) for f in files))] + torch_setup(files)) +
+    print("```\n" + "\n".join([machine_line(files)] + torch_setup(files)) +
           "\n```\n")
     sdpa_section(rows)
     models_section(rows)
