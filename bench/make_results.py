@@ -31,7 +31,8 @@ def host_of(path):
     """The CPU a results file was measured on (compare_torch.sh's "host" record; older files lack it)."""
     for rec in json_lines(path):
         if rec.get("tag") == "host":
-            return f"{rec['cpu']} (family {rec['family']}, model {rec['model']}), {rec['cores']} cores"
+            return (f"{rec.get('cpu', '?')} (family {rec.get('family', '?')}, model {rec.get('model', '?')}), "
+                    f"{rec.get('cores', '?')} cores")
     return "CPU not recorded (the file predates the host record)"
 
 
