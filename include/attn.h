@@ -698,6 +698,10 @@ typedef struct attn_mha_opts {
                              PyTorch's per-head (B*H, Lq, Lk), read as (B, H, Lq, Lk) */
     bool average_weights; /* true: *weights (B, Lq, Lk) averaged over heads; false (B, H, Lq, Lk) */
     attn_sdpa_impl impl;
+    /* rotary position embeddings (attn_rope) on each head's q and k after their projections;
+     * NULL: none. Its layout, base and rotary_dim apply; the positions are each sequence's
+     * 0, 1, 2, ... (Lq of the queries, Lk of the keys): position_dim and positions are ignored */
+    const struct attn_rope_opts *rope;
 } attn_mha_opts;
 
 /* query (B, Lq, E), key (B, Lk, kdim), value (B, Lk, vdim) -> (B, Lq, E). Self-attention passes
@@ -872,6 +876,12 @@ typedef struct attn_transformer_config {
     bool gelu;         /* FFN activation; false: ReLU */
     bool ffn_dropout;  /* dropout after the activation inside the FFN (PyTorch: yes; seed 002: no) */
     float eps;         /* LayerNorm eps; 0: 1e-5 */
+    /* rotary positions in the encoder layer's self-attention (attn_mha_opts.rope) when rope_base
+     * > 1, with rope_layout and rope_dim (even, <= d_model / num_heads; 0: all of it); 0: none.
+     * Decoder layers refuse it (their cached decoding does not take positions yet). */
+    float rope_base;
+    attn_rope_layout rope_layout;
+    int64_t rope_dim;
 } attn_transformer_config;
 
 /* "self_attn.*", "linear1.*" (F, E), "linear2.*" (E, F), "norm1.*", "norm2.*" */

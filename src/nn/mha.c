@@ -228,6 +228,11 @@ attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tenso
     attn_tensor *heads[3]; /* q, k, v: (B, H, L, E/H) */
     if (project_heads(ctx, m, (attn_tensor *[3]){query, key, value}, heads) != ATTN_OK) return NULL;
     attn_tensor *q = heads[0], *k = heads[1], *v = heads[2];
+    if (opts->rope) { /* each head's q and k rotated by its sequence positions 0, 1, 2, ... */
+        attn_rope_opts r = *opts->rope;
+        r.position_dim = 2, r.positions = NULL, r.n_positions = 0;
+        if (!(q = attn_rope(ctx, q, &r)) || !(k = attn_rope(ctx, k, &r))) return NULL;
+    }
     attn_tensor *w = NULL;
     attn_tensor *out = attn__mha_output(ctx, m, attn_sdpa(ctx, q, k, v, &so, weights ? &w : NULL));
     if (!out) return NULL;

@@ -21,6 +21,15 @@ static attn_status check_config(const attn_transformer_config *c)
         return attn__fail(ATTN_ERR_ARG,
                           "transformer layer: expected d_model, num_heads, dim_feedforward >= 1, "
                           "dropout in [0, 1) and a finite eps >= 0");
+    const int64_t head = c->d_model / c->num_heads;
+    if (c->rope_base != 0.0f &&
+        (!(c->rope_base > 1.0f && isfinite(c->rope_base)) || (unsigned)c->rope_layout > ATTN_ROPE_HALVES ||
+         c->rope_dim < 0 || c->rope_dim % 2 || c->rope_dim > head || (c->rope_dim == 0 && head % 2)))
+        return attn__fail(ATTN_ERR_ARG,
+                          "transformer layer: rope_base %g, rope_layout %d, rope_dim %lld; expected a finite base > 1 "
+                          "(0: no rotary positions), a layout of attn_rope_layout and an even rope_dim <= the head "
+                          "width %lld (0: all of an even one)", (double)c->rope_base, (int)c->rope_layout,
+                          (long long)c->rope_dim, (long long)head);
     return ATTN_OK;
 }
 
@@ -82,6 +91,9 @@ static attn_status init_decoder_layer(attn_decoder_layer *m, attn_params *p, con
 {
     if (!m || !prefix) return attn__fail(ATTN_ERR_ARG, "transformer layer init: NULL argument");
     if (check_config(cfg) != ATTN_OK) return attn_last_status();
+    if (cfg->rope_base != 0.0f)
+        return attn__fail(ATTN_ERR_ARG, "decoder layer: rotary positions (rope_base %g) are for encoder layers only: "
+                          "the decoder's cached decoding does not take positions yet", (double)cfg->rope_base);
     m->cfg = *cfg;
     if (init_mha(&m->self_attn, p, prefix, "self_attn", cfg, rng) != ATTN_OK ||
         init_mha(&m->multihead_attn, p, prefix, "multihead_attn", cfg, rng) != ATTN_OK)
@@ -136,6 +148,8 @@ attn_tensor *attn_encoder_layer_forward(attn_ctx *ctx, const attn_encoder_layer 
     if (!ctx || !m || !x) return attn__null_input(__func__);
     attn_mha_opts opts = {.average_weights = false};
     if (mask) opts.mask = *mask;
+    const attn_rope_opts rope = {.layout = m->cfg.rope_layout, .base = m->cfg.rope_base, .rotary_dim = m->cfg.rope_dim};
+    if (m->cfg.rope_base > 0.0f) opts.rope = &rope;
     sublayer s1 = {&m->cfg, &m->norm1}, s2 = {&m->cfg, &m->norm2};
     attn_tensor *in = branch_input(ctx, s1, x);
     x = residual(ctx, s1, x, attn_mha_forward(ctx, &m->self_attn, in, in, in, &opts, weights));
