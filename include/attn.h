@@ -702,6 +702,10 @@ typedef struct attn_mha_opts {
      * NULL: none. Its layout, base and rotary_dim apply; the positions are each sequence's
      * 0, 1, 2, ... (Lq of the queries, Lk of the keys): position_dim and positions are ignored */
     const struct attn_rope_opts *rope;
+    /* the attention's window, ALiBi slopes, softcap and score/mask callbacks, as attn_sdpa takes
+     * them on the heads (B, H, Lq, Lk): those four fields of it are used, the others ignored;
+     * NULL: none */
+    const attn_sdpa_opts *features;
 } attn_mha_opts;
 
 /* query (B, Lq, E), key (B, Lk, kdim), value (B, Lk, vdim) -> (B, Lq, E). Self-attention passes

@@ -1,8 +1,11 @@
-/* Rotary positions inside the layers (attn_mha_opts.rope, attn_transformer_config.rope_*):
- *   - attn_mha_forward with rope against the same layer composed from public ops (the three
- *     projections, attn_split_heads, attn_rope on q and k with positions 0, 1, 2, ..., attn_sdpa,
- *     attn_merge_heads, out_proj): self-attention (the packed projection) and cross-attention
- *     with Lq != Lk, both layouts, full and partial rotation, 4 heads and 2 key/value heads;
+/* The attention features of current models inside the layers: rotary positions
+ * (attn_mha_opts.rope, attn_transformer_config.rope_*) and the window, ALiBi, soft-capping and
+ * score/mask callbacks (attn_mha_opts.features):
+ *   - attn_mha_forward with them against the same layer composed from public ops (the three
+ *     projections, attn_split_heads, attn_rope on q and k with positions 0, 1, 2, ..., attn_sdpa
+ *     with the features, attn_merge_heads, out_proj): self-attention (the packed projection) and
+ *     cross-attention with Lq != Lk, both RoPE layouts, full and partial rotation, 4 heads and 2
+ *     key/value heads, a window, ALiBi slopes (H), a softcap and a mask_mod with a score_mod;
  *     outputs and the gradients of the inputs and of every parameter;
  *   - finite differences through the MHA with rope and through an encoder layer with rope;
  *   - the encoder layer's setting is used (its output differs from the layer without it) and a
@@ -32,12 +35,13 @@ typedef struct rope_case {
     const char *what;
     bool self;
     int64_t lq, lk, kv_heads;
-    attn_rope_opts rope;
+    attn_rope_opts rope;          /* base 0: none */
+    const attn_sdpa_opts *features; /* NULL: none */
 } rope_case;
 
 /* The layer composed from public ops: out_proj(merge(sdpa(rope(q), rope(k), v))) */
 static attn_tensor *composed(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query, attn_tensor *key,
-                             attn_tensor *value, const attn_rope_opts *rope)
+                             attn_tensor *value, const attn_rope_opts *rope, const attn_sdpa_opts *features)
 {
     const int64_t Ekv = E / H * m->num_kv_heads;
     attn_tensor *in[3] = {query, key, value}, *heads[3];
@@ -51,8 +55,11 @@ static attn_tensor *composed(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor
     }
     attn_rope_opts r = *rope;
     r.position_dim = 2;
-    attn_sdpa_opts so = {.enable_gqa = m->num_kv_heads != H};
-    attn_tensor *o = attn_sdpa(ctx, attn_rope(ctx, heads[0], &r), attn_rope(ctx, heads[1], &r), heads[2], &so, NULL);
+    attn_sdpa_opts so = features ? *features : (attn_sdpa_opts){0};
+    so.enable_gqa = m->num_kv_heads != H;
+    attn_tensor *q = rope->base > 0.0f ? attn_rope(ctx, heads[0], &r) : heads[0];
+    attn_tensor *k = rope->base > 0.0f ? attn_rope(ctx, heads[1], &r) : heads[1];
+    attn_tensor *o = attn_sdpa(ctx, q, k, heads[2], &so, NULL);
     return attn_linear_forward(ctx, &m->out_proj, attn_merge_heads(ctx, o));
 }
 
@@ -81,9 +88,9 @@ static void against_composition(const rope_case *c)
         attn_ctx *ctx = attn_ctx_new(1);
         attn_params_zero_grad(p);
         for (int i = 0; i < n_inputs; i++) attn_tensor_zero_grad(inputs[i]);
-        attn_mha_opts o = {.rope = &c->rope};
+        attn_mha_opts o = {.rope = c->rope.base > 0.0f ? &c->rope : NULL, .features = c->features};
         attn_tensor *out = side == 0 ? attn_mha_forward(ctx, &m, query, key, value, &o, NULL)
-                                     : composed(ctx, &m, query, key, value, &c->rope);
+                                     : composed(ctx, &m, query, key, value, &c->rope, c->features);
         TK_CHECK(backward_probe(ctx, out, g), "%s: %s forward and backward: %s", c->what, side ? "composed" : "layer",
                  attn_last_error());
         if (!out) {
@@ -223,16 +230,43 @@ static void refusals(void)
     attn_params_free(p);
 }
 
+/* FlexAttention-style callbacks: a score_mod (a per-head bias growing with the distance) and a
+ * mask_mod keeping keys at even distance or within 2 */
+static float distance_bias(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *user)
+{
+    (void)b, (void)user;
+    return s - 0.1f * (float)(h + 1) * (float)llabs(q - kv);
+}
+static float distance_bias_grad(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *user)
+{
+    (void)s, (void)b, (void)h, (void)q, (void)kv, (void)user;
+    return 1.0f;
+}
+static bool near_or_even(int64_t b, int64_t h, int64_t q, int64_t kv, void *user)
+{
+    (void)b, (void)h, (void)user;
+    return llabs(q - kv) <= 2 || (q - kv) % 2 == 0;
+}
+
 int main(void)
 {
+    static const float slopes[H] = {0.5f, 0.25f, 0.125f, 0.0625f};
+    const attn_sdpa_opts window = {.window = {.on = true, .left = 2, .right = 1}};
+    const attn_sdpa_opts alibi_softcap = {.alibi_slopes = slopes, .alibi_ndim = 1, .alibi_shape = {H}, .softcap = 2.5f};
+    const attn_sdpa_opts mods = {.mods = {.score_mod = distance_bias, .score_mod_grad = distance_bias_grad,
+                                          .mask_mod = near_or_even}};
     const rope_case cases[] = {
-        {"self, halves, full rotation", true, 6, 6, H, {.layout = ATTN_ROPE_HALVES, .base = 10000.0f}},
+        {"self, halves, full rotation", true, 6, 6, H, {.layout = ATTN_ROPE_HALVES, .base = 10000.0f}, NULL},
         {"cross Lq 5 Lk 7, interleaved, rotary_dim 2", false, 5, 7, H,
-         {.layout = ATTN_ROPE_INTERLEAVED, .base = 500.0f, .rotary_dim = 2}},
-        {"cross, 2 key/value heads, halves", false, 5, 7, 2, {.layout = ATTN_ROPE_HALVES, .base = 10000.0f}},
+         {.layout = ATTN_ROPE_INTERLEAVED, .base = 500.0f, .rotary_dim = 2}, NULL},
+        {"cross, 2 key/value heads, halves", false, 5, 7, 2, {.layout = ATTN_ROPE_HALVES, .base = 10000.0f}, NULL},
+        {"self, window (2, 1)", true, 6, 6, H, {0}, &window},
+        {"cross Lq 5 Lk 7, ALiBi and softcap 2.5, 2 key/value heads", false, 5, 7, 2, {0}, &alibi_softcap},
+        {"self, score_mod and mask_mod, with rope", true, 6, 6, H, {.layout = ATTN_ROPE_HALVES, .base = 10000.0f},
+         &mods},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) against_composition(&cases[i]);
     finite_differences_and_use();
     refusals();
-    return tk_finish("test_mha_rope");
+    return tk_finish("test_mha_features");
 }
