@@ -39,20 +39,25 @@ typedef struct rope_case {
     const attn_sdpa_opts *features; /* NULL: none */
 } rope_case;
 
+/* Input i (0 q, 1 k, 2 v) of the layer projected by its rows of the weights and bias and split
+ * into heads: (B, L, E) -> (B, H or num_kv_heads, L, E / H) */
+static attn_tensor *projected_heads(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x, int i)
+{
+    const int64_t Ekv = E / H * m->num_kv_heads;
+    attn_tensor *w = m->in_proj_weight ? attn_narrow(ctx, m->in_proj_weight, 0, i * E, E)
+                     : i == 0          ? m->q_proj_weight
+                     : i == 1          ? m->k_proj_weight
+                                       : m->v_proj_weight;
+    attn_tensor *b = attn_narrow(ctx, m->in_proj_bias, 0, i == 0 ? 0 : E + (i - 1) * Ekv, i == 0 ? E : Ekv);
+    return attn_split_heads(ctx, attn_linear(ctx, x, w, b), i == 0 ? H : m->num_kv_heads);
+}
+
 /* The layer composed from public ops: out_proj(merge(sdpa(rope(q), rope(k), v))) */
 static attn_tensor *composed(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query, attn_tensor *key,
                              attn_tensor *value, const attn_rope_opts *rope, const attn_sdpa_opts *features)
 {
-    const int64_t Ekv = E / H * m->num_kv_heads;
     attn_tensor *in[3] = {query, key, value}, *heads[3];
-    for (int i = 0; i < 3; i++) {
-        attn_tensor *w = m->in_proj_weight ? attn_narrow(ctx, m->in_proj_weight, 0, i * E, E)
-                         : i == 0          ? m->q_proj_weight
-                         : i == 1          ? m->k_proj_weight
-                                           : m->v_proj_weight;
-        attn_tensor *b = attn_narrow(ctx, m->in_proj_bias, 0, i == 0 ? 0 : E + (i - 1) * Ekv, i == 0 ? E : Ekv);
-        heads[i] = attn_split_heads(ctx, attn_linear(ctx, in[i], w, b), i == 0 ? H : m->num_kv_heads);
-    }
+    for (int i = 0; i < 3; i++) heads[i] = projected_heads(ctx, m, in[i], i);
     attn_rope_opts r = *rope;
     r.position_dim = 2;
     attn_sdpa_opts so = features ? *features : (attn_sdpa_opts){0};
@@ -186,12 +191,8 @@ static void finite_differences_and_use(void)
     for (int i = 0; i < 5; i++) pos[i] = 37 + i;
     attn_rope_opts shifted = {.layout = ATTN_ROPE_HALVES, .base = 10000.0f, .position_dim = 2, .positions = pos,
                               .n_positions = 5};
-    attn_tensor *q = attn_split_heads(ctx, attn_linear(ctx, x, attn_narrow(ctx, m.in_proj_weight, 0, 0, E),
-                                                       attn_narrow(ctx, m.in_proj_bias, 0, 0, E)), H);
-    attn_tensor *k = attn_split_heads(ctx, attn_linear(ctx, x, attn_narrow(ctx, m.in_proj_weight, 0, E, E),
-                                                       attn_narrow(ctx, m.in_proj_bias, 0, E, E)), H);
-    attn_tensor *v = attn_split_heads(ctx, attn_linear(ctx, x, attn_narrow(ctx, m.in_proj_weight, 0, 2 * E, E),
-                                                       attn_narrow(ctx, m.in_proj_bias, 0, 2 * E, E)), H);
+    attn_tensor *q = projected_heads(ctx, &m, x, 0), *k = projected_heads(ctx, &m, x, 1);
+    attn_tensor *v = projected_heads(ctx, &m, x, 2);
     attn_sdpa_opts so = {.impl = ATTN_SDPA_REF};
     TK_CHECK(attn_sdpa(ctx, attn_rope(ctx, q, &shifted), attn_rope(ctx, k, &shifted), v, &so, &w1) != NULL,
              "weights at positions 37..: %s", attn_last_error());
