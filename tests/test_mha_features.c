@@ -10,7 +10,9 @@
  *   - finite differences through the MHA with rope and through an encoder layer with rope;
  *   - the encoder layer's setting is used (its output differs from the layer without it) and a
  *     shift of every position leaves the attention weights unchanged (RoPE's relative property);
- *   - refusals: a decoder layer with rope, a bad base, layout or rotary_dim.
+ *   - refusals: a decoder layer with rope, an encoder layer with a bad base, layout or rotary_dim,
+ *     and attn_mha_forward with a bad rope or bad features (ALiBi shape or NaN, softcap, window,
+ *     a score_mod without its gradient): NULL with the error of attn_rope or attn_sdpa.
  * Tolerance: both sides are float32 runs of the same ops, the layer's projection a single GEMM
  * over the packed weight where the composition runs three: TK_TOL_MHA (two float32 sides, the
  * reach of an MHA's forward and backward: tests/golden/README.md). Finite differences as
@@ -203,6 +205,8 @@ static void finite_differences_and_use(void)
     attn_params_free(p);
 }
 
+static float distance_bias(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *user);
+
 static void refusals(void)
 {
     attn_params *p = attn_params_new();
@@ -228,6 +232,39 @@ static void refusals(void)
                      strstr(attn_last_error(), "rope"),
                  "an encoder layer with %s is refused: %s", bad[i].what, attn_last_error());
     }
+
+    /* attn_mha_forward with bad rope or features: NULL with the error attn_rope or attn_sdpa gives */
+    attn_mha_layer m;
+    TK_OK(attn_mha_init(&m, p, "mha", E, H, E, E, true, 0.0f, &rng));
+    const int64_t xs[3] = {B, 5, E};
+    attn_tensor *x = tk_randn(31, 3, xs);
+    static const float three_slopes[3] = {0.5f, 0.25f, 0.125f}, nan_slopes[H] = {0.5f, NAN, 0.1f, 0.1f};
+    const attn_rope_opts rope_bad_base = {.base = 0.5f}, rope_odd = {.base = 100.0f, .rotary_dim = 3},
+                         rope_bad_layout = {.layout = (attn_rope_layout)9, .base = 100.0f};
+    const attn_sdpa_opts alibi_3 = {.alibi_slopes = three_slopes, .alibi_ndim = 1, .alibi_shape = {3}},
+                         alibi_nan = {.alibi_slopes = nan_slopes, .alibi_ndim = 1, .alibi_shape = {H}},
+                         cap_nan = {.softcap = NAN}, cap_neg = {.softcap = -1.0f},
+                         window_bad = {.window = {.on = true, .left = -5, .right = 0}},
+                         mod_no_grad = {.mods = {.score_mod = distance_bias}};
+    const struct {
+        const char *what;
+        attn_mha_opts opts;
+    } bad_opts[] = {
+        {"rope base 0.5", {.rope = &rope_bad_base}},         {"rope_dim 3", {.rope = &rope_odd}},
+        {"rope layout 9", {.rope = &rope_bad_layout}},       {"3 ALiBi slopes for 4 heads", {.features = &alibi_3}},
+        {"a NaN ALiBi slope", {.features = &alibi_nan}},     {"softcap NaN", {.features = &cap_nan}},
+        {"softcap -1", {.features = &cap_neg}},              {"window left -5", {.features = &window_bad}},
+        {"score_mod without its gradient", {.features = &mod_no_grad}},
+    };
+    attn_ctx *ctx = attn_ctx_new(1);
+    for (size_t i = 0; x && i < sizeof bad_opts / sizeof *bad_opts; i++) {
+        attn_clear_error();
+        attn_tensor *out = attn_mha_forward(ctx, &m, x, x, x, &bad_opts[i].opts, NULL);
+        TK_CHECK(!out && attn_last_status() != ATTN_OK && attn_last_error() && *attn_last_error(),
+                 "mha with %s is refused: %s", bad_opts[i].what, attn_last_error());
+    }
+    attn_ctx_free(ctx);
+    attn_tensor_free(x);
     attn_params_free(p);
 }
 
