@@ -25,8 +25,8 @@ static const cli_option options[] = {
     {"--mask-padding", NULL, CLI_FLAG, M(mask_padding), 0, 0, NULL, NULL,
      "mask padding keys and pool over real tokens (the seed does not)", "train"},
     {"--no-pack", NULL, CLI_FLAG, offsetof(classify_options, no_pack), 0, 0, NULL, NULL,
-     "with --mask-padding, each batch padded to its longest review; by default its reviews are packed end to end, "
-     "no padding computed (the same model)", "train eval"},
+     "with --mask-padding (and --blocks or the softmax attention), each batch padded to its longest review; by "
+     "default its reviews are packed end to end, no padding computed (the same model)", "train eval"},
     {"--embed-dim", "N", CLI_INT64, M(embed_dim), 1, 4096, NULL, "128", "embedding width E", "train"},
     {"--heads", "N", CLI_INT64, M(num_heads), 1, 256, NULL, "4", "attention heads (must divide E)", "train"},
     {"--hidden", "N", CLI_INT64, M(hidden_dim), 1, 65536, NULL, "256", "hidden width of the classifier head", "train"},
@@ -96,9 +96,9 @@ static int validate(const classify_options *o, int action, int n_texts, bool hea
                             "be stored and ignored", attention_names[m->attention]);
         if (m->additive_hidden > 0 && m->attention != ATTN_CLASSIFIER_ADDITIVE)
             return cli_fail(CLI_ERR_USAGE, "classify", "--additive-hidden applies with --attention additive only");
-        if (o->no_pack && !(m->mask_padding && m->attention == ATTN_CLASSIFIER_SOFTMAX && m->num_blocks == 0))
-            return cli_fail(CLI_ERR_USAGE, "classify", "--no-pack applies with --mask-padding and the softmax attention "
-                            "without --blocks (the batches of the others are padded)");
+        if (o->no_pack && !(m->mask_padding && (m->attention == ATTN_CLASSIFIER_SOFTMAX || m->num_blocks > 0)))
+            return cli_fail(CLI_ERR_USAGE, "classify", "--no-pack applies with --mask-padding, and --blocks or the "
+                            "softmax attention (the batches of the others are padded)");
         if (m->norm_first && m->num_blocks == 0)
             return cli_fail(CLI_ERR_USAGE, "classify", "--pre-ln applies with --blocks N (N >= 1) only");
         if (m->sinusoidal && m->embed_dim % 2 != 0)
@@ -267,12 +267,13 @@ static int load_config(classify_options *o, const attn_st_file *f)
 
 const run_option *classify_run_options(const classify_options *o, int *n)
 {
-    static _Thread_local run_option opts[4];
+    static _Thread_local run_option opts[5];
     opts[0] = (run_option){"--seed", (double)o->train.seed};
     opts[1] = (run_option){"--lr", o->train.lr};
     opts[2] = (run_option){"--dropout", (double)o->model.dropout};
     opts[3] = (run_option){"--matmul-precision", (double)o->train.matmul_precision};
-    *n = 4;
+    opts[4] = (run_option){"--no-pack", o->no_pack ? 1.0 : 0.0}; /* the blocks' dropout draws differ */
+    *n = 5;
     return opts;
 }
 
@@ -298,8 +299,8 @@ static int build_model(classify_run *run, classify_options *o)
     o->model.vocab_size = attn_vocab_size(run->vocab);
     /* a batch's reviews packed end to end where the model allows it (2.5x the padded samples/s on
      * full IMDB, docs/results.md), unless --no-pack */
-    o->model.pack = o->model.mask_padding && o->model.attention == ATTN_CLASSIFIER_SOFTMAX &&
-                    o->model.num_blocks == 0 && !o->no_pack;
+    o->model.pack = o->model.mask_padding && (o->model.attention == ATTN_CLASSIFIER_SOFTMAX || o->model.num_blocks > 0) &&
+                    !o->no_pack;
     run->params = attn_params_new();
     if (!run->params || attn_classifier_init(&run->model, run->params, &o->model, &rng) != ATTN_OK)
         return cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());

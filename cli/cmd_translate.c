@@ -32,6 +32,9 @@ static const cli_option options[] = {
     {"--warmup", "N", CLI_LONG, O(warmup), 1, 1000000, NULL, "800", "warm-up steps of the inverse-square-root schedule", "train"},
     {"--label-smoothing", "X", CLI_DOUBLE, O(label_smoothing), 0, 0.99, NULL, "0.1", "label smoothing", "train"},
     {"--budget-min", "M", CLI_LONG, O(budget_min), 1, 100000, NULL, NULL, "stop training after M minutes (then evaluate)", "train"},
+    {"--no-pack", NULL, CLI_FLAG, O(no_pack), 0, 0, NULL, NULL,
+     "the Transformer's batches padded to their longest pair; by default each batch's pairs are packed end to end, "
+     "no padding computed (the same model)", "train"},
     {"--keep-epochs", "K", CLI_LONG, O(keep_epochs), 1, 1000, NULL, NULL,
      "also keep the parameters of the last K epochs as CHECKPOINT.epochN (for --average)", "train"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "evaluation and translation:"},
@@ -146,6 +149,9 @@ static int validate(const translate_options *o, int action, int n_texts, const c
     if (action != TRAIN) return CLI_OK;
     if (o->model.kind == ATTN_SEQ2SEQ_BAHDANAU && o->layers > 8)
         return cli_fail(CLI_ERR_USAGE, "translate", "--layers %d: the Bahdanau GRU has at most 8 layers", o->layers);
+    if (o->model.kind == ATTN_SEQ2SEQ_BAHDANAU && o->no_pack)
+        return cli_fail(CLI_ERR_USAGE, "translate", "--no-pack applies to the Transformer (the Bahdanau GRU's batches "
+                        "are padded)");
     if (o->model.kind == ATTN_SEQ2SEQ_BAHDANAU && *given)
         return cli_fail(CLI_ERR_USAGE, "translate", "%s: the Bahdanau GRU has no attention heads or feed-forward "
                         "layers; it would be stored and ignored", given);
@@ -268,7 +274,7 @@ const char *const *translate_config_kv(const attn_seq2seq_config *c, int *n)
 
 const run_option *translate_run_options(const translate_options *o, int *n)
 {
-    static _Thread_local run_option opts[7];
+    static _Thread_local run_option opts[8];
     opts[0] = (run_option){"--seed", (double)o->train.seed};
     opts[1] = (run_option){"--lr", o->train.lr};
     opts[2] = (run_option){"--dropout", (double)o->model.dropout};
@@ -276,7 +282,8 @@ const run_option *translate_run_options(const translate_options *o, int *n)
     opts[4] = (run_option){"--warmup", (double)o->warmup};
     opts[5] = (run_option){"--min-freq", (double)o->min_freq};
     opts[6] = (run_option){"--matmul-precision", (double)o->train.matmul_precision};
-    *n = 7;
+    opts[7] = (run_option){"--no-pack", o->no_pack ? 1.0 : 0.0}; /* dropout draws differ */
+    *n = 8;
     return opts;
 }
 

@@ -13,6 +13,7 @@ typedef struct translate_options {
     long warmup, beam, budget_min, min_freq, eval_limit, keep_epochs;
     double label_smoothing, length_penalty;
     bool average_heads;
+    bool no_pack;   /* --no-pack: the Transformer's training batches padded, not packed */
     int model_kind; /* --model: an attn_seq2seq_kind */
     int layers;     /* --layers: encoder and decoder each */
 } translate_options;
@@ -41,17 +42,21 @@ int translate_evaluate(translate_run *run, const translate_split *split, const c
 /* Mean label-smoothed loss per target token with teacher forcing (no dropout). Every rank
  * scores its share of the batches; every rank must call it. */
 int translate_val_loss(translate_run *run, const translate_split *split, double *loss);
-/* Padded batch buffers for rows of a split: src + <eos>, <bos> + tgt, tgt + <eos>. */
+/* Batch buffers for rows of a split: src + <eos>, <bos> + tgt, tgt + <eos>, padded and packed end
+ * to end (the same sequences: each row's first src_lens / tgt_lens ids). */
 typedef struct translate_batch {
     int64_t *src, *src_lens, *tgt_in, *tgt_out, *tgt_lens; /* (B, S), (B), (B, T), (B, T), (B) */
     int64_t n, src_width, tgt_width, tokens;
+    int64_t *cu_src, *cu_tgt;                   /* (B + 1) offsets of the packed sequences */
+    int64_t *src_packed, *tgt_in_packed, *tgt_out_packed; /* (total_s), (total_t), (total_t) */
 } translate_batch;
 attn_status translate_batch_fill(translate_batch *b, const translate_run *run,
                                  const translate_split *split, const int64_t *rows, int64_t n);
 void translate_batch_free(translate_batch *b);
 /* The target tokens of ids[0..n) (specials dropped) as a detokenised, malloc'd string. */
 char *translate_detok(const translate_run *run, const int64_t *ids, int64_t n, attn_tokens *scratch);
-/* Forward + label-smoothed cross-entropy of a batch (scalar tensor in ctx). */
+/* Forward + label-smoothed cross-entropy of a batch (scalar tensor in ctx), on the packed
+ * sequences unless --no-pack or the Bahdanau model. */
 attn_tensor *translate_loss(attn_ctx *ctx, const translate_run *run, const translate_batch *b);
 const char *const *translate_config_kv(const attn_seq2seq_config *c, int *n);
 /* "<checkpoint>.<side>.vocab" (side "src" or "tgt"), malloc'd, beside a symlinked checkpoint's target:

@@ -14,7 +14,33 @@ void translate_batch_free(translate_batch *b)
     free(b->tgt_in);
     free(b->tgt_out);
     free(b->tgt_lens);
+    free(b->cu_src), free(b->cu_tgt), free(b->src_packed), free(b->tgt_in_packed), free(b->tgt_out_packed);
     memset(b, 0, sizeof *b);
+}
+
+/* The padded rows' first src_lens / tgt_lens ids end to end (each length in [1, width]) */
+static attn_status pack(translate_batch *b)
+{
+    const int64_t n = b->n;
+    b->cu_src = malloc((size_t)(n + 1) * sizeof *b->cu_src);
+    b->cu_tgt = malloc((size_t)(n + 1) * sizeof *b->cu_tgt);
+    if (!b->cu_src || !b->cu_tgt) return ATTN_ERR_NOMEM;
+    b->cu_src[0] = b->cu_tgt[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        b->cu_src[i + 1] = b->cu_src[i] + b->src_lens[i];
+        b->cu_tgt[i + 1] = b->cu_tgt[i] + (b->tgt_lens[i] > 0 ? b->tgt_lens[i] : 1);
+    }
+    b->src_packed = malloc((size_t)b->cu_src[n] * sizeof *b->src_packed);
+    b->tgt_in_packed = malloc((size_t)b->cu_tgt[n] * sizeof *b->tgt_in_packed);
+    b->tgt_out_packed = malloc((size_t)b->cu_tgt[n] * sizeof *b->tgt_out_packed);
+    if (!b->src_packed || !b->tgt_in_packed || !b->tgt_out_packed) return ATTN_ERR_NOMEM;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t ls = b->cu_src[i + 1] - b->cu_src[i], lt = b->cu_tgt[i + 1] - b->cu_tgt[i];
+        memcpy(b->src_packed + b->cu_src[i], b->src + i * b->src_width, (size_t)ls * sizeof *b->src);
+        memcpy(b->tgt_in_packed + b->cu_tgt[i], b->tgt_in + i * b->tgt_width, (size_t)lt * sizeof *b->tgt_in);
+        memcpy(b->tgt_out_packed + b->cu_tgt[i], b->tgt_out + i * b->tgt_width, (size_t)lt * sizeof *b->tgt_out);
+    }
+    return ATTN_OK;
 }
 
 attn_status translate_batch_fill(translate_batch *b, const translate_run *run, const translate_split *split,
@@ -45,7 +71,7 @@ attn_status translate_batch_fill(translate_batch *b, const translate_run *run, c
         if (b->src_lens[i] < 1) b->src_lens[i] = 1;
         b->tokens += b->src_lens[i] + b->tgt_lens[i];
     }
-    return ATTN_OK;
+    return pack(b);
 }
 
 int translate_val_loss(translate_run *run, const translate_split *split, double *loss)

@@ -725,6 +725,14 @@ ATTN_API attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, a
  * num_kv_heads and dropout as attn_mha_forward. */
 ATTN_API attn_tensor *attn_mha_forward_packed(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x,
                                               const int64_t *cu_seqlens, int64_t batch, bool causal);
+/* Cross-attention of packed sequences: query (total_q, E) holds `batch` sequences at cu_seqlens_q,
+ * memory (total_k, kdim) the keys and values of each at cu_seqlens_k (kdim = vdim) -> (total_q, E):
+ * query sequence b attends to memory sequence b alone, what attn_mha_forward gives the padded
+ * sequences with the memory's padding masked, at their rows (a memory sequence of no rows gives
+ * its queries the output projection's bias). */
+ATTN_API attn_tensor *attn_mha_forward_packed_cross(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query,
+                                                    attn_tensor *memory, const int64_t *cu_seqlens_q,
+                                                    const int64_t *cu_seqlens_k, int64_t batch);
 
 /* Softmax over the last dim of scores (B, Lq, Lk) with D2L's valid_lens ((B) or (B, Lq); NULL
  * or no data: none): keys j >= len get weight 0; a row with len 0 is all 0 (D2L would give
@@ -905,6 +913,13 @@ ATTN_API attn_status attn_encoder_layer_init(attn_encoder_layer *m, attn_params 
 ATTN_API attn_tensor *attn_encoder_layer_forward(attn_ctx *ctx, const attn_encoder_layer *m,
                                                  attn_tensor *x, const attn_mask *mask,
                                                  attn_tensor **weights);
+/* The layer over sequences packed end to end (attn_mha_forward_packed): x (total, E) holds
+ * `batch` sequences at cu_seqlens -> (total, E), what attn_encoder_layer_forward gives the padded
+ * sequences with their padding masked, at their rows; rotary positions (cfg.rope_base) count from
+ * 0 in each sequence. */
+ATTN_API attn_tensor *attn_encoder_layer_forward_packed(attn_ctx *ctx, const attn_encoder_layer *m,
+                                                        attn_tensor *x, const int64_t *cu_seqlens,
+                                                        int64_t batch);
 
 /* Adds "multihead_attn.*" (cross-attention) and "norm3.*" */
 typedef struct attn_decoder_layer {
@@ -925,6 +940,14 @@ ATTN_API attn_tensor *attn_decoder_layer_forward(attn_ctx *ctx, const attn_decod
                                                  const attn_mask *cross_mask,
                                                  attn_tensor **self_weights,
                                                  attn_tensor **cross_weights);
+/* Packed: x (total_t, E) holds `batch` target sequences at cu_seqlens_t, each attending causally to
+ * itself and to memory sequence b of memory (total_s, E) at cu_seqlens_s -> (total_t, E), what
+ * attn_decoder_layer_forward gives the padded sequences under causal + target padding and source
+ * padding masks, at their rows. */
+ATTN_API attn_tensor *attn_decoder_layer_forward_packed(attn_ctx *ctx, const attn_decoder_layer *m,
+                                                        attn_tensor *x, const int64_t *cu_seqlens_t,
+                                                        attn_tensor *memory, const int64_t *cu_seqlens_s,
+                                                        int64_t batch);
 
 /* ======================================================================================
  * Models of the seeds
@@ -952,10 +975,11 @@ typedef struct attn_classifier_config {
     int64_t additive_hidden;/* additive attention's hidden size (0: embed_dim) */
     bool mask_padding;      /* keys at padding positions masked and the mean over real tokens
                                only; false = the seed (attends to and averages the padding) */
-    bool pack;              /* with mask_padding, the softmax attention and no blocks: each batch's
-                               sequences packed end to end (attn_mha_forward_packed), no padding
-                               computed; the same model as without (equal up to float32
-                               rounding). A way of running, not stored with the model */
+    bool pack;              /* with mask_padding, and blocks or the softmax attention: each batch's
+                               sequences packed end to end (attn_mha_forward_packed, the blocks'
+                               attn_encoder_layer_forward_packed), no padding computed; the same
+                               model as without (equal up to float32 rounding; the blocks'
+                               dropout draws differ). A way of running, not stored with the model */
 } attn_classifier_config;
 
 /* The seed's hyper-parameters: E 128, 4 heads, hidden 256, 2 classes, max_len 512, dropout 0.5. */
@@ -1027,6 +1051,14 @@ ATTN_API attn_tensor *attn_seq2seq_forward(attn_ctx *ctx, const attn_seq2seq *m,
                                            int64_t batch, int64_t src_len, const int64_t *tgt_in,
                                            const int64_t *tgt_lens, int64_t tgt_len,
                                            attn_tensor **cross_weights);
+/* Teacher forcing over pairs packed end to end, without padding (Transformer only): src
+ * (total_s) ids with sequence b at [cu_src[b], cu_src[b+1]), tgt_in (total_t) at cu_tgt (batch + 1
+ * offsets each, every length in [1, max_len]) -> logits (total_t, V_tgt), what attn_seq2seq_forward
+ * gives the same pairs padded, at their rows (equal up to float32 rounding; dropout draws
+ * differ). */
+ATTN_API attn_tensor *attn_seq2seq_forward_packed(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                                                  const int64_t *cu_src, const int64_t *tgt_in,
+                                                  const int64_t *cu_tgt, int64_t batch);
 /* Step-by-step decoding, for a search of the caller's own: the source is encoded once, then each
  * step feeds every row's latest token and returns the next token's logits. Rows: `beams`
  * consecutive rows per source sentence (R = batch * beams; row r decodes sentence r / beams).

@@ -186,6 +186,9 @@ static void all_null(void)
     EXPECT_STATUS(attn_mha_init_gqa(NULL, NULL, NULL, 1, 1, 1, 1, 1, false, 1.0f, NULL));
     EXPECT_NULL(attn_mha_forward(NULL, NULL, NULL, NULL, NULL, NULL, NULL));
     EXPECT_NULL(attn_mha_forward_packed(NULL, NULL, NULL, NULL, 1, false));
+    EXPECT_NULL(attn_mha_forward_packed_cross(NULL, NULL, NULL, NULL, NULL, NULL, 1));
+    EXPECT_NULL(attn_encoder_layer_forward_packed(NULL, NULL, NULL, NULL, 1));
+    EXPECT_NULL(attn_decoder_layer_forward_packed(NULL, NULL, NULL, NULL, NULL, NULL, 1));
     EXPECT_NULL(attn_masked_softmax(NULL, NULL, NULL));
     EXPECT_NULL(attn_additive_scores(NULL, NULL, NULL, NULL));
     EXPECT_STATUS(attn_additive_init(NULL, NULL, NULL, 1, 1, 1, 1.0f, NULL));
@@ -212,6 +215,7 @@ static void all_null(void)
     EXPECT_STATUS(attn_seq2seq_init(NULL, NULL, NULL, NULL));
     EXPECT_NOOP(attn_seq2seq_free(NULL));
     EXPECT_NULL(attn_seq2seq_forward(NULL, NULL, NULL, NULL, 1, 1, NULL, NULL, 1, NULL));
+    EXPECT_NULL(attn_seq2seq_forward_packed(NULL, NULL, NULL, NULL, NULL, NULL, 1));
     EXPECT_STATUS(attn_seq2seq_greedy(NULL, NULL, NULL, NULL, 1, 1, 1, NULL, NULL));
     EXPECT_STATUS(attn_seq2seq_beam(NULL, NULL, NULL, 1, 1, 1.0f, 1, NULL, NULL, NULL));
     EXPECT_NULL(attn_seq2seq_decoder_new(NULL, NULL, NULL, 1, 1, 1, 1, ATTN_SEQ2SEQ_DECODE_CACHED));

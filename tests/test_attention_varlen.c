@@ -406,7 +406,7 @@ static void mha_packed(bool causal)
         free(rows[0]), free(rows[1]);
     }
     TK_CHECK(!attn_mha_forward_packed(pctx, &m, xp, cu, NB, causal) && attn_last_status() == ATTN_ERR_SHAPE &&
-                 strstr(attn_last_error(), "expected (total, 16)"),
+                 strstr(attn_last_error(), "expected (total_q, 16)"),
              "a 3-D x refused: %s", attn_last_error());
     for (size_t i = 0; i < 8; i++) free(padded_grads[i]);
     free(g);

@@ -1,11 +1,14 @@
-/* The classifier with pack (each batch's reviews end to end through attn_mha_forward_packed)
- * against the same model padded with mask_padding, on the same parameters, ids and dropout draws
- * (the same ctx seed): logits and every parameter's gradient, learned and sinusoidal positions,
- * on 1 and 2 threads; a batch whose weights are asked for takes the padded path (the weights are
- * there); pack without mask_padding, with another attention or with blocks is refused.
+/* The classifier with pack (each batch's reviews end to end through attn_mha_forward_packed, or
+ * the blocks' attn_encoder_layer_forward_packed) against the same model padded with mask_padding,
+ * on the same parameters, ids and dropout draws (the same ctx seed; the blocks' dropout 0, whose
+ * draws would differ): logits and every parameter's gradient, learned and sinusoidal positions,
+ * one attention layer and two pre-LN blocks of the linear variant's config, on 1 and 2 threads; a
+ * batch whose weights are asked for takes the padded path (the weights are there); pack without
+ * mask_padding, or with another attention and no blocks, is refused.
  * Tolerance: two float32 sides through the embedding, the MHA (TK_TOL_MHA's 160 roundings, cond 4:
  * test_golden_attention.c), the mean over at most 10 positions and the head's two layers (16 and
- * 8 terms): tk_tol_of(2, 200, 4, 8). */
+ * 8 terms): tk_tol_of(2, 200, 4, 8); with blocks, two encoder layers as test_packed_layers:
+ * tk_tol_of(2, 2000, 4, 8). */
 #include "testkit.h"
 
 #include <stdlib.h>
@@ -13,11 +16,13 @@
 
 enum { B = 4, LEN = 10, VOCAB = 50 };
 
-static void packed_against_padded(bool sinusoidal, int threads)
+static void packed_against_padded(bool sinusoidal, int blocks, int threads)
 {
     attn_classifier_config c = attn_classifier_defaults(VOCAB);
     c.embed_dim = 16, c.num_heads = 4, c.hidden_dim = 8, c.max_len = 12, c.mask_padding = true;
     c.sinusoidal = sinusoidal, c.dropout = 0.3f;
+    c.num_blocks = blocks, c.norm_first = true, c.block_dropout = 0.0f;
+    if (blocks) c.attention = ATTN_CLASSIFIER_LINEAR; /* unused with blocks, and no obstacle to pack */
     attn_params *p = attn_params_new();
     attn_classifier m;
     attn_rng rng;
@@ -51,15 +56,15 @@ static void packed_against_padded(bool sinusoidal, int threads)
         }
         attn_ctx_free(ctx);
     }
-    const tk_tol tol = tk_tol_of(2, 200, 4, 8);
+    const tk_tol tol = blocks ? tk_tol_of(2, 2000, 4, 8) : tk_tol_of(2, 200, 4, 8);
     char what[160];
     if (logits[0] && logits[1]) {
-        snprintf(what, sizeof what, "%s positions, %d threads: packed logits against padded",
-                 sinusoidal ? "sinusoidal" : "learned", threads);
+        snprintf(what, sizeof what, "%s positions, %d blocks, %d threads: packed logits against padded",
+                 sinusoidal ? "sinusoidal" : "learned", blocks, threads);
         tk_close_scaled(what, logits[1], logits[0], B * 2, tol);
         for (size_t i = 0; i < n; i++) {
-            snprintf(what, sizeof what, "%s positions, %d threads: packed grad %s against padded",
-                     sinusoidal ? "sinusoidal" : "learned", threads, attn_params_name(p, i));
+            snprintf(what, sizeof what, "%s positions, %d blocks, %d threads: packed grad %s against padded",
+                     sinusoidal ? "sinusoidal" : "learned", blocks, threads, attn_params_name(p, i));
             tk_close_scaled(what, grads[1][i], grads[0][i], attn_params_at(p, i)->numel, tol);
         }
     }
@@ -67,7 +72,7 @@ static void packed_against_padded(bool sinusoidal, int threads)
     attn_ctx *ctx = attn_ctx_new(5);
     attn_ctx_set_training(ctx, false);
     attn_tensor *w = NULL, *out = attn_classifier_forward(ctx, &m, ids, lengths, B, LEN, &w);
-    TK_CHECK(out && w && w->ndim == 3 && w->shape[0] == B && w->shape[1] == LEN,
+    TK_CHECK(out && w && w->ndim == 3 && w->shape[0] == B && w->shape[1] == LEN && w->shape[2] == LEN,
              "pack with weights asked: the padded path's (B, L, L) weights (%s)", attn_last_error());
     attn_ctx_free(ctx);
     for (int k = 0; k < 2; k++) {
@@ -88,17 +93,19 @@ static void refusals(void)
              "pack without mask_padding refused (%s)", attn_last_error());
     c.mask_padding = true, c.attention = ATTN_CLASSIFIER_LINEAR;
     TK_CHECK(attn_classifier_init(&m, p, &c, NULL) == ATTN_ERR_ARG, "pack with linear attention refused");
-    c.attention = ATTN_CLASSIFIER_SOFTMAX, c.num_blocks = 1;
-    TK_CHECK(attn_classifier_init(&m, p, &c, NULL) == ATTN_ERR_ARG, "pack with Transformer blocks refused");
+    c.attention = ATTN_CLASSIFIER_ADDITIVE;
+    TK_CHECK(attn_classifier_init(&m, p, &c, NULL) == ATTN_ERR_ARG, "pack with additive attention refused");
     TK_CHECK(attn_params_count(p) == 0, "nothing registered by the refused inits");
     attn_params_free(p);
 }
 
 int main(void)
 {
-    packed_against_padded(false, 1);
-    packed_against_padded(true, 1);
-    packed_against_padded(false, 2);
+    packed_against_padded(false, 0, 1);
+    packed_against_padded(true, 0, 1);
+    packed_against_padded(false, 0, 2);
+    packed_against_padded(true, 2, 1);
+    packed_against_padded(false, 2, 2);
     refusals();
     return tk_finish("test_classifier_packed");
 }

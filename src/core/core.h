@@ -146,5 +146,11 @@ ATTN__SIBLING attn_status attn__outfile_write_error(attn__outfile *o, int err);
 attn_status attn__lens_check(const attn_lens *lens, int64_t batch, int64_t lq, const char *op);
 /* m->key_padding (NULL: none) has key_padding_shape (batch, lk). */
 attn_status attn__key_padding_check(const attn_mask *m, int64_t batch, int64_t lk, const char *op);
+/* The offsets of sequences packed end to end (attn_sdpa_varlen's cu_seqlens; `name` in messages):
+ * batch + 1 of them, 0 first, non-decreasing, `total` (the rows of `rows`) last. */
+attn_status attn__cu_seqlens_check(const int64_t *cu, int64_t batch, int64_t total, const char *op, const char *name,
+                                   const char *rows);
+/* Each packed row's place in its sequence, (cu[batch]) in the arena, for checked offsets. */
+int64_t *attn__cu_positions(attn_ctx *ctx, const int64_t *cu, int64_t batch);
 
 #endif

@@ -44,3 +44,30 @@ attn_status attn__key_padding_check(const attn_mask *m, int64_t batch, int64_t l
     }
     return ATTN_OK;
 }
+
+attn_status attn__cu_seqlens_check(const int64_t *cu, int64_t batch, int64_t total, const char *op, const char *name,
+                                   const char *rows)
+{
+    if (!cu) return attn__fail(ATTN_ERR_ARG, "%s: %s is NULL; expected %lld + 1 offsets", op, name, (long long)batch);
+    if (cu[0] != 0)
+        return attn__fail(ATTN_ERR_ARG, "%s: %s[0] = %lld; expected 0 (the offsets start at the first row)", op, name,
+                          (long long)cu[0]);
+    for (int64_t b = 0; b < batch; b++)
+        if (cu[b + 1] < cu[b])
+            return attn__fail(ATTN_ERR_ARG, "%s: %s[%lld] = %lld < %s[%lld] = %lld; expected non-decreasing "
+                              "offsets (sequence %lld would have a negative length)", op, name, (long long)(b + 1),
+                              (long long)cu[b + 1], name, (long long)b, (long long)cu[b], (long long)b);
+    if (cu[batch] != total)
+        return attn__fail(ATTN_ERR_SHAPE, "%s: %s[%lld] = %lld; expected %s's %lld rows (the last offset is "
+                          "the total)", op, name, (long long)batch, (long long)cu[batch], rows, (long long)total);
+    return ATTN_OK;
+}
+
+int64_t *attn__cu_positions(attn_ctx *ctx, const int64_t *cu, int64_t batch)
+{
+    int64_t *pos = attn_arena_alloc(&ctx->arena, sizeof *pos * (size_t)(cu[batch] > 0 ? cu[batch] : 1)); /* (total) */
+    if (pos)
+        for (int64_t b = 0; b < batch; b++)
+            for (int64_t i = cu[b]; i < cu[b + 1]; i++) pos[i] = i - cu[b];
+    return pos;
+}

@@ -57,9 +57,9 @@ static attn_status init_classifier(attn_classifier *m, attn_params *p, const att
         cfg->additive_hidden < 0)
         return attn__fail(ATTN_ERR_ARG, "classifier_init: sizes must be >= 1, blocks >= 0, "
                                         "additive_hidden >= 0 and dropout in [0, 1)");
-    if (cfg->pack && !(cfg->mask_padding && cfg->attention == ATTN_CLASSIFIER_SOFTMAX && cfg->num_blocks == 0))
-        return attn__fail(ATTN_ERR_ARG, "classifier_init: pack needs mask_padding and the softmax attention without "
-                          "blocks (mask_padding %d, attention %d, blocks %d)", (int)cfg->mask_padding,
+    if (cfg->pack && !(cfg->mask_padding && (cfg->attention == ATTN_CLASSIFIER_SOFTMAX || cfg->num_blocks > 0)))
+        return attn__fail(ATTN_ERR_ARG, "classifier_init: pack needs mask_padding, and Transformer blocks or the "
+                          "softmax attention (mask_padding %d, attention %d, blocks %d)", (int)cfg->mask_padding,
                           (int)cfg->attention, cfg->num_blocks);
     if (cfg->sinusoidal && cfg->embed_dim % 2)
         return attn__fail(ATTN_ERR_ARG, "classifier_init: sinusoidal positions need an even embed_dim, "
@@ -165,7 +165,7 @@ static attn_tensor *padded_pooled(attn_ctx *ctx, const attn_classifier *m, const
 }
 
 /* cfg.pack: the batch's sequences end to end, (total, E) from the embedding on (the real tokens
- * only), attention by attn_mha_forward_packed, and the mean of each sequence's rows as a (B, total)
+ * only), attention by attn_mha_forward_packed (blocks: attn_encoder_layer_forward_packed), and the mean of each sequence's rows as a (B, total)
  * matrix of 1 / len_b times them: pooled (B, E), what pool() gives the padded batch with
  * mask_padding. */
 static attn_tensor *packed_pooled(attn_ctx *ctx, const attn_classifier *m, const int64_t *ids, const int64_t *lengths,
@@ -190,7 +190,9 @@ static attn_tensor *packed_pooled(attn_ctx *ctx, const attn_classifier *m, const
                                            : attn_reshape(ctx, m->pos.table, 2, (int64_t[]){m->cfg.max_len, E});
     attn_tensor *x = attn_add(ctx, attn_embedding_forward(ctx, &m->embedding, tokens, 1, &total),
                               table ? attn_embedding(ctx, table, positions, 1, &total, -1) : NULL); /* (total, E) */
-    attn_tensor *h = attn_mha_forward_packed(ctx, &m->mha, x, cu, batch, false);
+    attn_tensor *h = x;
+    if (m->cfg.num_blocks == 0) h = attn_mha_forward_packed(ctx, &m->mha, x, cu, batch, false);
+    for (int i = 0; i < m->cfg.num_blocks && h; i++) h = attn_encoder_layer_forward_packed(ctx, &m->blocks[i], h, cu, batch);
     return attn_matmul(ctx, mean, h, false, false);
 }
 

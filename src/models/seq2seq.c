@@ -114,3 +114,32 @@ attn_tensor *attn_seq2seq_forward(attn_ctx *ctx, const attn_seq2seq *m, const in
     if (attn__seq2seq_encode(ctx, m, src, src_lens, batch, src_len, &mem) != ATTN_OK) return NULL;
     return attn__seq2seq_decode(ctx, m, &mem, tgt_in, tgt_lens, tgt_len, cross_weights);
 }
+
+/* cu (batch + 1) offsets of sequences of 1..max_len ids each */
+static attn_status check_packed(const int64_t *cu, int64_t batch, int64_t max_len, const char *name)
+{
+    if (!cu) return attn__fail(ATTN_ERR_ARG, "seq2seq_packed: %s is NULL", name);
+    if (attn__cu_seqlens_check(cu, batch, cu[batch], "seq2seq_packed", name, name) != ATTN_OK) return attn_last_status();
+    for (int64_t b = 0; b < batch; b++)
+        if (cu[b + 1] - cu[b] < 1 || cu[b + 1] - cu[b] > max_len)
+            return attn__fail(ATTN_ERR_ARG, "seq2seq_packed: sequence %lld of %s has %lld tokens; expected 1 to %lld",
+                              (long long)b, name, (long long)(cu[b + 1] - cu[b]), (long long)max_len);
+    return ATTN_OK;
+}
+
+attn_tensor *attn_seq2seq_forward_packed(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                                         const int64_t *cu_src, const int64_t *tgt_in, const int64_t *cu_tgt,
+                                         int64_t batch)
+{
+    if (!ctx || !m || !src || !cu_src || !tgt_in || !cu_tgt) return attn__null_input(__func__);
+    if (m->cfg.kind != ATTN_SEQ2SEQ_TRANSFORMER)
+        return attn__fail_null(ATTN_ERR_ARG, "seq2seq_packed: packed batches are for the Transformer; the Bahdanau "
+                               "GRU runs padded batches (attn_seq2seq_forward)");
+    if (batch < 1) return attn__fail_null(ATTN_ERR_ARG, "seq2seq_packed: batch = %lld; expected >= 1 pair", (long long)batch);
+    if (check_packed(cu_src, batch, m->cfg.max_len, "cu_src") != ATTN_OK ||
+        check_packed(cu_tgt, batch, m->cfg.max_len, "cu_tgt") != ATTN_OK ||
+        check_ids(src, cu_src[batch], m->cfg.src_vocab, "source") != ATTN_OK ||
+        check_ids(tgt_in, cu_tgt[batch], m->cfg.tgt_vocab, "target") != ATTN_OK)
+        return NULL;
+    return attn__transformer_forward_packed(ctx, m, src, cu_src, tgt_in, cu_tgt, batch);
+}

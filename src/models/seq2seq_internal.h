@@ -25,6 +25,11 @@ attn_tensor *attn__transformer_decode(attn_ctx *ctx, const attn_seq2seq *m, cons
                                 const int64_t *tgt, const int64_t *tgt_lens, int64_t tgt_len,
                                 attn_tensor **cross_weights);
 
+/* attn_seq2seq_forward_packed after its checks: logits (total_t, V_tgt) */
+attn_tensor *attn__transformer_forward_packed(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                                              const int64_t *cu_src, const int64_t *tgt_in, const int64_t *cu_tgt,
+                                              int64_t batch);
+
 attn_status attn__bahdanau_init(attn_seq2seq *m, attn_params *p, attn_rng *rng);
 attn_status attn__bahdanau_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                             seq2seq_memory *mem);

@@ -1,7 +1,8 @@
 /* The Transformer encoder-decoder (post-LN, as the paper, D2L and seed 003):
  *   enc: x = dropout(emb_src(src) * sqrt(d) + PE); x = encoder_layer_i(x, src padding)
  *   dec: y = dropout(emb_tgt(tgt) * sqrt(d) + PE);
- *        y = decoder_layer_i(y, memory, causal + tgt padding, src padding);  logits = W y + b */
+ *        y = decoder_layer_i(y, memory, causal + tgt padding, src padding);  logits = W y + b
+ * Packed, the same over sequences end to end, each row's position its place in its sequence. */
 #include "seq2seq_internal.h"
 
 #include <math.h>
@@ -70,4 +71,31 @@ attn_tensor *attn__transformer_decode(attn_ctx *ctx, const attn_seq2seq *m, cons
         y = attn_decoder_layer_forward(ctx, &m->dec[i], y, mem->enc_out, &self, &cross, NULL,
                                        i == last ? cross_weights : NULL);
     return attn_linear_forward(ctx, &m->generator, y);
+}
+
+/* dropout(emb(ids) * sqrt(d) + PE[position]) of the packed sequences at cu: (total, d) */
+static attn_tensor *embed_packed(attn_ctx *ctx, const attn_seq2seq *m, const attn_embedding_layer *emb,
+                                 const int64_t *ids, const int64_t *cu, int64_t batch)
+{
+    const int64_t d = m->cfg.d_model, total = cu[batch];
+    int64_t longest = 1;
+    for (int64_t b = 0; b < batch; b++) longest = cu[b + 1] - cu[b] > longest ? cu[b + 1] - cu[b] : longest;
+    const int64_t *positions = attn__cu_positions(ctx, cu, batch); /* (total) */
+    attn_tensor *table = attn_sinusoidal_table(ctx, longest, d, ATTN_PE_INTERLEAVED);
+    if (!positions || !table) return NULL;
+    attn_tensor *x = attn_scale(ctx, attn_embedding_forward(ctx, emb, ids, 1, &total), sqrtf((float)d));
+    x = attn_add(ctx, x, attn_embedding(ctx, table, positions, 1, &total, -1));
+    return attn_dropout(ctx, x, m->cfg.dropout);
+}
+
+attn_tensor *attn__transformer_forward_packed(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                                              const int64_t *cu_src, const int64_t *tgt_in, const int64_t *cu_tgt,
+                                              int64_t batch)
+{
+    attn_tensor *x = embed_packed(ctx, m, &m->src_embedding, src, cu_src, batch); /* (total_s, d) */
+    for (int i = 0; i < m->cfg.enc_layers && x; i++) x = attn_encoder_layer_forward_packed(ctx, &m->enc[i], x, cu_src, batch);
+    attn_tensor *y = x ? embed_packed(ctx, m, &m->tgt_embedding, tgt_in, cu_tgt, batch) : NULL; /* (total_t, d) */
+    for (int i = 0; i < m->cfg.dec_layers && y; i++)
+        y = attn_decoder_layer_forward_packed(ctx, &m->dec[i], y, cu_tgt, x, cu_src, batch);
+    return y ? attn_linear_forward(ctx, &m->generator, y) : NULL;
 }

@@ -110,17 +110,26 @@ attn_tensor *attn__mha_project(attn_ctx *ctx, const attn_mha_layer *m, attn_tens
     return attn_linear(ctx, x, w, b);
 }
 
-/* The inputs (query, key, value) projected and split into heads. With the packed in_proj_weight,
- * consecutive inputs that are one tensor (self-attention's three, cross-attention's key and value)
- * share one projection op whose weight gradient is one GEMM (fused.h), as torch's packed path. */
-static attn_status project_heads(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *const in[3],
-                                 attn_tensor *heads[3])
+/* One projection y as attention takes it: (B, L, width) split into heads (B, heads, L, E/H), or
+ * packed (total, width) read as (total, heads, E/H) */
+static attn_tensor *as_heads(attn_ctx *ctx, attn_tensor *y, int64_t heads, int64_t dh, bool packed)
 {
-    const int64_t E = m->embed_dim, H = m->num_heads;
+    if (!y) return NULL;
+    return packed ? attn_reshape(ctx, y, 3, (int64_t[]){y->shape[0], heads, dh}) : attn_split_heads(ctx, y, heads);
+}
+
+/* The inputs (query, key, value) projected and split into heads (as_heads). With the packed
+ * in_proj_weight, consecutive inputs that are one tensor (self-attention's three, cross-attention's
+ * key and value) share one projection op whose weight gradient is one GEMM (fused.h), as torch's
+ * packed path. */
+static attn_status project_heads(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *const in[3],
+                                 attn_tensor *heads[3], bool packed)
+{
+    const int64_t E = m->embed_dim, H = m->num_heads, Dh = E / H;
     for (int i = 0, n; i < 3; i += n) {
         for (n = 1; m->in_proj_weight && i + n < 3 && in[i + n] == in[i];) n++;
         if (n == 1) {
-            heads[i] = attn_split_heads(ctx, attn__mha_project(ctx, m, in[i], i), i == 0 ? H : kv_heads(m));
+            heads[i] = as_heads(ctx, attn__mha_project(ctx, m, in[i], i), i == 0 ? H : kv_heads(m), Dh, packed);
             if (!heads[i]) return attn_last_status();
             continue;
         }
@@ -129,8 +138,13 @@ static attn_status project_heads(attn_ctx *ctx, const attn_mha_layer *m, attn_te
         attn_tensor *b = !m->in_proj_bias || all ? m->in_proj_bias
                                                  : attn_narrow(ctx, m->in_proj_bias, 0, i * E, n * E);
         attn_tensor *y = w && (b || !m->in_proj_bias) ? attn__linear_blocks(ctx, in[i], w, b, n) : NULL;
-        for (int j = 0; j < n; j++)
-            if (!(heads[i + j] = attn__split_heads_block(ctx, y, j, n, H))) return attn_last_status();
+        const int64_t T = y ? y->shape[0] : 0; /* packed: (T, n E) as (1, T, n E), each block one "head" */
+        if (packed) y = attn_reshape(ctx, y, 3, (int64_t[]){1, T, n * E});
+        for (int j = 0; j < n; j++) {
+            heads[i + j] = attn__split_heads_block(ctx, y, j, n, packed ? 1 : H);
+            if (packed) heads[i + j] = attn_reshape(ctx, heads[i + j], 3, (int64_t[]){T, H, Dh});
+            if (!heads[i + j]) return attn_last_status();
+        }
     }
     return ATTN_OK;
 }
@@ -233,7 +247,7 @@ attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tenso
         per_head_4d("additive", &so.mask.additive_ndim, so.mask.additive_shape, B, H, Lq, Lk) != ATTN_OK)
         return NULL;
     attn_tensor *heads[3]; /* q, k, v: (B, H, L, E/H) */
-    if (project_heads(ctx, m, (attn_tensor *[3]){query, key, value}, heads) != ATTN_OK) return NULL;
+    if (project_heads(ctx, m, (attn_tensor *[3]){query, key, value}, heads, false) != ATTN_OK) return NULL;
     attn_tensor *q = heads[0], *k = heads[1], *v = heads[2];
     if (opts->rope) { /* each head's q and k rotated by its sequence positions 0, 1, 2, ... */
         attn_rope_opts r = *opts->rope;
@@ -253,20 +267,57 @@ attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tenso
     return out;
 }
 
+/* Packed self- or cross-attention: query (Tq, E) as sequences at cu_q, memory (Tk, E) at cu_k
+ * (for self-attention the same tensor and offsets); rope (NULL: none) at each row's place in its
+ * sequence. */
+static attn_tensor *mha_varlen(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query, attn_tensor *memory,
+                               const int64_t *cu_q, const int64_t *cu_k, int64_t batch, bool causal,
+                               const attn_rope_opts *rope, const char *op)
+{
+    char a[64], b[64];
+    if (query->ndim != 2 || memory->ndim != 2 || query->shape[1] != m->embed_dim || memory->shape[1] != m->kdim ||
+        m->kdim != m->vdim || m->num_heads < 1)
+        return attn__fail_null(ATTN_ERR_SHAPE, "%s: query %s, memory %s; expected (total_q, %lld) and (total_k, %lld) "
+                               "of a layer whose kdim and vdim are equal", op, attn_shape_str(query, a, 64),
+                               attn_shape_str(memory, b, 64), (long long)m->embed_dim, (long long)m->kdim);
+    if (batch < 1) return attn__fail_null(ATTN_ERR_ARG, "%s: batch = %lld; expected >= 1 sequence", op, (long long)batch);
+    if (attn__cu_seqlens_check(cu_q, batch, query->shape[0], op, "cu_seqlens_q", "query") != ATTN_OK ||
+        attn__cu_seqlens_check(cu_k, batch, memory->shape[0], op, "cu_seqlens_k", "memory") != ATTN_OK)
+        return NULL;
+    const int64_t Tq = query->shape[0], E = m->embed_dim, H = m->num_heads, Hkv = kv_heads(m);
+    attn_tensor *heads[3]; /* q (Tq, H, E/H), k and v (Tk, Hkv, E/H) */
+    if (project_heads(ctx, m, (attn_tensor *[3]){query, memory, memory}, heads, true) != ATTN_OK) return NULL;
+    attn_tensor *q = heads[0], *k = heads[1], *v = heads[2];
+    if (rope) {
+        attn_rope_opts r = *rope;
+        r.position_dim = 0;
+        r.positions = attn__cu_positions(ctx, cu_q, batch), r.n_positions = Tq;
+        if (!r.positions || !(q = attn_rope(ctx, q, &r))) return NULL;
+        r.positions = cu_k == cu_q ? r.positions : attn__cu_positions(ctx, cu_k, batch), r.n_positions = memory->shape[0];
+        if (!r.positions || !(k = attn_rope(ctx, k, &r))) return NULL;
+    }
+    const attn_varlen_opts o = {.causal = causal, .enable_gqa = Hkv != H, .dropout_p = m->dropout};
+    attn_tensor *o_heads = attn_sdpa_varlen(ctx, q, k, v, cu_q, cu_k, batch, &o); /* (Tq, H, E/H) */
+    return o_heads ? attn_linear_forward(ctx, &m->out_proj, attn_reshape(ctx, o_heads, 2, (int64_t[]){Tq, E})) : NULL;
+}
+
 attn_tensor *attn_mha_forward_packed(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x, const int64_t *cu_seqlens,
                                      int64_t batch, bool causal)
 {
     if (!ctx || !m || !x) return attn__null_input(__func__);
-    char a[64];
-    if (x->ndim != 2 || x->shape[1] != m->embed_dim || m->kdim != m->embed_dim || m->vdim != m->embed_dim ||
-        m->num_heads < 1)
-        return attn__fail_null(ATTN_ERR_SHAPE, "mha_packed: x %s; expected (total, %lld), the self-attention of a layer "
-                               "whose kdim and vdim are E", attn_shape_str(x, a, 64), (long long)m->embed_dim);
-    const int64_t T = x->shape[0], E = m->embed_dim, H = m->num_heads, Hkv = kv_heads(m), Dh = E / H;
-    attn_tensor *q = attn_reshape(ctx, attn__mha_project(ctx, m, x, 0), 3, (int64_t[]){T, H, Dh});   /* (total, H, Dh) */
-    attn_tensor *k = attn_reshape(ctx, attn__mha_project(ctx, m, x, 1), 3, (int64_t[]){T, Hkv, Dh}); /* (total, Hkv, Dh) */
-    attn_tensor *v = attn_reshape(ctx, attn__mha_project(ctx, m, x, 2), 3, (int64_t[]){T, Hkv, Dh});
-    const attn_varlen_opts o = {.causal = causal, .enable_gqa = Hkv != H, .dropout_p = m->dropout};
-    attn_tensor *heads = attn_sdpa_varlen(ctx, q, k, v, cu_seqlens, cu_seqlens, batch, &o); /* (total, H, Dh) */
-    return attn_linear_forward(ctx, &m->out_proj, attn_reshape(ctx, heads, 2, (int64_t[]){T, E}));
+    return mha_varlen(ctx, m, x, x, cu_seqlens, cu_seqlens, batch, causal, NULL, "mha_packed");
+}
+
+attn_tensor *attn_mha_forward_packed_cross(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query,
+                                           attn_tensor *memory, const int64_t *cu_seqlens_q,
+                                           const int64_t *cu_seqlens_k, int64_t batch)
+{
+    if (!ctx || !m || !query || !memory) return attn__null_input(__func__);
+    return mha_varlen(ctx, m, query, memory, cu_seqlens_q, cu_seqlens_k, batch, false, NULL, "mha_packed_cross");
+}
+
+attn_tensor *attn__mha_forward_packed_rope(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x,
+                                           const int64_t *cu_seqlens, int64_t batch, const attn_rope_opts *rope)
+{
+    return mha_varlen(ctx, m, x, x, cu_seqlens, cu_seqlens, batch, false, rope, "encoder_layer_packed");
 }

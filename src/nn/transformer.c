@@ -178,6 +178,34 @@ attn_tensor *attn_decoder_layer_forward(attn_ctx *ctx, const attn_decoder_layer 
     return residual(ctx, s3, x, ffn(ctx, &m->cfg, &m->linear1, &m->linear2, in));
 }
 
+attn_tensor *attn_encoder_layer_forward_packed(attn_ctx *ctx, const attn_encoder_layer *m, attn_tensor *x,
+                                               const int64_t *cu_seqlens, int64_t batch)
+{
+    if (!ctx || !m || !x) return attn__null_input(__func__);
+    const attn_rope_opts rope = {.layout = m->cfg.rope_layout, .base = m->cfg.rope_base, .rotary_dim = m->cfg.rope_dim};
+    sublayer s1 = {&m->cfg, &m->norm1}, s2 = {&m->cfg, &m->norm2};
+    attn_tensor *in = branch_input(ctx, s1, x);
+    x = residual(ctx, s1, x, attn__mha_forward_packed_rope(ctx, &m->self_attn, in, cu_seqlens, batch,
+                                                           m->cfg.rope_base > 0.0f ? &rope : NULL));
+    in = branch_input(ctx, s2, x);
+    return residual(ctx, s2, x, ffn(ctx, &m->cfg, &m->linear1, &m->linear2, in));
+}
+
+attn_tensor *attn_decoder_layer_forward_packed(attn_ctx *ctx, const attn_decoder_layer *m, attn_tensor *x,
+                                               const int64_t *cu_seqlens_t, attn_tensor *memory,
+                                               const int64_t *cu_seqlens_s, int64_t batch)
+{
+    if (!ctx || !m || !x || !memory) return attn__null_input(__func__);
+    sublayer s1 = {&m->cfg, &m->norm1}, s2 = {&m->cfg, &m->norm2}, s3 = {&m->cfg, &m->norm3};
+    attn_tensor *in = branch_input(ctx, s1, x);
+    x = residual(ctx, s1, x, attn_mha_forward_packed(ctx, &m->self_attn, in, cu_seqlens_t, batch, true));
+    in = branch_input(ctx, s2, x);
+    x = residual(ctx, s2, x, attn_mha_forward_packed_cross(ctx, &m->multihead_attn, in, memory, cu_seqlens_t,
+                                                           cu_seqlens_s, batch));
+    in = branch_input(ctx, s3, x);
+    return residual(ctx, s3, x, ffn(ctx, &m->cfg, &m->linear1, &m->linear2, in));
+}
+
 /* ---- The decoder layer one position at a time, over cached keys and values ---- */
 
 attn_status attn__decoder_layer_cache_memory(attn_ctx *ctx, const attn_decoder_layer *m, attn_tensor *memory,

@@ -90,24 +90,6 @@ static sdpa_problem largest_problem(const varlen_saved *s, int threads)
     return p;
 }
 
-/* cu (batch + 1): 0 first, non-decreasing, total last */
-static attn_status check_offsets(const int64_t *cu, int64_t batch, int64_t total, const char *name, const char *rows)
-{
-    if (!cu) return attn__fail(ATTN_ERR_ARG, "sdpa_varlen: %s is NULL; expected %lld + 1 offsets", name, (long long)batch);
-    if (cu[0] != 0)
-        return attn__fail(ATTN_ERR_ARG, "sdpa_varlen: %s[0] = %lld; expected 0 (the offsets start at the first row)",
-                          name, (long long)cu[0]);
-    for (int64_t b = 0; b < batch; b++)
-        if (cu[b + 1] < cu[b])
-            return attn__fail(ATTN_ERR_ARG, "sdpa_varlen: %s[%lld] = %lld < %s[%lld] = %lld; expected non-decreasing "
-                              "offsets (sequence %lld would have a negative length)", name, (long long)(b + 1),
-                              (long long)cu[b + 1], name, (long long)b, (long long)cu[b], (long long)b);
-    if (cu[batch] != total)
-        return attn__fail(ATTN_ERR_SHAPE, "sdpa_varlen: %s[%lld] = %lld; expected %s's %lld rows (the last offset is "
-                          "the total)", name, (long long)batch, (long long)cu[batch], rows, (long long)total);
-    return ATTN_OK;
-}
-
 /* q (total_q, H, D), k (total_k, Hkv, D), v (total_k, Hkv, Dv); Hkv = H, or dividing it with gqa */
 static attn_status check_shapes(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, bool gqa)
 {
@@ -323,8 +305,8 @@ attn_tensor *attn_sdpa_varlen(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, att
     if (!opts) opts = &defaults;
     if (batch < 1) return attn__fail_null(ATTN_ERR_ARG, "sdpa_varlen: batch = %lld; expected >= 1 sequence", (long long)batch);
     if (check_shapes(q, k, v, opts->enable_gqa) != ATTN_OK ||
-        check_offsets(cu_seqlens_q, batch, q->shape[0], "cu_seqlens_q", "q") != ATTN_OK ||
-        check_offsets(cu_seqlens_k, batch, k->shape[0], "cu_seqlens_k", "k and v") != ATTN_OK)
+        attn__cu_seqlens_check(cu_seqlens_q, batch, q->shape[0], "sdpa_varlen", "cu_seqlens_q", "q") != ATTN_OK ||
+        attn__cu_seqlens_check(cu_seqlens_k, batch, k->shape[0], "sdpa_varlen", "cu_seqlens_k", "k and v") != ATTN_OK)
         return NULL;
     varlen_saved s = {.batch = batch, .heads = q->shape[1], .heads_kv = k->shape[1], .total_q = q->shape[0]};
     s.base = (sdpa_problem){.batch = 1, .heads = s.heads, .heads_kv = s.heads_kv, .d = q->shape[2], .dv = v->shape[2]};
