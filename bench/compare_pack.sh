@@ -28,7 +28,7 @@ fi
 mkdir -p "$tmp/imdb/test/pos" "$tmp/imdb/test/neg"
 ln -s "$(readlink -f "$imdb/train")" "$tmp/imdb/train"
 for label in pos neg; do
-  find "$imdb/test/$label" -name '*.txt' | sort | head -100 | xargs cp -t "$tmp/imdb/test/$label"
+  find "$imdb/test/$label" -name '*.txt' | sort | sed -n 1,100p | xargs cp -t "$tmp/imdb/test/$label" # sed reads all: no SIGPIPE under pipefail
 done
 
 sides=(packed padded)

@@ -18,10 +18,10 @@ static const cli_option options[] = {
     {"--enable-gqa", NULL, CLI_FLAG, O(enable_gqa), 0, 0, NULL, NULL,
      "sdpa: k and v may have fewer heads, dividing q's (PyTorch's enable_gqa)"},
     {"--window", "LEFT,RIGHT", CLI_NAME, O(window), 0, 0, NULL, NULL,
-     "sdpa: FlashAttention's local window, bottom-right aligned (-1: unbounded; W keys: W-1,0)"},
+     "sdpa, mha: FlashAttention's local window, bottom-right aligned (-1: unbounded; W keys: W-1,0)"},
     {"--alibi", NULL, CLI_FLAG, O(alibi), 0, 0, NULL, NULL,
-     "sdpa: ALiBi with the paper's slopes (a tensor alibi_slopes, (H) or (B,H), in IN gives others)"},
-    {"--softcap", "C", CLI_FLOAT, O(softcap), 1e-30, 1e30, NULL, NULL, "sdpa: scores become C tanh(s / C)"},
+     "sdpa, mha: ALiBi with the paper's slopes (a tensor alibi_slopes, (H) or (B,H), in IN gives others)"},
+    {"--softcap", "C", CLI_FLOAT, O(softcap), 1e-30, 1e30, NULL, NULL, "sdpa, mha: scores become C tanh(s / C)"},
     {"--num-heads", "N", CLI_LONG, O(num_heads), 1, 4096, NULL, NULL, "heads (mha, conv_attention; required there)"},
     {"--need-weights", NULL, CLI_FLAG, O(need_weights), 0, 0, NULL, NULL, "also write `weights`"},
     {"--no-average-weights", NULL, CLI_FLAG, O(per_head_weights), 0, 0, NULL, NULL,
@@ -89,8 +89,11 @@ static int validate(const op_args *a, const op_mechanism *mech)
     bool heads = !strcmp(n, "mha") || !strcmp(n, "conv_attention");
     if (a->causal && !(mech->masks & OP_CAUSAL)) return cli_fail(CLI_ERR_USAGE, "op", "--causal does not apply to %s", n);
     if (a->scale != 0 && strcmp(n, "sdpa")) return cli_fail(CLI_ERR_USAGE, "op", "--scale applies to sdpa only");
-    if ((a->enable_gqa || a->window || a->alibi || a->softcap != 0) && strcmp(n, "sdpa"))
-        return cli_fail(CLI_ERR_USAGE, "op", "--enable-gqa, --window, --alibi and --softcap apply to sdpa only");
+    if (a->enable_gqa && strcmp(n, "sdpa"))
+        return cli_fail(CLI_ERR_USAGE, "op", "--enable-gqa applies to sdpa (mha reads its key/value heads off "
+                        "k_proj_weight)");
+    if ((a->window || a->alibi || a->softcap != 0) && strcmp(n, "sdpa") && strcmp(n, "mha"))
+        return cli_fail(CLI_ERR_USAGE, "op", "--window, --alibi and --softcap apply to sdpa and mha");
     if (a->impl != 0 && strcmp(n, "sdpa") && !heads)
         return cli_fail(CLI_ERR_USAGE, "op", "--impl (the SDPA kernel) applies to sdpa, mha and conv_attention only");
     if (a->need_weights && !strcmp(n, "linear"))

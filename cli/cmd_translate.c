@@ -27,6 +27,8 @@ static const cli_option options[] = {
     {"--ffn", "N", CLI_INT64, O(model.dim_feedforward), 1, 65536, NULL, "512", "feed-forward width", "train"},
     {"--layers", "N", CLI_INT, O(layers), 1, 64, NULL, "3", "encoder and decoder layers each", "train"},
     {"--dropout", "X", CLI_FLOAT, O(model.dropout), 0, 0.99, NULL, "0.1", "dropout", "train"},
+    {"--rope-base", "B", CLI_LONG, O(rope_base), 2, 10000000, NULL, NULL,
+     "rotary positions with base B in every self-attention instead of the sinusoidal table (Transformer)", "train"},
     {"--min-freq", "N", CLI_LONG, O(min_freq), 1, 1000000, NULL, "2", "vocabulary: tokens seen at least N times", "train"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "training schedule:"},
     {"--warmup", "N", CLI_LONG, O(warmup), 1, 1000000, NULL, "800", "warm-up steps of the inverse-square-root schedule", "train"},
@@ -149,6 +151,9 @@ static int validate(const translate_options *o, int action, int n_texts, const c
     if (action != TRAIN) return CLI_OK;
     if (o->model.kind == ATTN_SEQ2SEQ_BAHDANAU && o->layers > 8)
         return cli_fail(CLI_ERR_USAGE, "translate", "--layers %d: the Bahdanau GRU has at most 8 layers", o->layers);
+    if (o->model.kind == ATTN_SEQ2SEQ_BAHDANAU && o->rope_base)
+        return cli_fail(CLI_ERR_USAGE, "translate", "--rope-base applies to the Transformer (the Bahdanau GRU has no "
+                        "positions)");
     if (o->model.kind == ATTN_SEQ2SEQ_BAHDANAU && o->no_pack)
         return cli_fail(CLI_ERR_USAGE, "translate", "--no-pack applies to the Transformer (the Bahdanau GRU's batches "
                         "are padded)");
@@ -161,6 +166,10 @@ static int validate(const translate_options *o, int action, int n_texts, const c
     if (o->model.kind == ATTN_SEQ2SEQ_TRANSFORMER && o->model.d_model % o->model.num_heads != 0)
         return cli_fail(CLI_ERR_USAGE, "translate", "--heads %lld must divide --d-model %lld",
                         (long long)o->model.num_heads, (long long)o->model.d_model);
+    if (o->model.kind == ATTN_SEQ2SEQ_TRANSFORMER && o->rope_base && (o->model.d_model / o->model.num_heads) % 2)
+        return cli_fail(CLI_ERR_USAGE, "translate", "--rope-base: rotary positions turn pairs of each head's dims; "
+                        "the head width --d-model / --heads = %lld is odd",
+                        (long long)(o->model.d_model / o->model.num_heads));
     return CLI_OK;
 }
 
@@ -177,6 +186,7 @@ static int parse(int argc, char **argv, translate_options *o, int *action, const
     if (!o->data) o->data = cli_default_data("multi30k");
     o->model.kind = (attn_seq2seq_kind)o->model_kind;
     o->model.enc_layers = o->model.dec_layers = o->layers;
+    o->model.rope_base = (float)o->rope_base; /* whole numbers up to 1e7: exact */
     if (o->train.lr == 0) o->train.lr = o->model.kind == ATTN_SEQ2SEQ_TRANSFORMER ? 1.0 : 1e-3;
     o->model.max_len = o->train.max_len + 2; /* <bos>/<eos> */
     char given[32] = ""; /* model options the Bahdanau model has no use for */
@@ -263,6 +273,7 @@ static const config_field config_fields[] = {
     {"pad_id", CONFIG_I64, C(pad_id), 0, 100000000},
     {"bos_id", CONFIG_I64, C(bos_id), 0, 100000000},
     {"eos_id", CONFIG_I64, C(eos_id), 0, 100000000},
+    {"rope_base", CONFIG_F32, C(rope_base), 0, 10000000, .optional = true},
 };
 #undef C
 #define N_CONFIG_FIELDS (int)(sizeof config_fields / sizeof config_fields[0])

@@ -172,40 +172,48 @@ static attn_status mha_from_file(op_run *run, attn_mha_layer *m, const char *pre
 
 /* ---- mechanisms ---- */
 
+/* The attention features of the command line into opts: --window, --softcap, and ALiBi's slopes,
+ * the paper's for `heads` query heads (--alibi) or the file's alibi_slopes ((H) or (B, H)); *slopes
+ * holds what opts points to (NULL: none; the caller frees it). false with a message. */
+static bool features(op_run *run, int64_t heads, attn_sdpa_opts *opts, attn_tensor **slopes)
+{
+    const op_args *a = run->args;
+    opts->window = a->window_parsed, opts->softcap = a->softcap;
+    *slopes = NULL;
+    const attn_st_tensor *t = attn_st_find(run->file, "alibi_slopes");
+    if (t && a->alibi) {
+        fprintf(stderr, "attn op %s: --alibi and a tensor alibi_slopes in the input: give one\n", a->name);
+        attn_clear_error(); /* said here */
+        return false;
+    }
+    if (t && !op_float_dtype(t->dtype)) {
+        fprintf(stderr, "attn op %s: tensor \"alibi_slopes\" is %s; expected F32, F64, F16 or BF16\n", a->name,
+                attn_dtype_name(t->dtype));
+        return false;
+    }
+    if (t) *slopes = attn_st_load(run->file, "alibi_slopes", NULL);
+    else if (a->alibi && (*slopes = attn_tensor_alloc(1, &heads)) && attn_alibi_slopes((*slopes)->data, heads) != ATTN_OK) {
+        attn_tensor_free(*slopes);
+        *slopes = NULL;
+    }
+    if ((t || a->alibi) && !*slopes) return false;
+    if (*slopes) {
+        opts->alibi_slopes = (*slopes)->data, opts->alibi_ndim = (*slopes)->ndim;
+        for (int i = 0; i < (*slopes)->ndim && i < 2; i++) opts->alibi_shape[i] = (*slopes)->shape[i];
+    }
+    return true;
+}
+
 static attn_tensor *fwd_sdpa(op_run *run, attn_tensor **weights)
 {
     const op_args *a = run->args;
     attn_tensor *q = input(run, "q", "dq"), *k = input(run, "k", "dk"), *v = input(run, "v", "dv");
     if (!q || !k || !v) return NULL;
     attn_sdpa_opts opts = {.scale = a->scale, .mask = run->mask, .impl = (attn_sdpa_impl)a->impl,
-                           .enable_gqa = a->enable_gqa, .window = a->window_parsed, .softcap = a->softcap};
-    /* ALiBi: the file's slopes, or the paper's for --alibi (attn_sdpa copies them) */
-    attn_tensor *slopes = NULL;
-    const bool in_file = attn_st_find(run->file, "alibi_slopes") != NULL;
-    if (in_file && a->alibi) {
-        fprintf(stderr, "attn op sdpa: --alibi and a tensor alibi_slopes in the input: give one\n");
-        attn_clear_error(); /* said here */
-        return NULL;
-    }
-    if (in_file) {
-        const attn_st_tensor *t = attn_st_find(run->file, "alibi_slopes");
-        if (!op_float_dtype(t->dtype)) {
-            fprintf(stderr, "attn op sdpa: tensor \"alibi_slopes\" is %s; expected F32, F64, F16 or BF16\n",
-                    attn_dtype_name(t->dtype));
-            return NULL;
-        }
-        if (!(slopes = attn_st_load(run->file, "alibi_slopes", NULL))) return NULL;
-    } else if (a->alibi) {
-        const int64_t heads = q->ndim == 4 || op_varlen_in(run) ? q->shape[1] : 1; /* (B, H, L, D), (total, H, D) */
-        if (!(slopes = attn_tensor_alloc(1, &heads)) || attn_alibi_slopes(slopes->data, heads) != ATTN_OK) {
-            attn_tensor_free(slopes);
-            return NULL;
-        }
-    }
-    if (slopes) {
-        opts.alibi_slopes = slopes->data, opts.alibi_ndim = slopes->ndim;
-        for (int i = 0; i < slopes->ndim && i < 2; i++) opts.alibi_shape[i] = slopes->shape[i];
-    }
+                           .enable_gqa = a->enable_gqa};
+    attn_tensor *slopes;
+    const int64_t heads = q->ndim == 4 || op_varlen_in(run) ? q->shape[1] : 1; /* (B, H, L, D), (total, H, D) */
+    if (!features(run, heads, &opts, &slopes)) return NULL;
     attn_tensor *out = op_varlen_in(run) ? op_sdpa_varlen(run, q, k, v, &opts, weights)
                                          : attn_sdpa(run->ctx, q, k, v, &opts, weights);
     attn_tensor_free(slopes);
@@ -242,10 +250,14 @@ static attn_tensor *fwd_mha(op_run *run, attn_tensor **weights)
         (seed_names && load_seed_mha(run, "", &m) != ATTN_OK) ||
         load_params(run, seed_names ? "" : NULL) != ATTN_OK)
         return NULL;
+    attn_sdpa_opts feat = {0};
+    attn_tensor *slopes;
+    if (!features(run, m.num_heads, &feat, &slopes)) return NULL;
     attn_mha_opts opts = {.mask = run->mask, .average_weights = !run->args->per_head_weights,
-                          .impl = (attn_sdpa_impl)run->args->impl};
+                          .impl = (attn_sdpa_impl)run->args->impl, .features = &feat};
     attn_tensor *out = attn_mha_forward(run->ctx, &m, seq_first(run, q), seq_first(run, k),
                                         seq_first(run, v), &opts, weights);
+    attn_tensor_free(slopes);
     return out ? seq_first(run, out) : NULL;
 }
 

@@ -193,8 +193,13 @@ bool checkpoint_meta_long(const attn_st_file *f, const char *key, long *out)
 long config_value(const config_field *field, const void *cfg)
 {
     const char *at = (const char *)cfg + field->offset;
-    return field->type == CONFIG_I64 ? (long)*(const int64_t *)at
-           : field->type == CONFIG_INT ? *(const int *)at : *(const bool *)at;
+    switch (field->type) {
+    case CONFIG_I64: return (long)*(const int64_t *)at;
+    case CONFIG_INT: return *(const int *)at;
+    case CONFIG_BOOL: return *(const bool *)at;
+    case CONFIG_F32: return (long)*(const float *)at; /* whole numbers (the option that sets it is an integer) */
+    }
+    return 0;
 }
 
 /* ---- vocabularies inside the checkpoint ---- */
@@ -386,7 +391,9 @@ int config_read(const char *cmd, const attn_st_file *f, const char *path, const 
     for (int i = 0; code == CLI_OK && i < n_fields; i++) {
         const config_field *c = &fields[i];
         long v;
-        if (!checkpoint_meta_long(f, c->key, &v)) {
+        if (c->optional && !attn_st_metadata(f, c->key)) {
+            v = 0; /* written before the field was */
+        } else if (!checkpoint_meta_long(f, c->key, &v)) {
             const char *text = attn_st_metadata(f, c->key);
             code = cli_fail(CLI_ERR_DATA, cmd, "%s: metadata %s is %s%s%s; expected an integer in [%ld, %ld]", path,
                             c->key, text ? "\"" : "", text ? text : "missing", text ? "\"" : "", c->min, c->max);
@@ -397,6 +404,7 @@ int config_read(const char *cmd, const attn_st_file *f, const char *path, const 
             char *at = (char *)cfg + c->offset;
             if (c->type == CONFIG_I64) *(int64_t *)at = v;
             else if (c->type == CONFIG_INT) *(int *)at = (int)v;
+            else if (c->type == CONFIG_F32) *(float *)at = (float)v;
             else *(bool *)at = v != 0;
         }
     }

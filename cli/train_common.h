@@ -113,12 +113,18 @@ bool checkpoint_meta_long(const attn_st_file *f, const char *key, long *out);
 
 /* A model's config as checkpoint metadata, one row per field: written by config_kv, read back by
  * config_read with every value range-checked before anything is built from it. */
-typedef enum config_type { CONFIG_I64, CONFIG_INT, CONFIG_BOOL } config_type; /* CONFIG_INT: ints, enums */
+typedef enum config_type {
+    CONFIG_I64,
+    CONFIG_INT,   /* ints, enums */
+    CONFIG_BOOL,
+    CONFIG_F32,   /* a float field that holds whole numbers (a rotary base) */
+} config_type;
 typedef struct config_field {
     const char *key;
     config_type type;
     size_t offset; /* in the config struct */
     long min, max;
+    bool optional; /* absent (written before the field was): 0 */
 } config_field;
 
 enum { CONFIG_MAX_FIELDS = 16 };
@@ -131,8 +137,8 @@ const char *const *config_kv(const char *model_name, const config_field *fields,
  * message printed, hint (may be NULL) after it. */
 attn_st_file *checkpoint_open(const char *cmd, const char *path, const char *hint);
 /* Reads cfg from the metadata of checkpoint f (path: its name): model must be model_name (else
- * "PATH is not a WHAT checkpoint") and every field present, an integer and in range; otherwise
- * CLI_ERR_DATA with a message naming the key. */
+ * "PATH is not a WHAT checkpoint") and every field present (an optional one absent is 0), an
+ * integer and in range; otherwise CLI_ERR_DATA with a message naming the key. */
 int config_read(const char *cmd, const attn_st_file *f, const char *path, const char *model_name, const char *what,
                 const config_field *fields, int n_fields, void *cfg);
 

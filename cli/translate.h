@@ -11,6 +11,7 @@ typedef struct translate_options {
     const char *data, *src_lang, *tgt_lang, *out, *split, *average;
     attn_seq2seq_config model;
     long warmup, beam, budget_min, min_freq, eval_limit, keep_epochs;
+    long rope_base; /* --rope-base: the Transformer's rotary positions (0: sinusoidal) */
     double label_smoothing, length_penalty;
     bool average_heads;
     bool no_pack;   /* --no-pack: the Transformer's training batches padded, not packed */

@@ -888,9 +888,9 @@ typedef struct attn_transformer_config {
     bool gelu;         /* FFN activation; false: ReLU */
     bool ffn_dropout;  /* dropout after the activation inside the FFN (PyTorch: yes; seed 002: no) */
     float eps;         /* LayerNorm eps; 0: 1e-5 */
-    /* rotary positions in the encoder layer's self-attention (attn_mha_opts.rope) when rope_base
-     * > 1, with rope_layout and rope_dim (even, <= d_model / num_heads; 0: all of it); 0: none.
-     * Decoder layers refuse it (their cached decoding does not take positions yet). */
+    /* rotary positions in the layer's self-attention (attn_mha_opts.rope; a decoder layer's
+     * cross-attention takes none) when rope_base > 1, with rope_layout and rope_dim (even,
+     * <= d_model / num_heads; 0: all of it); 0: none */
     float rope_base;
     attn_rope_layout rope_layout;
     int64_t rope_dim;
@@ -1027,6 +1027,10 @@ typedef struct attn_seq2seq_config {
     float dropout;
     int64_t max_len;         /* longest sequence the positional table covers */
     int64_t pad_id, bos_id, eos_id;
+    /* Transformer: rotary positions (attn_rope, rotated halves over each head, this base > 1) in
+     * every self-attention, encoder's and decoder's, in place of the sinusoidal table; 0: the
+     * table (the paper) */
+    float rope_base;
 } attn_seq2seq_config;
 
 typedef struct attn_seq2seq {

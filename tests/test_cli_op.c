@@ -6,7 +6,8 @@
  *   - mha on attn_mha_cross (query/key/value renamed q/k/v) with --batch-first, and without it
  *     after transposing q, k, v, grad_out to (L, B, E) (out, dq, dk, dv transposed back); on
  *     attn_mha_kvdim (q/k/v_proj_weight); on mha_gqa_* (grouped- and multi-query attention: the
- *     key/value heads read off k_proj_weight's rows; test_mha_gqa's bound); on mech_mha_seed_names (seed 002's Wq/Wk/Wv/fc_out);
+ *     key/value heads read off k_proj_weight's rows; test_mha_gqa's bound), with --window, --alibi and
+ *     --softcap on mha_gqa_feat_*; on mech_mha_seed_names (seed 002's Wq/Wk/Wv/fc_out);
  *     on cli_mha_*: PyTorch's own masks as nn.MultiheadAttention takes them (bool attn_mask
  *     (L, S) and (B*H, L, S), true = not allowed; U8; float; bool and float key_padding_mask;
  *     unbatched (L, E) inputs with an (S) key_padding_mask);
@@ -71,6 +72,10 @@ static const cli_case cases[] = {
     {.golden = "attn_mha_kvdim", .args = "mha --batch-first --num-heads 4", .renames = QKV_RENAMES},
     {.golden = "mha_gqa_mqa_cross_mask", .args = "mha --batch-first --num-heads 4", .renames = QKV_RENAMES},
     {.golden = "mha_gqa_nobias_kpm_mask", .args = "mha --batch-first --num-heads 8", .renames = QKV_RENAMES},
+    {.golden = "mha_gqa_feat_softcap_cross_mask", .args = "mha --batch-first --num-heads 4 --softcap 2.5",
+     .renames = QKV_RENAMES},
+    {.golden = "mha_gqa_feat_all_mqa", .args = "mha --num-heads 4 --window 3,2 --softcap 2 --alibi",
+     .renames = QKV_RENAMES, .seq_first = true},
     /* nn.MultiheadAttention's own masks, as it takes them (bool attn_mask true = not allowed) */
     {.golden = "cli_mha_bool_kpm", .args = "mha --batch-first --num-heads 4 --need-weights "
      "--no-average-weights", .renames = QKV_RENAMES},

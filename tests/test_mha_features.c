@@ -10,7 +10,7 @@
  *   - finite differences through the MHA with rope and through an encoder layer with rope;
  *   - the encoder layer's setting is used (its output differs from the layer without it) and a
  *     shift of every position leaves the attention weights unchanged (RoPE's relative property);
- *   - refusals: a decoder layer with rope, an encoder layer with a bad base, layout or rotary_dim,
+ *   - refusals: a decoder layer with a bad base, an encoder layer with a bad base, layout or rotary_dim,
  *     and attn_mha_forward with a bad rope or bad features (ALiBi shape or NaN, softcap, window,
  *     a score_mod without its gradient): NULL with the error of attn_rope or attn_sdpa.
  * Tolerance: both sides are float32 runs of the same ops, the layer's projection a single GEMM
@@ -213,9 +213,9 @@ static void refusals(void)
     attn_rng rng;
     attn_rng_seed(&rng, 5);
     attn_decoder_layer d;
-    attn_transformer_config cfg = encoder_config(10000.0f);
-    TK_CHECK(attn_decoder_layer_init(&d, p, "dec", &cfg, &rng) == ATTN_ERR_ARG && strstr(attn_last_error(), "decoder"),
-             "a decoder layer with rope is refused: %s", attn_last_error());
+    attn_transformer_config cfg = encoder_config(0.5f);
+    TK_CHECK(attn_decoder_layer_init(&d, p, "dec", &cfg, &rng) == ATTN_ERR_ARG && strstr(attn_last_error(), "rope_base"),
+             "a decoder layer with rope base 0.5 is refused: %s", attn_last_error());
     const struct {
         const char *what;
         float base;

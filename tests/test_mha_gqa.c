@@ -2,8 +2,10 @@
  *   - against PyTorch compositions (tests/golden/make_golden_mha_gqa.py: nn.MultiheadAttention's
  *     math with K and V projections num_kv_heads * head_dim wide, repeat_interleave'd over the
  *     query heads; float64 on float32 inputs), self- and cross-attention, multi-query attention,
- *     kdim and vdim, no bias, key padding and a bool attn_mask: output, the inputs' gradients and
- *     every parameter's, with both kernels;
+ *     kdim and vdim, no bias, key padding and a bool attn_mask, and with the attention features
+ *     (attn_mha_opts.features: a window with ALiBi, softcap, all three under multi-query
+ *     attention; the feat_* cases): output, the inputs' gradients and every parameter's, with both
+ *     kernels;
  *   - attn_mha_init_gqa with num_kv_heads = num_heads is attn_mha_init's layer (names, shapes and
  *     values from the same rng);
  *   - every refusal of num_kv_heads.
@@ -56,6 +58,13 @@ static void golden_case(const char *name)
         for (int i = 0; i < 3; i++) attn_tensor_set_requires_grad(in[i], true), attn_tensor_zero_grad(in[i]);
         attn_params_zero_grad(params);
         attn_mha_opts o = {.impl = (attn_sdpa_impl)impl};
+        attn_sdpa_opts feat = {.softcap = (float)atof(meta_of(f, "softcap"))}; /* the feat_* cases' metadata */
+        float slopes[16];
+        if (*meta_of(f, "window_left") && strcmp(meta_of(f, "window_left"), "none"))
+            feat.window = (attn_window){true, atoll(meta_of(f, "window_left")), atoll(meta_of(f, "window_right"))};
+        if (!strcmp(meta_of(f, "alibi"), "paper") && H <= 16 && attn_alibi_slopes(slopes, H) == ATTN_OK)
+            feat.alibi_slopes = slopes, feat.alibi_ndim = 1, feat.alibi_shape[0] = H;
+        o.features = &feat;
         uint8_t kpm_bytes[64], mask_bytes[64];
         if (kpm) {
             for (int64_t i = 0; i < kpm->numel; i++) kpm_bytes[i] = kpm->data[i] != 0.0f;
@@ -129,7 +138,8 @@ static void refusals(void)
 
 int main(void)
 {
-    static const char *const cases[] = {"self_kpm", "mqa_cross_mask", "nobias_kpm_mask"};
+    static const char *const cases[] = {"self_kpm", "mqa_cross_mask", "nobias_kpm_mask", "feat_window_alibi_kpm",
+                                        "feat_softcap_cross_mask", "feat_all_mqa"};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) golden_case(cases[i]);
     same_as_mha_init();
     refusals();

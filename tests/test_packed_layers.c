@@ -3,8 +3,10 @@
  * the memory's padding masked (kdim = E and kdim != E), attn_encoder_layer_forward_packed against
  * attn_encoder_layer_forward under key padding (post-LN, pre-LN with GELU, rotary positions of
  * both layouts), attn_decoder_layer_forward_packed against attn_decoder_layer_forward under causal
- * + target padding and source padding, and attn_seq2seq_forward_packed against
- * attn_seq2seq_forward through the label-smoothed loss the translator trains on: outputs at the
+ * + target padding and source padding (also with rotary positions, whose setting is checked to
+ * change the output), and attn_seq2seq_forward_packed against
+ * attn_seq2seq_forward through the label-smoothed loss the translator trains on (sinusoidal and
+ * rotary positions): outputs at the
  * real rows, the inputs' gradients there and every parameter's gradient, on 1 and 2 threads.
  * Then what is refused (bad offsets, empty or too long sequences, ids, the Bahdanau model).
  *
@@ -14,6 +16,7 @@
  * tk_tol_of(2, 2000, 4, 8). */
 #include "testkit.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -245,23 +248,37 @@ static void decoder_layer(const char *name, attn_transformer_config c, int threa
     randomize(p, 23);
     const packing pt = packing_of(LENS_T), ps = packing_of(LENS_S);
     compare(name, decoder, &m, p, &pt, &ps, E, E, E, threads);
+    if (c.rope_base > 0.0f && threads == 1) { /* the setting is used: the same layer without it differs */
+        attn_ctx *ctx = attn_ctx_new(1);
+        attn_tensor *x = tk_randn(41, 2, (int64_t[]){pt.total, E}), *mem = tk_randn(42, 2, (int64_t[]){ps.total, E});
+        attn_tensor *with = attn_decoder_layer_forward_packed(ctx, &m, x, pt.cu, mem, ps.cu, B);
+        m.cfg.rope_base = 0.0f;
+        attn_tensor *without = attn_decoder_layer_forward_packed(ctx, &m, x, pt.cu, mem, ps.cu, B);
+        double most = 0;
+        for (int64_t i = 0; with && without && i < with->numel; i++)
+            most = fmax(most, fabs((double)with->data[i] - without->data[i]));
+        TK_CHECK(most > 1e-2, "%s: the rotary positions change the output (by %g at most)", name, most);
+        attn_tensor_free(x), attn_tensor_free(mem);
+        attn_ctx_free(ctx);
+    }
     attn_params_free(p);
 }
 
 /* ---- the translator's loss ---- */
 
-static attn_seq2seq_config tiny_translator(void)
+static attn_seq2seq_config tiny_translator(float rope_base)
 {
     return (attn_seq2seq_config){.kind = ATTN_SEQ2SEQ_TRANSFORMER, .src_vocab = VOCAB, .tgt_vocab = VOCAB,
                                  .d_model = E, .num_heads = H, .dim_feedforward = FF, .enc_layers = 2,
-                                 .dec_layers = 2, .max_len = 12, .pad_id = 1, .bos_id = 2, .eos_id = 3};
+                                 .dec_layers = 2, .max_len = 12, .pad_id = 1, .bos_id = 2, .eos_id = 3,
+                                 .rope_base = rope_base};
 }
 
 /* The translator's label-smoothed loss on the same pairs, padded (pad_id in the padding, ignored
  * by the loss) and packed: the loss and every parameter's gradient */
-static void translator_loss(int threads)
+static void translator_loss(float rope_base, int threads)
 {
-    const attn_seq2seq_config c = tiny_translator();
+    const attn_seq2seq_config c = tiny_translator(rope_base);
     attn_params *p = attn_params_new();
     attn_seq2seq m;
     TK_OK(attn_seq2seq_init(&m, p, &c, NULL));
@@ -302,10 +319,11 @@ static void translator_loss(int threads)
         attn_ctx_free(ctx);
     }
     char what[160];
-    snprintf(what, sizeof what, "translator, %d threads: packed loss against padded", threads);
+    const char *positions = rope_base > 0.0f ? "rotary" : "sinusoidal";
+    snprintf(what, sizeof what, "translator (%s), %d threads: packed loss against padded", positions, threads);
     tk_close_scaled(what, &loss[1], &loss[0], 1, TOL_PACKED);
     for (size_t i = 0; i < n; i++) {
-        snprintf(what, sizeof what, "translator, %d threads: packed grad %s against padded", threads,
+        snprintf(what, sizeof what, "translator (%s), %d threads: packed grad %s against padded", positions, threads,
                  attn_params_name(p, i));
         tk_close_scaled(what, grads[1][i], grads[0][i], attn_params_at(p, i)->numel, TOL_PACKED);
     }
@@ -321,7 +339,7 @@ static void translator_loss(int threads)
 
 static void refusals(void)
 {
-    attn_seq2seq_config c = tiny_translator();
+    attn_seq2seq_config c = tiny_translator(0.0f);
     attn_params *p = attn_params_new();
     attn_seq2seq m;
     TK_OK(attn_seq2seq_init(&m, p, &c, NULL));
@@ -353,8 +371,15 @@ static void refusals(void)
     attn_seq2seq_free(&m);
     attn_params_free(p);
 
-    c.kind = ATTN_SEQ2SEQ_BAHDANAU;
+    c.rope_base = 0.5f;
     p = attn_params_new();
+    TK_CHECK(attn_seq2seq_init(&m, p, &c, NULL) == ATTN_ERR_ARG && strstr(attn_last_error(), "rope_base 0.5"),
+             "a translator with rope base 0.5 refused (%s)", attn_last_error());
+    c.kind = ATTN_SEQ2SEQ_BAHDANAU, c.rope_base = 10000.0f;
+    TK_CHECK(attn_seq2seq_init(&m, p, &c, NULL) == ATTN_ERR_ARG && strstr(attn_last_error(), "rope_base"),
+             "a Bahdanau model with rotary positions refused (%s)", attn_last_error());
+    TK_CHECK(attn_params_count(p) == 0, "nothing registered by the refused inits");
+    c.rope_base = 0.0f;
     TK_OK(attn_seq2seq_init(&m, p, &c, NULL));
     TK_CHECK(!attn_seq2seq_forward_packed(ctx, &m, ids, good, ids, good, B) && strstr(attn_last_error(), "Bahdanau"),
              "packed Bahdanau refused (%s)", attn_last_error());
@@ -394,7 +419,9 @@ int main(void)
         encoder_layer("encoder layer, rotary positions (halves, 2 of 4 dims)", rope_halves, threads);
         decoder_layer("decoder layer, post-LN", post, threads);
         decoder_layer("decoder layer, pre-LN with GELU", pre, threads);
-        translator_loss(threads);
+        decoder_layer("decoder layer, rotary positions (halves, 2 of 4 dims)", rope_halves, threads);
+        translator_loss(0.0f, threads);
+        translator_loss(10000.0f, threads);
     }
     refusals();
     return tk_finish("test_packed_layers");

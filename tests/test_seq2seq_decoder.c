@@ -1,7 +1,7 @@
 /* Step-by-step decoding: the CACHED decoder (Transformer key/value cache, Bahdanau carried GRU
  * state) against its reference twin RECOMPUTE (the teacher-forced decoder over the whole prefix
- * at every step), on randomly initialised small models of both kinds, three sources of different
- * lengths with padding, 1, 2 and 4 beams:
+ * at every step), on randomly initialised small models of both kinds (the Transformer also with
+ * rotary positions, rope_base), three sources of different lengths with padding, 1, 2 and 4 beams:
  *   - driven by the same tokens and the same random beam re-selections, every step's logits agree
  *     within |cached - ref| <= 1e-5 + 1e-5 |ref| and have the same argmax in every row (the GEMMs
  *     round a row differently when the row count differs, so bit equality is not promised);
@@ -38,12 +38,12 @@ typedef struct model {
     attn_params *p;
 } model;
 
-static void model_init(model *m, attn_seq2seq_kind kind, uint64_t seed)
+static void model_init(model *m, attn_seq2seq_kind kind, float rope_base, uint64_t seed)
 {
     attn_seq2seq_config cfg = {.kind = kind, .src_vocab = 12, .tgt_vocab = V, .d_model = 16,
                                .num_heads = 4, .dim_feedforward = 24, .enc_layers = 2,
                                .dec_layers = 2, .dropout = 0.1f, .max_len = MAX_LEN,
-                               .pad_id = 1, .bos_id = 2, .eos_id = 3};
+                               .pad_id = 1, .bos_id = 2, .eos_id = 3, .rope_base = rope_base};
     attn_rng rng;
     attn_rng_seed(&rng, seed);
     m->p = attn_params_new();
@@ -297,11 +297,12 @@ static void check_hostile(attn_ctx *ctx, const model *m)
 int main(void)
 {
     attn_ctx *ctx = attn_ctx_new(0);
-    const struct { attn_seq2seq_kind kind; const char *name; } kinds[] = {
-        {ATTN_SEQ2SEQ_TRANSFORMER, "transformer"}, {ATTN_SEQ2SEQ_BAHDANAU, "bahdanau"}};
-    for (int k = 0; k < 2; k++) {
+    const struct { attn_seq2seq_kind kind; float rope_base; const char *name; } kinds[] = {
+        {ATTN_SEQ2SEQ_TRANSFORMER, 0.0f, "transformer"}, {ATTN_SEQ2SEQ_BAHDANAU, 0.0f, "bahdanau"},
+        {ATTN_SEQ2SEQ_TRANSFORMER, 10000.0f, "transformer with rotary positions"}};
+    for (int k = 0; k < 3; k++) {
         model m;
-        model_init(&m, kinds[k].kind, 11 + (uint64_t)k);
+        model_init(&m, kinds[k].kind, kinds[k].rope_base, 11 + (uint64_t)k);
         for (int64_t beams = 1; beams <= 4; beams *= 2) check_steps(&m, kinds[k].name, beams, 7 + (uint64_t)beams);
         check_searches_eos(ctx, &m, kinds[k].name);
         check_cross_weights(ctx, &m, kinds[k].name);

@@ -2,6 +2,7 @@
  * the Transformer and the Bahdanau GRU (math and names in attn.h). */
 #include "seq2seq_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,9 @@ static attn_status init_seq2seq(attn_seq2seq *m, attn_params *p, const attn_seq2
         return attn__fail(ATTN_ERR_ARG, "seq2seq_init: vocabularies >= 4, d_model >= 2, layers >= 1, "
                                         "max_len >= 2, dropout in [0, 1) and special ids inside the "
                                         "target vocabulary expected");
+    if (c->rope_base != 0.0f && (c->kind != ATTN_SEQ2SEQ_TRANSFORMER || !(c->rope_base > 1.0f && isfinite(c->rope_base))))
+        return attn__fail(ATTN_ERR_ARG, "seq2seq_init: rope_base %g; expected 0 (sinusoidal positions) or, for the "
+                          "Transformer, a finite base > 1", (double)c->rope_base);
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     return c->kind == ATTN_SEQ2SEQ_TRANSFORMER ? attn__transformer_init(m, p, rng) : attn__bahdanau_init(m, p, rng);

@@ -52,7 +52,7 @@ int64_t attn__seq2seq_argmax(const float *x, int64_t n);
 /* CACHED Transformer: one cache per decoder layer and the positional table. */
 typedef struct transformer_cache {
     decoder_layer_cache *layers; /* (dec_layers) */
-    attn_tensor *positions;      /* (cap, d) sinusoidal table, in keep */
+    attn_tensor *positions;      /* (cap, d) sinusoidal table, in keep; NULL with rotary positions */
 } transformer_cache;
 
 /* CACHED Bahdanau: the GRU state and the encoder outputs as the attention reads them. */

@@ -23,7 +23,7 @@ attn_status attn__transformer_init(attn_seq2seq *m, attn_params *p, attn_rng *rn
     if (!m->enc || !m->dec) return attn__fail(ATTN_ERR_NOMEM, "seq2seq transformer: out of memory");
     attn_transformer_config tc = {.d_model = c->d_model, .num_heads = c->num_heads,
                                   .dim_feedforward = c->dim_feedforward, .dropout = c->dropout,
-                                  .ffn_dropout = true};
+                                  .ffn_dropout = true, .rope_base = c->rope_base, .rope_layout = ATTN_ROPE_HALVES};
     char name[64];
     for (int i = 0; i < c->enc_layers; i++) {
         snprintf(name, sizeof name, "encoder.layers.%d", i);
@@ -36,14 +36,14 @@ attn_status attn__transformer_init(attn_seq2seq *m, attn_params *p, attn_rng *rn
     return attn_linear_init(&m->generator, p, "generator", c->d_model, c->tgt_vocab, true, rng);
 }
 
-/* dropout(emb(ids) * sqrt(d) + PE[:L]) */
+/* dropout(emb(ids) * sqrt(d) + PE[:L]) (rotary positions: no PE here, the layers rotate q and k) */
 static attn_tensor *embed(attn_ctx *ctx, const attn_seq2seq *m, const attn_embedding_layer *emb,
                           const int64_t *ids, int64_t batch, int64_t len)
 {
     const int64_t d = m->cfg.d_model;
     attn_tensor *x = attn_scale(ctx, attn_embedding_forward(ctx, emb, ids, 2, (int64_t[]){batch, len}),
                                 sqrtf((float)d));
-    x = attn_add_positions(ctx, x, attn_sinusoidal_table(ctx, len, d, ATTN_PE_INTERLEAVED));
+    if (m->cfg.rope_base == 0.0f) x = attn_add_positions(ctx, x, attn_sinusoidal_table(ctx, len, d, ATTN_PE_INTERLEAVED));
     return attn_dropout(ctx, x, m->cfg.dropout);
 }
 
@@ -78,13 +78,15 @@ static attn_tensor *embed_packed(attn_ctx *ctx, const attn_seq2seq *m, const att
                                  const int64_t *ids, const int64_t *cu, int64_t batch)
 {
     const int64_t d = m->cfg.d_model, total = cu[batch];
-    int64_t longest = 1;
-    for (int64_t b = 0; b < batch; b++) longest = cu[b + 1] - cu[b] > longest ? cu[b + 1] - cu[b] : longest;
-    const int64_t *positions = attn__cu_positions(ctx, cu, batch); /* (total) */
-    attn_tensor *table = attn_sinusoidal_table(ctx, longest, d, ATTN_PE_INTERLEAVED);
-    if (!positions || !table) return NULL;
     attn_tensor *x = attn_scale(ctx, attn_embedding_forward(ctx, emb, ids, 1, &total), sqrtf((float)d));
-    x = attn_add(ctx, x, attn_embedding(ctx, table, positions, 1, &total, -1));
+    if (m->cfg.rope_base == 0.0f) {
+        int64_t longest = 1;
+        for (int64_t b = 0; b < batch; b++) longest = cu[b + 1] - cu[b] > longest ? cu[b + 1] - cu[b] : longest;
+        const int64_t *positions = attn__cu_positions(ctx, cu, batch); /* (total) */
+        attn_tensor *table = attn_sinusoidal_table(ctx, longest, d, ATTN_PE_INTERLEAVED);
+        if (!positions || !table) return NULL;
+        x = attn_add(ctx, x, attn_embedding(ctx, table, positions, 1, &total, -1));
+    }
     return attn_dropout(ctx, x, m->cfg.dropout);
 }
 

@@ -22,8 +22,8 @@ attn_status attn__transformer_cache_init(attn_seq2seq_decoder *d)
     transformer_cache *c = &d->tc;
     if (!(c->layers = calloc((size_t)m->cfg.dec_layers, sizeof *c->layers)))
         return attn__fail(ATTN_ERR_NOMEM, "seq2seq decoder: out of memory");
-    if (!(c->positions = attn_sinusoidal_table(d->keep, d->cap, dm, ATTN_PE_INTERLEAVED)))
-        return attn_last_status();
+    if (m->cfg.rope_base == 0.0f && !(c->positions = attn_sinusoidal_table(d->keep, d->cap, dm, ATTN_PE_INTERLEAVED)))
+        return attn_last_status(); /* rotary positions: the layers rotate q and k at each step */
     for (int i = 0; i < m->cfg.dec_layers; i++) {
         decoder_layer_cache *lc = &c->layers[i];
         lc->beams = d->beams;
@@ -45,7 +45,7 @@ attn_tensor *attn__transformer_cache_step(attn_seq2seq_decoder *d, const int64_t
     const int64_t pos = d->steps;
     attn_tensor *y = attn_embedding_forward(ctx, &m->tgt_embedding, tokens, 2, (int64_t[]){d->rows, 1});
     y = attn_scale(ctx, y, sqrtf((float)m->cfg.d_model)); /* (R, 1, d) */
-    y = attn_add(ctx, y, attn_narrow(ctx, d->tc.positions, 0, pos, 1));
+    if (d->tc.positions) y = attn_add(ctx, y, attn_narrow(ctx, d->tc.positions, 0, pos, 1));
     for (int i = 0; i < m->cfg.dec_layers && y; i++)
         y = attn__decoder_layer_step(ctx, &m->dec[i], y, &d->tc.layers[i], pos);
     return attn_linear_forward(ctx, &m->generator, y); /* (R, 1, V) */

@@ -317,7 +317,9 @@ attn_tensor *attn_mha_forward_packed_cross(attn_ctx *ctx, const attn_mha_layer *
 }
 
 attn_tensor *attn__mha_forward_packed_rope(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x,
-                                           const int64_t *cu_seqlens, int64_t batch, const attn_rope_opts *rope)
+                                           const int64_t *cu_seqlens, int64_t batch, bool causal,
+                                           const attn_rope_opts *rope)
 {
-    return mha_varlen(ctx, m, x, x, cu_seqlens, cu_seqlens, batch, false, rope, "encoder_layer_packed");
+    if (!ctx || !m || !x) return attn__null_input(__func__);
+    return mha_varlen(ctx, m, x, x, cu_seqlens, cu_seqlens, batch, causal, rope, "layer_packed");
 }

@@ -10,9 +10,12 @@
  * output: o (B, H, L, E/H) merged into (B, L, E) and projected by out_proj. */
 attn_tensor *attn__mha_project(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x, int which);
 attn_tensor *attn__mha_output(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *o);
-/* attn_mha_forward_packed (not causal) with rope at each row's place in its sequence */
+/* attn_mha_forward_packed with rope (NULL: none) at each row's place in its sequence */
 attn_tensor *attn__mha_forward_packed_rope(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x,
-                                           const int64_t *cu_seqlens, int64_t batch, const attn_rope_opts *rope);
+                                           const int64_t *cu_seqlens, int64_t batch, bool causal,
+                                           const attn_rope_opts *rope);
+/* The rotary positions a Transformer layer's config asks for in *out; NULL when none */
+const attn_rope_opts *attn__layer_rope(const attn_transformer_config *c, attn_rope_opts *out);
 
 /* What one decoder layer keeps between steps. R rows decode B memory items, `beams` consecutive
  * rows per item (R = B * beams). */

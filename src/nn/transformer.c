@@ -33,6 +33,12 @@ static attn_status check_config(const attn_transformer_config *c)
     return ATTN_OK;
 }
 
+const attn_rope_opts *attn__layer_rope(const attn_transformer_config *c, attn_rope_opts *out)
+{
+    *out = (attn_rope_opts){.layout = c->rope_layout, .base = c->rope_base, .rotary_dim = c->rope_dim};
+    return c->rope_base > 0.0f ? out : NULL;
+}
+
 /* The parts both layers share: FFN and norms 1..n_norms. */
 static attn_status init_ffn_norms(attn_linear_layer *l1, attn_linear_layer *l2,
                                   attn_layer_norm_layer *norms, int n_norms, attn_params *p,
@@ -91,9 +97,6 @@ static attn_status init_decoder_layer(attn_decoder_layer *m, attn_params *p, con
 {
     if (!m || !prefix) return attn__fail(ATTN_ERR_ARG, "transformer layer init: NULL argument");
     if (check_config(cfg) != ATTN_OK) return attn_last_status();
-    if (cfg->rope_base != 0.0f)
-        return attn__fail(ATTN_ERR_ARG, "decoder layer: rotary positions (rope_base %g) are for encoder layers only: "
-                          "the decoder's cached decoding does not take positions yet", (double)cfg->rope_base);
     m->cfg = *cfg;
     if (init_mha(&m->self_attn, p, prefix, "self_attn", cfg, rng) != ATTN_OK ||
         init_mha(&m->multihead_attn, p, prefix, "multihead_attn", cfg, rng) != ATTN_OK)
@@ -146,10 +149,9 @@ attn_tensor *attn_encoder_layer_forward(attn_ctx *ctx, const attn_encoder_layer 
 {
     if (weights) *weights = NULL;
     if (!ctx || !m || !x) return attn__null_input(__func__);
-    attn_mha_opts opts = {.average_weights = false};
+    attn_rope_opts rope;
+    attn_mha_opts opts = {.average_weights = false, .rope = attn__layer_rope(&m->cfg, &rope)};
     if (mask) opts.mask = *mask;
-    const attn_rope_opts rope = {.layout = m->cfg.rope_layout, .base = m->cfg.rope_base, .rotary_dim = m->cfg.rope_dim};
-    if (m->cfg.rope_base > 0.0f) opts.rope = &rope;
     sublayer s1 = {&m->cfg, &m->norm1}, s2 = {&m->cfg, &m->norm2};
     attn_tensor *in = branch_input(ctx, s1, x);
     x = residual(ctx, s1, x, attn_mha_forward(ctx, &m->self_attn, in, in, in, &opts, weights));
@@ -165,7 +167,9 @@ attn_tensor *attn_decoder_layer_forward(attn_ctx *ctx, const attn_decoder_layer 
     if (self_weights) *self_weights = NULL;
     if (cross_weights) *cross_weights = NULL;
     if (!ctx || !m || !x || !memory) return attn__null_input(__func__);
-    attn_mha_opts so = {.average_weights = false}, co = {.average_weights = false};
+    attn_rope_opts rope;
+    attn_mha_opts so = {.average_weights = false, .rope = attn__layer_rope(&m->cfg, &rope)};
+    attn_mha_opts co = {.average_weights = false};
     if (self_mask) so.mask = *self_mask;
     if (cross_mask) co.mask = *cross_mask;
     sublayer s1 = {&m->cfg, &m->norm1}, s2 = {&m->cfg, &m->norm2}, s3 = {&m->cfg, &m->norm3};
@@ -182,11 +186,11 @@ attn_tensor *attn_encoder_layer_forward_packed(attn_ctx *ctx, const attn_encoder
                                                const int64_t *cu_seqlens, int64_t batch)
 {
     if (!ctx || !m || !x) return attn__null_input(__func__);
-    const attn_rope_opts rope = {.layout = m->cfg.rope_layout, .base = m->cfg.rope_base, .rotary_dim = m->cfg.rope_dim};
+    attn_rope_opts rope;
     sublayer s1 = {&m->cfg, &m->norm1}, s2 = {&m->cfg, &m->norm2};
     attn_tensor *in = branch_input(ctx, s1, x);
-    x = residual(ctx, s1, x, attn__mha_forward_packed_rope(ctx, &m->self_attn, in, cu_seqlens, batch,
-                                                           m->cfg.rope_base > 0.0f ? &rope : NULL));
+    x = residual(ctx, s1, x, attn__mha_forward_packed_rope(ctx, &m->self_attn, in, cu_seqlens, batch, false,
+                                                           attn__layer_rope(&m->cfg, &rope)));
     in = branch_input(ctx, s2, x);
     return residual(ctx, s2, x, ffn(ctx, &m->cfg, &m->linear1, &m->linear2, in));
 }
@@ -196,9 +200,11 @@ attn_tensor *attn_decoder_layer_forward_packed(attn_ctx *ctx, const attn_decoder
                                                const int64_t *cu_seqlens_s, int64_t batch)
 {
     if (!ctx || !m || !x || !memory) return attn__null_input(__func__);
+    attn_rope_opts rope;
     sublayer s1 = {&m->cfg, &m->norm1}, s2 = {&m->cfg, &m->norm2}, s3 = {&m->cfg, &m->norm3};
     attn_tensor *in = branch_input(ctx, s1, x);
-    x = residual(ctx, s1, x, attn_mha_forward_packed(ctx, &m->self_attn, in, cu_seqlens_t, batch, true));
+    x = residual(ctx, s1, x, attn__mha_forward_packed_rope(ctx, &m->self_attn, in, cu_seqlens_t, batch, true,
+                                                           attn__layer_rope(&m->cfg, &rope)));
     in = branch_input(ctx, s2, x);
     x = residual(ctx, s2, x, attn_mha_forward_packed_cross(ctx, &m->multihead_attn, in, memory, cu_seqlens_t,
                                                            cu_seqlens_s, batch));
@@ -228,12 +234,18 @@ static void cache_put(attn_tensor *cache, const attn_tensor *x, int64_t pos)
 /* The newest position attends to itself and to every earlier one: the cache's first pos + 1
  * positions, read in place (SDPA skips the keys past valid_lens). A causal mask would be wrong
  * here: top-left aligned, it shows query 0 key 0 alone. */
-static attn_tensor *self_attention_step(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x,
-                                        decoder_layer_cache *c, int64_t pos)
+static attn_tensor *self_attention_step(attn_ctx *ctx, const attn_mha_layer *m, const attn_rope_opts *rope,
+                                        attn_tensor *x, decoder_layer_cache *c, int64_t pos)
 {
     const int64_t R = x->shape[0];
     attn_tensor *q = attn_split_heads(ctx, attn__mha_project(ctx, m, x, 0), m->num_heads); /* (R, H, 1, Dh) */
     attn_tensor *k = attn__mha_project(ctx, m, x, 1), *v = attn__mha_project(ctx, m, x, 2);     /* (R, 1, E) */
+    if (rope && k) { /* q and k rotated at position pos: q's heads (R, H, 1, Dh), k's (R, 1, H, Dh) */
+        attn_rope_opts r = *rope;
+        r.positions = &pos, r.n_positions = 1;
+        r.position_dim = 2, q = attn_rope(ctx, q, &r);
+        r.position_dim = 1, k = attn_rope(ctx, attn_reshape(ctx, k, 4, (int64_t[]){R, 1, m->num_heads, k->shape[2] / m->num_heads}), &r);
+    }
     int64_t *lens = attn_arena_alloc(&ctx->arena, (size_t)R * sizeof *lens);
     if (!q || !k || !v || !lens) return NULL;
     cache_put(c->self_k, k, pos);
@@ -272,7 +284,8 @@ attn_tensor *attn__decoder_layer_step(attn_ctx *ctx, const attn_decoder_layer *m
     }
     sublayer s1 = {&m->cfg, &m->norm1}, s2 = {&m->cfg, &m->norm2}, s3 = {&m->cfg, &m->norm3};
     attn_tensor *in = branch_input(ctx, s1, x);
-    x = residual(ctx, s1, x, self_attention_step(ctx, &m->self_attn, in, c, pos));
+    attn_rope_opts rope;
+    x = residual(ctx, s1, x, self_attention_step(ctx, &m->self_attn, attn__layer_rope(&m->cfg, &rope), in, c, pos));
     in = branch_input(ctx, s2, x);
     x = residual(ctx, s2, x, cross_attention_step(ctx, &m->multihead_attn, in, c));
     in = branch_input(ctx, s3, x);

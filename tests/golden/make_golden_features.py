@@ -53,7 +53,8 @@ def get_slopes(n):
     return power_of_2(closest) + get_slopes(2 * closest)[0::2][:n - closest]
 
 
-def attention(q, k, v, heads_kv, window, causal, softcap, slopes):
+def attention(q, k, v, heads_kv, window, causal, softcap, slopes, blocked=None):
+    """blocked: a bool mask broadcastable to (B, H, Lq, Lk), true = not allowed (the MHA's masks)."""
     B, H, Lq, D = q.shape
     Lk = k.shape[2]
     k = k.repeat_interleave(H // heads_kv, dim=1)
@@ -75,7 +76,9 @@ def attention(q, k, v, heads_kv, window, causal, softcap, slopes):
             keep &= j >= i + Lk - Lq - left
         if right >= 0:
             keep &= j <= i + Lk - Lq + right
-    assert keep.any(dim=1).all(), "every row keeps a visible key"
+    if blocked is not None:
+        keep = keep & ~blocked
+    assert keep.any(dim=-1).all(), "every row keeps a visible key"
     s = s.masked_fill(~keep, float("-inf"))
     return torch.softmax(s, dim=-1) @ v
 

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Writes the PyTorch golden files that tests/test_mha_gqa.c compares attn_mha_forward with
-fewer key/value heads than query heads (attn_mha_init_gqa) against:
+fewer key/value heads than query heads (attn_mha_init_gqa) against, and tests/test_cli_op.c
+`attn op mha` (with --window, --alibi and --softcap on the mha_gqa_feat_* cases):
 tests/golden/mha_gqa_<case>.safetensors, one per case.
 
 Run from the repository root with Debian's interpreter (torch 1.13 imports only there):
@@ -13,6 +14,8 @@ num_kv_heads * head_dim wide and each key/value head shared by H / H_kv query he
     q = query Wq^T + bq,  k = key Wk^T + bk,  v = value Wv^T + bv
     heads: q (B, H, L, hd), k and v (B, H_kv, S, hd) repeat_interleave'd to H heads
     o = softmax(q k^T / sqrt(hd) + mask) v,  out = merge(o) Wo^T + bo
+the feat_* cases with the attention features of make_golden_features.attention on the heads
+(FlashAttention's window, bottom-right aligned; ALiBi with the paper's slopes; soft-capping)
 in float64 on float32 inputs and parameters (the result rounded to float32: the golden carries no
 float32 error of its own). A file holds
   query (and key, value unless metadata self_attention = "1": then the one tensor `query` is
@@ -21,7 +24,8 @@ float32 error of its own). A file holds
   (E + 2 Ekv) unless bias = "0", out_proj.weight, out_proj.bias), the masks as
   nn.MultiheadAttention takes them (key_padding_mask BOOL (B, S), true = padding; attn_mask BOOL
   (L, S), true = NOT allowed), out, grad_out, grad.<input> and grad.<parameter> (the gradients of
-  sum(out * grad_out)). Metadata: num_heads, num_kv_heads, kdim, vdim, bias, self_attention.
+  sum(out * grad_out)). Metadata: num_heads, num_kv_heads, kdim, vdim, bias, self_attention, and
+  on the feat_* cases window_left, window_right, softcap, alibi.
 Every parameter is randomised (biases too) so that each one matters; every query row keeps a
 visible key. Deterministic: torch.manual_seed(crc32(name)).
 """
@@ -33,20 +37,25 @@ import zlib
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_golden_features import attention, get_slopes  # noqa: E402
 from safetensors_writer import write_safetensors  # noqa: E402
 
 OUT_DIR = os.path.join("tests", "golden")
 E = 16
 
-# name: B, L, S, H, H_kv, kdim, vdim, bias, self-attention, key padding, attn_mask
+# name: B, L, S, H, H_kv, kdim, vdim, bias, self-attention, key padding, attn_mask,
+#       then the features: window (left, right) or None, softcap (0: none), ALiBi (the paper's slopes)
 CASES = {
-    "self_kpm": (2, 6, 6, 4, 2, E, E, True, True, True, False),
-    "mqa_cross_mask": (2, 5, 7, 4, 1, 12, 10, True, False, False, True),
-    "nobias_kpm_mask": (2, 6, 6, 8, 2, E, E, False, False, True, True),
+    "self_kpm": (2, 6, 6, 4, 2, E, E, True, True, True, False, None, 0.0, False),
+    "mqa_cross_mask": (2, 5, 7, 4, 1, 12, 10, True, False, False, True, None, 0.0, False),
+    "nobias_kpm_mask": (2, 6, 6, 8, 2, E, E, False, False, True, True, None, 0.0, False),
+    "feat_window_alibi_kpm": (2, 6, 6, 4, 2, E, E, True, True, True, False, (2, 1), 0.0, True),
+    "feat_softcap_cross_mask": (2, 5, 7, 4, 4, 12, 10, True, False, False, True, None, 2.5, False),
+    "feat_all_mqa": (2, 7, 9, 4, 1, E, E, True, False, True, False, (3, 2), 2.0, True),
 }
 
 
-def forward(query, key, value, p, H, Hkv, kpm, mask):
+def forward(query, key, value, p, H, Hkv, kpm, mask, window, softcap, slopes):
     B, L, _ = query.shape
     S, hd = key.shape[1], E // H
     Ekv = Hkv * hd
@@ -55,21 +64,19 @@ def forward(query, key, value, p, H, Hkv, kpm, mask):
     k = key @ p["k_proj_weight"].T + (b[E:E + Ekv] if b is not None else 0)
     v = value @ p["v_proj_weight"].T + (b[E + Ekv:] if b is not None else 0)
     q = q.reshape(B, L, H, hd).transpose(1, 2)
-    k = k.reshape(B, S, Hkv, hd).transpose(1, 2).repeat_interleave(H // Hkv, dim=1)
-    v = v.reshape(B, S, Hkv, hd).transpose(1, 2).repeat_interleave(H // Hkv, dim=1)
-    s = q @ k.transpose(-1, -2) / math.sqrt(hd)
+    k = k.reshape(B, S, Hkv, hd).transpose(1, 2)
+    v = v.reshape(B, S, Hkv, hd).transpose(1, 2)
     blocked = torch.zeros(B, 1, L, S, dtype=torch.bool)
     if kpm is not None:
         blocked |= kpm[:, None, None, :]
     if mask is not None:
         blocked |= mask[None, None]
-    assert (~blocked).any(dim=-1).all(), "every query row keeps a visible key"
-    o = torch.softmax(s.masked_fill(blocked, float("-inf")), dim=-1) @ v
+    o = attention(q, k, v, Hkv, window, False, softcap, slopes, blocked)
     o = o.transpose(1, 2).reshape(B, L, E)
     return o @ p["out_proj.weight"].T + p["out_proj.bias"]
 
 
-def write_case(name, B, L, S, H, Hkv, kdim, vdim, bias, self_attn, with_kpm, with_mask):
+def write_case(name, B, L, S, H, Hkv, kdim, vdim, bias, self_attn, with_kpm, with_mask, window, softcap, alibi):
     torch.manual_seed(zlib.crc32(name.encode()))
     Ekv = Hkv * (E // H)
     query = torch.randn(B, L, E)
@@ -92,7 +99,9 @@ def write_case(name, B, L, S, H, Hkv, kdim, vdim, bias, self_attn, with_kpm, wit
     inputs = {"query": query} if self_attn else {"query": query, "key": key, "value": value}
     x64 = {n: t.double().requires_grad_() for n, t in inputs.items()}
     p64 = {n: t.double().requires_grad_() for n, t in params.items()}
-    out = forward(x64["query"], x64.get("key", x64["query"]), x64.get("value", x64["query"]), p64, H, Hkv, kpm, mask)
+    slopes = torch.tensor(get_slopes(H), dtype=torch.float32) if alibi else None
+    out = forward(x64["query"], x64.get("key", x64["query"]), x64.get("value", x64["query"]), p64, H, Hkv, kpm, mask,
+                  window, softcap, slopes)
     grad_out = torch.randn(out.shape, dtype=torch.float64)
     (out * grad_out).sum().backward()
     assert torch.isfinite(out).all()
@@ -109,6 +118,9 @@ def write_case(name, B, L, S, H, Hkv, kdim, vdim, bias, self_attn, with_kpm, wit
     tensors.update({f"grad.{n}": t.grad.float() for n, t in p64.items() if bias or n != "out_proj.bias"})
     meta = {"num_heads": H, "num_kv_heads": Hkv, "kdim": kdim, "vdim": vdim, "bias": int(bias),
             "self_attention": int(self_attn)}
+    if name.startswith("feat_"):
+        meta.update({"softcap": softcap, "alibi": "paper" if alibi else "none",
+                     "window_left": window[0] if window else "none", "window_right": window[1] if window else "none"})
     write_safetensors(os.path.join(OUT_DIR, f"mha_gqa_{name}.safetensors"), tensors, meta)
 
 
