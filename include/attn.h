@@ -595,6 +595,9 @@ typedef struct attn_varlen_opts {
     float softcap;      /* as attn_sdpa's; 0: none */
     float dropout_p;    /* on the attention weights, only while the ctx is training */
     attn_sdpa_impl impl;/* AUTO and FUSED: the fused kernel; REF: its reference twin */
+    /* score and mask callbacks, as attn_sdpa's, in each sequence's own frame: b is the sequence's
+     * index, q and kv positions in it (mask_block's blocks from its first query and key) */
+    attn_score_mods mods;
 } attn_varlen_opts;
 
 /* Scaled dot-product attention over a batch of sequences of different lengths packed end to end,

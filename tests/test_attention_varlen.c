@@ -12,6 +12,11 @@
  *   - attn_mha_forward_packed (GQA 4/2, with and without causal) against attn_mha_forward on the
  *     same sequences padded with key_padding: output, dx and every parameter's gradient;
  *   - 6000 sequences of one token or none: out = v exactly (a query seeing its own key alone);
+ *   - the score and mask callbacks (attn_varlen_opts.mods) in each sequence's frame: a score_mod
+ *     written as ALiBi and a mask_mod written as the window, both from the sequence's own Lk_b - Lq_b
+ *     (which only the sequence index b that the callbacks get can give), with a mask_block that
+ *     skips the blocks the window leaves out, against the built-in ALiBi and window: output and
+ *     every gradient, both kernels, 1 and 2 threads;
  *   - every refusal (offsets, shapes, options), each with the message naming what is wrong.
  * Tolerance: float32 against float64 (or two float32 sides) over the longest path of roundings,
  * testkit.h's tk_tol_of(2, n, 4, 8) with n = D + Lk + Dv + Lq + 16 of the longest sequence (the
@@ -442,6 +447,103 @@ static void one_token_sequences(void)
     free(cu);
 }
 
+/* ---- score and mask callbacks ---- */
+
+/* What the callbacks read: the offsets (a sequence's Lk_b - Lq_b), the slopes, the window */
+typedef struct seq_frames {
+    const int64_t *cu_q, *cu_k;
+    const float *slopes;
+    int64_t left, right;
+} seq_frames;
+
+static int64_t frame_shift(const seq_frames *f, int64_t b) /* Lk_b - Lq_b */
+{
+    return (f->cu_k[b + 1] - f->cu_k[b]) - (f->cu_q[b + 1] - f->cu_q[b]);
+}
+
+static float alibi_mod(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *user)
+{
+    const seq_frames *f = user;
+    return s - f->slopes[h] * (float)llabs(q + frame_shift(f, b) - kv);
+}
+
+static float alibi_mod_grad(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *user)
+{
+    (void)s, (void)b, (void)h, (void)q, (void)kv, (void)user;
+    return 1.0f;
+}
+
+static bool window_mask(int64_t b, int64_t h, int64_t q, int64_t kv, void *user)
+{
+    const seq_frames *f = user;
+    (void)h;
+    const int64_t at = q + frame_shift(f, b);
+    return kv >= at - f->left && kv <= at + f->right;
+}
+
+/* EMPTY where no query of the block reaches its keys through the window, else PARTIAL */
+static int window_blocks(int64_t b, int64_t h, int64_t q_begin, int64_t q_end, int64_t kv_begin, int64_t kv_end,
+                         void *user)
+{
+    const seq_frames *f = user;
+    (void)h;
+    const int64_t lo = q_begin + frame_shift(f, b) - f->left, hi = q_end - 1 + frame_shift(f, b) + f->right;
+    return kv_end - 1 < lo || kv_begin > hi ? ATTN_BLOCK_EMPTY : ATTN_BLOCK_PARTIAL;
+}
+
+static void callbacks_as_built_ins(int threads)
+{
+    enum { NB = 4, H = 4, HKV = 2, D = 16 };
+    const int64_t lq[NB] = {70, 200, 1, 9}, lk[NB] = {150, 40, 6, 9};
+    int64_t cq[NB + 1], ck[NB + 1];
+    const int64_t tq = offsets(cq, lq, NB), tk = offsets(ck, lk, NB);
+    float slopes[H];
+    TK_OK(attn_alibi_slopes(slopes, H));
+    seq_frames frames = {.cu_q = cq, .cu_k = ck, .slopes = slopes, .left = 30, .right = 3};
+    attn_tensor *q = tk_randn(71, 3, (int64_t[]){tq, H, D}), *k = tk_randn(72, 3, (int64_t[]){tk, HKV, D});
+    attn_tensor *v = tk_randn(73, 3, (int64_t[]){tk, HKV, D}), *g = tk_randn(74, 3, (int64_t[]){tq, H, D});
+    attn_tensor *in[3] = {q, k, v};
+    for (int impl = ATTN_SDPA_FUSED; impl <= ATTN_SDPA_REF; impl++) {
+        float *res[2][4] = {{NULL}};
+        for (int form = 0; form < 2; form++) { /* 0: built in, 1: callbacks */
+            attn_ctx *ctx = attn_ctx_new(1);
+            TK_OK(attn_ctx_set_num_threads(ctx, threads));
+            attn_varlen_opts o = {.enable_gqa = true, .impl = (attn_sdpa_impl)impl};
+            if (form == 0) {
+                o.window = (attn_window){true, frames.left, frames.right};
+                o.alibi_slopes = slopes, o.alibi_ndim = 1, o.alibi_shape[0] = H;
+            } else {
+                o.mods = (attn_score_mods){.score_mod = alibi_mod, .score_mod_grad = alibi_mod_grad,
+                                           .mask_mod = window_mask, .mask_block = window_blocks, .user = &frames};
+            }
+            for (int i = 0; i < 3; i++) attn_tensor_zero_grad(in[i]);
+            attn_tensor *out = attn_sdpa_varlen(ctx, q, k, v, cq, ck, NB, &o);
+            TK_CHECK(out && attn_backward_from(ctx, out, g->data) == ATTN_OK, "callbacks: form %d: %s", form,
+                     attn_last_error());
+            if (out) {
+                res[form][0] = malloc(sizeof(float) * (size_t)out->numel);
+                memcpy(res[form][0], out->data, sizeof(float) * (size_t)out->numel);
+                for (int i = 0; i < 3; i++) {
+                    res[form][i + 1] = malloc(sizeof(float) * (size_t)in[i]->numel);
+                    memcpy(res[form][i + 1], in[i]->grad, sizeof(float) * (size_t)in[i]->numel);
+                }
+            }
+            attn_ctx_free(ctx);
+        }
+        const char *names[4] = {"out", "dq", "dk", "dv"};
+        const int64_t n[4] = {tq * H * D, q->numel, k->numel, v->numel};
+        for (int i = 0; i < 4 && res[0][i] && res[1][i]; i++) {
+            char what[160];
+            snprintf(what, sizeof what, "varlen callbacks as ALiBi and the window [%s, %d threads]: %s against the built-ins",
+                     impl == ATTN_SDPA_REF ? "ref" : "fused", threads, names[i]);
+            tk_close_scaled(what, res[1][i], res[0][i], n[i], tk_tol_of(2, D + 150 + D + 200 + 16, 4, 8));
+        }
+        for (int f = 0; f < 2; f++)
+            for (int i = 0; i < 4; i++) free(res[f][i]);
+    }
+    attn_tensor_free(q), attn_tensor_free(k), attn_tensor_free(v), attn_tensor_free(g);
+}
+
 /* ---- refusals ---- */
 
 static void refused(attn_tensor *out, attn_status want, const char *needle, const char *what)
@@ -497,6 +599,12 @@ static void refusals(void)
     refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_SHAPE, "(batch, H) = (2, 4)", "slopes of 3 sequences for 2");
     o.alibi_ndim = 1, o.alibi_shape[0] = 4;
     refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_NUMERIC, "alibi slope 2 is nan", "a NaN slope");
+    o = (attn_varlen_opts){.enable_gqa = true, .mods = {.score_mod = alibi_mod}};
+    attn_tensor_set_requires_grad(q, true);
+    refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_ARG, "sdpa_varlen: mods.score_mod without "
+            "mods.score_mod_grad", "a score_mod without its derivative, q needing a gradient");
+    o.mods = (attn_score_mods){.score_mod_grad = alibi_mod_grad};
+    refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_ARG, "score_mod_grad is set without", "a derivative alone");
     attn_ctx_free(ctx);
 }
 
@@ -525,6 +633,8 @@ int main(void)
     mha_packed(false);
     mha_packed(true);
     one_token_sequences();
+    callbacks_as_built_ins(1);
+    callbacks_as_built_ins(2);
     refusals();
     return tk_finish("test_attention_varlen");
 }

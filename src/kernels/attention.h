@@ -56,6 +56,8 @@ typedef struct sdpa_problem {
     float softcap;          /* > 0: scores capped as cap() above; 0: none */
     attn_score_mods mods;   /* score_mod on the scaled scores before cap(), and the mask callbacks
                                (attn.h's order and contract); all NULL: none */
+    int64_t mods_batch;     /* the callbacks see batch row b + mods_batch (attn_sdpa_varlen: the
+                               sequence's index; its problem is one row); 0 otherwise */
     float dropout_p;        /* on P, 0 when not training */
     uint64_t dropout_seed;  /* the mask is a hash of (seed, b, h, i, j): reproducible anywhere */
     int threads;            /* OpenMP threads of the (b, h) loops (the ctx's count); the scratch

@@ -165,8 +165,8 @@ static void score_mod_tiles(float *st, float *grad, const uint8_t *keep, int64_t
         for (int64_t r = 0; r < qw; r++) {
             float *x = st + c * qw + r;
             const bool k = keep[c * qw + r];
-            if (grad) grad[c * qw + r] = k ? m->score_mod_grad(*x, b, h, i0 + r, j0 + c, m->user) : 0.0f;
-            if (k) *x = m->score_mod(*x, b, h, i0 + r, j0 + c, m->user);
+            if (grad) grad[c * qw + r] = k ? m->score_mod_grad(*x, b + p->mods_batch, h, i0 + r, j0 + c, m->user) : 0.0f;
+            if (k) *x = m->score_mod(*x, b + p->mods_batch, h, i0 + r, j0 + c, m->user);
         }
 }
 

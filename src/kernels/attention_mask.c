@@ -100,14 +100,14 @@ int sdpa_mask_block(const sdpa_problem *p, int64_t b, int64_t h, int64_t i, int6
     const int64_t i0 = i / ATTN_MASK_BLOCK_Q * ATTN_MASK_BLOCK_Q, j0 = j / ATTN_MASK_BLOCK_KV * ATTN_MASK_BLOCK_KV;
     const int64_t i1 = p->lq - i0 < ATTN_MASK_BLOCK_Q ? p->lq : i0 + ATTN_MASK_BLOCK_Q;
     const int64_t j1 = p->lk - j0 < ATTN_MASK_BLOCK_KV ? p->lk : j0 + ATTN_MASK_BLOCK_KV;
-    const int kind = m->mask_block(b, h, i0, i1, j0, j1, m->user);
+    const int kind = m->mask_block(b + p->mods_batch, h, i0, i1, j0, j1, m->user);
     return kind == ATTN_BLOCK_EMPTY || kind == ATTN_BLOCK_FULL ? kind : ATTN_BLOCK_PARTIAL;
 }
 
 bool sdpa_mods_keep(const sdpa_problem *p, int block, int64_t b, int64_t h, int64_t i, int64_t j)
 {
     if (block != ATTN_BLOCK_PARTIAL) return block == ATTN_BLOCK_FULL;
-    return !p->mods.mask_mod || p->mods.mask_mod(b, h, i, j, p->mods.user);
+    return !p->mods.mask_mod || p->mods.mask_mod(b + p->mods_batch, h, i, j, p->mods.user);
 }
 
 bool sdpa_parallel(const sdpa_problem *p)

@@ -51,8 +51,8 @@ static void apply_score_mod(float *s, float *grad, const sdpa_problem *p, int64_
         for (int64_t j = 0; j < p->lk; j++) {
             float *x = s + i * p->lk + j;
             const bool keep = kept(p, b, h, i, j);
-            if (grad) grad[i * p->lk + j] = keep ? m->score_mod_grad(*x, b, h, i, j, m->user) : 0.0f;
-            if (keep) *x = m->score_mod(*x, b, h, i, j, m->user);
+            if (grad) grad[i * p->lk + j] = keep ? m->score_mod_grad(*x, b + p->mods_batch, h, i, j, m->user) : 0.0f;
+            if (keep) *x = m->score_mod(*x, b + p->mods_batch, h, i, j, m->user);
         }
 }
 

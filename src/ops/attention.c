@@ -4,6 +4,7 @@
 #include "gemm.h"
 #include "../autograd/tape.h"
 #include "../kernels/attention.h"
+#include "sdpa_internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -163,17 +164,15 @@ static attn_status prepare_scores(attn_ctx *ctx, sdpa_problem *p, const attn_sdp
     return ATTN_OK;
 }
 
-/* The score and mask callbacks of opts into p, after checking that the backward will have what it
- * needs (grads: q, k or v needs a gradient) */
-static attn_status prepare_mods(sdpa_problem *p, const attn_score_mods *m, bool grads)
+attn_status attn__sdpa_prepare_mods(sdpa_problem *p, const attn_score_mods *m, bool grads, const char *op)
 {
     if (m->score_mod_grad && !m->score_mod)
-        return attn__fail(ATTN_ERR_ARG, "sdpa: mods.score_mod_grad is set without mods.score_mod (the derivative of "
-                          "no function); set both, or neither");
+        return attn__fail(ATTN_ERR_ARG, "%s: mods.score_mod_grad is set without mods.score_mod (the derivative of "
+                          "no function); set both, or neither", op);
     if (m->score_mod && !m->score_mod_grad && grads)
-        return attn__fail(ATTN_ERR_ARG, "sdpa: mods.score_mod without mods.score_mod_grad (d score_mod / d score), "
+        return attn__fail(ATTN_ERR_ARG, "%s: mods.score_mod without mods.score_mod_grad (d score_mod / d score), "
                           "which the backward needs: q, k or v requires a gradient. Give its derivative, or run "
-                          "without gradients (attn_ctx_set_grad_enabled(ctx, false))");
+                          "without gradients (attn_ctx_set_grad_enabled(ctx, false))", op);
     p->mods = *m;
     return ATTN_OK;
 }
@@ -267,7 +266,7 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
     attn_tensor *in[3] = {q, k, v};
     const bool grads = attn__needs_grad(ctx, in, 3);
     if (prepare_masks(ctx, &p, &opts->mask, nd == 3) != ATTN_OK || prepare_scores(ctx, &p, opts, nd == 3) != ATTN_OK ||
-        prepare_mods(&p, &opts->mods, grads) != ATTN_OK)
+        attn__sdpa_prepare_mods(&p, &opts->mods, grads, "sdpa") != ATTN_OK)
         return NULL;
 
     int64_t out_shape[4], w_shape[4], w_numel;

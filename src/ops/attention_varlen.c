@@ -16,6 +16,7 @@
 #include "../autograd/tape.h"
 #include "../kernels/attention.h"
 #include "gemm.h"
+#include "sdpa_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -76,6 +77,7 @@ static sdpa_problem seq_problem(const varlen_saved *s, int64_t b, int threads)
     p.threads = threads;
     if (s->alibi) p.alibi = s->alibi + (s->alibi_per_seq ? b * s->heads : 0), p.alibi_batch_stride = 0;
     p.dropout_seed = s->base.dropout_seed + (uint64_t)b * 0x9E3779B97F4A7C15ull; /* hashed again by the kernels */
+    p.mods_batch = b; /* the callbacks see the sequence's index */
     return p;
 }
 
@@ -105,9 +107,10 @@ static attn_status check_shapes(const attn_tensor *q, const attn_tensor *k, cons
     return ATTN_OK;
 }
 
-/* The options into s->base after checking them; the slopes copied */
-static attn_status prepare(attn_ctx *ctx, varlen_saved *s, const attn_varlen_opts *o)
+/* The options into s->base after checking them; the slopes copied. grads: q, k or v needs a gradient */
+static attn_status prepare(attn_ctx *ctx, varlen_saved *s, const attn_varlen_opts *o, bool grads)
 {
+    if (attn__sdpa_prepare_mods(&s->base, &o->mods, grads, "sdpa_varlen") != ATTN_OK) return attn_last_status();
     if (!(o->dropout_p >= 0.0f && o->dropout_p <= 1.0f))
         return attn__fail(ATTN_ERR_ARG, "sdpa_varlen: dropout_p = %g, expected in [0, 1]", o->dropout_p);
     if (!isfinite(o->scale) || o->scale < 0.0f)
@@ -315,7 +318,7 @@ attn_tensor *attn_sdpa_varlen(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, att
     int64_t n_stats, n_out;
     if (attn__shape_numel(3, (int64_t[]){s.total_q, s.heads, 2}, &n_stats, "sdpa_varlen (total_q, H, 2)") != ATTN_OK ||
         attn__shape_numel(3, (int64_t[]){s.total_q, s.heads, s.base.dv}, &n_out, "sdpa_varlen out") != ATTN_OK ||
-        prepare(ctx, &s, opts) != ATTN_OK)
+        prepare(ctx, &s, opts, attn__needs_grad(ctx, (attn_tensor *[3]){q, k, v}, 3)) != ATTN_OK)
         return NULL;
     sdpa_problem *p = &s.base;
     p->threads = ctx->num_threads;

@@ -1,0 +1,12 @@
+/* Private to src/ops: what attn_sdpa and attn_sdpa_varlen share in setting up a problem. */
+#ifndef ATTN_OPS_SDPA_INTERNAL_H
+#define ATTN_OPS_SDPA_INTERNAL_H
+
+#include "../core/core.h"
+#include "../kernels/attention.h"
+
+/* The score and mask callbacks m into p, after checking that the backward will have what it
+ * needs (grads: q, k or v needs a gradient); op names the caller in messages. */
+attn_status attn__sdpa_prepare_mods(sdpa_problem *p, const attn_score_mods *m, bool grads, const char *op);
+
+#endif
