@@ -10,6 +10,9 @@
  * --decoder default uses attn_seq2seq_greedy / attn_seq2seq_beam (CACHED since the key/value
  * cache), ref attn_seq2seq_greedy_ref / attn_seq2seq_beam_ref (RECOMPUTE); a build with
  * -DBENCH_DECODE_DEFAULT_ONLY (against a library that has no such twins) takes only the default. */
+/* It times the entry points attn_seq2seq_decode replaces too (and builds against older revisions,
+ * which have those alone) */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #include <attn.h>
 #include <attn_data.h>
 

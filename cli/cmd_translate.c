@@ -590,10 +590,13 @@ static int translate_one(translate_run *run, const translate_options *o, attn_ct
     if (code == CLI_OK) {
         toks.count = n;
         attn_tensor *w = NULL;
+        const int64_t src_len = n + 1;
+        const attn_seq2seq_decode_opts dopts = {.beam_size = (int)o->beam, .length_penalty = (float)o->length_penalty,
+                                                .cross_weights = first ? &w : NULL};
         if (attn_vocab_encode(run->src_vocab, src, toks.items, n) != ATTN_OK ||
             (src[n] = o->model.eos_id, false) ||
-            attn_seq2seq_beam(ctx, &run->model, src, n + 1, (int)o->beam, (float)o->length_penalty, n + 10 < 255 ? n + 10 : 255, out,
-                              &n_out, first ? &w : NULL) != ATTN_OK)
+            attn_seq2seq_decode(ctx, &run->model, src, &src_len, 1, src_len, &dopts, n + 10 < 255 ? n + 10 : 255, out,
+                                &n_out) != ATTN_OK)
             code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
         char *hyp = code == CLI_OK ? translate_detok(run, out, n_out, &scratch) : NULL;
         if (hyp) printf("%s\n", hyp);

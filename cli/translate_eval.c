@@ -138,13 +138,14 @@ int translate_evaluate(translate_run *run, const translate_split *split, const c
         int64_t max_out = b.src_width + max_extra;
         free(out);
         out = malloc((size_t)(n * max_out) * sizeof *out);
-        attn_status st = out ? ATTN_OK : ATTN_ERR_NOMEM;
-        if (st == ATTN_OK && beam == 1)
-            st = attn_seq2seq_greedy(ctx, &run->model, b.src, b.src_lens, n, b.src_width, max_out, out, out_lens);
         for (int64_t i = 0; i < n; i++) limits[i] = b.src_lens[i] + max_extra; /* each sentence's own */
-        if (st == ATTN_OK && beam > 1) /* the batch's searches together, each as it would run alone */
-            st = attn_seq2seq_beam_batch(ctx, &run->model, b.src, b.src_lens, n, b.src_width, (int)beam,
-                                         (float)run->opt->length_penalty, limits, max_out, out, out_lens);
+        /* greedy: the batch's widest limit for all; beam: the batch's searches together, each as it
+         * would run alone, with its own limit */
+        const attn_seq2seq_decode_opts dopts = {.beam_size = (int)beam, .length_penalty = (float)run->opt->length_penalty,
+                                                .max_out = beam > 1 ? limits : NULL};
+        attn_status st = out ? attn_seq2seq_decode(ctx, &run->model, b.src, b.src_lens, n, b.src_width, &dopts, max_out,
+                                                   out, out_lens)
+                             : ATTN_ERR_NOMEM;
         if (st != ATTN_OK) {
             code = cli_fail(CLI_ERR_DATA, "translate", "%s", out ? attn_last_error() : "out of memory");
             break;

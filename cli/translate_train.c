@@ -186,7 +186,7 @@ static int run_epoch(translate_run *run, train_state *ts, const translate_split 
     if (code == CLI_OK && steps > 0)
         printf("epoch %ld%s: %lld steps, train loss %.4f, lr %.2e, %.0f tokens/s\n", epoch + 1, note,
                (long long)steps, loss_sum / (double)steps,
-               attn_optim_get_lr(ts->opt), tokens / (now_seconds() - t0));
+               attn_optim_lr(ts->opt), tokens / (now_seconds() - t0));
     translate_batch_free(&b);
     attn_batches_free(&batches);
     return code;

@@ -4,7 +4,7 @@
  * gets (rows, V) logits back (the decoder keeps the keys and values of earlier tokens); the
  * caller picks tokens, tells the decoder which rows continue which (reorder) and drops the
  * sentences that are done (select). This search keeps, for each sentence, its best token twice
- * (both beams alike) - a greedy search - so its answer must be attn_seq2seq_greedy's: checked.
+ * (both beams alike) - a greedy search - so its answer must be attn_seq2seq_decode's (greedy): checked.
  * Build: cc decode_steps.c $(pkg-config --cflags --libs attn) */
 #include <attn.h>
 #include <stdio.h>
@@ -66,14 +66,15 @@ int main(void)
 
     attn_ctx *ctx = attn_ctx_new(0);
     int64_t greedy[B * MAX_OUT], greedy_lens[B];
-    int same = attn_seq2seq_greedy(ctx, &model, src, src_lens, B, S, MAX_OUT, greedy, greedy_lens) == ATTN_OK;
+    int same = attn_seq2seq_decode(ctx, &model, src, src_lens, B, S, NULL, MAX_OUT, greedy, greedy_lens) == ATTN_OK;
     for (int b = 0; b < B; b++) {
         printf("sentence %d:", b);
         for (int64_t t = 0; t < len[b]; t++) printf(" %lld", (long long)out[b][t]);
         printf("\n");
-        same = same && !memcmp(out[b], greedy + b * MAX_OUT, (size_t)len[b] * sizeof out[b][0]);
+        const int64_t words = len[b] - (out[b][len[b] - 1] == cfg.eos_id); /* the search's answer leaves <eos> out */
+        same = same && greedy_lens[b] == words && !memcmp(out[b], greedy + b * MAX_OUT, (size_t)words * sizeof out[b][0]);
     }
-    printf("the same as attn_seq2seq_greedy: %s\n", same ? "yes" : "no");
+    printf("the same as attn_seq2seq_decode's greedy search: %s\n", same ? "yes" : "no");
     attn_ctx_free(ctx);
     attn_seq2seq_free(&model);
     attn_params_free(params);

@@ -81,8 +81,11 @@ extern "C" {
 #endif
 #if defined(__GNUC__)
 #define ATTN_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+/* A name kept for programs written against an earlier release; msg says what replaces it */
+#define ATTN_DEPRECATED(msg) __attribute__((deprecated(msg)))
 #else
 #define ATTN_PRINTF(fmt, args)
+#define ATTN_DEPRECATED(msg)
 #endif
 
 #define ATTN_VERSION_MAJOR 0
@@ -1111,50 +1114,62 @@ ATTN_API attn_status attn_seq2seq_decoder_select(attn_seq2seq_decoder *d, const 
 ATTN_API attn_status attn_seq2seq_decoder_set_num_threads(attn_seq2seq_decoder *d, int n);
 ATTN_API void attn_seq2seq_decoder_free(attn_seq2seq_decoder *d); /* NULL is fine */
 
-/* Greedy decoding of a batch: src (B, S) with src_lens (B), each in [1, S] (ids past a length
- * are padding); out (B, max_out) receives token ids (<eos> included, then pad), out_lens (B) the
- * lengths without <eos>. At most min(max_out, the model's max_len - 1) tokens are generated, as
- * the beam searches cap them (the rest of out is pad). RESETS ctx first (INVALIDATES every
- * tensor made in it before the call, as attn_ctx_reset), runs with grad and training off and
- * gives ctx its modes back at the end; decodes on ctx's thread count. Decodes with the CACHED
- * decoder; attn_seq2seq_greedy_ref, the reference twin, with RECOMPUTE. */
+/* How attn_seq2seq_decode searches; the zero value is greedy decoding with the CACHED decoder. */
+typedef struct attn_seq2seq_decode_opts {
+    int beam_size;            /* 0 or 1: greedy, every sentence at once; 2..64: beam search */
+    float length_penalty;     /* beam search: alpha of the penalty ((5 + len) / 6)^alpha, finite */
+    const int64_t *max_out;   /* (B) each sentence's limit, each in [1, out_width]; NULL: out_width */
+    attn_seq2seq_decode_impl impl; /* CACHED, or RECOMPUTE: the reference twin */
+    /* batch 1 only (may be NULL): *cross_weights receives the answer's cross-attention, per head
+     * (H, out_len + 1, S) (Bahdanau: (1, ...)), in ctx's arena */
+    attn_tensor **cross_weights;
+} attn_seq2seq_decode_opts;
+
+/* Decodes a batch: src (B, S) with src_lens (B), each in [1, S] (ids past a length are padding);
+ * out (B, out_width) receives each sentence's tokens without <eos>, then pad_id, and out_lens (B)
+ * their counts. A sentence stops at <eos> or at its limit, min(limit, cfg.max_len - 1) tokens.
+ * Greedy decoding takes each step's argmax; beam search (beam_size k) keeps the k best hypotheses
+ * by log-probability and stops once k of them have ended, the answer being the ended one of best
+ * penalised score (len in the penalty counts the generated tokens, <eos> included). Beam searches
+ * of a batch run together in one decoder of B x k rows, each as it would run alone (the
+ * Transformer masks padding and decodes the batch at once, equal to one sentence alone up to
+ * float32 rounding; D2L's GRU encoder reads padding, so Bahdanau sentences are decoded in groups of
+ * one length, unpadded). RESETS ctx first (INVALIDATES every tensor made in it before the call, as
+ * attn_ctx_reset), runs with grad and training off and gives ctx its modes back at the end;
+ * decodes on ctx's thread count. opts NULL: greedy, CACHED. */
+ATTN_API attn_status attn_seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                                         const int64_t *src_lens, int64_t batch, int64_t src_len,
+                                         const attn_seq2seq_decode_opts *opts, int64_t out_width,
+                                         int64_t *out, int64_t *out_lens);
+
+/* The entry points attn_seq2seq_decode replaces, as they were: greedy's out (B, max_out) keeps
+ * <eos> (then pad); the beam searches' do not; the _ref twins use RECOMPUTE. */
+ATTN_DEPRECATED("attn_seq2seq_decode")
 ATTN_API attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                                          const int64_t *src_lens, int64_t batch, int64_t src_len,
                                          int64_t max_out, int64_t *out, int64_t *out_lens);
+ATTN_DEPRECATED("attn_seq2seq_decode with .impl = ATTN_SEQ2SEQ_DECODE_RECOMPUTE")
 ATTN_API attn_status attn_seq2seq_greedy_ref(attn_ctx *ctx, const attn_seq2seq *m,
                                              const int64_t *src, const int64_t *src_lens,
                                              int64_t batch, int64_t src_len, int64_t max_out,
                                              int64_t *out, int64_t *out_lens);
-/* Beam search for one sentence (batch 1) with length penalty ((5 + len) / 6)^alpha: keeps the
- * beam_size best hypotheses by log-probability and stops once beam_size of them have ended
- * (<eos>, or min(max_out, the model's max_len - 1) tokens; len in the penalty counts the
- * generated tokens, <eos> included); the answer is the ended one of best penalised score.
- * out (max_out) receives its tokens without <eos> (then pad), *out_len their count.
- * cross_weights (may be NULL): for the answer, (H, out_len + 1, S) in ctx's arena. RESETS ctx
- * first (INVALIDATES every tensor made in it before the call, as attn_ctx_reset), runs with grad
- * and training off and gives ctx its modes back at the end; decodes on ctx's thread count.
- * Decodes with the CACHED decoder; attn_seq2seq_beam_ref with RECOMPUTE. */
+ATTN_DEPRECATED("attn_seq2seq_decode with .beam_size and .cross_weights")
 ATTN_API attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                                        int64_t src_len, int beam_size, float alpha,
                                        int64_t max_out, int64_t *out, int64_t *out_len,
                                        attn_tensor **cross_weights);
+ATTN_DEPRECATED("attn_seq2seq_decode with .beam_size, .cross_weights and .impl = ATTN_SEQ2SEQ_DECODE_RECOMPUTE")
 ATTN_API attn_status attn_seq2seq_beam_ref(attn_ctx *ctx, const attn_seq2seq *m,
                                            const int64_t *src, int64_t src_len, int beam_size,
                                            float alpha, int64_t max_out, int64_t *out,
                                            int64_t *out_len, attn_tensor **cross_weights);
-/* The beam searches of a batch of sentences run together, each as attn_seq2seq_beam would run it
- * alone, in one decoder of batch x beam_size rows (a step reads every weight once for all of
- * them): src (B, S) with src_lens (B, each in [1, S]); max_out (B) each sentence's limit (at most
- * out_width once capped at the model's max_len - 1); out (B, out_width) and out_lens (B) as
- * attn_seq2seq_beam's. The Transformer masks padding everywhere and decodes the batch at once
- * (the answers are the sentences' alone up to float32 rounding); D2L's GRU encoder reads the
- * padding, so Bahdanau sentences are decoded in groups of one length, unpadded. ctx as for
- * attn_seq2seq_beam. attn_seq2seq_beam_batch_ref: the same with RECOMPUTE. */
+ATTN_DEPRECATED("attn_seq2seq_decode with .beam_size and .max_out")
 ATTN_API attn_status attn_seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m,
                                              const int64_t *src, const int64_t *src_lens,
                                              int64_t batch, int64_t src_len, int beam_size,
                                              float alpha, const int64_t *max_out,
                                              int64_t out_width, int64_t *out, int64_t *out_lens);
+ATTN_DEPRECATED("attn_seq2seq_decode with .beam_size, .max_out and .impl = ATTN_SEQ2SEQ_DECODE_RECOMPUTE")
 ATTN_API attn_status attn_seq2seq_beam_batch_ref(attn_ctx *ctx, const attn_seq2seq *m,
                                                  const int64_t *src, const int64_t *src_lens,
                                                  int64_t batch, int64_t src_len, int beam_size,
@@ -1193,6 +1208,8 @@ ATTN_API attn_status attn_optim_step(attn_optim *opt); /* uses the lr set for th
  * the update is elementwise, so the result does not depend on it. */
 ATTN_API attn_status attn_optim_set_num_threads(attn_optim *opt, int n);
 ATTN_API attn_status attn_optim_set_lr(attn_optim *opt, float lr); /* lr >= 0, else refused */
+ATTN_API float attn_optim_lr(const attn_optim *opt); /* the lr set (NaN for NULL) */
+ATTN_DEPRECATED("attn_optim_lr (getters have no verb)")
 ATTN_API float attn_optim_get_lr(const attn_optim *opt);
 ATTN_API int64_t attn_optim_step_count(const attn_optim *opt); /* steps taken */
 /* The state as named tensors ("exp_avg.<param>", "exp_avg_sq.<param>", "momentum_buffer.<param>")

@@ -13,10 +13,16 @@
  *     attn_seq2seq_beam_ref alone = attn_seq2seq_beam_batch_ref, for 1, 2 and 4 beams;
  *   - attn_seq2seq_decoder_select mid-way (after a reorder, then again): both decoders keep the
  *     same sentences and their logits still agree;
+ *   - attn_seq2seq_decode, the one call in their place, gives what each of them gives: greedy
+ *     (without its <eos>, with per-sentence limits), beam search of a batch, one sentence with its
+ *     cross-attention, both decoders; and refuses bad options;
  *   - hostile input: NULL arguments, batch, beams (0, 65, more than the vocabulary), max_steps,
  *     max_out, source lengths and tokens out of range, a step past max_steps, a parent from
  *     another sentence, sentences to keep out of order, repeated or gone; a failed step changes
  *     nothing. */
+/* This test holds the entry points that attn_seq2seq_decode replaces to their behaviour: they stay,
+ * deprecated, for programs written against 0.2 */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #include "testkit.h"
 
 #include <math.h>
@@ -294,6 +300,77 @@ static void check_hostile(attn_ctx *ctx, const model *m)
     TK_STATUS(attn_seq2seq_beam_batch(ctx, s, src, src_lens, B, S, 2, 0.6f, limits, 0, out, out_lens), ATTN_ERR_ARG);
 }
 
+/* attn_seq2seq_decode against the entry points it replaces, in every mode */
+static void check_decode_api(attn_ctx *ctx, const model *m, const char *name)
+{
+    enum { W = 7 };
+    const attn_seq2seq_config *c = &m->s2s.cfg;
+    const int64_t limits[B] = {7, 3, 5};
+    for (int impl = ATTN_SEQ2SEQ_DECODE_CACHED; impl <= ATTN_SEQ2SEQ_DECODE_RECOMPUTE; impl++) {
+        const char *which = impl == ATTN_SEQ2SEQ_DECODE_CACHED ? "cached" : "recompute";
+        int64_t old[B * W], old_lens[B], out[B * W], lens[B];
+        /* greedy: the old call keeps <eos>; the new one stops each sentence at its own limit */
+        TK_OK((impl ? attn_seq2seq_greedy_ref : attn_seq2seq_greedy)(ctx, &m->s2s, src, src_lens, B, S, W, old, old_lens));
+        attn_seq2seq_decode_opts o = {.impl = (attn_seq2seq_decode_impl)impl, .max_out = limits};
+        TK_OK(attn_seq2seq_decode(ctx, &m->s2s, src, src_lens, B, S, &o, W, out, lens));
+        bool same = true;
+        for (int b = 0; b < B; b++) {
+            const int64_t n = old_lens[b] < limits[b] ? old_lens[b] : limits[b];
+            same = same && lens[b] == n && !memcmp(out + b * W, old + b * W, sizeof(int64_t) * (size_t)n);
+            for (int64_t t = n; t < W; t++) same = same && out[b * W + t] == c->pad_id;
+        }
+        TK_CHECK(same, "%s [%s]: attn_seq2seq_decode greedy = attn_seq2seq_greedy cut at each limit, no <eos>", name, which);
+        /* beam search of the batch */
+        for (int beams = 2; beams <= 4; beams += 2) {
+            TK_OK((impl ? attn_seq2seq_beam_batch_ref : attn_seq2seq_beam_batch)(ctx, &m->s2s, src, src_lens, B, S, beams,
+                                                                                0.6f, limits, W, old, old_lens));
+            o = (attn_seq2seq_decode_opts){.beam_size = beams, .length_penalty = 0.6f, .max_out = limits,
+                                           .impl = (attn_seq2seq_decode_impl)impl};
+            TK_OK(attn_seq2seq_decode(ctx, &m->s2s, src, src_lens, B, S, &o, W, out, lens));
+            TK_CHECK(!memcmp(out, old, sizeof out) && !memcmp(lens, old_lens, sizeof lens),
+                     "%s [%s]: attn_seq2seq_decode with %d beams = attn_seq2seq_beam_batch", name, which, beams);
+        }
+        /* one sentence with its cross-attention */
+        attn_tensor *w_old = NULL, *w_new = NULL;
+        int64_t n_old = 0;
+        TK_OK((impl ? attn_seq2seq_beam_ref : attn_seq2seq_beam)(ctx, &m->s2s, src, S, 2, 0.6f, W, old, &n_old, &w_old));
+        float *w_copy = w_old ? malloc(sizeof(float) * (size_t)w_old->numel) : NULL; /* the next call resets ctx */
+        if (w_copy) memcpy(w_copy, w_old->data, sizeof(float) * (size_t)w_old->numel);
+        const int64_t numel_old = w_old ? w_old->numel : 0;
+        o = (attn_seq2seq_decode_opts){.beam_size = 2, .length_penalty = 0.6f, .impl = (attn_seq2seq_decode_impl)impl,
+                                       .cross_weights = &w_new};
+        const int64_t len0 = S;
+        TK_OK(attn_seq2seq_decode(ctx, &m->s2s, src, &len0, 1, S, &o, W, out, lens));
+        TK_CHECK(lens[0] == n_old && !memcmp(out, old, sizeof(int64_t) * (size_t)n_old) && w_new && w_copy &&
+                     w_new->numel == numel_old && !memcmp(w_new->data, w_copy, sizeof(float) * (size_t)numel_old),
+                 "%s [%s]: attn_seq2seq_decode of one sentence with cross_weights = attn_seq2seq_beam's answer and weights",
+                 name, which);
+        free(w_copy);
+    }
+    /* refusals */
+    int64_t out[B * W], lens[B];
+    const int64_t past[B] = {7, 8, 1}, zero[B] = {7, 0, 1};
+    const struct {
+        attn_seq2seq_decode_opts o;
+        int64_t batch, width;
+        const char *what;
+    } bad[] = {
+        {{.beam_size = -1}, B, W, "beam_size -1"},
+        {{.beam_size = 65}, B, W, "beam_size 65"},
+        {{.impl = (attn_seq2seq_decode_impl)2}, B, W, "impl 2"},
+        {{.max_out = past}, B, W, "a limit past out_width"},
+        {{.max_out = zero}, B, W, "a limit of 0"},
+        {{.beam_size = 2, .cross_weights = (attn_tensor *[1]){NULL}}, B, W, "cross_weights for 3 sentences"},
+        {{0}, B, 0, "out_width 0"},
+        {{0}, 0, W, "batch 0"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        TK_STATUS(attn_seq2seq_decode(ctx, &m->s2s, src, src_lens, bad[i].batch, S, &bad[i].o, bad[i].width, out, lens),
+                  ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_decode(ctx, &m->s2s, NULL, src_lens, B, S, NULL, W, out, lens), ATTN_ERR_ARG);
+    TK_STATUS(attn_seq2seq_decode(ctx, &m->s2s, src, src_lens, B, S, NULL, W, out, NULL), ATTN_ERR_ARG);
+}
+
 int main(void)
 {
     attn_ctx *ctx = attn_ctx_new(0);
@@ -308,6 +385,7 @@ int main(void)
         check_cross_weights(ctx, &m, kinds[k].name);
         check_beam_batch(ctx, &m, kinds[k].name);
         check_select(&m, kinds[k].name);
+        check_decode_api(ctx, &m, kinds[k].name);
         check_hostile(ctx, &m);
         model_free(&m);
     }

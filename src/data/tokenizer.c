@@ -165,12 +165,23 @@ const char *attn_tokenizer_name(attn_tokenizer kind)
     return (int)kind >= 0 && (int)kind < N_TOKENIZERS ? tokenizer_names[kind] : "unknown";
 }
 
+attn_status attn_tokenizer_parse(const char *name, attn_tokenizer *kind)
+{
+    if (!name || !kind) return attn__fail(ATTN_ERR_ARG, "attn_tokenizer_parse: name or kind is NULL");
+    for (int k = 0; k < N_TOKENIZERS; k++)
+        if (strcmp(name, tokenizer_names[k]) == 0) {
+            *kind = (attn_tokenizer)k;
+            return ATTN_OK;
+        }
+    return attn__fail(ATTN_ERR_ARG, "attn_tokenizer_parse: \"%s\" is not basic_english, words, chars or 13a",
+                      name);
+}
+
 int attn_tokenizer_from_name(const char *name)
 {
     if (!name) return attn__null_arg("attn_tokenizer_from_name"), -1;
-    for (int k = 0; name && k < N_TOKENIZERS; k++)
-        if (strcmp(name, tokenizer_names[k]) == 0) return k;
-    return -1;
+    attn_tokenizer kind;
+    return attn_tokenizer_parse(name, &kind) == ATTN_OK ? (int)kind : (attn_clear_error(), -1);
 }
 
 attn_status attn_tokenize(attn_tokens *out, attn_tokenizer kind, const char *text, size_t len)

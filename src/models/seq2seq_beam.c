@@ -236,10 +236,10 @@ static attn_status beam_rows(const attn_seq2seq *m, const int64_t *src, const in
 /* D2L's GRU encoder reads the padding: Bahdanau sentences go in groups of one source length, each
  * at its own width, to be searched as they would be alone. The Transformer masks the padding and
  * takes the batch at once. */
-static attn_status beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                              const int64_t *src_lens, int64_t batch, int64_t src_len, int beam_size,
-                              float alpha, const int64_t *max_out, int64_t out_width, int64_t *out,
-                              int64_t *out_lens, attn_seq2seq_decode_impl impl)
+attn_status attn__seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                                     const int64_t *src_lens, int64_t batch, int64_t src_len, int beam_size,
+                                     float alpha, const int64_t *max_out, int64_t out_width, int64_t *out,
+                                     int64_t *out_lens, attn_seq2seq_decode_impl impl)
 {
     if (!ctx) return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: NULL ctx");
     attn_ctx_reset(ctx);
@@ -295,8 +295,8 @@ attn_status attn_seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const 
                                     int beam_size, float alpha, const int64_t *max_out,
                                     int64_t out_width, int64_t *out, int64_t *out_lens)
 {
-    return beam_batch(ctx, m, src, src_lens, batch, src_len, beam_size, alpha, max_out, out_width, out,
-                      out_lens, ATTN_SEQ2SEQ_DECODE_CACHED);
+    return attn__seq2seq_beam_batch(ctx, m, src, src_lens, batch, src_len, beam_size, alpha, max_out, out_width,
+                                    out, out_lens, ATTN_SEQ2SEQ_DECODE_CACHED);
 }
 
 attn_status attn_seq2seq_beam_batch_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
@@ -304,22 +304,22 @@ attn_status attn_seq2seq_beam_batch_ref(attn_ctx *ctx, const attn_seq2seq *m, co
                                         int beam_size, float alpha, const int64_t *max_out,
                                         int64_t out_width, int64_t *out, int64_t *out_lens)
 {
-    return beam_batch(ctx, m, src, src_lens, batch, src_len, beam_size, alpha, max_out, out_width, out,
-                      out_lens, ATTN_SEQ2SEQ_DECODE_RECOMPUTE);
+    return attn__seq2seq_beam_batch(ctx, m, src, src_lens, batch, src_len, beam_size, alpha, max_out, out_width,
+                                    out, out_lens, ATTN_SEQ2SEQ_DECODE_RECOMPUTE);
 }
 
 /* One sentence; with cross_weights, one teacher-forced pass over <bos> + the answer, in eval
  * mode, gives its cross-attention. */
-static attn_status beam_one(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, int64_t src_len,
-                            int beam_size, float alpha, int64_t max_out, int64_t *out, int64_t *out_len,
-                            attn_tensor **cross_weights, attn_seq2seq_decode_impl impl)
+attn_status attn__seq2seq_beam_one(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, int64_t src_len,
+                                   int beam_size, float alpha, int64_t max_out, int64_t *out, int64_t *out_len,
+                                   attn_tensor **cross_weights, attn_seq2seq_decode_impl impl)
 {
     if (cross_weights) *cross_weights = NULL;
     if (!ctx || !m || !out || !out_len || max_out < 1)
         return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: NULL argument or max_out < 1");
     const int64_t width = max_out < m->cfg.max_len ? max_out : m->cfg.max_len - 1; /* out's room used */
-    attn_status st = beam_batch(ctx, m, src, &src_len, 1, src_len, beam_size, alpha, &max_out, width, out,
-                                out_len, impl);
+    attn_status st = attn__seq2seq_beam_batch(ctx, m, src, &src_len, 1, src_len, beam_size, alpha, &max_out, width,
+                                              out, out_len, impl);
     if (st != ATTN_OK || !cross_weights) return st;
     bool grad = attn_ctx_grad_enabled(ctx), training = attn_ctx_training(ctx);
     attn_ctx_set_grad_enabled(ctx, false);
@@ -344,14 +344,14 @@ attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_
                               int64_t src_len, int beam_size, float alpha, int64_t max_out,
                               int64_t *out, int64_t *out_len, attn_tensor **cross_weights)
 {
-    return beam_one(ctx, m, src, src_len, beam_size, alpha, max_out, out, out_len, cross_weights,
-                    ATTN_SEQ2SEQ_DECODE_CACHED);
+    return attn__seq2seq_beam_one(ctx, m, src, src_len, beam_size, alpha, max_out, out, out_len, cross_weights,
+                                  ATTN_SEQ2SEQ_DECODE_CACHED);
 }
 
 attn_status attn_seq2seq_beam_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                                   int64_t src_len, int beam_size, float alpha, int64_t max_out,
                                   int64_t *out, int64_t *out_len, attn_tensor **cross_weights)
 {
-    return beam_one(ctx, m, src, src_len, beam_size, alpha, max_out, out, out_len, cross_weights,
-                    ATTN_SEQ2SEQ_DECODE_RECOMPUTE);
+    return attn__seq2seq_beam_one(ctx, m, src, src_len, beam_size, alpha, max_out, out, out_len, cross_weights,
+                                  ATTN_SEQ2SEQ_DECODE_RECOMPUTE);
 }

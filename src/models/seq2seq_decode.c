@@ -1,6 +1,6 @@
-/* Batched greedy decoding for the seq2seq models, driving an attn_seq2seq_decoder
- * (seq2seq_decoder.c) one step at a time: CACHED, or RECOMPUTE for the reference twin
- * attn_seq2seq_greedy_ref. Beam search is in seq2seq_beam.c. */
+/* attn_seq2seq_decode, and batched greedy decoding for the seq2seq models, driving an
+ * attn_seq2seq_decoder (seq2seq_decoder.c) one step at a time: CACHED, or RECOMPUTE for the
+ * reference twin. Beam search is in seq2seq_beam.c. */
 #include "seq2seq_internal.h"
 
 #include <math.h>
@@ -15,16 +15,16 @@ int64_t attn__seq2seq_argmax(const float *x, int64_t n)
     return best;
 }
 
+/* out (batch, stride) receives up to max_out tokens per row (<eos> included), then pad */
 static attn_status greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                           const int64_t *src_lens, int64_t batch, int64_t src_len, int64_t max_out,
-                          int64_t *out, int64_t *out_lens, attn_seq2seq_decode_impl impl)
+                          int64_t stride, int64_t *out, int64_t *out_lens, attn_seq2seq_decode_impl impl)
 {
     if (!ctx || !m || !src || !src_lens || !out || !out_lens || max_out < 1)
         return attn__fail(ATTN_ERR_ARG, "seq2seq_greedy: NULL argument or max_out < 1");
     const attn_seq2seq_config *c = &m->cfg;
     const int64_t V = c->tgt_vocab;
-    /* out rows keep the caller's width; decoding stops at the positional table's end */
-    const int64_t stride = max_out;
+    /* decoding stops at the positional table's end */
     if (max_out >= c->max_len) max_out = c->max_len - 1; /* (max_out + 1 could overflow) */
     attn_ctx_reset(ctx);
     attn_seq2seq_decoder *d = attn_seq2seq_decoder_new(m, src, src_lens, batch, src_len, 1, max_out, impl);
@@ -78,7 +78,7 @@ attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int6
                                 const int64_t *src_lens, int64_t batch, int64_t src_len,
                                 int64_t max_out, int64_t *out, int64_t *out_lens)
 {
-    return greedy(ctx, m, src, src_lens, batch, src_len, max_out, out, out_lens,
+    return greedy(ctx, m, src, src_lens, batch, src_len, max_out, max_out, out, out_lens,
                   ATTN_SEQ2SEQ_DECODE_CACHED);
 }
 
@@ -86,6 +86,73 @@ attn_status attn_seq2seq_greedy_ref(attn_ctx *ctx, const attn_seq2seq *m, const 
                                     const int64_t *src_lens, int64_t batch, int64_t src_len,
                                     int64_t max_out, int64_t *out, int64_t *out_lens)
 {
-    return greedy(ctx, m, src, src_lens, batch, src_len, max_out, out, out_lens,
+    return greedy(ctx, m, src, src_lens, batch, src_len, max_out, max_out, out, out_lens,
                   ATTN_SEQ2SEQ_DECODE_RECOMPUTE);
+}
+
+/* Each sentence's limit (opts->max_out, or out_width for every one), checked: (batch), malloc'd */
+static int64_t *limits_of(const attn_seq2seq_decode_opts *o, int64_t batch, int64_t out_width)
+{
+    int64_t *limit = malloc((size_t)batch * sizeof *limit);
+    if (!limit) {
+        attn__fail(ATTN_ERR_NOMEM, "seq2seq_decode: out of memory");
+        return NULL;
+    }
+    for (int64_t b = 0; b < batch; b++) {
+        limit[b] = o->max_out ? o->max_out[b] : out_width;
+        if (limit[b] < 1 || limit[b] > out_width) {
+            attn__fail(ATTN_ERR_ARG, "seq2seq_decode: max_out[%lld] = %lld; expected in [1, out_width = %lld]",
+                       (long long)b, (long long)limit[b], (long long)out_width);
+            free(limit);
+            return NULL;
+        }
+    }
+    return limit;
+}
+
+/* Greedy: each sentence's tokens up to its limit, without <eos> (greedy() keeps it), then pad */
+static attn_status greedy_limited(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
+                                  int64_t batch, int64_t src_len, const int64_t *limit, int64_t out_width,
+                                  int64_t *out, int64_t *out_lens, attn_seq2seq_decode_impl impl)
+{
+    int64_t longest = 1;
+    for (int64_t b = 0; b < batch; b++) longest = limit[b] > longest ? limit[b] : longest;
+    attn_status st = greedy(ctx, m, src, src_lens, batch, src_len, longest, out_width, out, out_lens, impl);
+    for (int64_t b = 0; st == ATTN_OK && b < batch; b++) {
+        if (out_lens[b] > limit[b]) out_lens[b] = limit[b];
+        for (int64_t t = out_lens[b]; t < out_width; t++) out[b * out_width + t] = m->cfg.pad_id;
+    }
+    return st;
+}
+
+attn_status attn_seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
+                                int64_t batch, int64_t src_len, const attn_seq2seq_decode_opts *opts,
+                                int64_t out_width, int64_t *out, int64_t *out_lens)
+{
+    const attn_seq2seq_decode_opts defaults = {.beam_size = 1};
+    const attn_seq2seq_decode_opts *o = opts ? opts : &defaults;
+    if (o->cross_weights) *o->cross_weights = NULL;
+    if (!ctx || !m || !src || !src_lens || !out || !out_lens)
+        return attn__fail(ATTN_ERR_ARG, "seq2seq_decode: NULL argument");
+    int64_t n_out;
+    if (batch < 1 || out_width < 1 || o->beam_size < 0 || o->beam_size > 64 ||
+        (o->impl != ATTN_SEQ2SEQ_DECODE_CACHED && o->impl != ATTN_SEQ2SEQ_DECODE_RECOMPUTE) ||
+        (o->cross_weights && batch != 1) || !attn__mul_ok(batch, out_width, &n_out))
+        return attn__fail(ATTN_ERR_ARG, "seq2seq_decode: batch %lld, out_width %lld, beam_size %d, impl %d%s; expected "
+                          "a batch and out_width >= 1 (their product within int64), beam_size in [0, 64], an "
+                          "attn_seq2seq_decode_impl, and cross_weights for a batch of 1 alone", (long long)batch,
+                          (long long)out_width, o->beam_size, (int)o->impl, o->cross_weights ? " with cross_weights" : "");
+    int64_t *limit = limits_of(o, batch, out_width);
+    if (!limit) return attn_last_status();
+    for (int64_t i = 0; i < n_out; i++) out[i] = m->cfg.pad_id;
+    const int k = o->beam_size > 1 ? o->beam_size : 1;
+    attn_status st = o->cross_weights /* one sentence, searched (beam 1 finds greedy's answer), then its weights */
+                         ? attn__seq2seq_beam_one(ctx, m, src, src_lens[0], k, o->length_penalty, limit[0], out,
+                                                  out_lens, o->cross_weights, o->impl)
+                     : k > 1 ? attn__seq2seq_beam_batch(ctx, m, src, src_lens, batch, src_len, k, o->length_penalty,
+                                                        limit, out_width, out, out_lens, o->impl)
+                             : greedy_limited(ctx, m, src, src_lens, batch, src_len, limit, out_width, out, out_lens,
+                                              o->impl);
+    free(limit);
+    return st;
 }

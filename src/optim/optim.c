@@ -224,9 +224,14 @@ attn_status attn_optim_set_lr(attn_optim *opt, float lr)
     return ATTN_OK;
 }
 
+float attn_optim_lr(const attn_optim *opt)
+{
+    return opt ? opt->cfg.lr : (attn__null_arg("attn_optim_lr"), NAN);
+}
+
 float attn_optim_get_lr(const attn_optim *opt)
 {
-    return opt ? opt->cfg.lr : (attn__null_arg("attn_optim_get_lr"), NAN);
+    return attn_optim_lr(opt);
 }
 int64_t attn_optim_step_count(const attn_optim *opt)
 {
