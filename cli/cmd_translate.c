@@ -43,7 +43,7 @@ static const cli_option options[] = {
     {"--split", "NAME", CLI_NAME, O(split), 0, 0, NULL, "test_2016_flickr",
      "the split train and eval score with BLEU (val: tune decoding without touching the test set)", "train eval"},
     {"--eval-limit", "N", CLI_LONG, O(eval_limit), 1, 100000000, NULL, NULL, "score only the first N sentences of that split", "train eval"},
-    {"--beam", "N", CLI_LONG, O(beam), 1, 64, NULL, "4", "beam size (1 = greedy, batched)"},
+    {"--beam", "N", CLI_LONG, O(beam), 1, ATTN_BEAM_MAX, NULL, "4", "beam size (1 = greedy, batched)"},
     {"--length-penalty", "A", CLI_DOUBLE, O(length_penalty), 0, 10, NULL, "0.6",
      "beam score = log p / ((5 + length) / 6)^A"},
     {"--average", "A,B,...", CLI_TEXT, O(average), 0, 0, NULL, NULL,
@@ -149,8 +149,9 @@ static int validate(const translate_options *o, int action, int n_texts, const c
              (!o->keep_epochs || check_kept(o, inputs, 2));
     if (!ok) return CLI_ERR_USAGE;
     if (action != TRAIN) return CLI_OK;
-    if (o->model.kind == ATTN_SEQ2SEQ_BAHDANAU && o->layers > 8)
-        return cli_fail(CLI_ERR_USAGE, "translate", "--layers %d: the Bahdanau GRU has at most 8 layers", o->layers);
+    if (o->model.kind == ATTN_SEQ2SEQ_BAHDANAU && o->layers > ATTN_GRU_MAX_LAYERS)
+        return cli_fail(CLI_ERR_USAGE, "translate", "--layers %d: the Bahdanau GRU has at most %d layers", o->layers,
+                        ATTN_GRU_MAX_LAYERS);
     if (o->model.kind == ATTN_SEQ2SEQ_BAHDANAU && o->rope_base)
         return cli_fail(CLI_ERR_USAGE, "translate", "--rope-base applies to the Transformer (the Bahdanau GRU has no "
                         "positions)");
@@ -259,6 +260,7 @@ static void free_split(translate_split *s)
 
 /* The model config in checkpoint metadata; the ranges are those of the options that set it. */
 _Static_assert(sizeof(attn_seq2seq_kind) == sizeof(int), "enums are read as int");
+_Static_assert(ATTN_GRU_MAX_LAYERS == 8, "read_config's message names the GRU's most layers");
 #define C(field) offsetof(attn_seq2seq_config, field)
 static const config_field config_fields[] = {
     {"kind", CONFIG_INT, C(kind), 0, ATTN_SEQ2SEQ_BAHDANAU},
@@ -305,7 +307,7 @@ static int read_config(const attn_st_file *f, const char *path, attn_seq2seq_con
     int code = config_read("translate", f, path, "attn-seq2seq", "translation", config_fields, N_CONFIG_FIELDS, c);
     if (code != CLI_OK) return code;
     const char *why = c->kind == ATTN_SEQ2SEQ_TRANSFORMER && c->d_model % c->num_heads ? "num_heads does not divide d_model"
-                      : c->kind == ATTN_SEQ2SEQ_BAHDANAU && (c->enc_layers > 8 || c->dec_layers > 8)
+                      : c->kind == ATTN_SEQ2SEQ_BAHDANAU && (c->enc_layers > ATTN_GRU_MAX_LAYERS || c->dec_layers > ATTN_GRU_MAX_LAYERS)
                           ? "the Bahdanau GRU has at most 8 layers"
                       : c->pad_id >= c->tgt_vocab || c->bos_id >= c->tgt_vocab || c->eos_id >= c->tgt_vocab
                           ? "pad_id, bos_id and eos_id must be below tgt_vocab"

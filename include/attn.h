@@ -824,11 +824,13 @@ ATTN_API attn_tensor *attn_conv_attention_forward(attn_ctx *ctx,
  *   r = sigmoid(W_ir x + b_ir + W_hr h + b_hr),  z = sigmoid(W_iz x + b_iz + W_hz h + b_hz)
  *   n = tanh(W_in x + b_in + r * (W_hn h + b_hn)),  h' = (1 - z) * n + z * h
  * Init U(+-1/sqrt(H)) for every weight and bias; dropout between layers while training. */
+enum { ATTN_GRU_MAX_LAYERS = 8 }; /* the most layers attn_gru_init takes */
 typedef struct attn_gru_layer {
     int64_t input_size, hidden_size;
     int num_layers;
     float dropout;
-    attn_tensor *w_ih[8], *w_hh[8], *b_ih[8], *b_hh[8]; /* per layer; at most 8 layers */
+    attn_tensor *w_ih[ATTN_GRU_MAX_LAYERS], *w_hh[ATTN_GRU_MAX_LAYERS]; /* per layer */
+    attn_tensor *b_ih[ATTN_GRU_MAX_LAYERS], *b_hh[ATTN_GRU_MAX_LAYERS];
 } attn_gru_layer;
 ATTN_API attn_status attn_gru_init(attn_gru_layer *m, attn_params *p, const char *prefix,
                                    int64_t input_size, int64_t hidden_size, int num_layers,
@@ -1114,9 +1116,10 @@ ATTN_API attn_status attn_seq2seq_decoder_select(attn_seq2seq_decoder *d, const 
 ATTN_API attn_status attn_seq2seq_decoder_set_num_threads(attn_seq2seq_decoder *d, int n);
 ATTN_API void attn_seq2seq_decoder_free(attn_seq2seq_decoder *d); /* NULL is fine */
 
+enum { ATTN_BEAM_MAX = 64 }; /* the widest beam search */
 /* How attn_seq2seq_decode searches; the zero value is greedy decoding with the CACHED decoder. */
 typedef struct attn_seq2seq_decode_opts {
-    int beam_size;            /* 0 or 1: greedy, every sentence at once; 2..64: beam search */
+    int beam_size;            /* 0 or 1: greedy, every sentence at once; 2..ATTN_BEAM_MAX: beam search */
     float length_penalty;     /* beam search: alpha of the penalty ((5 + len) / 6)^alpha, finite */
     const int64_t *max_out;   /* (B) each sentence's limit, each in [1, out_width]; NULL: out_width */
     attn_seq2seq_decode_impl impl; /* CACHED, or RECOMPUTE: the reference twin */

@@ -514,9 +514,35 @@ static void sinusoidal(void)
     if (f) attn_st_close(f);
 }
 
+/* A GRU longer than the 512 steps a fixed array once held: it runs, and its final state is its
+ * last output (the same float values); ATTN_GRU_MAX_LAYERS + 1 layers are refused */
+static void gru_long_and_deep(void)
+{
+    attn_params *p = attn_params_new();
+    attn_gru_layer g;
+    attn_rng rng;
+    attn_rng_seed(&rng, 3);
+    TK_OK(attn_gru_init(&g, p, "gru", 3, 4, 2, 0.0f, &rng));
+    attn_ctx *ctx = attn_ctx_new(1);
+    attn_tensor *x = attn_tensor_zeros(ctx, 3, (int64_t[]){2, 600, 3}), *h_n = NULL;
+    attn_tensor_fill_normal(x, &rng, 0.0f, 1.0f);
+    attn_tensor *y = attn_gru_forward(ctx, &g, x, NULL, &h_n);
+    bool same = y && h_n && y->shape[1] == 600;
+    for (int b = 0; same && b < 2; b++) /* h_n[1, b] = y[b, 599] */
+        same = !memcmp(h_n->data + (2 + b) * 4, y->data + (b * 600 + 599) * 4, 4 * sizeof(float));
+    TK_CHECK(same, "a GRU over 600 steps: its final state is its last output (%s)", y ? "ran" : attn_last_error());
+    attn_gru_layer deep;
+    TK_CHECK(attn_gru_init(&deep, p, "deep", 3, 4, ATTN_GRU_MAX_LAYERS + 1, 0.0f, &rng) == ATTN_ERR_ARG &&
+                 strstr(attn_last_error(), "1 to 8 layers"),
+             "a GRU of ATTN_GRU_MAX_LAYERS + 1 layers refused (%s)", attn_last_error());
+    attn_ctx_free(ctx);
+    attn_params_free(p);
+}
+
 int main(void)
 {
     sinusoidal();
+    gru_long_and_deep();
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
     printf("test_golden_models: sinusoidal tables + %zu golden cases\n",
            sizeof cases / sizeof *cases);

@@ -60,7 +60,7 @@ static void search_step(sentence_search *s, const float *logits, int k, int64_t 
         double sum = 0;
         for (int64_t v = 0; v < V; v++) sum += exp((double)row[v] - mx);
         double lse = mx + log(sum);
-        int64_t best[64];
+        int64_t best[ATTN_BEAM_MAX];
         top_k(best, row, V, k);
         for (int j = 0; j < k; j++) { /* the k best continuations of this beam */
             const int64_t tok = best[j];
@@ -144,8 +144,8 @@ static attn_status beam_rows(const attn_seq2seq *m, const int64_t *src, const in
                              const int64_t *max_out, int64_t out_width, int64_t *out, int64_t *out_lens,
                              attn_seq2seq_decode_impl impl, int threads)
 {
-    if (!m || !src || !src_lens || !max_out || !out || !out_lens || beam_size < 1 || beam_size > 64)
-        return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: NULL argument or beam size outside [1, 64]");
+    if (!m || !src || !src_lens || !max_out || !out || !out_lens || beam_size < 1 || beam_size > ATTN_BEAM_MAX)
+        return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: NULL argument or beam size outside [1, %d]", ATTN_BEAM_MAX);
     if (!isfinite(alpha))
         return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: length penalty alpha is %g; expected a finite number",
                           (double)alpha);

@@ -135,13 +135,14 @@ attn_status attn_seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const int6
     if (!ctx || !m || !src || !src_lens || !out || !out_lens)
         return attn__fail(ATTN_ERR_ARG, "seq2seq_decode: NULL argument");
     int64_t n_out;
-    if (batch < 1 || out_width < 1 || o->beam_size < 0 || o->beam_size > 64 ||
+    if (batch < 1 || out_width < 1 || o->beam_size < 0 || o->beam_size > ATTN_BEAM_MAX ||
         (o->impl != ATTN_SEQ2SEQ_DECODE_CACHED && o->impl != ATTN_SEQ2SEQ_DECODE_RECOMPUTE) ||
         (o->cross_weights && batch != 1) || !attn__mul_ok(batch, out_width, &n_out))
         return attn__fail(ATTN_ERR_ARG, "seq2seq_decode: batch %lld, out_width %lld, beam_size %d, impl %d%s; expected "
-                          "a batch and out_width >= 1 (their product within int64), beam_size in [0, 64], an "
+                          "a batch and out_width >= 1 (their product within int64), beam_size in [0, %d], an "
                           "attn_seq2seq_decode_impl, and cross_weights for a batch of 1 alone", (long long)batch,
-                          (long long)out_width, o->beam_size, (int)o->impl, o->cross_weights ? " with cross_weights" : "");
+                          (long long)out_width, o->beam_size, (int)o->impl, o->cross_weights ? " with cross_weights" : "",
+                          ATTN_BEAM_MAX);
     int64_t *limit = limits_of(o, batch, out_width);
     if (!limit) return attn_last_status();
     for (int64_t i = 0; i < n_out; i++) out[i] = m->cfg.pad_id;

@@ -9,10 +9,10 @@ static attn_status init_gru(attn_gru_layer *m, attn_params *p, const char *prefi
                             int64_t hidden_size, int num_layers, float dropout, attn_rng *rng)
 {
     if (!m || !p || !prefix) return attn__fail(ATTN_ERR_ARG, "gru_init: NULL argument");
-    if (input_size < 1 || hidden_size < 1 || num_layers < 1 || num_layers > 8 ||
+    if (input_size < 1 || hidden_size < 1 || num_layers < 1 || num_layers > ATTN_GRU_MAX_LAYERS ||
         !(dropout >= 0.0f && dropout < 1.0f))
-        return attn__fail(ATTN_ERR_ARG, "gru_init: sizes >= 1, 1 to 8 layers and dropout in [0, 1) "
-                                        "expected");
+        return attn__fail(ATTN_ERR_ARG, "gru_init: sizes >= 1, 1 to %d layers and dropout in [0, 1) expected",
+                          ATTN_GRU_MAX_LAYERS);
     *m = (attn_gru_layer){.input_size = input_size, .hidden_size = hidden_size,
                           .num_layers = num_layers, .dropout = dropout};
     const int64_t H = hidden_size;
@@ -69,15 +69,15 @@ attn_tensor *attn_gru_forward(attn_ctx *ctx, const attn_gru_layer *m, attn_tenso
                                (long long)m->input_size, m->num_layers, (long long)H);
     }
     const int64_t B = x->shape[0], T = x->shape[1];
-    attn_tensor *finals[8];
+    attn_tensor *finals[ATTN_GRU_MAX_LAYERS];
     attn_tensor *layer_in = x;
     for (int l = 0; l < m->num_layers; l++) {
         if (l > 0) layer_in = attn_dropout(ctx, layer_in, m->dropout);
         attn_tensor *gi = attn_linear(ctx, layer_in, m->w_ih[l], m->b_ih[l]); /* (B, T, 3H) */
         attn_tensor *h = h0 ? attn_reshape(ctx, attn_narrow(ctx, h0, 0, l, 1), 2, (int64_t[]){B, H})
                             : attn_tensor_zeros(ctx, 2, (int64_t[]){B, H});
-        attn_tensor *steps[512];
-        if (T > 512) return attn__fail_null(ATTN_ERR_SHAPE, "gru: x %lld steps long, at most 512", (long long)T);
+        attn_tensor **steps = attn_arena_alloc(&ctx->arena, (size_t)T * sizeof *steps); /* (T) outputs (B, 1, H) */
+        if (!steps) return NULL;
         for (int64_t t = 0; t < T && h; t++) {
             attn_tensor *gi_t = attn_reshape(ctx, attn_narrow(ctx, gi, 1, t, 1), 2, (int64_t[]){B, 3 * H});
             h = cell(ctx, m, l, gi_t, h);
