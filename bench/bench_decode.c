@@ -47,8 +47,14 @@ static int fail(const char *what)
 
 static int parse(options *o, int argc, char **argv)
 {
-    *o = (options){.data = "data/multi30k", .src = "en", .tgt = "fr", .split = "test_2016_flickr",
-                   .decoder = "default", .beam = 4, .threads = 2, .alpha = 0.6f};
+    *o = (options){.data = "data/multi30k",
+                   .src = "en",
+                   .tgt = "fr",
+                   .split = "test_2016_flickr",
+                   .decoder = "default",
+                   .beam = 4,
+                   .threads = 2,
+                   .alpha = 0.6f};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         const char **strs[] = {&o->checkpoint, &o->data, &o->src, &o->tgt, &o->split, &o->decoder, &o->out};
@@ -61,8 +67,10 @@ static int parse(options *o, int argc, char **argv)
         if (!known && v && !strcmp(a, "--limit")) o->limit = atol(v), known = true;
         if (!known && v && !strcmp(a, "--length-penalty")) o->alpha = (float)atof(v), known = true;
         if (!known) {
-            fprintf(stderr, "bench_decode: unknown option or missing value: %s (see the comment at the "
-                            "top of bench/bench_decode.c)\n", a);
+            fprintf(stderr,
+                    "bench_decode: unknown option or missing value: %s (see the comment at the "
+                    "top of bench/bench_decode.c)\n",
+                    a);
             return 2;
         }
         i++;
@@ -73,16 +81,17 @@ static int parse(options *o, int argc, char **argv)
 #endif
     if (!o->checkpoint || o->beam < 1 || o->beam > 64 || o->threads < 1 || (!ref && strcmp(o->decoder, "default")))
         return fprintf(stderr, "bench_decode: --checkpoint, --beam in [1, 64], --threads >= 1 and "
-                               "--decoder default|ref expected\n"), 2;
+                               "--decoder default|ref expected\n"),
+               2;
     return 0;
 }
 
 /* Beam search of a batch as attn translate eval runs it: each sentence's max_out is its length
  * + 10 (out rows of out_width); one batched search where the library has it, otherwise one
  * search per sentence. */
-static attn_status beam_search(attn_ctx *ctx, const attn_seq2seq *m, const options *o, bool ref,
-                               const int64_t *src, const int64_t *lens, int64_t n, int64_t width,
-                               int64_t out_width, int64_t *out, int64_t *out_lens)
+static attn_status beam_search(attn_ctx *ctx, const attn_seq2seq *m, const options *o, bool ref, const int64_t *src,
+                               const int64_t *lens, int64_t n, int64_t width, int64_t out_width, int64_t *out,
+                               int64_t *out_lens)
 {
     int64_t max_out[100];
     for (int64_t i = 0; i < n; i++) max_out[i] = lens[i] + out_width - width;
@@ -90,13 +99,12 @@ static attn_status beam_search(attn_ctx *ctx, const attn_seq2seq *m, const optio
     (void)ref;
     attn_status st = ATTN_OK;
     for (int64_t i = 0; st == ATTN_OK && i < n; i++)
-        st = attn_seq2seq_beam(ctx, m, src + i * width, lens[i], o->beam, o->alpha, max_out[i],
-                               out + i * out_width, &out_lens[i], NULL);
+        st = attn_seq2seq_beam(ctx, m, src + i * width, lens[i], o->beam, o->alpha, max_out[i], out + i * out_width,
+                               &out_lens[i], NULL);
     return st;
 #else
-    return (ref ? attn_seq2seq_beam_batch_ref : attn_seq2seq_beam_batch)(ctx, m, src, lens, n, width, o->beam,
-                                                                         o->alpha, max_out, out_width, out,
-                                                                         out_lens);
+    return (ref ? attn_seq2seq_beam_batch_ref : attn_seq2seq_beam_batch)(ctx, m, src, lens, n, width, o->beam, o->alpha,
+                                                                         max_out, out_width, out, out_lens);
 #endif
 }
 
@@ -105,8 +113,8 @@ static int load_model(attn_seq2seq *m, attn_params **p, const char *path)
 {
     attn_st_file *f = attn_st_open(path);
     if (!f) return fail(path);
-    const char *keys[12] = {"kind", "src_vocab", "tgt_vocab", "d_model", "num_heads", "dim_feedforward",
-                            "enc_layers", "dec_layers", "max_len", "pad_id", "bos_id", "eos_id"};
+    const char *keys[12] = {"kind",       "src_vocab",  "tgt_vocab", "d_model", "num_heads", "dim_feedforward",
+                            "enc_layers", "dec_layers", "max_len",   "pad_id",  "bos_id",    "eos_id"};
     long v[12];
     bool ok = true;
     for (int i = 0; i < 12 && ok; i++) {
@@ -116,10 +124,18 @@ static int load_model(attn_seq2seq *m, attn_params **p, const char *path)
     }
     attn_st_close(f);
     if (!ok) return fprintf(stderr, "bench_decode: %s is not a translation checkpoint\n", path), 1;
-    attn_seq2seq_config c = {.kind = (attn_seq2seq_kind)v[0], .src_vocab = v[1], .tgt_vocab = v[2],
-                             .d_model = v[3], .num_heads = v[4], .dim_feedforward = v[5],
-                             .enc_layers = (int)v[6], .dec_layers = (int)v[7], .max_len = v[8],
-                             .pad_id = v[9], .bos_id = v[10], .eos_id = v[11]};
+    attn_seq2seq_config c = {.kind = (attn_seq2seq_kind)v[0],
+                             .src_vocab = v[1],
+                             .tgt_vocab = v[2],
+                             .d_model = v[3],
+                             .num_heads = v[4],
+                             .dim_feedforward = v[5],
+                             .enc_layers = (int)v[6],
+                             .dec_layers = (int)v[7],
+                             .max_len = v[8],
+                             .pad_id = v[9],
+                             .bos_id = v[10],
+                             .eos_id = v[11]};
     attn_rng rng;
     attn_rng_seed(&rng, 0);
     *p = attn_params_new();
@@ -186,8 +202,8 @@ int main(int argc, char **argv)
         attn_status st = ATTN_OK;
         double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         if (o.beam == 1)
-            st = (ref ? attn_seq2seq_greedy_ref : attn_seq2seq_greedy)(ctx, &m, src, lens, n, width, max_out,
-                                                                      out, out_lens);
+            st = (ref ? attn_seq2seq_greedy_ref : attn_seq2seq_greedy)(ctx, &m, src, lens, n, width, max_out, out,
+                                                                       out_lens);
         else
             st = beam_search(ctx, &m, &o, ref, src, lens, n, width, max_out, out, out_lens);
         seconds += clock_s(CLOCK_MONOTONIC) - t0;
@@ -203,8 +219,7 @@ int main(int argc, char **argv)
     if (out_file && fclose(out_file)) return perror(o.out), 1;
     printf("{\"decoder\":\"%s\",\"beam\":%d,\"threads\":%d,\"sentences\":%lld,\"tokens\":%lld,"
            "\"seconds\":%.3f,\"cpu_seconds\":%.3f,\"sentences_per_s\":%.2f}\n",
-           o.decoder, o.beam, o.threads, (long long)n_all, (long long)tokens, seconds, cpu_seconds,
-           n_all / seconds);
+           o.decoder, o.beam, o.threads, (long long)n_all, (long long)tokens, seconds, cpu_seconds, n_all / seconds);
     free(src);
     free(out);
     attn_ctx_free(ctx);

@@ -46,8 +46,10 @@ static int parse(options *o, int argc, char **argv)
                 known = *end == '\0' && *vals[k] >= 1 && *vals[k] <= 1 << 20;
             }
         if (!known) {
-            fprintf(stderr, "bench_fusion: %s: unknown option, or its value is missing or not in [1, 2^20] "
-                            "(see the comment at the top of bench/bench_fusion.c)\n", opt);
+            fprintf(stderr,
+                    "bench_fusion: %s: unknown option, or its value is missing or not in [1, 2^20] "
+                    "(see the comment at the top of bench/bench_fusion.c)\n",
+                    opt);
             return 2;
         }
     }
@@ -73,8 +75,8 @@ static attn_tensor *layer_chain(attn_ctx *ctx, const attn_encoder_layer *m, attn
 }
 
 /* One training step (params' grads zeroed first); its output copied to out when out != NULL. */
-static double step(attn_ctx *ctx, attn_params *params, const attn_encoder_layer *m, attn_tensor *x,
-                   const float *dout, bool fused, float *out)
+static double step(attn_ctx *ctx, attn_params *params, const attn_encoder_layer *m, attn_tensor *x, const float *dout,
+                   bool fused, float *out)
 {
     attn_ctx_reset(ctx);
     attn_rng_seed(attn_ctx_rng(ctx), 7);
@@ -120,8 +122,10 @@ static size_t grads(attn_params *params, const attn_tensor *x, float *g)
     size_t n = 0;
     for (size_t i = 0; i <= attn_params_count(params); i++) {
         const attn_tensor *t = i < attn_params_count(params) ? attn_params_at(params, i) : x;
-        if (g && t->grad) memcpy(g + n, t->grad, (size_t)t->numel * sizeof *g);
-        else if (g) memset(g + n, 0, (size_t)t->numel * sizeof *g);
+        if (g && t->grad)
+            memcpy(g + n, t->grad, (size_t)t->numel * sizeof *g);
+        else if (g)
+            memset(g + n, 0, (size_t)t->numel * sizeof *g);
         n += (size_t)t->numel;
     }
     return n;
@@ -137,8 +141,13 @@ int main(int argc, char **argv)
     attn_rng rng;
     attn_rng_seed(&rng, 1);
     attn_encoder_layer m;
-    attn_transformer_config tc = {.d_model = o.E, .num_heads = 8, .dim_feedforward = o.ffn, .dropout = 0.1f,
-                                  .ffn_dropout = true, .gelu = o.gelu, .eps = 1e-5f};
+    attn_transformer_config tc = {.d_model = o.E,
+                                  .num_heads = 8,
+                                  .dim_feedforward = o.ffn,
+                                  .dropout = 0.1f,
+                                  .ffn_dropout = true,
+                                  .gelu = o.gelu,
+                                  .eps = 1e-5f};
     attn_tensor *x = attn_tensor_alloc(3, (int64_t[]){o.B, o.L, o.E});
     const size_t n_out = (size_t)(o.B * o.L * o.E);
     float *dout = malloc(n_out * sizeof *dout);
@@ -177,8 +186,10 @@ int main(int argc, char **argv)
         off += (size_t)t->numel;
     }
     if (bad_out || !(gap <= 1e-4)) {
-        fprintf(stderr, "bench_fusion: fused and chained differ in %zu of %zu outputs; gradients by up to %g of "
-                        "their tensor's largest (%s)\n", bad_out, n_out, gap, worst);
+        fprintf(stderr,
+                "bench_fusion: fused and chained differ in %zu of %zu outputs; gradients by up to %g of "
+                "their tensor's largest (%s)\n",
+                bad_out, n_out, gap, worst);
         return 1;
     }
 

@@ -69,17 +69,22 @@ static attn_status load_encoder(job *j, attn_params *p, const attn_st_file *f)
 int main(int argc, char **argv)
 {
     if (argc < 4 || (strcmp(argv[1], "sdpa") && strcmp(argv[1], "encoder"))) {
-        fprintf(stderr, "usage: bench_ort sdpa|encoder IN.safetensors OUT.safetensors [--causal] [--runs N] [--threads N]\n");
+        fprintf(stderr,
+                "usage: bench_ort sdpa|encoder IN.safetensors OUT.safetensors [--causal] [--runs N] [--threads N]\n");
         return 2;
     }
     job j = {.encoder = !strcmp(argv[1], "encoder")};
     long runs = 10, threads = 2;
     attn_precision precision = ATTN_PRECISION_HIGHEST;
     for (int i = 4; i < argc; i++) {
-        if (!strcmp(argv[i], "--causal")) j.causal = true;
-        else if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atol(argv[++i]);
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atol(argv[++i]);
-        else if (!strcmp(argv[i], "--matmul-precision") && i + 1 < argc && attn_precision_from_name(argv[i + 1], &precision) == ATTN_OK)
+        if (!strcmp(argv[i], "--causal"))
+            j.causal = true;
+        else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
+            runs = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--matmul-precision") && i + 1 < argc &&
+                 attn_precision_from_name(argv[i + 1], &precision) == ATTN_OK)
             i++;
         else {
             fprintf(stderr, "bench_ort: unknown option %s\n", argv[i]);
@@ -119,10 +124,10 @@ int main(int argc, char **argv)
     if (!t) return fail("out of memory");
     qsort(t, (size_t)runs, sizeof *t, cmp_double);
     const attn_tensor *shape_of = j.encoder ? j.x : j.q;
-    printf("{\"what\":\"%s\",\"L\":%lld,\"causal\":%s,\"threads\":%ld,\"precision\":\"%s\",\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f}\n",
+    printf("{\"what\":\"%s\",\"L\":%lld,\"causal\":%s,\"threads\":%ld,\"precision\":\"%s\",\"t_min\":%.6f,\"t_med\":%."
+           "6f,\"t_max\":%.6f}\n",
            argv[1], (long long)shape_of->shape[shape_of->ndim - 2], j.causal ? "true" : "false", threads,
-           attn_precision_name(precision), t[0],
-           t[runs / 2], t[runs - 1]);
+           attn_precision_name(precision), t[0], t[runs / 2], t[runs - 1]);
     free(t);
     if (j.encoder) attn_tensor_free(j.x);
     attn_tensor_free(j.q), attn_tensor_free(j.k), attn_tensor_free(j.v);

@@ -43,9 +43,12 @@ int main(int argc, char **argv)
     int L = 512, runs = 5;
     const char *out = "/tmp/attn_bench_plot.png";
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
-        else L = atoi(argv[i]);
+        if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+            runs = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
+            out = argv[++i];
+        else
+            L = atoi(argv[i]);
     }
     if (L < 1 || runs < 1) {
         fprintf(stderr, "usage: bench_plot [L] [--runs N] [--out FILE.png]\n");
@@ -79,7 +82,8 @@ int main(int argc, char **argv)
     if (fp && fseek(fp, 0, SEEK_END) == 0) size = ftell(fp);
     if (fp) fclose(fp);
     printf("heatmap %d x %d: median %.1f ms of %d runs (min %.1f, max %.1f); %s, %ld "
-           "bytes\n", L, L, 1e3 * t[runs / 2], runs, 1e3 * t[0], 1e3 * t[runs - 1], out, size);
+           "bytes\n",
+           L, L, 1e3 * t[runs / 2], runs, 1e3 * t[0], 1e3 * t[runs - 1], out, size);
     free(w);
     free(names);
     free(labels);

@@ -25,8 +25,7 @@ bool cli_integer_form(const char *s)
     return *s && !s[strspn(s, "0123456789")];
 }
 
-bool cli_parse_long(const char *cmd, const char *opt, const char *value, long min, long max,
-                    long *out)
+bool cli_parse_long(const char *cmd, const char *opt, const char *value, long min, long max, long *out)
 {
     errno = 0;
     long v = strtol(value, NULL, 10);

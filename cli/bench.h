@@ -12,10 +12,10 @@ typedef struct bench_args {
     const char *workload;
     long L, B, H, d, runs, warmup, threads;
     bool causal, json;
-    int mode;      /* index into bench_mode_names */
-    int impl;      /* an attn_sdpa_impl */
-    int bench_case; /* which of the workload's cases (gemm: layer and product) */
-    int matmul_precision; /* an attn_precision */
+    int mode;              /* index into bench_mode_names */
+    int impl;              /* an attn_sdpa_impl */
+    int bench_case;        /* which of the workload's cases (gemm: layer and product) */
+    int matmul_precision;  /* an attn_precision */
     long kv_heads, window; /* sdpa: K and V's heads (0: H); a sliding window of W keys (0: none) */
     bool alibi;            /* sdpa: ALiBi with the paper's slopes */
     float softcap;         /* sdpa: 0: none */
@@ -29,9 +29,9 @@ typedef struct bench_result {
     double flop;                /* per run */
     double items;               /* samples or tokens per run, 0 when not meaningful */
     const char *unit;
-    size_t peak_bytes;          /* arena peak */
-    attn_isa isa;               /* the level of the kernels timed: attn_cpu_isa() unless setup says */
-    bool bf16;                  /* the products took bf16 operands (MEDIUM with bf16 products) */
+    size_t peak_bytes; /* arena peak */
+    attn_isa isa;      /* the level of the kernels timed: attn_cpu_isa() unless setup says */
+    bool bf16;         /* the products took bf16 operands (MEDIUM with bf16 products) */
 } bench_result;
 
 /* A workload: setup validates and allocates `state`, run is the timed call. */

@@ -19,7 +19,8 @@ static int sgemm_run(void *p)
 {
     sgemm_state *s = p;
     attn_ctx_reset(s->ctx);
-    return attn_matmul(s->ctx, s->q, s->k, false, true) ? CLI_OK : cli_fail(CLI_ERR_DATA, "bench", "%s", attn_last_error());
+    return attn_matmul(s->ctx, s->q, s->k, false, true) ? CLI_OK
+                                                        : cli_fail(CLI_ERR_DATA, "bench", "%s", attn_last_error());
 }
 
 static int sgemm_setup(const bench_args *a, void **state, bench_result *r)
@@ -46,7 +47,10 @@ static void sgemm_teardown(void *p)
     free(s);
 }
 
-static size_t sgemm_arena_peak(void *p) { return attn_ctx_bytes_peak(((sgemm_state *)p)->ctx); }
+static size_t sgemm_arena_peak(void *p)
+{
+    return attn_ctx_bytes_peak(((sgemm_state *)p)->ctx);
+}
 
 const bench_workload bench_sgemm = {"sgemm", "fwd", 1, sgemm_setup, sgemm_run, sgemm_teardown, sgemm_arena_peak, NULL};
 
@@ -61,12 +65,14 @@ typedef struct gemm_shape {
  * 6434 French words), the classifier (batch 32 x 512 tokens, E 128) and the encoder workload
  * (B 8 x L 256, d 512, FFN 2048). */
 static const gemm_shape gemm_shapes[] = {
-    {"translator-proj", 1024, 256, 256},      {"translator-ffn1", 1024, 512, 256},
-    {"translator-ffn2", 1024, 256, 512},      {"translator-generator", 1024, 6434, 256},
-    {"classifier-proj", 16384, 128, 128},     {"encoder-proj", 2048, 512, 512},
-    {"encoder-ffn1", 2048, 2048, 512},        {"encoder-ffn2", 2048, 512, 2048},
+    {"translator-proj", 1024, 256, 256},  {"translator-ffn1", 1024, 512, 256},
+    {"translator-ffn2", 1024, 256, 512},  {"translator-generator", 1024, 6434, 256},
+    {"classifier-proj", 16384, 128, 128}, {"encoder-proj", 2048, 512, 512},
+    {"encoder-ffn1", 2048, 2048, 512},    {"encoder-ffn2", 2048, 512, 2048},
 };
-enum { GEMM_OPS = 3 }; /* forward Y = X W^T, dX = dY W, dW = dY^T X */
+enum {
+    GEMM_OPS = 3
+}; /* forward Y = X W^T, dX = dY W, dW = dY^T X */
 static const char *const gemm_ops[GEMM_OPS] = {"fwd", "bwd-data", "bwd-weight"};
 
 typedef struct gemm_state {
@@ -80,8 +86,9 @@ static int gemm_run(void *p)
 {
     gemm_state *s = p;
     attn_ctx_reset(s->ctx);
-    return attn_matmul(s->ctx, s->a, s->b, s->trans_a, s->trans_b) ? CLI_OK
-                                                                    : cli_fail(CLI_ERR_DATA, "bench", "%s", attn_last_error());
+    return attn_matmul(s->ctx, s->a, s->b, s->trans_a, s->trans_b)
+               ? CLI_OK
+               : cli_fail(CLI_ERR_DATA, "bench", "%s", attn_last_error());
 }
 
 /* 64 entries of C against double sums: |C - ref| <= 1e-5 sum |a b| */
@@ -101,8 +108,8 @@ static int gemm_validate(gemm_state *s)
             acc += av * bv, mag += fabs(av * bv);
         }
         if (!(fabs(c->data[i * s->n + j] - acc) <= 1e-5 * mag))
-            return cli_fail(CLI_ERR_DATA, "bench", "gemm: C[%lld][%lld] = %g, expected %g", (long long)i,
-                            (long long)j, (double)c->data[i * s->n + j], acc);
+            return cli_fail(CLI_ERR_DATA, "bench", "gemm: C[%lld][%lld] = %g, expected %g", (long long)i, (long long)j,
+                            (double)c->data[i * s->n + j], acc);
     }
     return CLI_OK;
 }
@@ -140,7 +147,10 @@ static void gemm_teardown(void *p)
     free(s);
 }
 
-static size_t gemm_arena_peak(void *p) { return attn_ctx_bytes_peak(((gemm_state *)p)->ctx); }
+static size_t gemm_arena_peak(void *p)
+{
+    return attn_ctx_bytes_peak(((gemm_state *)p)->ctx);
+}
 
 static void gemm_print(const bench_args *a, void *state, const bench_result *r)
 {
@@ -151,17 +161,21 @@ static void gemm_print(const bench_args *a, void *state, const bench_result *r)
                "\"trans_a\":%s,\"trans_b\":%s,\"backend\":\"%s\",\"threads\":%d,\"isa\":\"%s\",\"t_min\":%.6f,"
                "\"t_med\":%.6f,\"t_max\":%.6f,\"gflops_med\":%.2f}\n",
                layer, op, (long long)s->m, (long long)s->n, (long long)s->k, s->trans_a ? "true" : "false",
-               s->trans_b ? "true" : "false", attn_gemm_backend(), cli_threads(), attn_isa_name(r->isa), r->t_min, r->t_med, r->t_max,
-               r->flop / r->t_med * 1e-9);
+               s->trans_b ? "true" : "false", attn_gemm_backend(), cli_threads(), attn_isa_name(r->isa), r->t_min,
+               r->t_med, r->t_max, r->flop / r->t_med * 1e-9);
     else
         printf("gemm %-20s %-10s M=%-5lld N=%-5lld K=%-5lld %-5s threads=%d %-11s  ms min/med/max %8.3f %8.3f %8.3f  "
                "GFLOP/s %6.1f\n",
                layer, op, (long long)s->m, (long long)s->n, (long long)s->k,
-               s->trans_a ? "A^T B" : s->trans_b ? "A B^T" : "A B", cli_threads(), attn_isa_name(r->isa), 1e3 * r->t_min, 1e3 * r->t_med,
-               1e3 * r->t_max, r->flop / r->t_med * 1e-9);
+               s->trans_a   ? "A^T B"
+               : s->trans_b ? "A B^T"
+                            : "A B",
+               cli_threads(), attn_isa_name(r->isa), 1e3 * r->t_min, 1e3 * r->t_med, 1e3 * r->t_max,
+               r->flop / r->t_med * 1e-9);
 }
 
 const bench_workload bench_gemm = {
-    "gemm", NULL, (int)(sizeof gemm_shapes / sizeof gemm_shapes[0]) * GEMM_OPS,
-    gemm_setup, gemm_run, gemm_teardown, gemm_arena_peak, gemm_print,
+    "gemm",          NULL,       (int)(sizeof gemm_shapes / sizeof gemm_shapes[0]) * GEMM_OPS,
+    gemm_setup,      gemm_run,   gemm_teardown,
+    gemm_arena_peak, gemm_print,
 };

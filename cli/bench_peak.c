@@ -13,22 +13,33 @@
  * (-ffp-contract=fast) a * m + c compiles to one fused multiply-add where the CPU has one. */
 #if defined(BENCH_PEAK_BF16_LOOP) /* the avx512_bf16 copy (cli/CMakeLists.txt) */
 #include <immintrin.h>
-enum { VF_LANES = 16 };
+enum {
+    VF_LANES = 16
+};
 #define FLAGS_LEVEL ATTN_ISA_AVX512_BF16
 #elif defined(__AVX512F__)
-enum { VF_LANES = 16 };
+enum {
+    VF_LANES = 16
+};
 #define FLAGS_LEVEL ATTN_ISA_AVX512
 #elif defined(__AVX2__) && defined(__FMA__)
-enum { VF_LANES = 8 };
+enum {
+    VF_LANES = 8
+};
 #define FLAGS_LEVEL ATTN_ISA_AVX2
 #else
-enum { VF_LANES = 4 };
+enum {
+    VF_LANES = 4
+};
 #define FLAGS_LEVEL ATTN_ISA_BASELINE
 #endif
 typedef float vf __attribute__((vector_size(VF_LANES * sizeof(float))));
 
 /* 12 independent chains in named registers: enough to keep 2 FMA pipes of latency 4-6 busy */
-enum { PEAK_CHAINS = 12, PEAK_ITERS = 20000000 };
+enum {
+    PEAK_CHAINS = 12,
+    PEAK_ITERS = 20000000
+};
 
 /* Opaque to the optimiser: a value it cannot know, so that no chain is folded. (A chain starting
  * at 1.0 is a fixed point of x * 0.999999 + 1e-6 in float32, which GCC computes at compile time
@@ -40,9 +51,15 @@ static inline vf opaque(vf x)
 }
 
 #if defined(BENCH_PEAK_BF16_LOOP)
-enum { FLOP_PER_LANE = 4, BF16_CHAINS = 24 }; /* a pair: two multiplies, two adds; 24 chains in 32
+enum {
+    FLOP_PER_LANE = 4,
+    BF16_CHAINS = 24
+}; /* a pair: two multiplies, two adds; 24 chains in 32
                                                   registers: VDPBF16PS's latency is longer */
-static inline __m512 chain(__m512 acc, __m512bh a, __m512bh b) { return _mm512_dpbf16_ps(acc, a, b); }
+static inline __m512 chain(__m512 acc, __m512bh a, __m512bh b)
+{
+    return _mm512_dpbf16_ps(acc, a, b);
+}
 
 static void *peak_thread(void *out)
 {
@@ -62,7 +79,9 @@ static void *peak_thread(void *out)
     return NULL;
 }
 #else
-enum { FLOP_PER_LANE = 2 }; /* a fused multiply-add */
+enum {
+    FLOP_PER_LANE = 2
+}; /* a fused multiply-add */
 
 static void *peak_thread(void *out)
 {
@@ -102,5 +121,5 @@ static bool peak_run(int threads)
 #define PEAK_LOOP bench_peak_build
 #endif
 extern const bench_peak_loop PEAK_LOOP;
-const bench_peak_loop PEAK_LOOP = {FLAGS_LEVEL, VF_LANES, (double)FLOP_PER_LANE * PEAK_CHAINS * VF_LANES * (double)PEAK_ITERS,
-                                   peak_run};
+const bench_peak_loop PEAK_LOOP = {FLAGS_LEVEL, VF_LANES,
+                                   (double)FLOP_PER_LANE *PEAK_CHAINS *VF_LANES *(double)PEAK_ITERS, peak_run};

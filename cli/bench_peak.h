@@ -9,12 +9,14 @@
 
 #include <stdbool.h>
 
-enum { BENCH_PEAK_MAX_THREADS = 64 };
+enum {
+    BENCH_PEAK_MAX_THREADS = 64
+};
 
 typedef struct bench_peak_loop {
-    attn_isa level; /* the vectors of the level's kernels */
-    int lanes;      /* floats per vector */
-    double flop_per_thread; /* floating-point operations of one thread's loop */
+    attn_isa level;           /* the vectors of the level's kernels */
+    int lanes;                /* floats per vector */
+    double flop_per_thread;   /* floating-point operations of one thread's loop */
     bool (*run)(int threads); /* the loop on `threads` threads at once (at most
                                  BENCH_PEAK_MAX_THREADS); false when a thread could not start */
 } bench_peak_loop;

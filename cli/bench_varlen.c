@@ -15,10 +15,10 @@
 
 typedef struct varlen_state {
     attn_ctx *ctx;
-    attn_tensor *q, *k, *v, *g;  /* packed (total, H, d) or padded (B, H, L, d) */
-    int64_t *cu;                 /* (B + 1) offsets */
-    int64_t *lens;               /* (B) lengths */
-    float *slopes;               /* (H) ALiBi's */
+    attn_tensor *q, *k, *v, *g; /* packed (total, H, d) or padded (B, H, L, d) */
+    int64_t *cu;                /* (B + 1) offsets */
+    int64_t *lens;              /* (B) lengths */
+    float *slopes;              /* (H) ALiBi's */
     int64_t batch;
     bool packed, backward;
     attn_varlen_opts vo;
@@ -27,7 +27,10 @@ typedef struct varlen_state {
 
 static const char *const case_names[] = {"packed", "padded"};
 
-static int64_t seq_len(const bench_args *a, int64_t b) { return (a->L * (b + 1) + a->B - 1) / a->B; }
+static int64_t seq_len(const bench_args *a, int64_t b)
+{
+    return (a->L * (b + 1) + a->B - 1) / a->B;
+}
 
 static void options_of(varlen_state *s, const bench_args *a, attn_sdpa_impl impl, int64_t heads)
 {
@@ -66,7 +69,8 @@ static int validate(const bench_args *a)
     attn_tensor *x = ok ? attn_sdpa_varlen(ctx, t[0], t[1], t[2], cu, cu, 3, &f.vo) : NULL;
     attn_tensor *y = ok ? attn_sdpa_varlen(ctx, t[0], t[1], t[2], cu, cu, 3, &r.vo) : NULL;
     ok = x && y;
-    for (int64_t i = 0; ok && i < x->numel; i++) ok = fabsf(x->data[i] - y->data[i]) <= 2e-5f + 2e-4f * fabsf(y->data[i]);
+    for (int64_t i = 0; ok && i < x->numel; i++)
+        ok = fabsf(x->data[i] - y->data[i]) <= 2e-5f + 2e-4f * fabsf(y->data[i]);
     attn_ctx_free(ctx);
     for (int i = 0; i < 3; i++) attn_tensor_free(t[i]);
     return ok ? CLI_OK : cli_fail(CLI_ERR_DATA, "bench", "varlen: the fused kernel disagrees with the reference");
@@ -133,27 +137,32 @@ static void varlen_teardown(void *p)
     free(s);
 }
 
-static size_t varlen_arena_peak(void *p) { return attn_ctx_bytes_peak(((varlen_state *)p)->ctx); }
+static size_t varlen_arena_peak(void *p)
+{
+    return attn_ctx_bytes_peak(((varlen_state *)p)->ctx);
+}
 
 static void varlen_print(const bench_args *a, void *state, const bench_result *r)
 {
     const varlen_state *s = state;
     const char *mode = bench_mode_names[a->mode], *layout = case_names[!s->packed];
     if (a->json) {
-        printf("{\"workload\":\"varlen\",\"layout\":\"%s\",\"mode\":\"%s\",\"impl\":\"%s\",\"causal\":%s,\"B\":%ld,"
-               "\"H\":%ld,\"L\":%ld,\"d\":%ld,\"tokens\":%lld,\"kv_heads\":%ld,\"window\":%ld,\"alibi\":%s,\"softcap\":%g,"
-               "\"threads\":%d,\"isa\":\"%s\",\"precision\":\"%s\",\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f,"
-               "\"gflops_med\":%.2f,\"items_per_s_med\":%.2f,\"unit\":\"%s\",\"arena_peak_mib\":%.1f}\n",
-               layout, mode, a->impl == ATTN_SDPA_REF ? "ref" : "fused", a->causal ? "true" : "false", a->B, a->H, a->L,
-               a->d, (long long)s->cu[a->B], a->kv_heads ? a->kv_heads : a->H, a->window, a->alibi ? "true" : "false",
-               (double)a->softcap, cli_threads(), attn_isa_name(r->isa), cli_matmul_precision_text(), r->t_min,
-               r->t_med, r->t_max, r->flop / r->t_med * 1e-9, r->items / r->t_med, r->unit, r->peak_bytes / 1048576.0);
+        printf(
+            "{\"workload\":\"varlen\",\"layout\":\"%s\",\"mode\":\"%s\",\"impl\":\"%s\",\"causal\":%s,\"B\":%ld,"
+            "\"H\":%ld,\"L\":%ld,\"d\":%ld,\"tokens\":%lld,\"kv_heads\":%ld,\"window\":%ld,\"alibi\":%s,\"softcap\":%g,"
+            "\"threads\":%d,\"isa\":\"%s\",\"precision\":\"%s\",\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f,"
+            "\"gflops_med\":%.2f,\"items_per_s_med\":%.2f,\"unit\":\"%s\",\"arena_peak_mib\":%.1f}\n",
+            layout, mode, a->impl == ATTN_SDPA_REF ? "ref" : "fused", a->causal ? "true" : "false", a->B, a->H, a->L,
+            a->d, (long long)s->cu[a->B], a->kv_heads ? a->kv_heads : a->H, a->window, a->alibi ? "true" : "false",
+            (double)a->softcap, cli_threads(), attn_isa_name(r->isa), cli_matmul_precision_text(), r->t_min, r->t_med,
+            r->t_max, r->flop / r->t_med * 1e-9, r->items / r->t_med, r->unit, r->peak_bytes / 1048576.0);
         return;
     }
     printf("%-10s %-7s %-6s L=%-5ld B=%-3ld %s threads=%d %-11s %-7s  ms min/med/max %9.2f %9.2f %9.2f  GFLOP/s %6.1f"
-           "  %.1f %s  arena %.1f MiB", "varlen", mode, layout, a->L, a->B, a->causal ? "causal" : "      ", cli_threads(),
-           attn_isa_name(r->isa), r->bf16 ? "bf16" : "float32", 1e3 * r->t_min, 1e3 * r->t_med, 1e3 * r->t_max,
-           r->flop / r->t_med * 1e-9, r->items / r->t_med, r->unit, r->peak_bytes / 1048576.0);
+           "  %.1f %s  arena %.1f MiB",
+           "varlen", mode, layout, a->L, a->B, a->causal ? "causal" : "      ", cli_threads(), attn_isa_name(r->isa),
+           r->bf16 ? "bf16" : "float32", 1e3 * r->t_min, 1e3 * r->t_med, 1e3 * r->t_max, r->flop / r->t_med * 1e-9,
+           r->items / r->t_med, r->unit, r->peak_bytes / 1048576.0);
     if (a->kv_heads && a->kv_heads != a->H) printf("  kv-heads %ld", a->kv_heads);
     if (a->window) printf("  window %ld", a->window);
     if (a->alibi) printf("  alibi");
@@ -161,5 +170,5 @@ static void varlen_print(const bench_args *a, void *state, const bench_result *r
     printf("\n");
 }
 
-const bench_workload bench_varlen = {"varlen", NULL, 2, varlen_setup, varlen_run, varlen_teardown, varlen_arena_peak,
-                                     varlen_print};
+const bench_workload bench_varlen = {"varlen",          NULL,        2, varlen_setup, varlen_run, varlen_teardown,
+                                     varlen_arena_peak, varlen_print};

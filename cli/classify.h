@@ -44,12 +44,10 @@ const run_option *classify_run_options(const classify_options *o, int *n);
 int classify_train(classify_run *run, const classify_split *train, const classify_split *test);
 /* Accuracy (%) and mean loss of the model on a split, in batches, without dropout. Every rank
  * scores its share of the batches; every rank must call it. */
-int classify_evaluate(classify_run *run, const classify_split *split, double *accuracy,
-                      double *loss);
+int classify_evaluate(classify_run *run, const classify_split *split, double *accuracy, double *loss);
 /* A padded (n, width) batch of rows of split with labels; widths per the model config. */
-attn_status classify_batch(const classify_run *run, const classify_split *split,
-                           const int64_t *rows, int64_t n, int64_t *ids, int64_t *lengths,
-                           int64_t *labels, int64_t *width);
+attn_status classify_batch(const classify_run *run, const classify_split *split, const int64_t *rows, int64_t n,
+                           int64_t *ids, int64_t *lengths, int64_t *labels, int64_t *width);
 /* The model config as checkpoint metadata key/values (static storage, n pairs). */
 const char *const *classify_config_kv(const attn_classifier_config *c, int *n);
 

@@ -42,18 +42,19 @@ static attn_status epoch_batches(attn_batches *out, const classify_options *o, i
 /* The checkpoint, with the vocabulary and the run's options inside: one file, replaced at once, so
  * the model and its vocabulary are never from two runs. (A checkpoint is a regular file, locked
  * for the run: cli_check_checkpoint, checkpoint_lock_take.) */
-static attn_status save(classify_run *run, const attn_optim *opt, attn_ctx *ctx, long epoch,
-                        int64_t batch)
+static attn_status save(classify_run *run, const attn_optim *opt, attn_ctx *ctx, long epoch, int64_t batch)
 {
     const char *ck = run->opt->train.checkpoint;
-    run_position pos = {.epoch = epoch, .batch = batch, .global_batch = run->opt->train.batch_size * dist_size(),
+    run_position pos = {.epoch = epoch,
+                        .batch = batch,
+                        .global_batch = run->opt->train.batch_size * dist_size(),
                         .rng = *attn_ctx_rng(ctx)};
     int n, n_opts;
     const char *const *kv = classify_config_kv(&run->opt->model, &n);
     const run_option *ro = classify_run_options(run->opt, &n_opts);
     const char *key = "vocab", *text = run->vocab_text;
-    const checkpoint_extra x = {.options = ro, .n_options = n_opts, .vocab_keys = &key, .vocab_texts = &text,
-                                .n_vocabs = 1};
+    const checkpoint_extra x = {
+        .options = ro, .n_options = n_opts, .vocab_keys = &key, .vocab_texts = &text, .n_vocabs = 1};
     return run_checkpoint_save(ck, run->params, opt, &pos, kv, n, &x);
 }
 
@@ -63,11 +64,17 @@ typedef struct epoch_stats {
 } epoch_stats;
 
 /* What a step sums over the ranks. */
-enum { SUM_LOSS, SUM_SEEN, SUM_CORRECT, SUM_TOKENS, N_SUMS }; /* loss x examples, ... */
+enum {
+    SUM_LOSS,
+    SUM_SEEN,
+    SUM_CORRECT,
+    SUM_TOKENS,
+    N_SUMS
+}; /* loss x examples, ... */
 
 /* This rank's forward and backward of n examples; fills its part of sums. */
-static bool forward_backward(classify_run *run, attn_ctx *ctx, const batch_buffers *b, int64_t n,
-                             int64_t width, double *sums)
+static bool forward_backward(classify_run *run, attn_ctx *ctx, const batch_buffers *b, int64_t n, int64_t width,
+                             double *sums)
 {
     attn_tensor *logits = attn_classifier_forward(ctx, &run->model, b->ids, b->lengths, n, width, NULL);
     attn_tensor *loss = attn_cross_entropy(ctx, logits, b->labels, -100, 0.0f);
@@ -87,8 +94,8 @@ static bool forward_backward(classify_run *run, attn_ctx *ctx, const batch_buffe
 /* One step of every rank, this one on its n examples (0 when a short last batch left it none).
  * Returns the mean loss over the global batch (NaN on failure on any rank; the rank that failed
  * has the message in attn_last_error); *tokens: the step's tokens over all ranks. */
-static double step(classify_run *run, attn_optim *opt, attn_ctx *ctx, const batch_buffers *b,
-                   int64_t n, int64_t width, epoch_stats *st, double *tokens)
+static double step(classify_run *run, attn_optim *opt, attn_ctx *ctx, const batch_buffers *b, int64_t n, int64_t width,
+                   epoch_stats *st, double *tokens)
 {
     attn_params_zero_grad(run->params);
     double sums[N_SUMS] = {[SUM_SEEN] = (double)n};
@@ -96,8 +103,7 @@ static double step(classify_run *run, attn_optim *opt, attn_ctx *ctx, const batc
     dist_sum(sums, N_SUMS);
     double value = sums[SUM_LOSS] / sums[SUM_SEEN];
     if (!isfinite(value)) return value;
-    dist_average_grads(attn_params_grad_block(run->params), attn_params_numel(run->params), (double)n,
-                       sums[SUM_SEEN]);
+    dist_average_grads(attn_params_grad_block(run->params), attn_params_numel(run->params), (double)n, sums[SUM_SEEN]);
     if (attn_optim_step(opt) != ATTN_OK) return NAN;
     st->correct += (int64_t)sums[SUM_CORRECT];
     st->seen += (int64_t)sums[SUM_SEEN];
@@ -130,8 +136,8 @@ static int64_t step_limit(const train_options *t, int64_t per_epoch)
     return t->max_steps > 0 && t->max_steps < all ? t->max_steps : all;
 }
 
-static int train_loop(classify_run *run, attn_optim *opt, attn_ctx *ctx, run_position pos,
-                      const classify_split *train, float *losses, int64_t *n_losses)
+static int train_loop(classify_run *run, attn_optim *opt, attn_ctx *ctx, run_position pos, const classify_split *train,
+                      float *losses, int64_t *n_losses)
 {
     const classify_options *o = run->opt;
     const int64_t bs = o->train.batch_size, per_epoch = (train->count + pos.global_batch - 1) / pos.global_batch;
@@ -140,8 +146,10 @@ static int train_loop(classify_run *run, attn_optim *opt, attn_ctx *ctx, run_pos
     batch_buffers buf;
     if (!buffers_alloc(&buf, bs, o->model.max_len)) {
         buffers_free(&buf); /* the parts that were allocated */
-        return cli_fail(CLI_ERR_DATA, "classify", "out of memory for a batch of %lld x %lld token ids; "
-                        "lower --batch-size or --max-len", (long long)bs, (long long)o->model.max_len);
+        return cli_fail(CLI_ERR_DATA, "classify",
+                        "out of memory for a batch of %lld x %lld token ids; "
+                        "lower --batch-size or --max-len",
+                        (long long)bs, (long long)o->model.max_len);
     }
     progress prog;
     progress_start(&prog, "classify train", limit, done, o->train.log_steps);
@@ -167,8 +175,8 @@ static int train_loop(classify_run *run, attn_optim *opt, attn_ctx *ctx, run_pos
             if (!isfinite(loss)) {
                 progress_end(&prog);
                 code = cli_fail(CLI_ERR_DATA, "classify",
-                                "epoch %ld, step %lld: %s; stopped, the last good checkpoint is %s",
-                                epoch + 1, (long long)b + 1,
+                                "epoch %ld, step %lld: %s; stopped, the last good checkpoint is %s", epoch + 1,
+                                (long long)b + 1,
                                 attn_last_status() != ATTN_OK ? attn_last_error() : "the loss is not finite",
                                 train_last_good(&o->train));
                 break;

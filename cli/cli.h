@@ -9,7 +9,11 @@
 
 #include <stdbool.h>
 
-enum { CLI_OK = 0, CLI_ERR_DATA = 1, CLI_ERR_USAGE = 2 };
+enum {
+    CLI_OK = 0,
+    CLI_ERR_DATA = 1,
+    CLI_ERR_USAGE = 2
+};
 
 typedef struct cli_spec cli_spec; /* a subcommand's options table (options.h) */
 
@@ -17,7 +21,7 @@ typedef struct cli_command {
     const char *name;
     int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
     const char *summary;
-    const cli_spec *spec;              /* its options, --help and man page section */
+    const cli_spec *spec; /* its options, --help and man page section */
 } cli_command;
 
 extern const cli_spec shapes_spec, nw_spec, classify_spec, translate_spec, op_spec, plot_spec, tour_spec, bench_spec;
@@ -37,8 +41,7 @@ bool cli_integer_form(const char *s);
 int cli_fail(int code, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Parses value of option opt as an integer in [min, max]; false (with a message) if it is not a
  * number or out of range (for values inside an option's value; options.h parses options). */
-bool cli_parse_long(const char *cmd, const char *opt, const char *value, long min, long max,
-                    long *out);
+bool cli_parse_long(const char *cmd, const char *opt, const char *value, long min, long max, long *out);
 
 /* The next line of standard input into *line (getline's buffer, *cap), its line end removed:
  * 1 a line, 0 the end of the input; -1 when it cannot be read (an I/O error, standard input a

@@ -46,7 +46,7 @@ typedef struct sdpa_mods {
     const float *slopes; /* (H) ALiBi's; NULL: none */
     float softcap;       /* 0: none */
     bool causal;
-    long window;         /* W keys up to the diagonal; 0: none */
+    long window; /* W keys up to the diagonal; 0: none */
 } sdpa_mods;
 
 static float mods_score(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *user)
@@ -146,7 +146,8 @@ static int sdpa_validate(const bench_args *a)
     attn_tensor *x = ctx ? attn_sdpa(ctx, t[0], t[1], t[2], &f, NULL) : NULL;
     attn_tensor *y = ctx ? attn_sdpa(ctx, t[0], t[1], t[2], &r, NULL) : NULL;
     const bool bf16 = attn_ctx_matmul_precision(ctx) == ATTN_PRECISION_MEDIUM && attn_bf16_attention();
-    double *ds = calloc((size_t)(2 * L), sizeof *ds), *vmax = calloc((size_t)(2 * D), sizeof *vmax); /* (2, L), (2, D) */
+    double *ds = calloc((size_t)(2 * L), sizeof *ds),
+           *vmax = calloc((size_t)(2 * D), sizeof *vmax); /* (2, L), (2, D) */
     bool ok = x && y && ds && vmax;
     const double u = 0x1p-8, scale = 1.0 / sqrt((double)D);
     for (int64_t h = 0; ok && bf16 && h < 2; h++) {
@@ -193,7 +194,8 @@ static int sdpa_setup(const bench_args *a, void **state, bench_result *r)
     double pairs = (double)a->L * a->L * (a->causal ? 0.5 : 1.0);
     if (a->window > 0 && a->window < a->L) pairs = (double)a->L * a->window - 0.5 * (double)a->window * (a->window - 1);
     r->flop = 4.0 * a->B * a->H * pairs * a->d * (s->backward ? 3.5 : 1.0);
-    return s->ctx && s->q && s->k && s->v && s->g && s->slopes ? CLI_OK : cli_fail(CLI_ERR_DATA, "bench", "out of memory");
+    return s->ctx && s->q && s->k && s->v && s->g && s->slopes ? CLI_OK
+                                                               : cli_fail(CLI_ERR_DATA, "bench", "out of memory");
 }
 
 static void sdpa_teardown(void *p)
@@ -219,7 +221,9 @@ static const bench_peak_loop *const peak_loops[] = {&bench_peak_baseline, &bench
 extern const bench_peak_loop bench_peak_build;
 static const bench_peak_loop *const peak_loops[] = {&bench_peak_build};
 #endif
-enum { PEAK_LOOPS = (int)(sizeof peak_loops / sizeof peak_loops[0]) };
+enum {
+    PEAK_LOOPS = (int)(sizeof peak_loops / sizeof peak_loops[0])
+};
 
 typedef struct peak_state {
     const bench_peak_loop *loop;
@@ -229,7 +233,8 @@ typedef struct peak_state {
 static int peak_run(void *p)
 {
     const peak_state *s = p;
-    return s->loop->run(s->threads) ? CLI_OK : cli_fail(CLI_ERR_DATA, "bench", "peak: cannot start %d threads", s->threads);
+    return s->loop->run(s->threads) ? CLI_OK
+                                    : cli_fail(CLI_ERR_DATA, "bench", "peak: cannot start %d threads", s->threads);
 }
 
 /* a level this CPU can run (whatever ATTN_CPU_ISA says: every level's ceiling is measured); a
@@ -251,7 +256,10 @@ static int peak_setup(const bench_args *a, void **state, bench_result *r)
     return CLI_OK;
 }
 
-static void peak_teardown(void *p) { free(p); }
+static void peak_teardown(void *p)
+{
+    free(p);
+}
 
 /* ---- modules: mha (train), encoder layer (train step), classifier (train step) ---- */
 
@@ -303,7 +311,10 @@ static int classifier_run(void *p)
 }
 
 /* flops of one self-attention layer's forward (projections, QK^T, PV) as bench_torch.py counts */
-static double mha_flop(double B, double L, double E) { return B * (8.0 * L * E * E + 4.0 * L * L * E); }
+static double mha_flop(double B, double L, double E)
+{
+    return B * (8.0 * L * E * E + 4.0 * L * L * E);
+}
 
 static int module_setup(const bench_args *a, void **state, bench_result *r)
 {
@@ -325,7 +336,8 @@ static int module_setup(const bench_args *a, void **state, bench_result *r)
         r->items = (double)(B * L), r->unit = "tokens/s";
     } else if (!strcmp(a->workload, "encoder")) {
         const int64_t E = 512;
-        attn_transformer_config tc = {.d_model = E, .num_heads = 8, .dim_feedforward = 2048, .dropout = 0.1f, .ffn_dropout = true};
+        attn_transformer_config tc = {
+            .d_model = E, .num_heads = 8, .dim_feedforward = 2048, .dropout = 0.1f, .ffn_dropout = true};
         if (st == ATTN_OK) st = attn_encoder_layer_init(&s->enc, s->params, "", &tc, &rng);
         s->x = bench_randn(&rng, 3, (int64_t[]){B, L, E}, false);
         s->target = bench_randn(&rng, 3, (int64_t[]){B, L, E}, false);
@@ -354,8 +366,7 @@ static int module_setup(const bench_args *a, void **state, bench_result *r)
     bool inputs = !strcmp(a->workload, "classifier") ? s->ids && s->lengths && s->labels
                   : !strcmp(a->workload, "encoder")  ? s->x && s->target
                                                      : s->x != NULL;
-    if (st != ATTN_OK || !inputs)
-        return cli_fail(CLI_ERR_DATA, "bench", "%s: %s", a->workload, attn_last_error());
+    if (st != ATTN_OK || !inputs) return cli_fail(CLI_ERR_DATA, "bench", "%s: %s", a->workload, attn_last_error());
     return CLI_OK;
 }
 
@@ -372,34 +383,45 @@ static void module_teardown(void *p)
     free(s);
 }
 
-static size_t sdpa_arena_peak(void *p) { return attn_ctx_bytes_peak(((sdpa_state *)p)->ctx); }
-static size_t module_arena_peak(void *p) { return attn_ctx_bytes_peak(((module_state *)p)->ctx); }
+static size_t sdpa_arena_peak(void *p)
+{
+    return attn_ctx_bytes_peak(((sdpa_state *)p)->ctx);
+}
+static size_t module_arena_peak(void *p)
+{
+    return attn_ctx_bytes_peak(((module_state *)p)->ctx);
+}
 
-static const bench_workload bench_peak = {"peak", "fma", PEAK_LOOPS, peak_setup, peak_run, peak_teardown, NULL, NULL,
-                                          peak_runs_case};
+static const bench_workload bench_peak = {"peak",        "fma", PEAK_LOOPS, peak_setup,    peak_run,
+                                          peak_teardown, NULL,  NULL,       peak_runs_case};
 static const bench_workload bench_sdpa = {"sdpa", NULL, 1, sdpa_setup, sdpa_run, sdpa_teardown, sdpa_arena_peak, NULL};
-static const bench_workload bench_mha = {"mha", "train", 1, module_setup, mha_run, module_teardown, module_arena_peak, NULL};
-static const bench_workload bench_encoder = {"encoder", "train", 1, module_setup, encoder_run, module_teardown,
-                                             module_arena_peak, NULL};
-static const bench_workload bench_classifier = {"classifier", "train", 1, module_setup, classifier_run, module_teardown,
-                                                module_arena_peak, NULL};
+static const bench_workload bench_mha = {"mha",           "train",           1,   module_setup, mha_run,
+                                         module_teardown, module_arena_peak, NULL};
+static const bench_workload bench_encoder = {"encoder",       "train",           1,   module_setup, encoder_run,
+                                             module_teardown, module_arena_peak, NULL};
+static const bench_workload bench_classifier = {"classifier",    "train",           1,   module_setup, classifier_run,
+                                                module_teardown, module_arena_peak, NULL};
 
-static const bench_workload *const workloads[] = {&bench_peak, &bench_sdpa,    &bench_varlen,    &bench_sgemm,
-                                                  &bench_gemm, &bench_mha,     &bench_encoder,   &bench_classifier};
-enum { WORKLOADS = sizeof workloads / sizeof workloads[0] };
+static const bench_workload *const workloads[] = {&bench_peak, &bench_sdpa, &bench_varlen,  &bench_sgemm,
+                                                  &bench_gemm, &bench_mha,  &bench_encoder, &bench_classifier};
+enum {
+    WORKLOADS = sizeof workloads / sizeof workloads[0]
+};
 
 static const char *const impl_names[] = {"auto", "fused", "ref", NULL}; /* attn_sdpa_impl order */
 
 #define O(field) offsetof(bench_args, field)
 static const cli_option options[] = {
-    {"--L", "N", CLI_LONG, O(L), 1, 65536, NULL, NULL, "sequence length (sdpa, sgemm: 1024; mha, classifier: 512; encoder: 256)"},
+    {"--L", "N", CLI_LONG, O(L), 1, 65536, NULL, NULL,
+     "sequence length (sdpa, sgemm: 1024; mha, classifier: 512; encoder: 256)"},
     {"--B", "N", CLI_LONG, O(B), 1, 4096, NULL, NULL, "batch (classifier: 32, the others: 8)"},
     {"--H", "N", CLI_LONG, O(H), 1, 256, NULL, NULL, "heads (default 8)"},
     {"--d", "N", CLI_LONG, O(d), 1, 4096, NULL, NULL, "head width (default 64)"},
     {"--mode", NULL, CLI_CHOICE, O(mode), 0, 0, bench_mode_names, "fwd", "sdpa: forward, or forward and backward"},
     {"--causal", NULL, CLI_FLAG, O(causal), 0, 0, NULL, NULL, "sdpa: a causal mask"},
     {"--impl", NULL, CLI_CHOICE, O(impl), 0, 0, impl_names, "auto", "sdpa: the kernel"},
-    {"--kv-heads", "N", CLI_LONG, O(kv_heads), 1, 256, NULL, NULL, "sdpa: grouped-query attention, K and V with N heads"},
+    {"--kv-heads", "N", CLI_LONG, O(kv_heads), 1, 256, NULL, NULL,
+     "sdpa: grouped-query attention, K and V with N heads"},
     {"--window", "W", CLI_LONG, O(window), 1, 1048576, NULL, NULL, "sdpa: a sliding window of W keys (W-1, 0)"},
     {"--alibi", NULL, CLI_FLAG, O(alibi), 0, 0, NULL, NULL, "sdpa: ALiBi with the paper's slopes"},
     {"--softcap", "C", CLI_FLOAT, O(softcap), 1e-30, 1e30, NULL, NULL, "sdpa: soft-capped scores, C tanh(s / C)"},
@@ -439,8 +461,8 @@ static int parse(int argc, char **argv, bench_args *a)
     memset(a, 0, sizeof *a);
     const char **names = calloc((size_t)argc, sizeof *names);
     int n = 0;
-    int code = names ? cli_parse(&bench_spec, a, argc, argv, 1, names, &n)
-                     : cli_fail(CLI_ERR_DATA, "bench", "out of memory");
+    int code =
+        names ? cli_parse(&bench_spec, a, argc, argv, 1, names, &n) : cli_fail(CLI_ERR_DATA, "bench", "out of memory");
     if (code == CLI_OK && n > 1) code = cli_fail(CLI_ERR_USAGE, "bench", "unexpected argument \"%s\"", names[1]);
     a->workload = code == CLI_OK && n == 1 ? names[0] : NULL;
     free(names);
@@ -448,17 +470,21 @@ static int parse(int argc, char **argv, bench_args *a)
     if (a->workload && !known_workload(a->workload))
         return cli_fail(CLI_ERR_USAGE, "bench", "unknown workload \"%s\" (see attn bench --help)", a->workload);
     const bool varlen = a->workload && !strcmp(a->workload, "varlen"); /* sdpa's options, packed */
-    const bool sdpa = a->workload && (!strcmp(a->workload, "sdpa") || varlen), mha = a->workload && !strcmp(a->workload, "mha");
-    if (varlen && a->mods) return cli_fail(CLI_ERR_USAGE, "bench", "--mods applies to sdpa only (varlen takes no callbacks)");
+    const bool sdpa = a->workload && (!strcmp(a->workload, "sdpa") || varlen),
+               mha = a->workload && !strcmp(a->workload, "mha");
+    if (varlen && a->mods)
+        return cli_fail(CLI_ERR_USAGE, "bench", "--mods applies to sdpa only (varlen takes no callbacks)");
     if (a->workload && !sdpa && (a->causal || a->mode != 0))
         return cli_fail(CLI_ERR_USAGE, "bench", "%s applies to sdpa only", a->causal ? "--causal" : "--mode");
     if (a->workload && !sdpa && !mha && a->impl != 0)
         return cli_fail(CLI_ERR_USAGE, "bench", "--impl applies to sdpa and mha only");
     if (!sdpa && (a->kv_heads || a->window || a->alibi || a->softcap != 0 || a->mods))
-        return cli_fail(CLI_ERR_USAGE, "bench", "--kv-heads, --window, --alibi, --softcap and --mods apply to sdpa only "
+        return cli_fail(CLI_ERR_USAGE, "bench",
+                        "--kv-heads, --window, --alibi, --softcap and --mods apply to sdpa only "
                         "(name it)");
     if (a->kv_heads && (a->H ? a->H : 8) % a->kv_heads != 0)
-        return cli_fail(CLI_ERR_USAGE, "bench", "--kv-heads %ld does not divide the %ld heads", a->kv_heads, a->H ? a->H : 8);
+        return cli_fail(CLI_ERR_USAGE, "bench", "--kv-heads %ld does not divide the %ld heads", a->kv_heads,
+                        a->H ? a->H : 8);
     if (a->threads) cli_set_threads((int)a->threads);
     cli_set_matmul_precision((attn_precision)a->matmul_precision);
     for (int i = 0; i < WORKLOADS; i++) {
@@ -492,18 +518,17 @@ static void print_result(const bench_workload *w, const bench_args *a, const ben
     const char *mode = w->mode ? w->mode : bench_mode_names[a->mode];
     if (a->json)
         printf("{\"workload\":\"%s\",\"mode\":\"%s\",\"impl\":\"%s\",\"causal\":%s,\"B\":%ld,\"H\":%ld,\"L\":%ld,"
-               "\"d\":%ld,\"kv_heads\":%ld,\"window\":%ld,\"alibi\":%s,\"softcap\":%g,\"mods\":%s,\"threads\":%d,\"isa\":\"%s\",\"precision\":\"%s\",\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f,\"gflops_med\":%.2f,"
+               "\"d\":%ld,\"kv_heads\":%ld,\"window\":%ld,\"alibi\":%s,\"softcap\":%g,\"mods\":%s,\"threads\":%d,"
+               "\"isa\":\"%s\",\"precision\":\"%s\",\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f,\"gflops_med\":%.2f,"
                "\"items_per_s_med\":%.2f,\"unit\":\"%s\",\"arena_peak_mib\":%.1f}\n",
                w->name, mode, a->impl == ATTN_SDPA_REF ? "ref" : "fused", a->causal ? "true" : "false", a->B, a->H,
                a->L, a->d, a->kv_heads ? a->kv_heads : a->H, a->window, a->alibi ? "true" : "false", (double)a->softcap,
-               a->mods ? "true" : "false",
-               cli_threads(), attn_isa_name(r->isa), cli_matmul_precision_text(), r->t_min, r->t_med, r->t_max, r->flop / r->t_med * 1e-9,
-               r->items / r->t_med, r->unit, r->peak_bytes / 1048576.0);
+               a->mods ? "true" : "false", cli_threads(), attn_isa_name(r->isa), cli_matmul_precision_text(), r->t_min,
+               r->t_med, r->t_max, r->flop / r->t_med * 1e-9, r->items / r->t_med, r->unit, r->peak_bytes / 1048576.0);
     else {
         printf("%-10s %-7s L=%-5ld B=%-3ld %s threads=%d %-11s %-7s  ms min/med/max %9.2f %9.2f %9.2f  GFLOP/s %6.1f",
                w->name, mode, a->L, a->B, a->causal ? "causal" : "      ", cli_threads(), attn_isa_name(r->isa),
-               r->bf16 ? "bf16" : "float32", 1e3 * r->t_min, 1e3 * r->t_med,
-               1e3 * r->t_max, r->flop / r->t_med * 1e-9);
+               r->bf16 ? "bf16" : "float32", 1e3 * r->t_min, 1e3 * r->t_med, 1e3 * r->t_max, r->flop / r->t_med * 1e-9);
         if (r->items > 0) printf("  %.1f %s", r->items / r->t_med, r->unit);
         printf("  arena %.1f MiB", r->peak_bytes / 1048576.0);
         if (a->kv_heads && a->kv_heads != a->H) printf("  kv-heads %ld", a->kv_heads);
@@ -519,7 +544,8 @@ static int run_workload(const bench_workload *w, bench_args a)
 {
     defaults_for(&a, w->name);
     a.workload = w->name;
-    bench_result r = {.unit = "", .isa = attn_cpu_isa(),
+    bench_result r = {.unit = "",
+                      .isa = attn_cpu_isa(),
                       .bf16 = cli_matmul_precision() == ATTN_PRECISION_MEDIUM && attn_bf16_products()};
     void *state = NULL;
     double *t = malloc((size_t)a.runs * sizeof *t); /* (runs) seconds */
@@ -534,8 +560,10 @@ static int run_workload(const bench_workload *w, bench_args a)
         qsort(t, (size_t)a.runs, sizeof *t, cmp_double);
         r.t_min = t[0], r.t_med = t[a.runs / 2], r.t_max = t[a.runs - 1];
         r.peak_bytes = w->arena_peak ? w->arena_peak(state) : 0;
-        if (w->print) w->print(&a, state, &r);
-        else print_result(w, &a, &r);
+        if (w->print)
+            w->print(&a, state, &r);
+        else
+            print_result(w, &a, &r);
         fflush(stdout);
     }
     free(t);
@@ -558,7 +586,8 @@ int cmd_bench(int argc, char **argv)
     for (int i = 0; i < WORKLOADS; i++) {
         if (a.workload && strcmp(a.workload, workloads[i]->name)) continue;
         for (a.bench_case = 0; a.bench_case < workloads[i]->cases; a.bench_case++)
-            if ((!workloads[i]->runs_case || workloads[i]->runs_case(&a)) && (code = run_workload(workloads[i], a)) != CLI_OK)
+            if ((!workloads[i]->runs_case || workloads[i]->runs_case(&a)) &&
+                (code = run_workload(workloads[i], a)) != CLI_OK)
                 return code;
     }
     return CLI_OK;

@@ -9,24 +9,34 @@
 
 static const char *const attention_names[] = {"softmax", "linear", "conv", "additive", NULL};
 static const char *const action_names[] = {"train", "eval", "predict", "explain", NULL};
-enum { TRAIN, EVAL, PREDICT, EXPLAIN };
+enum {
+    TRAIN,
+    EVAL,
+    PREDICT,
+    EXPLAIN
+};
 
 #define M(field) offsetof(classify_options, model.field)
 static const cli_option options[] = {
     {"--data", "DIR", CLI_TEXT, offsetof(classify_options, data), 0, 0, NULL, NULL,
      "aclImdb root with train/ and test/ (default the shipped aclImdb_mini: $ATTN_DATA_DIR, or beside the "
-     "program, or its installed share/attn)", "train eval"},
+     "program, or its installed share/attn)",
+     "train eval"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "model (train; the others read it from the checkpoint):"},
     {"--attention", NULL, CLI_CHOICE, offsetof(classify_options, attention), 0, 0, attention_names, "softmax",
      "the attention layer: the seed's multi-head softmax, or one of seed 002's variants", "train"},
-    {"--blocks", "N", CLI_INT, M(num_blocks), 0, 64, NULL, "0", "N Transformer blocks instead of one attention layer", "train"},
-    {"--pre-ln", NULL, CLI_FLAG, M(norm_first), 0, 0, NULL, NULL, "blocks are pre-LN (default post-LN, as the seed)", "train"},
-    {"--sinusoidal", NULL, CLI_FLAG, M(sinusoidal), 0, 0, NULL, NULL, "sinusoidal positions instead of the learned table", "train"},
+    {"--blocks", "N", CLI_INT, M(num_blocks), 0, 64, NULL, "0", "N Transformer blocks instead of one attention layer",
+     "train"},
+    {"--pre-ln", NULL, CLI_FLAG, M(norm_first), 0, 0, NULL, NULL, "blocks are pre-LN (default post-LN, as the seed)",
+     "train"},
+    {"--sinusoidal", NULL, CLI_FLAG, M(sinusoidal), 0, 0, NULL, NULL,
+     "sinusoidal positions instead of the learned table", "train"},
     {"--mask-padding", NULL, CLI_FLAG, M(mask_padding), 0, 0, NULL, NULL,
      "mask padding keys and pool over real tokens (the seed does not)", "train"},
     {"--no-pack", NULL, CLI_FLAG, offsetof(classify_options, no_pack), 0, 0, NULL, NULL,
      "with --mask-padding (and --blocks or the softmax attention), each batch padded to its longest review; by "
-     "default its reviews are packed end to end, no padding computed (the same model)", "train eval"},
+     "default its reviews are packed end to end, no padding computed (the same model)",
+     "train eval"},
     {"--embed-dim", "N", CLI_INT64, M(embed_dim), 1, 4096, NULL, "128", "embedding width E", "train"},
     {"--heads", "N", CLI_INT64, M(num_heads), 1, 256, NULL, "4", "attention heads (must divide E)", "train"},
     {"--hidden", "N", CLI_INT64, M(hidden_dim), 1, 65536, NULL, "256", "hidden width of the classifier head", "train"},
@@ -55,7 +65,10 @@ const cli_spec classify_spec = {
     CLI_OPTIONS(options),
 };
 
-char *classify_vocab_path(const char *checkpoint) { return cli_checkpoint_sibling(checkpoint, ".vocab"); }
+char *classify_vocab_path(const char *checkpoint)
+{
+    return cli_checkpoint_sibling(checkpoint, ".vocab");
+}
 
 /* The files the action reads and writes, and the model's shape, checked before any work.
  * heads_given: --heads was given (not its default). */
@@ -90,14 +103,18 @@ static int validate(const classify_options *o, int action, int n_texts, bool hea
              (!t->plot_loss || cli_check_picture("classify", "--plot-loss", t->plot_loss));
     if (!ok) return CLI_ERR_USAGE;
     if (action == TRAIN) {
-        bool heads = m->num_blocks > 0 || m->attention == ATTN_CLASSIFIER_SOFTMAX || m->attention == ATTN_CLASSIFIER_CONV;
+        bool heads =
+            m->num_blocks > 0 || m->attention == ATTN_CLASSIFIER_SOFTMAX || m->attention == ATTN_CLASSIFIER_CONV;
         if (heads_given && !heads)
-            return cli_fail(CLI_ERR_USAGE, "classify", "--heads: %s attention without --blocks has no heads; it would "
-                            "be stored and ignored", attention_names[m->attention]);
+            return cli_fail(CLI_ERR_USAGE, "classify",
+                            "--heads: %s attention without --blocks has no heads; it would "
+                            "be stored and ignored",
+                            attention_names[m->attention]);
         if (m->additive_hidden > 0 && m->attention != ATTN_CLASSIFIER_ADDITIVE)
             return cli_fail(CLI_ERR_USAGE, "classify", "--additive-hidden applies with --attention additive only");
         if (o->no_pack && !(m->mask_padding && (m->attention == ATTN_CLASSIFIER_SOFTMAX || m->num_blocks > 0)))
-            return cli_fail(CLI_ERR_USAGE, "classify", "--no-pack applies with --mask-padding, and --blocks or the "
+            return cli_fail(CLI_ERR_USAGE, "classify",
+                            "--no-pack applies with --mask-padding, and --blocks or the "
                             "softmax attention (the batches of the others are padded)");
         if (m->norm_first && m->num_blocks == 0)
             return cli_fail(CLI_ERR_USAGE, "classify", "--pre-ln applies with --blocks N (N >= 1) only");
@@ -171,8 +188,8 @@ static attn_vocab *build_vocab(const attn_labeled_texts *train)
     return v;
 }
 
-attn_status classify_batch(const classify_run *run, const classify_split *split, const int64_t *rows,
-                           int64_t n, int64_t *ids, int64_t *lengths, int64_t *labels, int64_t *width)
+attn_status classify_batch(const classify_run *run, const classify_split *split, const int64_t *rows, int64_t n,
+                           int64_t *ids, int64_t *lengths, int64_t *labels, int64_t *width)
 {
     const attn_classifier_config *m = &run->model.cfg;
     /* the seed pads every batch to max_len; with masking, to the batch's longest review */
@@ -299,8 +316,8 @@ static int build_model(classify_run *run, classify_options *o)
     o->model.vocab_size = attn_vocab_size(run->vocab);
     /* a batch's reviews packed end to end where the model allows it (2.5x the padded samples/s on
      * full IMDB, docs/results.md), unless --no-pack */
-    o->model.pack = o->model.mask_padding && (o->model.attention == ATTN_CLASSIFIER_SOFTMAX || o->model.num_blocks > 0) &&
-                    !o->no_pack;
+    o->model.pack = o->model.mask_padding &&
+                    (o->model.attention == ATTN_CLASSIFIER_SOFTMAX || o->model.num_blocks > 0) && !o->no_pack;
     run->params = attn_params_new();
     if (!run->params || attn_classifier_init(&run->model, run->params, &o->model, &rng) != ATTN_OK)
         return cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
@@ -314,7 +331,8 @@ static int load_model(classify_run *run, classify_options *o)
     attn_st_file *f = checkpoint_open("classify", o->train.checkpoint, " (train a model first: attn classify train)");
     if (!f) return CLI_ERR_DATA;
     int code = load_config(o, f);
-    if (code == CLI_OK && !(run->vocab = saved_vocab(o, f))) code = CLI_ERR_DATA;
+    if (code == CLI_OK && !(run->vocab = saved_vocab(o, f)))
+        code = CLI_ERR_DATA;
     else if (code == CLI_OK && attn_vocab_size(run->vocab) != o->model.vocab_size)
         code = cli_fail(CLI_ERR_DATA, "classify", "%s: its vocabulary has %lld tokens but its model expects %lld",
                         o->train.checkpoint, (long long)attn_vocab_size(run->vocab), (long long)o->model.vocab_size);
@@ -332,8 +350,7 @@ static int load_reviews(attn_labeled_texts *t, const char *data, const char *spl
 {
     if (attn_imdb_load(t, data, split) != ATTN_OK) return cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
     if (t->skipped)
-        fprintf(stderr, "attn classify: note: %s/%s: skipped %lld %s (e.g. %s)\n", data, split,
-                (long long)t->skipped,
+        fprintf(stderr, "attn classify: note: %s/%s: skipped %lld %s (e.g. %s)\n", data, split, (long long)t->skipped,
                 t->skipped == 1 ? "entry named like a review that is not a regular file"
                                 : "entries named like reviews that are not regular files",
                 t->skipped_first);
@@ -361,7 +378,8 @@ static int open_resumed(classify_run *run, classify_options *o)
         size_t len;
         if (!(run->resume = checkpoint_open("classify", ck, NULL)) || !(run->vocab = saved_vocab(o, run->resume)))
             return CLI_ERR_DATA; /* the other ranks wait in share_text until the job stops */
-        if (!(text = attn_vocab_text(run->vocab, &len))) return cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
+        if (!(text = attn_vocab_text(run->vocab, &len)))
+            return cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
         o->model.vocab_size = attn_vocab_size(run->vocab);
         attn_classifier_config saved = o->model; /* the model these options build must be the saved one */
         int n;
@@ -391,17 +409,17 @@ static int do_train(classify_run *run, classify_options *o)
     if (load_reviews(&t, o->data, "train") != CLI_OK) return CLI_ERR_DATA;
     double t0 = now_seconds();
     size_t len;
-    if (!o->train.resume && (run->vocab = build_vocab(&t)))
-        run->vocab_text = attn_vocab_text(run->vocab, &len);
+    if (!o->train.resume && (run->vocab = build_vocab(&t))) run->vocab_text = attn_vocab_text(run->vocab, &len);
     classify_split train = {0}, test = {0};
     code = run->vocab && run->vocab_text && encode_split(&train, &t, run->vocab) == ATTN_OK
-                   ? CLI_OK : cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
+               ? CLI_OK
+               : cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
     attn_labeled_texts_free(&t);
     if (code == CLI_OK) code = load_split(&test, run, "test");
     if (code == CLI_OK) {
         printf("data: %lld train / %lld test reviews from %s, vocabulary %lld tokens (%.1f s)\n",
-               (long long)train.count, (long long)test.count, o->data,
-               (long long)attn_vocab_size(run->vocab), now_seconds() - t0);
+               (long long)train.count, (long long)test.count, o->data, (long long)attn_vocab_size(run->vocab),
+               now_seconds() - t0);
     }
     if (code == CLI_OK) code = build_model(run, o);
     if (code == CLI_OK) {
@@ -466,8 +484,8 @@ static int do_predict(classify_run *run, classify_options *o, const char **texts
     for (int i = 0; code == CLI_OK && i < n_texts; i++) code = predict_one(run, ctx, &tokens, ids, texts[i]);
     char *line = NULL;
     size_t cap = 0;
-    for (long line_no = 1; code == CLI_OK && n_texts == 0 && cli_stdin_line("classify", &line, &cap, line_no, &code) > 0;
-         line_no++)
+    for (long line_no = 1;
+         code == CLI_OK && n_texts == 0 && cli_stdin_line("classify", &line, &cap, line_no, &code) > 0; line_no++)
         code = predict_one(run, ctx, &tokens, ids, line);
     free(line);
     attn_tokens_free(&tokens);
@@ -505,7 +523,10 @@ static int do_explain(classify_run *run, classify_options *o, const char **texts
     }
     const char *const *labels = tokens.count ? tokens.items : (const char *const[]){"<pad>"};
     attn_heatmap_opts ho = {.title = "文本注意力权重 (attention weights, mean over heads)",
-                            .xlabel = "Key", .ylabel = "Query", .xticks = labels, .yticks = labels,
+                            .xlabel = "Key",
+                            .ylabel = "Query",
+                            .xticks = labels,
+                            .yticks = labels,
                             .auto_range = true};
     if (attn_plot_heatmap(o->out, w->data, n, n, &ho) != ATTN_OK)
         code = cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
@@ -531,10 +552,14 @@ int cmd_classify(int argc, char **argv)
     int code = parse(argc, argv, &o, &action, &texts, &n_texts);
     classify_run run = {.opt = &o, .lock = {.fd = -1}};
     if (code == CLI_OK) {
-        if (action == TRAIN) code = do_train(&run, &o);
-        else if (action == EVAL) code = do_eval(&run, &o);
-        else if (action == PREDICT) code = do_predict(&run, &o, texts, n_texts);
-        else code = do_explain(&run, &o, texts, n_texts);
+        if (action == TRAIN)
+            code = do_train(&run, &o);
+        else if (action == EVAL)
+            code = do_eval(&run, &o);
+        else if (action == PREDICT)
+            code = do_predict(&run, &o, texts, n_texts);
+        else
+            code = do_explain(&run, &o, texts, n_texts);
     }
     free(texts);
     if (run.model_ready) attn_classifier_free(&run.model);

@@ -56,12 +56,18 @@ static int parse(int argc, char **argv, nw_options *o)
               (!o->out || cli_check_output("nw", "--out", o->out)) &&
               (!o->plot || cli_check_picture("nw", "--plot", o->plot)) &&
               (!o->plot_loss || cli_check_picture("nw", "--plot-loss", o->plot_loss)) &&
-              cli_check_distinct("nw", (const cli_path[]){{"--data", o->data}, {"--out", o->out}, {"--plot", o->plot},
-                                                          {"--plot-loss", o->plot_loss}}, 4);
+              cli_check_distinct(
+                  "nw",
+                  (const cli_path[]){
+                      {"--data", o->data}, {"--out", o->out}, {"--plot", o->plot}, {"--plot-loss", o->plot_loss}},
+                  4);
     return ok ? CLI_OK : CLI_ERR_USAGE;
 }
 
-static float target_fn(float x) { return 2.333f * sinf(x) + powf(x, 0.666f); }
+static float target_fn(float x)
+{
+    return 2.333f * sinf(x) + powf(x, 0.666f);
+}
 
 static int cmp_float(const void *a, const void *b)
 {
@@ -80,8 +86,7 @@ static attn_status generate(nw_data *d, long n, long seed)
     if (!d->x_train || !d->y_train || !d->x_test || !d->y_true) return attn_last_status();
     for (long i = 0; i < n; i++) d->x_train->data[i] = 5.0f * attn_rng_uniform(&rng);
     qsort(d->x_train->data, (size_t)n, sizeof(float), cmp_float);
-    for (long i = 0; i < n; i++)
-        d->y_train->data[i] = target_fn(d->x_train->data[i]) + 0.5f * attn_rng_normal(&rng);
+    for (long i = 0; i < n; i++) d->y_train->data[i] = target_fn(d->x_train->data[i]) + 0.5f * attn_rng_normal(&rng);
     for (int i = 0; i < 50; i++) {
         d->x_test->data[i] = 0.1f * (float)i;
         d->y_true->data[i] = target_fn(d->x_test->data[i]);
@@ -103,8 +108,10 @@ static attn_status load(nw_data *d, const char *path)
     if (d->x_train->ndim != 1 || !attn_same_shape(d->x_train, d->y_train) || d->x_train->numel < 3 ||
         d->x_test->ndim != 1 || !attn_same_shape(d->x_test, d->y_true)) {
         attn_clear_error(); /* the message is ours, printed here */
-        fprintf(stderr, "attn nw: %s: expected 1-D x_train and y_train of one length >= 3, and 1-D "
-                        "x_test and y_true of one length\n", path);
+        fprintf(stderr,
+                "attn nw: %s: expected 1-D x_train and y_train of one length >= 3, and 1-D "
+                "x_test and y_true of one length\n",
+                path);
         return ATTN_ERR_SHAPE;
     }
     for (int i = 0; i < 4; i++)
@@ -129,8 +136,7 @@ static attn_tensor *repeat_rows(attn_ctx *ctx, const attn_tensor *x, int64_t row
 {
     attn_tensor *t = attn_tensor_empty(ctx, 2, (int64_t[]){rows, x->numel});
     if (t)
-        for (int64_t r = 0; r < rows; r++)
-            memcpy(t->data + r * x->numel, x->data, (size_t)x->numel * sizeof(float));
+        for (int64_t r = 0; r < rows; r++) memcpy(t->data + r * x->numel, x->data, (size_t)x->numel * sizeof(float));
     return t;
 }
 
@@ -142,8 +148,7 @@ static int plot_fit(const nw_options *o, const nw_data *d, const float *pred)
         {.label = "NW prediction", .x = d->x_test->data, .y = pred, .n = d->x_test->numel},
     };
     attn_lineplot_opts po = {.title = "Nadaraya-Watson kernel regression", .xlabel = "x", .ylabel = "y"};
-    if (attn_plot_lines(o->plot, s, 3, &po) != ATTN_OK)
-        return cli_fail(CLI_ERR_DATA, "nw", "%s", attn_last_error());
+    if (attn_plot_lines(o->plot, s, 3, &po) != ATTN_OK) return cli_fail(CLI_ERR_DATA, "nw", "%s", attn_last_error());
     printf("wrote %s\n", o->plot);
     return CLI_OK;
 }
@@ -151,15 +156,15 @@ static int plot_fit(const nw_options *o, const nw_data *d, const float *pred)
 static int plot_loss(const nw_options *o, const float *losses)
 {
     attn_series s = {.label = "training loss", .y = losses, .n = o->epochs};
-    attn_lineplot_opts po = {.title = "NW regression: training loss", .xlabel = "epoch", .ylabel = "MSE", .log_y = true};
+    attn_lineplot_opts po = {
+        .title = "NW regression: training loss", .xlabel = "epoch", .ylabel = "MSE", .log_y = true};
     attn_status st = attn_plot_lines(o->plot_loss, &s, 1, &po);
     if (st != ATTN_OK) return cli_fail(CLI_ERR_DATA, "nw", "%s", attn_last_error());
     printf("wrote %s\n", o->plot_loss);
     return CLI_OK;
 }
 
-static int save(const nw_options *o, const nw_data *d, const float *losses, const float *ws,
-                const float *pred)
+static int save(const nw_options *o, const nw_data *d, const float *losses, const float *ws, const float *pred)
 {
     attn_st_writer *w = attn_st_writer_new();
     int64_t e = o->epochs, n = d->x_test->numel;
@@ -176,8 +181,7 @@ static int save(const nw_options *o, const nw_data *d, const float *losses, cons
 }
 
 /* Trains w; losses[e] and ws[e] per epoch (w after the step, as the seed prints it). */
-static int train(const nw_options *o, const nw_data *d, attn_params *p, attn_tensor *w,
-                 float *losses, float *ws)
+static int train(const nw_options *o, const nw_data *d, attn_params *p, attn_tensor *w, float *losses, float *ws)
 {
     attn_optim_config cfg = attn_optim_defaults(ATTN_OPTIM_SGD);
     cfg.lr = (float)o->lr;
@@ -197,8 +201,8 @@ static int train(const nw_options *o, const nw_data *d, attn_params *p, attn_ten
         losses[e] = loss->data[0];
         ws[e] = w->data[0];
         if (!isfinite(losses[e]) || !isfinite(ws[e]))
-            code = cli_fail(CLI_ERR_DATA, "nw", "epoch %ld: the loss or w became %g / %g; lower --lr",
-                            e + 1, losses[e], ws[e]);
+            code = cli_fail(CLI_ERR_DATA, "nw", "epoch %ld: the loss or w became %g / %g; lower --lr", e + 1, losses[e],
+                            ws[e]);
         printf("epoch %02ld, loss = %.4f, w = %.4f\n", e + 1, losses[e], ws[e]);
         attn_ctx_reset(ctx);
     }
@@ -213,8 +217,8 @@ static int predict(const nw_data *d, attn_tensor *w, float *pred)
     if (!ctx) return cli_fail(CLI_ERR_DATA, "nw", "%s", attn_last_error());
     attn_ctx_set_grad_enabled(ctx, false);
     int64_t n = d->x_test->numel;
-    attn_tensor *y = attn_nw_forward(ctx, w, d->x_test, repeat_rows(ctx, d->x_train, n),
-                                     repeat_rows(ctx, d->y_train, n), NULL);
+    attn_tensor *y =
+        attn_nw_forward(ctx, w, d->x_test, repeat_rows(ctx, d->x_train, n), repeat_rows(ctx, d->y_train, n), NULL);
     if (y) memcpy(pred, y->data, (size_t)n * sizeof(float));
     attn_ctx_free(ctx);
     return y ? CLI_OK : cli_fail(CLI_ERR_DATA, "nw", "%s", attn_last_error());
@@ -242,7 +246,8 @@ int cmd_nw(int argc, char **argv)
         return attn_last_status() != ATTN_OK ? cli_fail(CLI_ERR_DATA, "nw", "%s", attn_last_error()) : CLI_ERR_DATA;
     }
     const double n = (double)d.x_train->numel, m = (double)d.x_test->numel;
-    char what[PATH_MAX + 64]; /* leave-one-out: ~52 bytes per (train, train) pair (measured); prediction (test, train) */
+    char
+        what[PATH_MAX + 64]; /* leave-one-out: ~52 bytes per (train, train) pair (measured); prediction (test, train) */
     snprintf(what, sizeof what, "--data %s: %.0f training and %.0f test points", o.data ? o.data : "", n, m);
     if (o.data && !cli_check_fits("nw", 52.0 * n * n + 16.0 * m * n, what)) {
         free_data(&d);

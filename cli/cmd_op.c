@@ -13,7 +13,8 @@ static const char *const impl_names[] = {"auto", "fused", "ref", NULL}; /* attn_
 static const cli_option options[] = {
     {"--in", "IN.safetensors", CLI_TEXT, O(in_path), 0, 0, NULL, NULL, "the inputs, parameters and masks (required)"},
     {"--out", "OUT.safetensors", CLI_TEXT, O(out_path), 0, 0, NULL, NULL, "the results (required)"},
-    {"--causal", NULL, CLI_FLAG, O(causal), 0, 0, NULL, NULL, "top-left aligned causal mask (sdpa, mha, conv_attention)"},
+    {"--causal", NULL, CLI_FLAG, O(causal), 0, 0, NULL, NULL,
+     "top-left aligned causal mask (sdpa, mha, conv_attention)"},
     {"--scale", "S", CLI_FLOAT, O(scale), 1e-30, 1e30, NULL, NULL, "score scale (sdpa; default 1/sqrt(D))"},
     {"--enable-gqa", NULL, CLI_FLAG, O(enable_gqa), 0, 0, NULL, NULL,
      "sdpa: k and v may have fewer heads, dividing q's (PyTorch's enable_gqa)"},
@@ -26,9 +27,11 @@ static const cli_option options[] = {
     {"--need-weights", NULL, CLI_FLAG, O(need_weights), 0, 0, NULL, NULL, "also write `weights`"},
     {"--no-average-weights", NULL, CLI_FLAG, O(per_head_weights), 0, 0, NULL, NULL,
      "per-head weights (B,H,Lq,Lk) instead of the mean (mha, conv_attention)"},
-    {"--batch-first", NULL, CLI_FLAG, O(batch_first), 0, 0, NULL, NULL, "mha inputs are (B,L,E) (default: PyTorch's (L,B,E))"},
+    {"--batch-first", NULL, CLI_FLAG, O(batch_first), 0, 0, NULL, NULL,
+     "mha inputs are (B,L,E) (default: PyTorch's (L,B,E))"},
     {"--shen", NULL, CLI_FLAG, O(shen), 0, 0, NULL, NULL, "linear: Shen et al.'s variant (softmax of Q over features)"},
-    {"--impl", NULL, CLI_CHOICE, O(impl), 0, 0, impl_names, "auto", "SDPA kernel (auto: fused unless weights are asked)"},
+    {"--impl", NULL, CLI_CHOICE, O(impl), 0, 0, impl_names, "auto",
+     "SDPA kernel (auto: fused unless weights are asked)"},
     {"--threads", "N", CLI_LONG, O(threads), 1, 1024, NULL, NULL, "threads (default: all cores)"},
     CLI_PRECISION_OPTION(O(matmul_precision)),
 };
@@ -39,47 +42,45 @@ const cli_spec op_spec = {
     .synopsis = "NAME --in IN.safetensors --out OUT.safetensors [options]",
     .about = "Runs one mechanism on named tensors from IN and writes the results to OUT, so any\n"
              "result can be compared with PyTorch on identical inputs.",
-    .actions =
-        "  sdpa              q (B,H,Lq,D) or (B,Lq,D), k, v; no parameters; or packed sequences:\n"
-        "                    q (total_q,H,D), k, v (total_k,H_kv,.) with cu_seqlens_q, cu_seqlens_k\n"
-        "  mha               q, k, v: (L,B,E), (B,L,E) with --batch-first, or (L,E) unbatched;\n"
-        "                    in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias (or\n"
-        "                    q_proj_weight, k_proj_weight, v_proj_weight when kdim/vdim differ or\n"
-        "                    for grouped-query attention (k_proj_weight, v_proj_weight with\n"
-        "                    H_kv E/H rows); or seed 002's Wq.*, Wk.*, Wv.*, fc_out.*)\n"
-        "  additive          q (B,Lq,qs), k (B,Lk,ks), v; W_q.weight, W_k.weight, w_v.weight\n"
-        "  nw                q (n), k (n,m), v (n,m); w (optional: absent = fixed Gaussian kernel)\n"
-        "  linear            x (B,L,E); to_query.*, to_key.*, to_value.*\n"
-        "  conv_attention    x (B,L,E); attention.* (as mha), conv.weight, conv.bias, norm.weight,\n"
-        "                    norm.bias\n",
+    .actions = "  sdpa              q (B,H,Lq,D) or (B,Lq,D), k, v; no parameters; or packed sequences:\n"
+               "                    q (total_q,H,D), k, v (total_k,H_kv,.) with cu_seqlens_q, cu_seqlens_k\n"
+               "  mha               q, k, v: (L,B,E), (B,L,E) with --batch-first, or (L,E) unbatched;\n"
+               "                    in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias (or\n"
+               "                    q_proj_weight, k_proj_weight, v_proj_weight when kdim/vdim differ or\n"
+               "                    for grouped-query attention (k_proj_weight, v_proj_weight with\n"
+               "                    H_kv E/H rows); or seed 002's Wq.*, Wk.*, Wv.*, fc_out.*)\n"
+               "  additive          q (B,Lq,qs), k (B,Lk,ks), v; W_q.weight, W_k.weight, w_v.weight\n"
+               "  nw                q (n), k (n,m), v (n,m); w (optional: absent = fixed Gaussian kernel)\n"
+               "  linear            x (B,L,E); to_query.*, to_key.*, to_value.*\n"
+               "  conv_attention    x (B,L,E); attention.* (as mha), conv.weight, conv.bias, norm.weight,\n"
+               "                    norm.bias\n",
     CLI_OPTIONS(options),
-    .notes =
-        "Masks (optional inputs; a mask the mechanism does not take is an error):\n"
-        "  attn_mask         sdpa: as F.scaled_dot_product_attention: BOOL, true = may attend,\n"
-        "                    or a float dtype, added to the scores; broadcastable to (B,H,Lq,Lk),\n"
-        "                    or to (B,Lq,Lk) when q, k, v are 3-D\n"
-        "                    mha, conv_attention: as nn.MultiheadAttention: BOOL, true = NOT\n"
-        "                    allowed to attend (U8 read as BOOL, as torch 1.13 does), or a float\n"
-        "                    dtype, added; (L,S), (B*H,L,S) or any shape broadcastable to\n"
-        "                    (B,H,Lq,Lk)\n"
-        "  key_padding_mask  BOOL (B,Lk), true = padding (sdpa, mha, linear, conv_attention;\n"
-        "                    (Lk) for unbatched mha inputs);\n"
-        "                    mha and conv_attention also add a float one to the scores, as\n"
-        "                    torch >= 2.0 does (1.13 ORs it with a BOOL attn_mask)\n"
-        "  valid_lens        an integer dtype, (B) or (B,Lq): keys j >= len masked (D2L)\n"
-        "                    (sdpa, mha, additive, conv_attention)\n"
-        "  cu_seqlens_q,     sdpa on packed sequences (FlashAttention's varlen call): integer (B+1)\n"
-        "  cu_seqlens_k      offsets, 0 first, the rows of q and of k, v last; sequence b is rows\n"
-        "                    [cu[b], cu[b+1]). No other mask; --causal is bottom-right in each\n"
-        "                    sequence (FlashAttention's); --window, --alibi, --softcap as above\n"
-        "  grad_out          the upstream gradient of out: adds dq, dk, dv (dx) and\n"
-        "                    grad.<param name> to OUT\n"
-        "Outputs: out, weights (when asked), dq dk dv or dx, grad.<param name>.\n"
-        "Fully masked query rows give 0 here (PyTorch 1.13 gives NaN; D2L's masked_softmax\n"
-        "gives a row whose valid length is 0 uniform weights).\n"
-        "The library's score and mask callbacks (FlexAttention's score_mod and mask_mod,\n"
-        "attn_sdpa_opts.mods) are C functions, which no file can carry: this command takes\n"
-        "their built-in forms instead (--causal, --window, --alibi, --softcap, attn_mask).\n",
+    .notes = "Masks (optional inputs; a mask the mechanism does not take is an error):\n"
+             "  attn_mask         sdpa: as F.scaled_dot_product_attention: BOOL, true = may attend,\n"
+             "                    or a float dtype, added to the scores; broadcastable to (B,H,Lq,Lk),\n"
+             "                    or to (B,Lq,Lk) when q, k, v are 3-D\n"
+             "                    mha, conv_attention: as nn.MultiheadAttention: BOOL, true = NOT\n"
+             "                    allowed to attend (U8 read as BOOL, as torch 1.13 does), or a float\n"
+             "                    dtype, added; (L,S), (B*H,L,S) or any shape broadcastable to\n"
+             "                    (B,H,Lq,Lk)\n"
+             "  key_padding_mask  BOOL (B,Lk), true = padding (sdpa, mha, linear, conv_attention;\n"
+             "                    (Lk) for unbatched mha inputs);\n"
+             "                    mha and conv_attention also add a float one to the scores, as\n"
+             "                    torch >= 2.0 does (1.13 ORs it with a BOOL attn_mask)\n"
+             "  valid_lens        an integer dtype, (B) or (B,Lq): keys j >= len masked (D2L)\n"
+             "                    (sdpa, mha, additive, conv_attention)\n"
+             "  cu_seqlens_q,     sdpa on packed sequences (FlashAttention's varlen call): integer (B+1)\n"
+             "  cu_seqlens_k      offsets, 0 first, the rows of q and of k, v last; sequence b is rows\n"
+             "                    [cu[b], cu[b+1]). No other mask; --causal is bottom-right in each\n"
+             "                    sequence (FlashAttention's); --window, --alibi, --softcap as above\n"
+             "  grad_out          the upstream gradient of out: adds dq, dk, dv (dx) and\n"
+             "                    grad.<param name> to OUT\n"
+             "Outputs: out, weights (when asked), dq dk dv or dx, grad.<param name>.\n"
+             "Fully masked query rows give 0 here (PyTorch 1.13 gives NaN; D2L's masked_softmax\n"
+             "gives a row whose valid length is 0 uniform weights).\n"
+             "The library's score and mask callbacks (FlexAttention's score_mod and mask_mod,\n"
+             "attn_sdpa_opts.mods) are C functions, which no file can carry: this command takes\n"
+             "their built-in forms instead (--causal, --window, --alibi, --softcap, attn_mask).\n",
 };
 
 /* Options that do not apply to the mechanism are errors, as are missing required ones. */
@@ -87,10 +88,12 @@ static int validate(const op_args *a, const op_mechanism *mech)
 {
     const char *n = mech->name;
     bool heads = !strcmp(n, "mha") || !strcmp(n, "conv_attention");
-    if (a->causal && !(mech->masks & OP_CAUSAL)) return cli_fail(CLI_ERR_USAGE, "op", "--causal does not apply to %s", n);
+    if (a->causal && !(mech->masks & OP_CAUSAL))
+        return cli_fail(CLI_ERR_USAGE, "op", "--causal does not apply to %s", n);
     if (a->scale != 0 && strcmp(n, "sdpa")) return cli_fail(CLI_ERR_USAGE, "op", "--scale applies to sdpa only");
     if (a->enable_gqa && strcmp(n, "sdpa"))
-        return cli_fail(CLI_ERR_USAGE, "op", "--enable-gqa applies to sdpa (mha reads its key/value heads off "
+        return cli_fail(CLI_ERR_USAGE, "op",
+                        "--enable-gqa applies to sdpa (mha reads its key/value heads off "
                         "k_proj_weight)");
     if ((a->window || a->alibi || a->softcap != 0) && strcmp(n, "sdpa") && strcmp(n, "mha"))
         return cli_fail(CLI_ERR_USAGE, "op", "--window, --alibi and --softcap apply to sdpa and mha");

@@ -30,7 +30,8 @@ static const cli_option options[] = {
     {"--panel-titles", "a,b", CLI_NAME, O(panel_titles), 0, 0, NULL, NULL,
      "titles of the --grid panels (default: head 1, head 2, ...)"},
     {"--cmap", NULL, CLI_CHOICE, O(cmap), 0, 0, cmap_names, "viridis", "colour map"},
-    {"--range", NULL, CLI_CHOICE, O(range), 0, 0, range_names, "auto", "colour scale from the data, fixed [0, 1], or (--grid) each panel its own, with its own bar"},
+    {"--range", NULL, CLI_CHOICE, O(range), 0, 0, range_names, "auto",
+     "colour scale from the data, fixed [0, 1], or (--grid) each panel its own, with its own bar"},
     {"--title", "TEXT", CLI_TEXT, O(title), 0, 0, NULL, NULL, "above the picture"},
     {"--xlabel", "TEXT", CLI_TEXT, O(xlabel), 0, 0, NULL, NULL, "the column axis title (default key)"},
     {"--ylabel", "TEXT", CLI_TEXT, O(ylabel), 0, 0, NULL, NULL, "the row axis title (default query)"},
@@ -97,8 +98,10 @@ static int select_offset(const plot_args *a, const attn_tensor *t, int keep, int
         int code = n < 0 ? cli_fail(CLI_ERR_DATA, "plot", "out of memory") : CLI_OK;
         for (int64_t i = 0; code == CLI_OK && i < n && given < ATTN_MAX_DIMS; i++) {
             long v;
-            if (!cli_parse_long("plot", "--index", items[i], 0, 1L << 40, &v)) code = CLI_ERR_USAGE;
-            else idx[given++] = v;
+            if (!cli_parse_long("plot", "--index", items[i], 0, 1L << 40, &v))
+                code = CLI_ERR_USAGE;
+            else
+                idx[given++] = v;
         }
         free(items);
         free(copy);
@@ -125,7 +128,9 @@ static int select_offset(const plot_args *a, const attn_tensor *t, int keep, int
  * ...; two rows of panels from 4 panels on. */
 static int plot_grid(plot_args *a, const float *values, int64_t panels, int64_t rows, int64_t cols)
 {
-    enum { MAX_PANELS = 4096 }; /* the most attn_plot_heatmap_grid draws */
+    enum {
+        MAX_PANELS = 4096
+    }; /* the most attn_plot_heatmap_grid draws */
     if (panels < 1 || panels > MAX_PANELS)
         return cli_fail(CLI_ERR_DATA, "plot", "--grid: %lld panels; expected 1 to %d", (long long)panels, MAX_PANELS);
     char *store = NULL;
@@ -134,7 +139,8 @@ static int plot_grid(plot_args *a, const float *values, int64_t panels, int64_t 
     if (a->panel_titles) {
         int64_t n = (store = strdup(a->panel_titles)) ? split_list(store, &titles) : -1;
         if (n != panels)
-            code = cli_fail(CLI_ERR_USAGE, "plot", "%lld --panel-titles for %lld panels", (long long)n, (long long)panels);
+            code =
+                cli_fail(CLI_ERR_USAGE, "plot", "%lld --panel-titles for %lld panels", (long long)n, (long long)panels);
     } else if ((store = malloc((size_t)panels * 16)) && (titles = malloc((size_t)panels * sizeof *titles))) {
         for (int64_t i = 0; i < panels; i++) {
             snprintf(store + i * 16, 16, "head %lld", (long long)i + 1);
@@ -173,8 +179,8 @@ int cmd_plot(int argc, char **argv)
     const char **labels[2] = {NULL, NULL};
     if (t->ndim < keep) {
         char buf[64];
-        code = cli_fail(CLI_ERR_DATA, "plot", "tensor \"%s\" has shape %s; a heatmap needs at least %d dims",
-                        a.tensor, attn_shape_str(t, buf, sizeof buf), keep);
+        code = cli_fail(CLI_ERR_DATA, "plot", "tensor \"%s\" has shape %s; a heatmap needs at least %d dims", a.tensor,
+                        attn_shape_str(t, buf, sizeof buf), keep);
     }
     if (code == CLI_OK) code = select_offset(&a, t, keep, &offset);
     const int64_t rows = t->ndim >= 2 ? t->shape[t->ndim - 2] : 0, cols = t->ndim >= 1 ? t->shape[t->ndim - 1] : 0;
@@ -185,8 +191,8 @@ int cmd_plot(int argc, char **argv)
         label_copy[k] = strdup(lists[k]);
         int64_t n = label_copy[k] ? split_list(label_copy[k], &labels[k]) : -1;
         if (n != want[k])
-            code = cli_fail(CLI_ERR_USAGE, "plot", "%d labels for the %s axis, which has %lld entries",
-                            (int)n, k ? "query (rows)" : "key (columns)", (long long)want[k]);
+            code = cli_fail(CLI_ERR_USAGE, "plot", "%d labels for the %s axis, which has %lld entries", (int)n,
+                            k ? "query (rows)" : "key (columns)", (long long)want[k]);
     }
     if (code == CLI_OK) {
         a.opts.xticks = labels[0];

@@ -17,20 +17,17 @@ static const tour_step steps[] = {
      "Self-Attention核心思想 · 输入 x 经 SelfAttention(8) 得到 Q、K、V", tour_002_qkv},
     {"002/2.1", "数学原理详解 · scaled_dot_product_attention(Q, K, V)",
      "数学原理详解 · scaled_dot_product_attention(Q, K, V)", tour_002_sdpa},
-    {"002/2.2", "注意力权重可视化 · the weights as a heatmap",
-     "注意力权重可视化 · 把权重画成热力图", tour_002_heatmap},
-    {"002/3.2", "完整多头注意力实现 · MultiHeadAttention(8, 2)",
-     "完整多头注意力实现 · MultiHeadAttention(8, 2)", tour_002_mha},
-    {"002/3.3", "多头注意力可视化 · one heatmap per head",
-     "多头注意力可视化 · 每个头一张热力图", tour_002_heads},
+    {"002/2.2", "注意力权重可视化 · the weights as a heatmap", "注意力权重可视化 · 把权重画成热力图", tour_002_heatmap},
+    {"002/3.2", "完整多头注意力实现 · MultiHeadAttention(8, 2)", "完整多头注意力实现 · MultiHeadAttention(8, 2)",
+     tour_002_mha},
+    {"002/3.3", "多头注意力可视化 · one heatmap per head", "多头注意力可视化 · 每个头一张热力图", tour_002_heads},
     {"002/4.2", "三种注意力模式 · encoder self, masked decoder self and cross attention",
      "三种注意力模式 · 编码器自注意力、带掩码的解码器自注意力、交叉注意力", tour_002_modes},
     {"002/4.3", "完整Transformer层实现 · TransformerBlock(8, 2, 32)",
      "完整Transformer层实现 · TransformerBlock(8, 2, 32)", tour_002_block},
-    {"002/5.2", "自注意力与卷积的融合 · ConvAttention(8, 2)",
-     "自注意力与卷积的融合 · ConvAttention(8, 2)", tour_002_conv},
-    {"002/5.3", "高效注意力实现 · EfficientAttention(8)",
-     "高效注意力实现 · EfficientAttention(8)", tour_002_efficient},
+    {"002/5.2", "自注意力与卷积的融合 · ConvAttention(8, 2)", "自注意力与卷积的融合 · ConvAttention(8, 2)",
+     tour_002_conv},
+    {"002/5.3", "高效注意力实现 · EfficientAttention(8)", "高效注意力实现 · EfficientAttention(8)", tour_002_efficient},
     {"002/6.1", "数据准备 · IMDB, basic_english, the vocabulary, collate_batch",
      "数据准备 · IMDB、basic_english 分词器、词表、collate_batch", tour_002_data},
     {"002/6.2", "基于Self-Attention的分类模型 · AttentionClassifier",
@@ -43,24 +40,23 @@ static const tour_step steps[] = {
      "Nadaraya-Watson 核回归 · 固定的高斯核（非参数）", tour_003_nw_fixed},
     {"003/nw-train", "Nadaraya-Watson 核回归 · NWKernelRegression trained by SGD (parametric)",
      "Nadaraya-Watson 核回归 · 用 SGD 训练 NWKernelRegression（带参数）", tour_003_nw_train},
-    {"003/masked-softmax", "注意力评分函数 · masked softmax",
-     "注意力评分函数 · 掩蔽 softmax", tour_003_masked_softmax},
-    {"003/additive", "加性注意力 · additive attention",
-     "加性注意力 · AdditiveAttention", tour_003_additive},
-    {"003/dot", "缩放点积注意力 · scaled dot-product attention",
-     "缩放点积注意力 · DotProductAttention", tour_003_dot},
+    {"003/masked-softmax", "注意力评分函数 · masked softmax", "注意力评分函数 · 掩蔽 softmax", tour_003_masked_softmax},
+    {"003/additive", "加性注意力 · additive attention", "加性注意力 · AdditiveAttention", tour_003_additive},
+    {"003/dot", "缩放点积注意力 · scaled dot-product attention", "缩放点积注意力 · DotProductAttention", tour_003_dot},
     {"003/sqrt-d", "缩放点积注意力 · why divide by √d: variance of q·k, softmax saturation",
      "缩放点积注意力 · 为什么除以 √d：q·k 的方差与 softmax 的饱和", tour_003_sqrt_d},
     {"003/bahdanau", "Bahdanau 注意力 · a GRU encoder-decoder with additive attention",
      "Bahdanau 注意力 · 带加性注意力的 GRU 编码器-解码器", tour_003_bahdanau},
-    {"003/multihead", "多头注意力 · multi-head attention and self-attention",
-     "多头注意力 · 多头注意力与自注意力", tour_003_multihead},
-    {"003/positional", "自注意力和位置编码 · the sinusoidal positional encoding",
-     "自注意力和位置编码 · 正弦位置编码", tour_003_positional},
+    {"003/multihead", "多头注意力 · multi-head attention and self-attention", "多头注意力 · 多头注意力与自注意力",
+     tour_003_multihead},
+    {"003/positional", "自注意力和位置编码 · the sinusoidal positional encoding", "自注意力和位置编码 · 正弦位置编码",
+     tour_003_positional},
     {"003/transformer", "Transformer · FFN, Add & Norm, encoder block, masked decoder block",
      "Transformer · FFN、Add & Norm、编码器块、带掩码的解码器块", tour_003_transformer},
 };
-enum { N_STEPS = sizeof steps / sizeof steps[0] };
+enum {
+    N_STEPS = sizeof steps / sizeof steps[0]
+};
 
 typedef struct tour_options {
     const char *out_dir, *save_dir, *data_dir;
@@ -71,7 +67,11 @@ typedef struct tour_options {
 } tour_options;
 
 static const char *const lang_names[] = {"auto", "en", "zh-CN", NULL};
-enum { LANG_AUTO, LANG_EN, LANG_ZH };
+enum {
+    LANG_AUTO,
+    LANG_EN,
+    LANG_ZH
+};
 
 #define O(field) offsetof(tour_options, field)
 static const cli_option options[] = {
@@ -104,8 +104,7 @@ static bool writable_dir(const char *opt, const char *dir)
 {
     struct stat st;
     if (!*dir) return cli_fail(CLI_ERR_USAGE, "tour", "%s is empty; expected a folder", opt), false;
-    if (strlen(dir) > PATH_MAX - 64)
-        return cli_fail(CLI_ERR_USAGE, "tour", "%s: the path is too long", opt), false;
+    if (strlen(dir) > PATH_MAX - 64) return cli_fail(CLI_ERR_USAGE, "tour", "%s: the path is too long", opt), false;
     char parent[PATH_MAX];
     snprintf(parent, sizeof parent, "%s", dir);
     while (stat(parent, &st) != 0) { /* up to the nearest part that exists */
@@ -114,16 +113,21 @@ static bool writable_dir(const char *opt, const char *dir)
             *slash = '\0';
             slash = strrchr(parent, '/');
         }
-        if (!slash) snprintf(parent, sizeof parent, ".");
-        else if (slash == parent) parent[1] = '\0'; /* "/" */
-        else *slash = '\0';
+        if (!slash)
+            snprintf(parent, sizeof parent, ".");
+        else if (slash == parent)
+            parent[1] = '\0'; /* "/" */
+        else
+            *slash = '\0';
     }
     if (!S_ISDIR(st.st_mode))
         return cli_fail(CLI_ERR_USAGE, "tour", "%s %s: %s is not a folder", opt, dir,
-                        strcmp(parent, dir) ? parent : "it"), false;
+                        strcmp(parent, dir) ? parent : "it"),
+               false;
     if (access(parent, W_OK | X_OK) != 0)
         return cli_fail(CLI_ERR_USAGE, "tour", "%s %s: %s is not writable", opt, dir,
-                        strcmp(parent, dir) ? parent : "the folder"), false;
+                        strcmp(parent, dir) ? parent : "the folder"),
+               false;
     return true;
 }
 
@@ -177,8 +181,8 @@ static int parse(int argc, char **argv, tour_options *o)
     memset(o, 0, sizeof *o);
     const char **args = calloc((size_t)argc, sizeof *args); /* the STEP arguments */
     int n_args = 0;
-    int code = args ? cli_parse(&tour_spec, o, argc, argv, 1, args, &n_args)
-                    : cli_fail(CLI_ERR_DATA, "tour", "out of memory");
+    int code =
+        args ? cli_parse(&tour_spec, o, argc, argv, 1, args, &n_args) : cli_fail(CLI_ERR_DATA, "tour", "out of memory");
     for (int i = 0; code == CLI_OK && i < n_args; i++)
         if (!select_steps(o, args[i]))
             code = cli_fail(CLI_ERR_USAGE, "tour", "unknown step \"%s\" (attn tour --list shows them)", args[i]);
@@ -255,8 +259,11 @@ int cmd_tour(int argc, char **argv)
     if ((code = make_dir("--out-dir", o.out_dir)) != CLI_OK ||
         (o.save_dir && (code = make_dir("--save", o.save_dir)) != CLI_OK))
         return code;
-    tour_run t = {.out_dir = o.out_dir, .data_dir = o.data_dir, .data_given = o.data_given,
-                  .ctx = cli_ctx_new(TOUR_SEED), .zh = o.lang == LANG_ZH};
+    tour_run t = {.out_dir = o.out_dir,
+                  .data_dir = o.data_dir,
+                  .data_given = o.data_given,
+                  .ctx = cli_ctx_new(TOUR_SEED),
+                  .zh = o.lang == LANG_ZH};
     if (!t.ctx) return cli_fail(CLI_ERR_DATA, "tour", "%s", attn_last_error());
     for (int k = 0; k < o.n_order && code == CLI_OK; k++) {
         if (k) printf("\n");

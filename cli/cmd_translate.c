@@ -10,7 +10,11 @@
 
 static const char *const model_names[] = {"transformer", "bahdanau", NULL};
 static const char *const action_names[] = {"train", "eval", "translate", NULL};
-enum { TRAIN, EVAL, TRANSLATE };
+enum {
+    TRAIN,
+    EVAL,
+    TRANSLATE
+};
 
 #define O(field) offsetof(translate_options, field)
 static const cli_option options[] = {
@@ -23,31 +27,38 @@ static const cli_option options[] = {
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "model (train; the others read it from the checkpoint):"},
     {"--d-model", "N", CLI_INT64, O(model.d_model), 2, 8192, NULL, "256",
      "model width (Bahdanau: embedding and hidden size)", "train"},
-    {"--heads", "N", CLI_INT64, O(model.num_heads), 1, 256, NULL, "8", "attention heads (must divide --d-model)", "train"},
+    {"--heads", "N", CLI_INT64, O(model.num_heads), 1, 256, NULL, "8", "attention heads (must divide --d-model)",
+     "train"},
     {"--ffn", "N", CLI_INT64, O(model.dim_feedforward), 1, 65536, NULL, "512", "feed-forward width", "train"},
     {"--layers", "N", CLI_INT, O(layers), 1, 64, NULL, "3", "encoder and decoder layers each", "train"},
     {"--dropout", "X", CLI_FLOAT, O(model.dropout), 0, 0.99, NULL, "0.1", "dropout", "train"},
     {"--rope-base", "B", CLI_LONG, O(rope_base), 2, 10000000, NULL, NULL,
      "rotary positions with base B in every self-attention instead of the sinusoidal table (Transformer)", "train"},
-    {"--min-freq", "N", CLI_LONG, O(min_freq), 1, 1000000, NULL, "2", "vocabulary: tokens seen at least N times", "train"},
+    {"--min-freq", "N", CLI_LONG, O(min_freq), 1, 1000000, NULL, "2", "vocabulary: tokens seen at least N times",
+     "train"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "training schedule:"},
-    {"--warmup", "N", CLI_LONG, O(warmup), 1, 1000000, NULL, "800", "warm-up steps of the inverse-square-root schedule", "train"},
+    {"--warmup", "N", CLI_LONG, O(warmup), 1, 1000000, NULL, "800", "warm-up steps of the inverse-square-root schedule",
+     "train"},
     {"--label-smoothing", "X", CLI_DOUBLE, O(label_smoothing), 0, 0.99, NULL, "0.1", "label smoothing", "train"},
-    {"--budget-min", "M", CLI_LONG, O(budget_min), 1, 100000, NULL, NULL, "stop training after M minutes (then evaluate)", "train"},
+    {"--budget-min", "M", CLI_LONG, O(budget_min), 1, 100000, NULL, NULL,
+     "stop training after M minutes (then evaluate)", "train"},
     {"--no-pack", NULL, CLI_FLAG, O(no_pack), 0, 0, NULL, NULL,
      "the Transformer's batches padded to their longest pair; by default each batch's pairs are packed end to end, "
-     "no padding computed (the same model)", "train"},
+     "no padding computed (the same model)",
+     "train"},
     {"--keep-epochs", "K", CLI_LONG, O(keep_epochs), 1, 1000, NULL, NULL,
      "also keep the parameters of the last K epochs as CHECKPOINT.epochN (for --average)", "train"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "evaluation and translation:"},
     {"--split", "NAME", CLI_NAME, O(split), 0, 0, NULL, "test_2016_flickr",
      "the split train and eval score with BLEU (val: tune decoding without touching the test set)", "train eval"},
-    {"--eval-limit", "N", CLI_LONG, O(eval_limit), 1, 100000000, NULL, NULL, "score only the first N sentences of that split", "train eval"},
+    {"--eval-limit", "N", CLI_LONG, O(eval_limit), 1, 100000000, NULL, NULL,
+     "score only the first N sentences of that split", "train eval"},
     {"--beam", "N", CLI_LONG, O(beam), 1, ATTN_BEAM_MAX, NULL, "4", "beam size (1 = greedy, batched)"},
     {"--length-penalty", "A", CLI_DOUBLE, O(length_penalty), 0, 10, NULL, "0.6",
      "beam score = log p / ((5 + length) / 6)^A"},
     {"--average", "A,B,...", CLI_TEXT, O(average), 0, 0, NULL, NULL,
-     "eval, translate: the mean of the parameters of --checkpoint and these checkpoints of the same run", "eval translate"},
+     "eval, translate: the mean of the parameters of --checkpoint and these checkpoints of the same run",
+     "eval translate"},
     {"--out", "FILE", CLI_TEXT, O(out), 0, 0, NULL, "cross_attention.png",
      "translate: the cross-attention heatmap of the first sentence", "translate"},
     {"--average-heads", NULL, CLI_FLAG, O(average_heads), 0, 0, NULL, NULL,
@@ -86,7 +97,9 @@ static bool check_average(const char *list)
     for (char *path = copy ? strtok_r(copy, ",", &save) : NULL; ok && path; path = strtok_r(NULL, ",", &save))
         ok = any = cli_check_input_file("translate", "--average", path, NULL);
     free(copy);
-    if (ok && !any) cli_fail(CLI_ERR_USAGE, "translate", "--average expects checkpoint files separated by commas, got \"%s\"", list);
+    if (ok && !any)
+        cli_fail(CLI_ERR_USAGE, "translate", "--average expects checkpoint files separated by commas, got \"%s\"",
+                 list);
     return ok && any;
 }
 
@@ -153,22 +166,29 @@ static int validate(const translate_options *o, int action, int n_texts, const c
         return cli_fail(CLI_ERR_USAGE, "translate", "--layers %d: the Bahdanau GRU has at most %d layers", o->layers,
                         ATTN_GRU_MAX_LAYERS);
     if (o->model.kind == ATTN_SEQ2SEQ_BAHDANAU && o->rope_base)
-        return cli_fail(CLI_ERR_USAGE, "translate", "--rope-base applies to the Transformer (the Bahdanau GRU has no "
+        return cli_fail(CLI_ERR_USAGE, "translate",
+                        "--rope-base applies to the Transformer (the Bahdanau GRU has no "
                         "positions)");
     if (o->model.kind == ATTN_SEQ2SEQ_BAHDANAU && o->no_pack)
-        return cli_fail(CLI_ERR_USAGE, "translate", "--no-pack applies to the Transformer (the Bahdanau GRU's batches "
+        return cli_fail(CLI_ERR_USAGE, "translate",
+                        "--no-pack applies to the Transformer (the Bahdanau GRU's batches "
                         "are padded)");
     if (o->model.kind == ATTN_SEQ2SEQ_BAHDANAU && *given)
-        return cli_fail(CLI_ERR_USAGE, "translate", "%s: the Bahdanau GRU has no attention heads or feed-forward "
-                        "layers; it would be stored and ignored", given);
+        return cli_fail(CLI_ERR_USAGE, "translate",
+                        "%s: the Bahdanau GRU has no attention heads or feed-forward "
+                        "layers; it would be stored and ignored",
+                        given);
     if (o->model.kind == ATTN_SEQ2SEQ_TRANSFORMER && o->model.d_model % 2 != 0)
-        return cli_fail(CLI_ERR_USAGE, "translate", "--d-model %lld: the Transformer's sinusoidal positions need an "
-                        "even width", (long long)o->model.d_model);
+        return cli_fail(CLI_ERR_USAGE, "translate",
+                        "--d-model %lld: the Transformer's sinusoidal positions need an "
+                        "even width",
+                        (long long)o->model.d_model);
     if (o->model.kind == ATTN_SEQ2SEQ_TRANSFORMER && o->model.d_model % o->model.num_heads != 0)
         return cli_fail(CLI_ERR_USAGE, "translate", "--heads %lld must divide --d-model %lld",
                         (long long)o->model.num_heads, (long long)o->model.d_model);
     if (o->model.kind == ATTN_SEQ2SEQ_TRANSFORMER && o->rope_base && (o->model.d_model / o->model.num_heads) % 2)
-        return cli_fail(CLI_ERR_USAGE, "translate", "--rope-base: rotary positions turn pairs of each head's dims; "
+        return cli_fail(CLI_ERR_USAGE, "translate",
+                        "--rope-base: rotary positions turn pairs of each head's dims; "
                         "the head width --d-model / --heads = %lld is odd",
                         (long long)(o->model.d_model / o->model.num_heads));
     return CLI_OK;
@@ -181,7 +201,8 @@ static int parse(int argc, char **argv, translate_options *o, int *action, const
     if (!*texts) return cli_fail(CLI_ERR_DATA, "translate", "out of memory");
     for (*action = 0; action_names[*action] && strcmp(argv[1], action_names[*action]); ++*action) {}
     if (!action_names[*action])
-        return cli_fail(CLI_ERR_USAGE, "translate", "unknown action \"%s\"; expected train, eval or translate", argv[1]);
+        return cli_fail(CLI_ERR_USAGE, "translate", "unknown action \"%s\"; expected train, eval or translate",
+                        argv[1]);
     int code = cli_parse(&translate_spec, o, argc, argv, 2, *texts, n_texts);
     if (code != CLI_OK) return code;
     if (!o->data) o->data = cli_default_data("multi30k");
@@ -190,7 +211,7 @@ static int parse(int argc, char **argv, translate_options *o, int *action, const
     o->model.rope_base = (float)o->rope_base; /* whole numbers up to 1e7: exact */
     if (o->train.lr == 0) o->train.lr = o->model.kind == ATTN_SEQ2SEQ_TRANSFORMER ? 1.0 : 1e-3;
     o->model.max_len = o->train.max_len + 2; /* <bos>/<eos> */
-    char given[32] = ""; /* model options the Bahdanau model has no use for */
+    char given[32] = "";                     /* model options the Bahdanau model has no use for */
     if (cli_given(&translate_spec, argc, argv, 2, "--heads")) strcat(given, "--heads");
     if (cli_given(&translate_spec, argc, argv, 2, "--ffn")) strcat(given, *given ? " and --ffn" : "--ffn");
     if ((code = validate(o, *action, *n_texts, given)) != CLI_OK) return code;
@@ -306,15 +327,16 @@ static int read_config(const attn_st_file *f, const char *path, attn_seq2seq_con
 {
     int code = config_read("translate", f, path, "attn-seq2seq", "translation", config_fields, N_CONFIG_FIELDS, c);
     if (code != CLI_OK) return code;
-    const char *why = c->kind == ATTN_SEQ2SEQ_TRANSFORMER && c->d_model % c->num_heads ? "num_heads does not divide d_model"
-                      : c->kind == ATTN_SEQ2SEQ_BAHDANAU && (c->enc_layers > ATTN_GRU_MAX_LAYERS || c->dec_layers > ATTN_GRU_MAX_LAYERS)
+    const char *why = c->kind == ATTN_SEQ2SEQ_TRANSFORMER && c->d_model % c->num_heads
+                          ? "num_heads does not divide d_model"
+                      : c->kind == ATTN_SEQ2SEQ_BAHDANAU &&
+                              (c->enc_layers > ATTN_GRU_MAX_LAYERS || c->dec_layers > ATTN_GRU_MAX_LAYERS)
                           ? "the Bahdanau GRU has at most 8 layers"
                       : c->pad_id >= c->tgt_vocab || c->bos_id >= c->tgt_vocab || c->eos_id >= c->tgt_vocab
                           ? "pad_id, bos_id and eos_id must be below tgt_vocab"
                           : NULL;
     return why ? cli_fail(CLI_ERR_DATA, "translate", "%s: metadata: %s", path, why) : CLI_OK;
 }
-
 
 /* The sizes and special ids a model of these vocabularies has (an id -1: the token is missing). */
 static void config_from_vocabs(const translate_run *run, attn_seq2seq_config *c)
@@ -372,7 +394,8 @@ static int average_checkpoints(translate_run *run, const translate_options *o)
     const char **paths = calloc(strlen(o->average) / 2 + 1, sizeof *paths); /* at most one per 2 chars */
     int code = list && paths ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "out of memory");
     int n = 0;
-    for (char *path = list ? strtok_r(list, ",", &save) : NULL; code == CLI_OK && path; path = strtok_r(NULL, ",", &save)) {
+    for (char *path = list ? strtok_r(list, ",", &save) : NULL; code == CLI_OK && path;
+         path = strtok_r(NULL, ",", &save)) {
         attn_seq2seq_config c = o->model;
         attn_st_file *f = checkpoint_open("translate", path, " (--average)");
         if (!f || (code = read_config(f, path, &c)) != CLI_OK) {
@@ -381,15 +404,16 @@ static int average_checkpoints(translate_run *run, const translate_options *o)
             break;
         }
         if (!same_model(&c, &o->model) || !same_vocabs(f, run))
-            code = cli_fail(CLI_ERR_DATA, "translate", "--average: %s holds a different model%s than %s; expected "
-                            "checkpoints of the same run", path, same_model(&c, &o->model) ? " (other vocabularies)" : "",
-                            o->train.checkpoint);
+            code = cli_fail(CLI_ERR_DATA, "translate",
+                            "--average: %s holds a different model%s than %s; expected "
+                            "checkpoints of the same run",
+                            path, same_model(&c, &o->model) ? " (other vocabularies)" : "", o->train.checkpoint);
         attn_st_close(f);
         paths[n++] = path;
     }
     if (code == CLI_OK && n == 0)
-        code = cli_fail(CLI_ERR_USAGE, "translate", "--average expects checkpoint files separated by commas, got \"%s\"",
-                        o->average);
+        code = cli_fail(CLI_ERR_USAGE, "translate",
+                        "--average expects checkpoint files separated by commas, got \"%s\"", o->average);
     if (code == CLI_OK && attn_checkpoint_average(run->params, paths, n) != ATTN_OK)
         code = cli_fail(CLI_ERR_DATA, "translate", "--average: %s", attn_last_error());
     if (code == CLI_OK) printf("parameters: the mean of %d checkpoints\n", n + 1);
@@ -421,8 +445,10 @@ static int check_beam(const translate_options *o, const translate_run *run)
 {
     const int64_t v = attn_vocab_size(run->tgt_vocab);
     if (o->beam <= v) return CLI_OK;
-    return cli_fail(CLI_ERR_USAGE, "translate", "--beam %ld is more than the %lld tokens of the target vocabulary; "
-                    "expected at most %lld", o->beam, (long long)v, (long long)v);
+    return cli_fail(CLI_ERR_USAGE, "translate",
+                    "--beam %ld is more than the %lld tokens of the target vocabulary; "
+                    "expected at most %lld",
+                    o->beam, (long long)v, (long long)v);
 }
 
 /* eval/translate: the saved model and vocabularies, from one reading of the checkpoint. */
@@ -435,12 +461,13 @@ static int load_model(translate_run *run, translate_options *o)
     attn_seq2seq_config files = o->model, *m = &o->model;
     if (code == CLI_OK) config_from_vocabs(run, &files);
     if (code == CLI_OK && !same_model(&files, m))
-        code = cli_fail(CLI_ERR_DATA, "translate", "%s: its vocabularies (%lld and %lld tokens; <pad> %lld, "
-                        "<bos> %lld, <eos> %lld; -1: missing) do not fit its metadata (%lld and %lld; %lld, %lld, %lld)",
-                        o->train.checkpoint, (long long)files.src_vocab, (long long)files.tgt_vocab,
-                        (long long)files.pad_id, (long long)files.bos_id, (long long)files.eos_id,
-                        (long long)m->src_vocab, (long long)m->tgt_vocab, (long long)m->pad_id, (long long)m->bos_id,
-                        (long long)m->eos_id);
+        code =
+            cli_fail(CLI_ERR_DATA, "translate",
+                     "%s: its vocabularies (%lld and %lld tokens; <pad> %lld, "
+                     "<bos> %lld, <eos> %lld; -1: missing) do not fit its metadata (%lld and %lld; %lld, %lld, %lld)",
+                     o->train.checkpoint, (long long)files.src_vocab, (long long)files.tgt_vocab,
+                     (long long)files.pad_id, (long long)files.bos_id, (long long)files.eos_id, (long long)m->src_vocab,
+                     (long long)m->tgt_vocab, (long long)m->pad_id, (long long)m->bos_id, (long long)m->eos_id);
     if (code == CLI_OK) code = check_beam(o, run);
     if (code == CLI_OK) code = build_model(run, o);
     if (code == CLI_OK && attn_checkpoint_load_file(f, run->params, NULL, true) != ATTN_OK)
@@ -501,7 +528,8 @@ static int do_train(translate_run *run, translate_options *o)
     if (o->train.resume) {
         code = open_resumed(run, o);
     } else {
-        if (load_pairs(&pairs, o, "train") != ATTN_OK) return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+        if (load_pairs(&pairs, o, "train") != ATTN_OK)
+            return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
         run->src_vocab = build_vocab(o, pairs.src, pairs.count);
         run->tgt_vocab = run->src_vocab ? build_vocab(o, pairs.tgt, pairs.count) : NULL;
         attn_text_pairs_free(&pairs);
@@ -560,8 +588,8 @@ static int draw(const translate_options *o, const attn_tensor *w, const attn_tok
             for (int64_t h = 0; h < H; h++) acc += w->data[h * T * S + i];
             mean[i] = (float)(acc / (double)H);
         }
-        attn_heatmap_opts ho = {.xlabel = "source (keys)", .ylabel = "output (queries)", .xticks = xlabels,
-                                .yticks = ylabels};
+        attn_heatmap_opts ho = {
+            .xlabel = "source (keys)", .ylabel = "output (queries)", .xticks = xlabels, .yticks = ylabels};
         attn_status st;
         if (o->average_heads || H == 1) {
             ho.title = "cross-attention, mean over heads";
@@ -571,8 +599,10 @@ static int draw(const translate_options *o, const attn_tensor *w, const attn_tok
             int cols = H >= 4 ? (int)(H / 2) : (int)H;
             st = attn_plot_heatmap_grid(o->out, w->data, (int)(H / cols), cols, T, S, NULL, &ho);
         }
-        if (st != ATTN_OK) code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
-        else printf("wrote %s\n", o->out);
+        if (st != ATTN_OK)
+            code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+        else
+            printf("wrote %s\n", o->out);
     }
     free(ylabels);
     free(xlabels);
@@ -588,15 +618,15 @@ static int translate_one(translate_run *run, const translate_options *o, attn_ct
     if (attn_tokenize(&toks, ATTN_TOKENIZER_WORDS, text, strlen(text)) != ATTN_OK)
         code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
     int64_t n = toks.count < o->model.max_len - 1 ? toks.count : o->model.max_len - 1;
-    if (code == CLI_OK && !(src = malloc((size_t)(n + 1) * sizeof *src))) code = cli_fail(CLI_ERR_DATA, "translate", "out of memory");
+    if (code == CLI_OK && !(src = malloc((size_t)(n + 1) * sizeof *src)))
+        code = cli_fail(CLI_ERR_DATA, "translate", "out of memory");
     if (code == CLI_OK) {
         toks.count = n;
         attn_tensor *w = NULL;
         const int64_t src_len = n + 1;
-        const attn_seq2seq_decode_opts dopts = {.beam_size = (int)o->beam, .length_penalty = (float)o->length_penalty,
-                                                .cross_weights = first ? &w : NULL};
-        if (attn_vocab_encode(run->src_vocab, src, toks.items, n) != ATTN_OK ||
-            (src[n] = o->model.eos_id, false) ||
+        const attn_seq2seq_decode_opts dopts = {
+            .beam_size = (int)o->beam, .length_penalty = (float)o->length_penalty, .cross_weights = first ? &w : NULL};
+        if (attn_vocab_encode(run->src_vocab, src, toks.items, n) != ATTN_OK || (src[n] = o->model.eos_id, false) ||
             attn_seq2seq_decode(ctx, &run->model, src, &src_len, 1, src_len, &dopts, n + 10 < 255 ? n + 10 : 255, out,
                                 &n_out) != ATTN_OK)
             code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
@@ -619,8 +649,8 @@ static int do_translate(translate_run *run, translate_options *o, const char **t
     for (int i = 0; code == CLI_OK && i < n_texts; i++) code = translate_one(run, o, ctx, texts[i], i == 0);
     char *line = NULL;
     size_t cap = 0;
-    for (long line_no = 1; code == CLI_OK && n_texts == 0 && cli_stdin_line("translate", &line, &cap, line_no, &code) > 0;
-         line_no++)
+    for (long line_no = 1;
+         code == CLI_OK && n_texts == 0 && cli_stdin_line("translate", &line, &cap, line_no, &code) > 0; line_no++)
         code = translate_one(run, o, ctx, line, line_no == 1);
     free(line);
     attn_ctx_free(ctx);
@@ -639,9 +669,12 @@ int cmd_translate(int argc, char **argv)
     int code = parse(argc, argv, &o, &action, &texts, &n_texts);
     translate_run run = {.opt = &o, .lock = {.fd = -1}};
     if (code == CLI_OK) {
-        if (action == TRAIN) code = do_train(&run, &o);
-        else if (action == EVAL) code = do_eval(&run, &o);
-        else code = do_translate(&run, &o, texts, n_texts);
+        if (action == TRAIN)
+            code = do_train(&run, &o);
+        else if (action == EVAL)
+            code = do_eval(&run, &o);
+        else
+            code = do_translate(&run, &o, texts, n_texts);
     }
     free(texts);
     if (run.model_ready) attn_seq2seq_free(&run.model);

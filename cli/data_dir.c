@@ -12,7 +12,9 @@
 #define ATTN_BIN_TO_DATA "../share/attn" /* bin/attn -> share/attn (set by CMake) */
 #endif
 
-enum { MAX_NAMES = 4 };
+enum {
+    MAX_NAMES = 4
+};
 
 static bool is_dir(const char *path)
 {
@@ -26,8 +28,10 @@ static void program_dir(char *dir, size_t len)
     ssize_t n = readlink("/proc/self/exe", dir, len - 1);
     dir[n > 0 ? n : 0] = '\0';
     char *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0';
-    else dir[0] = '\0';
+    if (slash)
+        *slash = '\0';
+    else
+        dir[0] = '\0';
 }
 
 /* <base>/<name> into out, without ".." when it exists; true when it is a folder. */

@@ -10,7 +10,9 @@
 #ifdef ATTN_WITH_MPI
 #include <mpi.h>
 
-enum { CHUNK = 1 << 30 }; /* MPI counts are int: larger buffers go in pieces */
+enum {
+    CHUNK = 1 << 30
+}; /* MPI counts are int: larger buffers go in pieces */
 #endif
 
 static int rank_id = 0, rank_count = 1;
@@ -41,8 +43,9 @@ bool dist_init(int *argc, char ***argv)
 #else
     (void)argc, (void)argv;
     if (launcher_size() <= 1) return true;
-    fprintf(stderr, "attn: started as one of %ld MPI ranks, but this attn was built without MPI; "
-                    "install libopenmpi-dev and rebuild (cmake -DATTN_MPI=ON) to train across processes\n",
+    fprintf(stderr,
+            "attn: started as one of %ld MPI ranks, but this attn was built without MPI; "
+            "install libopenmpi-dev and rebuild (cmake -DATTN_MPI=ON) to train across processes\n",
             launcher_size());
     return false;
 #endif
@@ -55,8 +58,8 @@ int dist_finish(int code)
     MPI_Initialized(&on);
     if (!on) return code;
     if (code != 0 && rank_count > 1) {
-        fprintf(stderr, "attn: rank %d of %d stopped with exit status %d; stopping every rank\n",
-                rank_id, rank_count, code);
+        fprintf(stderr, "attn: rank %d of %d stopped with exit status %d; stopping every rank\n", rank_id, rank_count,
+                code);
         fflush(stderr);
         MPI_Abort(MPI_COMM_WORLD, code);
     }
@@ -65,8 +68,14 @@ int dist_finish(int code)
     return code;
 }
 
-int dist_rank(void) { return rank_id; }
-int dist_size(void) { return rank_count; }
+int dist_rank(void)
+{
+    return rank_id;
+}
+int dist_size(void)
+{
+    return rank_count;
+}
 
 void dist_broadcast_floats(float *data, int64_t n)
 {
@@ -106,8 +115,8 @@ void dist_average_grads(float *grad, int64_t n, double weight, double total_weig
     for (int64_t i = 0; i < n; i++) grad[i] *= scale;
 #ifdef ATTN_WITH_MPI
     for (int64_t at = 0; at < n; at += CHUNK)
-        MPI_Allreduce(MPI_IN_PLACE, grad + at, (int)(n - at < CHUNK ? n - at : CHUNK), MPI_FLOAT,
-                      MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, grad + at, (int)(n - at < CHUNK ? n - at : CHUNK), MPI_FLOAT, MPI_SUM,
+                      MPI_COMM_WORLD);
 #endif
 }
 

@@ -24,8 +24,9 @@ static const cli_command commands[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: attn <command> [options]   (attn <command> --help for its options)\n\n"
-                 "attention mechanisms and small Transformers in C (libattn %s)\n\ncommands:\n",
+    fprintf(out,
+            "usage: attn <command> [options]   (attn <command> --help for its options)\n\n"
+            "attention mechanisms and small Transformers in C (libattn %s)\n\ncommands:\n",
             attn_version());
     for (size_t i = 0; i < N_COMMANDS; i++) fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 }
@@ -36,7 +37,8 @@ static void man_page(FILE *out)
 {
     fprintf(out, ".TH ATTN 1 \"\" \"attn %s\" \"User Commands\"\n", attn_version());
     fputs(".SH NAME\nattn \\- attention mechanisms and small Transformers: demos, training, translation, "
-          "benchmarks\n.SH SYNOPSIS\n", out);
+          "benchmarks\n.SH SYNOPSIS\n",
+          out);
     for (size_t i = 0; i < N_COMMANDS; i++) {
         fprintf(out, ".B attn %s\n", commands[i].name);
         cli_roff(out, commands[i].spec->synopsis);
@@ -46,7 +48,8 @@ static void man_page(FILE *out)
           "scaled dot\\-product\nattention, Nadaraya\\-Watson kernel regression as attention pooling, a "
           "self\\-attention IMDB\nsentiment classifier, and translation with a Transformer or a "
           "Bahdanau\\-attention GRU. It is built\non\n.BR libattn ,\nwhose results are checked against "
-          "PyTorch 1.13. Every command prints its options with\n.BR \\-\\-help .\n.SH COMMANDS\n", out);
+          "PyTorch 1.13. Every command prints its options with\n.BR \\-\\-help .\n.SH COMMANDS\n",
+          out);
     for (size_t i = 0; i < N_COMMANDS; i++) {
         cli_man(commands[i].spec, out);
     }
@@ -60,16 +63,20 @@ static void man_page(FILE *out)
           "replaced, not the link; a device or FIFO is written in place (a FIFO that no reader opens within\n"
           "2 s fails); /dev/stdout, /dev/stderr and /dev/fd/N are written through the descriptor itself,\n"
           "so a pipe gets the bytes and a log opened with >> is appended to.\n"
-          ".SH ENVIRONMENT\n.TP\n.B ATTN_DATA_DIR\nthe folder holding the shipped data sets (aclImdb_mini, multi30k); without it the program\n"
+          ".SH ENVIRONMENT\n.TP\n.B ATTN_DATA_DIR\nthe folder holding the shipped data sets (aclImdb_mini, multi30k); "
+          "without it the program\n"
           "looks in data/ beside itself (the build tree), then in ../share/attn (an installed program).\n"
           ".TP\n.B OMP_NUM_THREADS\nthe default thread count where a command has no\n.BR \\-\\-threads .\n"
-          ".TP\n.B ATTN_CPU_ISA\nbaseline, avx2, avx512 or avx512_bf16: the highest level of the library's kernels to run (the\n"
-          "best this CPU supports when unset; a level above it changes nothing);\n.B attn \\-\\-version\nsays which runs.\n"
+          ".TP\n.B ATTN_CPU_ISA\nbaseline, avx2, avx512 or avx512_bf16: the highest level of the library's kernels to "
+          "run (the\n"
+          "best this CPU supports when unset; a level above it changes nothing);\n.B attn \\-\\-version\nsays which "
+          "runs.\n"
           ".SH EXIT STATUS\n0 on success, 1 on a data or runtime error, 2 on a usage error (unknown option, bad "
           "value, a\nfile option that names nothing usable), reported before any work. Messages name the option or "
           "file\nand what was expected.\n"
           ".SH NOTES\nA query whose keys are all masked gets output 0, weight 0 and gradient 0; PyTorch 1.13 gives "
-          "NaN\nthere.\n.SH SEE ALSO\nThe README of the project, and\n.I include/attn.h\nfor the library.\n", out);
+          "NaN\nthere.\n.SH SEE ALSO\nThe README of the project, and\n.I include/attn.h\nfor the library.\n",
+          out);
 }
 
 static int dispatch(int argc, char **argv)

@@ -11,11 +11,11 @@ typedef struct op_args {
     bool enable_gqa, alibi; /* sdpa: k, v with fewer heads; ALiBi with the paper's slopes */
     const char *window;     /* sdpa: "LEFT,RIGHT" (FlashAttention's window_size), NULL: none */
     attn_window window_parsed;
-    float scale;     /* 0: 1/sqrt(D) */
-    float softcap;   /* sdpa: 0: none */
+    float scale;   /* 0: 1/sqrt(D) */
+    float softcap; /* sdpa: 0: none */
     long num_heads, threads;
     int matmul_precision; /* an attn_precision */
-    int impl;        /* an attn_sdpa_impl */
+    int impl;             /* an attn_sdpa_impl */
 } op_args;
 
 /* The masks a mechanism takes from the input file, and whose conventions a bool attn_mask
@@ -27,7 +27,10 @@ enum {
     OP_VALID_LENS = 1 << 2,  /* valid_lens: an integer dtype, (B) or (B, Lq) */
     OP_CAUSAL = 1 << 3,      /* --causal */
 };
-typedef enum op_mask_api { OP_SDPA_POLARITY, OP_MHA_POLARITY } op_mask_api;
+typedef enum op_mask_api {
+    OP_SDPA_POLARITY,
+    OP_MHA_POLARITY
+} op_mask_api;
 
 typedef struct op_mechanism op_mechanism;
 
@@ -38,8 +41,8 @@ typedef struct op_run {
     attn_ctx *ctx;
     attn_params *params;
     attn_st_writer *writer;
-    attn_mask mask;       /* from attn_mask, key_padding_mask, valid_lens, --causal */
-    void *mask_storage[4];/* malloc'd arrays behind mask: attn_mask, key_padding, additive, lengths */
+    attn_mask mask;        /* from attn_mask, key_padding_mask, valid_lens, --causal */
+    void *mask_storage[4]; /* malloc'd arrays behind mask: attn_mask, key_padding, additive, lengths */
     attn_tensor *inputs[3];
     const char *input_grad_names[3]; /* "dq"... written when grad_out is given */
     int n_inputs;

@@ -103,8 +103,10 @@ static attn_status load_attn_mask(op_run *run, const op_mechanism *mech, const a
     /* torch 1.13's nn.MultiheadAttention still reads a U8 attn_mask as bool (deprecated) */
     if (t->dtype == ATTN_DTYPE_BOOL || (!sdpa && t->dtype == ATTN_DTYPE_U8)) {
         if (t->dtype == ATTN_DTYPE_U8)
-            fprintf(stderr, "attn op %s: note: attn_mask is U8, read as BOOL as nn.MultiheadAttention "
-                    "does (deprecated there: store it as BOOL)\n", mech->name);
+            fprintf(stderr,
+                    "attn op %s: note: attn_mask is U8, read as BOOL as nn.MultiheadAttention "
+                    "does (deprecated there: store it as BOOL)\n",
+                    mech->name);
         const uint8_t *bytes = bool_bytes(run, 0, t);
         if (!bytes) return ATTN_ERR_NOMEM;
         int *ndim = sdpa ? &m->attend_ndim : &m->blocked_ndim;
@@ -115,8 +117,10 @@ static attn_status load_attn_mask(op_run *run, const op_mechanism *mech, const a
         return ATTN_OK;
     }
     if (!op_float_dtype(t->dtype)) {
-        fprintf(stderr, "attn op %s: attn_mask is %s; %s takes a BOOL mask (true = %s)%s or a float "
-                "mask (added to the scores)\n", mech->name, attn_dtype_name(t->dtype),
+        fprintf(stderr,
+                "attn op %s: attn_mask is %s; %s takes a BOOL mask (true = %s)%s or a float "
+                "mask (added to the scores)\n",
+                mech->name, attn_dtype_name(t->dtype),
                 sdpa ? "F.scaled_dot_product_attention" : "nn.MultiheadAttention",
                 sdpa ? "may attend" : "not allowed to attend", sdpa ? "" : ", a U8 one read as BOOL");
         return ATTN_ERR_FORMAT;
@@ -136,9 +140,12 @@ static attn_status load_key_padding(op_run *run, const op_mechanism *mech, const
 {
     attn_mask *m = &run->mask;
     const bool mha = mech->mask_api == OP_MHA_POLARITY;
-    if (!(t->ndim == 2 || (mha && t->ndim == 1)) || (t->dtype != ATTN_DTYPE_BOOL && !(mha && op_float_dtype(t->dtype)))) {
-        fprintf(stderr, "attn op %s: key_padding_mask is %s with %d dims; expected %s (B, Lk)%s, true "
-                "= padding\n", mech->name, attn_dtype_name(t->dtype), t->ndim,
+    if (!(t->ndim == 2 || (mha && t->ndim == 1)) ||
+        (t->dtype != ATTN_DTYPE_BOOL && !(mha && op_float_dtype(t->dtype)))) {
+        fprintf(stderr,
+                "attn op %s: key_padding_mask is %s with %d dims; expected %s (B, Lk)%s, true "
+                "= padding\n",
+                mech->name, attn_dtype_name(t->dtype), t->ndim,
                 mha ? "BOOL or a float dtype (added to the scores)" : "BOOL", mha ? " or (Lk) (unbatched)" : "");
         return ATTN_ERR_FORMAT;
     }
@@ -171,8 +178,10 @@ static attn_status load_key_padding(op_run *run, const op_mechanism *mech, const
     if (!broadcast4(sum4, mask4, kpm4)) {
         free(v);
         char a[96], b[96];
-        fprintf(stderr, "attn op %s: a float attn_mask %s and a float key_padding_mask (B, Lk) = %s "
-                "do not broadcast together\n", mech->name, dims(a, sizeof a, m->additive_ndim, m->additive_shape),
+        fprintf(stderr,
+                "attn op %s: a float attn_mask %s and a float key_padding_mask (B, Lk) = %s "
+                "do not broadcast together\n",
+                mech->name, dims(a, sizeof a, m->additive_ndim, m->additive_shape),
                 dims(b, sizeof b, t->ndim, t->shape));
         return ATTN_ERR_SHAPE;
     }
@@ -191,15 +200,18 @@ static attn_status load_key_padding(op_run *run, const op_mechanism *mech, const
 static attn_status load_valid_lens(op_run *run, const op_mechanism *mech, const attn_st_tensor *t)
 {
     if (!is_integer(t->dtype) || t->ndim < 1 || t->ndim > 2) {
-        fprintf(stderr, "attn op %s: valid_lens is %s with %d dims; expected an integer dtype (I64, "
-                "I32, ...) of shape (B) or (B, Lq)\n", mech->name, attn_dtype_name(t->dtype), t->ndim);
+        fprintf(stderr,
+                "attn op %s: valid_lens is %s with %d dims; expected an integer dtype (I64, "
+                "I32, ...) of shape (B) or (B, Lq)\n",
+                mech->name, attn_dtype_name(t->dtype), t->ndim);
         return ATTN_ERR_FORMAT;
     }
     int64_t n;
     int64_t *lens = attn_st_load_i64(run->file, "valid_lens", &n);
     if (!lens) return attn_last_status();
     run->mask_storage[3] = lens;
-    run->mask.valid_lens = (attn_lens){.data = lens, .ndim = t->ndim, .shape = {t->shape[0], t->ndim == 2 ? t->shape[1] : 0}};
+    run->mask.valid_lens =
+        (attn_lens){.data = lens, .ndim = t->ndim, .shape = {t->shape[0], t->ndim == 2 ? t->shape[1] : 0}};
     return ATTN_OK;
 }
 
@@ -219,8 +231,10 @@ attn_status op_load_masks(op_run *run, const op_mechanism *mech)
         const attn_st_tensor *t = attn_st_find(run->file, masks[i].name);
         if (!t) continue;
         if (!(mech->masks & masks[i].flag)) {
-            fprintf(stderr, "attn op %s: the input has a tensor named %s, which %s does not take "
-                    "(see attn op --help)\n", mech->name, masks[i].name, mech->name);
+            fprintf(stderr,
+                    "attn op %s: the input has a tensor named %s, which %s does not take "
+                    "(see attn op --help)\n",
+                    mech->name, masks[i].name, mech->name);
             return ATTN_ERR_ARG;
         }
         attn_status st = masks[i].load(run, mech, t);

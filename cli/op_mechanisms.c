@@ -24,8 +24,8 @@ static bool float_in_file(const op_run *run, const char *name)
 {
     const attn_st_tensor *t = attn_st_find(run->file, name);
     if (!t || op_float_dtype(t->dtype)) return true; /* a missing one is reported by the load */
-    fprintf(stderr, "attn op: tensor \"%s\" is %s; expected F32, F64, F16 or BF16 (it takes gradients)\n",
-            name, attn_dtype_name(t->dtype));
+    fprintf(stderr, "attn op: tensor \"%s\" is %s; expected F32, F64, F16 or BF16 (it takes gradients)\n", name,
+            attn_dtype_name(t->dtype));
     return false;
 }
 
@@ -62,8 +62,8 @@ static bool has(const op_run *run, const char *prefix, const char *name)
 
 /* Copies rows [row0, row0 + rows) of dst from tensor `name` (seed naming alias), which must be
  * (rows, width) for a 2-D dst, (rows) for a 1-D one. */
-static attn_status copy_rows(const op_run *run, attn_tensor *dst, int64_t row0, int64_t rows,
-                             const char *prefix, const char *name)
+static attn_status copy_rows(const op_run *run, attn_tensor *dst, int64_t row0, int64_t rows, const char *prefix,
+                             const char *name)
 {
     char full[256];
     snprintf(full, sizeof full, "%s%s", prefix, name);
@@ -71,7 +71,8 @@ static attn_status copy_rows(const op_run *run, attn_tensor *dst, int64_t row0, 
     if (!src) return attn_last_status();
     int64_t width = dst->ndim == 2 ? dst->shape[1] : 1;
     attn_status st = ATTN_OK;
-    if (!op_check_finite(src, full)) st = ATTN_ERR_NUMERIC;
+    if (!op_check_finite(src, full))
+        st = ATTN_ERR_NUMERIC;
     else if (src->ndim != dst->ndim || src->shape[0] != rows || (dst->ndim == 2 && src->shape[1] != width) ||
              (row0 + rows) * width > dst->numel) {
         char a[64];
@@ -94,15 +95,19 @@ static attn_status load_seed_mha(op_run *run, const char *prefix, const attn_mha
 {
     const char *w[3] = {"Wq.weight", "Wk.weight", "Wv.weight"};
     const char *b[3] = {"Wq.bias", "Wk.bias", "Wv.bias"};
-    attn_status st; /* copy_rows' status itself: its messages are printed, not kept */
+    attn_status st;           /* copy_rows' status itself: its messages are printed, not kept */
     if (!m->in_proj_weight) { /* kdim or vdim differ from E: separate q/k/v projections */
-        fprintf(stderr, "attn op: seed 002's names (%sWq.weight, ...) need q, k and v of one width E; "
-                        "use q_proj_weight, k_proj_weight, v_proj_weight otherwise\n", prefix);
+        fprintf(stderr,
+                "attn op: seed 002's names (%sWq.weight, ...) need q, k and v of one width E; "
+                "use q_proj_weight, k_proj_weight, v_proj_weight otherwise\n",
+                prefix);
         return ATTN_ERR_SHAPE;
     }
     for (int i = 0; i < 3; i++) {
-        if ((st = copy_rows(run, m->in_proj_weight, i * m->embed_dim, m->embed_dim, prefix, w[i])) != ATTN_OK) return st;
-        if (m->in_proj_bias && (st = copy_rows(run, m->in_proj_bias, i * m->embed_dim, m->embed_dim, prefix, b[i])) != ATTN_OK)
+        if ((st = copy_rows(run, m->in_proj_weight, i * m->embed_dim, m->embed_dim, prefix, w[i])) != ATTN_OK)
+            return st;
+        if (m->in_proj_bias &&
+            (st = copy_rows(run, m->in_proj_bias, i * m->embed_dim, m->embed_dim, prefix, b[i])) != ATTN_OK)
             return st;
     }
     if ((st = copy_rows(run, m->out_proj.weight, 0, m->embed_dim, prefix, "fc_out.weight")) != ATTN_OK) return st;
@@ -149,18 +154,19 @@ static int64_t mha_kv_heads(const op_run *run, const char *prefix, int64_t E)
     if (!k || k->ndim != 2 || k->shape[0] == E) return H; /* a wrong shape is reported by the load */
     const int64_t kv = k->shape[0] / head;
     if (k->shape[0] >= 1 && k->shape[0] % head == 0 && H % kv == 0) return kv;
-    fprintf(stderr, "attn op %s: %s has %lld rows; expected E = %lld, or for grouped-query attention a "
-            "number of key/value heads dividing --num-heads %lld, each E / H = %lld rows\n", run->args->name, full,
-            (long long)k->shape[0], (long long)E, (long long)H, (long long)head);
+    fprintf(stderr,
+            "attn op %s: %s has %lld rows; expected E = %lld, or for grouped-query attention a "
+            "number of key/value heads dividing --num-heads %lld, each E / H = %lld rows\n",
+            run->args->name, full, (long long)k->shape[0], (long long)E, (long long)H, (long long)head);
     return 0;
 }
 
 /* Builds an MHA under prefix ("" or "attention."), sized from the file, and loads it. */
-static attn_status mha_from_file(op_run *run, attn_mha_layer *m, const char *prefix, int64_t E,
-                                 int64_t kdim, int64_t vdim, attn_rng *rng, bool *seed_names)
+static attn_status mha_from_file(op_run *run, attn_mha_layer *m, const char *prefix, int64_t E, int64_t kdim,
+                                 int64_t vdim, attn_rng *rng, bool *seed_names)
 {
-    *seed_names = !has(run, prefix, "in_proj_weight") && !has(run, prefix, "q_proj_weight") &&
-                  has(run, prefix, "Wq.weight");
+    *seed_names =
+        !has(run, prefix, "in_proj_weight") && !has(run, prefix, "q_proj_weight") && has(run, prefix, "Wq.weight");
     bool bias = has(run, prefix, *seed_names ? "Wq.bias" : "in_proj_bias");
     char pfx[128];
     snprintf(pfx, sizeof pfx, "%.*s", (int)(strlen(prefix) ? strlen(prefix) - 1 : 0), prefix);
@@ -191,8 +197,10 @@ static bool features(op_run *run, int64_t heads, attn_sdpa_opts *opts, attn_tens
                 attn_dtype_name(t->dtype));
         return false;
     }
-    if (t) *slopes = attn_st_load(run->file, "alibi_slopes", NULL);
-    else if (a->alibi && (*slopes = attn_tensor_alloc(1, &heads)) && attn_alibi_slopes((*slopes)->data, heads) != ATTN_OK) {
+    if (t)
+        *slopes = attn_st_load(run->file, "alibi_slopes", NULL);
+    else if (a->alibi && (*slopes = attn_tensor_alloc(1, &heads)) &&
+             attn_alibi_slopes((*slopes)->data, heads) != ATTN_OK) {
         attn_tensor_free(*slopes);
         *slopes = NULL;
     }
@@ -209,13 +217,13 @@ static attn_tensor *fwd_sdpa(op_run *run, attn_tensor **weights)
     const op_args *a = run->args;
     attn_tensor *q = input(run, "q", "dq"), *k = input(run, "k", "dk"), *v = input(run, "v", "dv");
     if (!q || !k || !v) return NULL;
-    attn_sdpa_opts opts = {.scale = a->scale, .mask = run->mask, .impl = (attn_sdpa_impl)a->impl,
-                           .enable_gqa = a->enable_gqa};
+    attn_sdpa_opts opts = {
+        .scale = a->scale, .mask = run->mask, .impl = (attn_sdpa_impl)a->impl, .enable_gqa = a->enable_gqa};
     attn_tensor *slopes;
     const int64_t heads = q->ndim == 4 || op_varlen_in(run) ? q->shape[1] : 1; /* (B, H, L, D), (total, H, D) */
     if (!features(run, heads, &opts, &slopes)) return NULL;
-    attn_tensor *out = op_varlen_in(run) ? op_sdpa_varlen(run, q, k, v, &opts, weights)
-                                         : attn_sdpa(run->ctx, q, k, v, &opts, weights);
+    attn_tensor *out =
+        op_varlen_in(run) ? op_sdpa_varlen(run, q, k, v, &opts, weights) : attn_sdpa(run->ctx, q, k, v, &opts, weights);
     attn_tensor_free(slopes);
     return out;
 }
@@ -233,30 +241,34 @@ static attn_tensor *fwd_mha(op_run *run, attn_tensor **weights)
     const int nd = q->ndim;
     if ((nd != 2 && nd != 3) || k->ndim != nd || v->ndim != nd) {
         fprintf(stderr, "attn op: mha expects q, k, v all 3-D ((L,B,E), or (B,L,E) with --batch-first) "
-                "or all 2-D (unbatched: (L,E))\n");
+                        "or all 2-D (unbatched: (L,E))\n");
         return NULL;
     }
     const attn_st_tensor *kpm = attn_st_find(run->file, "key_padding_mask");
     if (kpm && kpm->ndim == 1 && nd == 3) {
-        fprintf(stderr, "attn op mha: key_padding_mask (%lld) is for unbatched (L,E) inputs; with 3-D q, k, "
-                "v it is (B, Lk)\n", (long long)kpm->shape[0]);
+        fprintf(stderr,
+                "attn op mha: key_padding_mask (%lld) is for unbatched (L,E) inputs; with 3-D q, k, "
+                "v it is (B, Lk)\n",
+                (long long)kpm->shape[0]);
         return NULL;
     }
     attn_rng rng;
     attn_rng_seed(&rng, 0);
     attn_mha_layer m;
     bool seed_names;
-    if (mha_from_file(run, &m, "", q->shape[nd - 1], k->shape[nd - 1], v->shape[nd - 1], &rng, &seed_names) != ATTN_OK ||
-        (seed_names && load_seed_mha(run, "", &m) != ATTN_OK) ||
-        load_params(run, seed_names ? "" : NULL) != ATTN_OK)
+    if (mha_from_file(run, &m, "", q->shape[nd - 1], k->shape[nd - 1], v->shape[nd - 1], &rng, &seed_names) !=
+            ATTN_OK ||
+        (seed_names && load_seed_mha(run, "", &m) != ATTN_OK) || load_params(run, seed_names ? "" : NULL) != ATTN_OK)
         return NULL;
     attn_sdpa_opts feat = {0};
     attn_tensor *slopes;
     if (!features(run, m.num_heads, &feat, &slopes)) return NULL;
-    attn_mha_opts opts = {.mask = run->mask, .average_weights = !run->args->per_head_weights,
-                          .impl = (attn_sdpa_impl)run->args->impl, .features = &feat};
-    attn_tensor *out = attn_mha_forward(run->ctx, &m, seq_first(run, q), seq_first(run, k),
-                                        seq_first(run, v), &opts, weights);
+    attn_mha_opts opts = {.mask = run->mask,
+                          .average_weights = !run->args->per_head_weights,
+                          .impl = (attn_sdpa_impl)run->args->impl,
+                          .features = &feat};
+    attn_tensor *out =
+        attn_mha_forward(run->ctx, &m, seq_first(run, q), seq_first(run, k), seq_first(run, v), &opts, weights);
     attn_tensor_free(slopes);
     return out ? seq_first(run, out) : NULL;
 }
@@ -268,8 +280,10 @@ static attn_tensor *fwd_additive(op_run *run, attn_tensor **weights)
     if (!q || !k || !v) return NULL;
     if (q->ndim != 3 || k->ndim != 3 || v->ndim != 3) {
         char a[64], b[64], c[64];
-        fprintf(stderr, "attn op: additive expects q (B, Lq, q_size), k (B, Lk, k_size), v (B, Lk, v); got "
-                "%s, %s, %s\n", attn_shape_str(q, a, 64), attn_shape_str(k, b, 64), attn_shape_str(v, c, 64));
+        fprintf(stderr,
+                "attn op: additive expects q (B, Lq, q_size), k (B, Lk, k_size), v (B, Lk, v); got "
+                "%s, %s, %s\n",
+                attn_shape_str(q, a, 64), attn_shape_str(k, b, 64), attn_shape_str(v, c, 64));
         return NULL;
     }
     if (!wq || wq->ndim != 2) {
@@ -279,8 +293,8 @@ static attn_tensor *fwd_additive(op_run *run, attn_tensor **weights)
     attn_rng rng;
     attn_rng_seed(&rng, 0);
     attn_additive_layer m;
-    if (attn_additive_init(&m, run->params, "", q->shape[q->ndim - 1], k->shape[k->ndim - 1],
-                           wq->shape[0], 0.0f, &rng) != ATTN_OK ||
+    if (attn_additive_init(&m, run->params, "", q->shape[q->ndim - 1], k->shape[k->ndim - 1], wq->shape[0], 0.0f,
+                           &rng) != ATTN_OK ||
         load_params(run, NULL) != ATTN_OK)
         return NULL;
     return attn_additive_forward(run->ctx, &m, q, k, v, &run->mask.valid_lens, weights);
@@ -337,16 +351,16 @@ static attn_tensor *fwd_conv_attention(op_run *run, attn_tensor **weights)
     attn_rng rng;
     attn_rng_seed(&rng, 0);
     attn_conv_attention_layer m;
-    bool seed_names = !attn_st_find(run->file, "attention.in_proj_weight") &&
-                      attn_st_find(run->file, "attention.Wq.weight");
+    bool seed_names =
+        !attn_st_find(run->file, "attention.in_proj_weight") && attn_st_find(run->file, "attention.Wq.weight");
     if (!heads_fit(run, x->shape[2], "x")) return NULL;
-    if (attn_conv_attention_init(&m, run->params, "", x->shape[2], run->args->num_heads,
-                                 cw->shape[2], &rng) != ATTN_OK ||
+    if (attn_conv_attention_init(&m, run->params, "", x->shape[2], run->args->num_heads, cw->shape[2], &rng) !=
+            ATTN_OK ||
         (seed_names && load_seed_mha(run, "attention.", &m.attention) != ATTN_OK) ||
         load_params(run, seed_names ? "attention." : NULL) != ATTN_OK)
         return NULL;
-    attn_mha_opts opts = {.mask = run->mask, .average_weights = !run->args->per_head_weights,
-                          .impl = (attn_sdpa_impl)run->args->impl};
+    attn_mha_opts opts = {
+        .mask = run->mask, .average_weights = !run->args->per_head_weights, .impl = (attn_sdpa_impl)run->args->impl};
     return attn_conv_attention_forward(run->ctx, &m, x, &opts, weights);
 }
 
@@ -373,16 +387,15 @@ static int write_grads(op_run *run)
 {
     for (int i = 0; i < run->n_inputs; i++) {
         attn_tensor *t = run->inputs[i];
-        if (t->grad && attn_st_writer_add_ref(run->writer, run->input_grad_names[i], ATTN_DTYPE_F32,
-                                              t->ndim, t->shape, t->grad) != ATTN_OK)
+        if (t->grad && attn_st_writer_add_ref(run->writer, run->input_grad_names[i], ATTN_DTYPE_F32, t->ndim, t->shape,
+                                              t->grad) != ATTN_OK)
             return CLI_ERR_DATA;
     }
     for (size_t i = 0; i < attn_params_count(run->params); i++) {
         attn_tensor *p = attn_params_at(run->params, i);
         char name[300];
         snprintf(name, sizeof name, "grad.%s", attn_params_name(run->params, i));
-        if (p->grad && attn_st_writer_add_ref(run->writer, name, ATTN_DTYPE_F32, p->ndim, p->shape,
-                                              p->grad) != ATTN_OK)
+        if (p->grad && attn_st_writer_add_ref(run->writer, name, ATTN_DTYPE_F32, p->ndim, p->shape, p->grad) != ATTN_OK)
             return CLI_ERR_DATA;
     }
     return CLI_OK;
@@ -401,8 +414,8 @@ int op_execute(op_run *run, const op_mechanism *mech)
         return CLI_ERR_DATA;
     }
     if (attn_st_writer_add_ref(run->writer, "out", ATTN_DTYPE_F32, out->ndim, out->shape, out->data) != ATTN_OK ||
-        (weights && attn_st_writer_add_ref(run->writer, "weights", ATTN_DTYPE_F32, weights->ndim,
-                                           weights->shape, weights->data) != ATTN_OK))
+        (weights && attn_st_writer_add_ref(run->writer, "weights", ATTN_DTYPE_F32, weights->ndim, weights->shape,
+                                           weights->data) != ATTN_OK))
         return cli_fail(CLI_ERR_DATA, "op", "%s", attn_last_error());
     attn_tensor *g = NULL;
     if (!float_in_file(run, "grad_out")) return CLI_ERR_DATA;
@@ -414,8 +427,8 @@ int op_execute(op_run *run, const op_mechanism *mech)
     if (!g) return CLI_OK;
     if (!attn_same_shape(g, out)) {
         char a[64], b[64];
-        return cli_fail(CLI_ERR_DATA, "op", "grad_out has shape %s, expected out's shape %s",
-                        attn_shape_str(g, a, 64), attn_shape_str(out, b, 64));
+        return cli_fail(CLI_ERR_DATA, "op", "grad_out has shape %s, expected out's shape %s", attn_shape_str(g, a, 64),
+                        attn_shape_str(out, b, 64));
     }
     if (attn_backward_from(run->ctx, out, g->data) != ATTN_OK)
         return cli_fail(CLI_ERR_DATA, "op", "%s", attn_last_error());

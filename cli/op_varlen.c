@@ -18,16 +18,20 @@ static int64_t *offsets(const op_run *run, const char *name, const char *other, 
 {
     const attn_st_tensor *t = attn_st_find(run->file, name);
     if (!t) {
-        fprintf(stderr, "attn op sdpa: the input has %s but not %s; packed sequences take both (B + 1 offsets "
-                "each)\n", other, name);
+        fprintf(stderr,
+                "attn op sdpa: the input has %s but not %s; packed sequences take both (B + 1 offsets "
+                "each)\n",
+                other, name);
         attn_clear_error(); /* said here */
         return NULL;
     }
     const attn_dtype d = t->dtype;
     if (t->ndim != 1 || !(d == ATTN_DTYPE_I64 || d == ATTN_DTYPE_I32 || d == ATTN_DTYPE_I16 || d == ATTN_DTYPE_I8 ||
                           d == ATTN_DTYPE_U8)) {
-        fprintf(stderr, "attn op sdpa: %s is %s with %d dims; expected an integer dtype (I64, I32, ...) of shape "
-                "(B + 1)\n", name, attn_dtype_name(d), t->ndim);
+        fprintf(stderr,
+                "attn op sdpa: %s is %s with %d dims; expected an integer dtype (I64, I32, ...) of shape "
+                "(B + 1)\n",
+                name, attn_dtype_name(d), t->ndim);
         attn_clear_error();
         return NULL;
     }
@@ -39,8 +43,10 @@ attn_tensor *op_sdpa_varlen(op_run *run, attn_tensor *q, attn_tensor *k, attn_te
 {
     const attn_mask *m = &o->mask;
     if (weights || m->attend || m->blocked || m->additive || m->key_padding || m->valid_lens.data) {
-        fprintf(stderr, "attn op sdpa: packed sequences (cu_seqlens_q, cu_seqlens_k) take no %s; each sequence "
-                "attends to its own keys\n", weights ? "--need-weights" : "attn_mask, key_padding_mask or valid_lens");
+        fprintf(stderr,
+                "attn op sdpa: packed sequences (cu_seqlens_q, cu_seqlens_k) take no %s; each sequence "
+                "attends to its own keys\n",
+                weights ? "--need-weights" : "attn_mask, key_padding_mask or valid_lens");
         attn_clear_error(); /* said here */
         return NULL;
     }
@@ -49,13 +55,21 @@ attn_tensor *op_sdpa_varlen(op_run *run, attn_tensor *q, attn_tensor *k, attn_te
     int64_t *cu_k = cu_q ? offsets(run, "cu_seqlens_k", "cu_seqlens_q", &nk) : NULL;
     attn_tensor *out = NULL;
     if (cu_q && cu_k && (nq != nk || nq < 2)) {
-        fprintf(stderr, "attn op sdpa: cu_seqlens_q has %lld offsets and cu_seqlens_k %lld; expected B + 1 each, "
-                "B >= 1\n", (long long)nq, (long long)nk);
+        fprintf(stderr,
+                "attn op sdpa: cu_seqlens_q has %lld offsets and cu_seqlens_k %lld; expected B + 1 each, "
+                "B >= 1\n",
+                (long long)nq, (long long)nk);
         attn_clear_error();
     } else if (cu_q && cu_k) {
-        attn_varlen_opts vo = {.scale = o->scale, .causal = m->causal, .window = o->window, .enable_gqa = o->enable_gqa,
-                               .alibi_slopes = o->alibi_slopes, .alibi_ndim = o->alibi_ndim, .softcap = o->softcap,
-                               .dropout_p = o->dropout_p, .impl = o->impl};
+        attn_varlen_opts vo = {.scale = o->scale,
+                               .causal = m->causal,
+                               .window = o->window,
+                               .enable_gqa = o->enable_gqa,
+                               .alibi_slopes = o->alibi_slopes,
+                               .alibi_ndim = o->alibi_ndim,
+                               .softcap = o->softcap,
+                               .dropout_p = o->dropout_p,
+                               .impl = o->impl};
         vo.alibi_shape[0] = o->alibi_shape[0], vo.alibi_shape[1] = o->alibi_shape[1];
         out = attn_sdpa_varlen(run->ctx, q, k, v, cu_q, cu_k, nq - 1, &vo);
     }

@@ -9,9 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *field(void *opts, const cli_option *o) { return (char *)opts + o->offset; }
+static void *field(void *opts, const cli_option *o)
+{
+    return (char *)opts + o->offset;
+}
 
-static bool is_integer(cli_opt_type t) { return t == CLI_LONG || t == CLI_INT64 || t == CLI_INT; }
+static bool is_integer(cli_opt_type t)
+{
+    return t == CLI_LONG || t == CLI_INT64 || t == CLI_INT;
+}
 
 /* "a, b or c" */
 const char *const cli_precision_names[] = {"highest", "high", "medium", NULL};
@@ -21,8 +27,7 @@ static void choices_text(char *buf, size_t len, const char *const *choices, cons
     size_t n = 0;
     buf[0] = '\0';
     for (int i = 0; choices[i] && n < len; i++)
-        n += (size_t)snprintf(buf + n, len - n, "%s%s", i == 0 ? "" : choices[i + 1] ? ", " : last_sep,
-                              choices[i]);
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", i == 0 ? "" : choices[i + 1] ? ", " : last_sep, choices[i]);
 }
 
 /* Stores text as o's value in opts; false with a message naming the option. */
@@ -59,9 +64,12 @@ static bool set_value(const char *cmd, const cli_option *o, void *opts, const ch
             cli_fail(CLI_ERR_USAGE, cmd, "%s must be in [%.0f, %.0f], got %lld", o->name, o->min, o->max, v);
             return false;
         }
-        if (o->type == CLI_LONG) *(long *)dst = (long)v;
-        else if (o->type == CLI_INT64) *(int64_t *)dst = (int64_t)v;
-        else *(int *)dst = (int)v;
+        if (o->type == CLI_LONG)
+            *(long *)dst = (long)v;
+        else if (o->type == CLI_INT64)
+            *(int64_t *)dst = (int64_t)v;
+        else
+            *(int *)dst = (int)v;
         return true;
     }
     char *end;
@@ -74,8 +82,10 @@ static bool set_value(const char *cmd, const cli_option *o, void *opts, const ch
         cli_fail(CLI_ERR_USAGE, cmd, "%s must be in [%g, %g], got %g", o->name, o->min, o->max, v);
         return false;
     }
-    if (o->type == CLI_DOUBLE) *(double *)dst = v;
-    else *(float *)dst = (float)v;
+    if (o->type == CLI_DOUBLE)
+        *(double *)dst = v;
+    else
+        *(float *)dst = (float)v;
     return true;
 }
 
@@ -95,8 +105,7 @@ static bool has_word(const char *words, const char *word)
     return false;
 }
 
-int cli_parse(const cli_spec *spec, void *opts, int argc, char **argv, int first, const char **args,
-              int *n_args)
+int cli_parse(const cli_spec *spec, void *opts, int argc, char **argv, int first, const char **args, int *n_args)
 {
     for (size_t i = 0; i < spec->n_options; i++) {
         const cli_option *o = &spec->options[i];
@@ -115,7 +124,9 @@ int cli_parse(const cli_spec *spec, void *opts, int argc, char **argv, int first
             continue;
         }
         if (options_end || a[0] != '-' || !a[1]) {
-            if (!args) return cli_fail(CLI_ERR_USAGE, spec->cmd, "unexpected argument \"%s\" (see attn %s --help)", a, spec->cmd);
+            if (!args)
+                return cli_fail(CLI_ERR_USAGE, spec->cmd, "unexpected argument \"%s\" (see attn %s --help)", a,
+                                spec->cmd);
             args[(*n_args)++] = a;
             continue;
         }
@@ -124,7 +135,8 @@ int cli_parse(const cli_spec *spec, void *opts, int argc, char **argv, int first
         if (o->only && first >= 2 && !has_word(o->only, argv[first - 1])) {
             char actions[128]; /* "train and eval" */
             size_t n = 0, words = 0, len = strlen(o->only);
-            for (const char *w = o->only; *w && n < sizeof actions; w += strcspn(w, " "), w += strspn(w, " "), words++) {
+            for (const char *w = o->only; *w && n < sizeof actions;
+                 w += strcspn(w, " "), w += strspn(w, " "), words++) {
                 const char *sep = !words ? "" : w + strcspn(w, " ") == o->only + len ? " and " : ", ";
                 n += (size_t)snprintf(actions + n, sizeof actions - n, "%s%.*s", sep, (int)strcspn(w, " "), w);
             }
@@ -136,8 +148,10 @@ int cli_parse(const cli_spec *spec, void *opts, int argc, char **argv, int first
         }
         if (i + 1 >= argc) return cli_fail(CLI_ERR_USAGE, spec->cmd, "option %s needs a value", a);
         if ((o->type == CLI_TEXT || o->type == CLI_NAME) && find(spec, argv[i + 1])) /* "--checkpoint --resume" */
-            return cli_fail(CLI_ERR_USAGE, spec->cmd, "option %s needs a value, got the option %s (a file of that name: "
-                            "./%s)", a, argv[i + 1], argv[i + 1]);
+            return cli_fail(CLI_ERR_USAGE, spec->cmd,
+                            "option %s needs a value, got the option %s (a file of that name: "
+                            "./%s)",
+                            a, argv[i + 1], argv[i + 1]);
         if (!set_value(spec->cmd, o, opts, argv[++i])) return CLI_ERR_USAGE;
     }
     return CLI_OK;
@@ -204,11 +218,15 @@ void cli_help(const cli_spec *spec, FILE *out)
         char value[160], head[200];
         value_text(value, sizeof value, o);
         snprintf(head, sizeof head, "  %s%s%s", o->name, *value ? " " : "", value);
-        if (strlen(head) > 23) fprintf(out, "%s\n%-24s", head, "");
-        else fprintf(out, "%-24s", head);
+        if (strlen(head) > 23)
+            fprintf(out, "%s\n%-24s", head, "");
+        else
+            fprintf(out, "%-24s", head);
         char help[512];
-        if (o->def) snprintf(help, sizeof help, "%s (default %s)", o->help, o->def);
-        else snprintf(help, sizeof help, "%s", o->help);
+        if (o->def)
+            snprintf(help, sizeof help, "%s (default %s)", o->help, o->def);
+        else
+            snprintf(help, sizeof help, "%s", o->help);
         print_wrapped(out, help);
         fputc('\n', out);
     }
@@ -221,9 +239,12 @@ void cli_roff(FILE *out, const char *s)
     bool line_start = true;
     for (; *s; s++) {
         if (line_start && (*s == '.' || *s == '\'')) fputs("\\&", out);
-        if (*s == '\\') fputs("\\e", out);
-        else if (*s == '-') fputs("\\-", out);
-        else fputc(*s, out);
+        if (*s == '\\')
+            fputs("\\e", out);
+        else if (*s == '-')
+            fputs("\\-", out);
+        else
+            fputc(*s, out);
         line_start = *s == '\n';
     }
 }

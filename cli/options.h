@@ -22,72 +22,123 @@ typedef enum cli_opt_type {
 } cli_opt_type;
 
 typedef struct cli_option {
-    const char *name;            /* "--epochs"; NULL: a heading line in --help (help = its text) */
-    const char *value;           /* what --help shows after the name ("N", "FILE"); NULL for flags */
+    const char *name;  /* "--epochs"; NULL: a heading line in --help (help = its text) */
+    const char *value; /* what --help shows after the name ("N", "FILE"); NULL for flags */
     cli_opt_type type;
-    size_t offset;               /* of the destination in the command's options struct */
-    double min, max;             /* numbers: the accepted range */
-    const char *const *choices;  /* CLI_CHOICE: the accepted values, NULL-terminated */
-    const char *def;             /* the default as it would be typed, or NULL (none, or set in code) */
-    const char *help;            /* one line */
-    const char *only;            /* the actions it applies to ("train eval"); NULL: every one */
+    size_t offset;              /* of the destination in the command's options struct */
+    double min, max;            /* numbers: the accepted range */
+    const char *const *choices; /* CLI_CHOICE: the accepted values, NULL-terminated */
+    const char *def;            /* the default as it would be typed, or NULL (none, or set in code) */
+    const char *help;           /* one line */
+    const char *only;           /* the actions it applies to ("train eval"); NULL: every one */
 } cli_option;
 
 /* A subcommand as the user sees it. */
 typedef struct cli_spec {
-    const char *cmd;          /* "classify" */
-    const char *synopsis;     /* after "attn <cmd> " */
-    const char *about;        /* what it does (a few lines) */
-    const char *actions;      /* "  train  ...\n" lines, or NULL */
+    const char *cmd;      /* "classify" */
+    const char *synopsis; /* after "attn <cmd> " */
+    const char *about;    /* what it does (a few lines) */
+    const char *actions;  /* "  train  ...\n" lines, or NULL */
     const cli_option *options;
     size_t n_options;
-    const char *notes;        /* after the options, or NULL */
+    const char *notes; /* after the options, or NULL */
 } cli_spec;
 
 #define CLI_OPTIONS(table) .options = (table), .n_options = sizeof(table) / sizeof((table)[0])
 
 /* --matmul-precision's values, attn_precision's order */
 extern const char *const cli_precision_names[];
-#define CLI_PRECISION_OPTION(OFFSET)                                                                \
-    {"--matmul-precision", NULL, CLI_CHOICE, (OFFSET), 0, 0, cli_precision_names, "highest",         \
-     "products: highest (float32), high (the same here), medium (bf16 operands, float32 sums, "      \
-     "where the CPU has AVX512_BF16)"}
+#define CLI_PRECISION_OPTION(OFFSET)                                                                                   \
+    {                                                                                                                  \
+        "--matmul-precision", NULL, CLI_CHOICE, (OFFSET), 0, 0, cli_precision_names, "highest",                        \
+            "products: highest (float32), high (the same here), medium (bf16 operands, float32 sums, "                 \
+            "where the CPU has AVX512_BF16)"                                                                           \
+    }
 
 /* Rows for the options every training command shares (each command gives its own defaults). */
-#define CLI_TRAIN_OPTIONS(T, EPOCHS, BATCH, LR, MAX_LEN, CHECKPOINT)                               \
-    {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "training:"},                                                \
-    {"--epochs", "N", CLI_LONG, offsetof(T, train.epochs), 1, 100000, NULL, EPOCHS, "epochs", "train"}, \
-    {"--batch-size", "N", CLI_LONG, offsetof(T, train.batch_size), 1, 65536, NULL, BATCH,          \
-     "examples per step (per rank under mpirun: global batch = N x ranks)", "train"},                 \
-    {"--lr", "X", CLI_DOUBLE, offsetof(T, train.lr), 1e-12, 10, NULL, LR, "learning rate", "train"}, \
-    {"--max-len", "N", CLI_LONG, offsetof(T, train.max_len), 1, 100000, NULL, MAX_LEN,             \
-     "longest sequence kept (tokens)", "train"},                                                      \
-    {"--seed", "S", CLI_LONG, offsetof(T, train.seed), 0, 2147483647.0, NULL, "0",                 \
-     "seed for initialisation, shuffling and dropout", "train"},                                      \
-    {"--threads", "N", CLI_LONG, offsetof(T, train.threads), 1, 1024, NULL, NULL,                   \
-     "threads (default: all cores)"},                                                                \
-    CLI_PRECISION_OPTION(offsetof(T, train.matmul_precision)),                                       \
-    {"--checkpoint", "PATH", CLI_TEXT, offsetof(T, train.checkpoint), 0, 0, NULL, CHECKPOINT,      \
-     "the model file: written after every epoch (atomically) by train, read by the others"},         \
-    {"--checkpoint-every", "N", CLI_LONG, offsetof(T, train.checkpoint_every), 1, 1099511627776.0, \
-     NULL, NULL, "also save every N steps", "train"},                                                 \
-    {"--resume", NULL, CLI_FLAG, offsetof(T, train.resume), 0, 0, NULL, NULL,                      \
-     "continue the run saved at --checkpoint (same losses as without the stop)", "train"},            \
-    {"--max-steps", "N", CLI_LONG, offsetof(T, train.max_steps), 1, 1099511627776.0, NULL, NULL,   \
-     "stop after N steps in all (then evaluate, as at the end)", "train"},                            \
-    {"--log-steps", NULL, CLI_FLAG, offsetof(T, train.log_steps), 0, 0, NULL, NULL,                \
-     "print every step's loss in full precision", "train"},                                           \
-    {"--plot-loss", "FILE", CLI_TEXT, offsetof(T, train.plot_loss), 0, 0, NULL, NULL,              \
-     "the training loss curve (.png, .svg or .pdf)", "train"}
+#define CLI_TRAIN_OPTIONS(T, EPOCHS, BATCH, LR, MAX_LEN, CHECKPOINT)                                                   \
+    {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "training:"},                                                                 \
+        {"--epochs", "N", CLI_LONG, offsetof(T, train.epochs), 1, 100000, NULL, EPOCHS, "epochs", "train"},            \
+        {"--batch-size",                                                                                               \
+         "N",                                                                                                          \
+         CLI_LONG,                                                                                                     \
+         offsetof(T, train.batch_size),                                                                                \
+         1,                                                                                                            \
+         65536,                                                                                                        \
+         NULL,                                                                                                         \
+         BATCH,                                                                                                        \
+         "examples per step (per rank under mpirun: global batch = N x ranks)",                                        \
+         "train"},                                                                                                     \
+        {"--lr", "X", CLI_DOUBLE, offsetof(T, train.lr), 1e-12, 10, NULL, LR, "learning rate", "train"},               \
+        {"--max-len", "N",  CLI_LONG, offsetof(T, train.max_len),       1,                                             \
+         100000,      NULL, MAX_LEN,  "longest sequence kept (tokens)", "train"},                                      \
+        {"--seed",                                                                                                     \
+         "S",                                                                                                          \
+         CLI_LONG,                                                                                                     \
+         offsetof(T, train.seed),                                                                                      \
+         0,                                                                                                            \
+         2147483647.0,                                                                                                 \
+         NULL,                                                                                                         \
+         "0",                                                                                                          \
+         "seed for initialisation, shuffling and dropout",                                                             \
+         "train"},                                                                                                     \
+        {"--threads", "N", CLI_LONG, offsetof(T, train.threads), 1, 1024, NULL, NULL, "threads (default: all cores)"}, \
+        CLI_PRECISION_OPTION(offsetof(T, train.matmul_precision)),                                                     \
+        {"--checkpoint",                                                                                               \
+         "PATH",                                                                                                       \
+         CLI_TEXT,                                                                                                     \
+         offsetof(T, train.checkpoint),                                                                                \
+         0,                                                                                                            \
+         0,                                                                                                            \
+         NULL,                                                                                                         \
+         CHECKPOINT,                                                                                                   \
+         "the model file: written after every epoch (atomically) by train, read by the others"},                       \
+        {"--checkpoint-every", "N",  CLI_LONG, offsetof(T, train.checkpoint_every), 1,                                 \
+         1099511627776.0,      NULL, NULL,     "also save every N steps",           "train"},                          \
+        {"--resume",                                                                                                   \
+         NULL,                                                                                                         \
+         CLI_FLAG,                                                                                                     \
+         offsetof(T, train.resume),                                                                                    \
+         0,                                                                                                            \
+         0,                                                                                                            \
+         NULL,                                                                                                         \
+         NULL,                                                                                                         \
+         "continue the run saved at --checkpoint (same losses as without the stop)",                                   \
+         "train"},                                                                                                     \
+        {"--max-steps",                                                                                                \
+         "N",                                                                                                          \
+         CLI_LONG,                                                                                                     \
+         offsetof(T, train.max_steps),                                                                                 \
+         1,                                                                                                            \
+         1099511627776.0,                                                                                              \
+         NULL,                                                                                                         \
+         NULL,                                                                                                         \
+         "stop after N steps in all (then evaluate, as at the end)",                                                   \
+         "train"},                                                                                                     \
+        {"--log-steps",                                                                                                \
+         NULL,                                                                                                         \
+         CLI_FLAG,                                                                                                     \
+         offsetof(T, train.log_steps),                                                                                 \
+         0,                                                                                                            \
+         0,                                                                                                            \
+         NULL,                                                                                                         \
+         NULL,                                                                                                         \
+         "print every step's loss in full precision",                                                                  \
+         "train"},                                                                                                     \
+    {                                                                                                                  \
+        "--plot-loss", "FILE", CLI_TEXT, offsetof(T, train.plot_loss), 0, 0, NULL, NULL,                               \
+            "the training loss curve (.png, .svg or .pdf)", "train"                                                    \
+    }
 
-enum { CLI_HELP_SHOWN = -1 };
+enum {
+    CLI_HELP_SHOWN = -1
+};
 
 /* Sets every default of spec's table in opts, then reads argv[first..argc): options into opts,
  * other arguments into args (room for argc entries, may be NULL when none are allowed) and
  * *n_args. "--" ends the options. Returns CLI_OK, CLI_HELP_SHOWN (--help printed) or
  * CLI_ERR_USAGE (message printed, naming the option and what was expected). */
-int cli_parse(const cli_spec *spec, void *opts, int argc, char **argv, int first, const char **args,
-              int *n_args);
+int cli_parse(const cli_spec *spec, void *opts, int argc, char **argv, int first, const char **args, int *n_args);
 /* true when argv[first..argc) (as cli_parse read it) gives option `name` itself, not its default. */
 bool cli_given(const cli_spec *spec, int argc, char **argv, int first, const char *name);
 /* `attn <cmd> --help` */

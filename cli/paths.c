@@ -56,13 +56,18 @@ bool cli_check_checkpoint(const char *cmd, const char *opt, const char *path)
 {
     struct stat st;
     if (path && *path && stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-        cli_fail(CLI_ERR_USAGE, cmd, "%s %s: it is not a regular file; a checkpoint must be one (it is replaced "
-                 "whole, and locked while a run trains it)", opt, path);
+        cli_fail(CLI_ERR_USAGE, cmd,
+                 "%s %s: it is not a regular file; a checkpoint must be one (it is replaced "
+                 "whole, and locked while a run trains it)",
+                 opt, path);
         return false;
     }
-    if (path && *path && stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && !cli_looks_like_checkpoint(path)) {
-        cli_fail(CLI_ERR_USAGE, cmd, "%s %s: the file there is not an attn checkpoint, and training would replace it; "
-                 "expected a new name or a checkpoint", opt, path);
+    if (path && *path && stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        !cli_looks_like_checkpoint(path)) {
+        cli_fail(CLI_ERR_USAGE, cmd,
+                 "%s %s: the file there is not an attn checkpoint, and training would replace it; "
+                 "expected a new name or a checkpoint",
+                 opt, path);
         return false;
     }
     return cli_check_output(cmd, opt, path);
@@ -98,12 +103,12 @@ bool cli_check_input_file(const char *cmd, const char *opt, const char *path, co
 {
     struct stat st;
     if (!path || !*path) return cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a file", opt), false;
-    const char *why = !path || !*path             ? "is empty; expected a file"
-                      : stat(path, &st) != 0      ? strerror(errno)
-                      : S_ISDIR(st.st_mode)       ? "is a folder; expected a file"
-                      : !S_ISREG(st.st_mode)      ? "is not a regular file"
-                      : access(path, R_OK) != 0   ? strerror(errno)
-                                                  : NULL;
+    const char *why = !path || !*path           ? "is empty; expected a file"
+                      : stat(path, &st) != 0    ? strerror(errno)
+                      : S_ISDIR(st.st_mode)     ? "is a folder; expected a file"
+                      : !S_ISREG(st.st_mode)    ? "is not a regular file"
+                      : access(path, R_OK) != 0 ? strerror(errno)
+                                                : NULL;
     if (why) cli_fail(CLI_ERR_USAGE, cmd, "%s %s: %s%s", opt, path ? path : "", why, hint ? hint : "");
     return !why;
 }
@@ -112,11 +117,11 @@ bool cli_check_input_dir(const char *cmd, const char *opt, const char *path)
 {
     struct stat st;
     if (!path || !*path) return cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a folder", opt), false;
-    const char *why = !path || !*path              ? "is empty; expected a folder"
-                      : stat(path, &st) != 0       ? strerror(errno)
-                      : !S_ISDIR(st.st_mode)       ? "is not a folder"
+    const char *why = !path || !*path                  ? "is empty; expected a folder"
+                      : stat(path, &st) != 0           ? strerror(errno)
+                      : !S_ISDIR(st.st_mode)           ? "is not a folder"
                       : access(path, R_OK | X_OK) != 0 ? strerror(errno)
-                                                   : NULL;
+                                                       : NULL;
     if (why) cli_fail(CLI_ERR_USAGE, cmd, "%s %s: %s", opt, path ? path : "", why);
     return !why;
 }
@@ -237,8 +242,10 @@ bool cli_check_apart(const char *cmd, const cli_path *outputs, int n_out, const 
         if (exists && !S_ISREG(st.st_mode)) continue; /* a device or FIFO is written in place, never replaced */
         for (int j = 0; ok && exists && j < n_in; j++)
             if (there[j] && !is_dir[j] && st.st_dev == in_st[j].st_dev && st.st_ino == in_st[j].st_ino) {
-                cli_fail(CLI_ERR_USAGE, cmd, "%s %s: the same file as %s %s, which this run reads; expected "
-                         "another name", o->opt, o->path, inputs[j].opt, inputs[j].path);
+                cli_fail(CLI_ERR_USAGE, cmd,
+                         "%s %s: the same file as %s %s, which this run reads; expected "
+                         "another name",
+                         o->opt, o->path, inputs[j].opt, inputs[j].path);
                 ok = false;
             }
         char *file = ok ? written_file(o->path) : NULL;
@@ -248,10 +255,12 @@ bool cli_check_apart(const char *cmd, const cli_path *outputs, int n_out, const 
         int n = slash ? snprintf(folder, sizeof folder, "%.*s", (int)(slash - file) + (slash == file), file)
                       : snprintf(folder, sizeof folder, ".");
         int j = n > 0 && (size_t)n < sizeof folder && realpath(folder, real) ? holding_input(real, in_st, is_dir, n_in)
-                                                                               : -1;
+                                                                             : -1;
         if (j >= 0) {
-            cli_fail(CLI_ERR_USAGE, cmd, "%s %s: inside the folder %s %s, which this run reads; expected a "
-                     "file outside it", o->opt, o->path, inputs[j].opt, inputs[j].path);
+            cli_fail(CLI_ERR_USAGE, cmd,
+                     "%s %s: inside the folder %s %s, which this run reads; expected a "
+                     "file outside it",
+                     o->opt, o->path, inputs[j].opt, inputs[j].path);
             ok = false;
         }
         free(file);
@@ -270,9 +279,12 @@ bool cli_check_folder_apart(const char *cmd, const char *opt, const char *dir, c
     while (stat(at, &st) != 0) { /* the nearest part that exists: the rest is made inside it */
         char *slash = strrchr(at, '/');
         while (slash && slash > at && slash[1] == '\0') *slash = '\0', slash = strrchr(at, '/');
-        if (!slash) snprintf(at, sizeof at, ".");
-        else if (slash == at) at[1] = '\0';
-        else *slash = '\0';
+        if (!slash)
+            snprintf(at, sizeof at, ".");
+        else if (slash == at)
+            at[1] = '\0';
+        else
+            *slash = '\0';
     }
     struct stat *in_st = calloc((size_t)(n_in ? n_in : 1), sizeof *in_st);
     bool *is_dir = calloc((size_t)(n_in ? n_in : 1), sizeof *is_dir);
@@ -281,11 +293,14 @@ bool cli_check_folder_apart(const char *cmd, const char *opt, const char *dir, c
         return cli_fail(CLI_ERR_DATA, cmd, "out of memory"), false;
     }
     for (int j = 0; j < n_in; j++)
-        is_dir[j] = inputs[j].path && *inputs[j].path && stat(inputs[j].path, &in_st[j]) == 0 && S_ISDIR(in_st[j].st_mode);
+        is_dir[j] =
+            inputs[j].path && *inputs[j].path && stat(inputs[j].path, &in_st[j]) == 0 && S_ISDIR(in_st[j].st_mode);
     int j = realpath(at, real) ? holding_input(real, in_st, is_dir, n_in) : -1;
     if (j >= 0)
-        cli_fail(CLI_ERR_USAGE, cmd, "%s %s: inside the folder %s %s, which this run reads; expected a folder "
-                 "outside it", opt, dir, inputs[j].opt, inputs[j].path);
+        cli_fail(CLI_ERR_USAGE, cmd,
+                 "%s %s: inside the folder %s %s, which this run reads; expected a folder "
+                 "outside it",
+                 opt, dir, inputs[j].opt, inputs[j].path);
     free(in_st);
     free(is_dir);
     return j < 0;

@@ -8,9 +8,15 @@
 static int threads; /* 0: the library's default */
 static attn_precision precision = ATTN_PRECISION_HIGHEST;
 
-void cli_set_matmul_precision(attn_precision p) { precision = p; }
+void cli_set_matmul_precision(attn_precision p)
+{
+    precision = p;
+}
 
-attn_precision cli_matmul_precision(void) { return precision; }
+attn_precision cli_matmul_precision(void)
+{
+    return precision;
+}
 
 const char *cli_matmul_precision_text(void)
 {
@@ -19,17 +25,25 @@ const char *cli_matmul_precision_text(void)
     return attn_bf16_attention() ? "medium (bf16 products)" : "medium (bf16 linear layers, float32 attention here)";
 }
 
-void cli_set_threads(int n) { threads = n > 0 ? n : 0; }
+void cli_set_threads(int n)
+{
+    threads = n > 0 ? n : 0;
+}
 
-int cli_threads(void) { return threads > 0 ? threads : attn_default_num_threads(); }
+int cli_threads(void)
+{
+    return threads > 0 ? threads : attn_default_num_threads();
+}
 
 /* The library's message about a thread count, naming the option that set it. */
 static void name_threads_option(void)
 {
     char why[1024];
     snprintf(why, sizeof why, "%s", attn_last_error());
-    if (threads > 0) attn_set_error(attn_last_status(), "--threads %d: %s", threads, why);
-    else attn_set_error(attn_last_status(), "%s (the default count; set one with --threads)", why);
+    if (threads > 0)
+        attn_set_error(attn_last_status(), "--threads %d: %s", threads, why);
+    else
+        attn_set_error(attn_last_status(), "%s (the default count; set one with --threads)", why);
 }
 
 attn_ctx *cli_ctx_new(uint64_t seed)

@@ -31,15 +31,14 @@ typedef struct tour_run {
 /* The text of a note in the run's language: TOUR_TR(t, "English", "中文"). */
 #define TOUR_TR(t, en, zh_text) ((t)->zh ? (zh_text) : (en))
 /* printf of a note in the run's language; both formats are literals, so both are checked. */
-#define TOUR_PRINTF(t, en_fmt, zh_fmt, ...) \
-    ((t)->zh ? printf(zh_fmt, __VA_ARGS__) : printf(en_fmt, __VA_ARGS__))
+#define TOUR_PRINTF(t, en_fmt, zh_fmt, ...) ((t)->zh ? printf(zh_fmt, __VA_ARGS__) : printf(en_fmt, __VA_ARGS__))
 /* A note without arguments. */
 #define TOUR_SAY(t, en, zh_text) fputs(TOUR_TR(t, en, zh_text), stdout)
 
 typedef struct tour_step {
-    const char *id;      /* "002/3.2": seed / section, or seed / topic for seed 003 */
-    const char *title;   /* the section's title as the tutorial names it, and in English */
-    const char *title_zh; /* the same, all in Chinese (--lang zh-CN) */
+    const char *id;          /* "002/3.2": seed / section, or seed / topic for seed 003 */
+    const char *title;       /* the section's title as the tutorial names it, and in English */
+    const char *title_zh;    /* the same, all in Chinese (--lang zh-CN) */
     int (*run)(tour_run *t); /* CLI_OK, or a CLI error code after printing the message */
 } tour_step;
 
@@ -92,8 +91,7 @@ void tour_print_matrix(const float *m, int64_t rows, int64_t cols, const char *c
                        const char *const *col_labels);
 /* Adds a tensor (or raw floats of a shape) to the step's --save file; no-op without --save. */
 void tour_keep(tour_run *t, const char *name, const attn_tensor *x);
-void tour_keep_raw(tour_run *t, const char *name, const float *data, int ndim,
-                   const int64_t *shape);
+void tour_keep_raw(tour_run *t, const char *name, const float *data, int ndim, const int64_t *shape);
 /* path = out_dir/name (false with a message when too long). */
 bool tour_figure_path(const tour_run *t, const char *name, char *path, size_t len);
 /* After a plot call: "wrote <name>" or the error. */
@@ -102,15 +100,12 @@ int tour_wrote(const tour_run *t, attn_status st, const char *name);
 int tour_heatmap(const tour_run *t, const char *name, const float *m, int64_t rows, int64_t cols,
                  const attn_heatmap_opts *opts);
 /* Lines into out_dir/name. */
-int tour_lines(const tour_run *t, const char *name, const attn_series *s, int n,
-               const attn_lineplot_opts *opts);
+int tour_lines(const tour_run *t, const char *name, const attn_series *s, int n, const attn_lineplot_opts *opts);
 
 /* D2L's valid_lens: the one place the tour passes lengths to the library. */
-attn_tensor *tour_masked_softmax(attn_ctx *ctx, attn_tensor *scores, const int64_t *valid_lens,
-                                 int ndim);
-attn_tensor *tour_additive_forward(attn_ctx *ctx, const attn_additive_layer *m, attn_tensor *q,
-                                   attn_tensor *k, attn_tensor *v, const int64_t *valid_lens,
-                                   attn_tensor **weights);
+attn_tensor *tour_masked_softmax(attn_ctx *ctx, attn_tensor *scores, const int64_t *valid_lens, int ndim);
+attn_tensor *tour_additive_forward(attn_ctx *ctx, const attn_additive_layer *m, attn_tensor *q, attn_tensor *k,
+                                   attn_tensor *v, const int64_t *valid_lens, attn_tensor **weights);
 /* valid_lens (B) as an additive mask (B, 1, 1, Lk): 0 for keys j < len, -inf after. */
 void tour_lens_mask(float *mask, const int64_t *valid_lens, int64_t batch, int64_t lk);
 

@@ -26,12 +26,16 @@ void tour_init_mha(attn_mha_layer *m, bool bias, attn_rng *rng)
     const int64_t E = m->embed_dim;
     for (int i = 0; i < 3; i++) { /* Wq, Wk, Wv */
         tour_uniform(m->in_proj_weight->data + i * E * E, E * E, E, rng);
-        if (bias) tour_uniform(m->in_proj_bias->data + i * E, E, E, rng);
-        else if (m->in_proj_bias) memset(m->in_proj_bias->data + i * E, 0, (size_t)E * sizeof(float));
+        if (bias)
+            tour_uniform(m->in_proj_bias->data + i * E, E, E, rng);
+        else if (m->in_proj_bias)
+            memset(m->in_proj_bias->data + i * E, 0, (size_t)E * sizeof(float));
     }
     tour_uniform(m->out_proj.weight->data, E * E, E, rng); /* fc_out */
-    if (bias) tour_uniform(m->out_proj.bias->data, E, E, rng);
-    else if (m->out_proj.bias) memset(m->out_proj.bias->data, 0, (size_t)E * sizeof(float));
+    if (bias)
+        tour_uniform(m->out_proj.bias->data, E, E, rng);
+    else if (m->out_proj.bias)
+        memset(m->out_proj.bias->data, 0, (size_t)E * sizeof(float));
 }
 
 void tour_keep_mha(tour_run *t, const char *prefix, const attn_mha_layer *m)
@@ -95,8 +99,7 @@ void tour_print_matrix(const float *m, int64_t rows, int64_t cols, const char *c
 
 /* ---- --save ---- */
 
-void tour_keep_raw(tour_run *t, const char *name, const float *data, int ndim,
-                   const int64_t *shape)
+void tour_keep_raw(tour_run *t, const char *name, const float *data, int ndim, const int64_t *shape)
 {
     if (!t->saved || t->save_status != ATTN_OK) return;
     t->save_status = attn_st_writer_add(t->saved, name, ATTN_DTYPE_F32, ndim, shape, data);
@@ -131,8 +134,7 @@ int tour_heatmap(const tour_run *t, const char *name, const float *m, int64_t ro
     return tour_wrote(t, attn_plot_heatmap(path, m, rows, cols, opts), name);
 }
 
-int tour_lines(const tour_run *t, const char *name, const attn_series *s, int n,
-               const attn_lineplot_opts *opts)
+int tour_lines(const tour_run *t, const char *name, const attn_series *s, int n, const attn_lineplot_opts *opts)
 {
     char path[PATH_MAX];
     if (!tour_figure_path(t, name, path, sizeof path)) return CLI_ERR_DATA;
@@ -141,17 +143,15 @@ int tour_lines(const tour_run *t, const char *name, const attn_series *s, int n,
 
 /* ---- valid_lens ---- */
 
-attn_tensor *tour_masked_softmax(attn_ctx *ctx, attn_tensor *scores, const int64_t *valid_lens,
-                                 int ndim)
+attn_tensor *tour_masked_softmax(attn_ctx *ctx, attn_tensor *scores, const int64_t *valid_lens, int ndim)
 {
     if (!scores) return NULL;
     const attn_lens lens = {valid_lens, ndim, {scores->shape[0], scores->shape[1]}}; /* (B) or (B, Lq) */
     return attn_masked_softmax(ctx, scores, &lens);
 }
 
-attn_tensor *tour_additive_forward(attn_ctx *ctx, const attn_additive_layer *m, attn_tensor *q,
-                                   attn_tensor *k, attn_tensor *v, const int64_t *valid_lens,
-                                   attn_tensor **weights)
+attn_tensor *tour_additive_forward(attn_ctx *ctx, const attn_additive_layer *m, attn_tensor *q, attn_tensor *k,
+                                   attn_tensor *v, const int64_t *valid_lens, attn_tensor **weights)
 {
     if (!q) return NULL;
     const attn_lens lens = {valid_lens, 1, {q->shape[0]}}; /* (B) */

@@ -30,7 +30,11 @@ static void print_corner(const float *m, int64_t cols)
 
 int tour_000_demo(tour_run *t)
 {
-    enum { B = 2, L = 10, D = 64 };
+    enum {
+        B = 2,
+        L = 10,
+        D = 64
+    };
     attn_ctx *ctx = t->ctx;
     const int64_t shape[3] = {B, L, D};
     attn_tensor *q = attn_tensor_empty(ctx, 3, shape), *k = attn_tensor_empty(ctx, 3, shape),

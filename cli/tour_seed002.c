@@ -105,8 +105,13 @@ int tour_002_heatmap(tour_run *t)
              "Self-Attention权重矩阵（行：Query位置，列：Key位置）：\n");
     tour_print_matrix(w->data, 4, 4, words, words);
     tour_keep(t, "attn_weights", w);
-    attn_heatmap_opts ho = {.title = "Self-Attention权重矩阵", .xlabel = "Key位置", .ylabel = "Query位置",
-                            .xticks = words, .yticks = words, .auto_range = true, .annotate = 1};
+    attn_heatmap_opts ho = {.title = "Self-Attention权重矩阵",
+                            .xlabel = "Key位置",
+                            .ylabel = "Query位置",
+                            .xticks = words,
+                            .yticks = words,
+                            .auto_range = true,
+                            .annotate = 1};
     int code = tour_heatmap(t, "002_2.2_weights.png", w->data, 4, 4, &ho);
     if (code == CLI_OK)
         TOUR_SAY(t, "the argument for dividing by √d_k (缩放因子的数学意义): attn tour 003/sqrt-d\n",
@@ -130,7 +135,8 @@ int tour_002_mha(tour_run *t)
 {
     modules m;
     attn_tensor *w = NULL, *out = modules_open(&m) ? mha_of_x(t, &m, &w) : NULL;
-    return output_and_weights(t, &m, out, w, TOUR_TR(t, "多头注意力输出形状 (multi-head output shape)", "多头注意力输出形状"),
+    return output_and_weights(t, &m, out, w,
+                              TOUR_TR(t, "多头注意力输出形状 (multi-head output shape)", "多头注意力输出形状"),
                               TOUR_TR(t, "多头注意力权重形状 (multi-head weights shape)", "多头注意力权重形状"));
 }
 
@@ -145,14 +151,16 @@ int tour_002_heads(tour_run *t)
     static const char *const names[2] = {"002_3.3_head1.png", "002_3.3_head2.png"};
     int code = CLI_OK;
     for (int h = 0; h < 2; h++) {
-        if (t->zh) printf("%s：\n", titles[h]);
-        else printf("%s (head %d):\n", titles[h], h + 1);
+        if (t->zh)
+            printf("%s：\n", titles[h]);
+        else
+            printf("%s (head %d):\n", titles[h], h + 1);
         tour_print_matrix(w->data + h * 16, 4, 4, NULL, NULL);
     }
     tour_keep(t, "attn_weights", w);
     for (int h = 0; h < 2 && code == CLI_OK; h++) {
-        attn_heatmap_opts ho = {.title = titles[h], .xlabel = "Key位置", .ylabel = "Query位置", .auto_range = true,
-                                .annotate = 1};
+        attn_heatmap_opts ho = {
+            .title = titles[h], .xlabel = "Key位置", .ylabel = "Query位置", .auto_range = true, .annotate = 1};
         code = tour_heatmap(t, names[h], w->data + h * 16, 4, 4, &ho);
     }
     if (code == CLI_OK)
@@ -193,10 +201,11 @@ int tour_002_modes(tour_run *t)
     tour_print_matrix(dec_w->data, 3, 3, NULL, NULL);
     tour_print_shape("编码器-解码器注意力 cross_output", cross_out);
     tour_print_shape(TOUR_TR(t, "cross-attention weights (tgt x src)", "交叉注意力权重（tgt × src）"), cross_w);
-    TOUR_SAY(t, "note: the tutorial's MultiHeadAttention.forward takes mask but never passes it on, so\n"
-                "its decoder self-attention sees future words; attn applies the causal mask it means.\n"
-                "(create_mask gives 1 where allowed and -inf above the diagonal: right as an additive\n"
-                "mask; under tutorial 000's masked_fill(mask == 0, -inf) it would hide nothing.)\n",
+    TOUR_SAY(t,
+             "note: the tutorial's MultiHeadAttention.forward takes mask but never passes it on, so\n"
+             "its decoder self-attention sees future words; attn applies the causal mask it means.\n"
+             "(create_mask gives 1 where allowed and -inf above the diagonal: right as an additive\n"
+             "mask; under tutorial 000's masked_fill(mask == 0, -inf) it would hide nothing.)\n",
              "注意：教程的 MultiHeadAttention.forward 接收了 mask，却没有往下传，所以它的解码器自注意力\n"
              "能看到后面的词；attn 按教程的本意加上了因果掩码。\n"
              "（create_mask 在允许的位置给 1、对角线以上给 -inf：作为加性掩码是对的；若按教程 000 的\n"
@@ -223,8 +232,9 @@ int tour_002_block(tour_run *t)
     attn_tensor *out = attn_encoder_layer_forward(t->ctx, &blk, x, NULL, NULL);
     if (!out) return done(t, &m, CLI_ERR_DATA);
     tour_print_shape(TOUR_TR(t, "Transformer层输出形状 (TransformerBlock output shape)", "Transformer层输出形状"), out);
-    TOUR_SAY(t, "note: the tutorial calls the block in training mode, so its dropout(0.1) makes the\n"
-                "output random; the tour runs it as after transformer_block.eval().\n",
+    TOUR_SAY(t,
+             "note: the tutorial calls the block in training mode, so its dropout(0.1) makes the\n"
+             "output random; the tour runs it as after transformer_block.eval().\n",
              "注意：教程在训练模式下调用这一层，dropout(0.1) 会让输出每次都不同；\n"
              "这里相当于先调用了 transformer_block.eval()。\n");
     tour_keep_mha(t, "attention.", &blk.self_attn);

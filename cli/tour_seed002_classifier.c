@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const sample_text =
-    "This movie is absolutely fantastic and captivating from start to finish";
+static const char *const sample_text = "This movie is absolutely fantastic and captivating from start to finish";
 
-enum { SEED_MAX_LEN = 512, BATCH = 32 };
+enum {
+    SEED_MAX_LEN = 512,
+    BATCH = 32
+};
 
 /* The training reviews and their vocabulary (torchtext's build_vocab_from_iterator, specials
  * <unk> and <pad> first). */
@@ -33,8 +35,10 @@ static int imdb_load(tour_run *t, imdb *d)
     memset(d, 0, sizeof *d);
     if (attn_imdb_load(&d->train, t->data_dir, "train") != ATTN_OK) {
         if (!t->data_given)
-            fprintf(stderr, "attn tour: %s: this step reads IMDB reviews: run it from the repository "
-                        "root (data/aclImdb_mini) or pass --data DIR\n", t->step);
+            fprintf(stderr,
+                    "attn tour: %s: this step reads IMDB reviews: run it from the repository "
+                    "root (data/aclImdb_mini) or pass --data DIR\n",
+                    t->step);
         return tour_fail(t);
     }
     static const char *const specials[2] = {"<unk>", "<pad>"};
@@ -48,8 +52,8 @@ static int imdb_load(tour_run *t, imdb *d)
     }
     if (st == ATTN_OK && !(d->vocab = attn_vocab_build(c, specials, 2, 1, 0))) st = attn_last_status();
     if (st == ATTN_OK)
-        st = attn_encode_texts(&d->ids, d->vocab, ATTN_TOKENIZER_BASIC_ENGLISH,
-                               (const char *const *)d->train.texts, d->train.count);
+        st = attn_encode_texts(&d->ids, d->vocab, ATTN_TOKENIZER_BASIC_ENGLISH, (const char *const *)d->train.texts,
+                               d->train.count);
     attn_tokens_free(&toks);
     attn_counter_free(c);
     return st == ATTN_OK ? CLI_OK : tour_fail(t);
@@ -73,8 +77,10 @@ int tour_002_data(tour_run *t)
     if (code == CLI_OK && n < 0) code = batch ? tour_fail(t) : cli_fail(CLI_ERR_DATA, "tour", "out of memory");
     attn_pad_opts pad = {.pad_id = attn_vocab_find(d.vocab, "<pad>"), .bos_id = -1, .eos_id = -1};
     if (code == CLI_OK && d.train.count < BATCH) /* the step shows the first batch of BATCH reviews */
-        code = cli_fail(CLI_ERR_DATA, "tour", "%s: %lld training reviews; this step shows a batch of %d, so it needs "
-                        "at least %d", t->step, (long long)d.train.count, BATCH, BATCH);
+        code = cli_fail(CLI_ERR_DATA, "tour",
+                        "%s: %lld training reviews; this step shows a batch of %d, so it needs "
+                        "at least %d",
+                        t->step, (long long)d.train.count, BATCH, BATCH);
     for (int64_t i = 0; i < BATCH; i++) rows[i] = i;
     if (code == CLI_OK && attn_batch_pad(batch, NULL, &d.ids, rows, &pad, BATCH, SEED_MAX_LEN) != ATTN_OK)
         code = tour_fail(t);
@@ -91,12 +97,14 @@ int tour_002_data(tour_run *t)
         TOUR_PRINTF(t, "first batch: labels (%d), texts (%d, %d), texts[0, :8] =",
                     "第一个批次：labels (%d)，texts (%d, %d)，texts[0, :8] =", BATCH, BATCH, SEED_MAX_LEN);
         for (int i = 0; i < 8; i++) printf(" %lld", (long long)batch[i]);
-        TOUR_PRINTF(t, "\nnote: torchtext's IMDB yields the labels 1 (neg) and 2 (pos), so the tutorial's\n"
-                       "`1 if label=='pos' else 0` makes all %lld labels 0; attn takes the label from the\n"
-                       "folder (pos/ = 1, neg/ = 0).\n",
+        TOUR_PRINTF(t,
+                    "\nnote: torchtext's IMDB yields the labels 1 (neg) and 2 (pos), so the tutorial's\n"
+                    "`1 if label=='pos' else 0` makes all %lld labels 0; attn takes the label from the\n"
+                    "folder (pos/ = 1, neg/ = 0).\n",
                     "\n注意：torchtext 的 IMDB 给出的标签是整数 1（负面）和 2（正面），所以教程的\n"
                     "`1 if label=='pos' else 0` 会把全部 %lld 个标签都变成 0；attn 按所在文件夹给标签\n"
-                    "（pos/ 为 1，neg/ 为 0）。\n", (long long)d.train.count);
+                    "（pos/ 为 1，neg/ 为 0）。\n",
+                    (long long)d.train.count);
         /* the ids as float32, as torch's tensors would be saved after .float() */
         float labels_f[BATCH], sample_f[64];
         for (int i = 0; i < BATCH; i++) labels_f[i] = (float)d.train.labels[i];
@@ -105,8 +113,10 @@ int tour_002_data(tour_run *t)
         tour_keep_raw(t, "sample_ids", sample_f, 1, &n);
         float *texts_f = t->saved ? malloc(sizeof(float) * BATCH * SEED_MAX_LEN) : NULL;
         for (int64_t i = 0; texts_f && i < BATCH * SEED_MAX_LEN; i++) texts_f[i] = (float)batch[i];
-        if (texts_f) tour_keep_raw(t, "texts", texts_f, 2, (int64_t[]){BATCH, SEED_MAX_LEN});
-        else if (t->saved) t->save_status = ATTN_ERR_NOMEM;
+        if (texts_f)
+            tour_keep_raw(t, "texts", texts_f, 2, (int64_t[]){BATCH, SEED_MAX_LEN});
+        else if (t->saved)
+            t->save_status = ATTN_ERR_NOMEM;
         free(texts_f);
     }
     attn_tokens_free(&toks);
@@ -134,16 +144,19 @@ int tour_002_model(tour_run *t)
     if (code == CLI_OK) {
         attn_classifier_config cfg = attn_classifier_defaults(attn_vocab_size(d.vocab));
         ready = p && attn_classifier_init(&model, p, &cfg, &t->rng) == ATTN_OK;
-        if (!ready) code = tour_fail(t);
+        if (!ready)
+            code = tour_fail(t);
         else
             printf("AttentionClassifier(vocab_size=%lld, embed_dim=%lld, num_heads=%lld, hidden_dim=%lld, "
-                   "num_classes=%lld)\n", (long long)cfg.vocab_size, (long long)cfg.embed_dim,
-                   (long long)cfg.num_heads, (long long)cfg.hidden_dim, (long long)cfg.num_classes);
+                   "num_classes=%lld)\n",
+                   (long long)cfg.vocab_size, (long long)cfg.embed_dim, (long long)cfg.num_heads,
+                   (long long)cfg.hidden_dim, (long long)cfg.num_classes);
     }
     if (ready) {
         print_parameters(t, p);
-        TOUR_SAY(t, "(attention.in_proj_weight stacks the tutorial's Wq, Wk and Wv weights; out_proj is fc_out)\n"
-                    "criterion: CrossEntropyLoss   optimizer: Adam(lr=0.001)\n",
+        TOUR_SAY(t,
+                 "(attention.in_proj_weight stacks the tutorial's Wq, Wk and Wv weights; out_proj is fc_out)\n"
+                 "criterion: CrossEntropyLoss   optimizer: Adam(lr=0.001)\n",
                  "（attention.in_proj_weight 把教程的 Wq、Wk、Wv 三个权重上下叠在一起；out_proj 即 fc_out）\n"
                  "损失函数：CrossEntropyLoss   优化器：Adam(lr=0.001)\n");
         for (size_t i = 0; i < attn_params_count(p); i++) tour_keep(t, attn_params_name(p, i), attn_params_at(p, i));
@@ -156,13 +169,17 @@ int tour_002_model(tour_run *t)
 
 /* ---- 6.3: a short run of the training loop, then visualize_attention ---- */
 
-enum { TRAIN_REVIEWS = 64, TRAIN_LEN = 32, TRAIN_EPOCHS = 2 };
+enum {
+    TRAIN_REVIEWS = 64,
+    TRAIN_LEN = 32,
+    TRAIN_EPOCHS = 2
+};
 
 typedef struct trainer {
     attn_classifier model;
     attn_params *p;
     attn_optim *opt;
-    int64_t rows[TRAIN_REVIEWS];         /* the reviews trained on, evenly spread over the set */
+    int64_t rows[TRAIN_REVIEWS]; /* the reviews trained on, evenly spread over the set */
     int64_t ids[BATCH * TRAIN_LEN], lengths[BATCH], labels[BATCH];
 } trainer;
 
@@ -184,8 +201,9 @@ static attn_status train_epoch(tour_run *t, trainer *tr, const imdb *d, double *
         }
         st = attn_batch_pad(tr->ids, tr->lengths, &d->ids, rows, &pad, n, TRAIN_LEN);
         for (int64_t i = 0; i < n; i++) tr->lengths[i] += tr->lengths[i] == 0;
-        attn_tensor *logits = st == ATTN_OK ? attn_classifier_forward(t->ctx, &tr->model, tr->ids, tr->lengths,
-                                                                      n, TRAIN_LEN, NULL) : NULL;
+        attn_tensor *logits =
+            st == ATTN_OK ? attn_classifier_forward(t->ctx, &tr->model, tr->ids, tr->lengths, n, TRAIN_LEN, NULL)
+                          : NULL;
         attn_tensor *l = attn_cross_entropy(t->ctx, logits, tr->labels, -100, 0.0f);
         attn_params_zero_grad(tr->p);
         if (!l || attn_backward(t->ctx, l) != ATTN_OK || attn_optim_step(tr->opt) != ATTN_OK) {
@@ -193,7 +211,8 @@ static attn_status train_epoch(tour_run *t, trainer *tr, const imdb *d, double *
             break;
         }
         total_loss += l->data[0];
-        for (int64_t i = 0; i < n; i++) correct += (logits->data[2 * i + 1] > logits->data[2 * i]) == (tr->labels[i] == 1);
+        for (int64_t i = 0; i < n; i++)
+            correct += (logits->data[2 * i + 1] > logits->data[2 * i]) == (tr->labels[i] == 1);
         total += n;
         attn_ctx_reset(t->ctx);
     }
@@ -217,13 +236,19 @@ static int visualize(tour_run *t, trainer *tr, const imdb *d)
     int code = e && attn_mha_forward(t->ctx, &tr->model.mha, e, e, e, &mean, &w) ? CLI_OK : tour_fail(t);
     if (code == CLI_OK) {
         tour_print_shape(TOUR_TR(t, "visualize_attention: attn_weights, mean over the 4 heads",
-                                 "visualize_attention：attn_weights，4 个头的平均"), w);
+                                 "visualize_attention：attn_weights，4 个头的平均"),
+                         w);
         tour_keep(t, "attn_weights", w);
-        attn_heatmap_opts ho = {.title = "文本注意力权重", .xlabel = "Key位置", .ylabel = "Query位置",
-                                .xticks = toks.items, .yticks = toks.items, .auto_range = true};
+        attn_heatmap_opts ho = {.title = "文本注意力权重",
+                                .xlabel = "Key位置",
+                                .ylabel = "Query位置",
+                                .xticks = toks.items,
+                                .yticks = toks.items,
+                                .auto_range = true};
         code = tour_heatmap(t, "002_6.3_attention.png", w->data, n, n, &ho);
-        TOUR_SAY(t, "note: visualize_attention leaves out pos_encoding, which forward() adds; attn classify\n"
-                    "explain draws the weights forward() uses (--seed-style: these).\n",
+        TOUR_SAY(t,
+                 "note: visualize_attention leaves out pos_encoding, which forward() adds; attn classify\n"
+                 "explain draws the weights forward() uses (--seed-style: these).\n",
                  "注意：visualize_attention 没有加 forward() 里会加的 pos_encoding；attn classify explain\n"
                  "画的是 forward() 实际用到的权重（加 --seed-style 则与这里相同）。\n");
     }
@@ -246,8 +271,9 @@ int tour_002_train(tour_run *t)
         ready = (tr->p = attn_params_new()) && attn_classifier_init(&tr->model, tr->p, &cfg, &t->rng) == ATTN_OK;
         if (!ready || !(tr->opt = cli_optim_new(tr->p, &oc))) code = tour_fail(t);
         for (int64_t i = 0; i < TRAIN_REVIEWS; i++) tr->rows[i] = i * d.train.count / TRAIN_REVIEWS;
-        TOUR_PRINTF(t, "a short run: %d epochs over %d of the %lld reviews (half pos, half neg), max_len %d,\n"
-                       "batches of %d shuffled (the tutorial: 5 epochs over 25,000 reviews, max_len 512, in file order)\n",
+        TOUR_PRINTF(t,
+                    "a short run: %d epochs over %d of the %lld reviews (half pos, half neg), max_len %d,\n"
+                    "batches of %d shuffled (the tutorial: 5 epochs over 25,000 reviews, max_len 512, in file order)\n",
                     "简短的训练：在 %3$lld 条影评中取 %2$d 条（正负各半）训练 %1$d 个 epoch，max_len %4$d，\n"
                     "每批 %5$d 条、打乱顺序（教程：25,000 条影评训练 5 个 epoch，max_len 512，按文件顺序）\n",
                     TRAIN_EPOCHS, TRAIN_REVIEWS, (long long)d.train.count, TRAIN_LEN, BATCH);
@@ -256,8 +282,10 @@ int tour_002_train(tour_run *t)
     attn_ctx_set_training(t->ctx, true);
     for (int epoch = 0; code == CLI_OK && epoch < TRAIN_EPOCHS; epoch++) {
         double loss = 0, acc = 0;
-        if (train_epoch(t, tr, &d, &loss, &acc) != ATTN_OK) code = tour_fail(t);
-        else printf("Epoch %d, Loss: %.4f, Acc: %.2f%%\n", epoch + 1, loss, acc);
+        if (train_epoch(t, tr, &d, &loss, &acc) != ATTN_OK)
+            code = tour_fail(t);
+        else
+            printf("Epoch %d, Loss: %.4f, Acc: %.2f%%\n", epoch + 1, loss, acc);
     }
     if (code == CLI_OK) code = visualize(t, tr, &d);
     if (code == CLI_OK)

@@ -52,8 +52,12 @@ static int plot_fit(const tour_run *t, const char *name, const char *title, cons
 /* D2L's picture of the weights: rows = test inputs, columns = training inputs, both sorted. */
 static int plot_weights(const tour_run *t, const char *name, const char *title, const attn_tensor *w)
 {
-    attn_heatmap_opts ho = {.title = title, .xlabel = "sorted training inputs", .ylabel = "sorted testing inputs",
-                            .cmap = ATTN_CMAP_REDS, .auto_range = true, .annotate = -1};
+    attn_heatmap_opts ho = {.title = title,
+                            .xlabel = "sorted training inputs",
+                            .ylabel = "sorted testing inputs",
+                            .cmap = ATTN_CMAP_REDS,
+                            .auto_range = true,
+                            .annotate = -1};
     return tour_heatmap(t, name, w->data, TOUR_NW_TEST, TOUR_NW_TRAIN, &ho);
 }
 
@@ -98,7 +102,8 @@ int tour_003_nw_fixed(tour_run *t)
     nw_tensors d;
     attn_tensor *w = NULL, *y_hat = nw_load(t->ctx, &d) ? predict(t->ctx, &d, NULL, &w) : NULL;
     if (!y_hat) return tour_fail(t);
-    tour_print_shape(TOUR_TR(t, "attention weights (test queries x training keys)", "注意力权重（测试查询 × 训练键）"), w);
+    tour_print_shape(TOUR_TR(t, "attention weights (test queries x training keys)", "注意力权重（测试查询 × 训练键）"),
+                     w);
     print_prediction(t, &d, y_hat);
     tour_keep(t, "y_hat", y_hat);
     tour_keep(t, "attention_weights", w);
@@ -160,7 +165,8 @@ int tour_003_nw_train(tour_run *t)
         tour_keep(t, "y_hat", y_hat);
         code = plot_fit(t, "003_nw_fit.png", "NW regression, w learned by SGD", &d, y_hat);
     }
-    if (code == CLI_OK) code = plot_weights(t, "003_nw_train_weights.png", "learned kernel: attention weights", weights);
+    if (code == CLI_OK)
+        code = plot_weights(t, "003_nw_train_weights.png", "learned kernel: attention weights", weights);
     attn_params_free(p);
     return code;
 }

@@ -9,13 +9,18 @@
 #include <stddef.h>
 #include <stdio.h>
 
-enum { N_D = 16, D_STEP = 32, QUERIES = 100, KEYS = 10 };
+enum {
+    N_D = 16,
+    D_STEP = 32,
+    QUERIES = 100,
+    KEYS = 10
+};
 
 typedef struct scale_stats { /* per d_k, over QUERIES x KEYS scores */
     float d[N_D];
-    float var_raw[N_D], var_scaled[N_D];     /* variance of q.k and of q.k / sqrt(d) */
-    float max_raw[N_D], max_scaled[N_D];     /* mean largest softmax weight of a query */
-    float grad_raw[N_D], grad_scaled[N_D];   /* mean sum_j p_j (1 - p_j) */
+    float var_raw[N_D], var_scaled[N_D];   /* variance of q.k and of q.k / sqrt(d) */
+    float max_raw[N_D], max_scaled[N_D];   /* mean largest softmax weight of a query */
+    float grad_raw[N_D], grad_scaled[N_D]; /* mean sum_j p_j (1 - p_j) */
 } scale_stats;
 
 static float variance(const float *s, int64_t n, double scale)
@@ -77,19 +82,27 @@ static int plot(const tour_run *t, const scale_stats *s)
         {.label = "d_k (theory)", .x = s->d, .y = s->d, .n = N_D, .dashed = true},
         {.label = "1 (theory)", .x = s->d, .y = ones, .n = N_D, .dashed = true},
     };
-    attn_lineplot_opts vo = {.title = "q, k ~ N(0, I): variance of the score", .xlabel = "d_k",
-                             .ylabel = "variance over 1000 scores", .log_y = true};
+    attn_lineplot_opts vo = {.title = "q, k ~ N(0, I): variance of the score",
+                             .xlabel = "d_k",
+                             .ylabel = "variance over 1000 scores",
+                             .log_y = true};
     int code = tour_lines(t, "003_sqrt_d_variance.png", var, 4, &vo);
     const uint32_t raw = ATTN_RGB(31, 119, 180), scaled = ATTN_RGB(255, 127, 14);
     attn_series soft[4] = {
         {.label = "largest weight, softmax(q·k)", .x = s->d, .y = s->max_raw, .n = N_D, .color = raw},
         {.label = "largest weight, softmax(q·k / √d_k)", .x = s->d, .y = s->max_scaled, .n = N_D, .color = scaled},
         {.label = "Σ p(1-p), softmax(q·k)", .x = s->d, .y = s->grad_raw, .n = N_D, .dashed = true, .color = raw},
-        {.label = "Σ p(1-p), softmax(q·k / √d_k)", .x = s->d, .y = s->grad_scaled, .n = N_D, .dashed = true,
+        {.label = "Σ p(1-p), softmax(q·k / √d_k)",
+         .x = s->d,
+         .y = s->grad_scaled,
+         .n = N_D,
+         .dashed = true,
          .color = scaled},
     };
-    attn_lineplot_opts so = {.title = "softmax over 10 keys: saturation", .xlabel = "d_k",
-                             .ylabel = "mean over 100 queries", .ylim = {0, 1.45f}};
+    attn_lineplot_opts so = {.title = "softmax over 10 keys: saturation",
+                             .xlabel = "d_k",
+                             .ylabel = "mean over 100 queries",
+                             .ylim = {0, 1.45f}};
     return code == CLI_OK ? tour_lines(t, "003_sqrt_d_softmax.png", soft, 4, &so) : code;
 }
 
@@ -98,10 +111,11 @@ int tour_003_sqrt_d(tour_run *t)
     scale_stats s;
     for (int i = 0; i < N_D; i++)
         if (!measure(t, i, &s)) return tour_fail(t);
-    TOUR_PRINTF(t, "q, k ~ N(0, I_d): %d queries x %d keys per d_k\n", "q, k ~ N(0, I_d)：每个 d_k 取 %d 个查询 × %d 个键\n",
-                QUERIES, KEYS);
-    TOUR_SAY(t, "   d_k   Var(q·k)   Var(q·k/√d_k)   largest weight      Σ p(1-p) (gradient)\n"
-                "                                      q·k   q·k/√d_k          q·k   q·k/√d_k\n",
+    TOUR_PRINTF(t, "q, k ~ N(0, I_d): %d queries x %d keys per d_k\n",
+                "q, k ~ N(0, I_d)：每个 d_k 取 %d 个查询 × %d 个键\n", QUERIES, KEYS);
+    TOUR_SAY(t,
+             "   d_k   Var(q·k)   Var(q·k/√d_k)   largest weight      Σ p(1-p) (gradient)\n"
+             "                                      q·k   q·k/√d_k          q·k   q·k/√d_k\n",
              "   d_k   Var(q·k)   Var(q·k/√d_k)       最大权重          Σ p(1-p)（梯度）\n"
              "                                      q·k   q·k/√d_k          q·k   q·k/√d_k\n");
     static const int shown[5] = {0, 1, 3, 7, 15}; /* d_k 32, 64, 128, 256, 512 */
@@ -112,7 +126,10 @@ int tour_003_sqrt_d(tour_run *t)
     }
     TOUR_SAY(t, "unscaled, the scores spread as √d_k and the softmax turns one-hot: its gradient vanishes\n",
              "不缩放时，分数的尺度随 √d_k 增大，softmax 趋于 one-hot，梯度随之消失\n");
-    static const struct { const char *name; size_t offset; } saved[7] = {
+    static const struct {
+        const char *name;
+        size_t offset;
+    } saved[7] = {
         {"d_k", offsetof(scale_stats, d)},
         {"var_raw", offsetof(scale_stats, var_raw)},
         {"var_scaled", offsetof(scale_stats, var_scaled)},

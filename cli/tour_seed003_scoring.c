@@ -165,18 +165,21 @@ int tour_003_multihead(tour_run *t)
         printf("MultiHeadAttention(num_hiddens=100, num_heads=5, dropout=0.5), eval()\n");
         printf("X = torch.ones((2, 4, 100)), Y = torch.ones((2, 6, 100)), valid_lens = [3, 2]\n");
         tour_print_shape("attention(X, Y, Y, valid_lens)", out);
-        TOUR_SAY(t, "each head attends in its own 20 features: queries (batch, heads, 4, 20); D2L folds the\n"
-                    "heads into the batch: (10, 4, 20)\n",
+        TOUR_SAY(t,
+                 "each head attends in its own 20 features: queries (batch, heads, 4, 20); D2L folds the\n"
+                 "heads into the batch: (10, 4, 20)\n",
                  "每个头在自己的 20 维特征里做注意力：queries 为 (batch, heads, 4, 20)；D2L 把头并进批次维：\n"
                  "(10, 4, 20)\n");
-        tour_print_shape(TOUR_TR(t, "attention weights (batch, heads, queries, keys)",
-                                 "注意力权重 (batch, heads, queries, keys)"), w);
+        tour_print_shape(
+            TOUR_TR(t, "attention weights (batch, heads, queries, keys)", "注意力权重 (batch, heads, queries, keys)"),
+            w);
         TOUR_SAY(t, "weights[0, 0, 0] (valid_len 3) and weights[1, 0, 0] (valid_len 2), keys all equal:\n",
                  "weights[0, 0, 0]（valid_len 3）与 weights[1, 0, 0]（valid_len 2），所有键都相同：\n");
         tour_print_matrix(w->data, 1, 6, NULL, NULL);
         tour_print_matrix(w->data + 5 * 4 * 6, 1, 6, NULL, NULL);
-        tour_print_shape(TOUR_TR(t, "self-attention: attention(X, X, X, valid_lens)",
-                                 "自注意力：attention(X, X, X, valid_lens)"), self);
+        tour_print_shape(
+            TOUR_TR(t, "self-attention: attention(X, X, X, valid_lens)", "自注意力：attention(X, X, X, valid_lens)"),
+            self);
         tour_keep(t, "output", out);
         tour_keep(t, "attention_weights", w);
         tour_keep(t, "self.output", self);

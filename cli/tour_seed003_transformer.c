@@ -8,9 +8,20 @@
 
 int tour_003_bahdanau(tour_run *t)
 {
-    enum { B = 4, T = 7 };
-    attn_seq2seq_config cfg = {.kind = ATTN_SEQ2SEQ_BAHDANAU, .src_vocab = 10, .tgt_vocab = 10, .d_model = 16,
-                               .enc_layers = 2, .dec_layers = 2, .max_len = T, .pad_id = 1, .bos_id = 2, .eos_id = 3};
+    enum {
+        B = 4,
+        T = 7
+    };
+    attn_seq2seq_config cfg = {.kind = ATTN_SEQ2SEQ_BAHDANAU,
+                               .src_vocab = 10,
+                               .tgt_vocab = 10,
+                               .d_model = 16,
+                               .enc_layers = 2,
+                               .dec_layers = 2,
+                               .max_len = T,
+                               .pad_id = 1,
+                               .bos_id = 2,
+                               .eos_id = 3};
     attn_params *p = attn_params_new();
     attn_seq2seq m;
     bool ready = p && attn_seq2seq_init(&m, p, &cfg, &t->rng) == ATTN_OK;
@@ -26,11 +37,13 @@ int tour_003_bahdanau(tour_run *t)
         printf("Seq2SeqEncoder + Seq2SeqAttentionDecoder(vocab_size=10, num_hiddens=16, num_layers=2)\n");
         TOUR_SAY(t, "(D2L embeds in 8 dimensions; attn's Bahdanau model uses one size, 16, for both)\n",
                  "（D2L 的嵌入是 8 维；attn 的 Bahdanau 模型嵌入和隐状态都用 16 维）\n");
-        tour_print_shape(TOUR_TR(t, "encoder outputs: the keys and values h_1..h_7", "编码器输出：键和值 h_1..h_7"), enc);
+        tour_print_shape(TOUR_TR(t, "encoder outputs: the keys and values h_1..h_7", "编码器输出：键和值 h_1..h_7"),
+                         enc);
         tour_print_shape(TOUR_TR(t, "encoder hidden state: the first query s_0", "编码器隐状态：第一个查询 s_0"), h_n);
         tour_print_shape(TOUR_TR(t, "decoder output", "解码器输出"), logits);
         tour_print_shape(TOUR_TR(t, "attention weights (batch, 1, decoder steps, encoder steps)",
-                                 "注意力权重（batch, 1, 解码步, 编码步）"), cross);
+                                 "注意力权重（batch, 1, 解码步, 编码步）"),
+                         cross);
         TOUR_SAY(t, "the trained model: attn translate train --model bahdanau\n",
                  "在真实数据上训练：attn translate train --model bahdanau\n");
         tour_keep(t, "encoder_outputs", enc);
@@ -46,7 +59,10 @@ int tour_003_bahdanau(tour_run *t)
 
 int tour_003_positional(tour_run *t)
 {
-    enum { STEPS = 60, DIM = 32 };
+    enum {
+        STEPS = 60,
+        DIM = 32
+    };
     attn_tensor *pe = attn_sinusoidal_table(t->ctx, STEPS, DIM, ATTN_PE_INTERLEAVED);
     if (!pe) return tour_fail(t);
     tour_print_shape("P = PositionalEncoding(32).P[:, :60, :]", pe);
@@ -68,8 +84,8 @@ int tour_003_positional(tour_run *t)
     }
     attn_lineplot_opts po = {.xlabel = "Row (position)", .width = 640, .height = 300};
     int code = tour_lines(t, "003_pe_curves.png", s, 4, &po);
-    attn_heatmap_opts ho = {.xlabel = "Column (encoding dimension)", .ylabel = "Row (position)",
-                            .auto_range = true, .annotate = -1};
+    attn_heatmap_opts ho = {
+        .xlabel = "Column (encoding dimension)", .ylabel = "Row (position)", .auto_range = true, .annotate = -1};
     return code == CLI_OK ? tour_heatmap(t, "003_pe_heatmap.png", pe->data, STEPS, DIM, &ho) : code;
 }
 
@@ -112,8 +128,7 @@ static int ffn_and_add_norm(tour_run *t, attn_params *p, attn_rng *scratch)
 }
 
 /* D2L's blocks: attention without biases (W_q, W_k, W_v, W_o), FFN with them, post-LN. */
-static void init_block(tour_run *t, attn_mha_layer *const *mha, int n_mha, attn_linear_layer *l1,
-                       attn_linear_layer *l2)
+static void init_block(tour_run *t, attn_mha_layer *const *mha, int n_mha, attn_linear_layer *l1, attn_linear_layer *l2)
 {
     for (int i = 0; i < n_mha; i++) tour_init_mha(mha[i], false, &t->rng);
     tour_init_linear(l1, &t->rng);
@@ -122,7 +137,11 @@ static void init_block(tour_run *t, attn_mha_layer *const *mha, int n_mha, attn_
 
 int tour_003_transformer(tour_run *t)
 {
-    enum { B = 2, L = 100, E = 24 };
+    enum {
+        B = 2,
+        L = 100,
+        E = 24
+    };
     attn_params *p = attn_params_new();
     attn_rng scratch;
     attn_rng_seed(&scratch, 1);

@@ -25,30 +25,35 @@ double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void progress_start(progress *p, const char *cmd, int64_t total_steps, int64_t done_steps,
-                    bool log_steps)
+void progress_start(progress *p, const char *cmd, int64_t total_steps, int64_t done_steps, bool log_steps)
 {
     const bool show = dist_rank() == 0;
-    *p = (progress){.cmd = cmd, .show = show, .tty = show && isatty(STDERR_FILENO), .log_steps = show && log_steps,
-                    .start = now_seconds(), .total_steps = total_steps, .done_steps = done_steps};
+    *p = (progress){.cmd = cmd,
+                    .show = show,
+                    .tty = show && isatty(STDERR_FILENO),
+                    .log_steps = show && log_steps,
+                    .start = now_seconds(),
+                    .total_steps = total_steps,
+                    .done_steps = done_steps};
     p->last_print = p->start;
 }
 
 static void format_eta(char *buf, size_t n, double seconds)
 {
     long s = (long)(seconds + 0.5);
-    if (s >= 3600) snprintf(buf, n, "%ldh%02ldm", s / 3600, s / 60 % 60);
-    else snprintf(buf, n, "%ldm%02lds", s / 60, s % 60);
+    if (s >= 3600)
+        snprintf(buf, n, "%ldh%02ldm", s / 3600, s / 60 % 60);
+    else
+        snprintf(buf, n, "%ldm%02lds", s / 60, s % 60);
 }
 
-void progress_step(progress *p, long epoch, int64_t batch, int64_t batches, double loss,
-                   double tokens)
+void progress_step(progress *p, long epoch, int64_t batch, int64_t batches, double loss, double tokens)
 {
     p->done_steps++;
     p->tokens += tokens;
     if (p->log_steps) {
-        printf("step %" PRId64 " (epoch %ld, batch %" PRId64 "/%" PRId64 "): loss %.9g\n", p->done_steps,
-               epoch + 1, batch + 1, batches, loss);
+        printf("step %" PRId64 " (epoch %ld, batch %" PRId64 "/%" PRId64 "): loss %.9g\n", p->done_steps, epoch + 1,
+               batch + 1, batches, loss);
         fflush(stdout);
     }
     double t = now_seconds(), elapsed = t - p->start;
@@ -70,7 +75,10 @@ void progress_end(progress *p)
 
 /* Rank 0's RNG state has its own keys (run.rng_state, ...), as in checkpoints of one process;
  * rank r >= 1 has run.rank<r>.rng = "state inc has_spare spare". */
-enum { RUN_KEYS = 7, VAL_LEN = 96 };
+enum {
+    RUN_KEYS = 7,
+    VAL_LEN = 96
+};
 
 static void rank_rng_format(char *buf, const attn_rng *r)
 {
@@ -88,15 +96,15 @@ static bool rank_rng_parse(const char *s, attn_rng *out)
 }
 
 /* Rank 0: the file, with rngs[r] the RNG state of rank r. */
-static attn_status save_root(const char *path, const attn_params *p, const attn_optim *opt,
-                             const run_position *pos, const attn_rng *rngs, const char *const *kv, int n_kv,
-                             const checkpoint_extra *x)
+static attn_status save_root(const char *path, const attn_params *p, const attn_optim *opt, const run_position *pos,
+                             const attn_rng *rngs, const char *const *kv, int n_kv, const checkpoint_extra *x)
 {
-    static const char *const keys[RUN_KEYS] = {"run.epoch", "run.batch", "run.global_batch", "run.rng_state",
+    static const char *const keys[RUN_KEYS] = {"run.epoch",   "run.batch",         "run.global_batch", "run.rng_state",
                                                "run.rng_inc", "run.rng_has_spare", "run.rng_spare"};
     const int ranks = dist_size(), n_opts = x ? x->n_options : 0, n_vocabs = x ? x->n_vocabs : 0;
     const int n_run = RUN_KEYS + ranks - 1 + n_opts + 1, n_all = n_run + n_kv + n_vocabs; /* + run.threads */
-    char (*vals)[VAL_LEN] = malloc((size_t)n_run * sizeof *vals), (*names)[32] = malloc((size_t)(ranks + n_opts) * sizeof *names);
+    char(*vals)[VAL_LEN] = malloc((size_t)n_run * sizeof *vals),
+    (*names)[32] = malloc((size_t)(ranks + n_opts) * sizeof *names);
     const char **all = malloc((size_t)(2 * n_all) * sizeof *all);
     attn_status st = vals && names && all ? ATTN_OK : ATTN_ERR_NOMEM;
     if (st == ATTN_OK) {
@@ -133,8 +141,8 @@ static attn_status save_root(const char *path, const attn_params *p, const attn_
     return st;
 }
 
-attn_status run_checkpoint_save(const char *path, const attn_params *p, const attn_optim *opt,
-                                const run_position *pos, const char *const *kv, int n_kv, const checkpoint_extra *x)
+attn_status run_checkpoint_save(const char *path, const attn_params *p, const attn_optim *opt, const run_position *pos,
+                                const char *const *kv, int n_kv, const checkpoint_extra *x)
 {
     /* NaN or Inf parameters never replace a good checkpoint (every rank holds the same ones) */
     if (train_guard_params(p, path, pos->epoch, pos->batch) != ATTN_OK) return attn_last_status();
@@ -158,23 +166,27 @@ int run_options_check(const char *cmd, const attn_st_file *f, const char *path, 
         const double was = text ? strtod(text, &end) : 0;
         if (!text) continue; /* written before the run's options were kept: nothing to hold it to */
         if (end == text || *end || !isfinite(was))
-            return cli_fail(CLI_ERR_DATA, cmd, "resume: %s: metadata %s is \"%s\", which no training command "
-                            "writes (a damaged file)", path, key, text);
+            return cli_fail(CLI_ERR_DATA, cmd,
+                            "resume: %s: metadata %s is \"%s\", which no training command "
+                            "writes (a damaged file)",
+                            path, key, text);
         if (was == opts[i].value) continue;
-        snprintf(differ + strlen(differ), sizeof differ - strlen(differ), "%s%s %g", *differ ? ", " : "",
-                 opts[i].opt, opts[i].value);
-        snprintf(saved + strlen(saved), sizeof saved - strlen(saved), "%s%s %g", *saved ? ", " : "", opts[i].opt,
-                 was);
+        snprintf(differ + strlen(differ), sizeof differ - strlen(differ), "%s%s %g", *differ ? ", " : "", opts[i].opt,
+                 opts[i].value);
+        snprintf(saved + strlen(saved), sizeof saved - strlen(saved), "%s%s %g", *saved ? ", " : "", opts[i].opt, was);
     }
     if (*differ)
-        return cli_fail(CLI_ERR_USAGE, cmd, "resume: %s was trained with %s; these options give %s, and a resumed run "
+        return cli_fail(CLI_ERR_USAGE, cmd,
+                        "resume: %s was trained with %s; these options give %s, and a resumed run "
                         "gives the same losses as an uninterrupted one only with the same: resume with the options "
                         "it was trained with (--epochs, --max-steps, --checkpoint-every, --log-steps, --plot-loss "
-                        "and --threads may change)", path, saved, differ);
+                        "and --threads may change)",
+                        path, saved, differ);
     long threads;
     if (checkpoint_meta_long(f, "run.threads", &threads) && threads != cli_threads())
         printf("note: %s was trained with %ld threads, this run has %d: its losses may differ from an "
-               "uninterrupted run's in the last digits\n", path, threads, cli_threads());
+               "uninterrupted run's in the last digits\n",
+               path, threads, cli_threads());
     return CLI_OK;
 }
 
@@ -194,10 +206,14 @@ long config_value(const config_field *field, const void *cfg)
 {
     const char *at = (const char *)cfg + field->offset;
     switch (field->type) {
-    case CONFIG_I64: return (long)*(const int64_t *)at;
-    case CONFIG_INT: return *(const int *)at;
-    case CONFIG_BOOL: return *(const bool *)at;
-    case CONFIG_F32: return (long)*(const float *)at; /* whole numbers (the option that sets it is an integer) */
+    case CONFIG_I64:
+        return (long)*(const int64_t *)at;
+    case CONFIG_INT:
+        return *(const int *)at;
+    case CONFIG_BOOL:
+        return *(const bool *)at;
+    case CONFIG_F32:
+        return (long)*(const float *)at; /* whole numbers (the option that sets it is an integer) */
     }
     return 0;
 }
@@ -229,8 +245,8 @@ attn_vocab *checkpoint_vocab(const char *cmd, const attn_st_file *f, const char 
         snprintf(name, sizeof name, "%s: metadata %s", path, key);
         v = attn_vocab_parse(text, strlen(text), name);
     } else if (legacy) { /* written before the vocabularies went inside: the file beside it */
-        fprintf(stderr, "attn %s: note: %s carries no vocabulary (an older attn wrote it); reading %s beside it\n",
-                cmd, path, legacy);
+        fprintf(stderr, "attn %s: note: %s carries no vocabulary (an older attn wrote it); reading %s beside it\n", cmd,
+                path, legacy);
         v = attn_vocab_load(legacy);
     } else {
         attn_set_error(ATTN_ERR_FORMAT, "%s: metadata %s is missing", path, key);
@@ -248,10 +264,14 @@ bool vocab_has_specials(const char *cmd, const char *path, const char *which, co
         char list[128] = "", found[64];
         for (int j = 0; j < n; j++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "", specials[j]);
-        if (at < 0) snprintf(found, sizeof found, "no %s", specials[i]);
-        else snprintf(found, sizeof found, "%s at id %lld", specials[i], (long long)at);
-        cli_fail(CLI_ERR_DATA, cmd, "%s: its %svocabulary has %s; expected the specials %s first, in that order "
-                 "(as attn builds them)", path, which, found, list);
+        if (at < 0)
+            snprintf(found, sizeof found, "no %s", specials[i]);
+        else
+            snprintf(found, sizeof found, "%s at id %lld", specials[i], (long long)at);
+        cli_fail(CLI_ERR_DATA, cmd,
+                 "%s: its %svocabulary has %s; expected the specials %s first, in that order "
+                 "(as attn builds them)",
+                 path, which, found, list);
         return false;
     }
     return true;
@@ -294,8 +314,10 @@ int checkpoint_lock_take(const char *cmd, const char *checkpoint, checkpoint_loc
                          (st.st_size != 0 && (pread(fd, head, sizeof head - 1, 0) != (ssize_t)(sizeof head - 1) ||
                                               memcmp(head, LOCK_MARKER, sizeof head - 1) != 0)))) {
             close(fd);
-            return cli_fail(CLI_ERR_DATA, cmd, "%s: %s exists and is not an attn lock file; it is left as it is: "
-                            "move it away or choose another --checkpoint", checkpoint, l->path);
+            return cli_fail(CLI_ERR_DATA, cmd,
+                            "%s: %s exists and is not an attn lock file; it is left as it is: "
+                            "move it away or choose another --checkpoint",
+                            checkpoint, l->path);
         }
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
             int err = errno;
@@ -304,9 +326,11 @@ int checkpoint_lock_take(const char *cmd, const char *checkpoint, checkpoint_loc
             char who[32] = ""; /* none yet while that run writes its line */
             if (pid > 0) snprintf(who, sizeof who, " (pid %ld)", pid);
             if (err == EWOULDBLOCK)
-                return cli_fail(CLI_ERR_DATA, cmd, "%s: another run%s is training into this checkpoint "
+                return cli_fail(CLI_ERR_DATA, cmd,
+                                "%s: another run%s is training into this checkpoint "
                                 "(it holds %s); two runs would overwrite each other's: wait for it, or choose "
-                                "another --checkpoint", checkpoint, who, l->path);
+                                "another --checkpoint",
+                                checkpoint, who, l->path);
             return cli_fail(CLI_ERR_DATA, cmd, "%s: cannot lock %s: %s", checkpoint, l->path, strerror(err));
         }
         if (fstat(fd, &st) != 0 || stat(l->path, &now) != 0 || st.st_dev != now.st_dev || st.st_ino != now.st_ino) {
@@ -350,15 +374,15 @@ int config_check_resumed(const char *cmd, const attn_st_file *f, const char *pat
         const char *key = fields[i].key;
         const long was = config_value(&fields[i], saved), now = config_value(&fields[i], cfg);
         if (was != now)
-            code = cli_fail(CLI_ERR_USAGE, cmd, "resume: %s has %s %ld in its metadata, these options give %ld%s: "
-                            "resume with the options it was trained with", path, key, was, now,
-                            max_len_note && !strcmp(key, "max_len") ? max_len_note : "");
+            code = cli_fail(CLI_ERR_USAGE, cmd,
+                            "resume: %s has %s %ld in its metadata, these options give %ld%s: "
+                            "resume with the options it was trained with",
+                            path, key, was, now, max_len_note && !strcmp(key, "max_len") ? max_len_note : "");
     }
     return code;
 }
 
-const char *const *config_kv(const char *model_name, const config_field *fields, int n_fields, const void *cfg,
-                             int *n)
+const char *const *config_kv(const char *model_name, const config_field *fields, int n_fields, const void *cfg, int *n)
 {
     static char vals[CONFIG_MAX_FIELDS][32];
     static const char *kv[2 * (CONFIG_MAX_FIELDS + 1)];
@@ -386,8 +410,8 @@ int config_read(const char *cmd, const attn_st_file *f, const char *path, const 
     const char *model = attn_st_metadata(f, "model");
     int code = model && !strcmp(model, model_name)
                    ? CLI_OK
-                   : cli_fail(CLI_ERR_DATA, cmd, "%s is not a %s checkpoint (its metadata lacks model=%s)", path,
-                              what, model_name);
+                   : cli_fail(CLI_ERR_DATA, cmd, "%s is not a %s checkpoint (its metadata lacks model=%s)", path, what,
+                              model_name);
     for (int i = 0; code == CLI_OK && i < n_fields; i++) {
         const config_field *c = &fields[i];
         long v;
@@ -402,10 +426,14 @@ int config_read(const char *cmd, const attn_st_file *f, const char *path, const 
                             c->min, c->max);
         } else {
             char *at = (char *)cfg + c->offset;
-            if (c->type == CONFIG_I64) *(int64_t *)at = v;
-            else if (c->type == CONFIG_INT) *(int *)at = (int)v;
-            else if (c->type == CONFIG_F32) *(float *)at = (float)v;
-            else *(bool *)at = v != 0;
+            if (c->type == CONFIG_I64)
+                *(int64_t *)at = v;
+            else if (c->type == CONFIG_INT)
+                *(int *)at = (int)v;
+            else if (c->type == CONFIG_F32)
+                *(float *)at = (float)v;
+            else
+                *(bool *)at = v != 0;
         }
     }
     return code;
@@ -461,18 +489,24 @@ static int load_root(const char *cmd, const attn_st_file *f, const char *path, a
     const char *text = bad ? attn_st_metadata(f, bad) : NULL;
     int code = CLI_OK;
     if (bad && !text) {
-        code = cli_fail(CLI_ERR_DATA, cmd, "resume: %s has no run position (run.epoch, run.batch, run.rng_*); "
-                        "it was not written by a training command", path);
+        code = cli_fail(CLI_ERR_DATA, cmd,
+                        "resume: %s has no run position (run.epoch, run.batch, run.rng_*); "
+                        "it was not written by a training command",
+                        path);
     } else if (bad) {
-        code = cli_fail(CLI_ERR_DATA, cmd, "resume: %s: metadata %s is \"%s\", which no training command writes "
-                        "(a damaged file)", path, bad, text);
+        code = cli_fail(CLI_ERR_DATA, cmd,
+                        "resume: %s: metadata %s is \"%s\", which no training command writes "
+                        "(a damaged file)",
+                        path, bad, text);
     } else if (epoch < 0 || epoch > 100000 || batch < 0 || batch > pos->per_epoch) {
         /* batch = per_epoch: the epoch's last step was saved (--checkpoint-every), not its end */
-        code = cli_fail(CLI_ERR_DATA, cmd, "resume: %s: run position epoch %ld, batch %ld is out of range "
+        code = cli_fail(CLI_ERR_DATA, cmd,
+                        "resume: %s: run position epoch %ld, batch %ld is out of range "
                         "(epoch in [0, 100000], batch in [0, %lld]: an epoch of this data has %lld batches)",
                         path, epoch, batch, (long long)pos->per_epoch, (long long)pos->per_epoch);
     } else if (has_global && global != pos->global_batch) {
-        code = cli_fail(CLI_ERR_USAGE, cmd, "resume: %s was written with a global batch of %ld examples "
+        code = cli_fail(CLI_ERR_USAGE, cmd,
+                        "resume: %s was written with a global batch of %ld examples "
                         "(--batch-size x ranks); this run has %lld x %d = %lld: resume with the same product",
                         path, global, (long long)(pos->global_batch / dist_size()), dist_size(),
                         (long long)pos->global_batch);
@@ -489,7 +523,8 @@ static int load_root(const char *cmd, const attn_st_file *f, const char *path, a
         }
         if (missing)
             printf("note: %s has no dropout RNG state for %d of the %d ranks (it was written by fewer); "
-                   "they start fresh streams\n", path, missing, dist_size());
+                   "they start fresh streams\n",
+                   path, missing, dist_size());
     }
     return code;
 }
@@ -511,8 +546,8 @@ static void share_run(attn_params *p, attn_optim *opt, run_position *pos)
     pos->batch = where[2];
 }
 
-int run_start(const char *cmd, bool resume, const attn_st_file *f, const char *path, attn_params *p,
-              attn_optim *opt, run_position *pos)
+int run_start(const char *cmd, bool resume, const attn_st_file *f, const char *path, attn_params *p, attn_optim *opt,
+              run_position *pos)
 {
     rank_rng *rngs = calloc((size_t)dist_size(), sizeof *rngs), mine = {0};
     int code = rngs ? CLI_OK : cli_fail(CLI_ERR_DATA, cmd, "out of memory");

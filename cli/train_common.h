@@ -10,13 +10,12 @@
 /* The options every training command shares (rows: CLI_TRAIN_OPTIONS in options.h). */
 typedef struct train_options {
     long epochs, batch_size, max_len, seed, threads, checkpoint_every;
-    long max_steps; /* 0: no limit */
+    long max_steps;       /* 0: no limit */
     int matmul_precision; /* an attn_precision */
     double lr;
     const char *checkpoint, *plot_loss;
     bool resume, log_steps;
 } train_options;
-
 
 /* Shown on rank 0 only. */
 typedef struct progress {
@@ -28,11 +27,9 @@ typedef struct progress {
 } progress;
 
 /* log_steps: also one stdout line per step with its loss in full precision (--log-steps). */
-void progress_start(progress *p, const char *cmd, int64_t total_steps, int64_t done_steps,
-                    bool log_steps);
+void progress_start(progress *p, const char *cmd, int64_t total_steps, int64_t done_steps, bool log_steps);
 /* After one training step of `tokens` tokens (over all ranks). */
-void progress_step(progress *p, long epoch, int64_t batch, int64_t batches, double loss,
-                   double tokens);
+void progress_step(progress *p, long epoch, int64_t batch, int64_t batches, double loss, double tokens);
 void progress_end(progress *p);
 double now_seconds(void);
 
@@ -51,8 +48,8 @@ typedef struct run_position {
  * 0's parameters, optimizer state and position, and its own RNG state from the checkpoint (kept
  * as given in pos->rng when the checkpoint has none for this rank). CLI_OK, or an exit status
  * with the message printed. */
-int run_start(const char *cmd, bool resume, const attn_st_file *f, const char *path, attn_params *p,
-              attn_optim *opt, run_position *pos);
+int run_start(const char *cmd, bool resume, const attn_st_file *f, const char *path, attn_params *p, attn_optim *opt,
+              run_position *pos);
 /* A training option that decides the losses (--seed, --lr, --dropout, ...): kept in the checkpoint
  * as metadata "run.<name>" (run.seed) and held to on --resume. */
 typedef struct run_option {
@@ -73,8 +70,8 @@ typedef struct checkpoint_extra {
 /* Every rank: rank 0 writes the checkpoint with the run position, every rank's RNG state, the
  * thread count (run.threads), x (may be NULL) and the caller's key/values (model config) as
  * metadata; the other ranks return ATTN_OK. */
-attn_status run_checkpoint_save(const char *path, const attn_params *p, const attn_optim *opt,
-                                const run_position *pos, const char *const *kv, int n_kv, const checkpoint_extra *x);
+attn_status run_checkpoint_save(const char *path, const attn_params *p, const attn_optim *opt, const run_position *pos,
+                                const char *const *kv, int n_kv, const checkpoint_extra *x);
 /* --resume: CLI_ERR_USAGE naming every option of opts whose value differs from the one saved in f
  * (a checkpoint written before they were kept holds to nothing); a note when the thread count
  * differs (the losses may differ in their last bits). */
@@ -100,7 +97,7 @@ bool vocab_has_specials(const char *cmd, const char *path, const char *which, co
  * marker is never used or removed. Released (and the file removed) at the end of the run; a
  * killed run leaves the file, which the next run takes over. Rank 0 only. */
 typedef struct checkpoint_lock {
-    int fd;     /* -1: none held */
+    int fd; /* -1: none held */
     char *path;
 } checkpoint_lock;
 int checkpoint_lock_take(const char *cmd, const char *checkpoint, checkpoint_lock *l);
@@ -115,9 +112,9 @@ bool checkpoint_meta_long(const attn_st_file *f, const char *key, long *out);
  * config_read with every value range-checked before anything is built from it. */
 typedef enum config_type {
     CONFIG_I64,
-    CONFIG_INT,   /* ints, enums */
+    CONFIG_INT, /* ints, enums */
     CONFIG_BOOL,
-    CONFIG_F32,   /* a float field that holds whole numbers (a rotary base) */
+    CONFIG_F32, /* a float field that holds whole numbers (a rotary base) */
 } config_type;
 typedef struct config_field {
     const char *key;
@@ -127,12 +124,13 @@ typedef struct config_field {
     bool optional; /* absent (written before the field was): 0 */
 } config_field;
 
-enum { CONFIG_MAX_FIELDS = 16 };
+enum {
+    CONFIG_MAX_FIELDS = 16
+};
 /* The value of one field of cfg. */
 long config_value(const config_field *field, const void *cfg);
 /* "model" = model_name, then every field of cfg, as key/value pairs in static storage (*n pairs). */
-const char *const *config_kv(const char *model_name, const config_field *fields, int n_fields, const void *cfg,
-                             int *n);
+const char *const *config_kv(const char *model_name, const config_field *fields, int n_fields, const void *cfg, int *n);
 /* The checkpoint at path, read once (every later read takes what this one holds); NULL with the
  * message printed, hint (may be NULL) after it. */
 attn_st_file *checkpoint_open(const char *cmd, const char *path, const char *hint);

@@ -13,11 +13,15 @@ attn_status train_guard_params(const attn_params *p, const char *path, long epoc
         while (e < t->numel && isfinite(t->data[e])) e++;
         if (e == t->numel) continue;
         char where[64];
-        if (batch > 0) snprintf(where, sizeof where, "epoch %ld, step %lld", epoch + 1, (long long)batch);
-        else snprintf(where, sizeof where, "end of epoch %ld", epoch);
-        return attn_set_error(ATTN_ERR_NUMERIC, "%s: parameter \"%s\" holds NaN or Inf after the update "
+        if (batch > 0)
+            snprintf(where, sizeof where, "epoch %ld, step %lld", epoch + 1, (long long)batch);
+        else
+            snprintf(where, sizeof where, "end of epoch %ld", epoch);
+        return attn_set_error(ATTN_ERR_NUMERIC,
+                              "%s: parameter \"%s\" holds NaN or Inf after the update "
                               "(diverged; try a lower --lr); stopped without saving, %s keeps the last "
-                              "good checkpoint", where, attn_params_name(p, i), path ? path : "(no checkpoint)");
+                              "good checkpoint",
+                              where, attn_params_name(p, i), path ? path : "(no checkpoint)");
     }
     return ATTN_OK;
 }

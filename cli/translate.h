@@ -48,11 +48,11 @@ int translate_val_loss(translate_run *run, const translate_split *split, double 
 typedef struct translate_batch {
     int64_t *src, *src_lens, *tgt_in, *tgt_out, *tgt_lens; /* (B, S), (B), (B, T), (B, T), (B) */
     int64_t n, src_width, tgt_width, tokens;
-    int64_t *cu_src, *cu_tgt;                   /* (B + 1) offsets of the packed sequences */
+    int64_t *cu_src, *cu_tgt;                             /* (B + 1) offsets of the packed sequences */
     int64_t *src_packed, *tgt_in_packed, *tgt_out_packed; /* (total_s), (total_t), (total_t) */
 } translate_batch;
-attn_status translate_batch_fill(translate_batch *b, const translate_run *run,
-                                 const translate_split *split, const int64_t *rows, int64_t n);
+attn_status translate_batch_fill(translate_batch *b, const translate_run *run, const translate_split *split,
+                                 const int64_t *rows, int64_t n);
 void translate_batch_free(translate_batch *b);
 /* The target tokens of ids[0..n) (specials dropped) as a detokenised, malloc'd string. */
 char *translate_detok(const translate_run *run, const int64_t *ids, int64_t n, attn_tokens *scratch);

@@ -141,7 +141,8 @@ int translate_evaluate(translate_run *run, const translate_split *split, const c
         for (int64_t i = 0; i < n; i++) limits[i] = b.src_lens[i] + max_extra; /* each sentence's own */
         /* greedy: the batch's widest limit for all; beam: the batch's searches together, each as it
          * would run alone, with its own limit */
-        const attn_seq2seq_decode_opts dopts = {.beam_size = (int)beam, .length_penalty = (float)run->opt->length_penalty,
+        const attn_seq2seq_decode_opts dopts = {.beam_size = (int)beam,
+                                                .length_penalty = (float)run->opt->length_penalty,
                                                 .max_out = beam > 1 ? limits : NULL};
         attn_status st = out ? attn_seq2seq_decode(ctx, &run->model, b.src, b.src_lens, n, b.src_width, &dopts, max_out,
                                                    out, out_lens)
@@ -156,7 +157,8 @@ int translate_evaluate(translate_run *run, const translate_split *split, const c
             char *hl = hyp ? attn_utf8_lower(hyp, strlen(hyp)) : NULL, *rl = attn_utf8_lower(ref, strlen(ref));
             attn_tokens_clear(&hyp_tok);
             attn_tokens_clear(&ref_tok);
-            if (!hyp || !hl || !rl || attn_bleu_add(&cased, hyp, ref) != ATTN_OK || attn_bleu_add(&lower, hl, rl) != ATTN_OK ||
+            if (!hyp || !hl || !rl || attn_bleu_add(&cased, hyp, ref) != ATTN_OK ||
+                attn_bleu_add(&lower, hl, rl) != ATTN_OK ||
                 attn_tokenize(&hyp_tok, ATTN_TOKENIZER_WORDS, hyp, strlen(hyp)) != ATTN_OK ||
                 attn_tokenize(&ref_tok, ATTN_TOKENIZER_WORDS, ref, strlen(ref)) != ATTN_OK ||
                 attn_bleu_add_tokens(&tokens, hyp_tok.items, hyp_tok.count, ref_tok.items, ref_tok.count) != ATTN_OK)
@@ -185,4 +187,3 @@ int translate_evaluate(translate_run *run, const translate_split *split, const c
     attn_ctx_free(ctx);
     return code;
 }
-

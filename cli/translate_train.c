@@ -20,14 +20,13 @@ attn_tensor *translate_loss(attn_ctx *ctx, const translate_run *run, const trans
                                                           b->cu_tgt, b->n); /* (total_t, V) */
         return attn_cross_entropy(ctx, logits, b->tgt_out_packed, c->pad_id, (float)run->opt->label_smoothing);
     }
-    attn_tensor *logits = attn_seq2seq_forward(ctx, &run->model, b->src, b->src_lens, b->n, b->src_width,
-                                               b->tgt_in, b->tgt_lens, b->tgt_width, NULL);
+    attn_tensor *logits = attn_seq2seq_forward(ctx, &run->model, b->src, b->src_lens, b->n, b->src_width, b->tgt_in,
+                                               b->tgt_lens, b->tgt_width, NULL);
     attn_tensor *flat = attn_reshape(ctx, logits, 2, (int64_t[]){b->n * b->tgt_width, c->tgt_vocab});
     return attn_cross_entropy(ctx, flat, b->tgt_out, c->pad_id, (float)run->opt->label_smoothing);
 }
 
-static attn_status epoch_batches(attn_batches *out, const translate_run *run, const translate_split *s,
-                                 long epoch)
+static attn_status epoch_batches(attn_batches *out, const translate_run *run, const translate_split *s, long epoch)
 {
     attn_rng rng;
     attn_rng_seed(&rng, (uint64_t)run->opt->train.seed * 1000003u + (uint64_t)epoch + 1);
@@ -39,17 +38,21 @@ static attn_status epoch_batches(attn_batches *out, const translate_run *run, co
  * locked for the run: cli_check_checkpoint, checkpoint_lock_take.) */
 static const char *const vocab_keys[2] = {"vocab.src", "vocab.tgt"};
 
-static attn_status save(translate_run *run, const attn_optim *opt, attn_ctx *ctx, long epoch,
-                        int64_t batch)
+static attn_status save(translate_run *run, const attn_optim *opt, attn_ctx *ctx, long epoch, int64_t batch)
 {
     const char *ck = run->opt->train.checkpoint;
-    run_position pos = {.epoch = epoch, .batch = batch, .global_batch = run->opt->train.batch_size * dist_size(),
+    run_position pos = {.epoch = epoch,
+                        .batch = batch,
+                        .global_batch = run->opt->train.batch_size * dist_size(),
                         .rng = *attn_ctx_rng(ctx)};
     int n, n_opts;
     const char *const *kv = translate_config_kv(&run->model.cfg, &n);
     const run_option *ro = translate_run_options(run->opt, &n_opts);
-    const checkpoint_extra x = {.options = ro, .n_options = n_opts, .vocab_keys = vocab_keys,
-                                .vocab_texts = (const char *const *)run->vocab_text, .n_vocabs = 2};
+    const checkpoint_extra x = {.options = ro,
+                                .n_options = n_opts,
+                                .vocab_keys = vocab_keys,
+                                .vocab_texts = (const char *const *)run->vocab_text,
+                                .n_vocabs = 2};
     return run_checkpoint_save(ck, run->params, opt, &pos, kv, n, &x);
 }
 
@@ -81,7 +84,7 @@ static attn_status keep_epoch(const translate_run *run, long epoch)
 }
 
 typedef struct train_state {
-    float *losses;     /* (steps) per-step training loss, for --plot-loss */
+    float *losses; /* (steps) per-step training loss, for --plot-loss */
     int64_t n_losses, cap_losses;
     attn_optim *opt;
     attn_ctx *ctx;
@@ -93,7 +96,12 @@ typedef struct train_state {
 } train_state;
 
 /* What a step sums over the ranks. */
-enum { SUM_LOSS, SUM_TARGETS, SUM_TOKENS, N_SUMS }; /* loss x target tokens, target tokens, all tokens */
+enum {
+    SUM_LOSS,
+    SUM_TARGETS,
+    SUM_TOKENS,
+    N_SUMS
+}; /* loss x target tokens, target tokens, all tokens */
 
 /* This rank's forward and backward of its batch; fills its part of sums. */
 static bool forward_backward(translate_run *run, attn_ctx *ctx, const translate_batch *b, double *sums)
@@ -122,8 +130,7 @@ static double step(translate_run *run, train_state *ts, const translate_batch *b
     dist_sum(sums, N_SUMS);
     double value = sums[SUM_LOSS] / sums[SUM_TARGETS];
     if (!isfinite(value)) return value;
-    dist_average_grads(attn_params_grad_block(run->params), attn_params_numel(run->params), targets,
-                       sums[SUM_TARGETS]);
+    dist_average_grads(attn_params_grad_block(run->params), attn_params_numel(run->params), targets, sums[SUM_TARGETS]);
     if (attn_optim_step(ts->opt) != ATTN_OK) return NAN;
     *tokens = sums[SUM_TOKENS];
     return value;
@@ -138,13 +145,14 @@ static const char *stop_reason(const train_state *ts)
 }
 
 /* One epoch from batch `first`; *stopped says why when it ended early (time budget, max steps). */
-static int run_epoch(translate_run *run, train_state *ts, const translate_split *train, long epoch,
-                     int64_t first, const char **stopped)
+static int run_epoch(translate_run *run, train_state *ts, const translate_split *train, long epoch, int64_t first,
+                     const char **stopped)
 {
     const translate_options *o = run->opt;
     attn_batches batches = {0};
     translate_batch b = {0};
-    if (epoch_batches(&batches, run, train, epoch) != ATTN_OK) return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+    if (epoch_batches(&batches, run, train, epoch) != ATTN_OK)
+        return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
     double loss_sum = 0, tokens = 0, t0 = now_seconds();
     int64_t steps = 0;
     int code = CLI_OK;
@@ -164,8 +172,10 @@ static int run_epoch(translate_run *run, train_state *ts, const translate_split 
         attn_ctx_reset(ts->ctx);
         if (!isfinite(value)) {
             progress_end(&ts->prog);
-            code = cli_fail(CLI_ERR_DATA, "translate", "epoch %ld, step %lld: %s; stopped, the last good "
-                            "checkpoint is %s", epoch + 1, (long long)i + 1,
+            code = cli_fail(CLI_ERR_DATA, "translate",
+                            "epoch %ld, step %lld: %s; stopped, the last good "
+                            "checkpoint is %s",
+                            epoch + 1, (long long)i + 1,
                             attn_last_status() != ATTN_OK ? attn_last_error() : "the loss is not finite",
                             train_last_good(&o->train));
             break;
@@ -184,9 +194,8 @@ static int run_epoch(translate_run *run, train_state *ts, const translate_split 
     char note[48] = "";
     if (*stopped) snprintf(note, sizeof note, " (%s)", *stopped);
     if (code == CLI_OK && steps > 0)
-        printf("epoch %ld%s: %lld steps, train loss %.4f, lr %.2e, %.0f tokens/s\n", epoch + 1, note,
-               (long long)steps, loss_sum / (double)steps,
-               attn_optim_lr(ts->opt), tokens / (now_seconds() - t0));
+        printf("epoch %ld%s: %lld steps, train loss %.4f, lr %.2e, %.0f tokens/s\n", epoch + 1, note, (long long)steps,
+               loss_sum / (double)steps, attn_optim_lr(ts->opt), tokens / (now_seconds() - t0));
     translate_batch_free(&b);
     attn_batches_free(&batches);
     return code;
@@ -199,10 +208,13 @@ int translate_train(translate_run *run, const translate_split *train, const tran
     attn_optim_config cfg = attn_optim_defaults(ATTN_OPTIM_ADAM);
     cfg.beta2 = 0.98f;
     cfg.eps = 1e-9f;
-    train_state ts = {.opt = cli_optim_new(run->params, &cfg), .ctx = cli_ctx_new(rank_dropout_seed(o->train.seed)),
+    train_state ts = {.opt = cli_optim_new(run->params, &cfg),
+                      .ctx = cli_ctx_new(rank_dropout_seed(o->train.seed)),
                       .max_steps = o->train.max_steps};
     ts.schedule = (attn_lr_schedule){.kind = c->kind == ATTN_SEQ2SEQ_TRANSFORMER ? ATTN_LR_INV_SQRT : ATTN_LR_CONSTANT,
-                                     .base_lr = (float)o->train.lr, .warmup_steps = o->warmup, .d_model = c->d_model};
+                                     .base_lr = (float)o->train.lr,
+                                     .warmup_steps = o->warmup,
+                                     .d_model = c->d_model};
     if (!ts.opt || !ts.ctx) return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
     const int64_t global = o->train.batch_size * dist_size();
     ts.per_epoch = (train->src.count + global - 1) / global;
@@ -218,7 +230,8 @@ int translate_train(translate_run *run, const translate_split *train, const tran
             printf("data-parallel: %d ranks x %lld pairs per step\n", dist_size(), (long long)o->train.batch_size);
     }
     ts.cap_losses = ts.per_epoch * o->train.epochs;
-    if (!(ts.losses = malloc((size_t)ts.cap_losses * sizeof *ts.losses))) code = cli_fail(CLI_ERR_DATA, "translate", "out of memory");
+    if (!(ts.losses = malloc((size_t)ts.cap_losses * sizeof *ts.losses)))
+        code = cli_fail(CLI_ERR_DATA, "translate", "out of memory");
     ts.deadline = o->budget_min > 0 ? now_seconds() + 60.0 * (double)o->budget_min : 0;
     const int64_t all_steps = ts.per_epoch * o->train.epochs;
     progress_start(&ts.prog, "translate train", ts.max_steps > 0 && ts.max_steps < all_steps ? ts.max_steps : all_steps,
@@ -237,11 +250,12 @@ int translate_train(translate_run *run, const translate_split *train, const tran
     }
     if (code == CLI_OK && o->train.plot_loss && ts.n_losses > 0 && dist_rank() == 0) {
         attn_series s = {.label = "training loss (per step)", .y = ts.losses, .n = ts.n_losses};
-        attn_lineplot_opts po = {.title = "attn translate: training loss", .xlabel = "step",
-                                 .ylabel = "label-smoothed cross-entropy"};
+        attn_lineplot_opts po = {
+            .title = "attn translate: training loss", .xlabel = "step", .ylabel = "label-smoothed cross-entropy"};
         if (attn_plot_lines(o->train.plot_loss, &s, 1, &po) != ATTN_OK)
             code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
-        else printf("wrote %s\n", o->train.plot_loss);
+        else
+            printf("wrote %s\n", o->train.plot_loss);
     }
     free(ts.losses);
     attn_ctx_free(ts.ctx);

@@ -10,7 +10,13 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { B = 2, S = 5, BEAMS = 2, MAX_OUT = 8, V = 20 };
+enum {
+    B = 2,
+    S = 5,
+    BEAMS = 2,
+    MAX_OUT = 8,
+    V = 20
+};
 
 static int64_t argmax(const float *x, int64_t n)
 {
@@ -22,10 +28,17 @@ static int64_t argmax(const float *x, int64_t n)
 
 int main(void)
 {
-    attn_seq2seq_config cfg = {.kind = ATTN_SEQ2SEQ_TRANSFORMER, .src_vocab = 20, .tgt_vocab = V,
-                               .d_model = 32, .num_heads = 4, .dim_feedforward = 64,
-                               .enc_layers = 2, .dec_layers = 2, .max_len = 16,
-                               .pad_id = 1, .bos_id = 2,
+    attn_seq2seq_config cfg = {.kind = ATTN_SEQ2SEQ_TRANSFORMER,
+                               .src_vocab = 20,
+                               .tgt_vocab = V,
+                               .d_model = 32,
+                               .num_heads = 4,
+                               .dim_feedforward = 64,
+                               .enc_layers = 2,
+                               .dec_layers = 2,
+                               .max_len = 16,
+                               .pad_id = 1,
+                               .bos_id = 2,
                                .eos_id = 15}; /* a token these random weights emit, so that the
                                                  first sentence ends early and is dropped */
     attn_rng rng;
@@ -42,7 +55,8 @@ int main(void)
     int64_t out[B][MAX_OUT], len[B] = {0, 0}, live = B;
     for (int64_t r = 0; r < B * BEAMS; r++) tokens[r] = cfg.bos_id;
     for (int t = 0; t < MAX_OUT && live > 0; t++) {
-        if (attn_seq2seq_decoder_step(d, logits, tokens) != ATTN_OK) return fprintf(stderr, "%s\n", attn_last_error()), 1;
+        if (attn_seq2seq_decoder_step(d, logits, tokens) != ATTN_OK)
+            return fprintf(stderr, "%s\n", attn_last_error()), 1;
         int64_t n_keep = 0;
         for (int64_t i = 0; i < live; i++) { /* sentence i of the decoder: rows i * BEAMS + j */
             const int64_t tok = argmax(logits + i * BEAMS * V, V), b = sentence[i];
@@ -72,7 +86,8 @@ int main(void)
         for (int64_t t = 0; t < len[b]; t++) printf(" %lld", (long long)out[b][t]);
         printf("\n");
         const int64_t words = len[b] - (out[b][len[b] - 1] == cfg.eos_id); /* the search's answer leaves <eos> out */
-        same = same && greedy_lens[b] == words && !memcmp(out[b], greedy + b * MAX_OUT, (size_t)words * sizeof out[b][0]);
+        same =
+            same && greedy_lens[b] == words && !memcmp(out[b], greedy + b * MAX_OUT, (size_t)words * sizeof out[b][0]);
     }
     printf("the same as attn_seq2seq_decode's greedy search: %s\n", same ? "yes" : "no");
     attn_ctx_free(ctx);

@@ -18,7 +18,11 @@
 
 #define TOLERANCE 1e-5f /* absolute, on outputs of order 1 */
 
-enum { EMBED = 16, HEADS = 4, FFN = 32 };
+enum {
+    EMBED = 16,
+    HEADS = 4,
+    FFN = 32
+};
 
 /* Largest |a - b| over n values. */
 static float max_diff(const float *a, const float *b, int64_t n)
@@ -62,8 +66,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", attn_last_error());
         return 1;
     }
-    attn_ctx_set_grad_enabled(ctx, false); /* inference: no tape */
-    attn_ctx_set_training(ctx, false);     /* eval(): no dropout */
+    attn_ctx_set_grad_enabled(ctx, false);       /* inference: no tape */
+    attn_ctx_set_training(ctx, false);           /* eval(): no dropout */
     attn_tensor *x = attn_st_load(io, "x", ctx); /* (2, 5, 16) */
 
     /* nn.MultiheadAttention(16, 4, batch_first=True): names in_proj_weight, ... */
@@ -77,11 +81,12 @@ int main(int argc, char **argv)
          compare("MultiheadAttention weights", weights, io, "mha_weights");
 
     /* nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, batch_first=True): post-LN, ReLU */
-    attn_transformer_config post = {.d_model = EMBED, .num_heads = HEADS, .dim_feedforward = FFN,
-                                     .dropout = 0.1f, .ffn_dropout = true};
+    attn_transformer_config post = {
+        .d_model = EMBED, .num_heads = HEADS, .dim_feedforward = FFN, .dropout = 0.1f, .ffn_dropout = true};
     attn_encoder_layer layer;
     ok = ok && attn_encoder_layer_init(&layer, layer_p, "", &post, NULL) == ATTN_OK &&
-         attn_params_load(layer_p, path_of(path, sizeof path, dir, "sd_encoder_layer.safetensors"), NULL, true) == ATTN_OK &&
+         attn_params_load(layer_p, path_of(path, sizeof path, dir, "sd_encoder_layer.safetensors"), NULL, true) ==
+             ATTN_OK &&
          compare("TransformerEncoderLayer", attn_encoder_layer_forward(ctx, &layer, x, NULL, NULL), io, "layer_out");
 
     /* nn.TransformerEncoder, 2 pre-LN GELU layers: each loaded from its prefix "layers.<i>." */
@@ -93,14 +98,16 @@ int main(int argc, char **argv)
         char prefix[32];
         snprintf(prefix, sizeof prefix, "layers.%d.", i);
         ok = attn_encoder_layer_init(&enc[i], enc_p[i], "", &pre, NULL) == ATTN_OK &&
-             attn_params_load(enc_p[i], path_of(path, sizeof path, dir, "sd_encoder.safetensors"), prefix, true) == ATTN_OK;
+             attn_params_load(enc_p[i], path_of(path, sizeof path, dir, "sd_encoder.safetensors"), prefix, true) ==
+                 ATTN_OK;
         h = ok ? attn_encoder_layer_forward(ctx, &enc[i], h, NULL, NULL) : NULL;
     }
     ok = ok && compare("TransformerEncoder (2 layers)", h, io, "encoder_out");
 
     if (ok && argc > 2)
         ok = attn_params_save(mha_p, path_of(path, sizeof path, argv[2], "mha.safetensors"), NULL) == ATTN_OK &&
-             attn_params_save(layer_p, path_of(path, sizeof path, argv[2], "encoder_layer.safetensors"), NULL) == ATTN_OK;
+             attn_params_save(layer_p, path_of(path, sizeof path, argv[2], "encoder_layer.safetensors"), NULL) ==
+                 ATTN_OK;
     if (!ok && attn_last_status() != ATTN_OK) fprintf(stderr, "%s\n", attn_last_error());
     attn_params_free(mha_p), attn_params_free(layer_p);
     attn_params_free(enc_p[0]), attn_params_free(enc_p[1]);

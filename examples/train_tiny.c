@@ -38,8 +38,7 @@ int main(void)
         loss_value = loss->data[0];
         attn_ctx_reset(ctx);
     }
-    printf("fit y = %.3f x + %.3f (true 2x - 1), final loss %.2e\n", fc.weight->data[0],
-           fc.bias->data[0], loss_value);
+    printf("fit y = %.3f x + %.3f (true 2x - 1), final loss %.2e\n", fc.weight->data[0], fc.bias->data[0], loss_value);
     float scores[3] = {1.0f, 2.0f, 3.0f};
     attn_tensor *w = attn_softmax(ctx, attn_tensor_from(ctx, 1, (int64_t[]){3}, scores), 0);
     if (w) printf("softmax(1, 2, 3) = %.4f %.4f %.4f\n", w->data[0], w->data[1], w->data[2]);

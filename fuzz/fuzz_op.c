@@ -21,19 +21,55 @@
 
 static const char *const mechanisms[] = {"sdpa", "mha", "additive", "nw", "linear", "conv_attention"};
 static const char *const names[] = {
-    "q", "k", "v", "x", "attn_mask", "key_padding_mask", "valid_lens", "grad_out", "w",
-    "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias", "q_proj_weight",
-    "k_proj_weight", "v_proj_weight", "Wq.weight", "Wq.bias", "Wk.weight", "Wk.bias", "Wv.weight",
-    "Wv.bias", "fc_out.weight", "fc_out.bias", "W_q.weight", "W_k.weight", "w_v.weight",
-    "to_query.weight", "to_query.bias", "to_key.weight", "to_key.bias", "to_value.weight",
-    "to_value.bias", "conv.weight", "conv.bias", "norm.weight", "norm.bias",
-    "attention.in_proj_weight", "attention.in_proj_bias", "attention.out_proj.weight",
-    "attention.out_proj.bias", "attention.Wq.weight", "attention.Wk.weight", "attention.Wv.weight",
+    "q",
+    "k",
+    "v",
+    "x",
+    "attn_mask",
+    "key_padding_mask",
+    "valid_lens",
+    "grad_out",
+    "w",
+    "in_proj_weight",
+    "in_proj_bias",
+    "out_proj.weight",
+    "out_proj.bias",
+    "q_proj_weight",
+    "k_proj_weight",
+    "v_proj_weight",
+    "Wq.weight",
+    "Wq.bias",
+    "Wk.weight",
+    "Wk.bias",
+    "Wv.weight",
+    "Wv.bias",
+    "fc_out.weight",
+    "fc_out.bias",
+    "W_q.weight",
+    "W_k.weight",
+    "w_v.weight",
+    "to_query.weight",
+    "to_query.bias",
+    "to_key.weight",
+    "to_key.bias",
+    "to_value.weight",
+    "to_value.bias",
+    "conv.weight",
+    "conv.bias",
+    "norm.weight",
+    "norm.bias",
+    "attention.in_proj_weight",
+    "attention.in_proj_bias",
+    "attention.out_proj.weight",
+    "attention.out_proj.bias",
+    "attention.Wq.weight",
+    "attention.Wk.weight",
+    "attention.Wv.weight",
     "attention.fc_out.weight",
 };
-static const attn_dtype dtypes[] = {ATTN_DTYPE_F32, ATTN_DTYPE_F32, ATTN_DTYPE_F32, ATTN_DTYPE_BOOL,
-                                    ATTN_DTYPE_I64, ATTN_DTYPE_U8,  ATTN_DTYPE_F64, ATTN_DTYPE_F16,
-                                    ATTN_DTYPE_BF16, ATTN_DTYPE_I32, ATTN_DTYPE_I8, ATTN_DTYPE_I16};
+static const attn_dtype dtypes[] = {ATTN_DTYPE_F32,  ATTN_DTYPE_F32, ATTN_DTYPE_F32, ATTN_DTYPE_BOOL,
+                                    ATTN_DTYPE_I64,  ATTN_DTYPE_U8,  ATTN_DTYPE_F64, ATTN_DTYPE_F16,
+                                    ATTN_DTYPE_BF16, ATTN_DTYPE_I32, ATTN_DTYPE_I8,  ATTN_DTYPE_I16};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 typedef struct reader {
@@ -61,12 +97,30 @@ static void element(reader *r, attn_dtype dt, bool raw, uint8_t *out)
     double d = f;
     int64_t i64 = b;
     switch (dt) {
-    case ATTN_DTYPE_F32: memcpy(out, &f, 4); break;
-    case ATTN_DTYPE_F64: memcpy(out, &d, 8); break;
-    case ATTN_DTYPE_F16: { uint16_t h = (uint16_t)(b < 0 ? 0xbc00 : 0x3c00); memcpy(out, &h, 2); break; } /* +-1 */
-    case ATTN_DTYPE_BF16: { uint32_t u; memcpy(&u, &f, 4); uint16_t h = (uint16_t)(u >> 16); memcpy(out, &h, 2); break; }
-    case ATTN_DTYPE_BOOL: out[0] = (uint8_t)(b & 1); break;
-    default: memcpy(out, &i64, size); break; /* little-endian: the low bytes */
+    case ATTN_DTYPE_F32:
+        memcpy(out, &f, 4);
+        break;
+    case ATTN_DTYPE_F64:
+        memcpy(out, &d, 8);
+        break;
+    case ATTN_DTYPE_F16: {
+        uint16_t h = (uint16_t)(b < 0 ? 0xbc00 : 0x3c00);
+        memcpy(out, &h, 2);
+        break;
+    } /* +-1 */
+    case ATTN_DTYPE_BF16: {
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        uint16_t h = (uint16_t)(u >> 16);
+        memcpy(out, &h, 2);
+        break;
+    }
+    case ATTN_DTYPE_BOOL:
+        out[0] = (uint8_t)(b & 1);
+        break;
+    default:
+        memcpy(out, &i64, size);
+        break; /* little-endian: the low bytes */
     }
 }
 
@@ -113,8 +167,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     snprintf(scale_text, sizeof scale_text, "%g", 0.05 * (scale % 40 + 1));
     const char *argv[24] = {"op", mech, "--in", in, "--out", out, "--threads", "1"};
     int argc = 8;
-    static const char *const flag_options[] = {"--causal", "--need-weights", "--no-average-weights",
-                                               "--batch-first", "--shen"};
+    static const char *const flag_options[] = {"--causal", "--need-weights", "--no-average-weights", "--batch-first",
+                                               "--shen"};
     for (int b = 0; b < 5; b++)
         if (flags & (1 << b)) argv[argc++] = flag_options[b];
     if (flags & 0x20) argv[argc++] = "--impl", argv[argc++] = flags & 0x40 ? "ref" : "fused";

@@ -27,8 +27,7 @@ static void use_tokens(const attn_tokens *t, attn_tokenizer kind)
     int64_t *ids = malloc((size_t)(t->count + 1) * sizeof *ids);
     fuzz_require(ids && attn_vocab_encode(v, ids, t->items, t->count) == ATTN_OK, "encode");
     for (int64_t i = 0; i < t->count; i++)
-        fuzz_require(ids[i] >= 0 && ids[i] < attn_vocab_size(v) &&
-                         !strcmp(attn_vocab_token(v, ids[i]), t->items[i]),
+        fuzz_require(ids[i] >= 0 && ids[i] < attn_vocab_size(v) && !strcmp(attn_vocab_token(v, ids[i]), t->items[i]),
                      "a token does not map back to itself");
     free(ids);
     attn_vocab_free(v);

@@ -91,8 +91,7 @@ extern "C" {
 #define ATTN_VERSION_MAJOR 0
 #define ATTN_VERSION_MINOR 2
 #define ATTN_VERSION_PATCH 0
-#define ATTN_VERSION_NUMBER \
-    (ATTN_VERSION_MAJOR * 10000 + ATTN_VERSION_MINOR * 100 + ATTN_VERSION_PATCH) /* 200 */
+#define ATTN_VERSION_NUMBER (ATTN_VERSION_MAJOR * 10000 + ATTN_VERSION_MINOR * 100 + ATTN_VERSION_PATCH) /* 200 */
 ATTN_API const char *attn_version(void); /* the library's version, "0.2.0" */
 ATTN_API int attn_version_number(void);  /* the library's ATTN_VERSION_NUMBER, 200 */
 
@@ -111,9 +110,9 @@ typedef enum attn_status {
     ATTN_ERR_STATE,   /* call out of order, e.g. backward twice on one graph */
 } attn_status;
 
-ATTN_API const char *attn_last_error(void);   /* message of the last failure in this thread;
+ATTN_API const char *attn_last_error(void);  /* message of the last failure in this thread;
                                                  the string changes with the next failure */
-ATTN_API attn_status attn_last_status(void);  /* its status; ATTN_OK after attn_clear_error */
+ATTN_API attn_status attn_last_status(void); /* its status; ATTN_OK after attn_clear_error */
 ATTN_API void attn_clear_error(void);
 ATTN_API const char *attn_status_name(attn_status s); /* "shape error", ... */
 /* Records a failure (status and printf-style message) for attn_last_error() in this thread, as
@@ -211,10 +210,10 @@ typedef struct attn_rng {
 
 ATTN_API attn_status attn_rng_seed(attn_rng *rng, uint64_t seed);
 ATTN_API uint32_t attn_rng_u32(attn_rng *rng);
-ATTN_API uint32_t attn_rng_below(attn_rng *rng, uint32_t n); /* uniform in [0, n), unbiased */
-ATTN_API float attn_rng_uniform(attn_rng *rng);              /* uniform in [0, 1) */
-ATTN_API float attn_rng_normal(attn_rng *rng);               /* N(0, 1) */
-ATTN_API bool attn_rng_bernoulli(attn_rng *rng, float p);    /* true with probability p */
+ATTN_API uint32_t attn_rng_below(attn_rng *rng, uint32_t n);                     /* uniform in [0, n), unbiased */
+ATTN_API float attn_rng_uniform(attn_rng *rng);                                  /* uniform in [0, 1) */
+ATTN_API float attn_rng_normal(attn_rng *rng);                                   /* N(0, 1) */
+ATTN_API bool attn_rng_bernoulli(attn_rng *rng, float p);                        /* true with probability p */
 ATTN_API attn_status attn_rng_shuffle(attn_rng *rng, int64_t *items, int64_t n); /* Fisher-Yates */
 
 /* ======================================================================================
@@ -226,14 +225,14 @@ ATTN_API attn_status attn_rng_shuffle(attn_rng *rng, int64_t *items, int64_t n);
 typedef struct attn_node attn_node; /* a recorded op on the tape (private) */
 
 typedef struct attn_tensor {
-    float *data;                    /* (shape...) row-major, numel floats */
-    float *grad;                    /* same shape; NULL until a backward reaches it */
-    int64_t shape[ATTN_MAX_DIMS];   /* shape[0..ndim-1]; unused entries are 1 */
-    int ndim;                       /* 0 (a scalar) to ATTN_MAX_DIMS */
+    float *data;                  /* (shape...) row-major, numel floats */
+    float *grad;                  /* same shape; NULL until a backward reaches it */
+    int64_t shape[ATTN_MAX_DIMS]; /* shape[0..ndim-1]; unused entries are 1 */
+    int ndim;                     /* 0 (a scalar) to ATTN_MAX_DIMS */
     int64_t numel;
-    bool requires_grad;             /* a leaf to differentiate, or the output of such an op */
-    attn_node *node;                /* the op that produced it; NULL for leaves */
-    uint8_t storage;                /* private: where data and grad were allocated */
+    bool requires_grad; /* a leaf to differentiate, or the output of such an op */
+    attn_node *node;    /* the op that produced it; NULL for leaves */
+    uint8_t storage;    /* private: where data and grad were allocated */
 } attn_tensor;
 
 typedef struct attn_ctx attn_ctx;
@@ -273,11 +272,11 @@ ATTN_API void attn_ctx_free(attn_ctx *ctx);
 ATTN_API void attn_ctx_reset(attn_ctx *ctx);
 ATTN_API attn_status attn_ctx_set_grad_enabled(attn_ctx *ctx, bool on); /* off: inference, no tape */
 ATTN_API bool attn_ctx_grad_enabled(const attn_ctx *ctx);
-ATTN_API attn_status attn_ctx_set_training(attn_ctx *ctx, bool on);     /* dropout active when on */
+ATTN_API attn_status attn_ctx_set_training(attn_ctx *ctx, bool on); /* dropout active when on */
 ATTN_API bool attn_ctx_training(const attn_ctx *ctx);
-ATTN_API attn_rng *attn_ctx_rng(attn_ctx *ctx);                  /* used by dropout */
-ATTN_API size_t attn_ctx_bytes_used(const attn_ctx *ctx);        /* arena bytes in use now */
-ATTN_API size_t attn_ctx_bytes_peak(const attn_ctx *ctx);        /* most ever in use */
+ATTN_API attn_rng *attn_ctx_rng(attn_ctx *ctx);           /* used by dropout */
+ATTN_API size_t attn_ctx_bytes_used(const attn_ctx *ctx); /* arena bytes in use now */
+ATTN_API size_t attn_ctx_bytes_peak(const attn_ctx *ctx); /* most ever in use */
 /* Threads for the ops run in ctx from now on (n in [1, ATTN_MAX_THREADS]; n <= 0: the
  * default, attn_default_num_threads()). A build without OpenMP runs serially whatever n is.
  * Same seed + same thread count = bit-identical results. */
@@ -340,20 +339,19 @@ typedef struct attn_params attn_params;
 ATTN_API attn_params *attn_params_new(void);
 ATTN_API void attn_params_free(attn_params *p); /* frees every parameter tensor too */
 /* A zero-filled parameter with requires_grad; owned by the registry. Duplicate names fail. */
-ATTN_API attn_tensor *attn_params_add(attn_params *p, const char *name, int ndim,
-                                      const int64_t *shape);
+ATTN_API attn_tensor *attn_params_add(attn_params *p, const char *name, int ndim, const int64_t *shape);
 ATTN_API attn_tensor *attn_params_get(const attn_params *p, const char *name); /* NULL if none */
 ATTN_API size_t attn_params_count(const attn_params *p);
 ATTN_API attn_tensor *attn_params_at(const attn_params *p, size_t i);
 ATTN_API const char *attn_params_name(const attn_params *p, size_t i); /* valid until _free */
-ATTN_API int64_t attn_params_numel(const attn_params *p); /* all parameters together */
+ATTN_API int64_t attn_params_numel(const attn_params *p);              /* all parameters together */
 /* Moves every parameter's data into one block and every grad into another (done by
  * attn_optim_new; no parameter can be added afterwards). The attn_tensor pointers stay valid,
  * with the same values, but INVALIDATES their old ->data and ->grad: re-read t->data after
  * pack (or attn_optim_new) rather than keeping a float pointer from before. */
 ATTN_API attn_status attn_params_pack(attn_params *p);
-ATTN_API float *attn_params_grad_block(attn_params *p);  /* after pack: numel floats */
-ATTN_API float *attn_params_data_block(attn_params *p);  /* after pack: numel floats */
+ATTN_API float *attn_params_grad_block(attn_params *p); /* after pack: numel floats */
+ATTN_API float *attn_params_data_block(attn_params *p); /* after pack: numel floats */
 /* Zeroes every gradient (after pack: one block, cleared over attn_default_num_threads() threads). */
 ATTN_API void attn_params_zero_grad(attn_params *p);
 
@@ -363,18 +361,17 @@ ATTN_API void attn_params_zero_grad(attn_params *p);
 
 /* C = op(A) @ op(B), op = transpose of the last two dims when asked. A (..., M, K),
  * B (..., K, N) or (K, N): batch dims must be equal, or B has none (shared). */
-ATTN_API attn_tensor *attn_matmul(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, bool trans_a,
-                                  bool trans_b);
+ATTN_API attn_tensor *attn_matmul(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, bool trans_a, bool trans_b);
 /* Elementwise with NumPy/PyTorch broadcasting. */
 ATTN_API attn_tensor *attn_add(attn_ctx *ctx, attn_tensor *a, attn_tensor *b);
 ATTN_API attn_tensor *attn_sub(attn_ctx *ctx, attn_tensor *a, attn_tensor *b);
 ATTN_API attn_tensor *attn_mul(attn_ctx *ctx, attn_tensor *a, attn_tensor *b);
 ATTN_API attn_tensor *attn_div(attn_ctx *ctx, attn_tensor *a, attn_tensor *b);
-ATTN_API attn_tensor *attn_scale(attn_ctx *ctx, attn_tensor *x, float s);   /* s * x */
+ATTN_API attn_tensor *attn_scale(attn_ctx *ctx, attn_tensor *x, float s); /* s * x */
 ATTN_API attn_tensor *attn_bias_add(attn_ctx *ctx, attn_tensor *x, attn_tensor *bias);
-                                                      /* x (..., C) + bias (C) */
-ATTN_API attn_tensor *attn_relu(attn_ctx *ctx, attn_tensor *x);    /* max(x, 0); NaN stays NaN */
-ATTN_API attn_tensor *attn_gelu(attn_ctx *ctx, attn_tensor *x);    /* x * Phi(x), exact erf */
+/* x (..., C) + bias (C) */
+ATTN_API attn_tensor *attn_relu(attn_ctx *ctx, attn_tensor *x); /* max(x, 0); NaN stays NaN */
+ATTN_API attn_tensor *attn_gelu(attn_ctx *ctx, attn_tensor *x); /* x * Phi(x), exact erf */
 ATTN_API attn_tensor *attn_tanh(attn_ctx *ctx, attn_tensor *x);
 ATTN_API attn_tensor *attn_sigmoid(attn_ctx *ctx, attn_tensor *x); /* 1 / (1 + exp(-x)) */
 ATTN_API attn_tensor *attn_exp(attn_ctx *ctx, attn_tensor *x);
@@ -384,22 +381,20 @@ ATTN_API attn_tensor *attn_exp(attn_ctx *ctx, attn_tensor *x);
 ATTN_API attn_tensor *attn_softmax(attn_ctx *ctx, attn_tensor *x, int dim);
 ATTN_API attn_tensor *attn_log_softmax(attn_ctx *ctx, attn_tensor *x, int dim);
 /* (x - mean) / sqrt(var + eps) * weight + bias over the last dim; weight/bias may be NULL. */
-ATTN_API attn_tensor *attn_layer_norm(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight,
-                                      attn_tensor *bias, float eps);
+ATTN_API attn_tensor *attn_layer_norm(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias, float eps);
 /* Training: x times 0 with probability p, else times 1/(1-p) (ctx RNG), a product as in torch
  * (a dropped NaN or inf is NaN). Eval: identity. */
 ATTN_API attn_tensor *attn_dropout(attn_ctx *ctx, attn_tensor *x, float p);
 /* weight (V, E) rows gathered by ids (ndim dims); out (ids shape..., E). padding_idx < 0:
  * none; otherwise that row gets no gradient. An id outside [0, V) is an error. */
-ATTN_API attn_tensor *attn_embedding(attn_ctx *ctx, attn_tensor *weight, const int64_t *ids,
-                                     int ndim, const int64_t *shape, int64_t padding_idx);
+ATTN_API attn_tensor *attn_embedding(attn_ctx *ctx, attn_tensor *weight, const int64_t *ids, int ndim,
+                                     const int64_t *shape, int64_t padding_idx);
 /* x (..., in) @ weight (out, in)^T + bias (out); bias may be NULL. */
-ATTN_API attn_tensor *attn_linear(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight,
-                                  attn_tensor *bias);
+ATTN_API attn_tensor *attn_linear(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias);
 /* x (B, Cin, L), weight (Cout, Cin, K), bias (Cout) or NULL, stride 1, zero padding on both
  * sides; out (B, Cout, L + 2*padding - K + 1). */
-ATTN_API attn_tensor *attn_conv1d(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight,
-                                  attn_tensor *bias, int64_t padding);
+ATTN_API attn_tensor *attn_conv1d(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias,
+                                  int64_t padding);
 ATTN_API attn_tensor *attn_sum(attn_ctx *ctx, attn_tensor *x, int dim, bool keepdim);
 ATTN_API attn_tensor *attn_mean(attn_ctx *ctx, attn_tensor *x, int dim, bool keepdim);
 ATTN_API attn_tensor *attn_sum_all(attn_ctx *ctx, attn_tensor *x);  /* scalar (ndim 0) */
@@ -411,23 +406,21 @@ ATTN_API attn_tensor *attn_transpose(attn_ctx *ctx, attn_tensor *x, int dim0, in
 ATTN_API attn_tensor *attn_permute(attn_ctx *ctx, attn_tensor *x, const int *perm);
 ATTN_API attn_tensor *attn_concat(attn_ctx *ctx, attn_tensor *const *xs, int n, int dim);
 /* Splits x along dim into n parts of the given sizes (summing to x.shape[dim]) into outs. */
-ATTN_API attn_status attn_split(attn_ctx *ctx, attn_tensor *x, int dim, const int64_t *sizes,
-                                int n, attn_tensor **outs);
+ATTN_API attn_status attn_split(attn_ctx *ctx, attn_tensor *x, int dim, const int64_t *sizes, int n,
+                                attn_tensor **outs);
 /* x.narrow(dim, start, length): a slice along one dim (a view without copy when dim is the
  * outermost). */
-ATTN_API attn_tensor *attn_narrow(attn_ctx *ctx, attn_tensor *x, int dim, int64_t start,
-                                  int64_t length);
+ATTN_API attn_tensor *attn_narrow(attn_ctx *ctx, attn_tensor *x, int dim, int64_t start, int64_t length);
 /* Head split/merge: (B, L, H*D) <-> (B, H, L, D). */
 ATTN_API attn_tensor *attn_split_heads(attn_ctx *ctx, attn_tensor *x, int64_t num_heads);
 ATTN_API attn_tensor *attn_merge_heads(attn_ctx *ctx, attn_tensor *x);
 /* Mean over non-ignored rows of -log softmax(logits)[target], with label smoothing as
  * torch.nn.functional.cross_entropy: logits (N, C), target (N) class indices. With no row
  * left (all ignored, or N = 0) the loss is NaN and its gradient 0, as torch's. */
-ATTN_API attn_tensor *attn_cross_entropy(attn_ctx *ctx, attn_tensor *logits,
-                                         const int64_t *target, int64_t ignore_index,
-                                         float label_smoothing);
+ATTN_API attn_tensor *attn_cross_entropy(attn_ctx *ctx, attn_tensor *logits, const int64_t *target,
+                                         int64_t ignore_index, float label_smoothing);
 ATTN_API attn_tensor *attn_mse_loss(attn_ctx *ctx, attn_tensor *pred, attn_tensor *target);
-                                         /* mean((pred - target)^2) */
+/* mean((pred - target)^2) */
 
 /* ======================================================================================
  * Attention
@@ -462,18 +455,18 @@ typedef struct attn_lens {
  * meet (B, Lq, Lk), the shape of q @ k^T, as F.scaled_dot_product_attention broadcasts them
  * there. */
 typedef struct attn_mask {
-    bool causal;               /* top-left aligned: query i sees keys j <= i (Lq != Lk allowed) */
-    const uint8_t *attend;     /* 1 = may attend (F.scaled_dot_product_attention's polarity) */
+    bool causal;           /* top-left aligned: query i sees keys j <= i (Lq != Lk allowed) */
+    const uint8_t *attend; /* 1 = may attend (F.scaled_dot_product_attention's polarity) */
     int attend_ndim;
     int64_t attend_shape[4];
-    const uint8_t *blocked;    /* 1 = masked (nn.MultiheadAttention's bool attn_mask polarity) */
+    const uint8_t *blocked; /* 1 = masked (nn.MultiheadAttention's bool attn_mask polarity) */
     int blocked_ndim;
     int64_t blocked_shape[4];
-    const float *additive;     /* added to the scaled scores (0 keeps, -inf blocks); no NaN, +inf */
+    const float *additive; /* added to the scaled scores (0 keeps, -inf blocks); no NaN, +inf */
     int additive_ndim;
     int64_t additive_shape[4];
-    attn_lens valid_lens;      /* D2L valid_lens (B) or (B, Lq) */
-    const uint8_t *key_padding;/* 1 = padding (PyTorch's key_padding_mask polarity) */
+    attn_lens valid_lens;         /* D2L valid_lens (B) or (B, Lq) */
+    const uint8_t *key_padding;   /* 1 = padding (PyTorch's key_padding_mask polarity) */
     int64_t key_padding_shape[2]; /* must be (B, Lk) */
 } attn_mask;
 
@@ -490,8 +483,8 @@ typedef enum attn_sdpa_impl {
  * (W - 1, 0); (-1, 0) is FlashAttention's causal. It combines with the masks above (mask.causal
  * stays top-left, as PyTorch's is_causal; when Lq = Lk the two alignments agree). */
 typedef struct attn_window {
-    bool on;               /* false (the zero value): no window */
-    int64_t left, right;   /* keys before / after the aligned diagonal; -1: unbounded */
+    bool on;             /* false (the zero value): no window */
+    int64_t left, right; /* keys before / after the aligned diagonal; -1: unbounded */
 } attn_window;
 
 /* FlexAttention's score_mod and mask_mod (torch.nn.attention.flex_attention) as C callbacks, for
@@ -538,7 +531,10 @@ typedef enum attn_block_kind {
 } attn_block_kind;
 typedef int (*attn_mask_block_fn)(int64_t b, int64_t h, int64_t q_begin, int64_t q_end, int64_t kv_begin,
                                   int64_t kv_end, void *user);
-enum { ATTN_MASK_BLOCK_Q = 64, ATTN_MASK_BLOCK_KV = 128 };
+enum {
+    ATTN_MASK_BLOCK_Q = 64,
+    ATTN_MASK_BLOCK_KV = 128
+};
 typedef struct attn_score_mods {
     attn_score_mod_fn score_mod;      /* NULL: none */
     attn_score_mod_fn score_mod_grad; /* d score_mod / d score; needed with score_mod for gradients */
@@ -548,9 +544,9 @@ typedef struct attn_score_mods {
 } attn_score_mods;
 
 typedef struct attn_sdpa_opts {
-    float scale;         /* 0: 1/sqrt(D) */
+    float scale; /* 0: 1/sqrt(D) */
     attn_mask mask;
-    float dropout_p;     /* on the attention weights, only while the ctx is training */
+    float dropout_p; /* on the attention weights, only while the ctx is training */
     attn_sdpa_impl impl;
     /* Grouped-query attention, as PyTorch's enable_gqa: k and v (B, H_kv, Lk, .) with H_kv dividing
      * H; query head h attends with key/value head h / (H / H_kv) (PyTorch's repeat_interleave).
@@ -585,19 +581,19 @@ ATTN_API attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, a
 
 /* The options of attn_sdpa_varlen; the zero value is plain attention with scale 1/sqrt(D). */
 typedef struct attn_varlen_opts {
-    float scale;        /* 0: 1/sqrt(D) */
+    float scale; /* 0: 1/sqrt(D) */
     /* FlashAttention's causal mask, bottom-right aligned in each sequence: query i of sequence b
      * sees keys j <= i + Lk_b - Lq_b (with Lq_b = Lk_b, PyTorch's is_causal); the same as a
      * window's right bound 0, with which it combines */
     bool causal;
-    attn_window window; /* as attn_sdpa's, per sequence */
-    bool enable_gqa;    /* k and v may have H_kv heads dividing H, as attn_sdpa's */
+    attn_window window;        /* as attn_sdpa's, per sequence */
+    bool enable_gqa;           /* k and v may have H_kv heads dividing H, as attn_sdpa's */
     const float *alibi_slopes; /* (H) (alibi_ndim 1) or (batch, H) (2), as attn_sdpa's; copied */
     int alibi_ndim;
     int64_t alibi_shape[2];
-    float softcap;      /* as attn_sdpa's; 0: none */
-    float dropout_p;    /* on the attention weights, only while the ctx is training */
-    attn_sdpa_impl impl;/* AUTO and FUSED: the fused kernel; REF: its reference twin */
+    float softcap;       /* as attn_sdpa's; 0: none */
+    float dropout_p;     /* on the attention weights, only while the ctx is training */
+    attn_sdpa_impl impl; /* AUTO and FUSED: the fused kernel; REF: its reference twin */
     /* score and mask callbacks, as attn_sdpa's, in each sequence's own frame: b is the sequence's
      * index, q and kv positions in it (mask_block's blocks from its first query and key) */
     attn_score_mods mods;
@@ -631,43 +627,37 @@ typedef struct attn_linear_layer {
 } attn_linear_layer;
 /* Registers "<prefix>.weight" and "<prefix>.bias"; kaiming_uniform(a=sqrt 5) = U(+-1/sqrt in),
  * bias U(+-1/sqrt in). */
-ATTN_API attn_status attn_linear_init(attn_linear_layer *m, attn_params *p, const char *prefix,
-                                      int64_t in_features, int64_t out_features, bool bias,
-                                      attn_rng *rng);
-ATTN_API attn_tensor *attn_linear_forward(attn_ctx *ctx, const attn_linear_layer *m,
-                                          attn_tensor *x);
+ATTN_API attn_status attn_linear_init(attn_linear_layer *m, attn_params *p, const char *prefix, int64_t in_features,
+                                      int64_t out_features, bool bias, attn_rng *rng);
+ATTN_API attn_tensor *attn_linear_forward(attn_ctx *ctx, const attn_linear_layer *m, attn_tensor *x);
 
 typedef struct attn_embedding_layer {
-    attn_tensor *weight; /* (num, dim), N(0, 1); the padding row zero */
+    attn_tensor *weight;                                /* (num, dim), N(0, 1); the padding row zero */
     int64_t num_embeddings, embedding_dim, padding_idx; /* padding_idx < 0: none */
 } attn_embedding_layer;
-ATTN_API attn_status attn_embedding_init(attn_embedding_layer *m, attn_params *p,
-                                         const char *prefix, int64_t num, int64_t dim,
-                                         int64_t padding_idx, attn_rng *rng);
-ATTN_API attn_tensor *attn_embedding_forward(attn_ctx *ctx, const attn_embedding_layer *m,
-                                             const int64_t *ids, int ndim, const int64_t *shape);
+ATTN_API attn_status attn_embedding_init(attn_embedding_layer *m, attn_params *p, const char *prefix, int64_t num,
+                                         int64_t dim, int64_t padding_idx, attn_rng *rng);
+ATTN_API attn_tensor *attn_embedding_forward(attn_ctx *ctx, const attn_embedding_layer *m, const int64_t *ids, int ndim,
+                                             const int64_t *shape);
 
 typedef struct attn_layer_norm_layer {
     attn_tensor *weight, *bias; /* (dim) ones / zeros */
     int64_t dim;
     float eps;
 } attn_layer_norm_layer;
-ATTN_API attn_status attn_layer_norm_init(attn_layer_norm_layer *m, attn_params *p,
-                                          const char *prefix, int64_t dim, float eps);
-ATTN_API attn_tensor *attn_layer_norm_forward(attn_ctx *ctx, const attn_layer_norm_layer *m,
-                                              attn_tensor *x);
+ATTN_API attn_status attn_layer_norm_init(attn_layer_norm_layer *m, attn_params *p, const char *prefix, int64_t dim,
+                                          float eps);
+ATTN_API attn_tensor *attn_layer_norm_forward(attn_ctx *ctx, const attn_layer_norm_layer *m, attn_tensor *x);
 
 typedef struct attn_conv1d_layer {
     attn_tensor *weight; /* (out, in, k), U(+-1/sqrt(in*k)) */
     attn_tensor *bias;   /* (out) or NULL */
     int64_t in_channels, out_channels, kernel_size, padding;
 } attn_conv1d_layer;
-ATTN_API attn_status attn_conv1d_init(attn_conv1d_layer *m, attn_params *p, const char *prefix,
-                                      int64_t in_channels, int64_t out_channels,
-                                      int64_t kernel_size, int64_t padding, bool bias,
+ATTN_API attn_status attn_conv1d_init(attn_conv1d_layer *m, attn_params *p, const char *prefix, int64_t in_channels,
+                                      int64_t out_channels, int64_t kernel_size, int64_t padding, bool bias,
                                       attn_rng *rng);
-ATTN_API attn_tensor *attn_conv1d_forward(attn_ctx *ctx, const attn_conv1d_layer *m,
-                                          attn_tensor *x);
+ATTN_API attn_tensor *attn_conv1d_forward(attn_ctx *ctx, const attn_conv1d_layer *m, attn_tensor *x);
 
 /* Multi-head attention with torch.nn.MultiheadAttention's math and state_dict names, always
  * batch first: "<prefix>.in_proj_weight" (3E, E) and "<prefix>.in_proj_bias" (3E), or, when
@@ -680,23 +670,22 @@ ATTN_API attn_tensor *attn_conv1d_forward(attn_ctx *ctx, const attn_conv1d_layer
  * bias first, then k's, then v's. */
 typedef struct attn_mha_layer {
     int64_t embed_dim, num_heads, kdim, vdim;
-    float dropout;               /* on the attention weights while training */
-    attn_tensor *in_proj_weight; /* (3E, E) or NULL */
+    float dropout;                                              /* on the attention weights while training */
+    attn_tensor *in_proj_weight;                                /* (3E, E) or NULL */
     attn_tensor *q_proj_weight, *k_proj_weight, *v_proj_weight; /* or NULL */
-    attn_tensor *in_proj_bias;   /* (3E), (E + 2 Ekv) or NULL */
+    attn_tensor *in_proj_bias;                                  /* (3E), (E + 2 Ekv) or NULL */
     attn_linear_layer out_proj;
-    int64_t num_kv_heads;        /* key/value heads, dividing num_heads (0: num_heads) */
+    int64_t num_kv_heads; /* key/value heads, dividing num_heads (0: num_heads) */
 } attn_mha_layer;
 
-ATTN_API attn_status attn_mha_init(attn_mha_layer *m, attn_params *p, const char *prefix,
-                                   int64_t embed_dim, int64_t num_heads, int64_t kdim,
-                                   int64_t vdim, bool bias, float dropout, attn_rng *rng);
+ATTN_API attn_status attn_mha_init(attn_mha_layer *m, attn_params *p, const char *prefix, int64_t embed_dim,
+                                   int64_t num_heads, int64_t kdim, int64_t vdim, bool bias, float dropout,
+                                   attn_rng *rng);
 /* attn_mha_init with num_kv_heads key/value heads (a divisor of num_heads; num_heads: the same
  * layer as attn_mha_init's, 1: multi-query attention). ATTN_ERR_ARG for any other count. */
-ATTN_API attn_status attn_mha_init_gqa(attn_mha_layer *m, attn_params *p, const char *prefix,
-                                       int64_t embed_dim, int64_t num_heads, int64_t num_kv_heads,
-                                       int64_t kdim, int64_t vdim, bool bias, float dropout,
-                                       attn_rng *rng);
+ATTN_API attn_status attn_mha_init_gqa(attn_mha_layer *m, attn_params *p, const char *prefix, int64_t embed_dim,
+                                       int64_t num_heads, int64_t num_kv_heads, int64_t kdim, int64_t vdim, bool bias,
+                                       float dropout, attn_rng *rng);
 
 typedef struct attn_mha_opts {
     attn_mask mask;       /* as attn_sdpa; nn.MultiheadAttention's bool attn_mask goes in
@@ -719,9 +708,8 @@ typedef struct attn_mha_opts {
  * as nn.MultiheadAttention takes it: query (Lq, E), key (Lk, kdim), value (Lk, vdim) -> (Lq, E),
  * weights (Lq, Lk) or (H, Lq, Lk); the masks are those of B = 1 (key_padding (1, Lk), a 3-D
  * mask (H, Lq, Lk)). */
-ATTN_API attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query,
-                                       attn_tensor *key, attn_tensor *value,
-                                       const attn_mha_opts *opts, attn_tensor **weights);
+ATTN_API attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query, attn_tensor *key,
+                                       attn_tensor *value, const attn_mha_opts *opts, attn_tensor **weights);
 
 /* Self-attention of the layer over sequences packed end to end, without padding: x (total, E)
  * holds `batch` sequences, sequence b in rows [cu_seqlens[b], cu_seqlens[b+1]) (attn_sdpa_varlen's
@@ -743,13 +731,11 @@ ATTN_API attn_tensor *attn_mha_forward_packed_cross(attn_ctx *ctx, const attn_mh
 /* Softmax over the last dim of scores (B, Lq, Lk) with D2L's valid_lens ((B) or (B, Lq); NULL
  * or no data: none): keys j >= len get weight 0; a row with len 0 is all 0 (D2L would give
  * 1/Lk). */
-ATTN_API attn_tensor *attn_masked_softmax(attn_ctx *ctx, attn_tensor *scores,
-                                          const attn_lens *valid_lens);
+ATTN_API attn_tensor *attn_masked_softmax(attn_ctx *ctx, attn_tensor *scores, const attn_lens *valid_lens);
 
 /* Additive attention scores, fused: s[b,i,j] = sum_h wv[h] tanh(qp[b,i,h] + kp[b,j,h]) for
  * qp (B, Lq, h), kp (B, Lk, h), wv (h values); no (B, Lq, Lk, h) tensor is made. */
-ATTN_API attn_tensor *attn_additive_scores(attn_ctx *ctx, attn_tensor *qp, attn_tensor *kp,
-                                           attn_tensor *wv);
+ATTN_API attn_tensor *attn_additive_scores(attn_ctx *ctx, attn_tensor *qp, attn_tensor *kp, attn_tensor *wv);
 
 /* D2L's AdditiveAttention: "W_q.weight" (h, q_size), "W_k.weight" (h, k_size), "w_v.weight"
  * (1, h), all without bias (Linear init); dropout on the weights while training.
@@ -758,23 +744,20 @@ typedef struct attn_additive_layer {
     attn_linear_layer W_q, W_k, w_v;
     float dropout;
 } attn_additive_layer;
-ATTN_API attn_status attn_additive_init(attn_additive_layer *m, attn_params *p, const char *prefix,
-                                        int64_t query_size, int64_t key_size, int64_t num_hiddens,
-                                        float dropout, attn_rng *rng);
+ATTN_API attn_status attn_additive_init(attn_additive_layer *m, attn_params *p, const char *prefix, int64_t query_size,
+                                        int64_t key_size, int64_t num_hiddens, float dropout, attn_rng *rng);
 /* queries (B, Lq, q_size), keys (B, Lk, k_size), values (B, Lk, v) -> (B, Lq, v); weights (may
  * be NULL) receives (B, Lq, Lk). */
-ATTN_API attn_tensor *attn_additive_forward(attn_ctx *ctx, const attn_additive_layer *m,
-                                            attn_tensor *queries, attn_tensor *keys,
-                                            attn_tensor *values, const attn_lens *valid_lens,
+ATTN_API attn_tensor *attn_additive_forward(attn_ctx *ctx, const attn_additive_layer *m, attn_tensor *queries,
+                                            attn_tensor *keys, attn_tensor *values, const attn_lens *valid_lens,
                                             attn_tensor **weights);
 
 /* Nadaraya-Watson kernel regression as attention pooling (seed 003):
  *   scores[i,j] = -0.5 ((q_i - k_ij) w)^2,  a = softmax_j(scores),  y_i = sum_j a_ij v_ij
  * queries (n), keys and values (n, m); w a one-element tensor (the learnable width) or NULL for
  * the fixed Gaussian kernel (w = 1). weights (may be NULL) receives a (n, m). */
-ATTN_API attn_tensor *attn_nw_forward(attn_ctx *ctx, attn_tensor *w, attn_tensor *queries,
-                                      attn_tensor *keys, attn_tensor *values,
-                                      attn_tensor **weights);
+ATTN_API attn_tensor *attn_nw_forward(attn_ctx *ctx, attn_tensor *w, attn_tensor *queries, attn_tensor *keys,
+                                      attn_tensor *values, attn_tensor **weights);
 /* Leave-one-out keys as seed 003 builds them: from x (n) the (n, n-1) matrix whose row i is x
  * without x_i. In ctx's arena, not differentiable. */
 ATTN_API attn_tensor *attn_nw_leave_one_out(attn_ctx *ctx, const attn_tensor *x);
@@ -792,13 +775,11 @@ typedef struct attn_linear_attention_layer {
     attn_linear_layer to_query, to_key, to_value;
     attn_linear_attention_kind kind;
 } attn_linear_attention_layer;
-ATTN_API attn_status attn_linear_attention_init(attn_linear_attention_layer *m, attn_params *p,
-                                                const char *prefix, int64_t embed_dim,
-                                                attn_linear_attention_kind kind, attn_rng *rng);
+ATTN_API attn_status attn_linear_attention_init(attn_linear_attention_layer *m, attn_params *p, const char *prefix,
+                                                int64_t embed_dim, attn_linear_attention_kind kind, attn_rng *rng);
 /* x (B, L, E) -> (B, L, E) */
-ATTN_API attn_tensor *attn_linear_attention_forward(attn_ctx *ctx,
-                                                    const attn_linear_attention_layer *m,
-                                                    attn_tensor *x, const attn_mask *mask);
+ATTN_API attn_tensor *attn_linear_attention_forward(attn_ctx *ctx, const attn_linear_attention_layer *m, attn_tensor *x,
+                                                    const attn_mask *mask);
 
 /* Seed 002's ConvAttention: LayerNorm(MHA(x, x, x) + Conv1d(x^T)^T), Conv1d(E, E, k, padding
  * k/2). Names "<prefix>.attention.*" (attn_mha_layer names), "<prefix>.conv.weight/bias",
@@ -808,15 +789,11 @@ typedef struct attn_conv_attention_layer {
     attn_conv1d_layer conv;
     attn_layer_norm_layer norm;
 } attn_conv_attention_layer;
-ATTN_API attn_status attn_conv_attention_init(attn_conv_attention_layer *m, attn_params *p,
-                                              const char *prefix, int64_t embed_dim,
-                                              int64_t num_heads, int64_t kernel_size,
-                                              attn_rng *rng);
+ATTN_API attn_status attn_conv_attention_init(attn_conv_attention_layer *m, attn_params *p, const char *prefix,
+                                              int64_t embed_dim, int64_t num_heads, int64_t kernel_size, attn_rng *rng);
 /* x (B, L, E) -> (B, L, E); mask applies to the attention path. */
-ATTN_API attn_tensor *attn_conv_attention_forward(attn_ctx *ctx,
-                                                  const attn_conv_attention_layer *m,
-                                                  attn_tensor *x, const attn_mha_opts *opts,
-                                                  attn_tensor **weights);
+ATTN_API attn_tensor *attn_conv_attention_forward(attn_ctx *ctx, const attn_conv_attention_layer *m, attn_tensor *x,
+                                                  const attn_mha_opts *opts, attn_tensor **weights);
 
 /* ---- GRU (torch.nn.GRU, batch first) ----
  * Per layer l: "<prefix>.weight_ih_l<l>" (3H, in), "weight_hh_l<l>" (3H, H), "bias_ih_l<l>",
@@ -824,7 +801,9 @@ ATTN_API attn_tensor *attn_conv_attention_forward(attn_ctx *ctx,
  *   r = sigmoid(W_ir x + b_ir + W_hr h + b_hr),  z = sigmoid(W_iz x + b_iz + W_hz h + b_hz)
  *   n = tanh(W_in x + b_in + r * (W_hn h + b_hn)),  h' = (1 - z) * n + z * h
  * Init U(+-1/sqrt(H)) for every weight and bias; dropout between layers while training. */
-enum { ATTN_GRU_MAX_LAYERS = 8 }; /* the most layers attn_gru_init takes */
+enum {
+    ATTN_GRU_MAX_LAYERS = 8
+}; /* the most layers attn_gru_init takes */
 typedef struct attn_gru_layer {
     int64_t input_size, hidden_size;
     int num_layers;
@@ -832,13 +811,12 @@ typedef struct attn_gru_layer {
     attn_tensor *w_ih[ATTN_GRU_MAX_LAYERS], *w_hh[ATTN_GRU_MAX_LAYERS]; /* per layer */
     attn_tensor *b_ih[ATTN_GRU_MAX_LAYERS], *b_hh[ATTN_GRU_MAX_LAYERS];
 } attn_gru_layer;
-ATTN_API attn_status attn_gru_init(attn_gru_layer *m, attn_params *p, const char *prefix,
-                                   int64_t input_size, int64_t hidden_size, int num_layers,
-                                   float dropout, attn_rng *rng);
+ATTN_API attn_status attn_gru_init(attn_gru_layer *m, attn_params *p, const char *prefix, int64_t input_size,
+                                   int64_t hidden_size, int num_layers, float dropout, attn_rng *rng);
 /* x (B, T, in), h0 (num_layers, B, H) or NULL (zeros) -> outputs (B, T, H) of the last layer;
  * *h_n (may be NULL) receives (num_layers, B, H). */
-ATTN_API attn_tensor *attn_gru_forward(attn_ctx *ctx, const attn_gru_layer *m, attn_tensor *x,
-                                       attn_tensor *h0, attn_tensor **h_n);
+ATTN_API attn_tensor *attn_gru_forward(attn_ctx *ctx, const attn_gru_layer *m, attn_tensor *x, attn_tensor *h0,
+                                       attn_tensor **h_n);
 
 /* ---- Positional encodings ---- */
 
@@ -849,8 +827,7 @@ typedef enum attn_pe_layout {
 } attn_pe_layout;
 
 /* The (max_len, d) sinusoidal table in ctx's arena (not differentiable). */
-ATTN_API attn_tensor *attn_sinusoidal_table(attn_ctx *ctx, int64_t max_len, int64_t d,
-                                            attn_pe_layout layout);
+ATTN_API attn_tensor *attn_sinusoidal_table(attn_ctx *ctx, int64_t max_len, int64_t d, attn_pe_layout layout);
 /* x (B, L, E) + table[:L] (table (max_len, E), L <= max_len). */
 ATTN_API attn_tensor *attn_add_positions(attn_ctx *ctx, attn_tensor *x, attn_tensor *table);
 
@@ -882,20 +859,19 @@ ATTN_API attn_tensor *attn_rope(attn_ctx *ctx, attn_tensor *x, const attn_rope_o
 typedef struct attn_learned_pe {
     attn_tensor *table; /* (1, max_len, E) */
 } attn_learned_pe;
-ATTN_API attn_status attn_learned_pe_init(attn_learned_pe *m, attn_params *p, const char *name,
-                                          int64_t max_len, int64_t dim, attn_rng *rng);
-ATTN_API attn_tensor *attn_learned_pe_forward(attn_ctx *ctx, const attn_learned_pe *m,
-                                              attn_tensor *x);
+ATTN_API attn_status attn_learned_pe_init(attn_learned_pe *m, attn_params *p, const char *name, int64_t max_len,
+                                          int64_t dim, attn_rng *rng);
+ATTN_API attn_tensor *attn_learned_pe_forward(attn_ctx *ctx, const attn_learned_pe *m, attn_tensor *x);
 
 /* ---- Transformer layers (torch.nn.TransformerEncoderLayer / DecoderLayer names) ---- */
 
 typedef struct attn_transformer_config {
     int64_t d_model, num_heads, dim_feedforward;
-    float dropout;     /* residual branches, attention weights and (ffn_dropout) inside the FFN */
-    bool norm_first;   /* pre-LN; false: post-LN (the paper, D2L, seed 002, PyTorch default) */
-    bool gelu;         /* FFN activation; false: ReLU */
-    bool ffn_dropout;  /* dropout after the activation inside the FFN (PyTorch: yes; seed 002: no) */
-    float eps;         /* LayerNorm eps; 0: 1e-5 */
+    float dropout;    /* residual branches, attention weights and (ffn_dropout) inside the FFN */
+    bool norm_first;  /* pre-LN; false: post-LN (the paper, D2L, seed 002, PyTorch default) */
+    bool gelu;        /* FFN activation; false: ReLU */
+    bool ffn_dropout; /* dropout after the activation inside the FFN (PyTorch: yes; seed 002: no) */
+    float eps;        /* LayerNorm eps; 0: 1e-5 */
     /* rotary positions in the layer's self-attention (attn_mha_opts.rope; a decoder layer's
      * cross-attention takes none) when rope_base > 1, with rope_layout and rope_dim (even,
      * <= d_model / num_heads; 0: all of it); 0: none */
@@ -911,23 +887,20 @@ typedef struct attn_encoder_layer {
     attn_linear_layer linear1, linear2;
     attn_layer_norm_layer norm1, norm2;
 } attn_encoder_layer;
-ATTN_API attn_status attn_encoder_layer_init(attn_encoder_layer *m, attn_params *p,
-                                             const char *prefix,
+ATTN_API attn_status attn_encoder_layer_init(attn_encoder_layer *m, attn_params *p, const char *prefix,
                                              const attn_transformer_config *cfg, attn_rng *rng);
 /* post-LN: x = norm1(x + drop(attn(x))); x = norm2(x + drop(ffn(x)));
  * pre-LN:  x = x + drop(attn(norm1(x))); x = x + drop(ffn(norm2(x))).
  * x (B, L, E); weights (may be NULL) receives per-head (B, H, L, L). One sequence unbatched, as
  * torch takes it: x (L, E), weights (H, L, L), the masks those of B = 1. */
-ATTN_API attn_tensor *attn_encoder_layer_forward(attn_ctx *ctx, const attn_encoder_layer *m,
-                                                 attn_tensor *x, const attn_mask *mask,
-                                                 attn_tensor **weights);
+ATTN_API attn_tensor *attn_encoder_layer_forward(attn_ctx *ctx, const attn_encoder_layer *m, attn_tensor *x,
+                                                 const attn_mask *mask, attn_tensor **weights);
 /* The layer over sequences packed end to end (attn_mha_forward_packed): x (total, E) holds
  * `batch` sequences at cu_seqlens -> (total, E), what attn_encoder_layer_forward gives the padded
  * sequences with their padding masked, at their rows; rotary positions (cfg.rope_base) count from
  * 0 in each sequence. */
-ATTN_API attn_tensor *attn_encoder_layer_forward_packed(attn_ctx *ctx, const attn_encoder_layer *m,
-                                                        attn_tensor *x, const int64_t *cu_seqlens,
-                                                        int64_t batch);
+ATTN_API attn_tensor *attn_encoder_layer_forward_packed(attn_ctx *ctx, const attn_encoder_layer *m, attn_tensor *x,
+                                                        const int64_t *cu_seqlens, int64_t batch);
 
 /* Adds "multihead_attn.*" (cross-attention) and "norm3.*" */
 typedef struct attn_decoder_layer {
@@ -936,26 +909,22 @@ typedef struct attn_decoder_layer {
     attn_linear_layer linear1, linear2;
     attn_layer_norm_layer norm1, norm2, norm3;
 } attn_decoder_layer;
-ATTN_API attn_status attn_decoder_layer_init(attn_decoder_layer *m, attn_params *p,
-                                             const char *prefix,
+ATTN_API attn_status attn_decoder_layer_init(attn_decoder_layer *m, attn_params *p, const char *prefix,
                                              const attn_transformer_config *cfg, attn_rng *rng);
 /* x (B, Lt, E) attends to itself under self_mask (usually causal + target padding) and to
  * memory (B, Ls, E) under cross_mask (source padding). Weights (may be NULL): per-head. Unbatched:
  * x (Lt, E) and memory (Ls, E), the masks those of B = 1. */
-ATTN_API attn_tensor *attn_decoder_layer_forward(attn_ctx *ctx, const attn_decoder_layer *m,
-                                                 attn_tensor *x, attn_tensor *memory,
-                                                 const attn_mask *self_mask,
-                                                 const attn_mask *cross_mask,
-                                                 attn_tensor **self_weights,
+ATTN_API attn_tensor *attn_decoder_layer_forward(attn_ctx *ctx, const attn_decoder_layer *m, attn_tensor *x,
+                                                 attn_tensor *memory, const attn_mask *self_mask,
+                                                 const attn_mask *cross_mask, attn_tensor **self_weights,
                                                  attn_tensor **cross_weights);
 /* Packed: x (total_t, E) holds `batch` target sequences at cu_seqlens_t, each attending causally to
  * itself and to memory sequence b of memory (total_s, E) at cu_seqlens_s -> (total_t, E), what
  * attn_decoder_layer_forward gives the padded sequences under causal + target padding and source
  * padding masks, at their rows. */
-ATTN_API attn_tensor *attn_decoder_layer_forward_packed(attn_ctx *ctx, const attn_decoder_layer *m,
-                                                        attn_tensor *x, const int64_t *cu_seqlens_t,
-                                                        attn_tensor *memory, const int64_t *cu_seqlens_s,
-                                                        int64_t batch);
+ATTN_API attn_tensor *attn_decoder_layer_forward_packed(attn_ctx *ctx, const attn_decoder_layer *m, attn_tensor *x,
+                                                        const int64_t *cu_seqlens_t, attn_tensor *memory,
+                                                        const int64_t *cu_seqlens_s, int64_t batch);
 
 /* ======================================================================================
  * Models of the seeds
@@ -975,15 +944,15 @@ typedef enum attn_classifier_attention {
 typedef struct attn_classifier_config {
     int64_t vocab_size, embed_dim, num_heads, hidden_dim, num_classes, max_len;
     attn_classifier_attention attention;
-    int num_blocks;         /* 0: the seed's single attention layer; N: N Transformer blocks */
-    bool norm_first;        /* blocks: pre-LN (default post-LN, as the seed's TransformerBlock) */
-    bool sinusoidal;        /* sinusoidal positions instead of the learned table */
-    float dropout;          /* the classifier head's dropout (seed: 0.5) */
-    float block_dropout;    /* inside Transformer blocks (seed: 0.1) */
-    int64_t additive_hidden;/* additive attention's hidden size (0: embed_dim) */
-    bool mask_padding;      /* keys at padding positions masked and the mean over real tokens
+    int num_blocks;          /* 0: the seed's single attention layer; N: N Transformer blocks */
+    bool norm_first;         /* blocks: pre-LN (default post-LN, as the seed's TransformerBlock) */
+    bool sinusoidal;         /* sinusoidal positions instead of the learned table */
+    float dropout;           /* the classifier head's dropout (seed: 0.5) */
+    float block_dropout;     /* inside Transformer blocks (seed: 0.1) */
+    int64_t additive_hidden; /* additive attention's hidden size (0: embed_dim) */
+    bool mask_padding;       /* keys at padding positions masked and the mean over real tokens
                                only; false = the seed (attends to and averages the padding) */
-    bool pack;              /* with mask_padding, and blocks or the softmax attention: each batch's
+    bool pack;               /* with mask_padding, and blocks or the softmax attention: each batch's
                                sequences packed end to end (attn_mha_forward_packed, the blocks'
                                attn_encoder_layer_forward_packed), no padding computed; the same
                                model as without (equal up to float32 rounding; the blocks'
@@ -1005,15 +974,15 @@ typedef struct attn_classifier {
     attn_linear_layer fc1, fc2;
 } attn_classifier;
 
-ATTN_API attn_status attn_classifier_init(attn_classifier *m, attn_params *p,
-                                          const attn_classifier_config *cfg, attn_rng *rng);
+ATTN_API attn_status attn_classifier_init(attn_classifier *m, attn_params *p, const attn_classifier_config *cfg,
+                                          attn_rng *rng);
 ATTN_API void attn_classifier_free(attn_classifier *m); /* the blocks array; params stay in p */
 /* ids (B, L) with lengths (B), each in [1, L] (tokens past a length are padding) -> logits (B, classes).
  * weights (may be NULL) receives the (last) attention layer's weights averaged over heads
  * (B, L, L), when the variant has weights (not linear). */
-ATTN_API attn_tensor *attn_classifier_forward(attn_ctx *ctx, const attn_classifier *m,
-                                              const int64_t *ids, const int64_t *lengths,
-                                              int64_t batch, int64_t len, attn_tensor **weights);
+ATTN_API attn_tensor *attn_classifier_forward(attn_ctx *ctx, const attn_classifier *m, const int64_t *ids,
+                                              const int64_t *lengths, int64_t batch, int64_t len,
+                                              attn_tensor **weights);
 
 /* Sequence-to-sequence translation models.
  *   TRANSFORMER (seed 003 / D2L / "Attention Is All You Need", post-LN): x = emb * sqrt(d) + PE,
@@ -1024,16 +993,19 @@ ATTN_API attn_tensor *attn_classifier_forward(attn_ctx *ctx, const attn_classifi
  *     layer's hidden state, context = additive attention over the encoder outputs, the GRU input
  *     is cat(context, embedding). Names "encoder.embedding.weight", "encoder.rnn.*",
  *     "decoder.embedding.weight", "decoder.attention.*", "decoder.rnn.*", "decoder.dense.*". */
-typedef enum attn_seq2seq_kind { ATTN_SEQ2SEQ_TRANSFORMER, ATTN_SEQ2SEQ_BAHDANAU } attn_seq2seq_kind;
+typedef enum attn_seq2seq_kind {
+    ATTN_SEQ2SEQ_TRANSFORMER,
+    ATTN_SEQ2SEQ_BAHDANAU
+} attn_seq2seq_kind;
 
 typedef struct attn_seq2seq_config {
     attn_seq2seq_kind kind;
     int64_t src_vocab, tgt_vocab;
-    int64_t d_model;         /* transformer width; Bahdanau: embedding and hidden size */
+    int64_t d_model; /* transformer width; Bahdanau: embedding and hidden size */
     int64_t num_heads, dim_feedforward;
     int enc_layers, dec_layers;
     float dropout;
-    int64_t max_len;         /* longest sequence the positional table covers */
+    int64_t max_len; /* longest sequence the positional table covers */
     int64_t pad_id, bos_id, eos_id;
     /* Transformer: rotary positions (attn_rope, rotated halves over each head, this base > 1) in
      * every self-attention, encoder's and decoder's, in place of the sinusoidal table; 0: the
@@ -1044,24 +1016,22 @@ typedef struct attn_seq2seq_config {
 typedef struct attn_seq2seq {
     attn_seq2seq_config cfg;
     attn_embedding_layer src_embedding, tgt_embedding;
-    attn_encoder_layer *enc;           /* (enc_layers) transformer, owned */
-    attn_decoder_layer *dec;           /* (dec_layers) transformer, owned */
-    attn_linear_layer generator;       /* transformer: d -> V_tgt; Bahdanau: the dense layer */
-    attn_gru_layer enc_rnn, dec_rnn;   /* Bahdanau */
-    attn_additive_layer attention;     /* Bahdanau */
+    attn_encoder_layer *enc;         /* (enc_layers) transformer, owned */
+    attn_decoder_layer *dec;         /* (dec_layers) transformer, owned */
+    attn_linear_layer generator;     /* transformer: d -> V_tgt; Bahdanau: the dense layer */
+    attn_gru_layer enc_rnn, dec_rnn; /* Bahdanau */
+    attn_additive_layer attention;   /* Bahdanau */
 } attn_seq2seq;
 
-ATTN_API attn_status attn_seq2seq_init(attn_seq2seq *m, attn_params *p,
-                                       const attn_seq2seq_config *cfg, attn_rng *rng);
+ATTN_API attn_status attn_seq2seq_init(attn_seq2seq *m, attn_params *p, const attn_seq2seq_config *cfg, attn_rng *rng);
 ATTN_API void attn_seq2seq_free(attn_seq2seq *m);
 /* Teacher forcing: src (B, S) with src_lens, tgt_in (B, T) (<bos> first) with tgt_lens (lengths in
  * [0, S] and [0, T]) ->
  * logits (B, T, V_tgt). cross_weights (may be NULL): the last decoder layer's cross-attention,
  * per head (B, H, T, S) (Bahdanau: (B, 1, T, S)). */
-ATTN_API attn_tensor *attn_seq2seq_forward(attn_ctx *ctx, const attn_seq2seq *m,
-                                           const int64_t *src, const int64_t *src_lens,
-                                           int64_t batch, int64_t src_len, const int64_t *tgt_in,
-                                           const int64_t *tgt_lens, int64_t tgt_len,
+ATTN_API attn_tensor *attn_seq2seq_forward(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                                           const int64_t *src_lens, int64_t batch, int64_t src_len,
+                                           const int64_t *tgt_in, const int64_t *tgt_lens, int64_t tgt_len,
                                            attn_tensor **cross_weights);
 /* Teacher forcing over pairs packed end to end, without padding (Transformer only): src
  * (total_s) ids with sequence b at [cu_src[b], cu_src[b+1]), tgt_in (total_t) at cu_tgt (batch + 1
@@ -1069,8 +1039,8 @@ ATTN_API attn_tensor *attn_seq2seq_forward(attn_ctx *ctx, const attn_seq2seq *m,
  * gives the same pairs padded, at their rows (equal up to float32 rounding; dropout draws
  * differ). */
 ATTN_API attn_tensor *attn_seq2seq_forward_packed(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                                                  const int64_t *cu_src, const int64_t *tgt_in,
-                                                  const int64_t *cu_tgt, int64_t batch);
+                                                  const int64_t *cu_src, const int64_t *tgt_in, const int64_t *cu_tgt,
+                                                  int64_t batch);
 /* Step-by-step decoding, for a search of the caller's own: the source is encoded once, then each
  * step feeds every row's latest token and returns the next token's logits. Rows: `beams`
  * consecutive rows per source sentence (R = batch * beams; row r decodes sentence r / beams).
@@ -1095,33 +1065,32 @@ typedef struct attn_seq2seq_decoder attn_seq2seq_decoder; /* opaque */
  * Returns a decoder owned by the caller (attn_seq2seq_decoder_free), or NULL with
  * attn_last_error(). m must outlive it; src and src_lens are not kept. */
 ATTN_API attn_seq2seq_decoder *attn_seq2seq_decoder_new(const attn_seq2seq *m, const int64_t *src,
-                                                        const int64_t *src_lens, int64_t batch,
-                                                        int64_t src_len, int64_t beams,
-                                                        int64_t max_steps,
+                                                        const int64_t *src_lens, int64_t batch, int64_t src_len,
+                                                        int64_t beams, int64_t max_steps,
                                                         attn_seq2seq_decode_impl impl);
 /* One step: tokens (R) are each row's latest token (<bos> at the first step); logits (R, V_tgt)
  * receive the scores of each row's next token. ATTN_ERR_STATE after max_steps steps. A failed
  * step leaves the decoder as it was. */
-ATTN_API attn_status attn_seq2seq_decoder_step(attn_seq2seq_decoder *d, float *logits,
-                                               const int64_t *tokens);
+ATTN_API attn_status attn_seq2seq_decoder_step(attn_seq2seq_decoder *d, float *logits, const int64_t *tokens);
 /* Beam re-selection: row r continues the hypothesis that row parents[r] held (parents (R), each
  * a row of the same sentence: parents[r] / beams == r / beams); rows may be repeated or dropped. */
 ATTN_API attn_status attn_seq2seq_decoder_reorder(attn_seq2seq_decoder *d, const int64_t *parents);
 /* Keeps the sentences keep[0..n) (ascending, each below the current batch) with their rows and
  * drops the others (e.g. those whose search has ended, so that no step is spent on them): the
  * decoder then holds n sentences, numbered in keep's order, and n x beams rows. */
-ATTN_API attn_status attn_seq2seq_decoder_select(attn_seq2seq_decoder *d, const int64_t *keep,
-                                                 int64_t n);
+ATTN_API attn_status attn_seq2seq_decoder_select(attn_seq2seq_decoder *d, const int64_t *keep, int64_t n);
 /* Threads of the decoder's steps (n <= 0: attn_default_num_threads(), the count it starts with). */
 ATTN_API attn_status attn_seq2seq_decoder_set_num_threads(attn_seq2seq_decoder *d, int n);
 ATTN_API void attn_seq2seq_decoder_free(attn_seq2seq_decoder *d); /* NULL is fine */
 
-enum { ATTN_BEAM_MAX = 64 }; /* the widest beam search */
+enum {
+    ATTN_BEAM_MAX = 64
+}; /* the widest beam search */
 /* How attn_seq2seq_decode searches; the zero value is greedy decoding with the CACHED decoder. */
 typedef struct attn_seq2seq_decode_opts {
-    int beam_size;            /* 0 or 1: greedy, every sentence at once; 2..ATTN_BEAM_MAX: beam search */
-    float length_penalty;     /* beam search: alpha of the penalty ((5 + len) / 6)^alpha, finite */
-    const int64_t *max_out;   /* (B) each sentence's limit, each in [1, out_width]; NULL: out_width */
+    int beam_size;                 /* 0 or 1: greedy, every sentence at once; 2..ATTN_BEAM_MAX: beam search */
+    float length_penalty;          /* beam search: alpha of the penalty ((5 + len) / 6)^alpha, finite */
+    const int64_t *max_out;        /* (B) each sentence's limit, each in [1, out_width]; NULL: out_width */
     attn_seq2seq_decode_impl impl; /* CACHED, or RECOMPUTE: the reference twin */
     /* batch 1 only (may be NULL): *cross_weights receives the answer's cross-attention, per head
      * (H, out_len + 1, S) (Bahdanau: (1, ...)), in ctx's arena */
@@ -1142,42 +1111,36 @@ typedef struct attn_seq2seq_decode_opts {
  * decodes on ctx's thread count. opts NULL: greedy, CACHED. */
 ATTN_API attn_status attn_seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
                                          const int64_t *src_lens, int64_t batch, int64_t src_len,
-                                         const attn_seq2seq_decode_opts *opts, int64_t out_width,
-                                         int64_t *out, int64_t *out_lens);
+                                         const attn_seq2seq_decode_opts *opts, int64_t out_width, int64_t *out,
+                                         int64_t *out_lens);
 
 /* The entry points attn_seq2seq_decode replaces, as they were: greedy's out (B, max_out) keeps
  * <eos> (then pad); the beam searches' do not; the _ref twins use RECOMPUTE. */
 ATTN_DEPRECATED("attn_seq2seq_decode")
 ATTN_API attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                                         const int64_t *src_lens, int64_t batch, int64_t src_len,
-                                         int64_t max_out, int64_t *out, int64_t *out_lens);
+                                         const int64_t *src_lens, int64_t batch, int64_t src_len, int64_t max_out,
+                                         int64_t *out, int64_t *out_lens);
 ATTN_DEPRECATED("attn_seq2seq_decode with .impl = ATTN_SEQ2SEQ_DECODE_RECOMPUTE")
-ATTN_API attn_status attn_seq2seq_greedy_ref(attn_ctx *ctx, const attn_seq2seq *m,
-                                             const int64_t *src, const int64_t *src_lens,
-                                             int64_t batch, int64_t src_len, int64_t max_out,
+ATTN_API attn_status attn_seq2seq_greedy_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                                             const int64_t *src_lens, int64_t batch, int64_t src_len, int64_t max_out,
                                              int64_t *out, int64_t *out_lens);
 ATTN_DEPRECATED("attn_seq2seq_decode with .beam_size and .cross_weights")
-ATTN_API attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                                       int64_t src_len, int beam_size, float alpha,
-                                       int64_t max_out, int64_t *out, int64_t *out_len,
+ATTN_API attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, int64_t src_len,
+                                       int beam_size, float alpha, int64_t max_out, int64_t *out, int64_t *out_len,
                                        attn_tensor **cross_weights);
 ATTN_DEPRECATED("attn_seq2seq_decode with .beam_size, .cross_weights and .impl = ATTN_SEQ2SEQ_DECODE_RECOMPUTE")
-ATTN_API attn_status attn_seq2seq_beam_ref(attn_ctx *ctx, const attn_seq2seq *m,
-                                           const int64_t *src, int64_t src_len, int beam_size,
-                                           float alpha, int64_t max_out, int64_t *out,
-                                           int64_t *out_len, attn_tensor **cross_weights);
+ATTN_API attn_status attn_seq2seq_beam_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, int64_t src_len,
+                                           int beam_size, float alpha, int64_t max_out, int64_t *out, int64_t *out_len,
+                                           attn_tensor **cross_weights);
 ATTN_DEPRECATED("attn_seq2seq_decode with .beam_size and .max_out")
-ATTN_API attn_status attn_seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m,
-                                             const int64_t *src, const int64_t *src_lens,
-                                             int64_t batch, int64_t src_len, int beam_size,
-                                             float alpha, const int64_t *max_out,
-                                             int64_t out_width, int64_t *out, int64_t *out_lens);
+ATTN_API attn_status attn_seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                                             const int64_t *src_lens, int64_t batch, int64_t src_len, int beam_size,
+                                             float alpha, const int64_t *max_out, int64_t out_width, int64_t *out,
+                                             int64_t *out_lens);
 ATTN_DEPRECATED("attn_seq2seq_decode with .beam_size, .max_out and .impl = ATTN_SEQ2SEQ_DECODE_RECOMPUTE")
-ATTN_API attn_status attn_seq2seq_beam_batch_ref(attn_ctx *ctx, const attn_seq2seq *m,
-                                                 const int64_t *src, const int64_t *src_lens,
-                                                 int64_t batch, int64_t src_len, int beam_size,
-                                                 float alpha, const int64_t *max_out,
-                                                 int64_t out_width, int64_t *out,
+ATTN_API attn_status attn_seq2seq_beam_batch_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
+                                                 const int64_t *src_lens, int64_t batch, int64_t src_len, int beam_size,
+                                                 float alpha, const int64_t *max_out, int64_t out_width, int64_t *out,
                                                  int64_t *out_lens);
 
 /* ======================================================================================
@@ -1211,7 +1174,7 @@ ATTN_API attn_status attn_optim_step(attn_optim *opt); /* uses the lr set for th
  * the update is elementwise, so the result does not depend on it. */
 ATTN_API attn_status attn_optim_set_num_threads(attn_optim *opt, int n);
 ATTN_API attn_status attn_optim_set_lr(attn_optim *opt, float lr); /* lr >= 0, else refused */
-ATTN_API float attn_optim_lr(const attn_optim *opt); /* the lr set (NaN for NULL) */
+ATTN_API float attn_optim_lr(const attn_optim *opt);               /* the lr set (NaN for NULL) */
 ATTN_DEPRECATED("attn_optim_lr (getters have no verb)")
 ATTN_API float attn_optim_get_lr(const attn_optim *opt);
 ATTN_API int64_t attn_optim_step_count(const attn_optim *opt); /* steps taken */
@@ -1219,8 +1182,8 @@ ATTN_API int64_t attn_optim_step_count(const attn_optim *opt); /* steps taken */
  * for checkpoints; the step count travels as metadata. Pointers into the optimizer, valid until
  * attn_optim_free. */
 ATTN_API size_t attn_optim_state_count(const attn_optim *opt);
-ATTN_API attn_status attn_optim_state_at(const attn_optim *opt, size_t i, const char **name,
-                                         float **data, int64_t *numel);
+ATTN_API attn_status attn_optim_state_at(const attn_optim *opt, size_t i, const char **name, float **data,
+                                         int64_t *numel);
 ATTN_API attn_status attn_optim_set_step_count(attn_optim *opt, int64_t steps); /* >= 0 */
 
 /* torch.nn.utils.clip_grad_norm_: scales every grad by min(1, max_norm / (norm + 1e-6)).
@@ -1308,14 +1271,13 @@ ATTN_API attn_st_writer *attn_st_writer_new(void);
 ATTN_API void attn_st_writer_free(attn_st_writer *w);
 /* Adds a tensor: data is numel little-endian elements of dtype, copied now. Duplicate names are
  * an error. */
-ATTN_API attn_status attn_st_writer_add(attn_st_writer *w, const char *name, attn_dtype dtype,
-                                        int ndim, const int64_t *shape, const void *data);
+ATTN_API attn_status attn_st_writer_add(attn_st_writer *w, const char *name, attn_dtype dtype, int ndim,
+                                        const int64_t *shape, const void *data);
 /* The same without a copy: data must stay valid and unchanged until save or free (for large
  * outputs; the bytes are written as they are in memory, little-endian on this host). */
-ATTN_API attn_status attn_st_writer_add_ref(attn_st_writer *w, const char *name, attn_dtype dtype,
-                                            int ndim, const int64_t *shape, const void *data);
-ATTN_API attn_status attn_st_writer_add_tensor(attn_st_writer *w, const char *name,
-                                               const attn_tensor *t);
+ATTN_API attn_status attn_st_writer_add_ref(attn_st_writer *w, const char *name, attn_dtype dtype, int ndim,
+                                            const int64_t *shape, const void *data);
+ATTN_API attn_status attn_st_writer_add_tensor(attn_st_writer *w, const char *name, const attn_tensor *t);
 ATTN_API attn_status attn_st_writer_set_metadata(attn_st_writer *w, const char *key,
                                                  const char *value); /* replaces an old value */
 /* Writes the file as an output file (see "Output files"): a crash never leaves it half-written. */
@@ -1333,12 +1295,11 @@ ATTN_API attn_status attn_st_writer_save(attn_st_writer *w, const char *path);
  * far as the message holds; the first tensor with NaN or Inf and where), and nothing changes
  * unless the whole file checks out. Modules built with rng NULL skip the random init that a
  * strict load overwrites anyway. Unlike attn_checkpoint_load, no attn metadata is needed. */
-ATTN_API attn_status attn_params_load(attn_params *p, const char *path, const char *prefix,
-                                      bool strict);
+ATTN_API attn_status attn_params_load(attn_params *p, const char *path, const char *prefix, bool strict);
 /* The same from an open file (e.g. one that also holds inputs); loaded (may be NULL;
  * attn_params_count(p) entries) receives which parameters the file provided. */
-ATTN_API attn_status attn_params_load_file(attn_params *p, const attn_st_file *f,
-                                           const char *prefix, bool strict, bool *loaded);
+ATTN_API attn_status attn_params_load_file(attn_params *p, const attn_st_file *f, const char *prefix, bool strict,
+                                           bool *loaded);
 /* Every parameter as F32 under prefix + its name, metadata format "pt": a file that
  * safetensors.torch.load_file (or tools/safetensors_convert.py, then torch.load) reads back
  * into the module's load_state_dict. Written atomically as attn_st_writer_save. */
@@ -1347,9 +1308,8 @@ ATTN_API attn_status attn_params_save(const attn_params *p, const char *path, co
 /* Checkpoints: every parameter under its name, plus the optimizer state when opt is not NULL.
  * __metadata__ carries format "attn-checkpoint", version, the step count (with opt) and the
  * caller's key/values (meta_kv[2i] = meta_kv[2i+1]; format, version and step are reserved). */
-ATTN_API attn_status attn_checkpoint_save(const char *path, const attn_params *p,
-                                          const attn_optim *opt, const char *const *meta_kv,
-                                          int n_meta);
+ATTN_API attn_status attn_checkpoint_save(const char *path, const attn_params *p, const attn_optim *opt,
+                                          const char *const *meta_kv, int n_meta);
 /* Loads by name into p (and opt when not NULL). strict: every parameter (and, with opt, every
  * optimizer state buffer and the step) must be present, and every tensor in the file must be one
  * of them (without opt, the optimizer state of p's parameters is skipped: a training checkpoint
@@ -1357,12 +1317,10 @@ ATTN_API attn_status attn_checkpoint_save(const char *path, const attn_params *p
  * shape, or a NaN or Inf anywhere in what is loaded, is refused. One error names every missing,
  * unexpected and mis-shaped tensor (ATTN_ERR_FORMAT; ATTN_ERR_SHAPE when only shapes differ;
  * ATTN_ERR_NUMERIC for a non-finite value). Nothing changes unless the whole file checks out. */
-ATTN_API attn_status attn_checkpoint_load(const char *path, attn_params *p, attn_optim *opt,
-                                          bool strict);
+ATTN_API attn_status attn_checkpoint_load(const char *path, attn_params *p, attn_optim *opt, bool strict);
 /* The same from a file opened once (attn_st_open), so that its metadata and its tensors come
  * from one reading of it, even when another process replaces the file meanwhile. */
-ATTN_API attn_status attn_checkpoint_load_file(const attn_st_file *f, attn_params *p, attn_optim *opt,
-                                               bool strict);
+ATTN_API attn_status attn_checkpoint_load_file(const attn_st_file *f, attn_params *p, attn_optim *opt, bool strict);
 /* Checkpoint averaging: p becomes the mean of its own values and those of the same-named
  * parameters in the n checkpoint files (the same model saved at several points of a run). Every
  * parameter must be in every file with its shape and finite values; nothing changes unless every

@@ -34,9 +34,9 @@ ATTN_API char *attn_utf8_lower(const char *s, size_t len);
 typedef struct attn_tokens {
     const char **items; /* count NUL-terminated UTF-8 tokens */
     int64_t count;
-    char *store_;       /* private: the tokens back to back */
+    char *store_; /* private: the tokens back to back */
     size_t store_len_, store_cap_;
-    size_t *offs_;      /* private: token i at store_ + offs_[i] */
+    size_t *offs_; /* private: token i at store_ + offs_[i] */
     int64_t cap_;
 } attn_tokens;
 
@@ -68,8 +68,7 @@ ATTN_API int attn_tokenizer_from_name(const char *name); /* the kind, or -1 */
 /* Appends the tokens of text[0..len) to out (out is not cleared). Invalid UTF-8 or a NUL byte
  * (tokens are C strings): ATTN_ERR_FORMAT "text: invalid UTF-8 at byte offset N ..." or "text: a
  * NUL byte at byte offset N ...", and out unchanged. */
-ATTN_API attn_status attn_tokenize(attn_tokens *out, attn_tokenizer kind, const char *text,
-                                   size_t len);
+ATTN_API attn_status attn_tokenize(attn_tokens *out, attn_tokenizer kind, const char *text, size_t len);
 /* The inverse of ATTN_TOKENIZER_WORDS used for sacrebleu-style scoring (as the Multi30k PyTorch
  * anchor): join with spaces; drop the space before . , ! ? ; : ) ] } %, after ( [ {, around '
  * and -, inside " ... "; uppercase the first character (str.upper). Malloc'd; NULL on failure. */
@@ -96,8 +95,8 @@ typedef struct attn_vocab attn_vocab;
  * specials are taken out of it, tokens below min_freq dropped, and the specials put first in
  * the order given. Duplicate specials are an error. Every token of a vocabulary is UTF-8
  * (ATTN_ERR_FORMAT otherwise), so that attn_vocab_save and attn_vocab_load give it back. */
-ATTN_API attn_vocab *attn_vocab_build(const attn_counter *c, const char *const *specials,
-                                      int n_specials, int64_t min_freq, int64_t max_size);
+ATTN_API attn_vocab *attn_vocab_build(const attn_counter *c, const char *const *specials, int n_specials,
+                                      int64_t min_freq, int64_t max_size);
 /* tokens[i] gets id i; duplicates are an error. */
 ATTN_API attn_vocab *attn_vocab_from_tokens(const char *const *tokens, int64_t n);
 ATTN_API void attn_vocab_free(attn_vocab *v);
@@ -112,15 +111,14 @@ ATTN_API attn_vocab *attn_vocab_load(const char *path); /* errors name the path 
 ATTN_API char *attn_vocab_text(const attn_vocab *v, size_t *len);
 ATTN_API attn_vocab *attn_vocab_parse(const char *text, size_t len, const char *name);
 ATTN_API int64_t attn_vocab_size(const attn_vocab *v);
-ATTN_API const char *attn_vocab_token(const attn_vocab *v, int64_t id); /* NULL out of range */
+ATTN_API const char *attn_vocab_token(const attn_vocab *v, int64_t id);   /* NULL out of range */
 ATTN_API int64_t attn_vocab_find(const attn_vocab *v, const char *token); /* -1 if absent */
 ATTN_API int64_t attn_vocab_id(const attn_vocab *v, const char *token);   /* unk if absent */
 ATTN_API int64_t attn_vocab_unk(const attn_vocab *v);
 ATTN_API attn_status attn_vocab_set_unk(attn_vocab *v, int64_t id); /* -1: no unk */
 /* ids[i] = attn_vocab_id(tokens[i]); ATTN_ERR_ARG naming the token when it is unknown and the
  * vocabulary has no unk. */
-ATTN_API attn_status attn_vocab_encode(const attn_vocab *v, int64_t *ids,
-                                       const char *const *tokens, int64_t n);
+ATTN_API attn_status attn_vocab_encode(const attn_vocab *v, int64_t *ids, const char *const *tokens, int64_t n);
 
 /* ---- Id sequences, padding and batches ---- */
 
@@ -138,8 +136,8 @@ ATTN_API int64_t attn_id_seqs_len(const attn_id_seqs *s, int64_t i);
 ATTN_API void attn_id_seqs_free(attn_id_seqs *s);
 /* Tokenizes texts[i] with kind and appends its ids (unknown -> unk) to out, for i < n; on an
  * error out keeps none of them. */
-ATTN_API attn_status attn_encode_texts(attn_id_seqs *out, const attn_vocab *v,
-                                       attn_tokenizer kind, const char *const *texts, int64_t n);
+ATTN_API attn_status attn_encode_texts(attn_id_seqs *out, const attn_vocab *v, attn_tokenizer kind,
+                                       const char *const *texts, int64_t n);
 
 typedef struct attn_pad_opts {
     int64_t pad_id;
@@ -151,16 +149,14 @@ typedef struct attn_pad_opts {
  * mask needs, min(len + (bos >= 0) + (eos >= 0), width), whatever the ids (D2L's valid_len, the
  * count of entries != pad, is less when an id in ids is pad_id). A cut sequence loses its <eos>,
  * as D2L's truncate_pad. -1 (error recorded) for a negative len or width. */
-ATTN_API int64_t attn_pad_ids(int64_t *row, const int64_t *ids, int64_t len,
-                              const attn_pad_opts *opts, int64_t width);
+ATTN_API int64_t attn_pad_ids(int64_t *row, const int64_t *ids, int64_t len, const attn_pad_opts *opts, int64_t width);
 /* The rows rows[0..n) of s (NULL: 0..n-1) padded into out (n, width); lengths (n) may be NULL. */
-ATTN_API attn_status attn_batch_pad(int64_t *out, int64_t *lengths, const attn_id_seqs *s,
-                                    const int64_t *rows, const attn_pad_opts *opts, int64_t n,
-                                    int64_t width);
+ATTN_API attn_status attn_batch_pad(int64_t *out, int64_t *lengths, const attn_id_seqs *s, const int64_t *rows,
+                                    const attn_pad_opts *opts, int64_t n, int64_t width);
 /* The width that holds the longest of those rows plus `extra` (<bos>/<eos>), capped at
  * max_len when max_len > 0. -1 (error recorded) for a row outside s, n < 0 or extra < 0. */
-ATTN_API int64_t attn_batch_width(const attn_id_seqs *s, const int64_t *rows, int64_t n,
-                                  int64_t extra, int64_t max_len);
+ATTN_API int64_t attn_batch_width(const attn_id_seqs *s, const int64_t *rows, int64_t n, int64_t extra,
+                                  int64_t max_len);
 
 /* An epoch's batches: batch b holds the example indices rows[offsets[b] .. offsets[b + 1]). */
 typedef struct attn_batches {
@@ -171,14 +167,12 @@ typedef struct attn_batches {
 
 /* 0..n-1 shuffled with rng (NULL: in order), cut into batches of batch_size (the last may be
  * short): DataLoader(shuffle=True) with its own seeded generator. */
-ATTN_API attn_status attn_batches_plain(attn_batches *out, int64_t n, int64_t batch_size,
-                                        attn_rng *rng);
+ATTN_API attn_status attn_batches_plain(attn_batches *out, int64_t n, int64_t batch_size, attn_rng *rng);
 /* Length bucketing as the Multi30k PyTorch anchor: shuffle 0..n-1, cut into pools of
  * batch_size * pool_batches, sort each pool stably by (src length, tgt length) (tgt may be
  * NULL), cut each pool into batches of batch_size, shuffle the batch order. */
-ATTN_API attn_status attn_batches_bucketed(attn_batches *out, const attn_id_seqs *src,
-                                           const attn_id_seqs *tgt, int64_t batch_size,
-                                           int64_t pool_batches, attn_rng *rng);
+ATTN_API attn_status attn_batches_bucketed(attn_batches *out, const attn_id_seqs *src, const attn_id_seqs *tgt,
+                                           int64_t batch_size, int64_t pool_batches, attn_rng *rng);
 ATTN_API void attn_batches_free(attn_batches *b);
 
 /* ---- Datasets ---- */
@@ -186,11 +180,11 @@ ATTN_API void attn_batches_free(attn_batches *b);
 /* Labelled reviews. Release with attn_labeled_texts_free. */
 typedef struct attn_labeled_texts {
     int64_t count;
-    char **texts;     /* NUL-terminated UTF-8, as in the file */
-    int32_t *labels;  /* 1 = pos, 0 = neg */
-    int32_t *ratings; /* the <rating> of <id>_<rating>.txt (1-4 neg, 7-10 pos in aclImdb) */
-    int64_t *ids;     /* the <id> */
-    int64_t skipped;  /* entries named like reviews that are not regular files (folders, FIFOs,
+    char **texts;        /* NUL-terminated UTF-8, as in the file */
+    int32_t *labels;     /* 1 = pos, 0 = neg */
+    int32_t *ratings;    /* the <rating> of <id>_<rating>.txt (1-4 neg, 7-10 pos in aclImdb) */
+    int64_t *ids;        /* the <id> */
+    int64_t skipped;     /* entries named like reviews that are not regular files (folders, FIFOs,
                          devices, broken links): left out, never opened */
     char *skipped_first; /* the first of them, "<path> (<kind>)"; NULL when none */
 } attn_labeled_texts;
@@ -214,8 +208,7 @@ typedef struct attn_text_pairs {
 /* Two line-aligned files, plain or gzip (e.g. Multi30k train.en.gz / train.fr.gz). Different
  * line counts: ATTN_ERR_FORMAT naming both files and counts. A path that is not a regular file
  * (FIFO, device, folder) is ATTN_ERR_IO naming it, without blocking. */
-ATTN_API attn_status attn_pairs_load(attn_text_pairs *out, const char *src_path,
-                                     const char *tgt_path);
+ATTN_API attn_status attn_pairs_load(attn_text_pairs *out, const char *src_path, const char *tgt_path);
 /* One tab-separated file (plain or gzip), the first two fields of each line (Tatoeba /
  * manythings eng-fra: English, French, attribution). Blank lines are skipped; a line without a
  * tab is ATTN_ERR_FORMAT naming the file and line. */
@@ -234,8 +227,8 @@ typedef struct attn_bleu_stats {
 } attn_bleu_stats;
 
 /* Adds one sentence pair given as tokens. */
-ATTN_API attn_status attn_bleu_add_tokens(attn_bleu_stats *s, const char *const *hyp,
-                                          int64_t n_hyp, const char *const *ref, int64_t n_ref);
+ATTN_API attn_status attn_bleu_add_tokens(attn_bleu_stats *s, const char *const *hyp, int64_t n_hyp,
+                                          const char *const *ref, int64_t n_ref);
 /* Adds one pair of raw strings, each stripped of trailing whitespace (str.rstrip()) and put
  * through the 13a tokenizer, as sacrebleu does (its default; for -lc pass attn_utf8_lower
  * copies). */
@@ -247,8 +240,8 @@ ATTN_API double attn_bleu_score(const attn_bleu_stats *s, double *precisions, do
 /* D2L's bleu(pred_seq, label_seq, k) (d2l 1.0) on token lists, in [0, 1]:
  * exp(min(0, 1 - len_label / len_pred)) * prod_{n=1}^{min(k, len_pred)} p_n^(1/2^n), with p_n
  * the clipped n-gram precision. An empty prediction scores 0; a NULL token gives NaN. */
-ATTN_API double attn_bleu_d2l(const char *const *pred, int64_t n_pred, const char *const *label,
-                              int64_t n_label, int k);
+ATTN_API double attn_bleu_d2l(const char *const *pred, int64_t n_pred, const char *const *label, int64_t n_label,
+                              int k);
 
 #ifdef __cplusplus
 }

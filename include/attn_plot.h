@@ -36,44 +36,42 @@ typedef struct attn_heatmap_opts {
                                     numbers, level; labels are thinned to what fits */
     const char *const *yticks;   /* one label per row, or NULL */
     attn_colormap cmap;
-    bool auto_range;             /* colour scale from the smallest to the largest finite value */
-    float vmin, vmax;            /* otherwise this scale; both 0: [0, 1], for attention weights.
+    bool auto_range;   /* colour scale from the smallest to the largest finite value */
+    float vmin, vmax;  /* otherwise this scale; both 0: [0, 1], for attention weights.
                                     Values outside take the end colours; NaN cells are grey */
-    int annotate;                /* values in the cells: 0 when the matrix is at most 16 x 16
+    int annotate;      /* values in the cells: 0 when the matrix is at most 16 x 16
                                     (and cells are large enough), 1 always, -1 never */
-    int width, height;           /* the picture; 0: from the matrix size (up to 48 px a cell) */
-    bool panel_range;            /* a grid: each panel its own scale, from its smallest to its
+    int width, height; /* the picture; 0: from the matrix size (up to 48 px a cell) */
+    bool panel_range;  /* a grid: each panel its own scale, from its smallest to its
                                     largest finite value, and its own colour bar beside it (as
                                     matplotlib's subplots with a colorbar each); auto_range,
                                     vmin and vmax are then unused */
 } attn_heatmap_opts;
 
 /* values (rows, cols), row = query, column = key; opts NULL means defaults. */
-ATTN_API attn_status attn_plot_heatmap(const char *path, const float *values, int64_t rows,
-                                       int64_t cols, const attn_heatmap_opts *opts);
+ATTN_API attn_status attn_plot_heatmap(const char *path, const float *values, int64_t rows, int64_t cols,
+                                       const attn_heatmap_opts *opts);
 /* values (grid_rows, grid_cols, rows, cols): one panel per matrix (e.g. layers x heads), one
  * colour scale (auto_range spans every panel) and one colour bar, or with panel_range one of
  * each per panel; panel_titles has
  * grid_rows * grid_cols entries (NULL entries: none) or is NULL. opts->title goes above the
  * grid; y labels on the left column, x labels under the bottom row. */
-ATTN_API attn_status attn_plot_heatmap_grid(const char *path, const float *values, int grid_rows,
-                                            int grid_cols, int64_t rows, int64_t cols,
-                                            const char *const *panel_titles,
+ATTN_API attn_status attn_plot_heatmap_grid(const char *path, const float *values, int grid_rows, int grid_cols,
+                                            int64_t rows, int64_t cols, const char *const *panel_titles,
                                             const attn_heatmap_opts *opts);
 
 /* An opaque colour for attn_series.color. */
-#define ATTN_RGB(r, g, b) \
-    (0xff000000u | ((uint32_t)(r) << 16) | ((uint32_t)(g) << 8) | (uint32_t)(b))
+#define ATTN_RGB(r, g, b) (0xff000000u | ((uint32_t)(r) << 16) | ((uint32_t)(g) << 8) | (uint32_t)(b))
 
 typedef struct attn_series {
-    const char *label;       /* legend text; NULL: not in the legend */
-    const float *x;          /* (n), or NULL: 1, 2, ..., n (epochs) */
-    const float *y;          /* (n); NaN and Inf (and y <= 0 on a log axis) are left out,
+    const char *label; /* legend text; NULL: not in the legend */
+    const float *x;    /* (n), or NULL: 1, 2, ..., n (epochs) */
+    const float *y;    /* (n); NaN and Inf (and y <= 0 on a log axis) are left out,
                                 breaking the line there */
     int64_t n;
-    bool scatter;            /* a dot per point, no line */
-    bool dashed;             /* a dashed line (e.g. the true function) */
-    uint32_t color;          /* ATTN_RGB(r, g, b), or 0: the next of matplotlib's colours */
+    bool scatter;   /* a dot per point, no line */
+    bool dashed;    /* a dashed line (e.g. the true function) */
+    uint32_t color; /* ATTN_RGB(r, g, b), or 0: the next of matplotlib's colours */
 } attn_series;
 
 typedef struct attn_lineplot_opts {

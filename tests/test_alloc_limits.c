@@ -10,14 +10,19 @@
 /* Under AddressSanitizer a request above its limit aborts unless allocator_may_return_null is
  * set; libc's malloc returns NULL, which is what the library must handle. */
 const char *__asan_default_options(void);
-const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+const char *__asan_default_options(void)
+{
+    return "allocator_may_return_null=1";
+}
 
 static void expect_fail(const void *ptr, const char *what)
 {
     attn_status s = attn_last_status();
     TK_CHECK(ptr == NULL, "%s: expected NULL", what);
-    TK_CHECK(s == ATTN_ERR_NOMEM || s == ATTN_ERR_SHAPE, "%s: status %s (%s), expected an "
-             "out-of-memory or shape error", what, attn_status_name(s), attn_last_error());
+    TK_CHECK(s == ATTN_ERR_NOMEM || s == ATTN_ERR_SHAPE,
+             "%s: status %s (%s), expected an "
+             "out-of-memory or shape error",
+             what, attn_status_name(s), attn_last_error());
     TK_CHECK(strlen(attn_last_error()) > 0, "%s: no message", what);
 }
 
@@ -93,8 +98,8 @@ int main(void)
     /* tensors a caller built by hand: D = 0 hides B*H*L = 2^90; the (B, H, Lq) buffers of sdpa
      * must not be sized from a wrapped product */
     float dummy[1] = {0};
-    attn_tensor q0 = {.data = dummy, .ndim = 4, .numel = 0,
-                      .shape = {INT64_C(1) << 30, INT64_C(1) << 30, INT64_C(1) << 30, 0}};
+    attn_tensor q0 = {
+        .data = dummy, .ndim = 4, .numel = 0, .shape = {INT64_C(1) << 30, INT64_C(1) << 30, INT64_C(1) << 30, 0}};
     attn_tensor k0 = q0, v0 = q0;
     attn_clear_error();
     expect_fail(attn_sdpa(ctx, &q0, &k0, &v0, NULL, NULL), "sdpa with D = 0 and B*H*L = 2^90");

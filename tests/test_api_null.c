@@ -26,66 +26,46 @@ static void note(const char *call)
     if (n_called < (int)(sizeof called / sizeof called[0])) called[n_called++] = call;
 }
 
-#define EXPECT_STATUS(call)                                                                        \
-    do {                                                                                           \
-        note(#call);                                                                               \
-        attn_clear_error();                                                                        \
-        attn_status s_ = (call);                                                                   \
-        TK_CHECK(s_ == ATTN_ERR_ARG, "%s returns ATTN_ERR_ARG, got \"%s\" (%s)", #call,           \
-                 attn_status_name(s_), attn_last_error());                                         \
+#define EXPECT_STATUS(call)                                                                                            \
+    do {                                                                                                               \
+        note(#call);                                                                                                   \
+        attn_clear_error();                                                                                            \
+        attn_status s_ = (call);                                                                                       \
+        TK_CHECK(s_ == ATTN_ERR_ARG, "%s returns ATTN_ERR_ARG, got \"%s\" (%s)", #call, attn_status_name(s_),          \
+                 attn_last_error());                                                                                   \
     } while (0)
-#define EXPECT_NULL(call)                                                                          \
-    do {                                                                                           \
-        note(#call);                                                                               \
-        attn_clear_error();                                                                        \
-        const void *p_ = (const void *)(call);                                                     \
-        TK_CHECK(!p_ && attn_last_status() == ATTN_ERR_ARG,                                        \
-                 "%s returns NULL with ATTN_ERR_ARG, got %s and \"%s\"", #call,                   \
-                 p_ ? "a pointer" : "NULL", attn_status_name(attn_last_status()));                \
+#define EXPECT_NULL(call)                                                                                              \
+    do {                                                                                                               \
+        note(#call);                                                                                                   \
+        attn_clear_error();                                                                                            \
+        const void *p_ = (const void *)(call);                                                                         \
+        TK_CHECK(!p_ && attn_last_status() == ATTN_ERR_ARG, "%s returns NULL with ATTN_ERR_ARG, got %s and \"%s\"",    \
+                 #call, p_ ? "a pointer" : "NULL", attn_status_name(attn_last_status()));                              \
     } while (0)
-#define EXPECT_RECORDED(call)                                                                      \
-    do {                                                                                           \
-        note(#call);                                                                               \
-        attn_clear_error();                                                                        \
-        (void)(call);                                                                              \
-        TK_CHECK(attn_last_status() == ATTN_ERR_ARG, "%s records ATTN_ERR_ARG, got \"%s\"", #call, \
-                 attn_status_name(attn_last_status()));                                            \
+#define EXPECT_RECORDED(call)                                                                                          \
+    do {                                                                                                               \
+        note(#call);                                                                                                   \
+        attn_clear_error();                                                                                            \
+        (void)(call);                                                                                                  \
+        TK_CHECK(attn_last_status() == ATTN_ERR_ARG, "%s records ATTN_ERR_ARG, got \"%s\"", #call,                     \
+                 attn_status_name(attn_last_status()));                                                                \
     } while (0)
-#define EXPECT_NOOP(call)                                                                          \
-    do {                                                                                           \
-        note(#call);                                                                               \
-        attn_clear_error();                                                                        \
-        call;                                                                                      \
-        TK_CHECK(attn_last_status() == ATTN_OK, "%s accepts NULL silently", #call);              \
+#define EXPECT_NOOP(call)                                                                                              \
+    do {                                                                                                               \
+        note(#call);                                                                                                   \
+        attn_clear_error();                                                                                            \
+        call;                                                                                                          \
+        TK_CHECK(attn_last_status() == ATTN_OK, "%s accepts NULL silently", #call);                                    \
     } while (0)
 
 /* Functions without a pointer argument: nothing to pass NULL to. */
 static const char *const no_pointer_arguments[] = {
-    "attn_version",
-    "attn_version_number",
-    "attn_last_error",
-    "attn_last_status",
-    "attn_clear_error",
-    "attn_status_name",
-    "attn_default_num_threads",
-    "attn_gemm_backend",
-    "attn_cpu_isa",
-    "attn_cpu_isa_supported",
-    "attn_cpu_isa_set_max",
-    "attn_isa_name",
-    "attn_bf16_products",
-    "attn_bf16_attention",
-    "attn_precision_name",
-    "attn_ctx_new",
-    "attn_params_new",
-    "attn_classifier_defaults",
-    "attn_optim_defaults",
-    "attn_tokenizer_name",
-    "attn_counter_new",
-    "attn_dtype_name",
-    "attn_dtype_size",
-    "attn_st_writer_new"
-};
+    "attn_version",       "attn_version_number",      "attn_last_error",          "attn_last_status",
+    "attn_clear_error",   "attn_status_name",         "attn_default_num_threads", "attn_gemm_backend",
+    "attn_cpu_isa",       "attn_cpu_isa_supported",   "attn_cpu_isa_set_max",     "attn_isa_name",
+    "attn_bf16_products", "attn_bf16_attention",      "attn_precision_name",      "attn_ctx_new",
+    "attn_params_new",    "attn_classifier_defaults", "attn_optim_defaults",      "attn_tokenizer_name",
+    "attn_counter_new",   "attn_dtype_name",          "attn_dtype_size",          "attn_st_writer_new"};
 
 /* Every pointer argument NULL at once. */
 static void all_null(void)
@@ -440,7 +420,7 @@ static void version(void)
     char text[32];
     snprintf(text, sizeof text, "%d.%d.%d", ATTN_VERSION_MAJOR, ATTN_VERSION_MINOR, ATTN_VERSION_PATCH);
     TK_CHECK(attn_version_number() == ATTN_VERSION_NUMBER &&
-             ATTN_VERSION_NUMBER == ATTN_VERSION_MAJOR * 10000 + ATTN_VERSION_MINOR * 100 + ATTN_VERSION_PATCH,
+                 ATTN_VERSION_NUMBER == ATTN_VERSION_MAJOR * 10000 + ATTN_VERSION_MINOR * 100 + ATTN_VERSION_PATCH,
              "attn_version_number() %d = ATTN_VERSION_NUMBER %d", attn_version_number(), ATTN_VERSION_NUMBER);
     TK_CHECK(strcmp(attn_version(), text) == 0, "attn_version() \"%s\" = the header's \"%s\"", attn_version(), text);
 }

@@ -14,9 +14,9 @@ typedef struct sdpa_case {
     const char *name;
     int64_t b, h, lq, lk, d, dv;
     bool causal;
-    int lens_kind;    /* 0 none, 1 valid_lens per batch, 2 per query, 3 key padding */
-    bool attend;      /* a random (Lq, Lk) attend mask broadcast over B, H */
-    bool additive;    /* a random (B, 1, 1, Lk) additive mask with some -inf */
+    int lens_kind; /* 0 none, 1 valid_lens per batch, 2 per query, 3 key padding */
+    bool attend;   /* a random (Lq, Lk) attend mask broadcast over B, H */
+    bool additive; /* a random (B, 1, 1, Lk) additive mask with some -inf */
     float dropout;
 } sdpa_case;
 
@@ -96,8 +96,8 @@ static attn_tensor *copy_of(const attn_tensor *t, const float *data)
     return c;
 }
 
-static run_result run(const sdpa_case *c, sdpa_inputs *in, attn_tensor *q, attn_tensor *k,
-                      attn_tensor *v, attn_sdpa_impl impl, const float *gout)
+static run_result run(const sdpa_case *c, sdpa_inputs *in, attn_tensor *q, attn_tensor *k, attn_tensor *v,
+                      attn_sdpa_impl impl, const float *gout)
 {
     run_result r = {0};
     attn_ctx *ctx = attn_ctx_new(5);
@@ -162,8 +162,7 @@ static void fused_vs_ref(const sdpa_case *c)
 }
 
 /* dV (lk, d) = P^T dO of one head (no masks) in float64: the oracle of large_scores. */
-static void sdpa_dv_f64(double *dv, const float *q, const float *k, const float *g, int64_t lq,
-                        int64_t lk, int64_t d)
+static void sdpa_dv_f64(double *dv, const float *q, const float *k, const float *g, int64_t lq, int64_t lk, int64_t d)
 {
     double *p = malloc((size_t)lk * sizeof *p);
     memset(dv, 0, (size_t)(lk * d) * sizeof *dv);
@@ -300,8 +299,7 @@ static void gradchecks(void)
                 u.opts.mask.valid_lens = (attn_lens){lens, 1, {2}};
                 u.opts.dropout_p = 0.25f;
             }
-            attn_tensor *in[3] = {tk_randn(11, 4, (int64_t[]){2, 3, 5, 7}),
-                                  tk_randn(12, 4, (int64_t[]){2, 3, 9, 7}),
+            attn_tensor *in[3] = {tk_randn(11, 4, (int64_t[]){2, 3, 5, 7}), tk_randn(12, 4, (int64_t[]){2, 3, 9, 7}),
                                   tk_randn(13, 4, (int64_t[]){2, 3, 9, 6})};
             char what[64];
             snprintf(what, sizeof what, "sdpa impl %d variant %d", impl, variant);

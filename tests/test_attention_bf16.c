@@ -43,8 +43,10 @@ static void reference(const shape *s, const int64_t *lens, float scale, tensors 
     double *dS = malloc(sizeof(double) * Lq * Lk);
     for (int64_t bh = 0; bh < s->B * s->H; bh++) {
         const int64_t b = bh / s->H;
-        const float *q = t->q + bh * Lq * D, *k = t->k + bh * Lk * D, *v = t->v + bh * Lk * Dv, *dO = t->dout + bh * Lq * Dv;
-        double *o = t->o + bh * Lq * Dv, *dq = t->dq + bh * Lq * D, *dk = t->dk + bh * Lk * D, *dv = t->dv + bh * Lk * Dv;
+        const float *q = t->q + bh * Lq * D, *k = t->k + bh * Lk * D, *v = t->v + bh * Lk * Dv,
+                    *dO = t->dout + bh * Lq * Dv;
+        double *o = t->o + bh * Lq * Dv, *dq = t->dq + bh * Lq * D, *dk = t->dk + bh * Lk * D,
+               *dv = t->dv + bh * Lk * Dv;
         for (int64_t i = 0; i < Lq; i++) {
             double m = -INFINITY, sum = 0.0;
             for (int64_t j = 0; j < Lk; j++) {
@@ -110,8 +112,8 @@ static void check(const char *what, const float *got, const double *ref, const d
     }
     TK_CHECK(worst <= 1.0, "%s: [%lld] got %.9g, float64 %.9g, bound %.3g (%.2f of the tolerance used)", what,
              (long long)at, at >= 0 ? (double)got[at] : 0.0, at >= 0 ? ref[at] : 0.0, at >= 0 ? bound[at] : 0.0, worst);
-    TK_CHECK(off > 1e-5 * max_ref || max_ref == 0.0, "%s: off float64 by %.3g, more than float32 would be (%.3g): bf16 ran",
-             what, off, 1e-5 * max_ref);
+    TK_CHECK(off > 1e-5 * max_ref || max_ref == 0.0,
+             "%s: off float64 by %.3g, more than float32 would be (%.3g): bf16 ran", what, off, 1e-5 * max_ref);
     worst_margin = fmax(worst_margin, worst);
 }
 
@@ -154,7 +156,10 @@ static void run_case(const shape *s, float q_scale, uint64_t seed)
     attn_rng_seed(&rng, seed);
     const int64_t nq = s->B * s->H * s->Lq * s->D, nk = s->B * s->H * s->Lk * s->D, nv = s->B * s->H * s->Lk * s->Dv,
                   no = s->B * s->H * s->Lq * s->Dv;
-    tensors t = {.q = randn(&rng, nq, q_scale), .k = randn(&rng, nk, 1.0f), .v = randn(&rng, nv, 1.0f), .dout = randn(&rng, no, 1.0f)};
+    tensors t = {.q = randn(&rng, nq, q_scale),
+                 .k = randn(&rng, nk, 1.0f),
+                 .v = randn(&rng, nv, 1.0f),
+                 .dout = randn(&rng, no, 1.0f)};
     double **d[] = {&t.o, &t.eo, &t.dq, &t.edq, &t.dk, &t.edk, &t.dv, &t.edv};
     const int64_t sizes[] = {no, no, nq, nq, nk, nk, nv, nv};
     for (int i = 0; i < 8; i++) *d[i] = calloc((size_t)(sizes[i] ? sizes[i] : 1), sizeof(double));
@@ -165,12 +170,21 @@ static void run_case(const shape *s, float q_scale, uint64_t seed)
     for (int l = 0; l < ATTN_ISA_COUNT; l++) {
         const attn__kernel_table *k = attn__kernels_at((attn_isa)l);
         if (!k) continue;
-        sdpa_problem p = {.batch = s->B, .heads = s->H, .lq = s->Lq, .lk = s->Lk, .d = s->D, .dv = s->Dv,
-                          .scale = scale, .threads = 2, .bf16 = true};
+        sdpa_problem p = {.batch = s->B,
+                          .heads = s->H,
+                          .lq = s->Lq,
+                          .lk = s->Lk,
+                          .d = s->D,
+                          .dv = s->Dv,
+                          .scale = scale,
+                          .threads = 2,
+                          .bf16 = true};
         p.masks.causal = s->causal;
         p.masks.valid_lens = s->lens ? lens : NULL;
-        float *out = calloc((size_t)no, sizeof(float)), *stats = calloc((size_t)(2 * s->B * s->H * s->Lq), sizeof(float));
-        float *dq = calloc((size_t)nq, sizeof(float)), *dk = calloc((size_t)nk, sizeof(float)), *dv = calloc((size_t)nv, sizeof(float));
+        float *out = calloc((size_t)no, sizeof(float)),
+              *stats = calloc((size_t)(2 * s->B * s->H * s->Lq), sizeof(float));
+        float *dq = calloc((size_t)nq, sizeof(float)), *dk = calloc((size_t)nk, sizeof(float)),
+              *dv = calloc((size_t)nv, sizeof(float));
         float *scratch = malloc(sizeof(float) * (size_t)k->sdpa_fused_scratch_floats(&p, p.threads));
         k->sdpa_forward_fused(out, stats, t.q, t.k, t.v, scratch, &p);
         k->sdpa_backward_fused(dq, dk, dv, t.dout, t.q, t.k, t.v, out, stats, scratch, &p);
@@ -180,9 +194,10 @@ static void run_case(const shape *s, float q_scale, uint64_t seed)
         const double *ref[] = {t.o, t.dq, t.dk, t.dv}, *bound[] = {t.eo, t.edq, t.edk, t.edv};
         const int64_t n[] = {no, nq, nk, nv};
         for (int i = 0; q_scale == 1.0f && i < 4; i++) {
-            snprintf(what, sizeof what, "%s B%lld H%lld Lq%lld Lk%lld D%lld Dv%lld%s%s q x%g %s", attn_isa_name((attn_isa)l),
-                     (long long)s->B, (long long)s->H, (long long)s->Lq, (long long)s->Lk, (long long)s->D, (long long)s->Dv,
-                     s->causal ? " causal" : "", s->lens ? " lens" : "", (double)q_scale, names[i]);
+            snprintf(what, sizeof what, "%s B%lld H%lld Lq%lld Lk%lld D%lld Dv%lld%s%s q x%g %s",
+                     attn_isa_name((attn_isa)l), (long long)s->B, (long long)s->H, (long long)s->Lq, (long long)s->Lk,
+                     (long long)s->D, (long long)s->Dv, s->causal ? " causal" : "", s->lens ? " lens" : "",
+                     (double)q_scale, names[i]);
             check(what, got[i], ref[i], bound[i], n[i]);
         }
         if (q_scale != 1.0f) large_scores(k, attn_isa_name((attn_isa)l), s, &t, out, dq, dk, dv);
@@ -200,14 +215,16 @@ static void special_rows(void)
     const int64_t L = 9, D = 16;
     attn_rng rng;
     attn_rng_seed(&rng, 3);
-    float *q = randn(&rng, L * D, 1.0f), *k = randn(&rng, L * D, 1.0f), *v = randn(&rng, L * D, 1.0f), *g = randn(&rng, L * D, 1.0f);
+    float *q = randn(&rng, L * D, 1.0f), *k = randn(&rng, L * D, 1.0f), *v = randn(&rng, L * D, 1.0f),
+          *g = randn(&rng, L * D, 1.0f);
     q[4 * D + 3] = NAN;
     int64_t lens[1] = {0}, odd[1] = {5}; /* every key of the batch masked, or the first 5 */
     for (int l = 0; l < ATTN_ISA_COUNT; l++) {
         const attn__kernel_table *t = attn__kernels_at((attn_isa)l);
         if (!t) continue;
         for (int masked = 0; masked < 3; masked++) {
-            sdpa_problem p = {.batch = 1, .heads = 1, .lq = L, .lk = L, .d = D, .dv = D, .scale = 0.25f, .threads = 1, .bf16 = true};
+            sdpa_problem p = {
+                .batch = 1, .heads = 1, .lq = L, .lk = L, .d = D, .dv = D, .scale = 0.25f, .threads = 1, .bf16 = true};
             p.masks.valid_lens = masked == 1 ? lens : masked == 2 ? odd : NULL; /* or none */
             v[5 * D + 2] = masked == 2 ? INFINITY : 1.0f;
             float out[9 * 16], stats[18], dq[9 * 16] = {0}, dk[9 * 16] = {0}, dv[9 * 16] = {0};
@@ -217,8 +234,10 @@ static void special_rows(void)
             bool ok = true;
             for (int64_t i = 0; i < L * D; i++) {
                 const bool nan_row = masked != 1 && i / D == 4;
-                if (masked == 1) ok = ok && out[i] == 0.0f && dq[i] == 0.0f && dk[i] == 0.0f && dv[i] == 0.0f;
-                else ok = ok && (isnan(out[i]) == nan_row) && (nan_row || isfinite(out[i]));
+                if (masked == 1)
+                    ok = ok && out[i] == 0.0f && dq[i] == 0.0f && dk[i] == 0.0f && dv[i] == 0.0f;
+                else
+                    ok = ok && (isnan(out[i]) == nan_row) && (nan_row || isfinite(out[i]));
             }
             TK_CHECK(ok, "%s, bf16: %s", attn_isa_name((attn_isa)l),
                      masked == 1   ? "every key masked: output and gradients 0"
@@ -233,8 +252,9 @@ static void special_rows(void)
 int main(void)
 {
     static const shape shapes[] = {
-        {1, 1, 1, 1, 8, 8, false, false},      {2, 3, 7, 5, 17, 9, false, false},   {1, 2, 65, 129, 64, 64, false, false},
-        {2, 1, 130, 130, 64, 33, true, false}, {3, 2, 40, 200, 32, 32, false, true}, {1, 1, 257, 64, 64, 64, true, false},
+        {1, 1, 1, 1, 8, 8, false, false},      {2, 3, 7, 5, 17, 9, false, false},
+        {1, 2, 65, 129, 64, 64, false, false}, {2, 1, 130, 130, 64, 33, true, false},
+        {3, 2, 40, 200, 32, 32, false, true},  {1, 1, 257, 64, 64, 64, true, false},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) run_case(&shapes[i], 1.0f, 100 + i);
     run_case(&shapes[2], 30.0f, 7); /* large scores: a peaked softmax */

@@ -21,7 +21,7 @@
 
 typedef struct problem {
     int64_t B, H, Hkv, Lq, Lk, D, Dv;
-    bool causal, lens;         /* lens: valid_lens (B) = Lk - 3 b - 1 */
+    bool causal, lens; /* lens: valid_lens (B) = Lk - 3 b - 1 */
     bool window;
     int64_t left, right;
     bool alibi, alibi_per_batch;
@@ -44,12 +44,14 @@ static void reference(const problem *p, const int64_t *lens, const float *slopes
 {
     const int64_t G = p->H / p->Hkv, Lq = p->Lq, Lk = p->Lk, D = p->D, Dv = p->Dv;
     const double scale = 1.0 / sqrt((double)D);
-    double *S = malloc(sizeof(double) * Lq * Lk), *P = malloc(sizeof(double) * Lq * Lk), *T = malloc(sizeof(double) * Lq * Lk);
+    double *S = malloc(sizeof(double) * Lq * Lk), *P = malloc(sizeof(double) * Lq * Lk),
+           *T = malloc(sizeof(double) * Lq * Lk);
     memset(dk, 0, sizeof(double) * p->B * p->Hkv * Lk * D), memset(dv, 0, sizeof(double) * p->B * p->Hkv * Lk * Dv);
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t h = 0; h < p->H; h++) {
             const int64_t bh = b * p->H + h, bhk = b * p->Hkv + h / G;
-            const float *qh = q + bh * Lq * D, *kh = k + bhk * Lk * D, *vh = v + bhk * Lk * Dv, *gh = dout + bh * Lq * Dv;
+            const float *qh = q + bh * Lq * D, *kh = k + bhk * Lk * D, *vh = v + bhk * Lk * Dv,
+                        *gh = dout + bh * Lq * Dv;
             const double slope = p->alibi ? slopes[(p->alibi_per_batch ? b * p->H : 0) + h] : 0.0;
             for (int64_t i = 0; i < Lq; i++) {
                 double m = -INFINITY, sum = 0.0;
@@ -113,15 +115,16 @@ static void describe(char *buf, size_t n, const problem *p, const char *impl)
              (long long)p->Hkv, (long long)p->Lq, (long long)p->Lk, (long long)p->D, p->causal ? " causal" : "",
              p->lens ? " lens" : "");
     size_t at = strlen(buf);
-    if (p->window) at += (size_t)snprintf(buf + at, n - at, " window(%lld,%lld)", (long long)p->left, (long long)p->right);
+    if (p->window)
+        at += (size_t)snprintf(buf + at, n - at, " window(%lld,%lld)", (long long)p->left, (long long)p->right);
     if (p->alibi) at += (size_t)snprintf(buf + at, n - at, " alibi%s", p->alibi_per_batch ? "(B,H)" : "");
     if (p->softcap > 0.0f) snprintf(buf + at, n - at, " softcap %g", (double)p->softcap);
 }
 
 static void against_float64(const problem *p)
 {
-    const int64_t nq = p->B * p->H * p->Lq * p->D, nk = p->B * p->Hkv * p->Lk * p->D, nv = p->B * p->Hkv * p->Lk * p->Dv,
-                  no = p->B * p->H * p->Lq * p->Dv;
+    const int64_t nq = p->B * p->H * p->Lq * p->D, nk = p->B * p->Hkv * p->Lk * p->D,
+                  nv = p->B * p->Hkv * p->Lk * p->Dv, no = p->B * p->H * p->Lq * p->Dv;
     attn_tensor *q = tk_randn(21, 4, (int64_t[]){p->B, p->H, p->Lq, p->D});
     attn_tensor *k = tk_randn(22, 4, (int64_t[]){p->B, p->Hkv, p->Lk, p->D});
     attn_tensor *v = tk_randn(23, 4, (int64_t[]){p->B, p->Hkv, p->Lk, p->Dv});
@@ -136,7 +139,8 @@ static void against_float64(const problem *p)
     double biggest = 0.0;
     for (int64_t i = 0; i < no; i++) biggest = fmax(biggest, fabs(o[i]));
     TK_CHECK(biggest > 0.1, "the problem leaves keys visible (the largest output is %g)", biggest);
-    float *ref[4] = {malloc(sizeof(float) * no), malloc(sizeof(float) * nq), malloc(sizeof(float) * nk), malloc(sizeof(float) * nv)};
+    float *ref[4] = {malloc(sizeof(float) * no), malloc(sizeof(float) * nq), malloc(sizeof(float) * nk),
+                     malloc(sizeof(float) * nv)};
     const double *exact[4] = {o, dq, dk, dv};
     const int64_t n[4] = {no, nq, nk, nv};
     for (int t = 0; t < 4; t++)
@@ -182,7 +186,8 @@ static void twins_and_gradchecks(void)
 {
     const problem p = {2, 4, 2, 70, 150, 16, 12, true, false, true, 40, 20, true, false, 3.0f};
     float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f};
-    attn_tensor *q = tk_randn(31, 4, (int64_t[]){p.B, p.H, p.Lq, p.D}), *k = tk_randn(32, 4, (int64_t[]){p.B, p.Hkv, p.Lk, p.D});
+    attn_tensor *q = tk_randn(31, 4, (int64_t[]){p.B, p.H, p.Lq, p.D}),
+                *k = tk_randn(32, 4, (int64_t[]){p.B, p.Hkv, p.Lk, p.D});
     attn_tensor *v = tk_randn(33, 4, (int64_t[]){p.B, p.Hkv, p.Lk, p.Dv});
     float *outs[2] = {NULL, NULL};
     for (int impl = ATTN_SDPA_FUSED; impl <= ATTN_SDPA_REF; impl++) {
@@ -234,14 +239,17 @@ static void slopes_and_refusals(void)
     TK_CHECK(attn_alibi_slopes(s, 0) == ATTN_ERR_ARG, "0 heads refused");
 
     attn_ctx *ctx = attn_ctx_new(1);
-    attn_tensor *q = attn_tensor_zeros(ctx, 4, (int64_t[]){1, 6, 3, 4}), *k4 = attn_tensor_zeros(ctx, 4, (int64_t[]){1, 4, 3, 4});
+    attn_tensor *q = attn_tensor_zeros(ctx, 4, (int64_t[]){1, 6, 3, 4}),
+                *k4 = attn_tensor_zeros(ctx, 4, (int64_t[]){1, 4, 3, 4});
     attn_tensor *k2 = attn_tensor_zeros(ctx, 4, (int64_t[]){1, 2, 3, 4});
     attn_sdpa_opts o = {0};
-    TK_CHECK(!attn_sdpa(ctx, q, k2, k2, &o, NULL) && attn_last_status() == ATTN_ERR_SHAPE && strstr(attn_last_error(), "H_kv") == NULL,
+    TK_CHECK(!attn_sdpa(ctx, q, k2, k2, &o, NULL) && attn_last_status() == ATTN_ERR_SHAPE &&
+                 strstr(attn_last_error(), "H_kv") == NULL,
              "fewer key heads without enable_gqa: a shape error (%s)", attn_last_error());
     o.enable_gqa = true;
     TK_CHECK(attn_sdpa(ctx, q, k2, k2, &o, NULL) != NULL, "6 query heads over 2 key heads with enable_gqa");
-    TK_CHECK(!attn_sdpa(ctx, q, k4, k4, &o, NULL) && attn_last_status() == ATTN_ERR_SHAPE, "4 key heads do not divide 6");
+    TK_CHECK(!attn_sdpa(ctx, q, k4, k4, &o, NULL) && attn_last_status() == ATTN_ERR_SHAPE,
+             "4 key heads do not divide 6");
     o = (attn_sdpa_opts){.window = {true, -2, 0}};
     TK_CHECK(!attn_sdpa(ctx, q, q, q, &o, NULL) && attn_last_status() == ATTN_ERR_ARG, "a window bound of -2 refused");
     o = (attn_sdpa_opts){.softcap = NAN};
@@ -250,7 +258,8 @@ static void slopes_and_refusals(void)
     o = (attn_sdpa_opts){.alibi_slopes = bad, .alibi_ndim = 1, .alibi_shape = {6}};
     TK_CHECK(!attn_sdpa(ctx, q, q, q, &o, NULL) && attn_last_status() == ATTN_ERR_NUMERIC, "a NaN slope refused");
     o.alibi_shape[0] = 4;
-    TK_CHECK(!attn_sdpa(ctx, q, q, q, &o, NULL) && attn_last_status() == ATTN_ERR_SHAPE, "slopes of 4 heads for 6 refused");
+    TK_CHECK(!attn_sdpa(ctx, q, q, q, &o, NULL) && attn_last_status() == ATTN_ERR_SHAPE,
+             "slopes of 4 heads for 6 refused");
     attn_ctx_free(ctx);
 }
 
@@ -266,10 +275,10 @@ typedef struct golden_case {
 static void against_torch(void)
 {
     static const golden_case cases[] = {
-        {"gqa", 0, 0, false, false, 0.0f},          {"mqa_causal", 0, 0, false, true, 0.0f},
-        {"window", 2, 1, true, false, 0.0f},        {"window_left_only", 1, -1, true, false, 0.0f},
-        {"window_causal", 3, 0, true, true, 0.0f},  {"alibi", 0, 0, false, false, 0.0f},
-        {"alibi_bh", 0, 0, false, true, 0.0f},      {"softcap", 0, 0, false, false, 1.5f},
+        {"gqa", 0, 0, false, false, 0.0f},         {"mqa_causal", 0, 0, false, true, 0.0f},
+        {"window", 2, 1, true, false, 0.0f},       {"window_left_only", 1, -1, true, false, 0.0f},
+        {"window_causal", 3, 0, true, true, 0.0f}, {"alibi", 0, 0, false, false, 0.0f},
+        {"alibi_bh", 0, 0, false, true, 0.0f},     {"softcap", 0, 0, false, false, 1.5f},
         {"all", 3, 2, true, false, 2.0f},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
@@ -282,7 +291,8 @@ static void against_torch(void)
         if (attn_st_find(f, "alibi_slopes")) slopes = tk_golden_tensor(f, "alibi_slopes");
         for (int impl = ATTN_SDPA_FUSED; in[0] && in[1] && in[2] && g && impl <= ATTN_SDPA_REF; impl++) {
             for (int i = 0; i < 3; i++) attn_tensor_set_requires_grad(in[i], true), attn_tensor_zero_grad(in[i]);
-            attn_sdpa_opts o = {.impl = (attn_sdpa_impl)impl, .enable_gqa = in[1]->shape[1] != in[0]->shape[1],
+            attn_sdpa_opts o = {.impl = (attn_sdpa_impl)impl,
+                                .enable_gqa = in[1]->shape[1] != in[0]->shape[1],
                                 .softcap = cases[c].softcap};
             o.mask.causal = cases[c].causal;
             if (cases[c].window) o.window = (attn_window){true, cases[c].window_left, cases[c].window_right};
@@ -316,16 +326,17 @@ int main(void)
 {
     static const problem problems[] = {
         /* B, H, Hkv, Lq, Lk, D, Dv, causal, lens, window, left, right, alibi, per batch, softcap */
-        {2, 6, 2, 130, 200, 32, 24, false, false, false, 0, 0, false, false, 0.0f},  /* GQA */
-        {1, 4, 1, 65, 65, 16, 16, true, false, false, 0, 0, false, false, 0.0f},     /* MQA, causal */
-        {2, 3, 3, 130, 200, 16, 16, false, false, true, 37, 5, false, false, 0.0f},  /* window, Lq < Lk */
-        {1, 2, 2, 150, 90, 16, 8, false, false, true, 20, 0, false, false, 0.0f},    /* window, Lq > Lk */
-        {1, 2, 2, 100, 260, 16, 16, false, false, true, -1, 0, false, false, 0.0f},  /* FlashAttention's causal */
-        {2, 4, 4, 70, 150, 16, 16, false, true, false, 0, 0, true, false, 0.0f},     /* ALiBi (H), lens */
-        {2, 4, 4, 70, 150, 16, 16, true, false, false, 0, 0, true, true, 0.0f},      /* ALiBi (B, H), causal */
-        {1, 3, 3, 80, 140, 32, 16, false, false, false, 0, 0, false, false, 2.5f},   /* softcap */
-        {2, 8, 2, 257, 257, 32, 32, true, true, true, 64, 3, true, false, 4.0f},    /* everything (Lq = Lk: causal and the window meet) */
-        {1, 4, 2, 129, 257, 32, 16, false, true, true, 64, 3, true, true, 4.0f},    /* all but causal, Lq < Lk */
+        {2, 6, 2, 130, 200, 32, 24, false, false, false, 0, 0, false, false, 0.0f}, /* GQA */
+        {1, 4, 1, 65, 65, 16, 16, true, false, false, 0, 0, false, false, 0.0f},    /* MQA, causal */
+        {2, 3, 3, 130, 200, 16, 16, false, false, true, 37, 5, false, false, 0.0f}, /* window, Lq < Lk */
+        {1, 2, 2, 150, 90, 16, 8, false, false, true, 20, 0, false, false, 0.0f},   /* window, Lq > Lk */
+        {1, 2, 2, 100, 260, 16, 16, false, false, true, -1, 0, false, false, 0.0f}, /* FlashAttention's causal */
+        {2, 4, 4, 70, 150, 16, 16, false, true, false, 0, 0, true, false, 0.0f},    /* ALiBi (H), lens */
+        {2, 4, 4, 70, 150, 16, 16, true, false, false, 0, 0, true, true, 0.0f},     /* ALiBi (B, H), causal */
+        {1, 3, 3, 80, 140, 32, 16, false, false, false, 0, 0, false, false, 2.5f},  /* softcap */
+        {2, 8, 2, 257, 257, 32, 32, true, true, true, 64, 3, true, false,
+         4.0f}, /* everything (Lq = Lk: causal and the window meet) */
+        {1, 4, 2, 129, 257, 32, 16, false, true, true, 64, 3, true, true, 4.0f}, /* all but causal, Lq < Lk */
     };
     for (size_t i = 0; i < sizeof problems / sizeof *problems; i++) against_float64(&problems[i]);
     twins_and_gradchecks();

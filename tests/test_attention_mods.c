@@ -27,11 +27,11 @@
 
 typedef struct features {
     int64_t H, Lq, Lk;
-    bool causal;             /* top-left: kv <= q */
-    bool window;             /* q + Lk - Lq - left <= kv <= q + Lk - Lq + right, -1: open */
+    bool causal; /* top-left: kv <= q */
+    bool window; /* q + Lk - Lq - left <= kv <= q + Lk - Lq + right, -1: open */
     int64_t left, right;
-    const float *slopes;     /* (H) ALiBi; NULL: none */
-    float softcap;           /* 0: none */
+    const float *slopes; /* (H) ALiBi; NULL: none */
+    float softcap;       /* 0: none */
 } features;
 
 static float score_mod(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *user)
@@ -86,7 +86,11 @@ typedef struct problem {
 } problem;
 
 /* How a problem's features reach attn_sdpa */
-enum form { BUILT_IN, CALLBACKS, CALLBACKS_BLOCKS };
+enum form {
+    BUILT_IN,
+    CALLBACKS,
+    CALLBACKS_BLOCKS
+};
 static const char *const form_names[] = {"built-in", "callbacks", "callbacks+blocks"};
 
 static attn_sdpa_opts opts_of(const problem *p, features *f, const int64_t *lens, enum form form, attn_sdpa_impl impl)
@@ -154,7 +158,8 @@ static void describe(char *buf, size_t n, const problem *p)
     int at = snprintf(buf, n, "B%lld H%lld/%lld Lq%lld Lk%lld D%lld", (long long)p->B, (long long)p->H,
                       (long long)p->Hkv, (long long)p->Lq, (long long)p->Lk, (long long)p->D);
     if (f->causal) at += snprintf(buf + at, n - (size_t)at, " causal");
-    if (f->window) at += snprintf(buf + at, n - (size_t)at, " window(%lld,%lld)", (long long)f->left, (long long)f->right);
+    if (f->window)
+        at += snprintf(buf + at, n - (size_t)at, " window(%lld,%lld)", (long long)f->left, (long long)f->right);
     if (f->slopes) at += snprintf(buf + at, n - (size_t)at, " alibi");
     if (f->softcap > 0.0f) at += snprintf(buf + at, n - (size_t)at, " softcap %g", (double)f->softcap);
     if (p->lens) at += snprintf(buf + at, n - (size_t)at, " lens");
@@ -167,7 +172,8 @@ static void against_built_in(problem p)
     static const float slopes[8] = {0.5f, 0.25f, 0.125f, 0.0625f, 0.3f, 0.2f, 0.1f, 0.05f};
     if (p.f.slopes) p.f.slopes = slopes;
     p.f.H = p.H, p.f.Lq = p.Lq, p.f.Lk = p.Lk;
-    attn_tensor *in[3] = {tk_randn(51, 4, (int64_t[]){p.B, p.H, p.Lq, p.D}), tk_randn(52, 4, (int64_t[]){p.B, p.Hkv, p.Lk, p.D}),
+    attn_tensor *in[3] = {tk_randn(51, 4, (int64_t[]){p.B, p.H, p.Lq, p.D}),
+                          tk_randn(52, 4, (int64_t[]){p.B, p.Hkv, p.Lk, p.D}),
                           tk_randn(53, 4, (int64_t[]){p.B, p.Hkv, p.Lk, p.Dv})};
     attn_tensor *g = tk_randn(54, 4, (int64_t[]){p.B, p.H, p.Lq, p.Dv});
     int64_t lens[8];
@@ -295,8 +301,15 @@ static void bf16_levels(void)
         if (!k) continue;
         result r[2];
         for (int form = 0; form < 2; form++) {
-            sdpa_problem p = {.batch = B, .heads = H, .lq = Lq, .lk = Lk, .d = D, .dv = Dv,
-                              .scale = 1.0f / sqrtf((float)D), .threads = 2, .bf16 = true};
+            sdpa_problem p = {.batch = B,
+                              .heads = H,
+                              .lq = Lq,
+                              .lk = Lk,
+                              .d = D,
+                              .dv = Dv,
+                              .scale = 1.0f / sqrtf((float)D),
+                              .threads = 2,
+                              .bf16 = true};
             if (form == BUILT_IN) {
                 p.masks.causal = true, p.windowed = true, p.window_left = f.left, p.window_right = f.right;
                 p.alibi = slopes;
@@ -383,7 +396,8 @@ static void refusals_and_edges(void)
              "score_mod without its derivative, q requiring grad: refused, naming score_mod_grad (%s)",
              attn_last_error());
     attn_ctx_set_grad_enabled(ctx, false);
-    TK_CHECK(attn_sdpa(ctx, in[0], in[1], in[2], &o, NULL) != NULL, "the same without gradients: %s", attn_last_error());
+    TK_CHECK(attn_sdpa(ctx, in[0], in[1], in[2], &o, NULL) != NULL, "the same without gradients: %s",
+             attn_last_error());
     attn_ctx_set_grad_enabled(ctx, true);
     attn_tensor *plain = attn_tensor_zeros(ctx, 4, shape);
     TK_CHECK(attn_sdpa(ctx, plain, plain, plain, &o, NULL) != NULL, "the same on inputs that need no gradient: %s",
@@ -401,7 +415,8 @@ static void refusals_and_edges(void)
         o = (attn_sdpa_opts){.impl = which, .mods = {.mask_mod = sparse}};
         attn_sdpa_opts o42 = o;
         o42.mods.mask_block = answer_42;
-        if (run(&a, "sparse", in, g, &o, ATTN_PRECISION_HIGHEST) && run(&b, "sparse, blocks answer 42", in, g, &o42, ATTN_PRECISION_HIGHEST)) {
+        if (run(&a, "sparse", in, g, &o, ATTN_PRECISION_HIGHEST) &&
+            run(&b, "sparse, blocks answer 42", in, g, &o42, ATTN_PRECISION_HIGHEST)) {
             char what[96];
             snprintf(what, sizeof what, "a predicate answering 42 reads as PARTIAL [%s]", name);
             compare(what, &b, &a, tol);
@@ -410,21 +425,25 @@ static void refusals_and_edges(void)
         /* a predicate alone, hiding everything: zeros, no NaN */
         o = (attn_sdpa_opts){.impl = which, .mods = {.mask_block = all_empty}};
         if (run(&a, "every block empty", in, g, &o, ATTN_PRECISION_HIGHEST))
-            TK_CHECK(all_zero(a.t[0], a.n[0]) && all_zero(a.t[1], a.n[1]) && all_zero(a.t[2], a.n[2]) && all_zero(a.t[3], a.n[3]),
+            TK_CHECK(all_zero(a.t[0], a.n[0]) && all_zero(a.t[1], a.n[1]) && all_zero(a.t[2], a.n[2]) &&
+                         all_zero(a.t[3], a.n[3]),
                      "every block empty (a predicate alone): output and gradients 0 [%s]", name);
         result_free(&a);
         /* a query row hidden whole: its output 0, the others not */
         o = (attn_sdpa_opts){.impl = which, .mods = {.mask_mod = hide_row_3}};
         if (run(&a, "row 3 hidden", in, g, &o, ATTN_PRECISION_HIGHEST)) {
             bool ok = true;
-            for (int64_t bh = 0; bh < 6; bh++) ok = ok && all_zero(a.t[0] + (bh * 70 + 3) * 8, 8) && all_zero(a.t[1] + (bh * 70 + 3) * 8, 8);
-            TK_CHECK(ok && !all_zero(a.t[0] + 4 * 8, 8), "a query row mask_mod hides whole: output and dq 0 there [%s]", name);
+            for (int64_t bh = 0; bh < 6; bh++)
+                ok = ok && all_zero(a.t[0] + (bh * 70 + 3) * 8, 8) && all_zero(a.t[1] + (bh * 70 + 3) * 8, 8);
+            TK_CHECK(ok && !all_zero(a.t[0] + 4 * 8, 8), "a query row mask_mod hides whole: output and dq 0 there [%s]",
+                     name);
         }
         result_free(&a);
         /* -inf from score_mod hides the pair, as mask_mod does (its derivative's value unused) */
         o = (attn_sdpa_opts){.impl = which, .mods = {.score_mod = hide_even_keys, .score_mod_grad = one}};
         attn_sdpa_opts odd = {.impl = which, .mods = {.mask_mod = odd_keys}};
-        if (run(&a, "-inf from score_mod", in, g, &o, ATTN_PRECISION_HIGHEST) && run(&b, "odd keys", in, g, &odd, ATTN_PRECISION_HIGHEST)) {
+        if (run(&a, "-inf from score_mod", in, g, &o, ATTN_PRECISION_HIGHEST) &&
+            run(&b, "odd keys", in, g, &odd, ATTN_PRECISION_HIGHEST)) {
             char what[96];
             snprintf(what, sizeof what, "-inf from score_mod as mask_mod's false [%s]", name);
             compare(what, &a, &b, tol);
@@ -465,13 +484,13 @@ int main(void)
     static const float any = 1.0f; /* slopes: against_built_in's */
     static const problem problems[] = {
         /* B, H, Hkv, Lq, Lk, D, Dv, {H, Lq, Lk, causal, window, left, right, slopes, softcap}, lens, dropout */
-        {2, 4, 2, 200, 200, 16, 16, {0, 0, 0, true, false, 0, 0, NULL, 0.0f}, false, 0.0f},       /* causal, GQA */
-        {1, 3, 3, 130, 300, 16, 8, {0, 0, 0, false, true, 37, 5, NULL, 0.0f}, false, 0.0f},       /* window, Lq < Lk */
-        {1, 2, 2, 200, 90, 16, 16, {0, 0, 0, false, true, 20, -1, NULL, 0.0f}, false, 0.0f},      /* window, Lq > Lk */
-        {2, 4, 4, 70, 150, 16, 16, {0, 0, 0, false, false, 0, 0, &any, 0.0f}, true, 0.0f},        /* ALiBi, lens */
-        {1, 3, 3, 80, 140, 32, 16, {0, 0, 0, false, false, 0, 0, NULL, 2.5f}, false, 0.0f},       /* softcap */
-        {2, 8, 2, 257, 257, 32, 32, {0, 0, 0, true, true, 64, 3, &any, 4.0f}, true, 0.0f},        /* everything */
-        {1, 4, 2, 200, 200, 16, 16, {0, 0, 0, true, true, 100, 0, &any, 3.0f}, false, 0.25f},     /* and dropout */
+        {2, 4, 2, 200, 200, 16, 16, {0, 0, 0, true, false, 0, 0, NULL, 0.0f}, false, 0.0f},   /* causal, GQA */
+        {1, 3, 3, 130, 300, 16, 8, {0, 0, 0, false, true, 37, 5, NULL, 0.0f}, false, 0.0f},   /* window, Lq < Lk */
+        {1, 2, 2, 200, 90, 16, 16, {0, 0, 0, false, true, 20, -1, NULL, 0.0f}, false, 0.0f},  /* window, Lq > Lk */
+        {2, 4, 4, 70, 150, 16, 16, {0, 0, 0, false, false, 0, 0, &any, 0.0f}, true, 0.0f},    /* ALiBi, lens */
+        {1, 3, 3, 80, 140, 32, 16, {0, 0, 0, false, false, 0, 0, NULL, 2.5f}, false, 0.0f},   /* softcap */
+        {2, 8, 2, 257, 257, 32, 32, {0, 0, 0, true, true, 64, 3, &any, 4.0f}, true, 0.0f},    /* everything */
+        {1, 4, 2, 200, 200, 16, 16, {0, 0, 0, true, true, 100, 0, &any, 3.0f}, false, 0.25f}, /* and dropout */
     };
     for (size_t i = 0; i < sizeof problems / sizeof *problems; i++) against_built_in(problems[i]);
     nonlinear();

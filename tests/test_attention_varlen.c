@@ -29,7 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_SEQS = 64 };
+enum {
+    MAX_SEQS = 64
+};
 
 typedef struct vcase {
     const char *name;
@@ -117,7 +119,8 @@ static void reference(const vcase *c, const int64_t *cu_q, const int64_t *cu_k, 
                         dq[((cu_q[b] + i) * H + h) * D + d] += scale * dS * KROW(j)[d];
                         dk[((cu_k[b] + j) * Hkv + hk) * D + d] += scale * dS * QROW(i)[d];
                     }
-                    for (int64_t e = 0; e < Dv; e++) dv[((cu_k[b] + j) * Hkv + hk) * Dv + e] += P[i * Lk + j] * GROW(i)[e];
+                    for (int64_t e = 0; e < Dv; e++)
+                        dv[((cu_k[b] + j) * Hkv + hk) * Dv + e] += P[i * Lk + j] * GROW(i)[e];
                 }
             }
 #undef QROW
@@ -147,7 +150,8 @@ static void against_float64(const vcase *c)
     const int64_t tq = offsets(cu_q, c->lq, c->batch), tk = offsets(cu_k, lk, c->batch);
     const int64_t nq = tq * c->H * c->D, nk = tk * c->Hkv * c->D, nv = tk * c->Hkv * c->Dv, no = tq * c->H * c->Dv;
     attn_tensor *q = tk_randn(51, 3, (int64_t[]){tq, c->H, c->D}), *k = tk_randn(52, 3, (int64_t[]){tk, c->Hkv, c->D});
-    attn_tensor *v = tk_randn(53, 3, (int64_t[]){tk, c->Hkv, c->Dv}), *g = tk_randn(54, 3, (int64_t[]){tq, c->H, c->Dv});
+    attn_tensor *v = tk_randn(53, 3, (int64_t[]){tk, c->Hkv, c->Dv}),
+                *g = tk_randn(54, 3, (int64_t[]){tq, c->H, c->Dv});
     float slopes[MAX_SEQS * 8];
     for (int64_t i = 0; i < c->batch * c->H; i++) slopes[i] = 0.05f + 0.03f * (float)(i % 7);
     double *exact[4] = {calloc((size_t)no, sizeof(double)), calloc((size_t)nq, sizeof(double)),
@@ -211,10 +215,12 @@ static void against_padded(const vcase *c)
     for (int64_t b = 0; b < c->batch; b++) lmax = c->lq[b] > lmax ? c->lq[b] : lmax;
     const int64_t B = c->batch, H = c->H, Hkv = c->Hkv, D = c->D, Dv = c->Dv;
     attn_tensor *pq = tk_randn(61, 4, (int64_t[]){B, H, lmax, D}), *pk = tk_randn(62, 4, (int64_t[]){B, Hkv, lmax, D});
-    attn_tensor *pv = tk_randn(63, 4, (int64_t[]){B, Hkv, lmax, Dv}), *pg = tk_randn(64, 4, (int64_t[]){B, H, lmax, Dv});
+    attn_tensor *pv = tk_randn(63, 4, (int64_t[]){B, Hkv, lmax, Dv}),
+                *pg = tk_randn(64, 4, (int64_t[]){B, H, lmax, Dv});
     for (int64_t b = 0; b < B; b++) /* no upstream gradient on the padding's query rows */
         for (int64_t h = 0; h < H; h++)
-            memset(pg->data + ((b * H + h) * lmax + c->lq[b]) * Dv, 0, sizeof(float) * (size_t)((lmax - c->lq[b]) * Dv));
+            memset(pg->data + ((b * H + h) * lmax + c->lq[b]) * Dv, 0,
+                   sizeof(float) * (size_t)((lmax - c->lq[b]) * Dv));
     attn_tensor *q = tk_randn(1, 3, (int64_t[]){total, H, D}), *k = tk_randn(1, 3, (int64_t[]){total, Hkv, D});
     attn_tensor *v = tk_randn(1, 3, (int64_t[]){total, Hkv, Dv});
     float *g = malloc(sizeof(float) * (size_t)(total * H * Dv + 1));
@@ -279,7 +285,8 @@ static attn_tensor *fd_forward(attn_ctx *ctx, attn_tensor **in, void *user)
 static void twins_and_gradchecks(void)
 {
     /* dropout 0.3: the same draws in both kernels, each sequence its own */
-    const vcase c = {"dropout", 4, 4, 2, 16, 12, {70, 3, 150, 40}, {90, 0, 150, 41}, true, true, 50, -1, true, true, 3.0f, 2};
+    const vcase c = {"dropout", 4,  4,    2,    16,   12, {70, 3, 150, 40}, {90, 0, 150, 41}, true, true,
+                     50,        -1, true, true, 3.0f, 2};
     int64_t cu_q[5], cu_k[5];
     const int64_t tq = offsets(cu_q, c.lq, c.batch), tk = offsets(cu_k, c.lk, c.batch);
     float slopes[16];
@@ -296,7 +303,8 @@ static void twins_and_gradchecks(void)
         attn_varlen_opts o = opts_of(&c, slopes, (attn_sdpa_impl)impl);
         o.dropout_p = 0.3f;
         attn_tensor *out = attn_sdpa_varlen(ctx, in[0], in[1], in[2], cu_q, cu_k, c.batch, &o);
-        TK_CHECK(out && attn_backward_from(ctx, out, g->data) == ATTN_OK, "dropout, impl %d: %s", impl, attn_last_error());
+        TK_CHECK(out && attn_backward_from(ctx, out, g->data) == ATTN_OK, "dropout, impl %d: %s", impl,
+                 attn_last_error());
         const float *res[4] = {out ? out->data : NULL, in[0]->grad, in[1]->grad, in[2]->grad};
         for (int t = 0; out && t < 4; t++) {
             got[impl - ATTN_SDPA_FUSED][t] = malloc(sizeof(float) * (size_t)n[t]);
@@ -307,7 +315,8 @@ static void twins_and_gradchecks(void)
     const char *names[4] = {"out", "dq", "dk", "dv"};
     for (int t = 0; t < 4; t++) {
         char what[128];
-        snprintf(what, sizeof what, "dropout 0.3 with GQA, causal, window, ALiBi, softcap: fused %s against ref", names[t]);
+        snprintf(what, sizeof what, "dropout 0.3 with GQA, causal, window, ALiBi, softcap: fused %s against ref",
+                 names[t]);
         if (got[0][t] && got[1][t]) tk_close_scaled(what, got[0][t], got[1][t], n[t], tol_of(&c, c.lk));
         free(got[0][t]), free(got[1][t]);
     }
@@ -351,7 +360,11 @@ static void twins_and_gradchecks(void)
  * tk_tol_of(2, 160, 4, 8) (TK_TOL_MHA, test_golden_attention.c's derivation) */
 static void mha_packed(bool causal)
 {
-    enum { NB = 3, LMAX = 9, E = 16 };
+    enum {
+        NB = 3,
+        LMAX = 9,
+        E = 16
+    };
     const int64_t lens[NB] = {5, 1, 9}, cu[NB + 1] = {0, 5, 6, 15}, total = 15;
     attn_params *params = attn_params_new();
     attn_mha_layer m;
@@ -367,7 +380,8 @@ static void mha_packed(bool causal)
     for (int64_t b = 0; b < NB; b++)
         for (int64_t i = 0; i < LMAX; i++) {
             pad[b * LMAX + i] = i >= lens[b];
-            if (i >= lens[b]) memset(gp->data + (b * LMAX + i) * E, 0, sizeof(float) * E);
+            if (i >= lens[b])
+                memset(gp->data + (b * LMAX + i) * E, 0, sizeof(float) * E);
             else {
                 memcpy(x->data + (cu[b] + i) * E, xp->data + (b * LMAX + i) * E, sizeof(float) * E);
                 memcpy(g + (cu[b] + i) * E, gp->data + (b * LMAX + i) * E, sizeof(float) * E);
@@ -426,7 +440,9 @@ static void mha_packed(bool causal)
  * exactly, in both kernels (the order of the sequences among the threads changes nothing) */
 static void one_token_sequences(void)
 {
-    enum { NSEQ = 6000 };
+    enum {
+        NSEQ = 6000
+    };
     int64_t *cu = malloc(sizeof(int64_t) * (NSEQ + 1));
     cu[0] = 0;
     for (int64_t b = 0; b < NSEQ; b++) cu[b + 1] = cu[b] + (b % 6 != 5);
@@ -439,8 +455,8 @@ static void one_token_sequences(void)
         attn_varlen_opts o = {.causal = true, .impl = (attn_sdpa_impl)impl};
         attn_tensor *out = attn_sdpa_varlen(ctx, q, k, v, cu, cu, NSEQ, &o);
         TK_CHECK(out && !memcmp(out->data, v->data, sizeof(float) * (size_t)v->numel),
-                 "%d one-token sequences [%s]: out = v exactly (%s)", (int)total, impl == ATTN_SDPA_REF ? "ref" : "fused",
-                 attn_last_error());
+                 "%d one-token sequences [%s]: out = v exactly (%s)", (int)total,
+                 impl == ATTN_SDPA_REF ? "ref" : "fused", attn_last_error());
         attn_ctx_free(ctx);
     }
     attn_tensor_free(q), attn_tensor_free(k), attn_tensor_free(v);
@@ -493,7 +509,12 @@ static int window_blocks(int64_t b, int64_t h, int64_t q_begin, int64_t q_end, i
 
 static void callbacks_as_built_ins(int threads)
 {
-    enum { NB = 4, H = 4, HKV = 2, D = 16 };
+    enum {
+        NB = 4,
+        H = 4,
+        HKV = 2,
+        D = 16
+    };
     const int64_t lq[NB] = {70, 200, 1, 9}, lk[NB] = {150, 40, 6, 9};
     int64_t cq[NB + 1], ck[NB + 1];
     const int64_t tq = offsets(cq, lq, NB), tk = offsets(ck, lk, NB);
@@ -513,8 +534,11 @@ static void callbacks_as_built_ins(int threads)
                 o.window = (attn_window){true, frames.left, frames.right};
                 o.alibi_slopes = slopes, o.alibi_ndim = 1, o.alibi_shape[0] = H;
             } else {
-                o.mods = (attn_score_mods){.score_mod = alibi_mod, .score_mod_grad = alibi_mod_grad,
-                                           .mask_mod = window_mask, .mask_block = window_blocks, .user = &frames};
+                o.mods = (attn_score_mods){.score_mod = alibi_mod,
+                                           .score_mod_grad = alibi_mod_grad,
+                                           .mask_mod = window_mask,
+                                           .mask_block = window_blocks,
+                                           .user = &frames};
             }
             for (int i = 0; i < 3; i++) attn_tensor_zero_grad(in[i]);
             attn_tensor *out = attn_sdpa_varlen(ctx, q, k, v, cq, ck, NB, &o);
@@ -534,7 +558,8 @@ static void callbacks_as_built_ins(int threads)
         const int64_t n[4] = {tq * H * D, q->numel, k->numel, v->numel};
         for (int i = 0; i < 4 && res[0][i] && res[1][i]; i++) {
             char what[160];
-            snprintf(what, sizeof what, "varlen callbacks as ALiBi and the window [%s, %d threads]: %s against the built-ins",
+            snprintf(what, sizeof what,
+                     "varlen callbacks as ALiBi and the window [%s, %d threads]: %s against the built-ins",
                      impl == ATTN_SDPA_REF ? "ref" : "fused", threads, names[i]);
             tk_close_scaled(what, res[1][i], res[0][i], n[i], tk_tol_of(2, D + 150 + D + 200 + 16, 4, 8));
         }
@@ -556,30 +581,39 @@ static void refused(attn_tensor *out, attn_status want, const char *needle, cons
 static void refusals(void)
 {
     attn_ctx *ctx = attn_ctx_new(1);
-    attn_tensor *q = attn_tensor_zeros(ctx, 3, (int64_t[]){5, 4, 8}), *k = attn_tensor_zeros(ctx, 3, (int64_t[]){7, 2, 8});
-    attn_tensor *v = attn_tensor_zeros(ctx, 3, (int64_t[]){7, 2, 3}), *k4 = attn_tensor_zeros(ctx, 3, (int64_t[]){7, 4, 8});
-    attn_tensor *v6 = attn_tensor_zeros(ctx, 3, (int64_t[]){6, 2, 3}), *k5 = attn_tensor_zeros(ctx, 3, (int64_t[]){7, 2, 5});
-    attn_tensor *k3 = attn_tensor_zeros(ctx, 3, (int64_t[]){7, 3, 8}), *v3 = attn_tensor_zeros(ctx, 3, (int64_t[]){7, 3, 3});
+    attn_tensor *q = attn_tensor_zeros(ctx, 3, (int64_t[]){5, 4, 8}),
+                *k = attn_tensor_zeros(ctx, 3, (int64_t[]){7, 2, 8});
+    attn_tensor *v = attn_tensor_zeros(ctx, 3, (int64_t[]){7, 2, 3}),
+                *k4 = attn_tensor_zeros(ctx, 3, (int64_t[]){7, 4, 8});
+    attn_tensor *v6 = attn_tensor_zeros(ctx, 3, (int64_t[]){6, 2, 3}),
+                *k5 = attn_tensor_zeros(ctx, 3, (int64_t[]){7, 2, 5});
+    attn_tensor *k3 = attn_tensor_zeros(ctx, 3, (int64_t[]){7, 3, 8}),
+                *v3 = attn_tensor_zeros(ctx, 3, (int64_t[]){7, 3, 3});
     attn_tensor *q4 = attn_tensor_zeros(ctx, 4, (int64_t[]){1, 5, 4, 8});
     const int64_t cq[3] = {0, 2, 5}, ck[3] = {0, 3, 7};
     attn_varlen_opts gqa = {.enable_gqa = true};
-    TK_CHECK(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &gqa) != NULL, "valid offsets and GQA 4/2: %s", attn_last_error());
+    TK_CHECK(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &gqa) != NULL, "valid offsets and GQA 4/2: %s",
+             attn_last_error());
     refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 0, &gqa), ATTN_ERR_ARG, "batch = 0", "no sequence");
     refused(attn_sdpa_varlen(ctx, q, k, v, NULL, ck, 2, &gqa), ATTN_ERR_ARG, "cu_seqlens_q is NULL", "NULL offsets");
     refused(attn_sdpa_varlen(ctx, q, k, v, (int64_t[]){1, 2, 5}, ck, 2, &gqa), ATTN_ERR_ARG, "cu_seqlens_q[0] = 1",
             "a first offset of 1");
-    refused(attn_sdpa_varlen(ctx, q, k, v, cq, (int64_t[]){0, 8, 7}, 2, &gqa), ATTN_ERR_ARG, "cu_seqlens_k[2] = 7 < cu_seqlens_k[1] = 8",
-            "decreasing offsets");
+    refused(attn_sdpa_varlen(ctx, q, k, v, cq, (int64_t[]){0, 8, 7}, 2, &gqa), ATTN_ERR_ARG,
+            "cu_seqlens_k[2] = 7 < cu_seqlens_k[1] = 8", "decreasing offsets");
     refused(attn_sdpa_varlen(ctx, q, k, v, (int64_t[]){0, -3, 5}, ck, 2, &gqa), ATTN_ERR_ARG, "cu_seqlens_q[1] = -3",
             "a negative offset");
-    refused(attn_sdpa_varlen(ctx, q, k, v, (int64_t[]){0, INT64_MAX, 5}, ck, 2, &gqa), ATTN_ERR_ARG, "cu_seqlens_q[2] = 5",
-            "an offset past every row");
+    refused(attn_sdpa_varlen(ctx, q, k, v, (int64_t[]){0, INT64_MAX, 5}, ck, 2, &gqa), ATTN_ERR_ARG,
+            "cu_seqlens_q[2] = 5", "an offset past every row");
     refused(attn_sdpa_varlen(ctx, q, k, v, (int64_t[]){0, 2, 4}, ck, 2, &gqa), ATTN_ERR_SHAPE, "q's 5 rows",
             "a last offset short of the rows");
-    refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 1, &gqa), ATTN_ERR_SHAPE, "cu_seqlens_q[1] = 2", "a batch that leaves rows out");
-    refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, NULL), ATTN_ERR_SHAPE, "k (total_k, H, D)", "fewer key heads without enable_gqa");
-    refused(attn_sdpa_varlen(ctx, q, k3, v3, cq, ck, 2, &gqa), ATTN_ERR_SHAPE, "(total_k, H_kv, D)", "3 key heads for 4");
-    refused(attn_sdpa_varlen(ctx, q, k, v6, cq, ck, 2, &gqa), ATTN_ERR_SHAPE, "v (6, 2, 3)", "v with other rows than k");
+    refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 1, &gqa), ATTN_ERR_SHAPE, "cu_seqlens_q[1] = 2",
+            "a batch that leaves rows out");
+    refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, NULL), ATTN_ERR_SHAPE, "k (total_k, H, D)",
+            "fewer key heads without enable_gqa");
+    refused(attn_sdpa_varlen(ctx, q, k3, v3, cq, ck, 2, &gqa), ATTN_ERR_SHAPE, "(total_k, H_kv, D)",
+            "3 key heads for 4");
+    refused(attn_sdpa_varlen(ctx, q, k, v6, cq, ck, 2, &gqa), ATTN_ERR_SHAPE, "v (6, 2, 3)",
+            "v with other rows than k");
     refused(attn_sdpa_varlen(ctx, q, k5, v, cq, ck, 2, &gqa), ATTN_ERR_SHAPE, "k (7, 2, 5)", "k of another D");
     refused(attn_sdpa_varlen(ctx, q4, k4, k4, cq, ck, 2, NULL), ATTN_ERR_SHAPE, "q (1, 5, 4, 8)", "4-D q");
     attn_varlen_opts o = {.enable_gqa = true, .window = {true, -2, 0}};
@@ -594,17 +628,22 @@ static void refusals(void)
     refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_ARG, "impl 7", "an unknown kernel");
     float slopes[8] = {0.5f, 0.25f, NAN, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f};
     o = (attn_varlen_opts){.enable_gqa = true, .alibi_slopes = slopes, .alibi_ndim = 1, .alibi_shape = {3}};
-    refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_SHAPE, "expected (H) = (4)", "slopes of 3 heads for 4");
+    refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_SHAPE, "expected (H) = (4)",
+            "slopes of 3 heads for 4");
     o.alibi_ndim = 2, o.alibi_shape[0] = 3, o.alibi_shape[1] = 4;
-    refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_SHAPE, "(batch, H) = (2, 4)", "slopes of 3 sequences for 2");
+    refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_SHAPE, "(batch, H) = (2, 4)",
+            "slopes of 3 sequences for 2");
     o.alibi_ndim = 1, o.alibi_shape[0] = 4;
     refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_NUMERIC, "alibi slope 2 is nan", "a NaN slope");
     o = (attn_varlen_opts){.enable_gqa = true, .mods = {.score_mod = alibi_mod}};
     attn_tensor_set_requires_grad(q, true);
-    refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_ARG, "sdpa_varlen: mods.score_mod without "
-            "mods.score_mod_grad", "a score_mod without its derivative, q needing a gradient");
+    refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_ARG,
+            "sdpa_varlen: mods.score_mod without "
+            "mods.score_mod_grad",
+            "a score_mod without its derivative, q needing a gradient");
     o.mods = (attn_score_mods){.score_mod_grad = alibi_mod_grad};
-    refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_ARG, "score_mod_grad is set without", "a derivative alone");
+    refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_ARG, "score_mod_grad is set without",
+            "a derivative alone");
     attn_ctx_free(ctx);
 }
 
@@ -613,20 +652,107 @@ int main(void)
     static const vcase cases[] = {
         /* name, batch, H, Hkv, D, Dv, lq, lk (-1: lq), causal, window, left, right, alibi, per seq, softcap, threads */
         {"self, causal", 5, 4, 4, 16, 16, {70, 1, 130, 0, 200}, {-1}, true, false, 0, 0, false, false, 0.0f, 1},
-        {"cross, causal bottom-right, GQA", 4, 6, 2, 32, 24, {5, 130, 0, 64}, {9, 200, 3, 0}, true, false, 0, 0, false, false, 0.0f, 1},
-        {"cross, Lq > Lk, window", 3, 2, 2, 16, 8, {150, 40, 7}, {90, 60, 2}, false, true, 20, 0, false, false, 0.0f, 1},
-        {"ALiBi (batch, H), window, softcap", 3, 4, 4, 16, 16, {70, 129, 33}, {150, 129, 60}, false, true, 37, 5, true, true, 2.5f, 1},
-        {"everything, one long sequence, 2 threads", 1, 8, 2, 32, 32, {300}, {-1}, true, true, 64, 3, true, false, 4.0f, 2},
-        {"40 short sequences, 2 threads", 40, 4, 1, 16, 16,
-         {1, 17, 33, 49, 2, 18, 34, 50, 3, 19, 35, 51, 4, 20, 36, 52, 5, 21, 37, 53,
+        {"cross, causal bottom-right, GQA",
+         4,
+         6,
+         2,
+         32,
+         24,
+         {5, 130, 0, 64},
+         {9, 200, 3, 0},
+         true,
+         false,
+         0,
+         0,
+         false,
+         false,
+         0.0f,
+         1},
+        {"cross, Lq > Lk, window",
+         3,
+         2,
+         2,
+         16,
+         8,
+         {150, 40, 7},
+         {90, 60, 2},
+         false,
+         true,
+         20,
+         0,
+         false,
+         false,
+         0.0f,
+         1},
+        {"ALiBi (batch, H), window, softcap",
+         3,
+         4,
+         4,
+         16,
+         16,
+         {70, 129, 33},
+         {150, 129, 60},
+         false,
+         true,
+         37,
+         5,
+         true,
+         true,
+         2.5f,
+         1},
+        {"everything, one long sequence, 2 threads",
+         1,
+         8,
+         2,
+         32,
+         32,
+         {300},
+         {-1},
+         true,
+         true,
+         64,
+         3,
+         true,
+         false,
+         4.0f,
+         2},
+        {"40 short sequences, 2 threads",
+         40,
+         4,
+         1,
+         16,
+         16,
+         {1, 17, 33, 49, 2, 18, 34, 50, 3, 19, 35, 51, 4, 20, 36, 52, 5,  21, 37, 53,
           6, 22, 38, 54, 7, 23, 39, 55, 8, 24, 40, 56, 9, 25, 41, 57, 10, 26, 42, 58},
-         {-1}, true, false, 0, 0, true, false, 0.0f, 2},
+         {-1},
+         true,
+         false,
+         0,
+         0,
+         true,
+         false,
+         0.0f,
+         2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) against_float64(&cases[i]);
     static const vcase padded[] = {
         {"padded: plain", 4, 4, 4, 16, 12, {70, 1, 200, 33}, {-1}, false, false, 0, 0, false, false, 0.0f, 1},
-        {"padded: causal, GQA, window, ALiBi, softcap", 4, 4, 2, 16, 16, {70, 1, 200, 0}, {-1}, true, true, 40, -1,
-         true, false, 3.0f, 2},
+        {"padded: causal, GQA, window, ALiBi, softcap",
+         4,
+         4,
+         2,
+         16,
+         16,
+         {70, 1, 200, 0},
+         {-1},
+         true,
+         true,
+         40,
+         -1,
+         true,
+         false,
+         3.0f,
+         2},
     };
     for (size_t i = 0; i < sizeof padded / sizeof *padded; i++) against_padded(&padded[i]);
     twins_and_gradchecks();

@@ -88,19 +88,18 @@ static bool same_as(model m, const float *snap, int64_t n)
 }
 
 /* The load must fail with status and a message containing `needle`, and change nothing. */
-static void expect_refused(const char *what, const char *path, model m, bool strict,
-                           attn_status status, const char *needle)
+static void expect_refused(const char *what, const char *path, model m, bool strict, attn_status status,
+                           const char *needle)
 {
     int64_t n;
     float *before = snapshot(m, &n);
     int64_t steps = attn_optim_step_count(m.opt);
     attn_status s = attn_checkpoint_load(path, m.p, m.opt, strict);
-    TK_CHECK(s == status && strstr(attn_last_error(), needle),
-             "%s: expected %s mentioning \"%s\", got %s: %s", what, attn_status_name(status),
-             needle, attn_status_name(s), attn_last_error());
+    TK_CHECK(s == status && strstr(attn_last_error(), needle), "%s: expected %s mentioning \"%s\", got %s: %s", what,
+             attn_status_name(status), needle, attn_status_name(s), attn_last_error());
     printf("  refused (%s): %s\n", what, attn_last_error());
-    TK_CHECK(same_as(m, before, n) && attn_optim_step_count(m.opt) == steps,
-             "%s: a refused load changed the model", what);
+    TK_CHECK(same_as(m, before, n) && attn_optim_step_count(m.opt) == steps, "%s: a refused load changed the model",
+             what);
     free(before);
 }
 
@@ -115,11 +114,10 @@ static void test_resume(const char *path)
     TK_NOT_NULL(f);
     const char *fmt = attn_st_metadata(f, "format"), *ver = attn_st_metadata(f, "version"),
                *step = attn_st_metadata(f, "step"), *epoch = attn_st_metadata(f, "epoch");
-    TK_CHECK(fmt && !strcmp(fmt, "attn-checkpoint") && ver && !strcmp(ver, "1") && step &&
-                 !strcmp(step, "3") && epoch && !strcmp(epoch, "2"),
+    TK_CHECK(fmt && !strcmp(fmt, "attn-checkpoint") && ver && !strcmp(ver, "1") && step && !strcmp(step, "3") &&
+                 epoch && !strcmp(epoch, "2"),
              "checkpoint metadata missing or wrong");
-    TK_CHECK(attn_st_find(f, "w") && attn_st_find(f, "exp_avg.w") &&
-                 attn_st_find(f, "exp_avg_sq.b"),
+    TK_CHECK(attn_st_find(f, "w") && attn_st_find(f, "exp_avg.w") && attn_st_find(f, "exp_avg_sq.b"),
              "parameters and Adam state are stored under their names");
     attn_st_close(f);
 
@@ -259,9 +257,9 @@ static void test_average(const char *dir)
     TK_OK(attn_checkpoint_average(m.p, paths, 2));
     float *avg = snapshot(m, &n);
     int wrong = 0;
-    for (int64_t i = 0; i < n; i++)
-        wrong += avg[i] != (float)(((double)vm[i] + va[i] + vb[i]) / 3.0);
-    TK_CHECK(wrong == 0 && n == 12 + 4 + 5, "%d of %lld averaged values differ from (m + a + b) / 3", wrong, (long long)n);
+    for (int64_t i = 0; i < n; i++) wrong += avg[i] != (float)(((double)vm[i] + va[i] + vb[i]) / 3.0);
+    TK_CHECK(wrong == 0 && n == 12 + 4 + 5, "%d of %lld averaged values differ from (m + a + b) / 3", wrong,
+             (long long)n);
     TK_OK(attn_checkpoint_average(m.p, NULL, 0));
     TK_CHECK(same_as(m, avg, n), "averaging with no file changed the parameters");
     free(va), free(vb), free(vm), free(avg);

@@ -14,7 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { B = 4, LEN = 10, VOCAB = 50 };
+enum {
+    B = 4,
+    LEN = 10,
+    VOCAB = 50
+};
 
 static void packed_against_padded(bool sinusoidal, int blocks, int threads)
 {
@@ -50,8 +54,10 @@ static void packed_against_padded(bool sinusoidal, int blocks, int threads)
             for (size_t i = 0; i < n; i++) {
                 attn_tensor *t = attn_params_at(p, i);
                 grads[pack][i] = malloc(sizeof(float) * (size_t)t->numel);
-                if (t->grad) memcpy(grads[pack][i], t->grad, sizeof(float) * (size_t)t->numel);
-                else memset(grads[pack][i], 0, sizeof(float) * (size_t)t->numel);
+                if (t->grad)
+                    memcpy(grads[pack][i], t->grad, sizeof(float) * (size_t)t->numel);
+                else
+                    memset(grads[pack][i], 0, sizeof(float) * (size_t)t->numel);
             }
         }
         attn_ctx_free(ctx);

@@ -42,8 +42,9 @@ int main(void)
     char dir[] = "/tmp/attn_nw_XXXXXX", cmd[1024], out[600];
     TK_CHECK(mkdtemp(dir) != NULL, "mkdtemp");
     snprintf(out, sizeof out, "%s/run.safetensors", dir);
-    snprintf(cmd, sizeof cmd, "%s nw --data tests/golden/nw_seed003.safetensors --out %s --plot %s/fit.png > %s/log.txt",
-             bin, out, dir, dir);
+    snprintf(cmd, sizeof cmd,
+             "%s nw --data tests/golden/nw_seed003.safetensors --out %s --plot %s/fit.png > %s/log.txt", bin, out, dir,
+             dir);
     TK_CHECK(run(cmd) == 0, "attn nw --data failed: %s", cmd);
     attn_st_file *ours = attn_st_open(out), *ref = tk_golden("nw_seed003");
     TK_CHECK(ours != NULL, "output %s: %s", out, attn_last_error());

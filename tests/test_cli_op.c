@@ -42,14 +42,20 @@ typedef struct name_map {
 } name_map;
 
 typedef struct cli_case {
-    const char *golden;         /* tests/golden/<golden>.safetensors */
-    const char *args;           /* NAME and options */
-    name_map renames[MAX_MAP];  /* any rename, or seq_first, means a temporary input file */
-    bool seq_first;             /* q, k, v, grad_out stored (L, B, E) for mha without
+    const char *golden;        /* tests/golden/<golden>.safetensors */
+    const char *args;          /* NAME and options */
+    name_map renames[MAX_MAP]; /* any rename, or seq_first, means a temporary input file */
+    bool seq_first;            /* q, k, v, grad_out stored (L, B, E) for mha without
                                    --batch-first; out, dq, dk, dv transposed back to compare */
 } cli_case;
 
-#define QKV_RENAMES {{"query", "q"}, {"key", "k"}, {"value", "v"}}
+#define QKV_RENAMES                                                                                                    \
+    {                                                                                                                  \
+        {"query", "q"}, {"key", "k"},                                                                                  \
+        {                                                                                                              \
+            "value", "v"                                                                                               \
+        }                                                                                                              \
+    }
 
 static const cli_case cases[] = {
     {.golden = "attn_sdpa_plain", .args = "sdpa"},
@@ -59,40 +65,44 @@ static const cli_case cases[] = {
     {.golden = "attn_sdpa_lens_batch", .args = "sdpa --need-weights"},
     {.golden = "attn_sdpa_lens_query", .args = "sdpa"},
     {.golden = "attn_sdpa_key_padding", .args = "sdpa --need-weights"},
-    {.golden = "attn_sdpa_attend",
-     .args = "sdpa --need-weights", .renames = {{"attend_mask", "attn_mask"}}},
-    {.golden = "attn_sdpa_additive",
-     .args = "sdpa --impl ref", .renames = {{"additive_mask", "attn_mask"}}},
+    {.golden = "attn_sdpa_attend", .args = "sdpa --need-weights", .renames = {{"attend_mask", "attn_mask"}}},
+    {.golden = "attn_sdpa_additive", .args = "sdpa --impl ref", .renames = {{"additive_mask", "attn_mask"}}},
     {.golden = "attn_sdpa_scale", .args = "sdpa --scale 0.3"},
     {.golden = "attn_sdpa_3d", .args = "sdpa --need-weights"},
-    {.golden = "attn_mha_cross",
-     .args = "mha --batch-first --num-heads 4 --need-weights", .renames = QKV_RENAMES},
-    {.golden = "attn_mha_cross",
-     .args = "mha --num-heads 4 --need-weights", .renames = QKV_RENAMES, .seq_first = true},
+    {.golden = "attn_mha_cross", .args = "mha --batch-first --num-heads 4 --need-weights", .renames = QKV_RENAMES},
+    {.golden = "attn_mha_cross", .args = "mha --num-heads 4 --need-weights", .renames = QKV_RENAMES, .seq_first = true},
     {.golden = "attn_mha_kvdim", .args = "mha --batch-first --num-heads 4", .renames = QKV_RENAMES},
     {.golden = "mha_gqa_mqa_cross_mask", .args = "mha --batch-first --num-heads 4", .renames = QKV_RENAMES},
     {.golden = "mha_gqa_nobias_kpm_mask", .args = "mha --batch-first --num-heads 8", .renames = QKV_RENAMES},
-    {.golden = "mha_gqa_feat_softcap_cross_mask", .args = "mha --batch-first --num-heads 4 --softcap 2.5",
+    {.golden = "mha_gqa_feat_softcap_cross_mask",
+     .args = "mha --batch-first --num-heads 4 --softcap 2.5",
      .renames = QKV_RENAMES},
-    {.golden = "mha_gqa_feat_all_mqa", .args = "mha --num-heads 4 --window 3,2 --softcap 2 --alibi",
-     .renames = QKV_RENAMES, .seq_first = true},
+    {.golden = "mha_gqa_feat_all_mqa",
+     .args = "mha --num-heads 4 --window 3,2 --softcap 2 --alibi",
+     .renames = QKV_RENAMES,
+     .seq_first = true},
     /* nn.MultiheadAttention's own masks, as it takes them (bool attn_mask true = not allowed) */
-    {.golden = "cli_mha_bool_kpm", .args = "mha --batch-first --num-heads 4 --need-weights "
-     "--no-average-weights", .renames = QKV_RENAMES},
-    {.golden = "cli_mha_bool_kpm", .args = "mha --num-heads 4 --need-weights --no-average-weights",
-     .renames = QKV_RENAMES, .seq_first = true},
-    {.golden = "cli_mha_bool3d_kpm", .args = "mha --batch-first --num-heads 4 --need-weights "
-     "--no-average-weights --impl ref", .renames = QKV_RENAMES},
-    {.golden = "cli_mha_uint8", .args = "mha --batch-first --num-heads 4 --need-weights",
+    {.golden = "cli_mha_bool_kpm",
+     .args = "mha --batch-first --num-heads 4 --need-weights "
+             "--no-average-weights",
      .renames = QKV_RENAMES},
-    {.golden = "cli_mha_float_kpm", .args = "mha --batch-first --num-heads 4 --need-weights",
+    {.golden = "cli_mha_bool_kpm",
+     .args = "mha --num-heads 4 --need-weights --no-average-weights",
+     .renames = QKV_RENAMES,
+     .seq_first = true},
+    {.golden = "cli_mha_bool3d_kpm",
+     .args = "mha --batch-first --num-heads 4 --need-weights "
+             "--no-average-weights --impl ref",
      .renames = QKV_RENAMES},
-    {.golden = "cli_mha_float_bool_kpm", .args = "mha --batch-first --num-heads 4 --need-weights",
+    {.golden = "cli_mha_uint8", .args = "mha --batch-first --num-heads 4 --need-weights", .renames = QKV_RENAMES},
+    {.golden = "cli_mha_float_kpm", .args = "mha --batch-first --num-heads 4 --need-weights", .renames = QKV_RENAMES},
+    {.golden = "cli_mha_float_bool_kpm",
+     .args = "mha --batch-first --num-heads 4 --need-weights",
      .renames = QKV_RENAMES},
-    {.golden = "cli_mha_unbatched_float_kpm", .args = "mha --num-heads 4 --need-weights",
+    {.golden = "cli_mha_unbatched_float_kpm",
+     .args = "mha --num-heads 4 --need-weights",
      .renames = QKV_RENAMES}, /* (L, E) inputs, a float (S) key_padding_mask */
-    {.golden = "mech_mha_seed_names",
-     .args = "mha --batch-first --num-heads 2 --need-weights --no-average-weights"},
+    {.golden = "mech_mha_seed_names", .args = "mha --batch-first --num-heads 2 --need-weights --no-average-weights"},
     {.golden = "mech_additive_lens_batch", .args = "additive --need-weights"},
     {.golden = "mech_additive_lens_query", .args = "additive --need-weights"},
     {.golden = "mech_nw_learned", .args = "nw --need-weights"},
@@ -100,56 +110,78 @@ static const cli_case cases[] = {
     {.golden = "mech_linear_efficient", .args = "linear"},
     {.golden = "mech_linear_shen", .args = "linear --shen"},
     {.golden = "mech_linear_padding", .args = "linear"},
-    {.golden = "mech_conv_attention",
-     .args = "conv_attention --num-heads 2 --need-weights --no-average-weights"},
-    {.golden = "mech_conv_attention_seed",
-     .args = "conv_attention --num-heads 2 --need-weights --no-average-weights"},
+    {.golden = "mech_conv_attention", .args = "conv_attention --num-heads 2 --need-weights --no-average-weights"},
+    {.golden = "mech_conv_attention_seed", .args = "conv_attention --num-heads 2 --need-weights --no-average-weights"},
 };
 
 /* Errors and help: `attn <args> [--in IN] [--out OUT]`. */
 typedef struct error_case {
     const char *what;
     const char *args;
-    const char *golden;         /* the input file is made from it (renames applied); NULL: none */
+    const char *golden; /* the input file is made from it (renames applied); NULL: none */
     name_map renames[MAX_MAP];
-    enum { NO_FILES, OUT_ONLY, IN_OUT } files; /* which of --in IN --out OUT are given */
-    int status;                 /* expected exit status */
-    const char *says[7];        /* the output must contain each (up to a NULL) */
+    enum {
+        NO_FILES,
+        OUT_ONLY,
+        IN_OUT
+    } files;             /* which of --in IN --out OUT are given */
+    int status;          /* expected exit status */
+    const char *says[7]; /* the output must contain each (up to a NULL) */
 } error_case;
 
 static const error_case error_cases[] = {
-    {.what = "unknown mechanism", .args = "op bogus", .golden = "attn_sdpa_plain",
-     .files = IN_OUT, .status = 2, .says = {"unknown mechanism", "\"bogus\""}},
-    {.what = "missing --in", .args = "op sdpa", .files = OUT_ONLY, .status = 2,
-     .says = {"--in"}},
-    {.what = "missing input tensor", .args = "op sdpa", .golden = "attn_sdpa_plain",
-     .renames = {{"k", NULL}}, .files = IN_OUT, .status = 1, .says = {"\"k\""}},
-    {.what = "missing parameter", .args = "op additive", .golden = "mech_additive_lens_batch",
-     .renames = {{"W_k.weight", NULL}}, .files = IN_OUT, .status = 1,
+    {.what = "unknown mechanism",
+     .args = "op bogus",
+     .golden = "attn_sdpa_plain",
+     .files = IN_OUT,
+     .status = 2,
+     .says = {"unknown mechanism", "\"bogus\""}},
+    {.what = "missing --in", .args = "op sdpa", .files = OUT_ONLY, .status = 2, .says = {"--in"}},
+    {.what = "missing input tensor",
+     .args = "op sdpa",
+     .golden = "attn_sdpa_plain",
+     .renames = {{"k", NULL}},
+     .files = IN_OUT,
+     .status = 1,
+     .says = {"\"k\""}},
+    {.what = "missing parameter",
+     .args = "op additive",
+     .golden = "mech_additive_lens_batch",
+     .renames = {{"W_k.weight", NULL}},
+     .files = IN_OUT,
+     .status = 1,
      .says = {"\"W_k.weight\""}},
-    {.what = "integer input", .args = "op linear", .golden = "mech_linear_padding",
-     .renames = {{"x", NULL}, {"key_padding_mask", "x"}}, .files = IN_OUT, .status = 1,
+    {.what = "integer input",
+     .args = "op linear",
+     .golden = "mech_linear_padding",
+     .renames = {{"x", NULL}, {"key_padding_mask", "x"}},
+     .files = IN_OUT,
+     .status = 1,
      .says = {"\"x\" is BOOL", "F32"}},
-    {.what = "integer grad_out", .args = "op sdpa", .golden = "attn_sdpa_lens_batch",
-     .renames = {{"grad_out", NULL}, {"valid_lens", "grad_out"}}, .files = IN_OUT, .status = 1,
+    {.what = "integer grad_out",
+     .args = "op sdpa",
+     .golden = "attn_sdpa_lens_batch",
+     .renames = {{"grad_out", NULL}, {"valid_lens", "grad_out"}},
+     .files = IN_OUT,
+     .status = 1,
      .says = {"\"grad_out\" is I64"}},
-    {.what = "help", .args = "op --help", .files = NO_FILES, .status = 0,
-     .says = {"\n  sdpa ", "\n  mha ", "\n  additive ", "\n  nw ", "\n  linear ",
-              "\n  conv_attention "}},
+    {.what = "help",
+     .args = "op --help",
+     .files = NO_FILES,
+     .status = 0,
+     .says = {"\n  sdpa ", "\n  mha ", "\n  additive ", "\n  nw ", "\n  linear ", "\n  conv_attention "}},
 };
 
 /* Golden result -> program output names. */
-static const name_map input_grads[] = {{"grad.q", "dq"},     {"grad.k", "dk"},   {"grad.v", "dv"},
-                                       {"grad.x", "dx"},     {"grad.query", "dq"},
-                                       {"grad.key", "dk"},   {"grad.value", "dv"}};
+static const name_map input_grads[] = {{"grad.q", "dq"},     {"grad.k", "dk"},   {"grad.v", "dv"},    {"grad.x", "dx"},
+                                       {"grad.query", "dq"}, {"grad.key", "dk"}, {"grad.value", "dv"}};
 /* Seed 002's MHA names: block `block` of our parameter `ours` (blocks of the seed tensor's size). */
 static const struct {
     const char *seed, *ours;
     int block;
 } seed_aliases[] = {
-    {"Wq.weight", "in_proj_weight", 0}, {"Wk.weight", "in_proj_weight", 1},
-    {"Wv.weight", "in_proj_weight", 2}, {"Wq.bias", "in_proj_bias", 0},
-    {"Wk.bias", "in_proj_bias", 1},     {"Wv.bias", "in_proj_bias", 2},
+    {"Wq.weight", "in_proj_weight", 0},      {"Wk.weight", "in_proj_weight", 1},  {"Wv.weight", "in_proj_weight", 2},
+    {"Wq.bias", "in_proj_bias", 0},          {"Wk.bias", "in_proj_bias", 1},      {"Wv.bias", "in_proj_bias", 2},
     {"fc_out.weight", "out_proj.weight", 0}, {"fc_out.bias", "out_proj.bias", 0},
 };
 
@@ -182,8 +214,7 @@ static void transpose01(float *dst, const float *src, const int64_t shape[3])
 
 /* The input file: every golden tensor but the results, renamed (or left out), transposed when
  * seq_first. */
-static bool write_input(const char *path, attn_st_file *g, const name_map *renames,
-                        bool seq_first)
+static bool write_input(const char *path, attn_st_file *g, const name_map *renames, bool seq_first)
 {
     attn_st_writer *w = attn_st_writer_new();
     bool ok = w != NULL;
@@ -294,39 +325,34 @@ static ptrdiff_t index_of(const attn_st_file *f, const attn_st_tensor *t)
 }
 
 /* Golden result `name` against the program's output; covered[] counts compared values. */
-static void compare_one(const cli_case *c, attn_st_file *g, attn_st_file *out, const char *name,
-                        int64_t *covered)
+static void compare_one(const cli_case *c, attn_st_file *g, attn_st_file *out, const char *name, int64_t *covered)
 {
     target t;
     if (!target_of(name, strstr(c->args, "--need-weights") != NULL, &t)) return;
     const attn_st_tensor *st = attn_st_find(out, t.name);
-    TK_CHECK(st != NULL, "%s (%s): attn op wrote no %s (for torch's %s)", c->golden, c->args,
-             t.name, name);
+    TK_CHECK(st != NULL, "%s (%s): attn op wrote no %s (for torch's %s)", c->golden, c->args, t.name, name);
     if (!st) return;
     attn_tensor *ref = tk_golden_tensor(g, name), *got = attn_st_load(out, t.name, NULL);
     TK_NOT_NULL(got);
     if (ref && got && c->seq_first && is_sequence(t.name) && got->ndim == 3) {
-        attn_tensor *back = attn_tensor_alloc(3, (int64_t[]){got->shape[1], got->shape[0],
-                                                             got->shape[2]});
+        attn_tensor *back = attn_tensor_alloc(3, (int64_t[]){got->shape[1], got->shape[0], got->shape[2]});
         if (back) transpose01(back->data, got->data, got->shape);
         attn_tensor_free(got);
         got = back;
     }
     if (ref && got) {
         char what[300], gs[64], rs[64];
-        snprintf(what, sizeof what, "%s (attn op %s): %s vs torch's %s", c->golden, c->args,
-                 t.name, name);
+        snprintf(what, sizeof what, "%s (attn op %s): %s vs torch's %s", c->golden, c->args, t.name, name);
         int64_t offset = t.block * ref->numel;
         bool whole = !t.alias;
         bool fits = whole ? attn_same_shape(got, ref) : offset + ref->numel <= got->numel;
-        TK_CHECK(fits, "%s: shape %s, torch has %s (block %lld)", what,
-                 attn_shape_str(got, gs, sizeof gs), attn_shape_str(ref, rs, sizeof rs),
-                 (long long)t.block);
+        TK_CHECK(fits, "%s: shape %s, torch has %s (block %lld)", what, attn_shape_str(got, gs, sizeof gs),
+                 attn_shape_str(ref, rs, sizeof rs), (long long)t.block);
         if (fits) {
             tk_tol tol = !strncmp(c->golden, "attn_sdpa_", 10) ? TK_TOL_SDPA
-                         : !strncmp(c->golden, "mech_", 5)      ? TK_TOL_MECH
-                         : !strncmp(c->golden, "mha_gqa_", 8)   ? tk_tol_of(1, 160, 4, 8) /* test_mha_gqa's */
-                                                                : TK_TOL_MHA;
+                         : !strncmp(c->golden, "mech_", 5)     ? TK_TOL_MECH
+                         : !strncmp(c->golden, "mha_gqa_", 8)  ? tk_tol_of(1, 160, 4, 8) /* test_mha_gqa's */
+                                                               : TK_TOL_MHA;
             tol.scale = tk_key_bias_scale(g, name);
             tk_close_scaled(what, got->data + offset, ref->data, ref->numel, tol);
             covered[index_of(out, st)] += ref->numel;
@@ -347,9 +373,8 @@ static void compare_all(const cli_case *c, attn_st_file *g, attn_st_file *out)
     }
     for (size_t i = 0; i < n; i++) {
         const attn_st_tensor *st = attn_st_at(out, i);
-        TK_CHECK(covered[i] == st->numel,
-                 "%s (attn op %s): output %s: %lld of %lld values have a torch twin", c->golden,
-                 c->args, st->name, (long long)covered[i], (long long)st->numel);
+        TK_CHECK(covered[i] == st->numel, "%s (attn op %s): output %s: %lld of %lld values have a torch twin",
+                 c->golden, c->args, st->name, (long long)covered[i], (long long)st->numel);
     }
     free(covered);
 }
@@ -415,11 +440,13 @@ static void run_error_case(size_t i)
                  e->files == OUT_ONLY ? out : "", e->files == OUT_ONLY ? "'" : "");
     int status = run_attn(args, log);
     char *text = read_text(log);
-    TK_CHECK(status == e->status, "%s: attn %s: exit status %d, expected %d: %s", e->what, args,
-             status, e->status, text ? text : "");
+    TK_CHECK(status == e->status, "%s: attn %s: exit status %d, expected %d: %s", e->what, args, status, e->status,
+             text ? text : "");
     for (size_t j = 0; j < sizeof e->says / sizeof *e->says && e->says[j]; j++)
-        TK_CHECK(text && strstr(text, e->says[j]), "%s: attn %s: the output should contain "
-                 "\"%s\": %s", e->what, args, e->says[j], text ? text : "(none)");
+        TK_CHECK(text && strstr(text, e->says[j]),
+                 "%s: attn %s: the output should contain "
+                 "\"%s\": %s",
+                 e->what, args, e->says[j], text ? text : "(none)");
     if (e->status != 0 && e->files != NO_FILES)
         TK_CHECK(access(out, F_OK) != 0, "%s: attn %s failed but wrote %s", e->what, args, out);
     free(text);
@@ -429,7 +456,7 @@ int main(void)
 {
     attn_bin = getenv("ATTN_BIN");
     TK_CHECK(attn_bin && *attn_bin, "ATTN_BIN is not set: it names the attn program (CMake sets "
-             "it for every test; run through ctest, or export it)");
+                                    "it for every test; run through ctest, or export it)");
     if (!attn_bin || !*attn_bin) return tk_finish("test_cli_op");
     bool runnable = access(attn_bin, X_OK) == 0, have_dir = mkdtemp(tmp_dir) != NULL;
     TK_CHECK(runnable, "ATTN_BIN=%s is not an executable", attn_bin);

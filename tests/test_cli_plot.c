@@ -55,16 +55,22 @@ int main(void)
     TK_CHECK(svg_has("auto.svg", "20") && !svg_has("auto.svg", "1.0"),
              "the default colour scale spans the data (10 .. 27), not [0, 1]");
     TK_CHECK(tk_run("%s plot heatmap --in %s --tensor w --grid --range unit --panel-titles a,b --out %s/unit.svg "
-                    ">/dev/null", bin, in, dir) == 0, "plot --range unit --panel-titles");
+                    ">/dev/null",
+                    bin, in, dir) == 0,
+             "plot --range unit --panel-titles");
     TK_CHECK(svg_has("unit.svg", "1.0") && svg_has("unit.svg", "a") && svg_has("unit.svg", "b") &&
-             !svg_has("unit.svg", "head 1"), "--range unit draws [0, 1]; --panel-titles replaces head i");
+                 !svg_has("unit.svg", "head 1"),
+             "--range unit draws [0, 1]; --panel-titles replaces head i");
     TK_CHECK(tk_run("%s plot heatmap --in %s --tensor w --index 1 --labels 词1,词2,词3 --xlabel Key位置 "
-                    "--ylabel Query位置 --values on --out %s/seed.svg >/dev/null", bin, in, dir) == 0,
+                    "--ylabel Query位置 --values on --out %s/seed.svg >/dev/null",
+                    bin, in, dir) == 0,
              "plot with seed 002's labels");
     TK_CHECK(svg_has("seed.svg", "词3") && svg_has("seed.svg", "Key位置") && svg_has("seed.svg", "Query位置") &&
-             svg_has("seed.svg", "27.00"), "token labels, axis titles and the values in the cells");
-    TK_CHECK(tk_run("%s plot heatmap --in %s --tensor w --grid --panel-titles a --out %s/bad.svg 2>/dev/null", bin,
-                    in, dir) == 2, "--panel-titles of the wrong count exits 2");
+                 svg_has("seed.svg", "27.00"),
+             "token labels, axis titles and the values in the cells");
+    TK_CHECK(tk_run("%s plot heatmap --in %s --tensor w --grid --panel-titles a --out %s/bad.svg 2>/dev/null", bin, in,
+                    dir) == 2,
+             "--panel-titles of the wrong count exits 2");
     char bad[160];
     snprintf(bad, sizeof bad, "%s/bad.svg", dir);
     TK_CHECK(access(bad, F_OK) != 0, "and writes nothing");

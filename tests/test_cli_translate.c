@@ -56,7 +56,8 @@ static void bleu_line(const char *log, char *out, size_t cap)
 
 static void write_corpus(const char *dir)
 {
-    const char *en_noun[] = {"man", "woman", "dog", "cat", "child"}, *fr_noun[] = {"homme", "femme", "chien", "chat", "enfant"};
+    const char *en_noun[] = {"man", "woman", "dog", "cat", "child"},
+               *fr_noun[] = {"homme", "femme", "chien", "chat", "enfant"};
     const char *en_verb[] = {"runs", "sleeps", "eats", "plays"}, *fr_verb[] = {"court", "dort", "mange", "joue"};
     const char *splits[] = {"train", "val", "test_2016_flickr"};
     for (int s = 0; s < 3; s++) {
@@ -129,10 +130,13 @@ int main(void)
     snprintf(data, sizeof data, "%s/data", dir);
     TK_CHECK(mkdir(data, 0700) == 0, "mkdir %s", data);
     write_corpus(data);
-    const char *tiny = "--heads 2 --ffn 16 --layers 1 --batch-size 8 --min-freq 1 --threads 1 --beam 2 --warmup 8 --dropout 0";
+    const char *tiny =
+        "--heads 2 --ffn 16 --layers 1 --batch-size 8 --min-freq 1 --threads 1 --beam 2 --warmup 8 --dropout 0";
 
-    snprintf(cmd, sizeof cmd, "%s translate train --data %s --d-model 16 %s --epochs 8 --keep-epochs 2 "
-             "--checkpoint %s/ck.safetensors > %s/train.log 2>&1", bin, data, tiny, dir, dir);
+    snprintf(cmd, sizeof cmd,
+             "%s translate train --data %s --d-model 16 %s --epochs 8 --keep-epochs 2 "
+             "--checkpoint %s/ck.safetensors > %s/train.log 2>&1",
+             bin, data, tiny, dir, dir);
     TK_CHECK(run(cmd) == 0, "training failed: %s", cmd);
     TK_CHECK(!exists(dir, "ck.safetensors.epoch6"), "--keep-epochs 2 left epoch 6's file behind");
     TK_CHECK(exists(dir, "ck.safetensors.epoch7") && exists(dir, "ck.safetensors.epoch8"),
@@ -141,8 +145,10 @@ int main(void)
     snprintf(cmd, sizeof cmd, "%s translate eval --data %s --checkpoint %s/ck.safetensors --beam 2 > %s/alone.log 2>&1",
              bin, data, dir, dir);
     TK_CHECK(run(cmd) == 0, "eval failed: %s", cmd);
-    snprintf(cmd, sizeof cmd, "%s translate eval --data %s --checkpoint %s/ck.safetensors --beam 2 "
-             "--average %s/ck.safetensors > %s/self.log 2>&1", bin, data, dir, dir, dir);
+    snprintf(cmd, sizeof cmd,
+             "%s translate eval --data %s --checkpoint %s/ck.safetensors --beam 2 "
+             "--average %s/ck.safetensors > %s/self.log 2>&1",
+             bin, data, dir, dir, dir);
     TK_CHECK(run(cmd) == 0, "eval --average failed: %s", cmd);
     char *alone = slurp(dir, "alone.log"), *self = slurp(dir, "self.log");
     char a[512], b[512];
@@ -152,16 +158,21 @@ int main(void)
     TK_CHECK(a[0] && !strcmp(a, b), "the mean of a checkpoint with itself decodes differently:\n  %s\n  %s", a, b);
     TK_CHECK(strstr(self, "the mean of 2 checkpoints") != NULL, "eval --average does not say what it averaged");
 
-    snprintf(cmd, sizeof cmd, "%s translate eval --data %s --checkpoint %s/ck.safetensors --beam 2 --average "
-             "%s/ck.safetensors.epoch7,%s/ck.safetensors.epoch8 > %s/epochs.log 2>&1", bin, data, dir, dir, dir, dir);
+    snprintf(cmd, sizeof cmd,
+             "%s translate eval --data %s --checkpoint %s/ck.safetensors --beam 2 --average "
+             "%s/ck.safetensors.epoch7,%s/ck.safetensors.epoch8 > %s/epochs.log 2>&1",
+             bin, data, dir, dir, dir, dir);
     TK_CHECK(run(cmd) == 0, "eval --average of the kept epochs failed: %s", cmd);
     char *epochs = slurp(dir, "epochs.log");
     TK_CHECK(strstr(epochs, "the mean of 3 checkpoints") && strstr(epochs, "test_2016_flickr: BLEU"),
              "eval --average of 3 checkpoints: %s", epochs);
 
-    snprintf(cmd, sizeof cmd, "%s translate train --data %s --d-model 8 %s --epochs 1 --checkpoint %s/other.safetensors "
-             "> /dev/null 2>&1 && %s translate eval --data %s --checkpoint %s/ck.safetensors --average %s/other.safetensors "
-             "> %s/mismatch.log 2>&1", bin, data, tiny, dir, bin, data, dir, dir, dir);
+    snprintf(
+        cmd, sizeof cmd,
+        "%s translate train --data %s --d-model 8 %s --epochs 1 --checkpoint %s/other.safetensors "
+        "> /dev/null 2>&1 && %s translate eval --data %s --checkpoint %s/ck.safetensors --average %s/other.safetensors "
+        "> %s/mismatch.log 2>&1",
+        bin, data, tiny, dir, bin, data, dir, dir, dir);
     TK_CHECK(run(cmd) == 1, "a checkpoint of another model was not refused with exit status 1: %s", cmd);
     char *mismatch = slurp(dir, "mismatch.log");
     TK_CHECK(strstr(mismatch, "other.safetensors holds a different model than") != NULL,
@@ -172,14 +183,18 @@ int main(void)
     bool named;
     snprintf(args, sizeof args, "eval --data %s --checkpoint %s/ck.safetensors --src ''", data, dir);
     TK_CHECK(refused(bin, dir, args, "--src is empty", NULL, &named) == 2 && named, "an empty --src: %s", args);
-    snprintf(args, sizeof args, "train --data %s --d-model 16 %s --split '' --checkpoint %s/e.safetensors", data, tiny, dir);
+    snprintf(args, sizeof args, "train --data %s --d-model 16 %s --split '' --checkpoint %s/e.safetensors", data, tiny,
+             dir);
     TK_CHECK(refused(bin, dir, args, "--split is empty", NULL, &named) == 2 && named, "an empty --split: %s", args);
     snprintf(cmd, sizeof cmd, "mkdir %s/kf.safetensors.epoch1", dir);
     run(cmd);
-    snprintf(args, sizeof args, "train --data %s --d-model 16 %s --epochs 1 --keep-epochs 1 --checkpoint "
-             "%s/kf.safetensors", data, tiny, dir);
+    snprintf(args, sizeof args,
+             "train --data %s --d-model 16 %s --epochs 1 --keep-epochs 1 --checkpoint "
+             "%s/kf.safetensors",
+             data, tiny, dir);
     TK_CHECK(refused(bin, dir, args, "--keep-epochs", "kf.safetensors.epoch1", &named) == 2 && named &&
-             !exists(dir, "kf.safetensors"), "an epoch file that is a folder is refused before training: %s", args);
+                 !exists(dir, "kf.safetensors"),
+             "an epoch file that is a folder is refused before training: %s", args);
 
     /* resume from a damaged run position or another model's metadata: refused, naming the key */
     static const struct {
@@ -191,8 +206,10 @@ int main(void)
     };
     for (size_t i = 0; i < sizeof damaged / sizeof damaged[0]; i++) {
         TK_CHECK(edit_copy(dir, damaged[i].key, damaged[i].value), "cannot write a copy with %s", damaged[i].key);
-        snprintf(args, sizeof args, "train --data %s --d-model 16 %s --epochs 9 --resume --checkpoint "
-                 "%s/bad.safetensors", data, tiny, dir);
+        snprintf(args, sizeof args,
+                 "train --data %s --d-model 16 %s --epochs 9 --resume --checkpoint "
+                 "%s/bad.safetensors",
+                 data, tiny, dir);
         int status = refused(bin, dir, args, damaged[i].key, damaged[i].value, &named);
         TK_CHECK(status == damaged[i].status && named, "resume with %s = \"%s\": exit %d (expected %d, naming both)",
                  damaged[i].key, damaged[i].value, status, damaged[i].status);

@@ -17,7 +17,15 @@
 static char tmp_dir[] = "/tmp/attn_cli_varlen_XXXXXX";
 static const char *attn_bin;
 
-enum { B = 3, H = 4, HKV = 2, D = 8, DV = 6, TQ = 23, TK = 30 };
+enum {
+    B = 3,
+    H = 4,
+    HKV = 2,
+    D = 8,
+    DV = 6,
+    TQ = 23,
+    TK = 30
+};
 static const int32_t cu_q32[B + 1] = {0, 7, 7, 23};
 static const int64_t cu_q[B + 1] = {0, 7, 7, 23}, cu_k[B + 1] = {0, 9, 12, 30};
 
@@ -53,8 +61,13 @@ static void end_to_end(attn_tensor *const t[4])
     /* the library's call with the same options */
     float slopes[H];
     TK_OK(attn_alibi_slopes(slopes, H));
-    attn_varlen_opts o = {.causal = true, .window = {true, 5, -1}, .enable_gqa = true, .alibi_slopes = slopes,
-                          .alibi_ndim = 1, .alibi_shape = {H}, .softcap = 3.0f};
+    attn_varlen_opts o = {.causal = true,
+                          .window = {true, 5, -1},
+                          .enable_gqa = true,
+                          .alibi_slopes = slopes,
+                          .alibi_ndim = 1,
+                          .alibi_shape = {H},
+                          .softcap = 3.0f};
     attn_ctx *ctx = attn_ctx_new(1);
     TK_OK(attn_ctx_set_num_threads(ctx, 1));
     for (int i = 0; i < 3; i++) attn_tensor_zero_grad(t[i]);
@@ -73,7 +86,8 @@ static void end_to_end(attn_tensor *const t[4])
         }
         const attn_st_tensor *o_shape = attn_st_find(f, "out");
         TK_CHECK(o_shape && o_shape->ndim == 3 && o_shape->shape[0] == TQ && o_shape->shape[1] == H &&
-                     o_shape->shape[2] == DV, "out is (total_q, H, Dv) = (%d, %d, %d)", TQ, H, DV);
+                     o_shape->shape[2] == DV,
+                 "out is (total_q, H, Dv) = (%d, %d, %d)", TQ, H, DV);
     }
     attn_ctx_free(ctx);
     attn_st_close(f);
@@ -85,7 +99,8 @@ static void refused(attn_tensor *const t[4], bool with_q, bool with_k, bool floa
                     const char *needle, const char *what)
 {
     char in[128], out[128], err[128];
-    snprintf(in, sizeof in, "%s/bad.safetensors", tmp_dir), snprintf(out, sizeof out, "%s/bad_out.safetensors", tmp_dir);
+    snprintf(in, sizeof in, "%s/bad.safetensors", tmp_dir),
+        snprintf(out, sizeof out, "%s/bad_out.safetensors", tmp_dir);
     snprintf(err, sizeof err, "%s/stderr.txt", tmp_dir);
     TK_CHECK(write_input(in, t, with_q, with_k, float_q, lens), "%s: input written", what);
     int rc = tk_run("%s op sdpa --in %s --out %s %s 2> %s", attn_bin, in, out, args, err);

@@ -12,13 +12,19 @@
 
 /* An AMD EPYC of Zen 4 (family 0x19), read off one of this project's machines: AVX-512 with BF16,
  * the OS saving the ZMM state (XCR0 0xe7). */
-static const attn__cpuid_words zen4 = {.leaf1_ecx = 0xfed83203u, .leaf7_ebx = 0xf1bb03a9u,
-                                       .leaf7_1_eax = 0x30u, .ext1_ecx = 0x440001f1u, .xcr0 = 0xe7u,
+static const attn__cpuid_words zen4 = {.leaf1_ecx = 0xfed83203u,
+                                       .leaf7_ebx = 0xf1bb03a9u,
+                                       .leaf7_1_eax = 0x30u,
+                                       .ext1_ecx = 0x440001f1u,
+                                       .xcr0 = 0xe7u,
                                        .vendor = "AuthenticAMD"};
 /* An Intel Xeon with AMX (family 6, model 0xa7 as the KVM guest reports it), read off another:
  * AVX-512 with BF16, XCR0 with the AMX tile state (bits 17, 18) */
-static const attn__cpuid_words xeon_amx = {.leaf1_ecx = 0xfffa3203u, .leaf7_ebx = 0xf1bf2ffbu,
-                                           .leaf7_1_eax = 0x1c30u, .ext1_ecx = 0x00000121u, .xcr0 = 0x600e7u,
+static const attn__cpuid_words xeon_amx = {.leaf1_ecx = 0xfffa3203u,
+                                           .leaf7_ebx = 0xf1bf2ffbu,
+                                           .leaf7_1_eax = 0x1c30u,
+                                           .ext1_ecx = 0x00000121u,
+                                           .xcr0 = 0x600e7u,
                                            .vendor = "GenuineIntel"};
 /* AVX-512 F (16), DQ (17), IFMA (21), CD (28), BW (30), VL (31) in leaf 7 EBX */
 #define AVX512_EBX 0xd1230000u
@@ -51,9 +57,9 @@ static void decoding(void)
     } missing[] = {
         {"AVX512BW", &w.leaf7_ebx, 30, ATTN_ISA_AVX2}, {"AVX512VL", &w.leaf7_ebx, 31, ATTN_ISA_AVX2},
         {"AVX512DQ", &w.leaf7_ebx, 17, ATTN_ISA_AVX2}, {"AVX512CD", &w.leaf7_ebx, 28, ATTN_ISA_AVX2},
-        {"FMA", &w.leaf1_ecx, 12, ATTN_ISA_BASELINE},   {"AVX2", &w.leaf7_ebx, 5, ATTN_ISA_BASELINE},
-        {"BMI2", &w.leaf7_ebx, 8, ATTN_ISA_BASELINE},   {"LZCNT", &w.ext1_ecx, 5, ATTN_ISA_BASELINE},
-        {"F16C", &w.leaf1_ecx, 29, ATTN_ISA_BASELINE},  {"MOVBE", &w.leaf1_ecx, 22, ATTN_ISA_BASELINE},
+        {"FMA", &w.leaf1_ecx, 12, ATTN_ISA_BASELINE},  {"AVX2", &w.leaf7_ebx, 5, ATTN_ISA_BASELINE},
+        {"BMI2", &w.leaf7_ebx, 8, ATTN_ISA_BASELINE},  {"LZCNT", &w.ext1_ecx, 5, ATTN_ISA_BASELINE},
+        {"F16C", &w.leaf1_ecx, 29, ATTN_ISA_BASELINE}, {"MOVBE", &w.leaf1_ecx, 22, ATTN_ISA_BASELINE},
     };
     for (size_t i = 0; i < sizeof missing / sizeof *missing; i++) {
         w = zen4;
@@ -94,9 +100,11 @@ static void this_host(void)
 #ifdef ATTN_TEST_DISPATCH
     /* a dispatching build has every level up to the CPU's (the bf16 one where the compiler has it) */
     TK_CHECK(best == gcc || (gcc == ATTN_ISA_AVX512_BF16 && best == ATTN_ISA_AVX512),
-             "the best level supported (%s) is GCC's reading of this CPU (%s)", attn_isa_name(best), attn_isa_name(gcc));
+             "the best level supported (%s) is GCC's reading of this CPU (%s)", attn_isa_name(best),
+             attn_isa_name(gcc));
     for (int l = 0; l <= (int)best; l++)
-        TK_CHECK(attn_cpu_isa_supported((attn_isa)l), "level %s below the best is supported", attn_isa_name((attn_isa)l));
+        TK_CHECK(attn_cpu_isa_supported((attn_isa)l), "level %s below the best is supported",
+                 attn_isa_name((attn_isa)l));
 #endif
     TK_CHECK(best <= gcc, "no level above what the CPU has (%s > %s)", attn_isa_name(best), attn_isa_name(gcc));
     attn_isa want = best, parsed;
@@ -168,7 +176,11 @@ static void set_max(void)
  * K u sum|a b| <= K^2 u of the exact one (u = 2^-24), times alpha; the reference rounds once. */
 static void every_level(void)
 {
-    enum { M = 13, N = 37, K = 29 };
+    enum {
+        M = 13,
+        N = 37,
+        K = 29
+    };
     float a[M * K], b[K * N], c[M * N], c2[M * N], ref[M * N];
     attn_rng rng;
     attn_rng_seed(&rng, 11);

@@ -19,27 +19,32 @@ typedef struct expect {
     int64_t hyp_len, ref_len;
 } expect;
 
-static bool near(double a, double b) { return fabs(a - b) <= 1e-9 * fmax(1.0, fabs(b)); }
+static bool near(double a, double b)
+{
+    return fabs(a - b) <= 1e-9 * fmax(1.0, fabs(b));
+}
 
 static void check_stats(const char *what, const attn_bleu_stats *s, const expect *e)
 {
     double prec[4], bp;
     double bleu = attn_bleu_score(s, prec, &bp);
-    bool ok = near(bleu, e->bleu) && near(bp, e->bp) && s->hyp_len == e->hyp_len &&
-              s->ref_len == e->ref_len;
-    for (int n = 0; n < 4; n++)
-        ok &= near(prec[n], e->prec[n]);
-    TK_CHECK(ok, "%s: BLEU %.12f prec %.6f/%.6f/%.6f/%.6f BP %.12f hyp %lld ref %lld; want %.12f "
-             "%.6f/%.6f/%.6f/%.6f %.12f %lld %lld", what, bleu, prec[0], prec[1], prec[2], prec[3], bp,
-             (long long)s->hyp_len, (long long)s->ref_len, e->bleu, e->prec[0], e->prec[1], e->prec[2],
-             e->prec[3], e->bp, (long long)e->hyp_len, (long long)e->ref_len);
+    bool ok = near(bleu, e->bleu) && near(bp, e->bp) && s->hyp_len == e->hyp_len && s->ref_len == e->ref_len;
+    for (int n = 0; n < 4; n++) ok &= near(prec[n], e->prec[n]);
+    TK_CHECK(ok,
+             "%s: BLEU %.12f prec %.6f/%.6f/%.6f/%.6f BP %.12f hyp %lld ref %lld; want %.12f "
+             "%.6f/%.6f/%.6f/%.6f %.12f %lld %lld",
+             what, bleu, prec[0], prec[1], prec[2], prec[3], bp, (long long)s->hyp_len, (long long)s->ref_len, e->bleu,
+             e->prec[0], e->prec[1], e->prec[2], e->prec[3], e->bp, (long long)e->hyp_len, (long long)e->ref_len);
 }
 
-static const char *const toy_hyp[] = {"the CAT is on the mat.", "There is a cat on the mat.",
+static const char *const toy_hyp[] = {"the CAT is on the mat.",
+                                      "There is a cat on the mat.",
                                       "A dog, 3.5 kg, ran-away!",
-                                      "Un homme avec une casquette orange faisant quelque chose.", "",
+                                      "Un homme avec une casquette orange faisant quelque chose.",
+                                      "",
                                       "L'homme &amp; le chien : 1,000 m\xc3\xa8tres-2."};
-static const char *const toy_ref[] = {"The cat sat on the mat.", "The cat is on the mat.",
+static const char *const toy_ref[] = {"The cat sat on the mat.",
+                                      "The cat is on the mat.",
                                       "A dog (3.5 kg) ran away!",
                                       "Un homme avec un chapeau orange regardant quelque chose.",
                                       "Nothing here.",
@@ -48,13 +53,15 @@ static const char *const toy_ref[] = {"The cat sat on the mat.", "The cat is on 
 static void test_toy(void)
 {
     static const expect cased = {26.856353300731445,
-                                 {68.29268292682927, 41.66666666666667, 25.806451612903224,
-                                  11.538461538461538},
-                                 0.8851915475249605, 41, 46};
+                                 {68.29268292682927, 41.66666666666667, 25.806451612903224, 11.538461538461538},
+                                 0.8851915475249605,
+                                 41,
+                                 46};
     static const expect lower = {27.768027339334406,
-                                 {73.17073170731707, 44.44444444444444, 25.806451612903224,
-                                  11.538461538461538},
-                                 0.8851915475249605, 41, 46};
+                                 {73.17073170731707, 44.44444444444444, 25.806451612903224, 11.538461538461538},
+                                 0.8851915475249605,
+                                 41,
+                                 46};
     attn_bleu_stats s = {0}, lc = {0};
     for (int i = 0; i < 6; i++) {
         TK_OK(attn_bleu_add(&s, toy_hyp[i], toy_ref[i]));
@@ -72,16 +79,20 @@ static void test_toy(void)
 static void test_multi30k(void)
 {
     static const expect e13a = {42.40110709533916,
-                                {94.75695370123522, 71.37423193211743, 46.49302928779856,
-                                 22.88864655276869},
-                                0.8186289000827154, 11253, 13505};
+                                {94.75695370123522, 71.37423193211743, 46.49302928779856, 22.88864655276869},
+                                0.8186289000827154,
+                                11253,
+                                13505};
     static const expect elc = {42.84231703547617,
-                               {95.31680440771349, 72.0959719106603, 47.0442018804712,
-                                23.20368350902702},
-                               0.8186289000827154, 11253, 13505};
+                               {95.31680440771349, 72.0959719106603, 47.0442018804712, 23.20368350902702},
+                               0.8186289000827154,
+                               11253,
+                               13505};
     static const expect etok = {48.98038267828576,
                                 {100.0, 79.10514541387025, 56.01965601965602, 30.038147138964575},
-                                0.8109005520356012, 12175, 14727};
+                                0.8109005520356012,
+                                12175,
+                                14727};
     static const expect eself = {100.0, {100.0, 100.0, 100.0, 100.0}, 1.0, 13505, 13505};
     attn_text_pairs p;
     attn_status st = attn_pairs_load(&p, M30K_FR, M30K_FR);
@@ -130,7 +141,8 @@ static void test_edges(void)
     attn_bleu_stats u = {0};
     TK_OK(attn_bleu_add(&u, "a b c d e f", "a b c d e"));
     TK_CHECK(near(attn_bleu_score(&u, NULL, &bp), 100.0 * pow(5.0 / 6 * 4.0 / 5 * 3.0 / 4 * 2.0 / 3, 0.25)) &&
-             bp == 1.0, "longer hypothesis: BP 1");
+                 bp == 1.0,
+             "longer hypothesis: BP 1");
     TK_CHECK(attn_bleu_add_tokens(&u, NULL, 2, NULL, 0) == ATTN_ERR_ARG, "NULL token list");
     TK_CHECK(attn_bleu_add(&u, "caf\xe9", "x") == ATTN_ERR_FORMAT && strstr(attn_last_error(), "hyp"),
              "bad UTF-8, named: %s", attn_last_error());
@@ -194,8 +206,8 @@ static void test_d2l(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double b = d2l(cases[i].pred, cases[i].label, cases[i].k);
-        TK_CHECK(near(b, cases[i].want), "d2l bleu(\"%s\", \"%s\", %d) = %.16g, want %.16g",
-                 cases[i].pred, cases[i].label, cases[i].k, b, cases[i].want);
+        TK_CHECK(near(b, cases[i].want), "d2l bleu(\"%s\", \"%s\", %d) = %.16g, want %.16g", cases[i].pred,
+                 cases[i].label, cases[i].k, b, cases[i].want);
     }
     TK_CHECK(attn_bleu_d2l(NULL, 0, NULL, 0, 2) == 0.0, "d2l: empty prediction -> 0");
 }

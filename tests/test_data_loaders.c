@@ -53,7 +53,10 @@ static void put_gz(const char *rel, const char *text)
     gzclose(f);
 }
 
-static void dir(const char *rel) { mkdir(at(rel), 0755); }
+static void dir(const char *rel)
+{
+    mkdir(at(rel), 0755);
+}
 
 /* ---- aclImdb ---- */
 
@@ -69,14 +72,13 @@ static void check_imdb_split(const char *split, int64_t want, int32_t rating0, c
         pos += d.labels[i];
         if (i > 0 && d.labels[i] == d.labels[i - 1]) ordered &= d.ids[i] > d.ids[i - 1];
         if (i > 0) ordered &= d.labels[i] >= d.labels[i - 1];
-        ratings &= d.labels[i] ? d.ratings[i] >= 7 && d.ratings[i] <= 10
-                               : d.ratings[i] >= 1 && d.ratings[i] <= 4;
+        ratings &= d.labels[i] ? d.ratings[i] >= 7 && d.ratings[i] <= 10 : d.ratings[i] >= 1 && d.ratings[i] <= 4;
     }
     TK_CHECK(pos == want / 2, "%s: %lld positive", split, (long long)pos);
     TK_CHECK(ordered, "%s: neg then pos, each by increasing id", split);
     TK_CHECK(ratings, "%s: ratings 1-4 for neg, 7-10 for pos", split);
     TK_CHECK(d.count > 0 && d.ids[0] == 0 && d.ratings[0] == rating0 &&
-             strncmp(d.texts[0], first_text, strlen(first_text)) == 0,
+                 strncmp(d.texts[0], first_text, strlen(first_text)) == 0,
              "%s: first review is neg/0_%d.txt", split, rating0);
     attn_labeled_texts_free(&d);
 }
@@ -85,12 +87,13 @@ static void test_imdb_errors(void)
 {
     attn_labeled_texts d;
     attn_status st = attn_imdb_load(&d, "/nonexistent/aclImdb", "train");
-    TK_CHECK(st == ATTN_ERR_IO && strstr(attn_last_error(), "/nonexistent/aclImdb"),
-             "missing root: %s", attn_last_error());
+    TK_CHECK(st == ATTN_ERR_IO && strstr(attn_last_error(), "/nonexistent/aclImdb"), "missing root: %s",
+             attn_last_error());
     dir("imdb");
     st = attn_imdb_load(&d, at("imdb"), "train");
     TK_CHECK(st == ATTN_ERR_IO && strstr(attn_last_error(), "imdb/train/neg") &&
-             strstr(attn_last_error(), "<id>_<rating>.txt"), "missing folder: %s", attn_last_error());
+                 strstr(attn_last_error(), "<id>_<rating>.txt"),
+             "missing folder: %s", attn_last_error());
     dir("imdb/train");
     dir("imdb/train/neg");
     dir("imdb/train/pos");
@@ -99,27 +102,28 @@ static void test_imdb_errors(void)
     put("imdb/train/neg/3_1.feat", "1:2", 3);
     put("imdb/train/unsup/5_0.txt", "unlabelled", 10);
     st = attn_imdb_load(&d, at("imdb"), "train");
-    TK_CHECK(st == ATTN_ERR_FORMAT && strstr(attn_last_error(), "imdb/train/neg: no reviews"),
-             "empty folder: %s", attn_last_error());
+    TK_CHECK(st == ATTN_ERR_FORMAT && strstr(attn_last_error(), "imdb/train/neg: no reviews"), "empty folder: %s",
+             attn_last_error());
     put("imdb/train/neg/10_2.txt", "Bad.", 4);
     put("imdb/train/neg/9_4.txt", "Meh<br />meh.", 13);
     put("imdb/train/neg/x_4.txt", "not a review name", 17);
     put("imdb/train/pos/2_8.txt", "Caf\xe9 was fine", 14); /* Windows-1252 */
     st = attn_imdb_load(&d, at("imdb"), "train");
     TK_CHECK(st == ATTN_ERR_FORMAT && strstr(attn_last_error(), "imdb/train/pos/2_8.txt") &&
-             strstr(attn_last_error(), "byte offset 3"), "non-UTF-8 review: %s", attn_last_error());
+                 strstr(attn_last_error(), "byte offset 3"),
+             "non-UTF-8 review: %s", attn_last_error());
     TK_CHECK(d.count == 0 && d.texts == NULL, "nothing kept after an error");
 
     size_t big = 1 << 20; /* a 1 MB review, truncated at 512 tokens when padded */
     char *text = malloc(big);
-    for (size_t i = 0; i < big; i++)
-        text[i] = "great film! "[i % 12];
+    for (size_t i = 0; i < big; i++) text[i] = "great film! "[i % 12];
     put("imdb/train/pos/2_8.txt", text, big);
     free(text);
     st = attn_imdb_load(&d, at("imdb"), "train");
     TK_CHECK(st == ATTN_OK && d.count == 3, "scratch set: %s", attn_last_error());
     TK_CHECK(d.count == 3 && d.ids[0] == 9 && d.ids[1] == 10 && d.ids[2] == 2 && d.labels[2] == 1 &&
-             d.ratings[1] == 2 && strlen(d.texts[2]) == big, "scratch set order/labels/sizes");
+                 d.ratings[1] == 2 && strlen(d.texts[2]) == big,
+             "scratch set order/labels/sizes");
     if (d.count == 3) {
         static const char *const vocab_tokens[] = {"<unk>", "<pad>", "great", "film", "!"};
         attn_vocab *v = attn_vocab_from_tokens(vocab_tokens, 5);
@@ -128,9 +132,10 @@ static void test_imdb_errors(void)
         int64_t row[512], len;
         attn_pad_opts po = {1, -1, -1};
         TK_OK(attn_batch_pad(row, &len, &ids, (int64_t[]){2}, &po, 1, 512));
-        TK_CHECK(attn_id_seqs_len(&ids, 2) == 3 * (int64_t)(big / 12) + 1 && len == 512 &&
-                 row[0] == 2 && row[1] == 3 && row[2] == 4 && row[511] == 3,
-                 "1 MB review (ends in \"grea\"): %lld tokens, kept %lld", (long long)attn_id_seqs_len(&ids, 2), (long long)len);
+        TK_CHECK(attn_id_seqs_len(&ids, 2) == 3 * (int64_t)(big / 12) + 1 && len == 512 && row[0] == 2 && row[1] == 3 &&
+                     row[2] == 4 && row[511] == 3,
+                 "1 MB review (ends in \"grea\"): %lld tokens, kept %lld", (long long)attn_id_seqs_len(&ids, 2),
+                 (long long)len);
         attn_id_seqs_free(&ids);
         attn_vocab_free(v);
     }
@@ -160,7 +165,8 @@ static void test_pairs(void)
     check_m30k("test_2016_flickr", 1000, "A man in an orange hat starring at something.",
                "Un homme avec un chapeau orange regardant quelque chose.");
 
-    const char *fr = "Va !\r\nCours\xe2\x80\xaf!\n\nNo\xc2\xa0" "break";
+    const char *fr = "Va !\r\nCours\xe2\x80\xaf!\n\nNo\xc2\xa0"
+                     "break";
     put("a.en", "Go.\nRun!\n\nNo break\n", 19);
     put("a.fr", fr, strlen(fr));
     put_gz("a.fr.gz", fr);
@@ -178,7 +184,8 @@ static void test_pairs(void)
     put("b.fr", "un\ndeux\n", 8);
     attn_status st = attn_pairs_load(&p, at("a.en"), at("b.fr"));
     TK_CHECK(st == ATTN_ERR_FORMAT && strstr(attn_last_error(), "a.en has 4 lines") &&
-             strstr(attn_last_error(), "b.fr has 2"), "mismatch: %s", attn_last_error());
+                 strstr(attn_last_error(), "b.fr has 2"),
+             "mismatch: %s", attn_last_error());
     put("bad.gz", "\x1f\x8b\x08\x00garbage", 12);
     st = attn_pairs_load(&p, at("bad.gz"), at("b.fr"));
     TK_CHECK(st != ATTN_OK && strstr(attn_last_error(), "bad.gz"), "corrupt gzip: %s", attn_last_error());
@@ -187,7 +194,8 @@ static void test_pairs(void)
     put("latin1.fr", "caf\xe9\n", 5);
     st = attn_pairs_load(&p, at("b.fr"), at("latin1.fr"));
     TK_CHECK(st == ATTN_ERR_FORMAT && strstr(attn_last_error(), "latin1.fr") &&
-             strstr(attn_last_error(), "byte offset 3"), "bad UTF-8: %s", attn_last_error());
+                 strstr(attn_last_error(), "byte offset 3"),
+             "bad UTF-8: %s", attn_last_error());
 }
 
 static void test_tsv(void)
@@ -201,14 +209,13 @@ static void test_tsv(void)
     TK_OK(attn_pairs_load_tsv(&p, at("eng-fra.txt")));
     TK_CHECK(p.count == 3, "3 pairs (blank line skipped): %lld", (long long)p.count);
     if (p.count == 3)
-        TK_CHECK(strcmp(p.src[0], "Go.") == 0 && strcmp(p.tgt[0], "Va !") == 0 &&
-                 strcmp(p.tgt[1], "Salut !") == 0 && strcmp(p.src[2], "Run!") == 0 &&
-                 strcmp(p.tgt[2], "Cours !") == 0, "fields: %s|%s|%s", p.tgt[0], p.tgt[1], p.tgt[2]);
+        TK_CHECK(strcmp(p.src[0], "Go.") == 0 && strcmp(p.tgt[0], "Va !") == 0 && strcmp(p.tgt[1], "Salut !") == 0 &&
+                     strcmp(p.src[2], "Run!") == 0 && strcmp(p.tgt[2], "Cours !") == 0,
+                 "fields: %s|%s|%s", p.tgt[0], p.tgt[1], p.tgt[2]);
     attn_text_pairs_free(&p);
     put("notab.txt", "a\tb\nno tab here\n", 16);
     attn_status st = attn_pairs_load_tsv(&p, at("notab.txt"));
-    TK_CHECK(st == ATTN_ERR_FORMAT && strstr(attn_last_error(), "notab.txt:2"), "no tab: %s",
-             attn_last_error());
+    TK_CHECK(st == ATTN_ERR_FORMAT && strstr(attn_last_error(), "notab.txt:2"), "no tab: %s", attn_last_error());
 }
 
 /* ---- padding and batches ---- */
@@ -221,7 +228,8 @@ static void test_padding(void)
     TK_OK(attn_id_seqs_push(&s, (int64_t[]){8, 9, 10, 11, 12, 13}, 6));
     TK_CHECK(s.count == 3 && attn_id_seqs_len(&s, 1) == 0 && attn_id_seqs_len(&s, 2) == 6, "ragged");
     TK_CHECK(attn_batch_width(&s, NULL, 3, 2, 0) == 8 && attn_batch_width(&s, NULL, 3, 2, 5) == 5 &&
-             attn_batch_width(&s, (int64_t[]){1, 0}, 2, 1, 0) == 4, "widths");
+                 attn_batch_width(&s, (int64_t[]){1, 0}, 2, 1, 0) == 4,
+             "widths");
     /* what cannot be a width is refused, not summed past INT64_MAX (UBSan) or counted as empty */
     TK_CHECK(attn_batch_width(&s, NULL, 3, INT64_MAX, 0) == -1 && attn_last_status() == ATTN_ERR_ARG &&
                  attn_batch_width(&s, NULL, 3, -1, 0) == -1 && attn_batch_width(&s, NULL, -1, 0, 0) == -1 &&

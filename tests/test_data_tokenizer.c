@@ -40,8 +40,7 @@ static bool same_tokens(const attn_tokens *a, const attn_tokens *b)
 static void print_tokens(const char *label, const attn_tokens *t)
 {
     fprintf(stderr, "  %s (%lld):", label, (long long)t->count);
-    for (int64_t i = 0; i < t->count; i++)
-        fprintf(stderr, " [%s]", t->items[i]);
+    for (int64_t i = 0; i < t->count; i++) fprintf(stderr, " [%s]", t->items[i]);
     fputc('\n', stderr);
 }
 
@@ -82,8 +81,8 @@ static void test_detokenize(void)
     for (size_t c = 0; c < N_DETOK; c++) {
         split_expected(&toks, detok_cases[c].tokens);
         char *s = attn_detokenize(toks.items, toks.count);
-        TK_CHECK(s && strcmp(s, detok_cases[c].text) == 0, "detok case %zu: \"%s\", want \"%s\"", c,
-                 s ? s : "(NULL)", detok_cases[c].text);
+        TK_CHECK(s && strcmp(s, detok_cases[c].text) == 0, "detok case %zu: \"%s\", want \"%s\"", c, s ? s : "(NULL)",
+                 detok_cases[c].text);
         free(s);
     }
     attn_tokens_free(&toks);
@@ -111,14 +110,12 @@ static void test_exhaustive(void)
         crc_space = crc32(crc_space, &sp, 1);
     }
     attn__buf_free(&up);
-    TK_CHECK(crc_lower == CRC_ALL_LOWER, "str.lower over all code points: crc %08lx, want %08x",
-             crc_lower, CRC_ALL_LOWER);
-    TK_CHECK(crc_upper == CRC_ALL_UPPER, "str.upper over all code points: crc %08lx, want %08x",
-             crc_upper, CRC_ALL_UPPER);
-    TK_CHECK(crc_word == CRC_ALL_WORD, "\\w over all code points: crc %08lx, want %08x", crc_word,
-             CRC_ALL_WORD);
-    TK_CHECK(crc_space == CRC_ALL_SPACE, "\\s over all code points: crc %08lx, want %08x", crc_space,
-             CRC_ALL_SPACE);
+    TK_CHECK(crc_lower == CRC_ALL_LOWER, "str.lower over all code points: crc %08lx, want %08x", crc_lower,
+             CRC_ALL_LOWER);
+    TK_CHECK(crc_upper == CRC_ALL_UPPER, "str.upper over all code points: crc %08lx, want %08x", crc_upper,
+             CRC_ALL_UPPER);
+    TK_CHECK(crc_word == CRC_ALL_WORD, "\\w over all code points: crc %08lx, want %08x", crc_word, CRC_ALL_WORD);
+    TK_CHECK(crc_space == CRC_ALL_SPACE, "\\s over all code points: crc %08lx, want %08x", crc_space, CRC_ALL_SPACE);
 }
 
 /* Invalid UTF-8: ATTN_ERR_FORMAT with the offset of the bad sequence, tokens untouched. */
@@ -128,15 +125,15 @@ static void test_invalid_utf8(void)
         const char *text;
         size_t len, offset;
     } bad[] = {
-        {"ab\xC3\x28", 4, 2},            /* missing continuation */
-        {"abc\xFF", 4, 3},               /* never valid */
-        {"\x80x", 2, 0},                 /* stray continuation */
-        {"x\xC0\xAF", 3, 1},             /* overlong '/' */
-        {"xy\xE0\x80\xAF", 5, 2},        /* overlong 3-byte */
-        {"\xED\xA0\x80", 3, 0},          /* surrogate U+D800 */
-        {"ok \xE2\x82", 5, 3},           /* cut short at the end */
-        {"\xF4\x90\x80\x80", 4, 0},      /* above U+10FFFF */
-        {"caf\xE9 latin-1", 12, 3},      /* Windows-1252 e-acute */
+        {"ab\xC3\x28", 4, 2},       /* missing continuation */
+        {"abc\xFF", 4, 3},          /* never valid */
+        {"\x80x", 2, 0},            /* stray continuation */
+        {"x\xC0\xAF", 3, 1},        /* overlong '/' */
+        {"xy\xE0\x80\xAF", 5, 2},   /* overlong 3-byte */
+        {"\xED\xA0\x80", 3, 0},     /* surrogate U+D800 */
+        {"ok \xE2\x82", 5, 3},      /* cut short at the end */
+        {"\xF4\x90\x80\x80", 4, 0}, /* above U+10FFFF */
+        {"caf\xE9 latin-1", 12, 3}, /* Windows-1252 e-acute */
     };
     attn_tokens toks = {0};
     attn_tokens_push(&toks, "keep", 4);
@@ -152,8 +149,7 @@ static void test_invalid_utf8(void)
         TK_CHECK(attn_utf8_lower(bad[i].text, bad[i].len) == NULL, "lower of bad UTF-8 %zu", i);
     }
     TK_CHECK(toks.count == 1 && strcmp(toks.items[0], "keep") == 0, "tokens changed by failures");
-    TK_CHECK(attn_utf8_check("\xF4\x8F\xBF\xBF\xEF\xBF\xBF", 7, "max") == ATTN_OK,
-             "U+10FFFF and U+FFFF are valid");
+    TK_CHECK(attn_utf8_check("\xF4\x8F\xBF\xBF\xEF\xBF\xBF", 7, "max") == ATTN_OK, "U+10FFFF and U+FFFF are valid");
     attn_tokens_free(&toks);
 }
 
@@ -170,16 +166,15 @@ static void test_tokens_api(void)
 
     size_t n = 1 << 20; /* a 1 MB review */
     char *big = malloc(n + 1);
-    for (size_t i = 0; i < n; i++)
-        big[i] = "word, "[i % 6];
+    for (size_t i = 0; i < n; i++) big[i] = "word, "[i % 6];
     big[n] = '\0';
     attn_tokens_clear(&t);
     TK_OK(attn_tokenize(&t, ATTN_TOKENIZER_BASIC_ENGLISH, big, n));
     int64_t want_count = 2 * (int64_t)(n / 6) + 1; /* n % 6 == 4: a last "word" */
-    TK_CHECK(n % 6 == 4 && t.count == want_count, "1 MB text: %lld tokens, want %lld",
-             (long long)t.count, (long long)want_count);
-    TK_CHECK(t.count > 1 && strcmp(t.items[t.count - 1], "word") == 0 &&
-             strcmp(t.items[t.count - 2], ",") == 0, "1 MB text: last tokens");
+    TK_CHECK(n % 6 == 4 && t.count == want_count, "1 MB text: %lld tokens, want %lld", (long long)t.count,
+             (long long)want_count);
+    TK_CHECK(t.count > 1 && strcmp(t.items[t.count - 1], "word") == 0 && strcmp(t.items[t.count - 2], ",") == 0,
+             "1 MB text: last tokens");
     free(big);
 
     TK_CHECK(attn_tokenizer_from_name("basic_english") == ATTN_TOKENIZER_BASIC_ENGLISH, "name");

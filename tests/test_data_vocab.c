@@ -59,11 +59,9 @@ static void check_test_oov(const attn_vocab *v)
     attn_labeled_texts test;
     TK_OK(attn_imdb_load(&test, IMDB_ROOT, "test"));
     attn_id_seqs ids = {0};
-    TK_OK(attn_encode_texts(&ids, v, ATTN_TOKENIZER_BASIC_ENGLISH,
-                            (const char *const *)test.texts, test.count));
+    TK_OK(attn_encode_texts(&ids, v, ATTN_TOKENIZER_BASIC_ENGLISH, (const char *const *)test.texts, test.count));
     int64_t total = ids.count ? ids.offsets[ids.count] : 0, unk = 0;
-    for (int64_t i = 0; i < total; i++)
-        unk += ids.ids[i] == 0;
+    for (int64_t i = 0; i < total; i++) unk += ids.ids[i] == 0;
     double share = total ? (double)unk / (double)total : 0.0;
     TK_CHECK(share > 0.03055 && share < 0.03065, "test OOV share %.5f, the anchor has 3.06%%", share);
     attn_id_seqs_free(&ids);
@@ -77,8 +75,7 @@ static void test_imdb_vocab(void)
     TK_CHECK(st == ATTN_OK, "loading %s: %s", IMDB_ROOT, attn_last_error());
     if (st != ATTN_OK) return;
     attn_counter *c = count_texts(train.texts, train.count, ATTN_TOKENIZER_BASIC_ENGLISH);
-    TK_CHECK(attn_counter_total(c) == 668488, "training tokens %lld, want 668488",
-             (long long)attn_counter_total(c));
+    TK_CHECK(attn_counter_total(c) == 668488, "training tokens %lld, want 668488", (long long)attn_counter_total(c));
     attn_vocab *v = attn_vocab_build(c, imdb_specials, 2, 1, 0);
     TK_NOT_NULL(v);
     TK_CHECK(attn_vocab_size(v) == 31891, "vocab size %lld, want 31891", (long long)attn_vocab_size(v));
@@ -89,8 +86,7 @@ static void test_imdb_vocab(void)
     temp_path(path, sizeof path);
     TK_OK(attn_vocab_save(v, path));
     sha256_of(path, hex);
-    TK_CHECK(strcmp(hex, IMDB_VOCAB_SHA256) == 0, "vocab dump sha256 %s, want %s", hex,
-             IMDB_VOCAB_SHA256);
+    TK_CHECK(strcmp(hex, IMDB_VOCAB_SHA256) == 0, "vocab dump sha256 %s, want %s", hex, IMDB_VOCAB_SHA256);
     attn_vocab *back = attn_vocab_load(path);
     TK_NOT_NULL(back);
     bool same = back && attn_vocab_size(back) == attn_vocab_size(v);
@@ -111,8 +107,8 @@ static void check_multi30k_side(const attn_text_pairs *p, bool target, int64_t w
 {
     attn_counter *c = count_texts(target ? p->tgt : p->src, p->count, ATTN_TOKENIZER_WORDS);
     attn_vocab *v = attn_vocab_build(c, seq_specials, 4, 2, 0);
-    TK_CHECK(v && attn_vocab_size(v) == want, "Multi30k %s vocab %lld, want %lld",
-             target ? "fr" : "en", (long long)attn_vocab_size(v), (long long)want);
+    TK_CHECK(v && attn_vocab_size(v) == want, "Multi30k %s vocab %lld, want %lld", target ? "fr" : "en",
+             (long long)attn_vocab_size(v), (long long)want);
     TK_CHECK(v && attn_vocab_find(v, "<eos>") == 3, "<eos> is id 3");
     attn_vocab_free(v);
     attn_counter_free(c);
@@ -133,8 +129,8 @@ static void test_multi30k_vocab(void)
  * len(specials) before the specials are taken out, then min_freq. */
 static void test_rules(void)
 {
-    static const char *const words[] = {"b", "a", "c", "a", "b", "<unk>", "\xc3\xa9", "Z", "a",
-                                        "c", "z", "b", "\xc3\xa9"};
+    static const char *const words[] = {"b", "a", "c", "a", "b", "<unk>",   "\xc3\xa9",
+                                        "Z", "a", "c", "z", "b", "\xc3\xa9"};
     attn_counter *c = attn_counter_new();
     TK_OK(attn_counter_add(c, words, 13));
     TK_CHECK(attn_counter_get(c, "a") == 3 && attn_counter_get(c, "nope") == 0, "counts");
@@ -144,30 +140,29 @@ static void test_rules(void)
     static const char *const want[] = {"<unk>", "<pad>", "a", "b", "c", "\xc3\xa9", "Z", "z"};
     TK_CHECK(v && attn_vocab_size(v) == 8, "size %lld", (long long)attn_vocab_size(v));
     for (int i = 0; v && i < 8; i++)
-        TK_CHECK(attn_vocab_token(v, i) && strcmp(attn_vocab_token(v, i), want[i]) == 0,
-                 "id %d: %s, want %s", i, attn_vocab_token(v, i), want[i]);
+        TK_CHECK(attn_vocab_token(v, i) && strcmp(attn_vocab_token(v, i), want[i]) == 0, "id %d: %s, want %s", i,
+                 attn_vocab_token(v, i), want[i]);
     attn_vocab_free(v);
 
     v = attn_vocab_build(c, imdb_specials, 2, 2, 0); /* min_freq 2 */
     TK_CHECK(v && attn_vocab_size(v) == 6, "min_freq 2: size %lld", (long long)attn_vocab_size(v));
     attn_vocab_free(v);
     v = attn_vocab_build(c, imdb_specials, 2, 1, 7); /* keeps the top 5: a b c e <unk>(special) */
-    TK_CHECK(v && attn_vocab_size(v) == 6 && attn_vocab_find(v, "Z") < 0 &&
-             attn_vocab_find(v, "\xc3\xa9") == 5, "max_size 7 (torchtext cuts before removing specials)");
+    TK_CHECK(v && attn_vocab_size(v) == 6 && attn_vocab_find(v, "Z") < 0 && attn_vocab_find(v, "\xc3\xa9") == 5,
+             "max_size 7 (torchtext cuts before removing specials)");
     TK_CHECK(attn_vocab_id(v, "never") == 0 && attn_vocab_id(v, "Z") == 0, "unknown -> <unk>");
     int64_t ids[3];
     static const char *const sent[] = {"b", "q", "a"};
     TK_OK(attn_vocab_encode(v, ids, sent, 3));
-    TK_CHECK(ids[0] == 3 && ids[1] == 0 && ids[2] == 2, "encode %lld %lld %lld", (long long)ids[0],
-             (long long)ids[1], (long long)ids[2]);
+    TK_CHECK(ids[0] == 3 && ids[1] == 0 && ids[2] == 2, "encode %lld %lld %lld", (long long)ids[0], (long long)ids[1],
+             (long long)ids[2]);
     TK_OK(attn_vocab_set_unk(v, -1));
     TK_CHECK(attn_vocab_encode(v, ids, sent, 3) == ATTN_ERR_ARG && strstr(attn_last_error(), "\"q\""),
              "no unk: error names the token: %s", attn_last_error());
     attn_vocab_free(v);
 
     static const char *const dup[] = {"<unk>", "<unk>"};
-    TK_CHECK(attn_vocab_build(c, dup, 2, 1, 0) == NULL && attn_last_status() == ATTN_ERR_ARG,
-             "duplicate specials");
+    TK_CHECK(attn_vocab_build(c, dup, 2, 1, 0) == NULL && attn_last_status() == ATTN_ERR_ARG, "duplicate specials");
     TK_CHECK(attn_vocab_build(c, imdb_specials, 2, 1, 2) == NULL, "max_size leaves no room");
     attn_counter_free(c);
 }
@@ -187,18 +182,19 @@ static void test_file_errors(void)
     temp_path(path, sizeof path);
     write_file(path, "a\nb\na\n", 6);
     TK_CHECK(attn_vocab_load(path) == NULL && attn_last_status() == ATTN_ERR_FORMAT &&
-             strstr(attn_last_error(), ":3") && strstr(attn_last_error(), path),
+                 strstr(attn_last_error(), ":3") && strstr(attn_last_error(), path),
              "duplicate line: %s", attn_last_error());
     write_file(path, "a\n\xff\n", 4);
-    TK_CHECK(attn_vocab_load(path) == NULL && strstr(attn_last_error(), "byte offset 2"),
-             "bad UTF-8: %s", attn_last_error());
+    TK_CHECK(attn_vocab_load(path) == NULL && strstr(attn_last_error(), "byte offset 2"), "bad UTF-8: %s",
+             attn_last_error());
     write_file(path, "x\ny", 3); /* no final newline: still two tokens */
     attn_vocab *v = attn_vocab_load(path);
     TK_CHECK(v && attn_vocab_size(v) == 2 && attn_vocab_unk(v) == -1, "no final newline");
     attn_vocab_free(v);
     remove(path);
     TK_CHECK(attn_vocab_load("/nonexistent/vocab.txt") == NULL && attn_last_status() == ATTN_ERR_IO &&
-             strstr(attn_last_error(), "/nonexistent/vocab.txt"), "missing file: %s", attn_last_error());
+                 strstr(attn_last_error(), "/nonexistent/vocab.txt"),
+             "missing file: %s", attn_last_error());
     static const char *const nl[] = {"ok", "two\nlines"};
     v = attn_vocab_from_tokens(nl, 2);
     TK_CHECK(v && attn_vocab_save(v, path) == ATTN_ERR_ARG, "a newline cannot be saved");

@@ -17,9 +17,18 @@
  * init; it used to build a Bahdanau model that decoding then dereferenced as NULL. */
 static void hostile_beams(void)
 {
-    attn_seq2seq_config cfg = {.kind = ATTN_SEQ2SEQ_TRANSFORMER, .src_vocab = 12, .tgt_vocab = 10,
-                               .d_model = 8, .num_heads = 2, .dim_feedforward = 16, .enc_layers = 1,
-                               .dec_layers = 1, .max_len = 8, .pad_id = 0, .bos_id = 1, .eos_id = 3};
+    attn_seq2seq_config cfg = {.kind = ATTN_SEQ2SEQ_TRANSFORMER,
+                               .src_vocab = 12,
+                               .tgt_vocab = 10,
+                               .d_model = 8,
+                               .num_heads = 2,
+                               .dim_feedforward = 16,
+                               .enc_layers = 1,
+                               .dec_layers = 1,
+                               .max_len = 8,
+                               .pad_id = 0,
+                               .bos_id = 1,
+                               .eos_id = 3};
     attn_params *p = attn_params_new();
     attn_rng rng;
     attn_rng_seed(&rng, 7);
@@ -51,37 +60,46 @@ int main(void)
 {
     hostile_beams();
     for (int kind = ATTN_SEQ2SEQ_TRANSFORMER; kind <= ATTN_SEQ2SEQ_BAHDANAU; kind++) {
-        attn_seq2seq_config cfg = {.kind = (attn_seq2seq_kind)kind, .src_vocab = 7, .tgt_vocab = 7,
-                                   .d_model = 4, .num_heads = 2, .dim_feedforward = 8,
-                                   .enc_layers = 1, .dec_layers = 1, .max_len = 4,
-                                   .pad_id = 1, .bos_id = 2, .eos_id = 3};
+        attn_seq2seq_config cfg = {.kind = (attn_seq2seq_kind)kind,
+                                   .src_vocab = 7,
+                                   .tgt_vocab = 7,
+                                   .d_model = 4,
+                                   .num_heads = 2,
+                                   .dim_feedforward = 8,
+                                   .enc_layers = 1,
+                                   .dec_layers = 1,
+                                   .max_len = 4,
+                                   .pad_id = 1,
+                                   .bos_id = 2,
+                                   .eos_id = 3};
         attn_params *p = attn_params_new();
         attn_rng rng;
         attn_rng_seed(&rng, 5);
         attn_seq2seq m;
         TK_OK(attn_seq2seq_init(&m, p, &cfg, &rng));
         attn_ctx *ctx = attn_ctx_new(0);
-        enum { B = 3, S = 3, MAX_OUT = 10 };
+        enum {
+            B = 3,
+            S = 3,
+            MAX_OUT = 10
+        };
         const int64_t src[B * S] = {4, 5, 3, 6, 3, 1, 4, 4, 3}, src_lens[B] = {3, 2, 3};
         int64_t out[B * MAX_OUT], out_lens[B];
         for (int i = 0; i < B * MAX_OUT; i++) out[i] = -7; /* a sentinel no decoder writes */
         TK_OK(attn_seq2seq_greedy(ctx, &m, src, src_lens, B, S, MAX_OUT, out, out_lens));
         for (int b = 0; b < B; b++) {
-            TK_CHECK(out_lens[b] >= 0 && out_lens[b] <= cfg.max_len - 1, "kind %d: row %d length %lld",
-                     kind, b, (long long)out_lens[b]);
+            TK_CHECK(out_lens[b] >= 0 && out_lens[b] <= cfg.max_len - 1, "kind %d: row %d length %lld", kind, b,
+                     (long long)out_lens[b]);
             for (int t = 0; t < MAX_OUT; t++)
                 TK_CHECK(out[b * MAX_OUT + t] >= 0 && out[b * MAX_OUT + t] < cfg.tgt_vocab,
-                         "kind %d: out[%d, %d] = %lld is not a token id", kind, b, t,
-                         (long long)out[b * MAX_OUT + t]);
+                         "kind %d: out[%d, %d] = %lld is not a token id", kind, b, t, (long long)out[b * MAX_OUT + t]);
         }
         int64_t beam_out[MAX_OUT], beam_len = -1;
         for (int i = 0; i < MAX_OUT; i++) beam_out[i] = -7;
         TK_OK(attn_seq2seq_beam(ctx, &m, src, S, 2, 0.6f, MAX_OUT, beam_out, &beam_len, NULL));
-        TK_CHECK(beam_len >= 0 && beam_len <= cfg.max_len - 1, "kind %d: beam length %lld", kind,
-                 (long long)beam_len);
+        TK_CHECK(beam_len >= 0 && beam_len <= cfg.max_len - 1, "kind %d: beam length %lld", kind, (long long)beam_len);
         for (int64_t t = 0; t < beam_len; t++)
-            TK_CHECK(beam_out[t] >= 0 && beam_out[t] < cfg.tgt_vocab, "kind %d: beam token %lld", kind,
-                     (long long)t);
+            TK_CHECK(beam_out[t] >= 0 && beam_out[t] < cfg.tgt_vocab, "kind %d: beam token %lld", kind, (long long)t);
         /* max_out = INT64_MAX must not overflow (max_out + 1) */
         int64_t one[8]; /* the decoder writes at most max_len - 1 tokens */
         int64_t one_len;

@@ -61,21 +61,30 @@ enum {
     M_TORCH_FLOAT = 1 << 5, /* mha attn_mask: F32 (L, S), added */
 };
 
-typedef enum { SDPA, MHA } case_kind;
+typedef enum {
+    SDPA,
+    MHA
+} case_kind;
 
 typedef struct golden_case {
     const char *name; /* tests/golden/attn_<name>.safetensors */
     case_kind kind;
     unsigned masks;
-    bool causal;       /* sdpa */
-    float scale;       /* sdpa: 0 = 1/sqrt(D) */
-    int64_t kdim, vdim; /* mha: 0 = E */
+    bool causal;         /* sdpa */
+    float scale;         /* sdpa: 0 = 1/sqrt(D) */
+    int64_t kdim, vdim;  /* mha: 0 = E */
     bool no_bias, cross; /* mha: bias=False; cross-attention (else one tensor as q, k, v) */
     bool need_weights, average;
 } golden_case;
 
-#define SDPA_CASE(nm, ...) {.name = nm, .kind = SDPA, .need_weights = true, __VA_ARGS__}
-#define MHA_CASE(nm, ...) {.name = nm, .kind = MHA, __VA_ARGS__}
+#define SDPA_CASE(nm, ...)                                                                                             \
+    {                                                                                                                  \
+        .name = nm, .kind = SDPA, .need_weights = true, __VA_ARGS__                                                    \
+    }
+#define MHA_CASE(nm, ...)                                                                                              \
+    {                                                                                                                  \
+        .name = nm, .kind = MHA, __VA_ARGS__                                                                           \
+    }
 
 static const golden_case cases[] = {
     SDPA_CASE("sdpa_plain"),
@@ -95,8 +104,7 @@ static const golden_case cases[] = {
     MHA_CASE("mha_self_bool3d", .masks = M_TORCH_BOOL, .need_weights = true),
     MHA_CASE("mha_self_float", .masks = M_TORCH_FLOAT | M_PAD, .need_weights = true),
     MHA_CASE("mha_self_causal", .masks = M_TORCH_FLOAT, .need_weights = true, .average = true),
-    MHA_CASE("mha_cross", .masks = M_PAD, .cross = true, .need_weights = true,
-             .average = true),
+    MHA_CASE("mha_cross", .masks = M_PAD, .cross = true, .need_weights = true, .average = true),
     MHA_CASE("mha_kvdim", .masks = M_PAD, .cross = true, .kdim = 12, .vdim = 10),
     MHA_CASE("mha_nobias", .masks = M_TORCH_BOOL | M_PAD, .no_bias = true, .need_weights = true),
     /* unbatched: query (L, E), key_padding_mask (S), attn_mask (H, L, S), weights (H, L, S) */
@@ -111,7 +119,7 @@ typedef struct golden_run {
     const char *in_names[3];
     attn_tensor *in[3]; /* heap, requires_grad; self-attention uses in[0] three times */
     int n_in;
-    attn_mask mask;     /* pointing into the buffers below */
+    attn_mask mask; /* pointing into the buffers below */
     uint8_t *attend, *pad;
     attn_tensor *additive;
     int64_t *lens;
@@ -170,8 +178,8 @@ static bool load_masks(golden_run *r)
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         const attn_st_tensor *st = attn_st_find(r->f, known[i].name);
         bool expected = (want & known[i].flags) != 0;
-        TK_CHECK((st != NULL) == expected, "%s: mask %s %s in the file", r->c->name,
-                 known[i].name, st ? "unexpected" : "missing");
+        TK_CHECK((st != NULL) == expected, "%s: mask %s %s in the file", r->c->name, known[i].name,
+                 st ? "unexpected" : "missing");
         if (!st || !expected) continue;
         switch (known[i].flags) {
         case M_ATTEND:
@@ -204,8 +212,8 @@ static bool load_masks(golden_run *r)
                 r->mask.blocked = r->attend;
                 set_shape(&r->mask.blocked_ndim, r->mask.blocked_shape, st);
             } else {
-                TK_CHECK(st->dtype == ATTN_DTYPE_F32, "%s: attn_mask is %s, expected F32",
-                         r->c->name, attn_dtype_name(st->dtype));
+                TK_CHECK(st->dtype == ATTN_DTYPE_F32, "%s: attn_mask is %s, expected F32", r->c->name,
+                         attn_dtype_name(st->dtype));
                 load_additive(r, st);
                 if (!r->additive) return false;
             }
@@ -224,8 +232,8 @@ static void check_metadata(const golden_run *r)
 {
     const golden_case *c = r->c;
     const char *kind = attn_st_metadata(r->f, "kind");
-    TK_CHECK(kind && strcmp(kind, c->kind == SDPA ? "sdpa" : "mha") == 0, "%s: metadata kind %s",
-             c->name, kind ? kind : "(none)");
+    TK_CHECK(kind && strcmp(kind, c->kind == SDPA ? "sdpa" : "mha") == 0, "%s: metadata kind %s", c->name,
+             kind ? kind : "(none)");
     meta_int ints[6];
     int n = 0;
     if (c->kind == SDPA) {
@@ -243,8 +251,8 @@ static void check_metadata(const golden_run *r)
     }
     for (int i = 0; i < n; i++) {
         const char *s = attn_st_metadata(r->f, ints[i].key);
-        TK_CHECK(s && strtol(s, NULL, 10) == ints[i].expected, "%s: metadata %s = %s, table %ld",
-                 c->name, ints[i].key, s ? s : "(none)", ints[i].expected);
+        TK_CHECK(s && strtol(s, NULL, 10) == ints[i].expected, "%s: metadata %s = %s, table %ld", c->name, ints[i].key,
+                 s ? s : "(none)", ints[i].expected);
     }
 }
 
@@ -258,8 +266,7 @@ static bool load_mha(golden_run *r)
     r->params = attn_params_new();
     TK_NOT_NULL(r->params);
     if (!r->params) return false;
-    attn_status st = attn_mha_init(&r->mha, r->params, "", MHA_E, MHA_HEADS, c->kdim, c->vdim,
-                                   !c->no_bias, 0.0f, &rng);
+    attn_status st = attn_mha_init(&r->mha, r->params, "", MHA_E, MHA_HEADS, c->kdim, c->vdim, !c->no_bias, 0.0f, &rng);
     TK_CHECK(st == ATTN_OK, "%s: mha_init: %s", c->name, attn_last_error());
     if (st != ATTN_OK) return false;
     bool ok = true;
@@ -269,7 +276,7 @@ static bool load_mha(golden_run *r)
         TK_CHECK(st == ATTN_OK, "%s: parameter %s: %s", c->name, name, attn_last_error());
         ok = ok && st == ATTN_OK;
     }
-    static const char *const not_params[] = {"query", "key", "value", "key_padding_mask",
+    static const char *const not_params[] = {"query",     "key", "value",   "key_padding_mask",
                                              "attn_mask", "out", "weights", "grad_out"};
     for (size_t i = 0; i < attn_st_count(r->f); i++) {
         const char *name = attn_st_at(r->f, i)->name;
@@ -312,19 +319,18 @@ static void free_run(golden_run *r)
 /* ---- comparison ---- */
 
 /* got (values and shape) against golden tensor `name`. */
-static void compare(const golden_run *r, attn_sdpa_impl impl, const char *name,
-                    const attn_tensor *got, const float *values)
+static void compare(const golden_run *r, attn_sdpa_impl impl, const char *name, const attn_tensor *got,
+                    const float *values)
 {
     attn_tensor *ref = tk_golden_tensor(r->f, name);
     if (!ref) return;
     char what[160], gs[64], rs[64];
     snprintf(what, sizeof what, "%s [%s]: %s", r->c->name, impl_name(impl), name);
     bool same = got && attn_same_shape(got, ref);
-    TK_CHECK(same, "%s: shape %s, torch has %s", what,
-             got ? attn_shape_str(got, gs, sizeof gs) : "none", attn_shape_str(ref, rs, sizeof rs));
+    TK_CHECK(same, "%s: shape %s, torch has %s", what, got ? attn_shape_str(got, gs, sizeof gs) : "none",
+             attn_shape_str(ref, rs, sizeof rs));
     if (same && values)
-        tk_close_scaled(what, values, ref->data, ref->numel,
-                        r->c->kind == SDPA ? SDPA_TOL : MHA_TOL);
+        tk_close_scaled(what, values, ref->data, ref->numel, r->c->kind == SDPA ? SDPA_TOL : MHA_TOL);
     else if (same)
         TK_CHECK(false, "%s: no gradient computed", what);
     attn_tensor_free(ref);
@@ -354,10 +360,8 @@ static void run_impl(golden_run *r, attn_sdpa_impl impl)
         compare(r, impl, "out", out, out->data);
         if (want_weights) compare(r, impl, "weights", w, w ? w->data : NULL);
         attn_tensor *g = tk_golden_tensor(r->f, "grad_out");
-        attn_status st = g && g->numel == out->numel ? attn_backward_from(ctx, out, g->data)
-                                                     : ATTN_ERR_SHAPE;
-        TK_CHECK(st == ATTN_OK, "%s [%s]: backward: %s", c->name, impl_name(impl),
-                 attn_last_error());
+        attn_status st = g && g->numel == out->numel ? attn_backward_from(ctx, out, g->data) : ATTN_ERR_SHAPE;
+        TK_CHECK(st == ATTN_OK, "%s [%s]: backward: %s", c->name, impl_name(impl), attn_last_error());
         attn_tensor_free(g);
         char name[96];
         for (int i = 0; st == ATTN_OK && i < r->n_in; i++) {
@@ -389,8 +393,8 @@ static void compare_bounded(const golden_run *r, const char *name, const float *
         const double used = fabs((double)got[i] - ref->data[i]) / allowed;
         if (!(used <= worst)) worst = used, at = i;
     }
-    TK_CHECK(worst <= 1.0, "%s [fused, medium]: %s[%lld] got %.9g, torch %.9g, %.2f of the bound used", r->c->name, name,
-             (long long)at, (double)got[at], (double)ref->data[at], worst);
+    TK_CHECK(worst <= 1.0, "%s [fused, medium]: %s[%lld] got %.9g, torch %.9g, %.2f of the bound used", r->c->name,
+             name, (long long)at, (double)got[at], (double)ref->data[at], worst);
     medium_worst = fmax(medium_worst, worst);
     attn_tensor_free(ref);
 }
@@ -504,10 +508,9 @@ static void wrong_shapes(void)
         }
         const char *msg = attn_last_error();
         const char *op = b->kind == SDPA ? "sdpa" : "mha";
-        TK_CHECK(out == NULL && attn_last_status() == ATTN_ERR_SHAPE, "%s: expected a shape error",
-                 b->what);
-        TK_CHECK(msg && strstr(msg, op) != NULL, "%s: message \"%s\" should name %s", b->what,
-                 msg ? msg : "(null)", op);
+        TK_CHECK(out == NULL && attn_last_status() == ATTN_ERR_SHAPE, "%s: expected a shape error", b->what);
+        TK_CHECK(msg && strstr(msg, op) != NULL, "%s: message \"%s\" should name %s", b->what, msg ? msg : "(null)",
+                 op);
     }
     attn_params_free(p);
     attn_ctx_free(ctx);
@@ -520,8 +523,9 @@ int main(void)
     printf("test_golden_attention: %zu golden cases, each with the ref and the fused kernel\n",
            sizeof cases / sizeof cases[0]);
     printf("test_golden_attention: the sdpa cases at MEDIUM (%s) used at most %.3f of attn.h's bf16 bound\n",
-           attn_bf16_attention() ? "bf16 products"
+           attn_bf16_attention()  ? "bf16 products"
            : attn_bf16_products() ? "float32 here: bf16 dot products no faster than float32 FMAs"
-                                  : "float32 here: no AVX512_BF16", medium_worst);
+                                  : "float32 here: no AVX512_BF16",
+           medium_worst);
     return tk_finish("test_golden_attention");
 }

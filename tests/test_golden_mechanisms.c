@@ -43,14 +43,19 @@
 #define CONV_HEADS 2
 #define CONV_KERNEL 3
 
-typedef enum { ADDITIVE, NW, LINEAR, CONV } mech_kind;
+typedef enum {
+    ADDITIVE,
+    NW,
+    LINEAR,
+    CONV
+} mech_kind;
 
 typedef struct mech_case {
     const char *name; /* tests/golden/mech_<name>.safetensors */
     mech_kind kind;
-    bool learned_w;   /* nw: the parameter "w" */
-    bool shen;        /* linear: ATTN_LINEAR_ATTENTION_SHEN */
-    bool seed_names;  /* conv: the file names the MHA as seed 002 (Wq, Wk, Wv, fc_out) */
+    bool learned_w;  /* nw: the parameter "w" */
+    bool shen;       /* linear: ATTN_LINEAR_ATTENTION_SHEN */
+    bool seed_names; /* conv: the file names the MHA as seed 002 (Wq, Wk, Wv, fc_out) */
 } mech_case;
 
 static const mech_case cases[] = {
@@ -70,15 +75,14 @@ static const struct {
     const char *ours, *seed;
     int block;
 } seed_aliases[] = {
-    {"in_proj_weight", "Wq.weight", 0}, {"in_proj_weight", "Wk.weight", 1},
-    {"in_proj_weight", "Wv.weight", 2}, {"in_proj_bias", "Wq.bias", 0},
-    {"in_proj_bias", "Wk.bias", 1},     {"in_proj_bias", "Wv.bias", 2},
+    {"in_proj_weight", "Wq.weight", 0},      {"in_proj_weight", "Wk.weight", 1},  {"in_proj_weight", "Wv.weight", 2},
+    {"in_proj_bias", "Wq.bias", 0},          {"in_proj_bias", "Wk.bias", 1},      {"in_proj_bias", "Wv.bias", 2},
     {"out_proj.weight", "fc_out.weight", 0}, {"out_proj.bias", "fc_out.bias", 0},
 };
 #define SEED_PREFIX "attention."
 
 /* File tensors that are not parameters. */
-static const char *const not_params[] = {"q", "k", "v", "x", "valid_lens", "key_padding_mask",
+static const char *const not_params[] = {"q",       "k",       "v",   "x",       "valid_lens", "key_padding_mask",
                                          "x_train", "y_train", "out", "weights", "grad_out"};
 
 typedef struct mech_run {
@@ -88,10 +92,10 @@ typedef struct mech_run {
     const char *in_names[3];
     attn_tensor *in[3]; /* heap, requires_grad */
     int n_in;
-    attn_lens lens;     /* additive: valid_lens (data malloc'd) or none */
-    attn_mask mask;     /* linear: key_padding_mask (malloc'd) or none */
+    attn_lens lens; /* additive: valid_lens (data malloc'd) or none */
+    attn_mask mask; /* linear: key_padding_mask (malloc'd) or none */
     attn_additive_layer additive;
-    attn_tensor *w;     /* nw: the parameter, or NULL */
+    attn_tensor *w; /* nw: the parameter, or NULL */
     attn_linear_attention_layer linear;
     attn_conv_attention_layer conv;
 } mech_run;
@@ -115,8 +119,7 @@ static int param_parts(const mech_run *r, size_t i, param_part parts[3])
                      : 1;
         for (size_t a = 0; a < sizeof seed_aliases / sizeof *seed_aliases; a++)
             if (strcmp(name + strlen(SEED_PREFIX), seed_aliases[a].ours) == 0) {
-                snprintf(parts[n].name, sizeof parts[n].name, SEED_PREFIX "%s",
-                         seed_aliases[a].seed);
+                snprintf(parts[n].name, sizeof parts[n].name, SEED_PREFIX "%s", seed_aliases[a].seed);
                 parts[n++].offset = seed_aliases[a].block * block;
             }
         if (n > 0) return n;
@@ -138,8 +141,7 @@ static bool load_params(mech_run *r)
         used += (size_t)n;
         if (n == 1 && parts[0].offset == 0) {
             attn_status st = attn_st_copy_into(r->f, parts[0].name, p);
-            TK_CHECK(st == ATTN_OK, "%s: parameter %s: %s", r->c->name, parts[0].name,
-                     attn_last_error());
+            TK_CHECK(st == ATTN_OK, "%s: parameter %s: %s", r->c->name, parts[0].name, attn_last_error());
             ok = ok && st == ATTN_OK;
             continue;
         }
@@ -155,9 +157,8 @@ static bool load_params(mech_run *r)
             }
             attn_tensor_free(src);
         }
-        TK_CHECK(covered == p->numel, "%s: the seed's tensors fill %lld of %lld values of %s",
-                 r->c->name, (long long)covered, (long long)p->numel,
-                 attn_params_name(r->params, i));
+        TK_CHECK(covered == p->numel, "%s: the seed's tensors fill %lld of %lld values of %s", r->c->name,
+                 (long long)covered, (long long)p->numel, attn_params_name(r->params, i));
         ok = ok && covered == p->numel;
     }
     size_t in_file = 0;
@@ -168,8 +169,8 @@ static bool load_params(mech_run *r)
             other = other || strcmp(name, not_params[j]) == 0;
         in_file += !other;
     }
-    TK_CHECK(in_file == used, "%s: the file has %zu parameter tensors, our registry used %zu",
-             r->c->name, in_file, used);
+    TK_CHECK(in_file == used, "%s: the file has %zu parameter tensors, our registry used %zu", r->c->name, in_file,
+             used);
     return ok;
 }
 
@@ -182,22 +183,19 @@ static bool build(mech_run *r)
     const attn_tensor *x = r->in[0];
     switch (r->c->kind) {
     case ADDITIVE:
-        st = attn_additive_init(&r->additive, r->params, "", r->in[0]->shape[2],
-                                r->in[1]->shape[2], ADD_HIDDENS, 0.0f, &rng);
+        st = attn_additive_init(&r->additive, r->params, "", r->in[0]->shape[2], r->in[1]->shape[2], ADD_HIDDENS, 0.0f,
+                                &rng);
         break;
     case NW:
-        if (r->c->learned_w && !(r->w = attn_params_add(r->params, "w", 0, (int64_t[]){1})))
-            st = attn_last_status();
+        if (r->c->learned_w && !(r->w = attn_params_add(r->params, "w", 0, (int64_t[]){1}))) st = attn_last_status();
         break;
     case LINEAR:
-        st = attn_linear_attention_init(&r->linear, r->params, "", x->shape[2],
-                                        r->c->shen ? ATTN_LINEAR_ATTENTION_SHEN
-                                                   : ATTN_LINEAR_ATTENTION_EFFICIENT,
-                                        &rng);
+        st =
+            attn_linear_attention_init(&r->linear, r->params, "", x->shape[2],
+                                       r->c->shen ? ATTN_LINEAR_ATTENTION_SHEN : ATTN_LINEAR_ATTENTION_EFFICIENT, &rng);
         break;
     case CONV:
-        st = attn_conv_attention_init(&r->conv, r->params, "", CONV_E, CONV_HEADS, CONV_KERNEL,
-                                      &rng);
+        st = attn_conv_attention_init(&r->conv, r->params, "", CONV_E, CONV_HEADS, CONV_KERNEL, &rng);
         break;
     }
     TK_CHECK(st == ATTN_OK, "%s: init: %s", r->c->name, attn_last_error());
@@ -213,14 +211,14 @@ static bool load_masks(mech_run *r)
         r->lens.data = attn_st_load_i64(r->f, "valid_lens", &n);
         r->lens.ndim = lens->ndim;
         memcpy(r->lens.shape, lens->shape, (size_t)lens->ndim * sizeof(int64_t));
-        TK_CHECK(r->lens.data != NULL && lens->dtype == ATTN_DTYPE_I64, "%s: valid_lens: %s",
-                 r->c->name, attn_last_error());
+        TK_CHECK(r->lens.data != NULL && lens->dtype == ATTN_DTYPE_I64, "%s: valid_lens: %s", r->c->name,
+                 attn_last_error());
         if (!r->lens.data) return false;
     }
     const attn_st_tensor *pad = attn_st_find(r->f, "key_padding_mask");
     if (pad) {
-        TK_CHECK(pad->dtype == ATTN_DTYPE_BOOL && pad->ndim == 2,
-                 "%s: key_padding_mask must be BOOL (B, L)", r->c->name);
+        TK_CHECK(pad->dtype == ATTN_DTYPE_BOOL && pad->ndim == 2, "%s: key_padding_mask must be BOOL (B, L)",
+                 r->c->name);
         uint8_t *bytes = malloc(pad->nbytes);
         if (!bytes) return false;
         memcpy(bytes, pad->data, pad->nbytes);
@@ -264,16 +262,16 @@ static const char *impl_name(attn_sdpa_impl impl)
 
 /* Ours (values + offset, as many as the golden tensor `name` has) against it; whole: got is the
  * whole tensor, so the shapes must match, else a block of it at offset. */
-static void compare(const mech_run *r, attn_sdpa_impl impl, const char *name,
-                    const attn_tensor *got, const float *values, int64_t offset, bool whole)
+static void compare(const mech_run *r, attn_sdpa_impl impl, const char *name, const attn_tensor *got,
+                    const float *values, int64_t offset, bool whole)
 {
     attn_tensor *ref = tk_golden_tensor(r->f, name);
     if (!ref) return;
     char what[200], gs[64], rs[64];
     snprintf(what, sizeof what, "%s [%s]: %s", r->c->name, impl_name(impl), name);
     bool fits = got && (whole ? attn_same_shape(got, ref) : offset + ref->numel <= got->numel);
-    TK_CHECK(fits, "%s: shape %s, torch has %s", what,
-             got ? attn_shape_str(got, gs, sizeof gs) : "none", attn_shape_str(ref, rs, sizeof rs));
+    TK_CHECK(fits, "%s: shape %s, torch has %s", what, got ? attn_shape_str(got, gs, sizeof gs) : "none",
+             attn_shape_str(ref, rs, sizeof rs));
     if (fits && values)
         tk_close_scaled(what, values + offset, ref->data, ref->numel,
                         (tk_tol){TK_TOL_MECH.rtol, TK_TOL_MECH.atol, tk_key_bias_scale(r->f, name)});
@@ -320,10 +318,8 @@ static void run_impl(mech_run *r, attn_sdpa_impl impl)
         compare(r, impl, "out", out, out->data, 0, true);
         if (want_weights) compare(r, impl, "weights", w, w ? w->data : NULL, 0, true);
         attn_tensor *g = tk_golden_tensor(r->f, "grad_out");
-        attn_status st = g && g->numel == out->numel ? attn_backward_from(ctx, out, g->data)
-                                                     : ATTN_ERR_SHAPE;
-        TK_CHECK(st == ATTN_OK, "%s [%s]: backward: %s", r->c->name, impl_name(impl),
-                 attn_last_error());
+        attn_status st = g && g->numel == out->numel ? attn_backward_from(ctx, out, g->data) : ATTN_ERR_SHAPE;
+        TK_CHECK(st == ATTN_OK, "%s [%s]: backward: %s", r->c->name, impl_name(impl), attn_last_error());
         attn_tensor_free(g);
         char name[512];
         for (int i = 0; st == ATTN_OK && i < r->n_in; i++) {
@@ -353,8 +349,7 @@ static void check_leave_one_out(const mech_run *r)
         attn_tensor *loo = attn_nw_leave_one_out(ctx, src);
         const attn_tensor *ref = r->in[i + 1];
         char what[96];
-        snprintf(what, sizeof what, "%s: leave_one_out(%s) = %s", r->c->name, pairs[i][0],
-                 pairs[i][1]);
+        snprintf(what, sizeof what, "%s: leave_one_out(%s) = %s", r->c->name, pairs[i][0], pairs[i][1]);
         TK_CHECK(loo && attn_same_shape(loo, ref), "%s: shape", what);
         if (loo && attn_same_shape(loo, ref)) tk_close(what, loo->data, ref->data, ref->numel, 0, 0);
         attn_tensor_free(src);

@@ -64,18 +64,24 @@
 #define S2S_MAX_LEN 16
 #define BEAM_WIDE 3
 
-typedef enum { LEARNED_PE, ENCODER, DECODER, GRU, S2S } model_kind;
+typedef enum {
+    LEARNED_PE,
+    ENCODER,
+    DECODER,
+    GRU,
+    S2S
+} model_kind;
 
 typedef struct model_case {
     const char *name; /* tests/golden/model_<name>.safetensors */
     model_kind kind;
-    bool norm_first, gelu;       /* layers */
-    bool h0;                     /* gru */
-    attn_seq2seq_kind s2s;       /* seq2seq */
-    int64_t d_model;             /* seq2seq */
-    const char *inputs[2];       /* float inputs, differentiated */
-    const char *masks[2];        /* BOOL (B, L) padding masks, true = padding */
-    double n;                    /* roundings on the longest path: the bound TOL(n) */
+    bool norm_first, gelu; /* layers */
+    bool h0;               /* gru */
+    attn_seq2seq_kind s2s; /* seq2seq */
+    int64_t d_model;       /* seq2seq */
+    const char *inputs[2]; /* float inputs, differentiated */
+    const char *masks[2];  /* BOOL (B, L) padding masks, true = padding */
+    double n;              /* roundings on the longest path: the bound TOL(n) */
 } model_case;
 
 /* n per case (d 16, 4 heads of 4, FFN 24, B 2, L and S 5-6 for the layers):
@@ -98,14 +104,12 @@ typedef struct model_case {
 static const model_case cases[] = {
     {"learned_pe", LEARNED_PE, .inputs = {"x"}, .n = 4},
     {"enc_post_relu", ENCODER, .inputs = {"x"}, .masks = {"key_padding_mask"}, .n = 300},
-    {"enc_post_gelu", ENCODER, .gelu = true, .inputs = {"x"}, .masks = {"key_padding_mask"},
+    {"enc_post_gelu", ENCODER, .gelu = true, .inputs = {"x"}, .masks = {"key_padding_mask"}, .n = 300},
+    {"enc_pre_relu", ENCODER, .norm_first = true, .inputs = {"x"}, .masks = {"key_padding_mask"}, .n = 300},
+    {"enc_pre_gelu", ENCODER, .norm_first = true, .gelu = true, .inputs = {"x"}, .masks = {"key_padding_mask"},
      .n = 300},
-    {"enc_pre_relu", ENCODER, .norm_first = true, .inputs = {"x"}, .masks = {"key_padding_mask"},
-     .n = 300},
-    {"enc_pre_gelu", ENCODER, .norm_first = true, .gelu = true, .inputs = {"x"},
-     .masks = {"key_padding_mask"}, .n = 300},
-    {"dec_post_relu", DECODER, .inputs = {"x", "memory"},
-     .masks = {"tgt_key_padding_mask", "memory_key_padding_mask"}, .n = 500},
+    {"dec_post_relu", DECODER, .inputs = {"x", "memory"}, .masks = {"tgt_key_padding_mask", "memory_key_padding_mask"},
+     .n = 500},
     {"dec_pre_gelu", DECODER, .norm_first = true, .gelu = true, .inputs = {"x", "memory"},
      .masks = {"tgt_key_padding_mask", "memory_key_padding_mask"}, .n = 500},
     /* unbatched, as torch takes one sequence: x (L, E), memory (S, E), masks (L) and (S) */
@@ -123,7 +127,13 @@ static const model_case cases[] = {
 };
 
 /* Seq2seq integer inputs, in this order. */
-enum { SRC, SRC_LENS, TGT_IN, TGT_LENS, N_IDS };
+enum {
+    SRC,
+    SRC_LENS,
+    TGT_IN,
+    TGT_LENS,
+    N_IDS
+};
 static const char *const id_names[N_IDS] = {"src", "src_lens", "tgt_in", "tgt_lens"};
 
 /* Outputs: "out" for all, "h_n" for the GRU; each with its "grad_<name>". */
@@ -176,23 +186,35 @@ static bool load_ids(model_run *r)
 static attn_status build_module(model_run *r, attn_rng *rng)
 {
     const model_case *c = r->c;
-    attn_transformer_config tc = {.d_model = LAYER_D, .num_heads = LAYER_HEADS,
-                                  .dim_feedforward = LAYER_FFN, .dropout = 0.0f,
-                                  .norm_first = c->norm_first, .gelu = c->gelu,
+    attn_transformer_config tc = {.d_model = LAYER_D,
+                                  .num_heads = LAYER_HEADS,
+                                  .dim_feedforward = LAYER_FFN,
+                                  .dropout = 0.0f,
+                                  .norm_first = c->norm_first,
+                                  .gelu = c->gelu,
                                   .ffn_dropout = true};
     switch (c->kind) {
     case LEARNED_PE:
         return attn_learned_pe_init(&r->pe, r->params, "pos_encoding", PE_MAX_LEN, PE_DIM, rng);
-    case ENCODER: return attn_encoder_layer_init(&r->enc, r->params, "", &tc, rng);
-    case DECODER: return attn_decoder_layer_init(&r->dec, r->params, "", &tc, rng);
+    case ENCODER:
+        return attn_encoder_layer_init(&r->enc, r->params, "", &tc, rng);
+    case DECODER:
+        return attn_decoder_layer_init(&r->dec, r->params, "", &tc, rng);
     case GRU:
         return attn_gru_init(&r->gru, r->params, "", GRU_IN, GRU_HIDDEN, GRU_LAYERS, 0.0f, rng);
     case S2S: {
-        attn_seq2seq_config sc = {.kind = c->s2s, .src_vocab = S2S_SRC_VOCAB,
-                                  .tgt_vocab = S2S_TGT_VOCAB, .d_model = c->d_model,
-                                  .num_heads = LAYER_HEADS, .dim_feedforward = LAYER_FFN,
-                                  .enc_layers = 2, .dec_layers = 2, .dropout = 0.0f,
-                                  .max_len = S2S_MAX_LEN, .pad_id = S2S_PAD, .bos_id = S2S_BOS,
+        attn_seq2seq_config sc = {.kind = c->s2s,
+                                  .src_vocab = S2S_SRC_VOCAB,
+                                  .tgt_vocab = S2S_TGT_VOCAB,
+                                  .d_model = c->d_model,
+                                  .num_heads = LAYER_HEADS,
+                                  .dim_feedforward = LAYER_FFN,
+                                  .enc_layers = 2,
+                                  .dec_layers = 2,
+                                  .dropout = 0.0f,
+                                  .max_len = S2S_MAX_LEN,
+                                  .pad_id = S2S_PAD,
+                                  .bos_id = S2S_BOS,
                                   .eos_id = S2S_EOS};
         r->s2s_built = true;
         return attn_seq2seq_init(&r->s2s, r->params, &sc, rng);
@@ -204,14 +226,12 @@ static attn_status build_module(model_run *r, attn_rng *rng)
 /* Is `name` one of the file's non-parameter tensors for this case? */
 static bool is_data_name(const model_case *c, const char *name)
 {
-    static const char *const common[] = {"out", "grad_out", "h_n", "grad_h_n", "greedy.out",
-                                         "greedy.lens"};
+    static const char *const common[] = {"out", "grad_out", "h_n", "grad_h_n", "greedy.out", "greedy.lens"};
     if (strncmp(name, "grad.", 5) == 0) return true;
     for (size_t i = 0; i < sizeof common / sizeof *common; i++)
         if (strcmp(name, common[i]) == 0) return true;
     for (int i = 0; i < 2; i++)
-        if ((c->inputs[i] && strcmp(name, c->inputs[i]) == 0) ||
-            (c->masks[i] && strcmp(name, c->masks[i]) == 0))
+        if ((c->inputs[i] && strcmp(name, c->inputs[i]) == 0) || (c->masks[i] && strcmp(name, c->masks[i]) == 0))
             return true;
     for (int i = 0; c->kind == S2S && i < N_IDS; i++)
         if (strcmp(name, id_names[i]) == 0) return true;
@@ -253,8 +273,8 @@ static void check_metadata(const model_run *r)
     } flags[] = {{"norm_first", c->norm_first}, {"gelu", c->gelu}};
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) {
         const char *s = attn_st_metadata(r->f, flags[i].key);
-        TK_CHECK(s && (strcmp(s, "1") == 0) == flags[i].expected, "%s: metadata %s = %s, table %d",
-                 c->name, flags[i].key, s ? s : "(none)", flags[i].expected);
+        TK_CHECK(s && (strcmp(s, "1") == 0) == flags[i].expected, "%s: metadata %s = %s, table %d", c->name,
+                 flags[i].key, s ? s : "(none)", flags[i].expected);
     }
 }
 
@@ -291,7 +311,9 @@ static void forward(attn_ctx *ctx, model_run *r, attn_tensor **outs)
 {
     outs[0] = outs[1] = NULL;
     switch (r->c->kind) {
-    case LEARNED_PE: outs[0] = attn_learned_pe_forward(ctx, &r->pe, r->in[0]); break;
+    case LEARNED_PE:
+        outs[0] = attn_learned_pe_forward(ctx, &r->pe, r->in[0]);
+        break;
     case ENCODER: { /* x (B, L, E), or (L, E) unbatched: B = 1 for the masks */
         const bool one = r->in[0]->ndim == 2;
         const int64_t B = one ? 1 : r->in[0]->shape[0], L = r->in[0]->shape[one ? 0 : 1];
@@ -305,32 +327,29 @@ static void forward(attn_ctx *ctx, model_run *r, attn_tensor **outs)
                       LS = r->in[1]->shape[one ? 0 : 1];
         attn_mask self = {.causal = true, .key_padding = r->mask[0], .key_padding_shape = {B, L}};
         attn_mask cross = {.key_padding = r->mask[1], .key_padding_shape = {B, LS}};
-        outs[0] = attn_decoder_layer_forward(ctx, &r->dec, r->in[0], r->in[1], &self, &cross, NULL,
-                                             NULL);
+        outs[0] = attn_decoder_layer_forward(ctx, &r->dec, r->in[0], r->in[1], &self, &cross, NULL, NULL);
         break;
     }
     case GRU:
         outs[0] = attn_gru_forward(ctx, &r->gru, r->in[0], r->c->h0 ? r->in[1] : NULL, &outs[1]);
         break;
     case S2S:
-        outs[0] = attn_seq2seq_forward(ctx, &r->s2s, r->ids[SRC], r->ids[SRC_LENS], r->batch,
-                                       r->src_len, r->ids[TGT_IN], r->ids[TGT_LENS], r->tgt_len,
-                                       NULL);
+        outs[0] = attn_seq2seq_forward(ctx, &r->s2s, r->ids[SRC], r->ids[SRC_LENS], r->batch, r->src_len,
+                                       r->ids[TGT_IN], r->ids[TGT_LENS], r->tgt_len, NULL);
         break;
     }
 }
 
 /* got (values and shape) against golden tensor `name`. */
-static void compare(const model_run *r, const char *name, const attn_tensor *got,
-                    const float *values)
+static void compare(const model_run *r, const char *name, const attn_tensor *got, const float *values)
 {
     attn_tensor *ref = tk_golden_tensor(r->f, name);
     if (!ref) return;
     char what[160], gs[64], rs[64];
     snprintf(what, sizeof what, "%s: %s", r->c->name, name);
     bool same = got && attn_same_shape(got, ref);
-    TK_CHECK(same, "%s: shape %s, torch has %s", what,
-             got ? attn_shape_str(got, gs, sizeof gs) : "none", attn_shape_str(ref, rs, sizeof rs));
+    TK_CHECK(same, "%s: shape %s, torch has %s", what, got ? attn_shape_str(got, gs, sizeof gs) : "none",
+             attn_shape_str(ref, rs, sizeof rs));
     if (same && values)
         tk_close_scaled(what, values, ref->data, ref->numel, TOL(r->c->n));
     else if (same)
@@ -365,8 +384,7 @@ static void run_golden(model_run *r)
     forward(ctx, r, outs);
     TK_CHECK(outs[0] != NULL, "%s: forward: %s", c->name, attn_last_error());
     int n_out = c->kind == GRU ? 2 : 1;
-    for (int i = 0; outs[0] && i < n_out; i++)
-        compare(r, out_names[i], outs[i], outs[i] ? outs[i]->data : NULL);
+    for (int i = 0; outs[0] && i < n_out; i++) compare(r, out_names[i], outs[i], outs[i] ? outs[i]->data : NULL);
     attn_tensor *loss = outs[0] ? golden_loss(ctx, r, outs) : NULL;
     attn_status st = loss ? attn_backward(ctx, loss) : ATTN_ERR_STATE;
     TK_CHECK(st == ATTN_OK, "%s: backward: %s", c->name, attn_last_error());
@@ -387,16 +405,15 @@ static void run_golden(model_run *r)
 
 /* log p(tokens | src) of one sentence by teacher forcing: tokens[0..n) (its <eos> included when
  * it has one) after <bos>, divided by ((5 + n) / 6)^alpha as attn_seq2seq_beam ranks them. */
-static double penalized_logp(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                             int64_t src_len, const int64_t *tokens, int64_t n, float alpha)
+static double penalized_logp(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, int64_t src_len,
+                             const int64_t *tokens, int64_t n, float alpha)
 {
     int64_t tgt_in[S2S_MAX_LEN];
     tgt_in[0] = S2S_BOS;
     memcpy(tgt_in + 1, tokens, (size_t)(n - 1) * sizeof *tgt_in);
     attn_ctx_reset(ctx);
     attn_ctx_set_grad_enabled(ctx, false);
-    attn_tensor *logits =
-        attn_seq2seq_forward(ctx, m, src, &src_len, 1, src_len, tgt_in, &n, n, NULL);
+    attn_tensor *logits = attn_seq2seq_forward(ctx, m, src, &src_len, 1, src_len, tgt_in, &n, n, NULL);
     attn_tensor *logp = attn_log_softmax(ctx, logits, -1);
     attn_ctx_set_grad_enabled(ctx, true);
     TK_CHECK(logp != NULL, "teacher-forced log-probabilities: %s", attn_last_error());
@@ -423,8 +440,7 @@ static void check_decoding(attn_ctx *ctx, const model_run *r, int64_t max_out, c
 {
     const model_case *c = r->c;
     const int64_t B = r->batch, S = r->src_len;
-    TK_OK(attn_seq2seq_greedy(ctx, &r->s2s, r->ids[SRC], r->ids[SRC_LENS], B, S, max_out, out,
-                              lens));
+    TK_OK(attn_seq2seq_greedy(ctx, &r->s2s, r->ids[SRC], r->ids[SRC_LENS], B, S, max_out, out, lens));
     TK_CHECK(memcmp(out, ref, (size_t)(B * max_out) * sizeof *out) == 0 &&
                  memcmp(lens, ref_lens, (size_t)B * sizeof *lens) == 0,
              "%s: greedy ids differ from torch's", c->name);
@@ -434,25 +450,20 @@ static void check_decoding(attn_ctx *ctx, const model_run *r, int64_t max_out, c
         int64_t seq[S2S_MAX_LEN], gseq[S2S_MAX_LEN];
         TK_OK(attn_seq2seq_greedy(ctx, &r->s2s, src, &src_len, 1, src_len, max_out, one, &one_len));
         if (c->s2s == ATTN_SEQ2SEQ_TRANSFORMER)
-            TK_CHECK(one_len == lens[b] &&
-                         memcmp(one, out + b * max_out, (size_t)max_out * sizeof *one) == 0,
-                     "%s: sentence %lld: greedy alone differs from its batch row", c->name,
-                     (long long)b);
-        TK_OK(attn_seq2seq_beam(ctx, &r->s2s, src, src_len, 1, 0.75f, max_out, beam, &beam_len,
-                                NULL));
+            TK_CHECK(one_len == lens[b] && memcmp(one, out + b * max_out, (size_t)max_out * sizeof *one) == 0,
+                     "%s: sentence %lld: greedy alone differs from its batch row", c->name, (long long)b);
+        TK_OK(attn_seq2seq_beam(ctx, &r->s2s, src, src_len, 1, 0.75f, max_out, beam, &beam_len, NULL));
         TK_CHECK(beam_len == one_len && memcmp(beam, one, (size_t)one_len * sizeof *beam) == 0,
                  "%s: sentence %lld: beam 1 differs from greedy", c->name, (long long)b);
         int64_t gn = with_eos(gseq, one, one_len, max_out);
         for (int a = 0; a < 2; a++) { /* no length penalty, and the usual one */
             float alpha = a ? 0.75f : 0.0f;
-            TK_OK(attn_seq2seq_beam(ctx, &r->s2s, src, src_len, BEAM_WIDE, alpha, max_out, beam,
-                                    &beam_len, NULL));
+            TK_OK(attn_seq2seq_beam(ctx, &r->s2s, src, src_len, BEAM_WIDE, alpha, max_out, beam, &beam_len, NULL));
             int64_t n = with_eos(seq, beam, beam_len, max_out);
             double wide = penalized_logp(ctx, &r->s2s, src, src_len, seq, n, alpha);
             double narrow = penalized_logp(ctx, &r->s2s, src, src_len, gseq, gn, alpha);
             /* 1e-6: the two scores come from different forward passes (rounding only) */
-            TK_CHECK(wide >= narrow - 1e-6,
-                     "%s: sentence %lld, alpha %g: beam %d scores %.6f < greedy %.6f", c->name,
+            TK_CHECK(wide >= narrow - 1e-6, "%s: sentence %lld, alpha %g: beam %d scores %.6f < greedy %.6f", c->name,
                      (long long)b, alpha, BEAM_WIDE, wide, narrow);
         }
     }
@@ -465,8 +476,7 @@ static void run_decoding(const model_run *r)
     int64_t n_ref = 0, n_lens = 0;
     int64_t *ref = attn_st_load_i64(r->f, "greedy.out", &n_ref);
     int64_t *ref_lens = attn_st_load_i64(r->f, "greedy.lens", &n_lens);
-    bool ok = max_out > 0 && max_out < S2S_MAX_LEN && ref && ref_lens && n_ref == B * max_out &&
-              n_lens == B;
+    bool ok = max_out > 0 && max_out < S2S_MAX_LEN && ref && ref_lens && n_ref == B * max_out && n_lens == B;
     TK_CHECK(ok, "%s: greedy reference missing or malformed", r->c->name);
     attn_ctx *ctx = attn_ctx_new(1);
     int64_t *out = calloc((size_t)(B * max_out + 1), sizeof *out);
@@ -544,7 +554,6 @@ int main(void)
     sinusoidal();
     gru_long_and_deep();
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
-    printf("test_golden_models: sinusoidal tables + %zu golden cases\n",
-           sizeof cases / sizeof *cases);
+    printf("test_golden_models: sinusoidal tables + %zu golden cases\n", sizeof cases / sizeof *cases);
     return tk_finish("test_golden_models");
 }

@@ -43,15 +43,15 @@ typedef attn_tensor *(*dim_op)(attn_ctx *, attn_tensor *, int);
 typedef attn_tensor *(*reduce_op)(attn_ctx *, attn_tensor *, int, bool);
 
 struct golden_case {
-    const char *name;                /* tests/golden/op_<name>.safetensors */
+    const char *name; /* tests/golden/op_<name>.safetensors */
     forward_fn forward;
-    const char *inputs[MAX_INPUTS];  /* float inputs, all differentiable */
+    const char *inputs[MAX_INPUTS]; /* float inputs, all differentiable */
     unary_op unary;
     binary_op binary;
     dim_op dim_fn;
     reduce_op reduce;
-    int opt[2];                      /* dim / keepdim / trans_a, trans_b / padding */
-    float fopt;                      /* scale factor, label smoothing */
+    int opt[2]; /* dim / keepdim / trans_a, trans_b / padding */
+    float fopt; /* scale factor, label smoothing */
 };
 
 /* ---- forwards: one per call shape ---- */
@@ -116,8 +116,8 @@ static bool load_ints(golden_run *r, const char *name, int *ndim, int64_t *shape
     const attn_st_tensor *st = attn_st_find(r->f, name);
     int64_t n = 0;
     r->ints = attn_st_load_i64(r->f, name, &n);
-    TK_CHECK(st && r->ints && st->ndim <= ATTN_MAX_DIMS, "%s: integer input %s: %s", r->c->name,
-             name, attn_last_error());
+    TK_CHECK(st && r->ints && st->ndim <= ATTN_MAX_DIMS, "%s: integer input %s: %s", r->c->name, name,
+             attn_last_error());
     if (!st || !r->ints || st->ndim > ATTN_MAX_DIMS) return false;
     *ndim = st->ndim;
     memcpy(shape, st->shape, (size_t)st->ndim * sizeof *shape);
@@ -185,25 +185,26 @@ static int fwd_split_heads(golden_run *r)
 /* ---- the cases (mirroring make_golden.py) ---- */
 
 /* CASE(name, forward, inputs..., options...): designated initializers, the rest zero. */
-#define CASE(nm, fw, ...) {.name = nm, .forward = fw, __VA_ARGS__}
+#define CASE(nm, fw, ...)                                                                                              \
+    {                                                                                                                  \
+        .name = nm, .forward = fw, __VA_ARGS__                                                                         \
+    }
 #define IN(...) .inputs = {__VA_ARGS__}
 
-#define BINARY_CASES(op)                                                 \
-    CASE(#op "_bc1", fwd_binary, IN("a", "b"), .binary = attn_##op),     \
-    CASE(#op "_bc2", fwd_binary, IN("a", "b"), .binary = attn_##op),     \
-    CASE(#op "_bc3", fwd_binary, IN("a", "b"), .binary = attn_##op),     \
-    CASE(#op "_same", fwd_binary, IN("a", "b"), .binary = attn_##op)
+#define BINARY_CASES(op)                                                                                               \
+    CASE(#op "_bc1", fwd_binary, IN("a", "b"), .binary = attn_##op),                                                   \
+        CASE(#op "_bc2", fwd_binary, IN("a", "b"), .binary = attn_##op),                                               \
+        CASE(#op "_bc3", fwd_binary, IN("a", "b"), .binary = attn_##op),                                               \
+        CASE(#op "_same", fwd_binary, IN("a", "b"), .binary = attn_##op)
 #define MATMUL_CASE(tag, ta, tb) CASE("matmul_" tag, fwd_matmul, IN("a", "b"), .opt = {ta, tb})
-#define DIM_CASES(op)                                                    \
-    CASE(#op "_last", fwd_dim, IN("x"), .dim_fn = attn_##op, .opt = {-1}), \
-    CASE(#op "_dim1", fwd_dim, IN("x"), .dim_fn = attn_##op, .opt = {1})
-#define REDUCE_CASE(op, tag, dim, keep) \
-    CASE(#op "_" tag, fwd_reduce, IN("x"), .reduce = attn_##op, .opt = {dim, keep})
-#define REDUCE_CASES(op)                                                 \
-    REDUCE_CASE(op, "d0_drop", 0, 0), REDUCE_CASE(op, "d0_keep", 0, 1),  \
-    REDUCE_CASE(op, "d1_drop", 1, 0), REDUCE_CASE(op, "d1_keep", 1, 1),  \
-    REDUCE_CASE(op, "dlast_drop", -1, 0), REDUCE_CASE(op, "dlast_keep", -1, 1), \
-    CASE(#op "_all", fwd_unary, IN("x"), .unary = attn_##op##_all)
+#define DIM_CASES(op)                                                                                                  \
+    CASE(#op "_last", fwd_dim, IN("x"), .dim_fn = attn_##op, .opt = {-1}),                                             \
+        CASE(#op "_dim1", fwd_dim, IN("x"), .dim_fn = attn_##op, .opt = {1})
+#define REDUCE_CASE(op, tag, dim, keep) CASE(#op "_" tag, fwd_reduce, IN("x"), .reduce = attn_##op, .opt = {dim, keep})
+#define REDUCE_CASES(op)                                                                                               \
+    REDUCE_CASE(op, "d0_drop", 0, 0), REDUCE_CASE(op, "d0_keep", 0, 1), REDUCE_CASE(op, "d1_drop", 1, 0),              \
+        REDUCE_CASE(op, "d1_keep", 1, 1), REDUCE_CASE(op, "dlast_drop", -1, 0), REDUCE_CASE(op, "dlast_keep", -1, 1),  \
+        CASE(#op "_all", fwd_unary, IN("x"), .unary = attn_##op##_all)
 
 static const golden_case cases[] = {
     BINARY_CASES(add),
@@ -284,9 +285,8 @@ static attn_status backward(golden_run *r, int n_out)
         attn_tensor *g = tk_golden_tensor(r->f, "grad_out");
         if (!g) return ATTN_ERR_ARG;
         TK_CHECK(g->numel == r->outs[0]->numel, "%s: grad_out size", r->c->name);
-        attn_status st = g->numel == r->outs[0]->numel
-                             ? attn_backward_from(r->ctx, r->outs[0], g->data)
-                             : ATTN_ERR_SHAPE;
+        attn_status st =
+            g->numel == r->outs[0]->numel ? attn_backward_from(r->ctx, r->outs[0], g->data) : ATTN_ERR_SHAPE;
         attn_tensor_free(g);
         return st;
     }
@@ -294,8 +294,7 @@ static attn_status backward(golden_run *r, int n_out)
     for (int i = 0; i < n_out; i++) {
         char name[32];
         snprintf(name, sizeof name, "grad_out%d", i);
-        attn_tensor *term = attn_sum_all(r->ctx, attn_mul(r->ctx, r->outs[i],
-                                                          golden_in_ctx(r, name)));
+        attn_tensor *term = attn_sum_all(r->ctx, attn_mul(r->ctx, r->outs[i], golden_in_ctx(r, name)));
         loss = loss ? attn_add(r->ctx, loss, term) : term;
     }
     return loss ? attn_backward(r->ctx, loss) : ATTN_ERR_ARG;

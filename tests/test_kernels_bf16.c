@@ -36,8 +36,8 @@ static void conversion_reference(void)
         uint16_t want;
     } edge[] = {
         {1.0f, 0x3f80},
-        {1.0f + 0x1p-8f, 0x3f80},           /* a tie: to the even 1.0 */
-        {1.0f + 3 * 0x1p-8f, 0x3f82},       /* a tie: to the even 1 + 2^-6 */
+        {1.0f + 0x1p-8f, 0x3f80},            /* a tie: to the even 1.0 */
+        {1.0f + 3 * 0x1p-8f, 0x3f82},        /* a tie: to the even 1 + 2^-6 */
         {1.0f + 0x1p-8f + 0x1p-20f, 0x3f81}, /* past the tie: up */
         {-2.5f, 0xc020},
         {0x1.fffffep+127f, 0x7f80}, /* FLT_MAX rounds to inf */
@@ -88,7 +88,11 @@ static void fill(float *x, int64_t n, attn_rng *rng, bool special)
 
 static void conversions_every_level(void)
 {
-    enum { ROWS = 9, COLS = 37, LD = 40 };
+    enum {
+        ROWS = 9,
+        COLS = 37,
+        LD = 40
+    };
     float src[ROWS * COLS];
     attn_rng rng;
     attn_rng_seed(&rng, 6);
@@ -101,7 +105,8 @@ static void conversions_every_level(void)
             memset(got, 0xab, sizeof got), memset(want, 0xab, sizeof want);
             k->attn_bf16_pack_row_pairs(got, LD, src, COLS, ROWS, cols);
             k->attn_bf16_pack_row_pairs_ref(want, LD, src, COLS, ROWS, cols);
-            TK_CHECK(!memcmp(got, want, sizeof got), "%s: pack_row_pairs of %d x %lld equals the reference (padding included)",
+            TK_CHECK(!memcmp(got, want, sizeof got),
+                     "%s: pack_row_pairs of %d x %lld equals the reference (padding included)",
                      attn_isa_name((attn_isa)l), ROWS, (long long)cols);
             uint32_t pgot[5 * LD], pwant[5 * LD];
             for (int64_t rows = 1; rows <= ROWS; rows += 3) {
@@ -119,14 +124,16 @@ static void conversions_every_level(void)
  * columns (a_rs = 1, a_ks = m); B pairs of rows. */
 static void gemm_every_level(void)
 {
-    static const int64_t shapes[][3] = {{1, 1, 1},  {6, 16, 2},  {5, 17, 3},   {13, 64, 64}, {7, 65, 31},
+    static const int64_t shapes[][3] = {{1, 1, 1},     {6, 16, 2},  {5, 17, 3},    {13, 64, 64}, {7, 65, 31},
                                         {12, 48, 128}, {3, 100, 9}, {64, 128, 64}, {1, 33, 128}, {11, 15, 5}};
     attn_rng rng;
     attn_rng_seed(&rng, 7);
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2], kp = (k + 1) / 2;
-        float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * k * n), *at = malloc(sizeof(float) * k * m);
-        float *c0 = malloc(sizeof(float) * m * n), *want = malloc(sizeof(float) * m * n), *got = malloc(sizeof(float) * m * n);
+        float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * k * n),
+              *at = malloc(sizeof(float) * k * m);
+        float *c0 = malloc(sizeof(float) * m * n), *want = malloc(sizeof(float) * m * n),
+              *got = malloc(sizeof(float) * m * n);
         uint32_t *ar = malloc(sizeof(uint32_t) * m * kp);
         uint32_t *ac = malloc(sizeof(uint32_t) * kp * m), *bp = malloc(sizeof(uint32_t) * kp * n);
         fill(a, m * k, &rng, false), fill(b, k * n, &rng, false), fill(c0, m * n, &rng, false);
@@ -146,9 +153,11 @@ static void gemm_every_level(void)
                     memcpy(want, c0, sizeof(float) * m * n), memcpy(got, c0, sizeof(float) * m * n);
                     t->attn_tile_gemm_bf16_ref(want, n, ap, a_rs, a_ks, bp, n, m, n, kp, 0.75f, acc);
                     t->attn_tile_gemm_bf16(got, n, ap, a_rs, a_ks, bp, n, m, n, kp, 0.75f, acc);
-                    TK_CHECK(!memcmp(got, want, sizeof(float) * m * n), "%s: bf16 tile GEMM %lld x %lld x %lld (%s, A %s) "
-                             "equals the reference bit for bit", attn_isa_name((attn_isa)l), (long long)m, (long long)n,
-                             (long long)k, acc ? "accumulate" : "overwrite", layout ? "by columns" : "by rows");
+                    TK_CHECK(!memcmp(got, want, sizeof(float) * m * n),
+                             "%s: bf16 tile GEMM %lld x %lld x %lld (%s, A %s) "
+                             "equals the reference bit for bit",
+                             attn_isa_name((attn_isa)l), (long long)m, (long long)n, (long long)k,
+                             acc ? "accumulate" : "overwrite", layout ? "by columns" : "by rows");
                 }
         }
         /* the reference against float64 sums of the same bf16 values: a float32 sum of 2 kp terms is
@@ -159,13 +168,15 @@ static void gemm_every_level(void)
             for (int64_t j = 0; j < n; j++) {
                 double exact = 0.0, mag = 0.0;
                 for (int64_t p = 0; p < k; p++) {
-                    double x = attn_f32_from_bf16(attn_bf16_from_f32(a[i * k + p])) * (double)attn_f32_from_bf16(attn_bf16_from_f32(b[p * n + j]));
+                    double x = attn_f32_from_bf16(attn_bf16_from_f32(a[i * k + p])) *
+                               (double)attn_f32_from_bf16(attn_bf16_from_f32(b[p * n + j]));
                     exact += x, mag += fabs(x);
                 }
                 double tol = 0.75 * (2.0 * (double)kp * 0x1p-24 * mag) + 0x1p-24 * fabs(0.75 * exact);
                 if (fabs(got[i * n + j] - 0.75 * exact) > tol) bad++;
             }
-        TK_CHECK(bad == 0, "bf16 tile GEMM %lld x %lld x %lld: the float32 sums within 2 kp u sum|a b| of float64 (%d outside)",
+        TK_CHECK(bad == 0,
+                 "bf16 tile GEMM %lld x %lld x %lld: the float32 sums within 2 kp u sum|a b| of float64 (%d outside)",
                  (long long)m, (long long)n, (long long)k, bad);
         free(a), free(b), free(at), free(c0), free(want), free(got), free(ar), free(ac), free(bp);
     }
@@ -190,7 +201,8 @@ static void library_gemm(void)
             float *a = malloc(sizeof(float) * (ta ? k : m) * lda), *b = malloc(sizeof(float) * (tb ? n : k) * ldb);
             float *c = malloc(sizeof(float) * m * ldc), *c0 = malloc(sizeof(float) * m * ldc);
             uint32_t *scratch = malloc(sizeof(uint32_t) * (size_t)attn_gemm_bf16_scratch_words(m, n, k, ta, tb));
-            fill(a, (ta ? k : m) * lda, &rng, false), fill(b, (tb ? n : k) * ldb, &rng, false), fill(c0, m * ldc, &rng, false);
+            fill(a, (ta ? k : m) * lda, &rng, false), fill(b, (tb ? n : k) * ldb, &rng, false),
+                fill(c0, m * ldc, &rng, false);
             memcpy(c, c0, sizeof(float) * m * ldc);
             if (!attn_gemm_bf16(c, ldc, a, lda, b, ldb, m, n, k, ta, tb, alpha, beta, scratch, 2)) {
                 declined++;
@@ -202,19 +214,24 @@ static void library_gemm(void)
                     for (int64_t j = 0; j < n; j++) {
                         double exact = 0.0, mag = 0.0;
                         for (int64_t p = 0; p < k; p++) {
-                            const float x = ta ? a[p * lda + i] : a[i * lda + p], y = tb ? b[j * ldb + p] : b[p * ldb + j];
-                            const double xy = attn_f32_from_bf16(attn_bf16_from_f32(x)) * (double)attn_f32_from_bf16(attn_bf16_from_f32(y));
+                            const float x = ta ? a[p * lda + i] : a[i * lda + p],
+                                        y = tb ? b[j * ldb + p] : b[p * ldb + j];
+                            const double xy = attn_f32_from_bf16(attn_bf16_from_f32(x)) *
+                                              (double)attn_f32_from_bf16(attn_bf16_from_f32(y));
                             exact += xy, mag += fabs(xy);
                         }
                         const double want = alpha * exact + beta * c0[i * ldc + j];
-                        const double tol = alpha * (double)k * 0x1p-24 * mag + 3 * 0x1p-24 * (fabs(want) + fabs(beta * c0[i * ldc + j]));
+                        const double tol = alpha * (double)k * 0x1p-24 * mag +
+                                           3 * 0x1p-24 * (fabs(want) + fabs(beta * c0[i * ldc + j]));
                         if (fabs(c[i * ldc + j] - want) > tol) bad++;
                     }
                 for (int64_t i = 0; i < m; i++) /* the padding past N untouched */
                     for (int64_t j = n; j < ldc; j++) bad += c[i * ldc + j] != c0[i * ldc + j];
-                TK_CHECK(bad == 0, "bf16 GEMM %lld x %lld x %lld%s%s alpha %g beta %g: within K u sum|ab| of float64 "
-                         "(%d outside)", (long long)m, (long long)n, (long long)k, ta ? " A^T" : "", tb ? " B^T" : "",
-                         (double)alpha, (double)beta, bad);
+                TK_CHECK(bad == 0,
+                         "bf16 GEMM %lld x %lld x %lld%s%s alpha %g beta %g: within K u sum|ab| of float64 "
+                         "(%d outside)",
+                         (long long)m, (long long)n, (long long)k, ta ? " A^T" : "", tb ? " B^T" : "", (double)alpha,
+                         (double)beta, bad);
             }
             free(a), free(b), free(c), free(c0), free(scratch);
         }
@@ -230,7 +247,7 @@ int main(void)
     gemm_every_level();
     library_gemm();
     const attn__kernel_table *bf16 = attn__kernels_at(ATTN_ISA_AVX512_BF16);
-    printf("test_kernels_bf16: the AVX512_BF16 kernels %s\n", bf16 ? "ran against the references on this CPU"
-                                                                     : "are not on this CPU: the references alone");
+    printf("test_kernels_bf16: the AVX512_BF16 kernels %s\n",
+           bf16 ? "ran against the references on this CPU" : "are not on this CPU: the references alone");
     return tk_finish("test_kernels_bf16");
 }

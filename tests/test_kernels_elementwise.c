@@ -40,8 +40,8 @@ static void dropout_masks(void)
                      "dropout p %g: kept %lld of %lld, expected %.0f +- %.0f", (double)ps[pi], (long long)kept,
                      (long long)n, (double)n * q, 5.0 * sd);
         }
-    TK_CHECK(mismatches == 0, "dropout masks: %d of %d differ from the reference or between thread counts",
-             mismatches, total);
+    TK_CHECK(mismatches == 0, "dropout masks: %d of %d differ from the reference or between thread counts", mismatches,
+             total);
     attn_dropout_mask(fast, 1000, 1, 0.5f, 2);
     attn_dropout_mask(two, 1000, 2, 0.5f, 2);
     TK_CHECK(memcmp(fast, two, 1000) != 0, "dropout masks: keys 1 and 2 give the same mask");
@@ -61,7 +61,8 @@ static void sums(void)
 {
     const int64_t rows = 1031, cols = 203;
     float *x = malloc((size_t)(rows * cols) * sizeof(float));
-    float fast[203], ref[203], *y = malloc((size_t)(rows * cols) * sizeof(float)), *y_ref = malloc((size_t)(rows * cols) * sizeof(float));
+    float fast[203], ref[203], *y = malloc((size_t)(rows * cols) * sizeof(float)),
+                               *y_ref = malloc((size_t)(rows * cols) * sizeof(float));
     attn_rng rng;
     attn_rng_seed(&rng, 3);
     for (int64_t i = 0; i < rows * cols; i++) x[i] = attn_rng_normal(&rng), y[i] = y_ref[i] = attn_rng_normal(&rng);
@@ -79,9 +80,12 @@ static void sums(void)
 /* One batch of rows with C classes: fast against reference, forward and backward. */
 static void cross_entropy_case(int64_t classes, double eps)
 {
-    enum { ROWS = 9 };
+    enum {
+        ROWS = 9
+    };
     float *z = malloc((size_t)(ROWS * classes) * sizeof(float));
-    float *dz = calloc((size_t)(ROWS * classes), sizeof(float)), *dz_ref = calloc((size_t)(ROWS * classes), sizeof(float));
+    float *dz = calloc((size_t)(ROWS * classes), sizeof(float)),
+          *dz_ref = calloc((size_t)(ROWS * classes), sizeof(float));
     int64_t t[ROWS];
     float max[ROWS], max_ref[ROWS];
     double sum[ROWS], sum_ref[ROWS], loss[ROWS], loss_ref[ROWS];

@@ -72,8 +72,8 @@ static bool gemm_close(const gemm_case *g, const gemm_data *d, const char *what)
             }
             double got = d->c_fast[i * d->ldc + j], want = d->c_ref[i * d->ldc + j];
             if (!(fabs(got - want) <= 1e-5 + 1e-5 * fabs(want) + 2e-6 * mag)) {
-                fprintf(stderr, "%s: C[%lld][%lld] = %.9g, reference %.9g\n", what, (long long)i,
-                        (long long)j, got, want);
+                fprintf(stderr, "%s: C[%lld][%lld] = %.9g, reference %.9g\n", what, (long long)i, (long long)j, got,
+                        want);
                 return false;
             }
         }
@@ -141,9 +141,8 @@ static void empty_k(void)
 static void split_products(void)
 {
     const gemm_case cases[] = {
-        {301, 170, 45, false, false, 0.0f}, {301, 170, 45, true, true, 1.0f},
-        {40, 700, 81, false, true, 0.0f},   {40, 700, 81, true, false, -0.5f},
-        {64, 64, 700, true, false, 1.0f},
+        {301, 170, 45, false, false, 0.0f}, {301, 170, 45, true, true, 1.0f}, {40, 700, 81, false, true, 0.0f},
+        {40, 700, 81, true, false, -0.5f},  {64, 64, 700, true, false, 1.0f},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const gemm_case *g = &cases[i];
@@ -169,10 +168,10 @@ static void inside_parallel_region(void)
     gemm_data d[2] = {make_data(&g), make_data(&g)};
 #pragma omp parallel for num_threads(2) schedule(static)
     for (int t = 0; t < 2; t++) {
-        attn_gemm(d[t].c_fast, d[t].ldc, d[t].a, d[t].lda, d[t].b, d[t].ldb, g.m, g.n, g.k, g.trans_a, g.trans_b,
-                  0.37f, g.beta, 2);
-        attn_gemm_ref(d[t].c_ref, d[t].ldc, d[t].a, d[t].lda, d[t].b, d[t].ldb, g.m, g.n, g.k, g.trans_a,
-                      g.trans_b, 0.37f, g.beta);
+        attn_gemm(d[t].c_fast, d[t].ldc, d[t].a, d[t].lda, d[t].b, d[t].ldb, g.m, g.n, g.k, g.trans_a, g.trans_b, 0.37f,
+                  g.beta, 2);
+        attn_gemm_ref(d[t].c_ref, d[t].ldc, d[t].a, d[t].lda, d[t].b, d[t].ldb, g.m, g.n, g.k, g.trans_a, g.trans_b,
+                      0.37f, g.beta);
     }
     for (int t = 0; t < 2; t++) {
         ok[t] = gemm_close(&g, &d[t], "gemm inside a parallel region");

@@ -31,19 +31,17 @@ static void fill(float *x, int64_t n, uint64_t *state)
 }
 
 /* |fast - ref| <= 1e-5 + 1e-5 |ref| + 2e-6 sum_p |a_ip b_pj| for every element */
-static bool gemm_close(const float *fast, const float *ref, const float *a, int64_t a_rs,
-                       int64_t a_ks, const float *b, int64_t ldb, int64_t ldc, int64_t m,
-                       int64_t n, int64_t k, const char *what)
+static bool gemm_close(const float *fast, const float *ref, const float *a, int64_t a_rs, int64_t a_ks, const float *b,
+                       int64_t ldb, int64_t ldc, int64_t m, int64_t n, int64_t k, const char *what)
 {
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             double mag = 0.0;
-            for (int64_t p = 0; p < k; p++)
-                mag += fabs((double)a[i * a_rs + p * a_ks] * b[p * ldb + j]);
+            for (int64_t p = 0; p < k; p++) mag += fabs((double)a[i * a_rs + p * a_ks] * b[p * ldb + j]);
             double got = fast[i * ldc + j], want = ref[i * ldc + j];
             if (!(fabs(got - want) <= 1e-5 + 1e-5 * fabs(want) + 2e-6 * mag)) {
-                fprintf(stderr, "%s: C[%lld][%lld] = %.9g, reference %.9g\n", what, (long long)i,
-                        (long long)j, got, want);
+                fprintf(stderr, "%s: C[%lld][%lld] = %.9g, reference %.9g\n", what, (long long)i, (long long)j, got,
+                        want);
                 return false;
             }
         }
@@ -52,8 +50,7 @@ static bool gemm_close(const float *fast, const float *ref, const float *a, int6
 
 /* One shape: A (m, k) with row stride k + 2, or stored transposed as (k, m + 1); B (k, n) with
  * row stride n + 5; C (m, n) with row stride n + 3, whose padding must stay untouched. */
-static bool tile_gemm_case(int64_t m, int64_t n, int64_t k, bool trans, bool accumulate,
-                           uint64_t *state)
+static bool tile_gemm_case(int64_t m, int64_t n, int64_t k, bool trans, bool accumulate, uint64_t *state)
 {
     const int64_t ldc = n + 3, ldb = n + 5, k1 = k > 0 ? k : 1;
     const int64_t a_rs = trans ? 1 : k + 2, a_ks = trans ? m + 1 : 1;
@@ -68,8 +65,8 @@ static bool tile_gemm_case(int64_t m, int64_t n, int64_t k, bool trans, bool acc
     attn_tile_gemm(c_fast, ldc, a, a_rs, a_ks, b, ldb, m, n, k, 0.37f, accumulate);
     attn_tile_gemm_ref(c_ref, ldc, a, a_rs, a_ks, b, ldb, m, n, k, 0.37f, accumulate);
     char what[96];
-    snprintf(what, sizeof what, "tile gemm m %lld n %lld k %lld%s%s", (long long)m, (long long)n,
-             (long long)k, trans ? " A^T" : "", accumulate ? " C +=" : "");
+    snprintf(what, sizeof what, "tile gemm m %lld n %lld k %lld%s%s", (long long)m, (long long)n, (long long)k,
+             trans ? " A^T" : "", accumulate ? " C +=" : "");
     bool ok = gemm_close(c_fast, c_ref, a, a_rs, a_ks, b, ldb, ldc, m, n, k, what);
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = n; j < ldc; j++) ok = ok && c_fast[i * ldc + j] == c_ref[i * ldc + j];
@@ -102,8 +99,8 @@ static void test_vf_exp(void)
     float x[64], want[64], got[64];
     uint64_t state = 7;
     for (int i = 0; i < 48; i++) x[i] = -90.0f * (uniform_pm1(&state) + 1.0f) * 0.5f;
-    const float edges[16] = {-INFINITY, -87.33654f, -87.4f, -87.3f, -1e-30f, 0.0f, -0.0f, 1e-7f,
-                             2e-6f, -88.0f, NAN, -0.5f, -1.0f, -20.0f, -60.0f, -86.0f};
+    const float edges[16] = {-INFINITY, -87.33654f, -87.4f, -87.3f, -1e-30f, 0.0f,   -0.0f,  1e-7f,
+                             2e-6f,     -88.0f,     NAN,    -0.5f,  -1.0f,   -20.0f, -60.0f, -86.0f};
     memcpy(x + 48, edges, sizeof edges);
     for (int i = 0; i < 64; i++) want[i] = attn_exp_nonpos(x[i]);
     for (int i = 0; i < 64; i += VF_LANES) vf_store(got + i, vf_exp(vf_load(x + i)));

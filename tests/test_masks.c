@@ -9,7 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { B = 2, H = 2, LQ = 3, LK = 4, D = 4 };
+enum {
+    B = 2,
+    H = 2,
+    LQ = 3,
+    LK = 4,
+    D = 4
+};
 
 /* sdpa with opts on fixed q (B, H, LQ, D), k, v (B, H, LK, D): the output (or NULL) in ctx. */
 static attn_tensor *run_sdpa(attn_ctx *ctx, const attn_sdpa_opts *opts)
@@ -38,7 +44,8 @@ static void refused(attn_ctx *ctx, const char *what, attn_sdpa_opts opts, attn_s
 static void lengths_and_padding(void)
 {
     attn_ctx *ctx = attn_ctx_new(1);
-    int64_t *one = malloc(1 * sizeof *one), *three = malloc(3 * sizeof *three), *per_query = malloc(B * LQ * sizeof *per_query);
+    int64_t *one = malloc(1 * sizeof *one), *three = malloc(3 * sizeof *three),
+            *per_query = malloc(B * LQ * sizeof *per_query);
     uint8_t *pad_long = calloc(B * (LK + 1), 1), *pad = calloc(B * LK, 1);
     one[0] = 2;
     for (int i = 0; i < 3; i++) three[i] = 2;
@@ -64,7 +71,8 @@ static void lengths_and_padding(void)
     p.mask.key_padding = pad_long;
     p.mask.key_padding_shape[0] = B;
     p.mask.key_padding_shape[1] = LK + 1;
-    refused(ctx, "key_padding (B, Lk + 1)", p, ATTN_ERR_SHAPE, "key_padding has shape (2, 5); expected (B, Lk) = (2, 4)");
+    refused(ctx, "key_padding (B, Lk + 1)", p, ATTN_ERR_SHAPE,
+            "key_padding has shape (2, 5); expected (B, Lk) = (2, 4)");
     p.mask.key_padding = pad;
     p.mask.key_padding_shape[0] = p.mask.key_padding_shape[1] = 0;
     refused(ctx, "key_padding without a shape", p, ATTN_ERR_SHAPE, "key_padding_shape is not set");
@@ -74,7 +82,8 @@ static void lengths_and_padding(void)
     a.mask.attend_ndim = 2;
     a.mask.attend_shape[0] = LK;
     a.mask.attend_shape[1] = LK;
-    refused(ctx, "an attend mask (Lk, Lk)", a, ATTN_ERR_SHAPE, "attend mask has shape (4, 4), which does not broadcast");
+    refused(ctx, "an attend mask (Lk, Lk)", a, ATTN_ERR_SHAPE,
+            "attend mask has shape (4, 4), which does not broadcast");
     free(one);
     free(three);
     free(per_query);

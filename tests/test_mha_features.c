@@ -24,7 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { B = 2, E = 16, H = 4 };
+enum {
+    B = 2,
+    E = 16,
+    H = 4
+};
 
 static float *copy_floats(const float *x, int64_t n)
 {
@@ -37,7 +41,7 @@ typedef struct rope_case {
     const char *what;
     bool self;
     int64_t lq, lk, kv_heads;
-    attn_rope_opts rope;          /* base 0: none */
+    attn_rope_opts rope;            /* base 0: none */
     const attn_sdpa_opts *features; /* NULL: none */
 } rope_case;
 
@@ -150,8 +154,8 @@ static attn_tensor *fd_forward(attn_ctx *ctx, attn_tensor **in, void *user)
 
 static attn_transformer_config encoder_config(float base)
 {
-    return (attn_transformer_config){.d_model = E, .num_heads = H, .dim_feedforward = 24, .rope_base = base,
-                                     .rope_layout = ATTN_ROPE_HALVES};
+    return (attn_transformer_config){
+        .d_model = E, .num_heads = H, .dim_feedforward = 24, .rope_base = base, .rope_layout = ATTN_ROPE_HALVES};
 }
 
 static void finite_differences_and_use(void)
@@ -191,15 +195,15 @@ static void finite_differences_and_use(void)
     /* the same q, k, v rotated at positions 37, 38, ... through the op, then attended */
     int64_t pos[5];
     for (int i = 0; i < 5; i++) pos[i] = 37 + i;
-    attn_rope_opts shifted = {.layout = ATTN_ROPE_HALVES, .base = 10000.0f, .position_dim = 2, .positions = pos,
-                              .n_positions = 5};
+    attn_rope_opts shifted = {
+        .layout = ATTN_ROPE_HALVES, .base = 10000.0f, .position_dim = 2, .positions = pos, .n_positions = 5};
     attn_tensor *q = projected_heads(ctx, &m, x, 0), *k = projected_heads(ctx, &m, x, 1);
     attn_tensor *v = projected_heads(ctx, &m, x, 2);
     attn_sdpa_opts so = {.impl = ATTN_SDPA_REF};
     TK_CHECK(attn_sdpa(ctx, attn_rope(ctx, q, &shifted), attn_rope(ctx, k, &shifted), v, &so, &w1) != NULL,
              "weights at positions 37..: %s", attn_last_error());
-    if (w0 && w1) tk_close_scaled("weights with every position shifted by 37", w0->data, w1->data, w0->numel,
-                                  TK_TOL_MHA);
+    if (w0 && w1)
+        tk_close_scaled("weights with every position shifted by 37", w0->data, w1->data, w0->numel, TK_TOL_MHA);
     attn_ctx_free(ctx);
     attn_tensor_free(x);
     attn_params_free(p);
@@ -214,22 +218,26 @@ static void refusals(void)
     attn_rng_seed(&rng, 5);
     attn_decoder_layer d;
     attn_transformer_config cfg = encoder_config(0.5f);
-    TK_CHECK(attn_decoder_layer_init(&d, p, "dec", &cfg, &rng) == ATTN_ERR_ARG && strstr(attn_last_error(), "rope_base"),
+    TK_CHECK(attn_decoder_layer_init(&d, p, "dec", &cfg, &rng) == ATTN_ERR_ARG &&
+                 strstr(attn_last_error(), "rope_base"),
              "a decoder layer with rope base 0.5 is refused: %s", attn_last_error());
     const struct {
         const char *what;
         float base;
         int layout;
         int64_t dim;
-    } bad[] = {{"base 0.5", 0.5f, 0, 0}, {"base NaN", NAN, 0, 0}, {"base inf", INFINITY, 0, 0},
-               {"layout 7", 10000.0f, 7, 0}, {"odd rope_dim", 10000.0f, 0, 3}, {"rope_dim past the head", 10000.0f, 0, 6},
+    } bad[] = {{"base 0.5", 0.5f, 0, 0},
+               {"base NaN", NAN, 0, 0},
+               {"base inf", INFINITY, 0, 0},
+               {"layout 7", 10000.0f, 7, 0},
+               {"odd rope_dim", 10000.0f, 0, 3},
+               {"rope_dim past the head", 10000.0f, 0, 6},
                {"negative rope_dim", 10000.0f, 0, -2}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         attn_encoder_layer e;
         cfg = encoder_config(bad[i].base);
         cfg.rope_layout = (attn_rope_layout)bad[i].layout, cfg.rope_dim = bad[i].dim;
-        TK_CHECK(attn_encoder_layer_init(&e, p, "enc", &cfg, &rng) == ATTN_ERR_ARG &&
-                     strstr(attn_last_error(), "rope"),
+        TK_CHECK(attn_encoder_layer_init(&e, p, "enc", &cfg, &rng) == ATTN_ERR_ARG && strstr(attn_last_error(), "rope"),
                  "an encoder layer with %s is refused: %s", bad[i].what, attn_last_error());
     }
 
@@ -250,10 +258,14 @@ static void refusals(void)
         const char *what;
         attn_mha_opts opts;
     } bad_opts[] = {
-        {"rope base 0.5", {.rope = &rope_bad_base}},         {"rope_dim 3", {.rope = &rope_odd}},
-        {"rope layout 9", {.rope = &rope_bad_layout}},       {"3 ALiBi slopes for 4 heads", {.features = &alibi_3}},
-        {"a NaN ALiBi slope", {.features = &alibi_nan}},     {"softcap NaN", {.features = &cap_nan}},
-        {"softcap -1", {.features = &cap_neg}},              {"window left -5", {.features = &window_bad}},
+        {"rope base 0.5", {.rope = &rope_bad_base}},
+        {"rope_dim 3", {.rope = &rope_odd}},
+        {"rope layout 9", {.rope = &rope_bad_layout}},
+        {"3 ALiBi slopes for 4 heads", {.features = &alibi_3}},
+        {"a NaN ALiBi slope", {.features = &alibi_nan}},
+        {"softcap NaN", {.features = &cap_nan}},
+        {"softcap -1", {.features = &cap_neg}},
+        {"window left -5", {.features = &window_bad}},
         {"score_mod without its gradient", {.features = &mod_no_grad}},
     };
     attn_ctx *ctx = attn_ctx_new(1);
@@ -291,16 +303,26 @@ int main(void)
     static const float slopes[H] = {0.5f, 0.25f, 0.125f, 0.0625f};
     const attn_sdpa_opts window = {.window = {.on = true, .left = 2, .right = 1}};
     const attn_sdpa_opts alibi_softcap = {.alibi_slopes = slopes, .alibi_ndim = 1, .alibi_shape = {H}, .softcap = 2.5f};
-    const attn_sdpa_opts mods = {.mods = {.score_mod = distance_bias, .score_mod_grad = distance_bias_grad,
-                                          .mask_mod = near_or_even}};
+    const attn_sdpa_opts mods = {
+        .mods = {.score_mod = distance_bias, .score_mod_grad = distance_bias_grad, .mask_mod = near_or_even}};
     const rope_case cases[] = {
         {"self, halves, full rotation", true, 6, 6, H, {.layout = ATTN_ROPE_HALVES, .base = 10000.0f}, NULL},
-        {"cross Lq 5 Lk 7, interleaved, rotary_dim 2", false, 5, 7, H,
-         {.layout = ATTN_ROPE_INTERLEAVED, .base = 500.0f, .rotary_dim = 2}, NULL},
+        {"cross Lq 5 Lk 7, interleaved, rotary_dim 2",
+         false,
+         5,
+         7,
+         H,
+         {.layout = ATTN_ROPE_INTERLEAVED, .base = 500.0f, .rotary_dim = 2},
+         NULL},
         {"cross, 2 key/value heads, halves", false, 5, 7, 2, {.layout = ATTN_ROPE_HALVES, .base = 10000.0f}, NULL},
         {"self, window (2, 1)", true, 6, 6, H, {0}, &window},
         {"cross Lq 5 Lk 7, ALiBi and softcap 2.5, 2 key/value heads", false, 5, 7, 2, {0}, &alibi_softcap},
-        {"self, score_mod and mask_mod, with rope", true, 6, 6, H, {.layout = ATTN_ROPE_HALVES, .base = 10000.0f},
+        {"self, score_mod and mask_mod, with rope",
+         true,
+         6,
+         6,
+         H,
+         {.layout = ATTN_ROPE_HALVES, .base = 10000.0f},
          &mods},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) against_composition(&cases[i]);

@@ -43,7 +43,8 @@ static void golden_case(const char *name)
         const int64_t E = query->shape[2];
         TK_OK(attn_mha_init_gqa(&m, params, "", E, H, Hkv, kdim, vdim, bias, 0.0f, NULL));
         TK_CHECK(m.num_kv_heads == Hkv && m.in_proj_weight == NULL && m.k_proj_weight &&
-                     m.k_proj_weight->shape[0] == Hkv * (E / H) && (!bias || m.in_proj_bias->shape[0] == E + 2 * Hkv * (E / H)),
+                     m.k_proj_weight->shape[0] == Hkv * (E / H) &&
+                     (!bias || m.in_proj_bias->shape[0] == E + 2 * Hkv * (E / H)),
                  "%s: K and V projections %lld wide", name, (long long)(Hkv * (E / H)));
         for (size_t i = 0; i < attn_params_count(params); i++)
             TK_CHECK(attn_st_copy_into(f, attn_params_name(params, i), attn_params_at(params, i)) == ATTN_OK,
@@ -51,7 +52,8 @@ static void golden_case(const char *name)
         for (size_t i = 0; i < attn_st_count(f); i++) { /* every torch parameter has its twin */
             const char *t = attn_st_at(f, i)->name;
             bool other = !strncmp(t, "grad.", 5) || !strcmp(t, "query") || !strcmp(t, "key") || !strcmp(t, "value") ||
-                         !strcmp(t, "out") || !strcmp(t, "grad_out") || !strcmp(t, "key_padding_mask") || !strcmp(t, "attn_mask");
+                         !strcmp(t, "out") || !strcmp(t, "grad_out") || !strcmp(t, "key_padding_mask") ||
+                         !strcmp(t, "attn_mask");
             TK_CHECK(other || attn_params_get(params, t), "%s: torch parameter %s has a twin", name, t);
         }
         attn_tensor *in[3] = {query, key, value};
@@ -68,7 +70,8 @@ static void golden_case(const char *name)
         uint8_t kpm_bytes[64], mask_bytes[64];
         if (kpm) {
             for (int64_t i = 0; i < kpm->numel; i++) kpm_bytes[i] = kpm->data[i] != 0.0f;
-            o.mask.key_padding = kpm_bytes, o.mask.key_padding_shape[0] = kpm->shape[0], o.mask.key_padding_shape[1] = kpm->shape[1];
+            o.mask.key_padding = kpm_bytes, o.mask.key_padding_shape[0] = kpm->shape[0],
+            o.mask.key_padding_shape[1] = kpm->shape[1];
         }
         if (mask) {
             for (int64_t i = 0; i < mask->numel; i++) mask_bytes[i] = mask->data[i] != 0.0f;
@@ -76,7 +79,8 @@ static void golden_case(const char *name)
             o.mask.blocked_shape[0] = mask->shape[0], o.mask.blocked_shape[1] = mask->shape[1];
         }
         attn_ctx *ctx = attn_ctx_new(1);
-        attn_tensor *w = NULL, *out = attn_mha_forward(ctx, &m, query, key, value, &o, impl == ATTN_SDPA_REF ? &w : NULL);
+        attn_tensor *w = NULL,
+                    *out = attn_mha_forward(ctx, &m, query, key, value, &o, impl == ATTN_SDPA_REF ? &w : NULL);
         char what[160];
         snprintf(what, sizeof what, "mha_gqa %s [%s]", name, impl == ATTN_SDPA_REF ? "ref" : "fused");
         TK_CHECK(out && attn_backward_from(ctx, out, g->data) == ATTN_OK, "%s: %s", what, attn_last_error());
@@ -138,8 +142,9 @@ static void refusals(void)
 
 int main(void)
 {
-    static const char *const cases[] = {"self_kpm", "mqa_cross_mask", "nobias_kpm_mask", "feat_window_alibi_kpm",
-                                        "feat_softcap_cross_mask", "feat_all_mqa"};
+    static const char *const cases[] = {
+        "self_kpm",    "mqa_cross_mask", "nobias_kpm_mask", "feat_window_alibi_kpm", "feat_softcap_cross_mask",
+        "feat_all_mqa"};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) golden_case(cases[i]);
     same_as_mha_init();
     refusals();

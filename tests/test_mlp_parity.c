@@ -48,8 +48,7 @@ static bool mlp_init(mlp *m, attn_params *p)
 }
 
 /* Mean cross entropy of the (20, 3) logits, or NULL. */
-static attn_tensor *mlp_loss(attn_ctx *ctx, const mlp *m, const int64_t *ids,
-                             const int64_t *targets)
+static attn_tensor *mlp_loss(attn_ctx *ctx, const mlp *m, const int64_t *ids, const int64_t *targets)
 {
     const int64_t ids_shape[] = {4, 5}, logits_shape[] = {-1, 3};
     attn_tensor *h = attn_embedding_forward(ctx, &m->emb, ids, 2, ids_shape);
@@ -112,8 +111,8 @@ static void check_losses(attn_st_file *f, const float *losses)
         printf("  step %2d: loss %.7f, torch %.7f\n", i, losses[i], ref->data[i]);
     }
     printf("test_mlp_parity: max relative loss difference over %d steps: %.3g\n", STEPS, worst);
-    TK_CHECK(ref->numel == STEPS && worst <= MAX_LOSS_REL,
-             "losses: max relative difference %.3g > %g", worst, MAX_LOSS_REL);
+    TK_CHECK(ref->numel == STEPS && worst <= MAX_LOSS_REL, "losses: max relative difference %.3g > %g", worst,
+             MAX_LOSS_REL);
     attn_tensor_free(ref);
 }
 

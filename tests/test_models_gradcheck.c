@@ -28,8 +28,8 @@
 #define FD_RTOL 2e-2f
 
 #define B 2
-#define L 4       /* layers: target / self length */
-#define LS 3      /* decoder memory length */
+#define L 4  /* layers: target / self length */
+#define LS 3 /* decoder memory length */
 #define D 8
 #define HEADS 2
 #define FFN 12
@@ -39,7 +39,12 @@
 #define GRU_LAYERS 2
 #define CLS_L 5
 
-typedef enum { FD_GRU, FD_ENCODER, FD_DECODER, FD_CLASSIFIER } fd_kind;
+typedef enum {
+    FD_GRU,
+    FD_ENCODER,
+    FD_DECODER,
+    FD_CLASSIFIER
+} fd_kind;
 
 typedef struct fd_case {
     const char *what;
@@ -53,8 +58,7 @@ typedef struct fd_case {
 
 static const fd_case cases[] = {
     {"gru 3->5 x2 layers", FD_GRU, .params = {"weight_hh_l1", "bias_ih_l0"}},
-    {"encoder post-LN relu", FD_ENCODER,
-     .params = {"self_attn.in_proj_weight", "linear1.weight", "norm1.weight"}},
+    {"encoder post-LN relu", FD_ENCODER, .params = {"self_attn.in_proj_weight", "linear1.weight", "norm1.weight"}},
     {"encoder post-LN gelu", FD_ENCODER, .gelu = true,
      .params = {"self_attn.out_proj.weight", "linear2.bias", "norm2.weight"}},
     {"encoder pre-LN relu", FD_ENCODER, .norm_first = true,
@@ -70,23 +74,17 @@ static const fd_case cases[] = {
     {"decoder pre-LN gelu", FD_DECODER, .norm_first = true, .gelu = true,
      .params = {"multihead_attn.out_proj.weight", "self_attn.in_proj_bias", "norm3.bias"}},
     {"classifier softmax", FD_CLASSIFIER, .attention = ATTN_CLASSIFIER_SOFTMAX,
-     .params = {"embedding.weight", "pos_encoding", "attention.in_proj_weight",
-                "classifier.0.weight"}},
-    {"classifier softmax (seed: padding attended)", FD_CLASSIFIER,
-     .attention = ATTN_CLASSIFIER_SOFTMAX, .seed_padding = true,
-     .params = {"embedding.weight", "attention.out_proj.weight", "classifier.3.weight"}},
+     .params = {"embedding.weight", "pos_encoding", "attention.in_proj_weight", "classifier.0.weight"}},
+    {"classifier softmax (seed: padding attended)", FD_CLASSIFIER, .attention = ATTN_CLASSIFIER_SOFTMAX,
+     .seed_padding = true, .params = {"embedding.weight", "attention.out_proj.weight", "classifier.3.weight"}},
     {"classifier linear", FD_CLASSIFIER, .attention = ATTN_CLASSIFIER_LINEAR,
-     .params = {"embedding.weight", "pos_encoding", "attention.to_key.weight",
-                "classifier.0.weight"}},
+     .params = {"embedding.weight", "pos_encoding", "attention.to_key.weight", "classifier.0.weight"}},
     {"classifier conv", FD_CLASSIFIER, .attention = ATTN_CLASSIFIER_CONV,
-     .params = {"embedding.weight", "pos_encoding", "attention.conv.weight",
-                "classifier.0.weight"}},
+     .params = {"embedding.weight", "pos_encoding", "attention.conv.weight", "classifier.0.weight"}},
     {"classifier additive", FD_CLASSIFIER, .attention = ATTN_CLASSIFIER_ADDITIVE,
-     .params = {"embedding.weight", "pos_encoding", "attention.W_q.weight",
-                "classifier.0.weight"}},
+     .params = {"embedding.weight", "pos_encoding", "attention.W_q.weight", "classifier.0.weight"}},
     {"classifier 1 pre-LN block", FD_CLASSIFIER, .num_blocks = 1, .norm_first = true,
-     .params = {"embedding.weight", "pos_encoding", "blocks.0.self_attn.in_proj_weight",
-                "blocks.0.linear1.weight"}},
+     .params = {"embedding.weight", "pos_encoding", "blocks.0.self_attn.in_proj_weight", "blocks.0.linear1.weight"}},
 };
 
 /* Padding (1 = padding): encoder keys, decoder target and memory keys; classifier ids/lengths. */
@@ -111,19 +109,30 @@ static attn_status build(fd_model *m)
     const fd_case *c = m->c;
     attn_rng rng;
     attn_rng_seed(&rng, 11);
-    attn_transformer_config tc = {.d_model = D, .num_heads = HEADS, .dim_feedforward = FFN,
-                                  .norm_first = c->norm_first, .gelu = c->gelu,
+    attn_transformer_config tc = {.d_model = D,
+                                  .num_heads = HEADS,
+                                  .dim_feedforward = FFN,
+                                  .norm_first = c->norm_first,
+                                  .gelu = c->gelu,
                                   .ffn_dropout = true};
     switch (c->kind) {
     case FD_GRU:
         return attn_gru_init(&m->gru, m->params, "", GRU_IN, GRU_H, GRU_LAYERS, 0.0f, &rng);
-    case FD_ENCODER: return attn_encoder_layer_init(&m->enc, m->params, "", &tc, &rng);
-    case FD_DECODER: return attn_decoder_layer_init(&m->dec, m->params, "", &tc, &rng);
+    case FD_ENCODER:
+        return attn_encoder_layer_init(&m->enc, m->params, "", &tc, &rng);
+    case FD_DECODER:
+        return attn_decoder_layer_init(&m->dec, m->params, "", &tc, &rng);
     case FD_CLASSIFIER: {
-        attn_classifier_config cc = {.vocab_size = 7, .embed_dim = D, .num_heads = HEADS,
-                                     .hidden_dim = 6, .num_classes = 3, .max_len = 6,
-                                     .attention = c->attention, .num_blocks = c->num_blocks,
-                                     .norm_first = c->norm_first, .additive_hidden = 5,
+        attn_classifier_config cc = {.vocab_size = 7,
+                                     .embed_dim = D,
+                                     .num_heads = HEADS,
+                                     .hidden_dim = 6,
+                                     .num_classes = 3,
+                                     .max_len = 6,
+                                     .attention = c->attention,
+                                     .num_blocks = c->num_blocks,
+                                     .norm_first = c->norm_first,
+                                     .additive_hidden = 5,
                                      .mask_padding = !c->seed_padding};
         m->cls_built = true;
         return attn_classifier_init(&m->cls, m->params, &cc, &rng);
@@ -144,8 +153,7 @@ static attn_tensor *fd_forward(attn_ctx *ctx, attn_tensor **in, void *user)
     switch (m->c->kind) {
     case FD_GRU: {
         attn_tensor *h_n = NULL;
-        attn_tensor *parts[2] = {flatten(ctx, attn_gru_forward(ctx, &m->gru, in[0], in[1], &h_n)),
-                                 NULL};
+        attn_tensor *parts[2] = {flatten(ctx, attn_gru_forward(ctx, &m->gru, in[0], in[1], &h_n)), NULL};
         parts[1] = flatten(ctx, h_n);
         return parts[0] && parts[1] ? attn_concat(ctx, parts, 2, 0) : NULL;
     }
@@ -172,12 +180,15 @@ static int data_inputs(fd_kind kind, int64_t shapes[2][3])
         shapes[0][0] = B, shapes[0][1] = GRU_T, shapes[0][2] = GRU_IN;
         shapes[1][0] = GRU_LAYERS, shapes[1][1] = B, shapes[1][2] = GRU_H;
         return 2;
-    case FD_ENCODER: shapes[0][0] = B, shapes[0][1] = L, shapes[0][2] = D; return 1;
+    case FD_ENCODER:
+        shapes[0][0] = B, shapes[0][1] = L, shapes[0][2] = D;
+        return 1;
     case FD_DECODER:
         shapes[0][0] = B, shapes[0][1] = L, shapes[0][2] = D;
         shapes[1][0] = B, shapes[1][1] = LS, shapes[1][2] = D;
         return 2;
-    case FD_CLASSIFIER: return 0;
+    case FD_CLASSIFIER:
+        return 0;
     }
     return 0;
 }
@@ -191,8 +202,7 @@ static void run_case(const fd_case *c, uint64_t seed)
     int64_t shapes[2][3];
     int n_data = data_inputs(c->kind, shapes), n = n_data;
     bool ok = st == ATTN_OK;
-    for (int i = 0; ok && i < n_data; i++)
-        ok = (in[i] = tk_randn(seed + (uint64_t)i, 3, shapes[i])) != NULL;
+    for (int i = 0; ok && i < n_data; i++) ok = (in[i] = tk_randn(seed + (uint64_t)i, 3, shapes[i])) != NULL;
     for (int i = 0; ok && i < 4 && c->params[i]; i++) {
         in[n] = attn_params_get(m.params, c->params[i]);
         TK_CHECK(in[n] != NULL, "%s: no parameter %s", c->what, c->params[i]);

@@ -47,9 +47,8 @@ static void test_linear_init(void)
     TK_CHECK(attn_params_count(p) == 2 && strcmp(attn_params_name(p, 0), "fc.weight") == 0 &&
                  strcmp(attn_params_name(p, 1), "fc.bias") == 0,
              "Linear names fc.weight, fc.bias in that order");
-    TK_CHECK(fc.weight->ndim == 2 && fc.weight->shape[0] == 300 && fc.weight->shape[1] == 500 &&
-                 fc.bias->ndim == 1 && fc.bias->shape[0] == 300 && fc.in_features == 500 &&
-                 fc.out_features == 300,
+    TK_CHECK(fc.weight->ndim == 2 && fc.weight->shape[0] == 300 && fc.weight->shape[1] == 500 && fc.bias->ndim == 1 &&
+                 fc.bias->shape[0] == 300 && fc.in_features == 500 && fc.out_features == 300,
              "Linear(500, 300) shapes: weight (out, in), bias (out)");
     /* 150000 weights: mean sd 0.0015 b, so 0.01 b is ~7 sd */
     check_uniform("Linear(500,300).weight", fc.weight, 1.0 / sqrt(500.0), 0.01);
@@ -69,11 +68,10 @@ static void test_linear_init(void)
     TK_CHECK(nobias.bias == NULL && attn_params_get(p, "proj.weight") && !attn_params_get(p, "proj.bias"),
              "bias = false registers no bias");
     attn_linear_layer dup;
-    TK_CHECK(attn_linear_init(&dup, p, "fc", 2, 2, true, &rng) != ATTN_OK &&
-                 strstr(attn_last_error(), "fc.weight"),
+    TK_CHECK(attn_linear_init(&dup, p, "fc", 2, 2, true, &rng) != ATTN_OK && strstr(attn_last_error(), "fc.weight"),
              "a duplicate prefix fails naming the parameter: %s", attn_last_error());
-    TK_CHECK(attn_linear_init(&dup, p, "zero", 0, 2, true, &rng) == ATTN_ERR_ARG,
-             "Linear with 0 inputs: %s", attn_last_error());
+    TK_CHECK(attn_linear_init(&dup, p, "zero", 0, 2, true, &rng) == ATTN_ERR_ARG, "Linear with 0 inputs: %s",
+             attn_last_error());
 
     attn_params *q = attn_params_new();
     attn_rng_seed(&rng, 1);
@@ -136,8 +134,8 @@ static void test_layer_norm_init(void)
     tk_close("LayerNorm bias zeros", ln.bias->data, zeros, 6, 0, 0);
     TK_CHECK(ln.dim == 6 && ln.eps == 1e-5f, "LayerNorm dim and eps kept");
     attn_layer_norm_layer bad;
-    TK_CHECK(attn_layer_norm_init(&bad, p, "bad", 4, -1.0f) == ATTN_ERR_ARG,
-             "LayerNorm negative eps: %s", attn_last_error());
+    TK_CHECK(attn_layer_norm_init(&bad, p, "bad", 4, -1.0f) == ATTN_ERR_ARG, "LayerNorm negative eps: %s",
+             attn_last_error());
 
     attn_ctx *ctx = attn_ctx_new(0);
     int64_t xs[2] = {3, 6};
@@ -145,8 +143,8 @@ static void test_layer_norm_init(void)
     for (int i = 0; i < 18; i++) xd[i] = (float)(i % 7) - 2.5f;
     attn_tensor *x = attn_tensor_from(ctx, 2, xs, xd);
     attn_tensor *y = attn_layer_norm_forward(ctx, &ln, x);
-    TK_CHECK(y && y->ndim == 2 && y->shape[0] == 3 && y->shape[1] == 6,
-             "LayerNorm forward keeps the shape: %s", y ? "" : attn_last_error());
+    TK_CHECK(y && y->ndim == 2 && y->shape[0] == 3 && y->shape[1] == 6, "LayerNorm forward keeps the shape: %s",
+             y ? "" : attn_last_error());
     attn_ctx_free(ctx);
     attn_params_free(p);
 }
@@ -168,15 +166,14 @@ static void test_conv1d_init(void)
     check_uniform("Conv1d(100,200,3).weight", conv.weight, 1.0 / sqrt(300.0), 0.015);
     TK_CHECK(within(conv.bias->data, 200, (float)(1.0 / sqrt(300.0))), "Conv1d bias inside +-1/sqrt(in*k)");
     attn_conv1d_layer bad;
-    TK_CHECK(attn_conv1d_init(&bad, p, "bad", 2, 2, 0, 0, true, &rng) == ATTN_ERR_ARG,
-             "Conv1d kernel 0: %s", attn_last_error());
+    TK_CHECK(attn_conv1d_init(&bad, p, "bad", 2, 2, 0, 0, true, &rng) == ATTN_ERR_ARG, "Conv1d kernel 0: %s",
+             attn_last_error());
 
     attn_ctx *ctx = attn_ctx_new(0);
     int64_t xs[3] = {2, 100, 9};
     attn_tensor *x = attn_tensor_zeros(ctx, 3, xs);
     attn_tensor *y = attn_conv1d_forward(ctx, &conv, x);
-    TK_CHECK(y && y->shape[0] == 2 && y->shape[1] == 200 && y->shape[2] == 9 &&
-                 y->data[0] == conv.bias->data[0],
+    TK_CHECK(y && y->shape[0] == 2 && y->shape[1] == 200 && y->shape[2] == 9 && y->data[0] == conv.bias->data[0],
              "Conv1d forward with k 3, padding 1 keeps the length");
     attn_ctx_free(ctx);
     attn_params_free(p);
@@ -195,8 +192,8 @@ static void test_refused_configs(void)
     const float bad_eps[3] = {NAN, INFINITY, -1.0f};
     for (int i = 0; i < 3; i++) {
         attn_transformer_config c = {.d_model = 8, .num_heads = 2, .dim_feedforward = 16, .eps = bad_eps[i]};
-        TK_CHECK(attn_encoder_layer_init(&enc, p, "enc", &c, &rng) == ATTN_ERR_ARG,
-                 "transformer eps %g is refused", (double)bad_eps[i]);
+        TK_CHECK(attn_encoder_layer_init(&enc, p, "enc", &c, &rng) == ATTN_ERR_ARG, "transformer eps %g is refused",
+                 (double)bad_eps[i]);
     }
     attn_learned_pe pe;
     TK_CHECK(attn_learned_pe_init(&pe, p, "pe0", 0, 4, &rng) == ATTN_ERR_ARG &&
@@ -255,8 +252,8 @@ static void test_failed_init_rolls_back(void)
     attn_transformer_config tc = {.d_model = 8, .num_heads = 2, .dim_feedforward = 16};
     TK_OK(attn_encoder_layer_init(&enc, p, "layer", &tc, &rng));
     TK_CHECK(attn_encoder_layer_init(&enc, p, "layer", &tc, &rng) == ATTN_ERR_ARG && attn_params_count(p) == n + 12,
-             "a second layer of the same name fails and takes back its parameters (%zu of %zu)",
-             attn_params_count(p), n + 12);
+             "a second layer of the same name fails and takes back its parameters (%zu of %zu)", attn_params_count(p),
+             n + 12);
     attn_classifier_free(&cls);
     attn_params_free(p);
 }

@@ -25,7 +25,10 @@ int main(void)
 {
     attn_ctx *ctx = attn_ctx_new(0);
     /* (1, 1, L, 2) with L = 70: more than one key block of the fused kernel */
-    enum { L = 70, D = 2 };
+    enum {
+        L = 70,
+        D = 2
+    };
     const int64_t shape[4] = {1, 1, L, D};
     float qd[L * D], kd[L * D], vd[L * D];
     for (int i = 0; i < L * D; i++) {

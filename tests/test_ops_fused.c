@@ -23,7 +23,10 @@
 #define DW_ATOL 1e-4f
 #define DW_RTOL 1e-5f
 
-static bool same_float(float a, float b) { return a == b || (isnan(a) && isnan(b)); }
+static bool same_float(float a, float b)
+{
+    return a == b || (isnan(a) && isnan(b));
+}
 
 /* One check: a and b hold the same values (NaN matching NaN); names the first that differs. */
 static void check_same(const char *what, const float *a, const float *b, int64_t n)
@@ -60,7 +63,7 @@ typedef struct fused_case {
     float p;
     int threads;
     int64_t rows_a, rows_b, in, out; /* x (rows_a, rows_b, in) */
-    bool nonfinite;                 /* a NaN and an inf in x, an inf in dy */
+    bool nonfinite;                  /* a NaN and an inf in x, an inf in dy */
 } fused_case;
 
 static attn_ctx *case_ctx(const fused_case *c)
@@ -114,8 +117,8 @@ static void test_linear_act(const fused_case *c, uint64_t seed)
     char what[160];
     snprintf(what, sizeof what, "linear_act %s%s p %.1f %s %d thr (%lld, %lld, %lld) -> %lld%s",
              c->act == ATTN__ACT_RELU ? "relu" : "gelu", c->bias ? " bias" : "", (double)c->p,
-             c->training ? "train" : "eval", c->threads, (long long)c->rows_a, (long long)c->rows_b,
-             (long long)c->in, (long long)c->out, c->nonfinite ? " nan/inf" : "");
+             c->training ? "train" : "eval", c->threads, (long long)c->rows_a, (long long)c->rows_b, (long long)c->in,
+             (long long)c->out, c->nonfinite ? " nan/inf" : "");
     const int64_t rows = c->rows_a * c->rows_b, ny = rows * c->out;
     attn_tensor *src[3] = {tk_randn(seed, 3, (int64_t[]){c->rows_a, c->rows_b, c->in}),
                            tk_randn(seed + 1, 2, (int64_t[]){c->out, c->in}),
@@ -125,8 +128,8 @@ static void test_linear_act(const fused_case *c, uint64_t seed)
     TK_CHECK(src[0] && src[1] && src[2] && dy && buf, "%s: allocation", what);
     if (!(src[0] && src[1] && src[2] && dy && buf)) return;
     if (c->nonfinite) {
-        src[0]->data[1] = NAN;                    /* row 0 of h is NaN */
-        src[0]->data[c->in + 2] = INFINITY;       /* row 1: +-inf and NaN */
+        src[0]->data[1] = NAN;              /* row 0 of h is NaN */
+        src[0]->data[c->in + 2] = INFINITY; /* row 1: +-inf and NaN */
         dy->data[ny - 1] = INFINITY;
     }
     float *y[2], *gx[2], *gw[2], *gb[2], *p = buf;
@@ -143,8 +146,8 @@ static void test_linear_act(const fused_case *c, uint64_t seed)
     snprintf(part, sizeof part, "%s: dx", what), check_same(part, gx[0], gx[1], src[0]->numel);
     snprintf(part, sizeof part, "%s: dW", what), check_same(part, gw[0], gw[1], src[1]->numel);
     if (c->bias) snprintf(part, sizeof part, "%s: db", what), check_same(part, gb[0], gb[1], c->out);
-    TK_CHECK(next[0] == next[1], "%s: the RNG moved differently (next word %u fused, %u chained)", what,
-             next[0], next[1]);
+    TK_CHECK(next[0] == next[1], "%s: the RNG moved differently (next word %u fused, %u chained)", what, next[0],
+             next[1]);
     free(buf);
     for (int i = 0; i < 3; i++) attn_tensor_free(src[i]);
     attn_tensor_free(dy);
@@ -173,8 +176,8 @@ static void test_add_dropout(const fused_case *c, uint64_t seed)
 {
     char what[160];
     snprintf(what, sizeof what, "add_dropout p %.1f %s %d thr (%lld, %lld, %lld)%s", (double)c->p,
-             c->training ? "train" : "eval", c->threads, (long long)c->rows_a, (long long)c->rows_b,
-             (long long)c->out, c->nonfinite ? " nan/inf" : "");
+             c->training ? "train" : "eval", c->threads, (long long)c->rows_a, (long long)c->rows_b, (long long)c->out,
+             c->nonfinite ? " nan/inf" : "");
     const int64_t shape[3] = {c->rows_a, c->rows_b, c->out}, n = shape[0] * shape[1] * shape[2];
     attn_tensor *src[2] = {tk_randn(seed, 3, shape), tk_randn(seed + 1, 3, shape)};
     attn_tensor *ds = tk_randn(seed + 2, 1, (int64_t[]){n});
@@ -193,8 +196,8 @@ static void test_add_dropout(const fused_case *c, uint64_t seed)
     snprintf(part, sizeof part, "%s: s", what), check_same(part, buf, buf + 3 * n, n);
     snprintf(part, sizeof part, "%s: dx", what), check_same(part, buf + n, buf + 4 * n, n);
     snprintf(part, sizeof part, "%s: dbranch", what), check_same(part, buf + 2 * n, buf + 5 * n, n);
-    TK_CHECK(next[0] == next[1], "%s: the RNG moved differently (next word %u fused, %u chained)", what,
-             next[0], next[1]);
+    TK_CHECK(next[0] == next[1], "%s: the RNG moved differently (next word %u fused, %u chained)", what, next[0],
+             next[1]);
     free(buf);
     attn_tensor_free(src[0]);
     attn_tensor_free(src[1]);
@@ -216,7 +219,7 @@ static void test_linear_blocks(int64_t B, int64_t L, int64_t E, int64_t H, int64
              (long long)L, (long long)E, (long long)H, (long long)n, threads);
     attn_tensor *src[3] = {tk_randn(seed, 3, (int64_t[]){B, L, E}), tk_randn(seed + 1, 2, (int64_t[]){n * E, E}),
                            tk_randn(seed + 2, 1, (int64_t[]){n * E})};
-    const int64_t nh = B * L * E; /* elements of one block's heads */
+    const int64_t nh = B * L * E;                                     /* elements of one block's heads */
     attn_tensor *dh = tk_randn(seed + 3, 1, (int64_t[]){2 * n * nh}); /* the heads', then y's */
     attn_tensor *x[2], *w[2], *b[2];
     float *heads[2];
@@ -230,8 +233,8 @@ static void test_linear_blocks(int64_t B, int64_t L, int64_t E, int64_t H, int64
         attn_tensor *lin[3] = {NULL, NULL, NULL}, *parts[4] = {NULL, NULL, NULL, NULL};
         for (int64_t j = 0; j < n; j++) {
             if (!fused)
-                lin[j] = attn_linear(ctx, x[0], attn_narrow(ctx, w[0], 0, j * E, E),
-                                     attn_narrow(ctx, b[0], 0, j * E, E));
+                lin[j] =
+                    attn_linear(ctx, x[0], attn_narrow(ctx, w[0], 0, j * E, E), attn_narrow(ctx, b[0], 0, j * E, E));
             attn_tensor *hj = fused ? attn__split_heads_block(ctx, y, j, n, H) : attn_split_heads(ctx, lin[j], H);
             parts[j] = hj ? attn_reshape(ctx, hj, 1, (int64_t[]){nh}) : NULL;
         }
@@ -326,8 +329,9 @@ static void test_linear_act_no_grad(attn__act act, uint64_t seed)
     attn_tensor *h = attn_linear(ctx, x, w, b);
     attn_tensor *ref = attn_dropout(ctx, act == ATTN__ACT_RELU ? attn_relu(ctx, h) : attn_gelu(ctx, h), 0.5f);
     TK_CHECK(y && ref && !y->requires_grad, "linear_act without grad: %s", attn_last_error());
-    if (y && ref) check_same(act == ATTN__ACT_RELU ? "linear_act relu, grad off" : "linear_act gelu, grad off",
-                             y->data, ref->data, y->numel);
+    if (y && ref)
+        check_same(act == ATTN__ACT_RELU ? "linear_act relu, grad off" : "linear_act gelu, grad off", y->data,
+                   ref->data, y->numel);
     attn_ctx_free(ctx);
     attn_tensor_free(x), attn_tensor_free(w), attn_tensor_free(b);
 }
@@ -406,8 +410,8 @@ static void test_refusals(void)
                  strstr(attn_last_error(), "dropout: p is nan"),
              "add_dropout with p NaN: %s", attn_last_error());
     attn_clear_error();
-    TK_CHECK(!attn__add_dropout(ctx, x, NULL, 0.1f) && attn_last_status() == ATTN_ERR_ARG,
-             "add_dropout of NULL: %s", attn_last_error());
+    TK_CHECK(!attn__add_dropout(ctx, x, NULL, 0.1f) && attn_last_status() == ATTN_ERR_ARG, "add_dropout of NULL: %s",
+             attn_last_error());
     attn_clear_error();
     attn_tensor *tensors[] = {x, w, w_bad, b_bad, other};
     for (int i = 0; i < 5; i++) attn_tensor_free(tensors[i]);

@@ -23,16 +23,25 @@
 #define NL_ATOL 2e-3f
 #define NL_RTOL 2e-2f
 
-typedef enum binary { ADD, SUB, MUL, DIV } binary;
+typedef enum binary {
+    ADD,
+    SUB,
+    MUL,
+    DIV
+} binary;
 static const char *const binary_names[] = {"add", "sub", "mul", "div"};
 
 static attn_tensor *binary_fwd(attn_ctx *ctx, attn_tensor **in, void *user)
 {
     switch (*(const binary *)user) {
-    case ADD: return attn_add(ctx, in[0], in[1]);
-    case SUB: return attn_sub(ctx, in[0], in[1]);
-    case MUL: return attn_mul(ctx, in[0], in[1]);
-    default: return attn_div(ctx, in[0], in[1]);
+    case ADD:
+        return attn_add(ctx, in[0], in[1]);
+    case SUB:
+        return attn_sub(ctx, in[0], in[1]);
+    case MUL:
+        return attn_mul(ctx, in[0], in[1]);
+    default:
+        return attn_div(ctx, in[0], in[1]);
     }
 }
 
@@ -87,9 +96,12 @@ static void matmul(void)
                 attn_tensor *in[2] = {tk_randn(31, 3, a_shape), tk_randn(32, shared ? 2 : 3, b_shape + shared)};
                 matmul_case c = {ta, tb};
                 char what[80];
-                snprintf(what, sizeof what, "matmul trans_a %d trans_b %d, B %s", ta, tb, shared ? "shared" : "batched");
-                if (in[0] && in[1]) tk_gradcheck(what, matmul_fwd, in, 2, &c, LIN_EPS, LIN_ATOL, LIN_RTOL);
-                else TK_CHECK(false, "%s: inputs", what);
+                snprintf(what, sizeof what, "matmul trans_a %d trans_b %d, B %s", ta, tb,
+                         shared ? "shared" : "batched");
+                if (in[0] && in[1])
+                    tk_gradcheck(what, matmul_fwd, in, 2, &c, LIN_EPS, LIN_ATOL, LIN_RTOL);
+                else
+                    TK_CHECK(false, "%s: inputs", what);
                 attn_tensor_free(in[0]), attn_tensor_free(in[1]);
             }
 }
@@ -133,8 +145,8 @@ static void unary_and_layers(void)
     const narrow_case narrows[] = {{0, 1, 2}, {1, 1, 2}, {-1, 2, 4}};
     for (size_t i = 0; x && i < sizeof narrows / sizeof *narrows; i++) {
         char what[64];
-        snprintf(what, sizeof what, "narrow dim %d start %lld length %lld", narrows[i].dim,
-                 (long long)narrows[i].start, (long long)narrows[i].length);
+        snprintf(what, sizeof what, "narrow dim %d start %lld length %lld", narrows[i].dim, (long long)narrows[i].start,
+                 (long long)narrows[i].length);
         tk_gradcheck(what, narrow_fwd, &x, 1, (void *)&narrows[i], LIN_EPS, LIN_ATOL, LIN_RTOL);
     }
     attn_tensor_free(x), attn_tensor_free(bias);
@@ -142,8 +154,10 @@ static void unary_and_layers(void)
     /* qp (2, 3, 5), kp (2, 4, 5), wv (5): s (2, 3, 4) */
     const int64_t qp_shape[3] = {2, 3, 5}, kp_shape[3] = {2, 4, 5}, wv_shape[1] = {5};
     attn_tensor *in[3] = {tk_randn(51, 3, qp_shape), tk_randn(52, 3, kp_shape), tk_randn(53, 1, wv_shape)};
-    if (in[0] && in[1] && in[2]) tk_gradcheck("additive_scores", additive_fwd, in, 3, NULL, NL_EPS, NL_ATOL, NL_RTOL);
-    else TK_CHECK(false, "additive_scores: inputs");
+    if (in[0] && in[1] && in[2])
+        tk_gradcheck("additive_scores", additive_fwd, in, 3, NULL, NL_EPS, NL_ATOL, NL_RTOL);
+    else
+        TK_CHECK(false, "additive_scores: inputs");
     for (int i = 0; i < 3; i++) attn_tensor_free(in[i]);
 }
 

@@ -47,16 +47,13 @@ static void test_linear(void)
         attn_tensor *y = linear_fwd(ctx, in, &wb);
         TK_NOT_NULL(y);
         if (y) {
-            TK_CHECK(y->ndim == 3 && y->shape[0] == 3 && y->shape[1] == 5 && y->shape[2] == 4,
-                     "linear output shape");
+            TK_CHECK(y->ndim == 3 && y->shape[0] == 3 && y->shape[1] == 5 && y->shape[2] == 4, "linear output shape");
             float ref[3 * 5 * 4];
             linear_direct(ref, in[0], in[1], wb ? in[2] : NULL);
-            tk_close(wb ? "linear forward" : "linear forward (no bias)", y->data, ref, 60,
-                     FWD_ATOL, FWD_RTOL);
+            tk_close(wb ? "linear forward" : "linear forward (no bias)", y->data, ref, 60, FWD_ATOL, FWD_RTOL);
         }
         attn_ctx_free(ctx);
-        tk_gradcheck(wb ? "linear" : "linear (no bias)", linear_fwd, in, wb ? 3 : 2, &wb, FD_EPS,
-                     FD_ATOL, FD_RTOL);
+        tk_gradcheck(wb ? "linear" : "linear (no bias)", linear_fwd, in, wb ? 3 : 2, &wb, FD_EPS, FD_ATOL, FD_RTOL);
     }
     /* a 1-D x is one row */
     int64_t x1s[1] = {7};
@@ -115,8 +112,7 @@ static void test_embedding(void)
     attn_tensor *y = embedding_fwd(ctx, &w, &pad);
     TK_NOT_NULL(y);
     if (y) {
-        TK_CHECK(y->ndim == 3 && y->shape[0] == 2 && y->shape[1] == 3 && y->shape[2] == 5,
-                 "embedding output shape");
+        TK_CHECK(y->ndim == 3 && y->shape[0] == 2 && y->shape[1] == 3 && y->shape[2] == 5, "embedding output shape");
         float ref[30];
         for (int i = 0; i < 6; i++) memcpy(ref + i * 5, w->data + ids[i] * 5, 5 * sizeof(float));
         tk_close("embedding forward gathers rows (the padding row too)", y->data, ref, 30, 0, 0);
@@ -133,8 +129,7 @@ static void test_embedding(void)
     /* finite differences see the padding row (it is gathered), so check a padding_idx that the
      * ids do not use; the skip itself is checked exactly above */
     emb_case pad_unused = {ids, 2, shape, 5};
-    tk_gradcheck("embedding padding_idx unused", embedding_fwd, &w, 1, &pad_unused, FD_EPS, FD_ATOL,
-                 FD_RTOL);
+    tk_gradcheck("embedding padding_idx unused", embedding_fwd, &w, 1, &pad_unused, FD_EPS, FD_ATOL, FD_RTOL);
     tk_gradcheck("embedding no padding", embedding_fwd, &w, 1, &nopad, FD_EPS, FD_ATOL, FD_RTOL);
     int64_t id0 = 3; /* 0-D ids give one row (E) */
     emb_case scalar = {&id0, 0, NULL, -1};
@@ -148,21 +143,20 @@ static void test_embedding_errors(void)
     int64_t ws[2] = {6, 5}, shape[2] = {2, 3};
     int64_t ids[6] = {1, 4, 2, 4, 6, 2};
     attn_tensor *w = attn_tensor_zeros(ctx, 2, ws);
-    TK_CHECK(attn_embedding(ctx, w, ids, 2, shape, -1) == NULL &&
-                 attn_last_status() == ATTN_ERR_ARG && strstr(attn_last_error(), "id 6") &&
-                 strstr(attn_last_error(), "[1, 1]") && strstr(attn_last_error(), "[0, 6)"),
+    TK_CHECK(attn_embedding(ctx, w, ids, 2, shape, -1) == NULL && attn_last_status() == ATTN_ERR_ARG &&
+                 strstr(attn_last_error(), "id 6") && strstr(attn_last_error(), "[1, 1]") &&
+                 strstr(attn_last_error(), "[0, 6)"),
              "embedding out-of-range id names id, position and V: %s", attn_last_error());
     ids[4] = -1;
     TK_CHECK(attn_embedding(ctx, w, ids, 2, shape, -1) == NULL && strstr(attn_last_error(), "id -1"),
              "embedding negative id: %s", attn_last_error());
     ids[4] = 0;
-    TK_CHECK(attn_embedding(ctx, w, ids, 2, shape, 6) == NULL &&
-                 attn_last_status() == ATTN_ERR_ARG && strstr(attn_last_error(), "padding_idx 6"),
+    TK_CHECK(attn_embedding(ctx, w, ids, 2, shape, 6) == NULL && attn_last_status() == ATTN_ERR_ARG &&
+                 strstr(attn_last_error(), "padding_idx 6"),
              "embedding padding_idx >= V: %s", attn_last_error());
     int64_t s1[1] = {6};
     attn_tensor *w1 = attn_tensor_zeros(ctx, 1, s1);
-    TK_CHECK(attn_embedding(ctx, w1, ids, 2, shape, -1) == NULL &&
-                 attn_last_status() == ATTN_ERR_SHAPE,
+    TK_CHECK(attn_embedding(ctx, w1, ids, 2, shape, -1) == NULL && attn_last_status() == ATTN_ERR_SHAPE,
              "embedding 1-D weight: %s", attn_last_error());
     int64_t s4[4] = {1, 1, 1, 1};
     TK_CHECK(attn_embedding(ctx, w, ids, 4, s4, -1) == NULL && attn_last_status() == ATTN_ERR_SHAPE,
@@ -184,8 +178,7 @@ static attn_tensor *conv1d_fwd(attn_ctx *ctx, attn_tensor **in, void *user)
 }
 
 /* y (B, Cout, Lout) by the definition, in double. */
-static void conv1d_direct(float *y, const attn_tensor *x, const attn_tensor *w,
-                          const attn_tensor *b, int64_t pad)
+static void conv1d_direct(float *y, const attn_tensor *x, const attn_tensor *w, const attn_tensor *b, int64_t pad)
 {
     int64_t B = x->shape[0], cin = x->shape[1], L = x->shape[2];
     int64_t cout = w->shape[0], K = w->shape[2], lout = L + 2 * pad - K + 1;
@@ -208,23 +201,21 @@ static void test_conv1d(void)
     int64_t xs[3] = {2, 3, 7}, ws[3] = {5, 3, 3}, bs[1] = {5};
     attn_tensor *in[3] = {tk_randn(6, 3, xs), tk_randn(7, 3, ws), tk_randn(8, 1, bs)};
     conv_case cases[4] = {{1, true}, {0, true}, {1, false}, {2, true}};
-    const char *names[4] = {"conv1d padding 1", "conv1d padding 0", "conv1d no bias",
-                            "conv1d padding 2"};
+    const char *names[4] = {"conv1d padding 1", "conv1d padding 0", "conv1d no bias", "conv1d padding 2"};
     for (int c = 0; c < 4; c++) {
         attn_ctx *ctx = attn_ctx_new(0);
         attn_tensor *y = conv1d_fwd(ctx, in, &cases[c]);
         int64_t lout = 7 + 2 * cases[c].padding - 3 + 1;
         TK_NOT_NULL(y);
         if (y) {
-            TK_CHECK(y->ndim == 3 && y->shape[0] == 2 && y->shape[1] == 5 && y->shape[2] == lout,
-                     "%s output shape", names[c]);
+            TK_CHECK(y->ndim == 3 && y->shape[0] == 2 && y->shape[1] == 5 && y->shape[2] == lout, "%s output shape",
+                     names[c]);
             float ref[2 * 5 * 11];
             conv1d_direct(ref, in[0], in[1], cases[c].bias ? in[2] : NULL, cases[c].padding);
             tk_close(names[c], y->data, ref, y->numel, FWD_ATOL, FWD_RTOL);
         }
         attn_ctx_free(ctx);
-        tk_gradcheck(names[c], conv1d_fwd, in, cases[c].bias ? 3 : 2, &cases[c], FD_EPS, FD_ATOL,
-                     FD_RTOL);
+        tk_gradcheck(names[c], conv1d_fwd, in, cases[c].bias ? 3 : 2, &cases[c], FD_EPS, FD_ATOL, FD_RTOL);
     }
     /* K = L with no padding: a single output position */
     int64_t ws7[3] = {2, 3, 7};
@@ -248,8 +239,8 @@ static void test_conv1d_errors(void)
     TK_CHECK(attn_conv1d(ctx, x, w2, NULL, 1) == NULL && strstr(attn_last_error(), "(2, 3, 4)") &&
                  strstr(attn_last_error(), "(5, 4, 3)"),
              "conv1d channel mismatch names both shapes: %s", attn_last_error());
-    TK_CHECK(attn_conv1d(ctx, x, w, b, 2) == NULL && strstr(attn_last_error(), "bias (4)"),
-             "conv1d bias mismatch: %s", attn_last_error());
+    TK_CHECK(attn_conv1d(ctx, x, w, b, 2) == NULL && strstr(attn_last_error(), "bias (4)"), "conv1d bias mismatch: %s",
+             attn_last_error());
     TK_CHECK(attn_conv1d(ctx, x, w, NULL, -1) == NULL && attn_last_status() == ATTN_ERR_ARG,
              "conv1d negative padding: %s", attn_last_error());
     attn_ctx_free(ctx);

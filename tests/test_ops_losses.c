@@ -51,10 +51,9 @@ static void test_cross_entropy(void)
     int64_t zs[2] = {5, 7};
     attn_tensor *z = tk_randn(11, 2, zs);
     int64_t target[5] = {3, -100, 0, 6, 2}, target0[5] = {3, 0, 0, 6, 2};
-    ce_case cases[4] = {{target, -100, 0.0f}, {target, -100, 0.1f}, {target0, 0, 0.25f},
-                        {target, -100, 1.0f}};
-    const char *names[4] = {"cross_entropy ls 0", "cross_entropy ls 0.1",
-                            "cross_entropy ignore_index 0, ls 0.25", "cross_entropy ls 1"};
+    ce_case cases[4] = {{target, -100, 0.0f}, {target, -100, 0.1f}, {target0, 0, 0.25f}, {target, -100, 1.0f}};
+    const char *names[4] = {"cross_entropy ls 0", "cross_entropy ls 0.1", "cross_entropy ignore_index 0, ls 0.25",
+                            "cross_entropy ls 1"};
     for (int c = 0; c < 4; c++) {
         attn_ctx *ctx = attn_ctx_new(0);
         attn_tensor *y = ce_fwd(ctx, &z, &cases[c]);
@@ -99,22 +98,20 @@ static void test_cross_entropy_errors(void)
     int64_t zs[2] = {3, 4}, z3s[3] = {3, 4, 1};
     attn_tensor *z = attn_tensor_zeros(ctx, 2, zs);
     int64_t target[3] = {0, 4, -100};
-    TK_CHECK(attn_cross_entropy(ctx, z, target, -100, 0.0f) == NULL &&
-                 attn_last_status() == ATTN_ERR_ARG && strstr(attn_last_error(), "target 4") &&
-                 strstr(attn_last_error(), "row 1") && strstr(attn_last_error(), "[0, 4)"),
+    TK_CHECK(attn_cross_entropy(ctx, z, target, -100, 0.0f) == NULL && attn_last_status() == ATTN_ERR_ARG &&
+                 strstr(attn_last_error(), "target 4") && strstr(attn_last_error(), "row 1") &&
+                 strstr(attn_last_error(), "[0, 4)"),
              "cross_entropy target out of range: %s", attn_last_error());
     target[1] = -5;
-    TK_CHECK(attn_cross_entropy(ctx, z, target, -100, 0.0f) == NULL &&
-                 strstr(attn_last_error(), "target -5"),
+    TK_CHECK(attn_cross_entropy(ctx, z, target, -100, 0.0f) == NULL && strstr(attn_last_error(), "target -5"),
              "cross_entropy negative target that is not ignore_index: %s", attn_last_error());
     target[1] = 1;
-    TK_CHECK(attn_cross_entropy(ctx, z, target, -100, 1.5f) == NULL &&
-                 attn_last_status() == ATTN_ERR_ARG,
+    TK_CHECK(attn_cross_entropy(ctx, z, target, -100, 1.5f) == NULL && attn_last_status() == ATTN_ERR_ARG,
              "cross_entropy label_smoothing 1.5: %s", attn_last_error());
     TK_CHECK(attn_cross_entropy(ctx, z, target, -100, NAN) == NULL, "cross_entropy label_smoothing NaN");
     attn_tensor *z3 = attn_tensor_zeros(ctx, 3, z3s);
-    TK_CHECK(attn_cross_entropy(ctx, z3, target, -100, 0.0f) == NULL &&
-                 attn_last_status() == ATTN_ERR_SHAPE && strstr(attn_last_error(), "(3, 4, 1)"),
+    TK_CHECK(attn_cross_entropy(ctx, z3, target, -100, 0.0f) == NULL && attn_last_status() == ATTN_ERR_SHAPE &&
+                 strstr(attn_last_error(), "(3, 4, 1)"),
              "cross_entropy 3-D logits: %s", attn_last_error());
     attn_ctx_free(ctx);
 }

@@ -61,8 +61,7 @@ static void layernorm_pair(int64_t rows, int64_t cols, bool affine, bool grads)
     attn_layernorm_rows(y, mean, rstd, x, w, b, rows, cols, LN_EPS, 2);
     attn_layernorm_rows_ref(y_ref, mean_ref, rstd_ref, x, w, b, rows, cols, LN_EPS);
     char what[96];
-    snprintf(what, sizeof what, "layernorm %lldx%lld%s", (long long)rows, (long long)cols,
-             affine ? " affine" : "");
+    snprintf(what, sizeof what, "layernorm %lldx%lld%s", (long long)rows, (long long)cols, affine ? " affine" : "");
     tk_close(what, y, y_ref, n, K_ATOL, K_RTOL);
     tk_close("layernorm mean", mean, mean_ref, rows, K_ATOL, K_RTOL);
     tk_close("layernorm rstd", rstd, rstd_ref, rows, K_ATOL, K_RTOL);
@@ -72,17 +71,15 @@ static void layernorm_pair(int64_t rows, int64_t cols, bool affine, bool grads)
     float *db = randn_buf(8, cols, 0.0f, 1.0f);
     float *dx_ref = copy_buf(dx, n), *dw_ref = copy_buf(dw, cols), *db_ref = copy_buf(db, cols);
     /* grads: all three; otherwise dx only, then dw and db only */
-    attn_layernorm_rows_backward(dx, grads ? dw : NULL, grads ? db : NULL, dy, x, mean_ref,
-                                 rstd_ref, w, rows, cols, 2);
-    attn_layernorm_rows_backward_ref(dx_ref, grads ? dw_ref : NULL, grads ? db_ref : NULL, dy, x,
-                                     mean_ref, rstd_ref, w, rows, cols);
+    attn_layernorm_rows_backward(dx, grads ? dw : NULL, grads ? db : NULL, dy, x, mean_ref, rstd_ref, w, rows, cols, 2);
+    attn_layernorm_rows_backward_ref(dx_ref, grads ? dw_ref : NULL, grads ? db_ref : NULL, dy, x, mean_ref, rstd_ref, w,
+                                     rows, cols);
     if (!grads) {
         attn_layernorm_rows_backward(NULL, dw, db, dy, x, mean_ref, rstd_ref, w, rows, cols, 2);
-        attn_layernorm_rows_backward_ref(NULL, dw_ref, db_ref, dy, x, mean_ref, rstd_ref, w, rows,
-                                         cols);
+        attn_layernorm_rows_backward_ref(NULL, dw_ref, db_ref, dy, x, mean_ref, rstd_ref, w, rows, cols);
     }
-    snprintf(what, sizeof what, "layernorm backward %lldx%lld%s%s", (long long)rows,
-             (long long)cols, affine ? " affine" : "", grads ? "" : " (split calls)");
+    snprintf(what, sizeof what, "layernorm backward %lldx%lld%s%s", (long long)rows, (long long)cols,
+             affine ? " affine" : "", grads ? "" : " (split calls)");
     tk_close(what, dx, dx_ref, n, K_ATOL, K_RTOL);
     tk_close("layernorm dw", dw, dw_ref, cols, K_ATOL, K_RTOL);
     tk_close("layernorm db", db, db_ref, cols, K_ATOL, K_RTOL);
@@ -93,19 +90,16 @@ static void layernorm_pair(int64_t rows, int64_t cols, bool affine, bool grads)
 
 static void test_layernorm_kernels(void)
 {
-    static const int64_t shapes[][2] = {{1, 1}, {3, 1}, {3, 7}, {4, 8}, {5, 33}, {2, 130},
-                                        {300, 257}};
+    static const int64_t shapes[][2] = {{1, 1}, {3, 1}, {3, 7}, {4, 8}, {5, 33}, {2, 130}, {300, 257}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int affine = 0; affine <= 1; affine++)
-            for (int grads = 0; grads <= 1; grads++)
-                layernorm_pair(shapes[s][0], shapes[s][1], affine, grads);
+            for (int grads = 0; grads <= 1; grads++) layernorm_pair(shapes[s][0], shapes[s][1], affine, grads);
 }
 
 /* ---- layer norm op ---- */
 
 /* y = (x - mean) / sqrt(var + eps) * w + b per row of the last dim, in double. */
-static void layernorm_direct(float *y, const attn_tensor *x, const attn_tensor *w,
-                             const attn_tensor *b, float eps)
+static void layernorm_direct(float *y, const attn_tensor *x, const attn_tensor *w, const attn_tensor *b, float eps)
 {
     int64_t c = x->shape[x->ndim - 1], rows = x->numel / c;
     for (int64_t r = 0; r < rows; r++) {
@@ -146,25 +140,20 @@ static void test_layernorm_op(void)
         attn_tensor *y = ln_fwd(ctx, in4, (void *)c);
         TK_NOT_NULL(y);
         if (y) {
-            layernorm_direct(ref, in4[0], c->weight ? in4[1] : NULL, c->bias ? in4[2] : NULL,
-                             LN_EPS);
-            snprintf(what, sizeof what, "layer_norm 2x3x5x7 weight %d bias %d", c->weight,
-                     c->bias);
+            layernorm_direct(ref, in4[0], c->weight ? in4[1] : NULL, c->bias ? in4[2] : NULL, LN_EPS);
+            snprintf(what, sizeof what, "layer_norm 2x3x5x7 weight %d bias %d", c->weight, c->bias);
             tk_close(what, y->data, ref, 210, FWD_ATOL, FWD_RTOL);
         }
         attn_ctx_free(ctx);
         snprintf(what, sizeof what, "layer_norm 3x5x7 weight %d bias %d", c->weight, c->bias);
-        tk_gradcheck(what, ln_fwd, in3, 1 + c->weight + c->bias, (void *)c, FD_EPS, FD_ATOL,
-                     FD_RTOL);
+        tk_gradcheck(what, ln_fwd, in3, 1 + c->weight + c->bias, (void *)c, FD_EPS, FD_ATOL, FD_RTOL);
         snprintf(what, sizeof what, "layer_norm 2x3x5x7 weight %d bias %d", c->weight, c->bias);
-        tk_gradcheck(what, ln_fwd, in4, 1 + c->weight + c->bias, (void *)c, FD_EPS, FD_ATOL,
-                     FD_RTOL);
+        tk_gradcheck(what, ln_fwd, in4, 1 + c->weight + c->bias, (void *)c, FD_EPS, FD_ATOL, FD_RTOL);
     }
     /* weight/bias that require grad while x does not */
     attn_tensor_set_requires_grad(in3[0], false);
     ln_case both = {true, true};
-    tk_gradcheck("layer_norm weight and bias only", ln_fwd, in3, 3, &both, FD_EPS, FD_ATOL,
-                 FD_RTOL);
+    tk_gradcheck("layer_norm weight and bias only", ln_fwd, in3, 3, &both, FD_EPS, FD_ATOL, FD_RTOL);
     attn_tensor_free(in3[0]);
     attn_tensor_free(in3[1]);
     attn_tensor_free(in3[2]);
@@ -211,8 +200,8 @@ static void test_layernorm_stats(void)
     attn_tensor *loss = yg && dy ? attn_sum_all(ctx, attn_mul(ctx, yg, dy)) : NULL;
     bool zero = loss && attn_backward(ctx, loss) == ATTN_OK && xg->grad;
     for (int i = 0; zero && i < 3; i++) zero = xg->grad[i] == 0.0f;
-    TK_CHECK(zero, "layer_norm over one column, eps 1e-12: dx exactly 0 (got %g %g %g)",
-             xg->grad ? xg->grad[0] : NAN, xg->grad ? xg->grad[1] : NAN, xg->grad ? xg->grad[2] : NAN);
+    TK_CHECK(zero, "layer_norm over one column, eps 1e-12: dx exactly 0 (got %g %g %g)", xg->grad ? xg->grad[0] : NAN,
+             xg->grad ? xg->grad[1] : NAN, xg->grad ? xg->grad[2] : NAN);
     attn_tensor_free(xg);
     attn_tensor_free(wg);
     attn_tensor_free(x);
@@ -225,21 +214,19 @@ static void test_layernorm_errors(void)
     int64_t xs[2] = {2, 6}, ws[1] = {5}, w2[2] = {1, 6}, good[1] = {6};
     attn_tensor *x = attn_tensor_zeros(ctx, 2, xs), *w = attn_tensor_zeros(ctx, 1, ws);
     attn_tensor *w2d = attn_tensor_zeros(ctx, 2, w2), *g = attn_tensor_zeros(ctx, 1, good);
-    TK_CHECK(attn_layer_norm(ctx, x, w, NULL, LN_EPS) == NULL &&
-                 attn_last_status() == ATTN_ERR_SHAPE && strstr(attn_last_error(), "(2, 6)") &&
-                 strstr(attn_last_error(), "(5)"),
+    TK_CHECK(attn_layer_norm(ctx, x, w, NULL, LN_EPS) == NULL && attn_last_status() == ATTN_ERR_SHAPE &&
+                 strstr(attn_last_error(), "(2, 6)") && strstr(attn_last_error(), "(5)"),
              "layer_norm weight of the wrong size names both shapes: %s", attn_last_error());
-    TK_CHECK(attn_layer_norm(ctx, x, g, w2d, LN_EPS) == NULL &&
-                 attn_last_status() == ATTN_ERR_SHAPE && strstr(attn_last_error(), "(1, 6)"),
+    TK_CHECK(attn_layer_norm(ctx, x, g, w2d, LN_EPS) == NULL && attn_last_status() == ATTN_ERR_SHAPE &&
+                 strstr(attn_last_error(), "(1, 6)"),
              "layer_norm 2-D bias: %s", attn_last_error());
     TK_CHECK(attn_layer_norm(ctx, x, g, g, -1.0f) == NULL && attn_last_status() == ATTN_ERR_ARG &&
                  strstr(attn_last_error(), "eps"),
              "layer_norm negative eps: %s", attn_last_error());
-    TK_CHECK(attn_layer_norm(ctx, x, g, g, NAN) == NULL && attn_last_status() == ATTN_ERR_ARG,
-             "layer_norm NaN eps: %s", attn_last_error());
+    TK_CHECK(attn_layer_norm(ctx, x, g, g, NAN) == NULL && attn_last_status() == ATTN_ERR_ARG, "layer_norm NaN eps: %s",
+             attn_last_error());
     attn_tensor *s = attn_tensor_zeros(ctx, 0, NULL);
-    TK_CHECK(attn_layer_norm(ctx, s, NULL, NULL, LN_EPS) == NULL &&
-                 attn_last_status() == ATTN_ERR_SHAPE,
+    TK_CHECK(attn_layer_norm(ctx, s, NULL, NULL, LN_EPS) == NULL && attn_last_status() == ATTN_ERR_SHAPE,
              "layer_norm of a scalar: %s", attn_last_error());
     TK_CHECK(attn_layer_norm(ctx, NULL, g, g, LN_EPS) == NULL, "NULL in, NULL out");
     attn_ctx_free(ctx);
@@ -261,13 +248,15 @@ static void test_dropout_statistics(void)
         if (!y) continue;
         int64_t zeros = 0, bad_scale = 0;
         for (int64_t i = 0; i < y->numel; i++) {
-            if (y->data[i] == 0.0f) zeros++;
-            else if (fabsf(y->data[i] - x->data[i] / (1.0f - p)) > 1e-6f * y->data[i]) bad_scale++;
+            if (y->data[i] == 0.0f)
+                zeros++;
+            else if (fabsf(y->data[i] - x->data[i] / (1.0f - p)) > 1e-6f * y->data[i])
+                bad_scale++;
         }
         double frac = (double)zeros / (double)y->numel;
         TK_CHECK(fabs(frac - p) < 0.01, "dropout p %g dropped a fraction %g", (double)p, frac);
-        TK_CHECK(bad_scale == 0, "dropout p %g: %lld kept values not scaled by 1/(1-p)",
-                 (double)p, (long long)bad_scale);
+        TK_CHECK(bad_scale == 0, "dropout p %g: %lld kept values not scaled by 1/(1-p)", (double)p,
+                 (long long)bad_scale);
     }
     attn_tensor_free(x);
     attn_ctx_free(ctx);

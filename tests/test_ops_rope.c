@@ -21,10 +21,12 @@ static void against_golden(void)
         attn_st_file *f = tk_golden(file);
         if (!f) continue;
         const char *layout = attn_st_metadata(f, "layout");
-        attn_rope_opts o = {.layout = layout && !strcmp(layout, "halves") ? ATTN_ROPE_HALVES : ATTN_ROPE_INTERLEAVED,
-                            .base = strtof(attn_st_metadata(f, "base") ? attn_st_metadata(f, "base") : "0", NULL),
-                            .rotary_dim = strtol(attn_st_metadata(f, "rotary_dim") ? attn_st_metadata(f, "rotary_dim") : "0", NULL, 10),
-                            .position_dim = (int)strtol(attn_st_metadata(f, "position_dim") ? attn_st_metadata(f, "position_dim") : "0", NULL, 10)};
+        attn_rope_opts o = {
+            .layout = layout && !strcmp(layout, "halves") ? ATTN_ROPE_HALVES : ATTN_ROPE_INTERLEAVED,
+            .base = strtof(attn_st_metadata(f, "base") ? attn_st_metadata(f, "base") : "0", NULL),
+            .rotary_dim = strtol(attn_st_metadata(f, "rotary_dim") ? attn_st_metadata(f, "rotary_dim") : "0", NULL, 10),
+            .position_dim =
+                (int)strtol(attn_st_metadata(f, "position_dim") ? attn_st_metadata(f, "position_dim") : "0", NULL, 10)};
         attn_tensor *x = tk_golden_tensor(f, "x"), *g = tk_golden_tensor(f, "grad_out");
         int64_t n_positions = 0, *positions = attn_st_load_i64(f, "positions", &n_positions);
         TK_CHECK(positions != NULL, "%s: positions readable: %s", cases[c], attn_last_error());
@@ -71,7 +73,8 @@ static void relative(void)
         memcpy(v->data + 16, v->data, 16 * sizeof(float));
         memcpy(w->data + 16, w->data, 16 * sizeof(float));
         int64_t pq[2] = {3, 10}, pk[2] = {0, 7};
-        attn_rope_opts oq = {(attn_rope_layout)layout, 10000.0f, 0, 0, pq, 2}, ok = {(attn_rope_layout)layout, 10000.0f, 0, 0, pk, 2};
+        attn_rope_opts oq = {(attn_rope_layout)layout, 10000.0f, 0, 0, pq, 2},
+                       ok = {(attn_rope_layout)layout, 10000.0f, 0, 0, pk, 2};
         attn_tensor *q = attn_rope(ctx, v, &oq), *k = attn_rope(ctx, w, &ok);
         double d0 = 0.0, d1 = 0.0, mag = 0.0;
         for (int i = 0; q && k && i < 16; i++) {
@@ -91,7 +94,8 @@ static void gradchecks_and_refusals(void)
         int64_t pos[5] = {2, 0, 9, 4, 1};
         fd_user u = {{(attn_rope_layout)layout, 100.0f, 6, 1, pos, 5}};
         attn_tensor *in[1] = {tk_randn(7, 4, (int64_t[]){2, 5, 3, 10})};
-        tk_gradcheck(layout == ATTN_ROPE_HALVES ? "rope halves, rotary_dim 6 of 10" : "rope interleaved, rotary_dim 6 of 10",
+        tk_gradcheck(layout == ATTN_ROPE_HALVES ? "rope halves, rotary_dim 6 of 10"
+                                                : "rope interleaved, rotary_dim 6 of 10",
                      fd_forward, in, 1, &u, 1e-2f, 1e-3f, 1e-2f);
         attn_tensor_free(in[0]);
     }
@@ -114,7 +118,8 @@ static void gradchecks_and_refusals(void)
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         attn_clear_error();
-        TK_CHECK(!attn_rope(ctx, x, &bad[i].o) && attn_last_status() == bad[i].want && strstr(attn_last_error(), "rope"),
+        TK_CHECK(!attn_rope(ctx, x, &bad[i].o) && attn_last_status() == bad[i].want &&
+                     strstr(attn_last_error(), "rope"),
                  "%s refused (%s)", bad[i].what, attn_last_error());
     }
     attn_ctx_free(ctx);

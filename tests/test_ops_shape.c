@@ -24,8 +24,7 @@
 
 static bool same_data(const attn_tensor *a, const attn_tensor *b)
 {
-    return a && b && a->numel == b->numel &&
-           memcmp(a->data, b->data, (size_t)a->numel * sizeof(float)) == 0;
+    return a && b && a->numel == b->numel && memcmp(a->data, b->data, (size_t)a->numel * sizeof(float)) == 0;
 }
 
 static bool has_shape(const attn_tensor *t, int ndim, const int64_t *shape)
@@ -64,8 +63,7 @@ typedef struct red_case {
 static attn_tensor *red_fwd(attn_ctx *ctx, attn_tensor **in, void *user)
 {
     const red_case *c = user;
-    return c->mean ? attn_mean(ctx, in[0], c->dim, c->keepdim)
-                   : attn_sum(ctx, in[0], c->dim, c->keepdim);
+    return c->mean ? attn_mean(ctx, in[0], c->dim, c->keepdim) : attn_sum(ctx, in[0], c->dim, c->keepdim);
 }
 
 static attn_tensor *sum_all_fwd(attn_ctx *ctx, attn_tensor **in, void *user)
@@ -92,8 +90,7 @@ static void test_reduce(void)
                     int nd = 0;
                     for (int i = 0; i < x->ndim; i++)
                         if (i != d || keep) shape[nd++] = i == d ? 1 : x->shape[i];
-                    snprintf(what, sizeof what, "%s %dD dim %d keepdim %d", mean ? "mean" : "sum",
-                             x->ndim, dim, keep);
+                    snprintf(what, sizeof what, "%s %dD dim %d keepdim %d", mean ? "mean" : "sum", x->ndim, dim, keep);
                     TK_CHECK(has_shape(y, nd, shape), "%s: output shape", what);
                     if (y) {
                         reduce_direct(ref, x, d, mean);
@@ -110,8 +107,7 @@ static void test_reduce(void)
             double acc = 0.0;
             for (int64_t i = 0; i < x->numel; i++) acc += x->data[i];
             float expect = (float)(m ? acc / x->numel : acc);
-            TK_CHECK(y && y->ndim == 0 && y->numel == 1, "%s: a scalar",
-                     m ? "mean_all" : "sum_all");
+            TK_CHECK(y && y->ndim == 0 && y->numel == 1, "%s: a scalar", m ? "mean_all" : "sum_all");
             if (y) tk_close(m ? "mean_all" : "sum_all", y->data, &expect, 1, RED_ATOL, RED_RTOL);
             attn_ctx_free(ctx);
             snprintf(what, sizeof what, "%s %dD", m ? "mean_all" : "sum_all", x->ndim);
@@ -128,18 +124,16 @@ static void test_reduce_edges(void)
     int64_t s1[1] = {4}, s2[2] = {2, 3};
     attn_tensor *v = attn_tensor_from(ctx, 1, s1, (float[]){1, 2, 3, 4});
     attn_tensor *y = attn_sum(ctx, v, 0, false);
-    TK_CHECK(y && y->ndim == 0 && y->data[0] == 10.0f,
-             "sum of a 1-D tensor without keepdim is a scalar");
+    TK_CHECK(y && y->ndim == 0 && y->data[0] == 10.0f, "sum of a 1-D tensor without keepdim is a scalar");
     y = attn_mean(ctx, v, -1, true);
-    TK_CHECK(y && y->ndim == 1 && y->shape[0] == 1 && y->data[0] == 2.5f,
-             "mean keepdim of a 1-D tensor");
+    TK_CHECK(y && y->ndim == 1 && y->shape[0] == 1 && y->data[0] == 2.5f, "mean keepdim of a 1-D tensor");
     attn_tensor *x = attn_tensor_zeros(ctx, 2, s2);
-    TK_CHECK(attn_sum(ctx, x, 2, false) == NULL && failed_with(ATTN_ERR_ARG, "sum"),
-             "sum dim 2 of a 2-D tensor: %s", attn_last_error());
+    TK_CHECK(attn_sum(ctx, x, 2, false) == NULL && failed_with(ATTN_ERR_ARG, "sum"), "sum dim 2 of a 2-D tensor: %s",
+             attn_last_error());
     TK_CHECK(attn_mean(ctx, x, -3, false) == NULL && failed_with(ATTN_ERR_ARG, "mean"),
              "mean dim -3 of a 2-D tensor: %s", attn_last_error());
-    TK_CHECK(!attn_sum(ctx, NULL, 0, false) && !attn_mean(ctx, NULL, 0, false) &&
-                 !attn_sum_all(ctx, NULL) && !attn_mean_all(ctx, NULL),
+    TK_CHECK(!attn_sum(ctx, NULL, 0, false) && !attn_mean(ctx, NULL, 0, false) && !attn_sum_all(ctx, NULL) &&
+                 !attn_mean_all(ctx, NULL),
              "NULL in, NULL out");
     attn_ctx_free(ctx);
 }
@@ -171,13 +165,12 @@ static void test_reshape(void)
     int64_t to[2] = {15, -1}, want[2] = {15, 7};
     attn_tensor *y = attn_reshape(ctx, x, 2, to);
     TK_CHECK(has_shape(y, 2, want), "reshape (3, 5, 7) to (15, -1) gives (15, 7)");
-    TK_CHECK(y && y->data == x->data && y->storage == ATTN_STORAGE_VIEW,
-             "reshape shares its input's data (a view)");
+    TK_CHECK(y && y->data == x->data && y->storage == ATTN_STORAGE_VIEW, "reshape shares its input's data (a view)");
     float dy[105];
     for (int i = 0; i < 105; i++) dy[i] = (float)i;
     attn_tensor_zero_grad(x);
-    TK_CHECK(y && attn_backward_from(ctx, y, dy) == ATTN_OK && y->grad && x->grad &&
-                 y->grad != x->grad && memcmp(x->grad, dy, sizeof dy) == 0,
+    TK_CHECK(y && attn_backward_from(ctx, y, dy) == ATTN_OK && y->grad && x->grad && y->grad != x->grad &&
+                 memcmp(x->grad, dy, sizeof dy) == 0,
              "reshape: its own grad buffer, passed through to x's");
     attn_ctx_reset(ctx);
     y = attn_reshape(ctx, x, 2, to);
@@ -194,12 +187,12 @@ static void test_reshape(void)
     int64_t wrong[2] = {10, 10};
     TK_CHECK(!attn_reshape(ctx, x, 2, wrong) && failed_with(ATTN_ERR_SHAPE, "(10, 10)"),
              "reshape to a different element count: %s", attn_last_error());
-    TK_CHECK(!attn_reshape(ctx, x, 2, two) && failed_with(ATTN_ERR_SHAPE, "-1"),
-             "reshape with two -1: %s", attn_last_error());
+    TK_CHECK(!attn_reshape(ctx, x, 2, two) && failed_with(ATTN_ERR_SHAPE, "-1"), "reshape with two -1: %s",
+             attn_last_error());
     TK_CHECK(!attn_reshape(ctx, x, 2, neg) && failed_with(ATTN_ERR_SHAPE, "reshape"),
              "reshape with a negative size: %s", attn_last_error());
-    TK_CHECK(!attn_reshape(ctx, x, 5, s3) && failed_with(ATTN_ERR_ARG, "reshape"),
-             "reshape to 5 dims: %s", attn_last_error());
+    TK_CHECK(!attn_reshape(ctx, x, 5, s3) && failed_with(ATTN_ERR_ARG, "reshape"), "reshape to 5 dims: %s",
+             attn_last_error());
     TK_CHECK(!attn_reshape(ctx, NULL, 2, to), "NULL in, NULL out");
     attn_ctx_free(ctx);
 
@@ -225,8 +218,7 @@ static void permute_direct(float *y, const attn_tensor *x, const int *perm)
         for (int64_t b = 0; b < ys[1]; b++)
             for (int64_t c = 0; c < ys[2]; c++)
                 for (int64_t d = 0; d < ys[3]; d++)
-                    y[o++] = x->data[a * st[perm[0]] + b * st[perm[1]] + c * st[perm[2]] +
-                                     d * st[perm[3]]];
+                    y[o++] = x->data[a * st[perm[0]] + b * st[perm[1]] + c * st[perm[2]] + d * st[perm[3]]];
 }
 
 static attn_tensor *permute_fwd(attn_ctx *ctx, attn_tensor **in, void *user)
@@ -258,13 +250,11 @@ static void test_permute(void)
         TK_CHECK(has_shape(y, 4, want), "%s: shape", what);
         permute_direct(ref, x, p);
         TK_CHECK(y && memcmp(y->data, ref, sizeof ref) == 0, "%s: values", what);
-        TK_CHECK(same_data(attn_permute(ctx, y, inv), x), "%s then its inverse is the identity",
-                 what);
+        TK_CHECK(same_data(attn_permute(ctx, y, inv), x), "%s then its inverse is the identity", what);
         tk_gradcheck(what, permute_fwd, &x, 1, (void *)p, FD_EPS, FD_ATOL, FD_RTOL);
     }
     int p3[3] = {2, 0, 1}, neg[3] = {-1, 0, 1};
-    TK_CHECK(same_data(attn_permute(ctx, x3, p3), attn_permute(ctx, x3, neg)),
-             "permute takes negative entries");
+    TK_CHECK(same_data(attn_permute(ctx, x3, p3), attn_permute(ctx, x3, neg)), "permute takes negative entries");
     tk_gradcheck("permute 3x5x7 (2, 0, 1)", permute_fwd, &x3, 1, p3, FD_EPS, FD_ATOL, FD_RTOL);
 
     /* transpose = permute with two dims swapped */
@@ -275,22 +265,21 @@ static void test_permute(void)
         p[d0] = d1;
         p[d1] = d0;
         snprintf(what, sizeof what, "transpose 3x5x7 (%d, %d)", pairs[k][0], pairs[k][1]);
-        TK_CHECK(same_data(attn_transpose(ctx, x3, pairs[k][0], pairs[k][1]),
-                           attn_permute(ctx, x3, p)),
-                 "%s = permute", what);
+        TK_CHECK(same_data(attn_transpose(ctx, x3, pairs[k][0], pairs[k][1]), attn_permute(ctx, x3, p)), "%s = permute",
+                 what);
         tk_gradcheck(what, transpose_fwd, &x3, 1, pairs[k], FD_EPS, FD_ATOL, FD_RTOL);
     }
     TK_CHECK(same_data(attn_transpose(ctx, x3, 1, 1), x3), "transpose of a dim with itself copies");
 
     int dup[4] = {0, 1, 1, 3}, out_of_range[3] = {0, 1, 3};
-    TK_CHECK(!attn_permute(ctx, x, dup) && failed_with(ATTN_ERR_ARG, "(2, 3, 5, 7)"),
-             "permute with a repeated dim: %s", attn_last_error());
+    TK_CHECK(!attn_permute(ctx, x, dup) && failed_with(ATTN_ERR_ARG, "(2, 3, 5, 7)"), "permute with a repeated dim: %s",
+             attn_last_error());
     TK_CHECK(!attn_permute(ctx, x3, out_of_range) && failed_with(ATTN_ERR_ARG, "permute"),
              "permute with dim 3 of 3: %s", attn_last_error());
-    TK_CHECK(!attn_permute(ctx, x3, NULL) && failed_with(ATTN_ERR_ARG, "perm"),
-             "permute with a NULL perm: %s", attn_last_error());
-    TK_CHECK(!attn_transpose(ctx, x3, 0, 3) && failed_with(ATTN_ERR_ARG, "transpose"),
-             "transpose dim 3 of 3: %s", attn_last_error());
+    TK_CHECK(!attn_permute(ctx, x3, NULL) && failed_with(ATTN_ERR_ARG, "perm"), "permute with a NULL perm: %s",
+             attn_last_error());
+    TK_CHECK(!attn_transpose(ctx, x3, 0, 3) && failed_with(ATTN_ERR_ARG, "transpose"), "transpose dim 3 of 3: %s",
+             attn_last_error());
     TK_CHECK(!attn_permute(ctx, NULL, p3) && !attn_transpose(ctx, NULL, 0, 1), "NULL in, NULL out");
     attn_ctx_free(ctx);
     attn_tensor_free(x);
@@ -325,22 +314,19 @@ static void test_heads(void)
     TK_CHECK(ok, "split_heads values");
     attn_tensor *m = attn_merge_heads(ctx, y);
     TK_CHECK(has_shape(m, 3, s3) && same_data(m, x), "merge_heads(split_heads(x)) = x");
-    TK_CHECK(same_data(attn_split_heads(ctx, attn_merge_heads(ctx, z), h), z),
-             "split_heads(merge_heads(z)) = z");
-    tk_gradcheck("split_heads (2, 5, 12) H 3", split_heads_fwd, &x, 1, &h, FD_EPS, FD_ATOL,
-                 FD_RTOL);
-    tk_gradcheck("merge_heads (2, 3, 5, 4)", merge_heads_fwd, &z, 1, NULL, FD_EPS, FD_ATOL,
-                 FD_RTOL);
+    TK_CHECK(same_data(attn_split_heads(ctx, attn_merge_heads(ctx, z), h), z), "split_heads(merge_heads(z)) = z");
+    tk_gradcheck("split_heads (2, 5, 12) H 3", split_heads_fwd, &x, 1, &h, FD_EPS, FD_ATOL, FD_RTOL);
+    tk_gradcheck("merge_heads (2, 3, 5, 4)", merge_heads_fwd, &z, 1, NULL, FD_EPS, FD_ATOL, FD_RTOL);
 
     int64_t five = 5, zero = 0;
-    TK_CHECK(!attn_split_heads(ctx, x, five) && failed_with(ATTN_ERR_SHAPE, "(2, 5, 12)"),
-             "split_heads by 5 of 12: %s", attn_last_error());
-    TK_CHECK(!attn_split_heads(ctx, x, zero) && failed_with(ATTN_ERR_ARG, "num_heads"),
-             "split_heads by 0: %s", attn_last_error());
+    TK_CHECK(!attn_split_heads(ctx, x, five) && failed_with(ATTN_ERR_SHAPE, "(2, 5, 12)"), "split_heads by 5 of 12: %s",
+             attn_last_error());
+    TK_CHECK(!attn_split_heads(ctx, x, zero) && failed_with(ATTN_ERR_ARG, "num_heads"), "split_heads by 0: %s",
+             attn_last_error());
     TK_CHECK(!attn_split_heads(ctx, z, h) && failed_with(ATTN_ERR_SHAPE, "(2, 3, 5, 4)"),
              "split_heads of a 4-D tensor: %s", attn_last_error());
-    TK_CHECK(!attn_merge_heads(ctx, x) && failed_with(ATTN_ERR_SHAPE, "(2, 5, 12)"),
-             "merge_heads of a 3-D tensor: %s", attn_last_error());
+    TK_CHECK(!attn_merge_heads(ctx, x) && failed_with(ATTN_ERR_SHAPE, "(2, 5, 12)"), "merge_heads of a 3-D tensor: %s",
+             attn_last_error());
     TK_CHECK(!attn_split_heads(ctx, NULL, h) && !attn_merge_heads(ctx, NULL), "NULL in, NULL out");
     attn_ctx_free(ctx);
     attn_tensor_free(x);
@@ -392,8 +378,7 @@ static void test_concat(void)
         for (int i = 0; ok && i < 3; i++) { /* y[..., off + j, ...] = in[i][..., j, ...] */
             const attn_tensor *t = in[i];
             for (int64_t e = 0; ok && e < t->numel; e++) {
-                int64_t idx[3] = {e / (t->shape[1] * t->shape[2]), e / t->shape[2] % t->shape[1],
-                                  e % t->shape[2]};
+                int64_t idx[3] = {e / (t->shape[1] * t->shape[2]), e / t->shape[2] % t->shape[1], e % t->shape[2]};
                 idx[d] += off;
                 ok = y->data[(idx[0] * want[1] + idx[1]) * want[2] + idx[2]] == t->data[e];
             }
@@ -403,8 +388,7 @@ static void test_concat(void)
         attn_tensor *parts[3];
         int64_t sizes[3] = {in[0]->shape[d], in[1]->shape[d], in[2]->shape[d]};
         TK_OK(attn_split(ctx, y, dims[k], sizes, 3, parts));
-        TK_CHECK(same_data(parts[0], in[0]) && same_data(parts[1], in[1]) &&
-                     same_data(parts[2], in[2]),
+        TK_CHECK(same_data(parts[0], in[0]) && same_data(parts[1], in[1]) && same_data(parts[2], in[2]),
                  "split undoes %s", what);
         attn_ctx_free(ctx);
         tk_gradcheck(what, concat_fwd, in, 3, (void *)&dims[k], FD_EPS, FD_ATOL, FD_RTOL);
@@ -459,17 +443,14 @@ static void test_split(void)
     TK_CHECK(attn_split(ctx, x, -1, short_sizes, 3, outs) == ATTN_ERR_SHAPE &&
                  failed_with(ATTN_ERR_SHAPE, "(3, 5, 7)") && !outs[0],
              "split sizes summing to 3 of 7: %s", attn_last_error());
-    TK_CHECK(attn_split(ctx, x, -1, neg_sizes, 3, outs) == ATTN_ERR_SHAPE,
-             "split with a negative size: %s", attn_last_error());
-    TK_CHECK(attn_split(ctx, x, 3, short_sizes, 3, outs) == ATTN_ERR_ARG,
-             "split dim 3 of 3: %s", attn_last_error());
-    TK_CHECK(attn_split(ctx, x, 0, short_sizes, 0, outs) == ATTN_ERR_ARG,
-             "split into 0 parts: %s", attn_last_error());
+    TK_CHECK(attn_split(ctx, x, -1, neg_sizes, 3, outs) == ATTN_ERR_SHAPE, "split with a negative size: %s",
+             attn_last_error());
+    TK_CHECK(attn_split(ctx, x, 3, short_sizes, 3, outs) == ATTN_ERR_ARG, "split dim 3 of 3: %s", attn_last_error());
+    TK_CHECK(attn_split(ctx, x, 0, short_sizes, 0, outs) == ATTN_ERR_ARG, "split into 0 parts: %s", attn_last_error());
     /* a NULL x from a failed op keeps that op's error */
     int64_t bad[2] = {4, 4};
     attn_tensor *none = attn_reshape(ctx, x, 2, bad);
-    TK_CHECK(attn_split(ctx, none, 0, short_sizes, 3, outs) == ATTN_ERR_SHAPE &&
-                 failed_with(ATTN_ERR_SHAPE, "reshape"),
+    TK_CHECK(attn_split(ctx, none, 0, short_sizes, 3, outs) == ATTN_ERR_SHAPE && failed_with(ATTN_ERR_SHAPE, "reshape"),
              "split of a failed op's NULL keeps its error: %s", attn_last_error());
 
     int64_t other[3] = {3, 4, 7};
@@ -477,10 +458,10 @@ static void test_split(void)
     TK_CHECK(!attn_concat(ctx, pair, 2, 0) && failed_with(ATTN_ERR_SHAPE, "(3, 5, 7)") &&
                  strstr(attn_last_error(), "(3, 4, 7)"),
              "concat of mismatched shapes names both: %s", attn_last_error());
-    TK_CHECK(!attn_concat(ctx, pair, 0, 0) && failed_with(ATTN_ERR_ARG, "concat"),
-             "concat of no tensors: %s", attn_last_error());
-    TK_CHECK(!attn_concat(ctx, pair, 2, 3) && failed_with(ATTN_ERR_ARG, "concat"),
-             "concat dim 3 of 3: %s", attn_last_error());
+    TK_CHECK(!attn_concat(ctx, pair, 0, 0) && failed_with(ATTN_ERR_ARG, "concat"), "concat of no tensors: %s",
+             attn_last_error());
+    TK_CHECK(!attn_concat(ctx, pair, 2, 3) && failed_with(ATTN_ERR_ARG, "concat"), "concat dim 3 of 3: %s",
+             attn_last_error());
     pair[1] = NULL;
     TK_CHECK(!attn_concat(ctx, pair, 2, 0), "concat with a NULL input is NULL");
     attn_ctx_free(ctx);

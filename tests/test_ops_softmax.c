@@ -52,10 +52,12 @@ typedef void (*fwd_kernel_ref)(float *, const float *, int64_t, int64_t);
 typedef void (*bwd_kernel)(float *, const float *, const float *, int64_t, int64_t, int threads);
 typedef void (*bwd_kernel_ref)(float *, const float *, const float *, int64_t, int64_t);
 
-enum { KERNEL_THREADS = 2 }; /* the fast kernels' parallel loops run (on large shapes) */
+enum {
+    KERNEL_THREADS = 2
+}; /* the fast kernels' parallel loops run (on large shapes) */
 
-static void kernel_pair(const char *name, fwd_kernel fast, fwd_kernel_ref ref, bwd_kernel bfast,
-                        bwd_kernel_ref bref, int64_t rows, int64_t cols, bool masked)
+static void kernel_pair(const char *name, fwd_kernel fast, fwd_kernel_ref ref, bwd_kernel bfast, bwd_kernel_ref bref,
+                        int64_t rows, int64_t cols, bool masked)
 {
     int64_t n = rows * cols;
     float *x = randn_buf(rows * 1000 + cols, n, 3.0f);
@@ -67,8 +69,8 @@ static void kernel_pair(const char *name, fwd_kernel fast, fwd_kernel_ref ref, b
     fast(y, x, rows, cols, KERNEL_THREADS);
     ref(y_ref, x, rows, cols);
     char what[96];
-    snprintf(what, sizeof what, "%s forward fast vs ref %lldx%lld%s", name, (long long)rows,
-             (long long)cols, masked ? " masked" : "");
+    snprintf(what, sizeof what, "%s forward fast vs ref %lldx%lld%s", name, (long long)rows, (long long)cols,
+             masked ? " masked" : "");
     tk_close(what, y, y_ref, n, KFWD_ATOL, KFWD_RTOL);
     TK_CHECK(!any_nan(y, n) && !any_nan(y_ref, n), "%s: no NaN", what);
 
@@ -77,8 +79,8 @@ static void kernel_pair(const char *name, fwd_kernel fast, fwd_kernel_ref ref, b
     memcpy(dx_ref, dx, (size_t)n * sizeof(float)); /* same start: both must accumulate */
     bfast(dx, dy, y_ref, rows, cols, KERNEL_THREADS);
     bref(dx_ref, dy, y_ref, rows, cols);
-    snprintf(what, sizeof what, "%s backward fast vs ref %lldx%lld%s", name, (long long)rows,
-             (long long)cols, masked ? " masked" : "");
+    snprintf(what, sizeof what, "%s backward fast vs ref %lldx%lld%s", name, (long long)rows, (long long)cols,
+             masked ? " masked" : "");
     tk_close(what, dx, dx_ref, n, KBWD_ATOL, KBWD_RTOL);
     TK_CHECK(!any_nan(dx, n) && !any_nan(dx_ref, n), "%s: no NaN", what);
     if (masked) { /* the fully masked row: accumulated nothing */
@@ -92,17 +94,15 @@ static void kernel_pair(const char *name, fwd_kernel fast, fwd_kernel_ref ref, b
 
 static void test_kernels(void)
 {
-    static const int64_t shapes[][2] = {{1, 1}, {3, 1}, {3, 7}, {4, 8}, {5, 9},
-                                        {2, 33}, {7, 1000}, {300, 257}};
+    static const int64_t shapes[][2] = {{1, 1}, {3, 1}, {3, 7}, {4, 8}, {5, 9}, {2, 33}, {7, 1000}, {300, 257}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int masked = 0; masked <= 1; masked++) {
             int64_t r = shapes[s][0], c = shapes[s][1];
             if (masked && r < 2) continue;
-            kernel_pair("softmax", attn_softmax_rows, attn_softmax_rows_ref,
-                        attn_softmax_rows_backward, attn_softmax_rows_backward_ref, r, c, masked);
-            kernel_pair("log_softmax", attn_log_softmax_rows, attn_log_softmax_rows_ref,
-                        attn_log_softmax_rows_backward, attn_log_softmax_rows_backward_ref, r, c,
-                        masked);
+            kernel_pair("softmax", attn_softmax_rows, attn_softmax_rows_ref, attn_softmax_rows_backward,
+                        attn_softmax_rows_backward_ref, r, c, masked);
+            kernel_pair("log_softmax", attn_log_softmax_rows, attn_log_softmax_rows_ref, attn_log_softmax_rows_backward,
+                        attn_log_softmax_rows_backward_ref, r, c, masked);
         }
 }
 
@@ -202,8 +202,8 @@ static void test_op_masked(void)
                 int64_t i = dim == 0 ? k * 3 + 1 : 3 + k;
                 ok = (lg ? y->data[i] == -INFINITY : y->data[i] == 0.0f) && x->grad[i] == 0.0f;
             }
-            TK_CHECK(ok, "%s dim %d: a fully -inf slice gives %s and gradient 0",
-                     lg ? "log_softmax" : "softmax", dim, lg ? "-inf" : "0");
+            TK_CHECK(ok, "%s dim %d: a fully -inf slice gives %s and gradient 0", lg ? "log_softmax" : "softmax", dim,
+                     lg ? "-inf" : "0");
             TK_CHECK(y && x->grad && !any_nan(y->data, 12) && !any_nan(x->grad, 12),
                      "%s dim %d with a masked slice: no NaN", lg ? "log_softmax" : "softmax", dim);
             attn_tensor_free(x);
@@ -257,8 +257,7 @@ static void test_errors(void)
     TK_CHECK(attn_log_softmax(ctx, x, -3) == NULL && attn_last_status() == ATTN_ERR_ARG &&
                  strstr(attn_last_error(), "log_softmax"),
              "log_softmax dim -3 of a 2-D tensor: %s", attn_last_error());
-    TK_CHECK(attn_softmax(ctx, NULL, 0) == NULL && attn_log_softmax(ctx, NULL, 0) == NULL,
-             "NULL in, NULL out");
+    TK_CHECK(attn_softmax(ctx, NULL, 0) == NULL && attn_log_softmax(ctx, NULL, 0) == NULL, "NULL in, NULL out");
     attn_ctx_free(ctx);
 }
 

@@ -25,16 +25,30 @@ typedef struct unary_case {
     double (*ref)(double x);
 } unary_case;
 
-static double relu_ref(double x) { return x > 0 ? x : 0; }
-static double gelu_ref(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
-static double tanh_ref(double x) { return tanh(x); }
-static double sigmoid_ref(double x) { return 1.0 / (1.0 + exp(-x)); }
-static double exp_ref(double x) { return exp(x); }
+static double relu_ref(double x)
+{
+    return x > 0 ? x : 0;
+}
+static double gelu_ref(double x)
+{
+    return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+}
+static double tanh_ref(double x)
+{
+    return tanh(x);
+}
+static double sigmoid_ref(double x)
+{
+    return 1.0 / (1.0 + exp(-x));
+}
+static double exp_ref(double x)
+{
+    return exp(x);
+}
 
 static const unary_case cases[] = {
-    {"relu", attn_relu, relu_ref},          {"gelu", attn_gelu, gelu_ref},
-    {"tanh", attn_tanh, tanh_ref},          {"sigmoid", attn_sigmoid, sigmoid_ref},
-    {"exp", attn_exp, exp_ref},
+    {"relu", attn_relu, relu_ref},          {"gelu", attn_gelu, gelu_ref}, {"tanh", attn_tanh, tanh_ref},
+    {"sigmoid", attn_sigmoid, sigmoid_ref}, {"exp", attn_exp, exp_ref},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -63,8 +77,7 @@ static void test_forward(void)
         attn_tensor *y = cases[c].fn(ctx, x);
         TK_NOT_NULL(y);
         if (!y) continue;
-        TK_CHECK(attn_same_shape(x, y) && y != x, "%s keeps the shape in a new tensor",
-                 cases[c].name);
+        TK_CHECK(attn_same_shape(x, y) && y != x, "%s keeps the shape in a new tensor", cases[c].name);
         for (int64_t i = 0; i < 105; i++) ref[i] = (float)cases[c].ref(x->data[i]);
         tk_close(cases[c].name, y->data, ref, 105, FWD_ATOL, FWD_RTOL);
     }
@@ -86,12 +99,10 @@ static void test_extremes(void)
         float ref[6];
         for (int i = 0; i < 6; i++) ref[i] = (float)cases[c].ref(xs[i]);
         tk_close(cases[c].name, y->data, ref, 6, FWD_ATOL, FWD_RTOL);
-        for (int i = 0; i < 6; i++)
-            TK_CHECK(!isnan(y->data[i]), "%s(%g) is not NaN", cases[c].name, (double)xs[i]);
+        for (int i = 0; i < 6; i++) TK_CHECK(!isnan(y->data[i]), "%s(%g) is not NaN", cases[c].name, (double)xs[i]);
     }
     attn_tensor *s = attn_sigmoid(ctx, x);
-    TK_CHECK(s && s->data[0] >= 0.0f && s->data[0] < 1e-30f && s->data[5] == 1.0f,
-             "sigmoid saturates to 0 and 1");
+    TK_CHECK(s && s->data[0] >= 0.0f && s->data[0] < 1e-30f && s->data[5] == 1.0f, "sigmoid saturates to 0 and 1");
     attn_ctx_free(ctx);
 }
 
@@ -154,8 +165,7 @@ static void test_relu_nonfinite(void)
 static void test_null(void)
 {
     attn_ctx *ctx = attn_ctx_new(0);
-    for (int c = 0; c < N_CASES; c++)
-        TK_CHECK(cases[c].fn(ctx, NULL) == NULL, "%s(NULL) is NULL", cases[c].name);
+    for (int c = 0; c < N_CASES; c++) TK_CHECK(cases[c].fn(ctx, NULL) == NULL, "%s(NULL) is NULL", cases[c].name);
     attn_ctx_free(ctx);
 }
 

@@ -15,13 +15,12 @@
 
 #define ATOL 1e-6f
 #define RTOL 1e-6f
-#define N 5     /* elements: "a" (2) then "b.weight" (3) */
+#define N 5 /* elements: "a" (2) then "b.weight" (3) */
 #define STEPS 3
 
 static const float init[N] = {0.5f, -1.25f, 2.0f, 0.0f, -0.3f};
-static const float grads[STEPS][N] = {{0.1f, -0.2f, 0.3f, 1.5f, -0.05f},
-                                      {-0.4f, 0.25f, 0.0f, 1.0f, 0.2f},
-                                      {0.3f, 0.3f, -0.6f, -2.0f, 0.01f}};
+static const float grads[STEPS][N] = {
+    {0.1f, -0.2f, 0.3f, 1.5f, -0.05f}, {-0.4f, 0.25f, 0.0f, 1.0f, 0.2f}, {0.3f, 0.3f, -0.6f, -2.0f, 0.01f}};
 
 static attn_params *make_params(void)
 {
@@ -46,9 +45,9 @@ typedef struct hyper {
 
 static attn_optim_config config_of(const hyper *h)
 {
-    return (attn_optim_config){h->kind, (float)h->lr, (float)h->weight_decay, (float)h->momentum,
-                               (float)h->dampening, h->nesterov, (float)h->beta1, (float)h->beta2,
-                               (float)h->eps};
+    return (attn_optim_config){
+        h->kind,     (float)h->lr,    (float)h->weight_decay, (float)h->momentum, (float)h->dampening,
+        h->nesterov, (float)h->beta1, (float)h->beta2,        (float)h->eps};
 }
 
 typedef struct ref_state {
@@ -121,8 +120,7 @@ static void run_case(const char *what, const hyper *cfg)
     TK_CHECK(attn_optim_step_count(opt) == STEPS, "%s step count", what);
     /* state tensors: names, sizes, and values after the last step */
     size_t per_param = cfg->kind != ATTN_OPTIM_SGD ? 2 : cfg->momentum != 0.0 ? 1 : 0;
-    TK_CHECK(attn_optim_state_count(opt) == 2 * per_param, "%s state count %zu", what,
-             attn_optim_state_count(opt));
+    TK_CHECK(attn_optim_state_count(opt) == 2 * per_param, "%s state count %zu", what, attn_optim_state_count(opt));
     for (size_t i = 0; i < attn_optim_state_count(opt); i++) {
         const char *name;
         float *buf;
@@ -132,9 +130,8 @@ static void run_case(const char *what, const hyper *cfg)
         const char *kind = per_param == 1 ? "momentum_buffer" : which ? "exp_avg_sq" : "exp_avg";
         char expect_name[64];
         snprintf(expect_name, sizeof expect_name, "%s.%s", kind, param ? "b.weight" : "a");
-        TK_CHECK(strcmp(name, expect_name) == 0 && numel == (param ? 3 : 2),
-                 "%s state %zu is %s (%lld), expected %s", what, i, name, (long long)numel,
-                 expect_name);
+        TK_CHECK(strcmp(name, expect_name) == 0 && numel == (param ? 3 : 2), "%s state %zu is %s (%lld), expected %s",
+                 what, i, name, (long long)numel, expect_name);
         const double *ref = per_param == 1 ? s.buf : which ? s.v : s.m;
         float e[3];
         for (int64_t j = 0; j < numel; j++) e[j] = (float)ref[(param ? 2 : 0) + j];
@@ -148,8 +145,7 @@ static void run_case(const char *what, const hyper *cfg)
 static void test_sgd(void)
 {
     attn_optim_config c = attn_optim_defaults(ATTN_OPTIM_SGD);
-    TK_CHECK(isnan(c.lr) && c.momentum == 0.0f && c.dampening == 0.0f && !c.nesterov &&
-                 c.weight_decay == 0.0f,
+    TK_CHECK(isnan(c.lr) && c.momentum == 0.0f && c.dampening == 0.0f && !c.nesterov && c.weight_decay == 0.0f,
              "SGD defaults: lr unset (NaN), momentum 0, dampening 0, nesterov off, wd 0");
     hyper h = {ATTN_OPTIM_SGD, 0.1, 0.0, 0.0, 0.0, false, 0.0, 0.0, 0.0};
     run_case("SGD plain", &h);
@@ -169,8 +165,7 @@ static void test_sgd(void)
 static void test_adam(void)
 {
     attn_optim_config c = attn_optim_defaults(ATTN_OPTIM_ADAM);
-    TK_CHECK(c.lr == 1e-3f && c.beta1 == 0.9f && c.beta2 == 0.999f && c.eps == 1e-8f &&
-                 c.weight_decay == 0.0f,
+    TK_CHECK(c.lr == 1e-3f && c.beta1 == 0.9f && c.beta2 == 0.999f && c.eps == 1e-8f && c.weight_decay == 0.0f,
              "Adam defaults: lr 1e-3, betas (0.9, 0.999), eps 1e-8, wd 0");
     hyper h = {ATTN_OPTIM_ADAM, 0.05, 0.0, 0.0, 0.0, false, 0.9, 0.999, 1e-8};
     run_case("Adam", &h);
@@ -198,26 +193,24 @@ static void test_lr_and_steps(void)
     for (int i = 0; i < N; i++) grad[i] = 1.0f;
     attn_optim_set_lr(opt, 0.5f);
     TK_CHECK(attn_optim_lr(opt) == 0.5f && attn_optim_get_lr(opt) == 0.5f, "attn_optim_lr (and the deprecated get_lr) "
-             "return the lr set");
+                                                                           "return the lr set");
     TK_OK(attn_optim_step(opt));
     float expect[N];
     for (int i = 0; i < N; i++) expect[i] = init[i] - 0.5f;
     tk_close("SGD step with the lr set", data, expect, N, ATOL, RTOL);
     attn_optim_set_lr(opt, -1.0f);
-    TK_CHECK(attn_optim_lr(opt) == 0.5f && attn_last_status() == ATTN_ERR_ARG,
-             "a negative lr is refused: %s", attn_last_error());
+    TK_CHECK(attn_optim_lr(opt) == 0.5f && attn_last_status() == ATTN_ERR_ARG, "a negative lr is refused: %s",
+             attn_last_error());
     attn_optim_set_step_count(opt, 42);
     TK_CHECK(attn_optim_step_count(opt) == 42, "step count restored");
     TK_OK(attn_optim_set_step_count(opt, INT64_MAX));
     float before = data[0];
-    TK_CHECK(attn_optim_step(opt) == ATTN_ERR_STATE && data[0] == before &&
-                 attn_optim_step_count(opt) == INT64_MAX,
+    TK_CHECK(attn_optim_step(opt) == ATTN_ERR_STATE && data[0] == before && attn_optim_step_count(opt) == INT64_MAX,
              "a step past INT64_MAX steps is refused before any update (it overflowed)");
     attn_optim_set_step_count(opt, 42);
-    TK_CHECK(attn_optim_state_at(opt, 0, NULL, NULL, NULL) == ATTN_ERR_ARG,
-             "plain SGD has no state: %s", attn_last_error());
-    TK_CHECK(attn_params_add(p, "late", 1, (int64_t[]){1}) == NULL &&
-                 attn_last_status() == ATTN_ERR_STATE,
+    TK_CHECK(attn_optim_state_at(opt, 0, NULL, NULL, NULL) == ATTN_ERR_ARG, "plain SGD has no state: %s",
+             attn_last_error());
+    TK_CHECK(attn_params_add(p, "late", 1, (int64_t[]){1}) == NULL && attn_last_status() == ATTN_ERR_STATE,
              "no parameter can be added after the optimizer packed the registry");
     attn_optim_free(opt);
     attn_params_free(p);
@@ -235,16 +228,15 @@ static void test_config_errors(void)
     bad[n].what = "SGD without lr", bad[n++].c = sgd;
     sgd.lr = 0.1f;
     bad[n].what = "SGD nesterov without momentum", bad[n].c = sgd, bad[n++].c.nesterov = true;
-    bad[n].what = "SGD nesterov with dampening", bad[n].c = sgd, bad[n].c.nesterov = true,
-    bad[n].c.momentum = 0.9f, bad[n++].c.dampening = 0.1f;
+    bad[n].what = "SGD nesterov with dampening", bad[n].c = sgd, bad[n].c.nesterov = true, bad[n].c.momentum = 0.9f,
+    bad[n++].c.dampening = 0.1f;
     bad[n].what = "SGD negative momentum", bad[n].c = sgd, bad[n++].c.momentum = -0.5f;
     bad[n].what = "SGD negative weight decay", bad[n].c = sgd, bad[n++].c.weight_decay = -1e-4f;
     attn_optim_config adam = attn_optim_defaults(ATTN_OPTIM_ADAM);
     bad[n].what = "Adam negative lr", bad[n].c = adam, bad[n++].c.lr = -1e-3f;
     bad[n].what = "Adam beta1 = 1", bad[n].c = adam, bad[n++].c.beta1 = 1.0f;
     bad[n].what = "Adam negative beta2", bad[n].c = adam, bad[n++].c.beta2 = -0.1f;
-    bad[n].what = "AdamW negative eps", bad[n].c = attn_optim_defaults(ATTN_OPTIM_ADAMW),
-    bad[n++].c.eps = -1e-8f;
+    bad[n].what = "AdamW negative eps", bad[n].c = attn_optim_defaults(ATTN_OPTIM_ADAMW), bad[n++].c.eps = -1e-8f;
     bad[n].what = "unknown kind", bad[n].c = adam, bad[n++].c.kind = (attn_optim_kind)7;
     for (int i = 0; i < n; i++) {
         attn_clear_error();
@@ -294,13 +286,11 @@ static void test_schedules(void)
     attn_lr_schedule s = {ATTN_LR_CONSTANT, 3e-4f, 0, 0, NULL, NULL};
     TK_CHECK(attn_lr_at(&s, 1) == 3e-4f && attn_lr_at(&s, 1000) == 3e-4f, "constant schedule");
     s = (attn_lr_schedule){ATTN_LR_LINEAR_WARMUP, 1e-3f, 10, 0, NULL, NULL};
-    float got[5] = {attn_lr_at(&s, 0), attn_lr_at(&s, 1), attn_lr_at(&s, 5), attn_lr_at(&s, 10),
-                    attn_lr_at(&s, 50)};
+    float got[5] = {attn_lr_at(&s, 0), attn_lr_at(&s, 1), attn_lr_at(&s, 5), attn_lr_at(&s, 10), attn_lr_at(&s, 50)};
     float want[5] = {1e-4f, 1e-4f, 5e-4f, 1e-3f, 1e-3f};
     tk_close("linear warmup at steps 0 (as 1), 1, 5, 10, 50", got, want, 5, 0, 1e-6f);
     s = (attn_lr_schedule){ATTN_LR_INV_SQRT, 1.0f, 4000, 512, NULL, NULL};
-    float inv[4] = {attn_lr_at(&s, 1), attn_lr_at(&s, 2000), attn_lr_at(&s, 4000),
-                    attn_lr_at(&s, 16000)};
+    float inv[4] = {attn_lr_at(&s, 1), attn_lr_at(&s, 2000), attn_lr_at(&s, 4000), attn_lr_at(&s, 16000)};
     double d = 1.0 / sqrt(512.0);
     float inv_want[4] = {(float)(d * 1.0 * pow(4000.0, -1.5)), (float)(d * 2000.0 * pow(4000.0, -1.5)),
                          (float)(d / sqrt(4000.0)), (float)(d / sqrt(16000.0))};
@@ -312,8 +302,8 @@ static void test_schedules(void)
     s = (attn_lr_schedule){ATTN_LR_CUSTOM, 0.0f, 0, 0, custom_lr, &base};
     TK_CHECK(attn_lr_at(&s, 3) == 0.6f / 3.0f, "custom schedule calls fn(step, user)");
     s.fn = NULL;
-    TK_CHECK(isnan(attn_lr_at(&s, 3)) && attn_last_status() == ATTN_ERR_ARG,
-             "custom schedule without fn: %s", attn_last_error());
+    TK_CHECK(isnan(attn_lr_at(&s, 3)) && attn_last_status() == ATTN_ERR_ARG, "custom schedule without fn: %s",
+             attn_last_error());
     s = (attn_lr_schedule){ATTN_LR_INV_SQRT, 1.0f, 4000, 0, NULL, NULL};
     TK_CHECK(isnan(attn_lr_at(&s, 3)), "inverse sqrt without d_model: %s", attn_last_error());
 }
@@ -367,10 +357,8 @@ static void test_torch_bits(void)
             tol.scale = TORCH_STEP_MAX;
             tk_close_scaled(label, w->data, want->data, want->numel, tol);
             int64_t same = 0;
-            for (int64_t i = 0; i < want->numel; i++)
-                same += memcmp(&w->data[i], &want->data[i], sizeof(float)) == 0;
-            printf("%s: %lld of %lld elements are torch's bits\n", label, (long long)same,
-                   (long long)want->numel);
+            for (int64_t i = 0; i < want->numel; i++) same += memcmp(&w->data[i], &want->data[i], sizeof(float)) == 0;
+            printf("%s: %lld of %lld elements are torch's bits\n", label, (long long)same, (long long)want->numel);
             attn_tensor_free(want);
         }
         attn_optim_free(opt);

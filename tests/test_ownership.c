@@ -92,7 +92,9 @@ static void threads(void)
 
 static void registration(void)
 {
-    enum { N = 100000 };
+    enum {
+        N = 100000
+    };
     attn_params *p = attn_params_new();
     clock_t t0 = clock();
     bool ok = p != NULL;
@@ -117,8 +119,11 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         void (*run)(void);
-    } cases[] = {{"foreign_op", foreign_op},         {"grad_off", grad_off},
-                 {"foreign_backward", foreign_backward}, {"threads", threads},   {"registration", registration}};
+    } cases[] = {{"foreign_op", foreign_op},
+                 {"grad_off", grad_off},
+                 {"foreign_backward", foreign_backward},
+                 {"threads", threads},
+                 {"registration", registration}};
     int ran = 0;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         if (argc < 2 || !strcmp(argv[1], cases[i].name)) {

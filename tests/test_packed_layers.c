@@ -20,7 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { B = 4, E = 16, H = 4, FF = 32, VOCAB = 20 };
+enum {
+    B = 4,
+    E = 16,
+    H = 4,
+    FF = 32,
+    VOCAB = 20
+};
 
 /* B sequences of lens[b] rows: packed at cu, padded to L */
 typedef struct packing {
@@ -113,8 +119,9 @@ static side_out run_side(side_fn fn, side_in in, attn_params *params, int64_t w_
     TK_CHECK(loss && attn_backward(ctx, loss) == ATTN_OK, "backward: %s", attn_last_error());
     r.out = rows_of(out->data, in.pt, w_out, in.packed);
     r.grad_x = in.x->grad ? rows_of(in.x->grad, in.pt, E, in.packed) : NULL;
-    r.grad_memory = in.memory && in.memory->grad ? rows_of(in.memory->grad, in.ps, in.memory->shape[in.memory->ndim - 1], in.packed)
-                                                 : NULL;
+    r.grad_memory = in.memory && in.memory->grad
+                        ? rows_of(in.memory->grad, in.ps, in.memory->shape[in.memory->ndim - 1], in.packed)
+                        : NULL;
     const size_t n = attn_params_count(params);
     r.grad_params = calloc(n, sizeof(float *));
     for (size_t i = 0; i < n; i++) {
@@ -166,7 +173,8 @@ static void compare(const char *name, side_fn fn, const void *layer, attn_params
         for (size_t i = 0; i < attn_params_count(params); i++) {
             snprintf(what, sizeof what, "%s, %d threads: packed grad %s against padded", name, threads,
                      attn_params_name(params, i));
-            tk_close_scaled(what, r[1].grad_params[i], r[0].grad_params[i], attn_params_at(params, i)->numel, TOL_PACKED);
+            tk_close_scaled(what, r[1].grad_params[i], r[0].grad_params[i], attn_params_at(params, i)->numel,
+                            TOL_PACKED);
         }
     }
     for (int k = 0; k < 2; k++) side_free(&r[k], attn_params_count(params));
@@ -189,8 +197,7 @@ static const int64_t LENS_T[B] = {5, 1, 3, 4}, LENS_S[B] = {7, 2, 1, 6};
 static attn_tensor *mha_cross(attn_ctx *ctx, const side_in *in)
 {
     const attn_mha_layer *m = in->layer;
-    if (in->packed)
-        return attn_mha_forward_packed_cross(ctx, m, in->x, in->memory, in->pt->cu, in->ps->cu, B);
+    if (in->packed) return attn_mha_forward_packed_cross(ctx, m, in->x, in->memory, in->pt->cu, in->ps->cu, B);
     attn_mha_opts o = {.mask = {.key_padding = in->pad_s, .key_padding_shape = {B, in->ps->L}}};
     return attn_mha_forward(ctx, m, in->x, in->memory, in->memory, &o, NULL);
 }
@@ -268,9 +275,18 @@ static void decoder_layer(const char *name, attn_transformer_config c, int threa
 
 static attn_seq2seq_config tiny_translator(float rope_base)
 {
-    return (attn_seq2seq_config){.kind = ATTN_SEQ2SEQ_TRANSFORMER, .src_vocab = VOCAB, .tgt_vocab = VOCAB,
-                                 .d_model = E, .num_heads = H, .dim_feedforward = FF, .enc_layers = 2,
-                                 .dec_layers = 2, .max_len = 12, .pad_id = 1, .bos_id = 2, .eos_id = 3,
+    return (attn_seq2seq_config){.kind = ATTN_SEQ2SEQ_TRANSFORMER,
+                                 .src_vocab = VOCAB,
+                                 .tgt_vocab = VOCAB,
+                                 .d_model = E,
+                                 .num_heads = H,
+                                 .dim_feedforward = FF,
+                                 .enc_layers = 2,
+                                 .dec_layers = 2,
+                                 .max_len = 12,
+                                 .pad_id = 1,
+                                 .bos_id = 2,
+                                 .eos_id = 3,
                                  .rope_base = rope_base};
 }
 
@@ -289,7 +305,8 @@ static void translator_loss(float rope_base, int threads)
     int64_t src[B * 7], tgt_in[B * 5], tgt_out[B * 5], src_p[B * 7], tgt_in_p[B * 5], tgt_out_p[B * 5];
     for (int64_t i = 0; i < B * ps.L; i++) src[i] = c.pad_id;
     for (int64_t i = 0; i < B * pt.L; i++) tgt_in[i] = tgt_out[i] = c.pad_id;
-    for (int64_t i = 0; i < ps.total; i++) src[padded_row(&ps, i)] = src_p[i] = 4 + (int64_t)attn_rng_below(&rng, VOCAB - 4);
+    for (int64_t i = 0; i < ps.total; i++)
+        src[padded_row(&ps, i)] = src_p[i] = 4 + (int64_t)attn_rng_below(&rng, VOCAB - 4);
     for (int64_t i = 0; i < pt.total; i++) {
         tgt_in[padded_row(&pt, i)] = tgt_in_p[i] = 4 + (int64_t)attn_rng_below(&rng, VOCAB - 4);
         tgt_out[padded_row(&pt, i)] = tgt_out_p[i] = 4 + (int64_t)attn_rng_below(&rng, VOCAB - 4);
@@ -300,10 +317,11 @@ static void translator_loss(float rope_base, int threads)
         attn_params_zero_grad(p);
         attn_ctx *ctx = attn_ctx_new(3);
         TK_OK(attn_ctx_set_num_threads(ctx, threads));
-        attn_tensor *logits = packed ? attn_seq2seq_forward_packed(ctx, &m, src_p, ps.cu, tgt_in_p, pt.cu, B)
-                                     : attn_reshape(ctx, attn_seq2seq_forward(ctx, &m, src, ps.lens, B, ps.L, tgt_in,
-                                                                              pt.lens, pt.L, NULL),
-                                                    2, (int64_t[]){B * pt.L, VOCAB});
+        attn_tensor *logits =
+            packed
+                ? attn_seq2seq_forward_packed(ctx, &m, src_p, ps.cu, tgt_in_p, pt.cu, B)
+                : attn_reshape(ctx, attn_seq2seq_forward(ctx, &m, src, ps.lens, B, ps.L, tgt_in, pt.lens, pt.L, NULL),
+                               2, (int64_t[]){B * pt.L, VOCAB});
         attn_tensor *l = attn_cross_entropy(ctx, logits, packed ? tgt_out_p : tgt_out, c.pad_id, 0.1f);
         TK_CHECK(l && attn_backward(ctx, l) == ATTN_OK, "translator %s: forward and backward: %s",
                  packed ? "packed" : "padded", attn_last_error());

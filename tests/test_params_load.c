@@ -19,9 +19,8 @@
 
 static char tmpdir[64];
 
-static const attn_transformer_config post_ln = {.d_model = 16, .num_heads = 4,
-                                                .dim_feedforward = 32, .dropout = 0.1f,
-                                                .ffn_dropout = true};
+static const attn_transformer_config post_ln = {
+    .d_model = 16, .num_heads = 4, .dim_feedforward = 32, .dropout = 0.1f, .ffn_dropout = true};
 
 static const char *tmp_path(char *buf, size_t len, const char *name)
 {
@@ -49,8 +48,7 @@ static bool equals_file(const attn_params *p, const attn_st_file *f, const char 
         snprintf(key, sizeof key, "%s%s", prefix, attn_params_name(p, i));
         attn_tensor *ref = attn_st_load(f, key, NULL);
         const attn_tensor *t = attn_params_at(p, i);
-        bool same = ref && ref->numel == t->numel &&
-                    memcmp(ref->data, t->data, (size_t)t->numel * sizeof(float)) == 0;
+        bool same = ref && ref->numel == t->numel && memcmp(ref->data, t->data, (size_t)t->numel * sizeof(float)) == 0;
         attn_tensor_free(ref);
         if (!same) return false;
     }
@@ -68,8 +66,8 @@ static bool all_zero(const attn_params *p)
 /* A copy of golden file `src` without the tensors in `drop` (NULL-terminated), with `extra`
  * (F32 (2)) added when not NULL, tensor `reshape` (when not NULL) written as (numel) 1-D, and
  * element 3 of tensor `poison` (when not NULL) set to `value`. */
-static void rewrite(const char *src, const char *dst, const char *const *drop, const char *extra,
-                    const char *reshape, const char *poison, float value)
+static void rewrite(const char *src, const char *dst, const char *const *drop, const char *extra, const char *reshape,
+                    const char *poison, float value)
 {
     attn_st_file *f = attn_st_open(src);
     attn_st_writer *w = attn_st_writer_new();
@@ -118,8 +116,8 @@ static void test_strict_errors(void)
     if (!p) return;
     /* one missing key */
     const char *drop_bias[] = {"in_proj_bias", NULL};
-    rewrite("tests/golden/sd_mha.safetensors", tmp_path(path, sizeof path, "missing.safetensors"),
-            drop_bias, NULL, NULL, NULL, 0);
+    rewrite("tests/golden/sd_mha.safetensors", tmp_path(path, sizeof path, "missing.safetensors"), drop_bias, NULL,
+            NULL, NULL, 0);
     attn_clear_error();
     attn_status st = attn_params_load(p, path, NULL, true);
     TK_CHECK(st == ATTN_ERR_FORMAT && strstr(attn_last_error(), "missing 1: \"in_proj_bias\""),
@@ -136,14 +134,14 @@ static void test_strict_errors(void)
 
     /* every problem at once: 2 missing, 1 unexpected, 1 wrong shape */
     const char *drop_two[] = {"in_proj_bias", "out_proj.bias", NULL};
-    rewrite("tests/golden/sd_mha.safetensors", tmp_path(path, sizeof path, "all.safetensors"),
-            drop_two, "extra.weight", "out_proj.weight", NULL, 0);
+    rewrite("tests/golden/sd_mha.safetensors", tmp_path(path, sizeof path, "all.safetensors"), drop_two, "extra.weight",
+            "out_proj.weight", NULL, 0);
     attn_params *q = mha_params(&m);
     st = q ? attn_params_load(q, path, NULL, true) : ATTN_ERR_NOMEM;
     const char *msg = attn_last_error();
     TK_CHECK(st == ATTN_ERR_FORMAT && strstr(msg, "\"in_proj_bias\"") && strstr(msg, "\"out_proj.bias\"") &&
-             strstr(msg, "unexpected 1: \"extra.weight\"") &&
-             strstr(msg, "\"out_proj.weight\" (256) in the file, (16, 16) in the module"),
+                 strstr(msg, "unexpected 1: \"extra.weight\"") &&
+                 strstr(msg, "\"out_proj.weight\" (256) in the file, (16, 16) in the module"),
              "strict names every missing, unexpected and wrong-shape key: %s", msg);
     TK_CHECK(q && all_zero(q), "nothing changed");
     /* not strict: missing and unexpected are fine, the wrong shape is not (as torch) */
@@ -170,7 +168,7 @@ static void test_prefix(void)
     attn_st_close(f);
     attn_status st = attn_params_load(p, "tests/golden/sd_encoder.safetensors", "layers.2.", true);
     TK_CHECK(st == ATTN_ERR_FORMAT && strstr(attn_last_error(), "\"layers.2.self_attn.in_proj_weight\"") &&
-             strstr(attn_last_error(), "under prefix \"layers.2.\"") && strstr(attn_last_error(), "missing 12:"),
+                 strstr(attn_last_error(), "under prefix \"layers.2.\"") && strstr(attn_last_error(), "missing 12:"),
              "a prefix the file lacks: every key missing, named with the prefix: %s", attn_last_error());
     /* a whole-file strict load into one layer: layer 0's 12 keys fit, layer 1's are unexpected */
     attn_params *q = attn_params_new();
@@ -192,11 +190,11 @@ static void test_nonfinite(void)
     if (!p) return;
     const float bad[2] = {NAN, -INFINITY};
     for (int k = 0; k < 2; k++) {
-        rewrite("tests/golden/sd_mha.safetensors", tmp_path(path, sizeof path, "nan.safetensors"), NULL, NULL,
-                NULL, "out_proj.weight", bad[k]);
+        rewrite("tests/golden/sd_mha.safetensors", tmp_path(path, sizeof path, "nan.safetensors"), NULL, NULL, NULL,
+                "out_proj.weight", bad[k]);
         attn_status st = attn_params_load(p, path, NULL, false);
         TK_CHECK(st == ATTN_ERR_NUMERIC && strstr(attn_last_error(), "\"out_proj.weight\"") &&
-                 strstr(attn_last_error(), k ? "-Inf at index (0, 3)" : "NaN at index (0, 3)"),
+                     strstr(attn_last_error(), k ? "-Inf at index (0, 3)" : "NaN at index (0, 3)"),
                  "non-finite values refused naming the tensor and index: %s", attn_last_error());
         TK_CHECK(all_zero(p), "nothing changed");
         unlink(path);
@@ -217,8 +215,10 @@ static void test_dtypes(void)
             attn_tensor *v = attn_st_load(f, t->name, NULL);
             void *buf = malloc((size_t)v->numel * 8);
             for (int64_t e = 0; e < v->numel; e++) {
-                if (k == 0) ((double *)buf)[e] = v->data[e];
-                else ((_Float16 *)buf)[e] = (_Float16)v->data[e];
+                if (k == 0)
+                    ((double *)buf)[e] = v->data[e];
+                else
+                    ((_Float16 *)buf)[e] = (_Float16)v->data[e];
             }
             TK_OK(attn_st_writer_add(w, t->name, kinds[k], v->ndim, v->shape, buf));
             free(buf);
@@ -230,8 +230,8 @@ static void test_dtypes(void)
         attn_params *p = mha_params(&m);
         TK_OK(attn_params_load(p, path, NULL, true));
         attn_tensor *ref = attn_st_load(f, "in_proj_weight", NULL);
-        tk_close(k ? "F16 file" : "F64 file", m.in_proj_weight->data, ref->data, ref->numel,
-                 k ? 1e-3f : 0.0f, k ? 1e-3f : 0.0f);
+        tk_close(k ? "F16 file" : "F64 file", m.in_proj_weight->data, ref->data, ref->numel, k ? 1e-3f : 0.0f,
+                 k ? 1e-3f : 0.0f);
         attn_tensor_free(ref);
         attn_params_free(p);
         unlink(path);
@@ -250,7 +250,7 @@ static void test_save(void)
     attn_st_file *f = attn_st_open(path);
     const attn_st_tensor *t = f ? attn_st_find(f, "encoder.layers.0.self_attn.in_proj_weight") : NULL;
     TK_CHECK(t && t->dtype == ATTN_DTYPE_F32 && attn_st_count(f) == attn_params_count(p) &&
-             attn_st_metadata(f, "format") && !strcmp(attn_st_metadata(f, "format"), "pt"),
+                 attn_st_metadata(f, "format") && !strcmp(attn_st_metadata(f, "format"), "pt"),
              "saved: F32 under the prefix, one tensor per parameter, format \"pt\"");
     TK_CHECK(f && equals_file(p, f, "encoder.layers.0."), "saved values bit for bit");
     attn_st_close(f);

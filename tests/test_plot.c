@@ -46,7 +46,10 @@ static bool image_load(image *im, const char *path)
     return true;
 }
 
-static void image_free(image *im) { cairo_surface_destroy(im->s); }
+static void image_free(image *im)
+{
+    cairo_surface_destroy(im->s);
+}
 
 static void pixel(const image *im, int x, int y, int rgb[3])
 {
@@ -88,12 +91,11 @@ static double line_coverage(const image *im, int x, int y, const int rgb[3])
 /* A 4-connected region of pixels within tol of a colour. */
 typedef struct blob {
     int64_t n;
-    double cx, cy;     /* centroid */
+    double cx, cy;      /* centroid */
     int x0, y0, x1, y1; /* bounding box, inclusive */
 } blob;
 
-static blob flood(const image *im, const int rgb[3], int tol, unsigned char *seen, int *queue,
-                  int start)
+static blob flood(const image *im, const int rgb[3], int tol, unsigned char *seen, int *queue, int start)
 {
     blob b = {0, 0, 0, im->w, im->h, -1, -1};
     int head = 0, tail = 0;
@@ -193,17 +195,16 @@ static void test_heatmap_colours(attn_colormap cmap, const int expected[5][3], c
     const int grey[3] = {153, 153, 153};
     for (int i = 0; i < 6; i++) {
         b[i] = largest(&im, i < 5 ? expected[i] : grey, 2);
-        TK_CHECK(b[i].n >= 400, "%s: cell %d (value %g): only %lld pixels of its colour", name,
-                 i, m[i], (long long)b[i].n);
+        TK_CHECK(b[i].n >= 400, "%s: cell %d (value %g): only %lld pixels of its colour", name, i, m[i],
+                 (long long)b[i].n);
         int bw = b[i].x1 - b[i].x0 + 1, bh = b[i].y1 - b[i].y0 + 1;
         TK_CHECK(abs(bw - bh) <= 1 && b[i].n == (int64_t)bw * bh,
-                 "%s: cell %d is not a solid square: %d x %d box, %lld pixels", name, i, bw, bh,
-                 (long long)b[i].n);
+                 "%s: cell %d is not a solid square: %d x %d box, %lld pixels", name, i, bw, bh, (long long)b[i].n);
     }
     for (int i = 0; i < 6; i++) { /* row-major placement */
         int r = i / 3, c = i % 3;
-        TK_CHECK(fabs(b[i].cy - b[r * 3].cy) < 1 && fabs(b[i].cx - b[c].cx) < 1,
-                 "%s: cell %d off its row or column", name, i);
+        TK_CHECK(fabs(b[i].cy - b[r * 3].cy) < 1 && fabs(b[i].cx - b[c].cx) < 1, "%s: cell %d off its row or column",
+                 name, i);
         if (c > 0) TK_CHECK(b[i].cx > b[i - 1].cx, "%s: cell %d not right of %d", name, i, i - 1);
         if (r > 0) TK_CHECK(b[i].cy > b[i - 3].cy, "%s: cell %d not below %d", name, i, i - 3);
     }
@@ -213,10 +214,8 @@ static void test_heatmap_colours(attn_colormap cmap, const int expected[5][3], c
 static void test_heatmap_colours_both(void)
 {
     /* matplotlib's viridis(0, .25, .5, .75, 1) and Reds(...), in 8 bits */
-    const int viridis[5][3] = {{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98},
-                               {253, 231, 37}};
-    const int reds[5][3] = {{255, 245, 240}, {252, 187, 161}, {251, 105, 74}, {203, 24, 29},
-                            {103, 0, 13}};
+    const int viridis[5][3] = {{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
+    const int reds[5][3] = {{255, 245, 240}, {252, 187, 161}, {251, 105, 74}, {203, 24, 29}, {103, 0, 13}};
     test_heatmap_colours(ATTN_CMAP_VIRIDIS, viridis, "viridis.png");
     test_heatmap_colours(ATTN_CMAP_REDS, reds, "reds.png");
 }
@@ -226,8 +225,8 @@ static void test_heatmap_size_and_labels(void)
     const char *tokens[5] = {"<bos>", "我", "喜欢", "machine", "<eos>"};
     float m[25];
     for (int i = 0; i < 25; i++) m[i] = (i % 6 == 0) ? 0.9f : 0.025f;
-    attn_heatmap_opts o = {.title = "注意力 attention", .xticks = tokens, .yticks = tokens,
-                           .width = 420, .height = 360};
+    attn_heatmap_opts o = {
+        .title = "注意力 attention", .xticks = tokens, .yticks = tokens, .width = 420, .height = 360};
     const char *path = in_dir("sized.PNG"); /* the extension in any case */
     TK_OK(attn_plot_heatmap(path, m, 5, 5, &o));
     image im;
@@ -240,8 +239,7 @@ static void test_heatmap_size_and_labels(void)
     const char *svg = in_dir("labels.svg");
     TK_OK(attn_plot_heatmap(svg, m, 5, 5, &o));
     TK_CHECK(file_starts_with(svg, "<?xml"), "%s is not SVG", svg);
-    const char *want[] = {"machine", "我", "喜欢", "&lt;bos&gt;", "注意力 attention", "query",
-                          "key", "0.90"};
+    const char *want[] = {"machine", "我", "喜欢", "&lt;bos&gt;", "注意力 attention", "query", "key", "0.90"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         TK_CHECK(file_contains(svg, want[i]), "%s lacks the text \"%s\"", svg, want[i]);
     const char *pdf = in_dir("labels.pdf");
@@ -255,8 +253,7 @@ static void test_heatmap_grid(void)
     float m[16]; /* (2, 2, 2, 2): panel p, cell (r, c) holds (4p + 2r + c) / 15 */
     for (int i = 0; i < 16; i++) m[i] = i / 15.0f;
     const char *titles[4] = {"head 0", "head 1", "head 2", "head 3"};
-    attn_heatmap_opts o = {.title = "all heads", .auto_range = true, .annotate = -1,
-                           .width = 600, .height = 500};
+    attn_heatmap_opts o = {.title = "all heads", .auto_range = true, .annotate = -1, .width = 600, .height = 500};
     const char *path = in_dir("grid.png");
     TK_OK(attn_plot_heatmap_grid(path, m, 2, 2, 2, 2, titles, &o));
     image im;
@@ -270,8 +267,7 @@ static void test_heatmap_grid(void)
         int rgb[3];
         cmap_rgb255(ATTN_CMAP_VIRIDIS, i / 15.0, rgb);
         b[i] = largest(&im, rgb, 2);
-        TK_CHECK(b[i].n >= 400, "grid value %d/15: only %lld pixels of its colour", i,
-                 (long long)b[i].n);
+        TK_CHECK(b[i].n >= 400, "grid value %d/15: only %lld pixels of its colour", i, (long long)b[i].n);
     }
     for (int i = 0; i < 16; i++) { /* x grows with (panel column, cell column), y likewise */
         int p = i / 4, r = (i / 2) % 2, c = i % 2, gx = (p % 2) * 2 + c, gy = (p / 2) * 2 + r;
@@ -318,23 +314,24 @@ static void test_heatmap_panel_range(void)
         int64_t left_lo = count_colour(&im, lo, 2, 0, im.w / 2), left_hi = count_colour(&im, hi, 2, 0, im.w / 2);
         int64_t right_lo = count_colour(&im, lo, 2, im.w / 2, im.w);
         int64_t right_hi = count_colour(&im, hi, 2, im.w / 2, im.w);
-        TK_CHECK(left_lo >= cell && left_hi >= cell, "%s: the first panel's ends: %lld and %lld pixels",
-                 path, (long long)left_lo, (long long)left_hi);
+        TK_CHECK(left_lo >= cell && left_hi >= cell, "%s: the first panel's ends: %lld and %lld pixels", path,
+                 (long long)left_lo, (long long)left_hi);
         if (own)
-            TK_CHECK(right_lo >= cell && right_hi >= cell,
-                     "%s: the second panel's own ends: %lld and %lld pixels", path, (long long)right_lo,
-                     (long long)right_hi);
+            TK_CHECK(right_lo >= cell && right_hi >= cell, "%s: the second panel's own ends: %lld and %lld pixels",
+                     path, (long long)right_lo, (long long)right_hi);
         else
             TK_CHECK(right_lo < cell && right_hi < cell,
-                     "%s: one shared scale, yet the second panel has an end colour: %lld and %lld pixels",
-                     path, (long long)right_lo, (long long)right_hi);
+                     "%s: one shared scale, yet the second panel has an end colour: %lld and %lld pixels", path,
+                     (long long)right_lo, (long long)right_hi);
         image_free(&im);
     }
 }
 
 static void test_heatmap_long_and_nan(void)
 {
-    enum { L = 512 };
+    enum {
+        L = 512
+    };
     float *m = malloc(sizeof(float) * L * L);
     if (!m) return;
     for (int i = 0; i < L * L; i++) m[i] = (float)((i * 7919) % 1000) / 1000.0f;
@@ -363,8 +360,8 @@ static void test_heatmap_long_and_nan(void)
 static void check_cjk_layout(plot_canvas *c, const char *text)
 {
     attn__plot_text_set(c, text, PLOT_FONT_TICK, 0);
-    TK_CHECK(pango_layout_get_unknown_glyphs_count(c->layout) == 0,
-             "\"%s\": %d glyphs missing", text, pango_layout_get_unknown_glyphs_count(c->layout));
+    TK_CHECK(pango_layout_get_unknown_glyphs_count(c->layout) == 0, "\"%s\": %d glyphs missing", text,
+             pango_layout_get_unknown_glyphs_count(c->layout));
     bool wqy = false;
     PangoLayoutLine *line = pango_layout_get_line_readonly(c->layout, 0);
     for (GSList *run = line ? line->runs : NULL; run; run = run->next) {
@@ -387,14 +384,13 @@ static void test_cjk_glyphs(void)
     check_cjk_layout(&c, "<bos> 注意力 machine");
     /* the check can fail: an unassigned code point has no glyph anywhere */
     attn__plot_text_set(&c, "\xcd\xb8", PLOT_FONT_TICK, 0); /* U+0378 */
-    TK_CHECK(pango_layout_get_unknown_glyphs_count(c.layout) == 1,
-             "U+0378 should be a missing glyph");
+    TK_CHECK(pango_layout_get_unknown_glyphs_count(c.layout) == 1, "U+0378 should be a missing glyph");
     /* ink: a real 一 is one flat stroke; a missing-glyph box would be taller than wide */
     PangoRectangle ink;
     attn__plot_text_set(&c, "一", 40.0, 0);
     pango_layout_get_extents(c.layout, &ink, NULL);
-    TK_CHECK(ink.height > 0 && ink.height < ink.width / 4, "一: ink %d x %d is not a stroke",
-             ink.width / PANGO_SCALE, ink.height / PANGO_SCALE);
+    TK_CHECK(ink.height > 0 && ink.height < ink.width / 4, "一: ink %d x %d is not a stroke", ink.width / PANGO_SCALE,
+             ink.height / PANGO_SCALE);
     TK_CHECK(attn__plot_canvas_close(&c, ATTN_ERR_STATE) == ATTN_ERR_STATE, "discarded canvas");
     TK_CHECK(access(in_dir("text.png"), F_OK) != 0, "a discarded canvas left a file");
 }
@@ -412,14 +408,12 @@ static void test_lines(bool log_y)
     const float log_h1[5] = {10, 10, 10, 10, 10};
     const float lin_h2[5] = {0.6f, 0.6f, NAN, 0.6f, 0.6f};
     attn_series s[3] = {
-        {.x = cx, .y = log_y ? log_yv : lin_y, .n = 3, .scatter = true,
-         .color = ATTN_RGB(255, 0, 0)},
+        {.x = cx, .y = log_y ? log_yv : lin_y, .n = 3, .scatter = true, .color = ATTN_RGB(255, 0, 0)},
         {.label = "first line", .x = hx, .y = log_y ? log_h1 : lin_h1, .n = 5},
-        {.label = "second, broken at NaN", .x = hx, .y = lin_h2, .n = log_y ? 0 : 5,
-         .color = ATTN_RGB(0, 160, 0)},
+        {.label = "second, broken at NaN", .x = hx, .y = lin_h2, .n = log_y ? 0 : 5, .color = ATTN_RGB(0, 160, 0)},
     };
-    attn_lineplot_opts o = {.title = "lines", .xlabel = "x", .ylabel = "y", .log_y = log_y,
-                            .width = 500, .height = 400};
+    attn_lineplot_opts o = {
+        .title = "lines", .xlabel = "x", .ylabel = "y", .log_y = log_y, .width = 500, .height = 400};
     const char *path = in_dir(log_y ? "lines_log.png" : "lines.png");
     TK_OK(attn_plot_lines(path, s, 3, &o));
     image im;
@@ -446,8 +440,10 @@ static void test_lines(bool log_y)
     int mx = (int)lround(0.5 * (left + right));
     int y_blue = (int)lround(log_y ? 0.5 * (top + bottom) : bottom + 0.25 * (top - bottom));
     double cov = line_coverage(&im, mx, y_blue, blue);
-    TK_CHECK(cov > 0.8, "%s: the line colour covers %.2f of the pixels at the data point "
-             "(0.5, %s)", path, cov, log_y ? "10" : "0.25");
+    TK_CHECK(cov > 0.8,
+             "%s: the line colour covers %.2f of the pixels at the data point "
+             "(0.5, %s)",
+             path, cov, log_y ? "10" : "0.25");
     if (!log_y) {
         int y_green = (int)lround(bottom + 0.6 * (top - bottom));
         int xq = (int)lround(left + 0.1 * (right - left));
@@ -463,12 +459,10 @@ static void test_lines_svg_and_defaults(void)
 {
     float y[50];
     for (int i = 0; i < 50; i++) y[i] = expf(-i / 10.0f);
-    attn_series s[2] = {{"train loss", NULL, y, 50, false, false, 0},
-                        {"损失 (验证)", NULL, y, 50, true, false, 0}};
+    attn_series s[2] = {{"train loss", NULL, y, 50, false, false, 0}, {"损失 (验证)", NULL, y, 50, true, false, 0}};
     const char *svg = in_dir("loss.svg");
     TK_OK(attn_plot_lines(svg, s, 2, NULL));
-    TK_CHECK(file_contains(svg, "train loss") && file_contains(svg, "损失 (验证)"),
-             "%s lacks the legend text", svg);
+    TK_CHECK(file_contains(svg, "train loss") && file_contains(svg, "损失 (验证)"), "%s lacks the legend text", svg);
     const char *png = in_dir("loss.png");
     attn_lineplot_opts o = {.log_y = true, .ylim = {0.001f, 10.0f}};
     TK_OK(attn_plot_lines(png, s, 2, &o));
@@ -485,18 +479,16 @@ static void test_lines_svg_and_defaults(void)
 
 static void expect_error(attn_status got, attn_status want, const char *needle, const char *what)
 {
-    TK_CHECK(got == want, "%s: status %s, expected %s", what, attn_status_name(got),
-             attn_status_name(want));
-    TK_CHECK(strstr(attn_last_error(), needle) != NULL, "%s: message \"%s\" lacks \"%s\"", what,
-             attn_last_error(), needle);
+    TK_CHECK(got == want, "%s: status %s, expected %s", what, attn_status_name(got), attn_status_name(want));
+    TK_CHECK(strstr(attn_last_error(), needle) != NULL, "%s: message \"%s\" lacks \"%s\"", what, attn_last_error(),
+             needle);
 }
 
 static bool dir_has_leftovers(void)
 {
     DIR *d = opendir(dir);
     bool found = false;
-    for (struct dirent *e; d && (e = readdir(d));)
-        found = found || strstr(e->d_name, ".tmp.") != NULL;
+    for (struct dirent *e; d && (e = readdir(d));) found = found || strstr(e->d_name, ".tmp.") != NULL;
     if (d) closedir(d);
     return found;
 }
@@ -508,8 +500,7 @@ static void test_errors(void)
     expect_error(attn_plot_heatmap(jpg, m, 2, 2, NULL), ATTN_ERR_ARG, "picture.jpg", ".jpg");
     TK_CHECK(strstr(attn_last_error(), ".png") && strstr(attn_last_error(), ".svg"),
              "the message should say what is expected: %s", attn_last_error());
-    expect_error(attn_plot_heatmap(in_dir("noext"), m, 2, 2, NULL), ATTN_ERR_ARG, "noext",
-                 "no extension");
+    expect_error(attn_plot_heatmap(in_dir("noext"), m, 2, 2, NULL), ATTN_ERR_ARG, "noext", "no extension");
     const char *nodir = "/nonexistent-attn-dir/sub/plot.png";
     expect_error(attn_plot_heatmap(nodir, m, 2, 2, NULL), ATTN_ERR_IO, nodir, "missing directory");
     const char *isdir = in_dir("folder.png");
@@ -520,24 +511,17 @@ static void test_errors(void)
     expect_error(attn_plot_lines(nodir, &s, 1, NULL), ATTN_ERR_IO, nodir, "lines, missing dir");
     expect_error(attn_plot_lines(in_dir("x.gif"), &s, 1, NULL), ATTN_ERR_ARG, "x.gif", "gif");
 
-    expect_error(attn_plot_heatmap(in_dir("a.png"), NULL, 2, 2, NULL), ATTN_ERR_ARG, "values",
-                 "no values");
-    expect_error(attn_plot_heatmap(in_dir("a.png"), m, 0, 2, NULL), ATTN_ERR_ARG, "0 x 2",
-                 "no rows");
+    expect_error(attn_plot_heatmap(in_dir("a.png"), NULL, 2, 2, NULL), ATTN_ERR_ARG, "values", "no values");
+    expect_error(attn_plot_heatmap(in_dir("a.png"), m, 0, 2, NULL), ATTN_ERR_ARG, "0 x 2", "no rows");
     attn_heatmap_opts bad_range = {.vmin = 1, .vmax = 0};
-    expect_error(attn_plot_heatmap(in_dir("a.png"), m, 2, 2, &bad_range), ATTN_ERR_ARG, "vmin",
-                 "vmin > vmax");
+    expect_error(attn_plot_heatmap(in_dir("a.png"), m, 2, 2, &bad_range), ATTN_ERR_ARG, "vmin", "vmin > vmax");
     attn_heatmap_opts tiny = {.width = 40, .height = 30};
-    expect_error(attn_plot_heatmap(in_dir("a.png"), m, 2, 2, &tiny), ATTN_ERR_ARG, "40 x 30",
-                 "too small");
-    expect_error(attn_plot_lines(in_dir("a.png"), &s, 0, NULL), ATTN_ERR_ARG, "series",
-                 "no series");
+    expect_error(attn_plot_heatmap(in_dir("a.png"), m, 2, 2, &tiny), ATTN_ERR_ARG, "40 x 30", "too small");
+    expect_error(attn_plot_lines(in_dir("a.png"), &s, 0, NULL), ATTN_ERR_ARG, "series", "no series");
     attn_series no_y = {.n = 3};
-    expect_error(attn_plot_lines(in_dir("a.png"), &no_y, 1, NULL), ATTN_ERR_ARG, "y missing",
-                 "series without y");
+    expect_error(attn_plot_lines(in_dir("a.png"), &no_y, 1, NULL), ATTN_ERR_ARG, "y missing", "series without y");
     attn_lineplot_opts bad_lim = {.log_y = true, .ylim = {-1, 1}};
-    expect_error(attn_plot_lines(in_dir("a.png"), &s, 1, &bad_lim), ATTN_ERR_ARG, "ylim",
-                 "log axis from -1");
+    expect_error(attn_plot_lines(in_dir("a.png"), &s, 1, &bad_lim), ATTN_ERR_ARG, "ylim", "log axis from -1");
     TK_CHECK(access(in_dir("a.png"), F_OK) != 0, "a failed plot left a.png behind");
     TK_CHECK(!dir_has_leftovers(), "a failed plot left a temporary file in %s", dir);
 }
@@ -546,8 +530,7 @@ static void remove_dir(void)
 {
     DIR *d = opendir(dir);
     for (struct dirent *e; d && (e = readdir(d));)
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-            remove(in_dir(e->d_name));
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) remove(in_dir(e->d_name));
     if (d) closedir(d);
     rmdir(dir);
 }

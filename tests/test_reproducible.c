@@ -11,7 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { BATCH = 12, SRC_LEN = 23, TGT_LEN = 21, VOCAB = 97, STEPS = 4 };
+enum {
+    BATCH = 12,
+    SRC_LEN = 23,
+    TGT_LEN = 21,
+    VOCAB = 97,
+    STEPS = 4
+};
 
 typedef struct run_result {
     float loss[STEPS];
@@ -22,9 +28,18 @@ typedef struct run_result {
 static run_result train(int threads)
 {
     run_result r = {{0}, NULL, 0};
-    attn_seq2seq_config cfg = {.kind = ATTN_SEQ2SEQ_TRANSFORMER, .src_vocab = VOCAB, .tgt_vocab = VOCAB,
-                               .d_model = 64, .num_heads = 4, .dim_feedforward = 256, .enc_layers = 2,
-                               .dec_layers = 2, .dropout = 0.1f, .max_len = 32, .pad_id = 1, .bos_id = 2,
+    attn_seq2seq_config cfg = {.kind = ATTN_SEQ2SEQ_TRANSFORMER,
+                               .src_vocab = VOCAB,
+                               .tgt_vocab = VOCAB,
+                               .d_model = 64,
+                               .num_heads = 4,
+                               .dim_feedforward = 256,
+                               .enc_layers = 2,
+                               .dec_layers = 2,
+                               .dropout = 0.1f,
+                               .max_len = 32,
+                               .pad_id = 1,
+                               .bos_id = 2,
                                .eos_id = 3};
     attn_params *p = attn_params_new();
     attn_seq2seq m;
@@ -44,15 +59,17 @@ static run_result train(int threads)
         for (int64_t t = 0; t < SRC_LEN; t++)
             src[b * SRC_LEN + t] = t < src_lens[b] ? 4 + attn_rng_below(&rng, VOCAB - 4) : cfg.pad_id;
         for (int64_t t = 0; t < TGT_LEN; t++) {
-            tgt_in[b * TGT_LEN + t] = t == 0 ? cfg.bos_id : t < tgt_lens[b] ? 4 + attn_rng_below(&rng, VOCAB - 4) : cfg.pad_id;
+            tgt_in[b * TGT_LEN + t] = t == 0            ? cfg.bos_id
+                                      : t < tgt_lens[b] ? 4 + attn_rng_below(&rng, VOCAB - 4)
+                                                        : cfg.pad_id;
             tgt_out[b * TGT_LEN + t] = t < tgt_lens[b] ? 4 + attn_rng_below(&rng, VOCAB - 4) : cfg.pad_id;
         }
     }
     for (int s = 0; p && opt && ctx && s < STEPS; s++) {
         attn_ctx_reset(ctx);
         attn_params_zero_grad(p);
-        attn_tensor *logits = attn_seq2seq_forward(ctx, &m, src, src_lens, BATCH, SRC_LEN, tgt_in, tgt_lens,
-                                                   TGT_LEN, NULL);
+        attn_tensor *logits =
+            attn_seq2seq_forward(ctx, &m, src, src_lens, BATCH, SRC_LEN, tgt_in, tgt_lens, TGT_LEN, NULL);
         attn_tensor *flat = attn_reshape(ctx, logits, 2, (int64_t[]){BATCH * TGT_LEN, VOCAB});
         attn_tensor *loss = attn_cross_entropy(ctx, flat, tgt_out, cfg.pad_id, 0.1f);
         TK_NOT_NULL(loss);

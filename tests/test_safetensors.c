@@ -54,13 +54,12 @@ static void put_le64(unsigned char *p, uint64_t v)
 
 /* 0.0f .. 5.0f as little-endian float32 bytes. */
 static const unsigned char FLOATS_0_TO_5[24] = {
-    0, 0, 0, 0, 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40,       /* 0, 1, 2 */
+    0, 0, 0,    0,    0, 0, 0x80, 0x3f, 0, 0, 0,    0x40, /* 0, 1, 2 */
     0, 0, 0x40, 0x40, 0, 0, 0x80, 0x40, 0, 0, 0xa0, 0x40, /* 3, 4, 5 */
 };
 
 /* N | json | pad spaces | data, into out (at least 8 + n + data_len bytes); returns the size. */
-static size_t build_file(unsigned char *out, uint64_t n, const char *json, const void *data,
-                         size_t data_len)
+static size_t build_file(unsigned char *out, uint64_t n, const char *json, const void *data, size_t data_len)
 {
     size_t j = strlen(json);
     put_le64(out, n);
@@ -73,8 +72,7 @@ static size_t build_file(unsigned char *out, uint64_t n, const char *json, const
 
 /* ---- golden vectors ---- */
 
-static void check_saved_bytes(const char *what, attn_st_writer *w, const unsigned char *expected,
-                              size_t expected_len)
+static void check_saved_bytes(const char *what, attn_st_writer *w, const unsigned char *expected, size_t expected_len)
 {
     char path[128];
     path_in_tmp(path, sizeof path, "golden.safetensors");
@@ -89,8 +87,7 @@ static void check_saved_bytes(const char *what, attn_st_writer *w, const unsigne
 
 static void test_golden_empty(void)
 {
-    static const unsigned char expected[16] = {8, 0, 0, 0, 0, 0, 0, 0, '{', '}',
-                                               ' ', ' ', ' ', ' ', ' ', ' '};
+    static const unsigned char expected[16] = {8, 0, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' ', ' ', ' ', ' ', ' '};
     attn_st_writer *w = attn_st_writer_new();
     check_saved_bytes("empty dict", w, expected, sizeof expected);
     attn_st_writer_free(w);
@@ -101,8 +98,7 @@ static void test_golden_empty(void)
 }
 
 /* One F32 tensor of 0..5 named name with shape (ndim, shape); json is the exact header text. */
-static void test_golden_one(const char *name, int ndim, const int64_t *shape, const char *json,
-                            uint64_t n)
+static void test_golden_one(const char *name, int ndim, const int64_t *shape, const char *json, uint64_t n)
 {
     unsigned char expected[256];
     size_t len = build_file(expected, n, json, FLOATS_0_TO_5, sizeof FLOATS_0_TO_5);
@@ -115,8 +111,8 @@ static void test_golden_one(const char *name, int ndim, const int64_t *shape, co
     attn_st_file *f = attn_st_parse(expected, len, name);
     TK_NOT_NULL(f);
     const attn_st_tensor *t = attn_st_find(f, name);
-    TK_CHECK(t && t->dtype == ATTN_DTYPE_F32 && t->ndim == ndim && t->numel == 6 &&
-                 t->nbytes == 24, "%s parsed back wrong", name);
+    TK_CHECK(t && t->dtype == ATTN_DTYPE_F32 && t->ndim == ndim && t->numel == 6 && t->nbytes == 24,
+             "%s parsed back wrong", name);
     attn_tensor *x = attn_st_load(f, name, NULL);
     TK_NOT_NULL(x);
     if (x) tk_close(name, x->data, values, 6, 0.0f, 0.0f);
@@ -128,12 +124,8 @@ static void test_golden(void)
 {
     test_golden_empty();
     const int64_t s3[3] = {1, 2, 3}, s4[4] = {1, 1, 2, 3};
-    test_golden_one("attn.0", 3, s3,
-                    "{\"attn.0\":{\"dtype\":\"F32\",\"shape\":[1,2,3],\"data_offsets\":[0,24]}}",
-                    64);
-    test_golden_one("attn0", 4, s4,
-                    "{\"attn0\":{\"dtype\":\"F32\",\"shape\":[1,1,2,3],\"data_offsets\":[0,24]}}",
-                    72);
+    test_golden_one("attn.0", 3, s3, "{\"attn.0\":{\"dtype\":\"F32\",\"shape\":[1,2,3],\"data_offsets\":[0,24]}}", 64);
+    test_golden_one("attn0", 4, s4, "{\"attn0\":{\"dtype\":\"F32\",\"shape\":[1,1,2,3],\"data_offsets\":[0,24]}}", 72);
 }
 
 /* ---- round trip of every dtype ---- */
@@ -151,8 +143,7 @@ static const int64_t I64_DATA[3] = {-5, 4611686018427387905LL, 7};
 static const int32_t I32_DATA[3] = {-2147483647 - 1, 0, 123456};
 static const uint8_t BOOL_DATA[3] = {1, 0, 1};
 /* 1, -2, +inf, -inf, NaN, smallest subnormal 2^-24, largest subnormal, 65504 */
-static const uint16_t F16_DATA[8] = {0x3c00, 0xc000, 0x7c00, 0xfc00,
-                                     0x7e00, 0x0001, 0x03ff, 0x7bff};
+static const uint16_t F16_DATA[8] = {0x3c00, 0xc000, 0x7c00, 0xfc00, 0x7e00, 0x0001, 0x03ff, 0x7bff};
 /* 1, -2, +inf, NaN, subnormal 2^-133, 3.140625, -0 */
 static const uint16_t BF16_DATA[7] = {0x3f80, 0xc000, 0x7f80, 0x7fc0, 0x0001, 0x4049, 0x8000};
 static const int16_t I16_DATA[3] = {-32768, 1, 32767};
@@ -163,11 +154,10 @@ static void check_dtype_case(const attn_st_file *f, const dtype_case *c)
 {
     const attn_st_tensor *t = attn_st_find(f, c->name);
     TK_CHECK(t && t->dtype == c->dtype && t->ndim == 1 && t->shape[0] == c->n &&
-                 t->nbytes == (size_t)c->n * attn_dtype_size(c->dtype) &&
-                 memcmp(t->data, c->data, t->nbytes) == 0,
+                 t->nbytes == (size_t)c->n * attn_dtype_size(c->dtype) && memcmp(t->data, c->data, t->nbytes) == 0,
              "%s: dtype, shape or bytes differ after the round trip", c->name);
-    TK_CHECK(t && (uintptr_t)t->data % attn_dtype_size(c->dtype) == 0,
-             "%s: data not aligned to its element size", c->name);
+    TK_CHECK(t && (uintptr_t)t->data % attn_dtype_size(c->dtype) == 0, "%s: data not aligned to its element size",
+             c->name);
     attn_tensor *x = attn_st_load(f, c->name, NULL);
     TK_NOT_NULL(x);
     if (x) tk_close(c->name, x->data, c->expect, c->n, 0.0f, 0.0f);
@@ -181,10 +171,8 @@ static void test_all_dtypes(void)
         {"i64", ATTN_DTYPE_I64, I64_DATA, 3, {-5.0f, 4611686018427387904.0f, 7.0f}},
         {"i32", ATTN_DTYPE_I32, I32_DATA, 3, {-2147483648.0f, 0.0f, 123456.0f}},
         {"bool", ATTN_DTYPE_BOOL, BOOL_DATA, 3, {1, 0, 1}},
-        {"f16", ATTN_DTYPE_F16, F16_DATA, 8,
-         {1, -2, INFINITY, -INFINITY, NAN, 0x1p-24f, 1023 * 0x1p-24f, 65504.0f}},
-        {"bf16", ATTN_DTYPE_BF16, BF16_DATA, 7,
-         {1, -2, INFINITY, NAN, 0x1p-133f, 3.140625f, -0.0f}},
+        {"f16", ATTN_DTYPE_F16, F16_DATA, 8, {1, -2, INFINITY, -INFINITY, NAN, 0x1p-24f, 1023 * 0x1p-24f, 65504.0f}},
+        {"bf16", ATTN_DTYPE_BF16, BF16_DATA, 7, {1, -2, INFINITY, NAN, 0x1p-133f, 3.140625f, -0.0f}},
         {"i16", ATTN_DTYPE_I16, I16_DATA, 3, {-32768, 1, 32767}},
         {"i8", ATTN_DTYPE_I8, I8_DATA, 3, {-128, 0, 127}},
         {"u8", ATTN_DTYPE_U8, U8_DATA, 3, {0, 128, 255}},
@@ -248,7 +236,8 @@ static void test_all_dtypes(void)
     TK_OK(attn_st_writer_save(wb, path));
     attn_st_writer_free(wb);
     f = attn_st_open(path);
-    TK_CHECK(!f && attn_last_status() == ATTN_ERR_FORMAT && strstr(attn_last_error(), "\"mask\" (F64) has -1e+300 at index (1)"),
+    TK_CHECK(!f && attn_last_status() == ATTN_ERR_FORMAT &&
+                 strstr(attn_last_error(), "\"mask\" (F64) has -1e+300 at index (1)"),
              "an F64 value beyond float range must be refused, naming the tensor and index: %s", attn_last_error());
     printf("  F64 beyond float: %s\n", attn_last_error());
     attn_st_close(f);
@@ -271,8 +260,8 @@ static void test_conversions(void)
     TK_OK(attn_st_writer_add_tensor(w, "tensor", t));
     TK_CHECK(attn_st_writer_add(w, "i64", ATTN_DTYPE_I64, 1, s3, I64_DATA) == ATTN_ERR_ARG,
              "a duplicate name must be refused");
-    TK_CHECK(attn_st_writer_add(w, "__metadata__", ATTN_DTYPE_I64, 1, s3, I64_DATA) ==
-                 ATTN_ERR_ARG, "__metadata__ cannot name a tensor");
+    TK_CHECK(attn_st_writer_add(w, "__metadata__", ATTN_DTYPE_I64, 1, s3, I64_DATA) == ATTN_ERR_ARG,
+             "__metadata__ cannot name a tensor");
     TK_CHECK(attn_st_writer_add(w, "bad\xff", ATTN_DTYPE_I64, 1, s3, I64_DATA) == ATTN_ERR_ARG,
              "a name that is not UTF-8 must be refused");
     const int64_t neg[1] = {-1};
@@ -291,19 +280,16 @@ static void test_conversions(void)
     TK_NOT_NULL(f);
     if (!f) return;
     const char *note = attn_st_metadata(f, "note"), *uni = attn_st_metadata(f, "unicode");
-    TK_CHECK(note && strcmp(note, "quote \" backslash \\ newline \n tab \t") == 0,
-             "metadata with escapes: got %s", note ? note : "(none)");
-    TK_CHECK(uni && strcmp(uni, "\xce\xb1\xce\xb2 \xe6\xb3\xa8\xe6\x84\x8f") == 0,
-             "UTF-8 metadata");
-    TK_CHECK(attn_st_metadata(f, "empty") && !*attn_st_metadata(f, "empty"),
-             "empty metadata value");
+    TK_CHECK(note && strcmp(note, "quote \" backslash \\ newline \n tab \t") == 0, "metadata with escapes: got %s",
+             note ? note : "(none)");
+    TK_CHECK(uni && strcmp(uni, "\xce\xb1\xce\xb2 \xe6\xb3\xa8\xe6\x84\x8f") == 0, "UTF-8 metadata");
+    TK_CHECK(attn_st_metadata(f, "empty") && !*attn_st_metadata(f, "empty"), "empty metadata value");
     TK_CHECK(attn_st_metadata(f, "missing") == NULL, "a missing key gives NULL");
     TK_CHECK(attn_st_count(f) == 5, "metadata is not a tensor (%zu tensors)", attn_st_count(f));
 
     int64_t n = 0;
     int64_t *v = attn_st_load_i64(f, "i64", &n);
-    TK_CHECK(v && n == 3 && v[0] == -5 && v[1] == 4611686018427387905LL && v[2] == 7,
-             "I64 loads exactly");
+    TK_CHECK(v && n == 3 && v[0] == -5 && v[1] == 4611686018427387905LL && v[2] == 7, "I64 loads exactly");
     free(v);
     v = attn_st_load_i64(f, "bool", &n);
     TK_CHECK(v && n == 3 && v[0] == 1 && v[1] == 0 && v[2] == 1, "BOOL loads as 0/1");
@@ -319,8 +305,8 @@ static void test_conversions(void)
     TK_OK(attn_st_copy_into(f, "tensor", u));
     tk_close("copy_into", u->data, t->data, 6, 0.0f, 0.0f);
     attn_tensor *wrong = attn_tensor_alloc(1, s3);
-    TK_CHECK(attn_st_copy_into(f, "tensor", wrong) == ATTN_ERR_SHAPE &&
-                 strstr(attn_last_error(), "(2, 3)") && strstr(attn_last_error(), "(3)"),
+    TK_CHECK(attn_st_copy_into(f, "tensor", wrong) == ATTN_ERR_SHAPE && strstr(attn_last_error(), "(2, 3)") &&
+                 strstr(attn_last_error(), "(3)"),
              "copy_into a wrong shape must name both shapes: %s", attn_last_error());
     printf("  copy_into: %s\n", attn_last_error());
     attn_tensor_free(t);
@@ -357,19 +343,17 @@ static void refuse_json(const char *what, const char *json, size_t data_len)
 }
 
 /* A valid header (N = n, or the text's length when n is 0) that must parse to n_tensors. */
-static void accept_json(const char *what, const char *json, uint64_t n, size_t data_len,
-                        size_t n_tensors)
+static void accept_json(const char *what, const char *json, uint64_t n, size_t data_len, size_t n_tensors)
 {
     static unsigned char buf[1 << 12];
     static const unsigned char zeros[256];
     size_t len = build_file(buf, n ? n : strlen(json), json, zeros, data_len);
     attn_st_file *f = attn_st_parse(buf, len, what);
-    TK_CHECK(f && attn_st_count(f) == n_tensors, "%s: should be accepted: %s", what,
-             attn_last_error());
+    TK_CHECK(f && attn_st_count(f) == n_tensors, "%s: should be accepted: %s", what, attn_last_error());
     attn_st_close(f);
 }
 
-#define T(name, dtype, shape, b, e) \
+#define T(name, dtype, shape, b, e)                                                                                    \
     "\"" name "\":{\"dtype\":\"" dtype "\",\"shape\":" shape ",\"data_offsets\":[" b "," e "]}"
 
 static void test_malformed(void)
@@ -396,33 +380,25 @@ static void test_malformed(void)
     refuse_json("raw control character in the header", "{\"a\x01\":{}}", 0);
     refuse_json("entry not an object", "{\"a\":5}", 0);
     refuse_json("missing dtype", "{\"a\":{\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
-    refuse_json("dtype not a string",
-                "{\"a\":{\"dtype\":32,\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
+    refuse_json("dtype not a string", "{\"a\":{\"dtype\":32,\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
     refuse_json("unknown dtype", "{" T("a", "F128", "[1]", "0", "16") "}", 16);
     refuse_json("negative shape entry", "{" T("a", "F32", "[-1]", "0", "0") "}", 0);
     refuse_json("fractional shape entry", "{" T("a", "F32", "[2.5]", "0", "10") "}", 10);
     refuse_json("shape not an array", "{" T("a", "F32", "3", "0", "12") "}", 12);
-    refuse_json("more than 8 dimensions",
-                "{" T("a", "F32", "[1,1,1,1,1,1,1,1,1]", "0", "4") "}", 4);
-    refuse_json("shape product overflowing int64",
-                "{" T("a", "F32", "[4294967296,4294967296,4]", "0", "0") "}", 0);
-    refuse_json("byte size overflowing int64",
-                "{" T("a", "F64", "[1099511627776,4194304]", "0", "0") "}", 0);
+    refuse_json("more than 8 dimensions", "{" T("a", "F32", "[1,1,1,1,1,1,1,1,1]", "0", "4") "}", 4);
+    refuse_json("shape product overflowing int64", "{" T("a", "F32", "[4294967296,4294967296,4]", "0", "0") "}", 0);
+    refuse_json("byte size overflowing int64", "{" T("a", "F64", "[1099511627776,4194304]", "0", "0") "}", 0);
     refuse_json("negative offset", "{" T("a", "U8", "[4]", "-1", "3") "}", 4);
     refuse_json("offsets ending before they begin", "{" T("a", "U8", "[0]", "8", "0") "}", 8);
-    refuse_json("three data offsets",
-                "{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4,4]}}", 4);
-    refuse_json("offsets overlapping",
-                "{" T("a", "F32", "[2]", "0", "8") "," T("b", "F32", "[2]", "4", "12") "}", 12);
-    refuse_json("hole between tensors",
-                "{" T("a", "F32", "[2]", "0", "8") "," T("b", "F32", "[2]", "12", "20") "}", 20);
+    refuse_json("three data offsets", "{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4,4]}}", 4);
+    refuse_json("offsets overlapping", "{" T("a", "F32", "[2]", "0", "8") "," T("b", "F32", "[2]", "4", "12") "}", 12);
+    refuse_json("hole between tensors", "{" T("a", "F32", "[2]", "0", "8") "," T("b", "F32", "[2]", "12", "20") "}",
+                20);
     refuse_json("first tensor not at offset 0", "{" T("a", "F32", "[2]", "4", "12") "}", 12);
     refuse_json("offsets outside the buffer", "{" T("a", "F32", "[2,3]", "0", "24") "}", 8);
     refuse_json("byte size mismatch", "{" T("a", "F32", "[2,3]", "0", "20") "}", 20);
-    refuse_json("duplicate names",
-                "{" T("a", "F32", "[1]", "0", "4") "," T("a", "F32", "[1]", "4", "8") "}", 8);
-    refuse_json("duplicate __metadata__",
-                "{\"__metadata__\":{\"a\":\"1\"},\"__metadata__\":{\"b\":\"2\"}}", 0);
+    refuse_json("duplicate names", "{" T("a", "F32", "[1]", "0", "4") "," T("a", "F32", "[1]", "4", "8") "}", 8);
+    refuse_json("duplicate __metadata__", "{\"__metadata__\":{\"a\":\"1\"},\"__metadata__\":{\"b\":\"2\"}}", 0);
     refuse_json("metadata value not a string", "{\"__metadata__\":{\"k\":1}}", 0);
     refuse_json("metadata not an object", "{\"__metadata__\":\"x\"}", 0);
     refuse_json("duplicate metadata key", "{\"__metadata__\":{\"k\":\"1\",\"k\":\"2\"}}", 0);
@@ -443,11 +419,11 @@ static void test_malformed(void)
     accept_json("unpadded header", "{}", 2, 0, 0);
     accept_json("offsets listed out of order",
                 "{" T("b", "F32", "[1]", "4", "8") "," T("a", "F32", "[1]", "0", "4") "}", 0, 8, 2);
-    accept_json("zero-size tensors sharing an offset",
-                "{" T("z1", "F32", "[0]", "4", "4") "," T("a", "F32", "[]", "0", "4") ","
-                    T("z2", "I64", "[3,0]", "4", "4") "}", 0, 4, 3);
-    accept_json("extra keys in an entry",
-                "{\"a\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2],\"x\":[1]}}",
+    accept_json(
+        "zero-size tensors sharing an offset",
+        "{" T("z1", "F32", "[0]", "4", "4") "," T("a", "F32", "[]", "0", "4") "," T("z2", "I64", "[3,0]", "4", "4") "}",
+        0, 4, 3);
+    accept_json("extra keys in an entry", "{\"a\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2],\"x\":[1]}}",
                 0, 2, 1);
 }
 
@@ -491,7 +467,8 @@ static void test_json_grammar(void)
     expect_name("raw UTF-8 in a name", NAMED("\"\xe4\xb8\x80\""), "\xe4\xb8\x80");
     accept_json("every kind of value in an extra key",
                 "{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0],"
-                "\"x\":[true, false, null, -1.5e3, 0.25E+2, \"s\", {}, [], {\"y\": [[]]}]}}", 0, 0, 1);
+                "\"x\":[true, false, null, -1.5e3, 0.25E+2, \"s\", {}, [], {\"y\": [[]]}]}}",
+                0, 0, 1);
 
     static unsigned char buf[128];
     const char *json = "{\"__metadata__\":{\"k\":\"a\\\"b\\\\c\\td\\u20ac\"}}";
@@ -508,16 +485,14 @@ static void test_open_errors(void)
 {
     char path[128];
     path_in_tmp(path, sizeof path, "does-not-exist.safetensors");
-    TK_CHECK(attn_st_open(path) == NULL && attn_last_status() == ATTN_ERR_IO &&
-                 strstr(attn_last_error(), path), "a missing file is an I/O error naming it");
+    TK_CHECK(attn_st_open(path) == NULL && attn_last_status() == ATTN_ERR_IO && strstr(attn_last_error(), path),
+             "a missing file is an I/O error naming it");
     printf("  open: %s\n", attn_last_error());
-    TK_CHECK(attn_st_open(tmpdir) == NULL && attn_last_status() == ATTN_ERR_IO,
-             "a directory is refused");
+    TK_CHECK(attn_st_open(tmpdir) == NULL && attn_last_status() == ATTN_ERR_IO, "a directory is refused");
     printf("  open: %s\n", attn_last_error());
     path_in_tmp(path, sizeof path, "fifo");
     if (mkfifo(path, 0600) == 0) { /* must be refused at once, not block waiting for a writer */
-        TK_CHECK(attn_st_open(path) == NULL && attn_last_status() == ATTN_ERR_IO,
-                 "a FIFO is refused");
+        TK_CHECK(attn_st_open(path) == NULL && attn_last_status() == ATTN_ERR_IO, "a FIFO is refused");
         printf("  open: %s\n", attn_last_error());
         remove(path);
     }
@@ -563,8 +538,7 @@ static void test_save_errors(void)
     int before = tmp_entries();
     TK_CHECK(attn_st_writer_save(w, dir) == ATTN_ERR_IO, "saving onto a directory must fail");
     printf("  save: %s\n", attn_last_error());
-    TK_CHECK(tmp_entries() == before, "a failed save left a temp file (%d entries, %d before)",
-             tmp_entries(), before);
+    TK_CHECK(tmp_entries() == before, "a failed save left a temp file (%d entries, %d before)", tmp_entries(), before);
     remove(inner);
     rmdir(dir);
 
@@ -575,8 +549,7 @@ static void test_save_errors(void)
     attn_st_writer *w2 = writer_with_value(2.0f, 4);
     TK_OK(attn_st_writer_save(w2, path));
     TK_CHECK(value_at(path) == 2.0f, "saving over a file replaces it");
-    TK_CHECK(tmp_entries() == 1, "a save left %d entries in the directory, expected 1",
-             tmp_entries());
+    TK_CHECK(tmp_entries() == 1, "a save left %d entries in the directory, expected 1", tmp_entries());
 
     /* a write that fails midway (file size limit, as a full disk would) keeps the old file */
     attn_st_writer *big = writer_with_value(3.0f, 1 << 16);
@@ -593,8 +566,7 @@ static void test_save_errors(void)
              "a failed write must be an I/O error naming the path, got %s", attn_last_error());
     printf("  save: %s\n", attn_last_error());
     TK_CHECK(value_at(path) == 2.0f, "a failed save must leave the old file as it was");
-    TK_CHECK(tmp_entries() == 1, "a failed save left %d entries in the directory, expected 1",
-             tmp_entries());
+    TK_CHECK(tmp_entries() == 1, "a failed save left %d entries in the directory, expected 1", tmp_entries());
     remove(path);
     attn_st_writer_free(w);
     attn_st_writer_free(w2);

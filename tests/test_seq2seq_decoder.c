@@ -32,11 +32,17 @@
 #define ATOL 1e-5f
 #define RTOL 1e-5f
 
-enum { B = 3, S = 5, MAX_LEN = 12, STEPS = 9, V = 13 };
+enum {
+    B = 3,
+    S = 5,
+    MAX_LEN = 12,
+    STEPS = 9,
+    V = 13
+};
 static const int64_t src[B * S] = {4, 5, 6, 7, 3, 8, 3, 1, 1, 1, 9, 10, 11, 3, 1}; /* 1 = <pad> */
 static const int64_t src_lens[B] = {5, 2, 4};
 
-#define TK_STATUS(expr, want) \
+#define TK_STATUS(expr, want)                                                                                          \
     TK_CHECK((expr) == (want), "%s: expected %s, got \"%s\"", #expr, attn_status_name(want), attn_last_error())
 
 typedef struct model {
@@ -46,10 +52,20 @@ typedef struct model {
 
 static void model_init(model *m, attn_seq2seq_kind kind, float rope_base, uint64_t seed)
 {
-    attn_seq2seq_config cfg = {.kind = kind, .src_vocab = 12, .tgt_vocab = V, .d_model = 16,
-                               .num_heads = 4, .dim_feedforward = 24, .enc_layers = 2,
-                               .dec_layers = 2, .dropout = 0.1f, .max_len = MAX_LEN,
-                               .pad_id = 1, .bos_id = 2, .eos_id = 3, .rope_base = rope_base};
+    attn_seq2seq_config cfg = {.kind = kind,
+                               .src_vocab = 12,
+                               .tgt_vocab = V,
+                               .d_model = 16,
+                               .num_heads = 4,
+                               .dim_feedforward = 24,
+                               .enc_layers = 2,
+                               .dec_layers = 2,
+                               .dropout = 0.1f,
+                               .max_len = MAX_LEN,
+                               .pad_id = 1,
+                               .bos_id = 2,
+                               .eos_id = 3,
+                               .rope_base = rope_base};
     attn_rng rng;
     attn_rng_seed(&rng, seed);
     m->p = attn_params_new();
@@ -74,10 +90,10 @@ static int64_t argmax(const float *x, int64_t n)
 static void check_steps(const model *m, const char *name, int64_t beams, uint64_t seed)
 {
     const int64_t R = B * beams;
-    attn_seq2seq_decoder *dc = attn_seq2seq_decoder_new(&m->s2s, src, src_lens, B, S, beams, STEPS,
-                                                        ATTN_SEQ2SEQ_DECODE_CACHED);
-    attn_seq2seq_decoder *dr = attn_seq2seq_decoder_new(&m->s2s, src, src_lens, B, S, beams, STEPS,
-                                                        ATTN_SEQ2SEQ_DECODE_RECOMPUTE);
+    attn_seq2seq_decoder *dc =
+        attn_seq2seq_decoder_new(&m->s2s, src, src_lens, B, S, beams, STEPS, ATTN_SEQ2SEQ_DECODE_CACHED);
+    attn_seq2seq_decoder *dr =
+        attn_seq2seq_decoder_new(&m->s2s, src, src_lens, B, S, beams, STEPS, ATTN_SEQ2SEQ_DECODE_RECOMPUTE);
     TK_NOT_NULL(dc);
     TK_NOT_NULL(dr);
     if (!dc || !dr) return;
@@ -104,10 +120,9 @@ static void check_steps(const model *m, const char *name, int64_t beams, uint64_
         TK_OK(attn_seq2seq_decoder_reorder(dc, parents));
         TK_OK(attn_seq2seq_decoder_reorder(dr, parents));
     }
-    TK_CHECK(same_argmax, "%s, %lld beams: the cached decoder's argmax differs from the reference's",
-             name, (long long)beams);
-    printf("%s, %lld beams: max |cached - recompute| over %d steps = %.3g\n", name, (long long)beams,
-           STEPS, worst);
+    TK_CHECK(same_argmax, "%s, %lld beams: the cached decoder's argmax differs from the reference's", name,
+             (long long)beams);
+    printf("%s, %lld beams: max |cached - recompute| over %d steps = %.3g\n", name, (long long)beams, STEPS, worst);
     free(lc);
     free(lr);
     attn_seq2seq_decoder_free(dc);
@@ -127,8 +142,8 @@ static void check_searches(attn_ctx *ctx, const model *m, const char *name)
         for (int64_t b = 0; b < B; b++) {
             int64_t n = -1, n_ref = -2;
             TK_OK(attn_seq2seq_beam(ctx, &m->s2s, src + b * S, src_lens[b], beams, 0.6f, max_out, out, &n, NULL));
-            TK_OK(attn_seq2seq_beam_ref(ctx, &m->s2s, src + b * S, src_lens[b], beams, 0.6f, max_out, ref,
-                                        &n_ref, NULL));
+            TK_OK(
+                attn_seq2seq_beam_ref(ctx, &m->s2s, src + b * S, src_lens[b], beams, 0.6f, max_out, ref, &n_ref, NULL));
             TK_CHECK(n == n_ref && n >= 0 && !memcmp(out, ref, (size_t)n * sizeof *out),
                      "%s (eos %lld): beam %d on sentence %lld differs from beam_ref", name,
                      (long long)m->s2s.cfg.eos_id, beams, (long long)b);
@@ -164,8 +179,8 @@ static void check_beam_batch(attn_ctx *ctx, const model *m, const char *name)
         TK_CHECK(!memcmp(out, ref, sizeof out) && !memcmp(lens, ref_lens, sizeof lens),
                  "%s: beam_batch %d differs from beam_batch_ref", name, beams);
         for (int64_t b = 0; b < B; b++) {
-            TK_OK(attn_seq2seq_beam_ref(ctx, &m->s2s, src + b * S, src_lens[b], beams, 0.6f, max_out[b], one, &n,
-                                        NULL));
+            TK_OK(
+                attn_seq2seq_beam_ref(ctx, &m->s2s, src + b * S, src_lens[b], beams, 0.6f, max_out[b], one, &n, NULL));
             TK_CHECK(n == lens[b] && n <= max_out[b] && !memcmp(one, out + b * W, (size_t)n * sizeof *one),
                      "%s: beam_batch %d, sentence %lld differs from its search alone", name, beams, (long long)b);
             for (int64_t j = n; j < W; j++)
@@ -303,14 +318,17 @@ static void check_hostile(attn_ctx *ctx, const model *m)
 /* attn_seq2seq_decode against the entry points it replaces, in every mode */
 static void check_decode_api(attn_ctx *ctx, const model *m, const char *name)
 {
-    enum { W = 7 };
+    enum {
+        W = 7
+    };
     const attn_seq2seq_config *c = &m->s2s.cfg;
     const int64_t limits[B] = {7, 3, 5};
     for (int impl = ATTN_SEQ2SEQ_DECODE_CACHED; impl <= ATTN_SEQ2SEQ_DECODE_RECOMPUTE; impl++) {
         const char *which = impl == ATTN_SEQ2SEQ_DECODE_CACHED ? "cached" : "recompute";
         int64_t old[B * W], old_lens[B], out[B * W], lens[B];
         /* greedy: the old call keeps <eos>; the new one stops each sentence at its own limit */
-        TK_OK((impl ? attn_seq2seq_greedy_ref : attn_seq2seq_greedy)(ctx, &m->s2s, src, src_lens, B, S, W, old, old_lens));
+        TK_OK((impl ? attn_seq2seq_greedy_ref : attn_seq2seq_greedy)(ctx, &m->s2s, src, src_lens, B, S, W, old,
+                                                                     old_lens));
         attn_seq2seq_decode_opts o = {.impl = (attn_seq2seq_decode_impl)impl, .max_out = limits};
         TK_OK(attn_seq2seq_decode(ctx, &m->s2s, src, src_lens, B, S, &o, W, out, lens));
         bool same = true;
@@ -319,13 +337,14 @@ static void check_decode_api(attn_ctx *ctx, const model *m, const char *name)
             same = same && lens[b] == n && !memcmp(out + b * W, old + b * W, sizeof(int64_t) * (size_t)n);
             for (int64_t t = n; t < W; t++) same = same && out[b * W + t] == c->pad_id;
         }
-        TK_CHECK(same, "%s [%s]: attn_seq2seq_decode greedy = attn_seq2seq_greedy cut at each limit, no <eos>", name, which);
+        TK_CHECK(same, "%s [%s]: attn_seq2seq_decode greedy = attn_seq2seq_greedy cut at each limit, no <eos>", name,
+                 which);
         /* beam search of the batch */
         for (int beams = 2; beams <= 4; beams += 2) {
-            TK_OK((impl ? attn_seq2seq_beam_batch_ref : attn_seq2seq_beam_batch)(ctx, &m->s2s, src, src_lens, B, S, beams,
-                                                                                0.6f, limits, W, old, old_lens));
-            o = (attn_seq2seq_decode_opts){.beam_size = beams, .length_penalty = 0.6f, .max_out = limits,
-                                           .impl = (attn_seq2seq_decode_impl)impl};
+            TK_OK((impl ? attn_seq2seq_beam_batch_ref : attn_seq2seq_beam_batch)(
+                ctx, &m->s2s, src, src_lens, B, S, beams, 0.6f, limits, W, old, old_lens));
+            o = (attn_seq2seq_decode_opts){
+                .beam_size = beams, .length_penalty = 0.6f, .max_out = limits, .impl = (attn_seq2seq_decode_impl)impl};
             TK_OK(attn_seq2seq_decode(ctx, &m->s2s, src, src_lens, B, S, &o, W, out, lens));
             TK_CHECK(!memcmp(out, old, sizeof out) && !memcmp(lens, old_lens, sizeof lens),
                      "%s [%s]: attn_seq2seq_decode with %d beams = attn_seq2seq_beam_batch", name, which, beams);
@@ -333,18 +352,20 @@ static void check_decode_api(attn_ctx *ctx, const model *m, const char *name)
         /* one sentence with its cross-attention */
         attn_tensor *w_old = NULL, *w_new = NULL;
         int64_t n_old = 0;
-        TK_OK((impl ? attn_seq2seq_beam_ref : attn_seq2seq_beam)(ctx, &m->s2s, src, S, 2, 0.6f, W, old, &n_old, &w_old));
+        TK_OK(
+            (impl ? attn_seq2seq_beam_ref : attn_seq2seq_beam)(ctx, &m->s2s, src, S, 2, 0.6f, W, old, &n_old, &w_old));
         float *w_copy = w_old ? malloc(sizeof(float) * (size_t)w_old->numel) : NULL; /* the next call resets ctx */
         if (w_copy) memcpy(w_copy, w_old->data, sizeof(float) * (size_t)w_old->numel);
         const int64_t numel_old = w_old ? w_old->numel : 0;
-        o = (attn_seq2seq_decode_opts){.beam_size = 2, .length_penalty = 0.6f, .impl = (attn_seq2seq_decode_impl)impl,
-                                       .cross_weights = &w_new};
+        o = (attn_seq2seq_decode_opts){
+            .beam_size = 2, .length_penalty = 0.6f, .impl = (attn_seq2seq_decode_impl)impl, .cross_weights = &w_new};
         const int64_t len0 = S;
         TK_OK(attn_seq2seq_decode(ctx, &m->s2s, src, &len0, 1, S, &o, W, out, lens));
-        TK_CHECK(lens[0] == n_old && !memcmp(out, old, sizeof(int64_t) * (size_t)n_old) && w_new && w_copy &&
-                     w_new->numel == numel_old && !memcmp(w_new->data, w_copy, sizeof(float) * (size_t)numel_old),
-                 "%s [%s]: attn_seq2seq_decode of one sentence with cross_weights = attn_seq2seq_beam's answer and weights",
-                 name, which);
+        TK_CHECK(
+            lens[0] == n_old && !memcmp(out, old, sizeof(int64_t) * (size_t)n_old) && w_new && w_copy &&
+                w_new->numel == numel_old && !memcmp(w_new->data, w_copy, sizeof(float) * (size_t)numel_old),
+            "%s [%s]: attn_seq2seq_decode of one sentence with cross_weights = attn_seq2seq_beam's answer and weights",
+            name, which);
         free(w_copy);
     }
     /* refusals */
@@ -374,9 +395,13 @@ static void check_decode_api(attn_ctx *ctx, const model *m, const char *name)
 int main(void)
 {
     attn_ctx *ctx = attn_ctx_new(0);
-    const struct { attn_seq2seq_kind kind; float rope_base; const char *name; } kinds[] = {
-        {ATTN_SEQ2SEQ_TRANSFORMER, 0.0f, "transformer"}, {ATTN_SEQ2SEQ_BAHDANAU, 0.0f, "bahdanau"},
-        {ATTN_SEQ2SEQ_TRANSFORMER, 10000.0f, "transformer with rotary positions"}};
+    const struct {
+        attn_seq2seq_kind kind;
+        float rope_base;
+        const char *name;
+    } kinds[] = {{ATTN_SEQ2SEQ_TRANSFORMER, 0.0f, "transformer"},
+                 {ATTN_SEQ2SEQ_BAHDANAU, 0.0f, "bahdanau"},
+                 {ATTN_SEQ2SEQ_TRANSFORMER, 10000.0f, "transformer with rotary positions"}};
     for (int k = 0; k < 3; k++) {
         model m;
         model_init(&m, kinds[k].kind, kinds[k].rope_base, 11 + (uint64_t)k);

@@ -59,8 +59,8 @@ static void test_planted(void)
     golden_like(ref);
     for (size_t b = 0; b < sizeof bounds / sizeof *bounds; b++) {
         const tk_tol tol = tk_tol_of(bounds[b].sides, bounds[b].n, bounds[b].cond, bounds[b].ulps);
-        TK_CHECK(tol.rtol + tol.atol < TK_PLANTED, "%s: rtol + atol = %g < %g", bounds[b].what,
-                 tol.rtol + tol.atol, TK_PLANTED);
+        TK_CHECK(tol.rtol + tol.atol < TK_PLANTED, "%s: rtol + atol = %g < %g", bounds[b].what, tol.rtol + tol.atol,
+                 TK_PLANTED);
         int missed = 0;
         for (int i = 0; i < N; i++)
             for (int sign = -1; sign <= 1; sign += 2) {
@@ -68,11 +68,10 @@ static void test_planted(void)
                 got[i] += (float)(sign * TK_PLANTED * 19.6182);
                 missed += tk_scaled_outside(got, ref, N, tol) != 1;
             }
-        TK_CHECK(missed == 0, "%s: 2e-4 max|ref| planted in one element is caught (missed %d of %d)",
-                 bounds[b].what, missed, 2 * N);
+        TK_CHECK(missed == 0, "%s: 2e-4 max|ref| planted in one element is caught (missed %d of %d)", bounds[b].what,
+                 missed, 2 * N);
         memcpy(got, ref, sizeof ref);
-        TK_CHECK(tk_close_scaled(bounds[b].what, got, ref, N, tol), "%s: equal values pass",
-                 bounds[b].what);
+        TK_CHECK(tk_close_scaled(bounds[b].what, got, ref, N, tol), "%s: equal values pass", bounds[b].what);
     }
 }
 
@@ -102,8 +101,7 @@ static void test_special_values(void)
     TK_CHECK(tk_close_scaled("noise on the scale of its terms", noise_got, noise_ref, 3, zero),
              "rounding noise passes on the scale of its terms");
     noise_got[1] = (float)(TK_PLANTED * 0.5);
-    TK_CHECK(tk_scaled_outside(noise_got, noise_ref, 3, zero) == 1,
-             "2e-4 of that scale in one element fails");
+    TK_CHECK(tk_scaled_outside(noise_got, noise_ref, 3, zero) == 1, "2e-4 of that scale in one element fails");
 }
 
 static void test_printed(void)
@@ -122,8 +120,7 @@ static void test_printed(void)
              "not where the value lies far from the boundary");
     TK_CHECK(tk_same_text("a line near the boundary", "w = 2.3636\n", "w = 2.3635\n", &near, 1) &&
                  tk_same_text("zero's sign", "x -0.0000\n", "x 0.0000\n", NULL, 0) &&
-                 tk_same_text("the same line", "epoch 15, loss = 0.3398\n", "epoch 15, loss = 0.3398\n",
-                              NULL, 0),
+                 tk_same_text("the same line", "epoch 15, loss = 0.3398\n", "epoch 15, loss = 0.3398\n", NULL, 0),
              "tk_same_text takes those");
     TK_CHECK(!tk_printed_near_boundary(0.3398, 0.3399, 4, &near, 1), "no allowance for a value elsewhere");
     TK_CHECK(!tk_printed_near_boundary(12.0, 13.0, 0, &near, 1), "none for integers");

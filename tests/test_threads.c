@@ -13,12 +13,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { STEPS = 3, BATCH = 8, LEN = 32, VOCAB = 64 };
+enum {
+    STEPS = 3,
+    BATCH = 8,
+    LEN = 32,
+    VOCAB = 64
+};
 
 typedef struct job {
-    bool translator;  /* model B; else model A */
-    int threads;      /* the ctx's and the optimizer's count */
-    float *final;     /* (numel) parameters after STEPS steps, malloc'd */
+    bool translator; /* model B; else model A */
+    int threads;     /* the ctx's and the optimizer's count */
+    float *final;    /* (numel) parameters after STEPS steps, malloc'd */
     int64_t numel;
     attn_status status;
     char error[256];
@@ -32,8 +37,7 @@ static void make_batch(int64_t *ids, int64_t *lens, int64_t *labels, uint64_t se
     for (int b = 0; b < BATCH; b++) {
         lens[b] = 4 + (int64_t)attn_rng_below(&rng, LEN - 4 + 1);
         labels[b] = attn_rng_below(&rng, 2);
-        for (int t = 0; t < LEN; t++)
-            ids[b * LEN + t] = t < lens[b] ? 4 + (int64_t)attn_rng_below(&rng, VOCAB - 4) : 1;
+        for (int t = 0; t < LEN; t++) ids[b * LEN + t] = t < lens[b] ? 4 + (int64_t)attn_rng_below(&rng, VOCAB - 4) : 1;
     }
 }
 
@@ -50,8 +54,7 @@ static attn_tensor *translator_loss(attn_ctx *ctx, const attn_seq2seq *m, int st
     int64_t src[BATCH * LEN], src_lens[BATCH], tgt[BATCH * LEN], tgt_lens[BATCH], unused[BATCH];
     make_batch(src, src_lens, unused, 2, step);
     make_batch(tgt, tgt_lens, unused, 3, step);
-    attn_tensor *logits = attn_seq2seq_forward(ctx, m, src, src_lens, BATCH, LEN, tgt, tgt_lens,
-                                               LEN, NULL);
+    attn_tensor *logits = attn_seq2seq_forward(ctx, m, src, src_lens, BATCH, LEN, tgt, tgt_lens, LEN, NULL);
     attn_tensor *flat = attn_reshape(ctx, logits, 2, (int64_t[]){BATCH * LEN, VOCAB});
     return attn_cross_entropy(ctx, flat, tgt, 1, 0.1f);
 }
@@ -70,9 +73,17 @@ static void *train(void *arg)
         c.embed_dim = 64, c.num_heads = 4, c.hidden_dim = 64, c.max_len = LEN, c.num_blocks = 1;
         st = attn_classifier_init(&cls, p, &c, &rng);
     } else if (st == ATTN_OK) {
-        attn_seq2seq_config c = {.kind = ATTN_SEQ2SEQ_BAHDANAU, .src_vocab = VOCAB, .tgt_vocab = VOCAB,
-                                 .d_model = 32, .enc_layers = 2, .dec_layers = 2, .dropout = 0.1f,
-                                 .max_len = LEN, .pad_id = 1, .bos_id = 2, .eos_id = 3};
+        attn_seq2seq_config c = {.kind = ATTN_SEQ2SEQ_BAHDANAU,
+                                 .src_vocab = VOCAB,
+                                 .tgt_vocab = VOCAB,
+                                 .d_model = 32,
+                                 .enc_layers = 2,
+                                 .dec_layers = 2,
+                                 .dropout = 0.1f,
+                                 .max_len = LEN,
+                                 .pad_id = 1,
+                                 .bos_id = 2,
+                                 .eos_id = 3};
         st = attn_seq2seq_init(&s2s, p, &c, &rng);
     }
     attn_optim_config oc = attn_optim_defaults(j->translator ? ATTN_OPTIM_SGD : ATTN_OPTIM_ADAMW);
@@ -109,8 +120,10 @@ static bool same_run(const char *what, const job *alone, const job *together)
     TK_CHECK(together->status == ATTN_OK, "%s in parallel: %s", what, together->error);
     bool same = alone->final && together->final && alone->numel == together->numel &&
                 memcmp(alone->final, together->final, (size_t)alone->numel * sizeof(float)) == 0;
-    TK_CHECK(same, "%s: the parameters after %d steps trained beside another model are "
-             "bit-identical to those trained alone (%lld values)", what, STEPS, (long long)alone->numel);
+    TK_CHECK(same,
+             "%s: the parameters after %d steps trained beside another model are "
+             "bit-identical to those trained alone (%lld values)",
+             what, STEPS, (long long)alone->numel);
     return same;
 }
 
@@ -133,8 +146,10 @@ static void *classify(void *arg)
         int64_t ids[BATCH * LEN], lens[BATCH], labels[BATCH];
         make_batch(ids, lens, labels, 4, r->first_step + s);
         attn_tensor *logits = attn_classifier_forward(ctx, r->model, ids, lens, BATCH, LEN, NULL);
-        if (logits) memcpy(r->logits[s], logits->data, sizeof r->logits[s]);
-        else r->status = attn_last_status();
+        if (logits)
+            memcpy(r->logits[s], logits->data, sizeof r->logits[s]);
+        else
+            r->status = attn_last_status();
         attn_ctx_reset(ctx);
     }
     attn_ctx_free(ctx);
@@ -162,7 +177,7 @@ static void shared_inference(void)
     for (int i = 0; i < started; i++) pthread_join(ids[i], NULL);
     for (int i = 0; i < 2; i++)
         TK_CHECK(started == 2 && alone[i].status == ATTN_OK && together[i].status == ATTN_OK &&
-                 memcmp(alone[i].logits, together[i].logits, sizeof alone[i].logits) == 0,
+                     memcmp(alone[i].logits, together[i].logits, sizeof alone[i].logits) == 0,
                  "reader %d of shared parameters: the serial run's logits, bit for bit", i);
     attn_classifier_free(&m);
     attn_params_free(p);

@@ -45,7 +45,10 @@ static const char *const docs[1] = {"docs/tutorial.md"};
  *     angle's error is u * 59 per rounding against values of at most 1, so n 3, cond 60;
  *   003/transformer: D2L's encoder block (24 wide, 8 heads of 3, FFN 48) then a decoder block with
  *     causal self-attention over up to 100 keys and cross-attention to the encoder: 700. */
-static const struct { const char *step, *golden, *names; double n, cond; } goldens[] = {
+static const struct {
+    const char *step, *golden, *names;
+    double n, cond;
+} goldens[] = {
     {"000/demo", "tour_000_demo", NULL, 90, 4},
     {"002/1.2", "tour_002_1_2", NULL, 10, 4},
     {"002/2.1", "tour_002_2_1", NULL, 30, 4},
@@ -71,7 +74,10 @@ static const struct { const char *step, *golden, *names; double n, cond; } golde
  *   003/sqrt-d: variances and softmax maxima of 1000 scores q.k over d_k <= 512: 512 + 2 x 1000
  *     roundings, sums of positive terms (cond 1): 2500;
  *   003/bahdanau: saves nothing (its numbers print as they are). */
-static const struct { const char *step; double n, cond; } other_steps[] = {
+static const struct {
+    const char *step;
+    double n, cond;
+} other_steps[] = {
     {"003/sqrt-d", 2500, 1},
     {"003/bahdanau", 1, 1},
 };
@@ -82,14 +88,15 @@ static tk_tol step_tol(const char *step)
     for (size_t k = 0; k < sizeof goldens / sizeof goldens[0]; k++)
         if (!strcmp(goldens[k].step, step)) return tk_tol_of(2, goldens[k].n, goldens[k].cond, 8);
     for (size_t k = 0; k < sizeof other_steps / sizeof other_steps[0]; k++)
-        if (!strcmp(other_steps[k].step, step))
-            return tk_tol_of(2, other_steps[k].n, other_steps[k].cond, 8);
+        if (!strcmp(other_steps[k].step, step)) return tk_tol_of(2, other_steps[k].n, other_steps[k].cond, 8);
     TK_CHECK(false, "%s has no bound in test_tour.c's tables", step);
     return (tk_tol){0};
 }
 
 /* Printed shape lines "<label>: <shape>": the shape of a golden tensor, or as the tutorial says. */
-static const struct { const char *step, *label, *golden, *tensor, *stated; } shapes[] = {
+static const struct {
+    const char *step, *label, *golden, *tensor, *stated;
+} shapes[] = {
     {"000/demo", "输出形状 (output shape)", NULL, NULL, "(2, 10, 64)"}, /* the listing's comments */
     {"000/demo", "注意力权重形状 (attention weights shape)", NULL, NULL, "(2, 10, 10)"},
     {"002/1.2", "输入序列形状 (input shape)", "tour_002_1_2", "x", NULL},
@@ -111,14 +118,14 @@ static const struct { const char *step, *label, *golden, *tensor, *stated; } sha
     {"003/nw-data", "x_train", "nw_seed003", "x_train", NULL},
     {"003/nw-data", "y_train", "nw_seed003", "y_train", NULL},
     {"003/nw-data", "x_test", "nw_seed003", "x_test", NULL},
-    {"003/nw-fixed", "attention weights (test queries x training keys)", "tour_003_nw_fixed",
-     "attention_weights", NULL},
+    {"003/nw-fixed", "attention weights (test queries x training keys)", "tour_003_nw_fixed", "attention_weights",
+     NULL},
     {"003/bahdanau", "encoder outputs: the keys and values h_1..h_7", NULL, NULL, "(4, 7, 16)"}, /* D2L */
     {"003/bahdanau", "encoder hidden state: the first query s_0", NULL, NULL, "(2, 4, 16)"},
     {"003/bahdanau", "decoder output", NULL, NULL, "(4, 7, 10)"},
     {"003/multihead", "attention(X, Y, Y, valid_lens)", "tour_003_multihead", "output", NULL},
-    {"003/multihead", "attention weights (batch, heads, queries, keys)", "tour_003_multihead",
-     "attention_weights", NULL},
+    {"003/multihead", "attention weights (batch, heads, queries, keys)", "tour_003_multihead", "attention_weights",
+     NULL},
     {"003/multihead", "self-attention: attention(X, X, X, valid_lens)", "tour_003_multihead", "self.output", NULL},
     {"003/positional", "P = PositionalEncoding(32).P[:, :60, :]", "tour_003_positional", "P", NULL},
     {"003/transformer", "ffn(torch.ones((2, 3, 4)))", "tour_003_transformer", "ffn_output", NULL},
@@ -216,17 +223,15 @@ static void check_nw_lines(const char *out)
         ref[i] = g ? attn_st_load(g, names[i], NULL) : NULL;
         ours[i] = f ? attn_st_load(f, names[i], NULL) : NULL;
     }
-    bool have = block && ref[0] && ref[1] && ours[0] && ours[1] && ref[0]->numel == 20 &&
-                ref[1]->numel == 20 && ours[0]->numel == 20 && ours[1]->numel == 20;
+    bool have = block && ref[0] && ref[1] && ours[0] && ours[1] && ref[0]->numel == 20 && ref[1]->numel == 20 &&
+                ours[0]->numel == 20 && ours[1]->numel == 20;
     TK_CHECK(have, "003/nw-train: PyTorch's and the saved losses and w, 20 epochs");
     int found = 0, ours_only = 0;
     const char *at = block;
     for (int e = 0; have && e < 20; e++) {
         char line[96], mine[96];
-        snprintf(line, sizeof line, "epoch %02d, loss = %.4f, w = %.4f\n", e + 1, ref[0]->data[e],
-                 ref[1]->data[e]);
-        snprintf(mine, sizeof mine, "epoch %02d, loss = %.4f, w = %.4f\n", e + 1, ours[0]->data[e],
-                 ours[1]->data[e]);
+        snprintf(line, sizeof line, "epoch %02d, loss = %.4f, w = %.4f\n", e + 1, ref[0]->data[e], ref[1]->data[e]);
+        snprintf(mine, sizeof mine, "epoch %02d, loss = %.4f, w = %.4f\n", e + 1, ours[0]->data[e], ours[1]->data[e]);
         bool within = true;
         for (int i = 0; i < 2; i++) {
             const double r = ref[i]->data[e], v = ours[i]->data[e];
@@ -241,14 +246,15 @@ static void check_nw_lines(const char *out)
             found++;
             ours_only++;
             at = q + strlen(mine);
-            printf("note: 003/nw-train prints %.*s where PyTorch's run prints %s", (int)strlen(mine) - 1,
-                   mine, line);
+            printf("note: 003/nw-train prints %.*s where PyTorch's run prints %s", (int)strlen(mine) - 1, mine, line);
         } else {
             fprintf(stderr, "  missing or out of order: %s", line);
         }
     }
-    TK_CHECK(found == 20, "003/nw-train prints the tutorial's 20 lines, in order (%d of 20; %d where "
-             "PyTorch's value and ours straddle a rounding boundary)", found, ours_only);
+    TK_CHECK(found == 20,
+             "003/nw-train prints the tutorial's 20 lines, in order (%d of 20; %d where "
+             "PyTorch's value and ours straddle a rounding boundary)",
+             found, ours_only);
     for (int i = 0; i < 2; i++) {
         attn_tensor_free(ref[i]);
         attn_tensor_free(ours[i]);
@@ -319,8 +325,15 @@ static void check_docs(const char *out, const char *list)
 
 static void check_bad_options(const char *bin)
 {
-    static const char *const bad[] = {"--out-dir /etc/passwd/pics", "--save /etc/passwd/t", "--out-dir /etc/passwd",
-                                      "999", "002/9.9", "--bogus", "--data /nonexistent", "--save", "--lang fr",
+    static const char *const bad[] = {"--out-dir /etc/passwd/pics",
+                                      "--save /etc/passwd/t",
+                                      "--out-dir /etc/passwd",
+                                      "999",
+                                      "002/9.9",
+                                      "--bogus",
+                                      "--data /nonexistent",
+                                      "--save",
+                                      "--lang fr",
                                       "--out-dir pics --lang fr"};
     char empty[128];
     snprintf(empty, sizeof empty, "%s/empty", dir);
@@ -346,19 +359,20 @@ int main(void)
     TK_CHECK(mkdtemp(dir) != NULL, "mkdtemp");
     snprintf(out_dir, sizeof out_dir, "%s/out", dir);
     snprintf(save_dir, sizeof save_dir, "%s/save", dir);
-    TK_CHECK(tk_run("mkdir %s %s && %s tour --list | grep -v '^002/6' > %s/steps.txt", out_dir, save_dir, bin,
-                    dir) == 0, "attn tour --list");
+    TK_CHECK(tk_run("mkdir %s %s && %s tour --list | grep -v '^002/6' > %s/steps.txt", out_dir, save_dir, bin, dir) ==
+                 0,
+             "attn tour --list");
     char path[256];
     snprintf(path, sizeof path, "%s/steps.txt", dir);
     char *list = tk_read_text(path);
     TK_CHECK(tk_run("cd %s && %s tour $(cut -d' ' -f1 %s/steps.txt) --save %s > %s/tour.txt", out_dir, bin, dir,
-                    save_dir, dir) == 0, "attn tour (every step but 002/6.x) runs");
+                    save_dir, dir) == 0,
+             "attn tour (every step but 002/6.x) runs");
     snprintf(path, sizeof path, "%s/tour.txt", dir);
     char *out = tk_read_text(path);
     if (list && out) {
         for (size_t k = 0; k < sizeof goldens / sizeof goldens[0]; k++)
-            check_golden(goldens[k].step, goldens[k].golden, goldens[k].names,
-                         step_tol(goldens[k].step));
+            check_golden(goldens[k].step, goldens[k].golden, goldens[k].names, step_tol(goldens[k].step));
         for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) check_shape_line(out, (int)k);
         check_nw_lines(out);
         check_sqrt_d();

@@ -16,7 +16,9 @@ static const char *const docs[1] = {"docs/tutorial.md"};
 static const char *const steps[3] = {"002/6.1", "002/6.2", "002/6.3"};
 
 /* Lines each step must print. */
-static const struct { const char *step, *line; } expected[] = {
+static const struct {
+    const char *step, *line;
+} expected[] = {
     {"002/6.1", "train reviews: 2500 (1250 pos, 1250 neg)"},
     {"002/6.1", "len(vocab): 31891   vocab['<unk>'] = 0   vocab['<pad>'] = 1"},
     {"002/6.1", "first batch: labels (32), texts (32, 512), texts[0, :8] ="},
@@ -35,8 +37,9 @@ int main(void)
     TK_CHECK(bin && getcwd(root, sizeof root), "ATTN_BIN is set (run through ctest)");
     TK_CHECK(mkdtemp(dir) != NULL, "mkdtemp");
     if (!bin) return tk_finish("test_tour_imdb");
-    TK_CHECK(tk_run("cd %s && %s tour 002/6.1 002/6.2 002/6.3 --data %s/data/aclImdb_mini > tour.txt", dir, bin,
-                    root) == 0, "attn tour 002/6.1 002/6.2 002/6.3 runs");
+    TK_CHECK(
+        tk_run("cd %s && %s tour 002/6.1 002/6.2 002/6.3 --data %s/data/aclImdb_mini > tour.txt", dir, bin, root) == 0,
+        "attn tour 002/6.1 002/6.2 002/6.3 runs");
     snprintf(path, sizeof path, "%s/tour.txt", dir);
     char *out = tk_read_text(path);
     for (size_t k = 0; out && k < sizeof expected / sizeof expected[0]; k++) {
@@ -52,8 +55,7 @@ int main(void)
         char *doc = tk_read_text(docs[d]);
         TK_CHECK(doc && strstr(doc, "](tour/002_6.3_attention.png)"), "%s links the attention picture", docs[d]);
         /* no values for a last digit: the decimals these steps print are not saved */
-        for (int s = 0; doc && s < 3; s++)
-            tk_tour_doc_check(docs[d], doc, steps[s], out, NULL, (tk_tol){0});
+        for (int s = 0; doc && s < 3; s++) tk_tour_doc_check(docs[d], doc, steps[s], out, NULL, (tk_tol){0});
         free(doc);
     }
     free(out);

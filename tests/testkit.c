@@ -33,14 +33,13 @@ void tk_check_at(bool ok, const char *file, int line, const char *fmt, ...)
 int tk_finish(const char *test_name)
 {
     if (margins_seen > 0)
-        printf("%s: worst margin %.3g of the tolerance over %d scaled comparisons (%s)\n", test_name,
-               worst_margin, margins_seen, worst_margin_what);
+        printf("%s: worst margin %.3g of the tolerance over %d scaled comparisons (%s)\n", test_name, worst_margin,
+               margins_seen, worst_margin_what);
     printf("%s: %d checks passed, %d failed\n", test_name, checks_passed, checks_failed);
     return checks_failed == 0 && checks_passed > 0 ? 0 : 1;
 }
 
-bool tk_close(const char *what, const float *actual, const float *expected, int64_t n, float atol,
-              float rtol)
+bool tk_close(const char *what, const float *actual, const float *expected, int64_t n, float atol, float rtol)
 {
     int64_t worst = -1, bad = 0;
     double worst_excess = 0.0;
@@ -66,8 +65,7 @@ bool tk_close(const char *what, const float *actual, const float *expected, int6
     fprintf(stderr,
             "FAIL %s: %lld of %lld elements differ (atol %g + rtol %g); worst [%lld]: got %.9g, "
             "expected %.9g\n",
-            what, (long long)bad, (long long)n, atol, rtol, (long long)worst, actual[worst],
-            expected[worst]);
+            what, (long long)bad, (long long)n, atol, rtol, (long long)worst, actual[worst], expected[worst]);
     return false;
 }
 
@@ -139,8 +137,8 @@ bool tk_close_scaled(const char *what, const float *got, const float *ref, int64
         fprintf(stderr,
                 "FAIL %s: %lld of %lld elements outside |got - ref| <= %.3g |ref| + %.3g * %.6g "
                 "(%s); worst [%lld]: got %.9g, expected %.9g\n",
-                what, (long long)bad, (long long)n, tol.rtol, tol.atol, scale,
-                tol.scale > 0.0 ? "scale" : "max |ref|", (long long)worst, got[worst], ref[worst]);
+                what, (long long)bad, (long long)n, tol.rtol, tol.atol, scale, tol.scale > 0.0 ? "scale" : "max |ref|",
+                (long long)worst, got[worst], ref[worst]);
     }
     /* The planted error is TK_PLANTED of the tensor's largest |value|; a golden that lies within
      * its bound of 0 everywhere (a result that is 0 in exact arithmetic, its golden rounding noise)
@@ -153,9 +151,8 @@ bool tk_close_scaled(const char *what, const float *got, const float *ref, int64
                     what, tol.rtol, tol.atol, scale, TK_PLANTED, size, (long long)loosest);
     const char *env = getenv("ATTN_TEST_MARGINS");
     if (env && *env && strcmp(env, "0") != 0 && worst >= 0)
-        printf("margin %.3g  %s  [%lld]: |got - ref| %.3g = %.3g u * scale %.6g; |ref_i| %.6g\n",
-               margin, what, (long long)worst, worst_err, scale > 0 ? worst_err / scale / TK_U : 0.0,
-               scale, fabs(ref[worst]));
+        printf("margin %.3g  %s  [%lld]: |got - ref| %.3g = %.3g u * scale %.6g; |ref_i| %.6g\n", margin, what,
+               (long long)worst, worst_err, scale > 0 ? worst_err / scale / TK_U : 0.0, scale, fabs(ref[worst]));
     margins_seen++;
     if (worst >= 0 && margin > worst_margin) {
         worst_margin = margin;
@@ -164,8 +161,7 @@ bool tk_close_scaled(const char *what, const float *got, const float *ref, int64
     return bad == 0;
 }
 
-bool tk_golden_close_scaled(attn_st_file *f, const char *name, const float *got, int64_t n,
-                            tk_tol tol)
+bool tk_golden_close_scaled(attn_st_file *f, const char *name, const float *got, int64_t n, tk_tol tol)
 {
     attn_tensor *ref = tk_golden_tensor(f, name);
     if (!ref) return false;
@@ -173,8 +169,8 @@ bool tk_golden_close_scaled(attn_st_file *f, const char *name, const float *got,
     if (!got)
         tk_check_at(false, __FILE__, __LINE__, "%s: no value computed", name);
     else if (ref->numel != n)
-        tk_check_at(false, __FILE__, __LINE__, "%s: %lld values computed, golden has %lld", name,
-                    (long long)n, (long long)ref->numel);
+        tk_check_at(false, __FILE__, __LINE__, "%s: %lld values computed, golden has %lld", name, (long long)n,
+                    (long long)ref->numel);
     else
         ok = tk_close_scaled(name, got, ref->data, n, tol);
     attn_tensor_free(ref);
@@ -215,8 +211,7 @@ attn_tensor *tk_golden_tensor(attn_st_file *f, const char *name)
     return t;
 }
 
-bool tk_golden_close(attn_st_file *f, const char *name, const float *actual, int64_t n, float atol,
-                     float rtol)
+bool tk_golden_close(attn_st_file *f, const char *name, const float *actual, int64_t n, float atol, float rtol)
 {
     attn_tensor *ref = tk_golden_tensor(f, name);
     if (!ref) return false;
@@ -225,8 +220,8 @@ bool tk_golden_close(attn_st_file *f, const char *name, const float *actual, int
         tk_check_at(false, __FILE__, __LINE__, "%s: no value computed", name);
         ok = false;
     } else if (ref->numel != n) {
-        tk_check_at(false, __FILE__, __LINE__, "%s: %lld values computed, golden has %lld", name,
-                    (long long)n, (long long)ref->numel);
+        tk_check_at(false, __FILE__, __LINE__, "%s: %lld values computed, golden has %lld", name, (long long)n,
+                    (long long)ref->numel);
         ok = false;
     } else {
         ok = tk_close(name, actual, ref->data, n, atol, rtol);
@@ -250,11 +245,14 @@ attn_tensor *tk_randn(uint64_t seed, int ndim, const int64_t *shape)
 
 static int gradcheck_threads = 0; /* 0: the ctx's default */
 
-void tk_gradcheck_set_threads(int n) { gradcheck_threads = n; }
+void tk_gradcheck_set_threads(int n)
+{
+    gradcheck_threads = n;
+}
 
 /* loss = sum(out * r) in double, from a fresh forward. */
-static double probe_loss(attn_ctx *ctx, tk_forward_fn forward, attn_tensor **inputs, void *user,
-                         const float *r, int64_t n)
+static double probe_loss(attn_ctx *ctx, tk_forward_fn forward, attn_tensor **inputs, void *user, const float *r,
+                         int64_t n)
 {
     attn_ctx_reset(ctx);
     attn_rng_seed(attn_ctx_rng(ctx), GRADCHECK_SEED);
@@ -265,8 +263,8 @@ static double probe_loss(attn_ctx *ctx, tk_forward_fn forward, attn_tensor **inp
     return s;
 }
 
-bool tk_gradcheck(const char *what, tk_forward_fn forward, attn_tensor **inputs, int n_inputs,
-                  void *user, float eps, float atol, float rtol)
+bool tk_gradcheck(const char *what, tk_forward_fn forward, attn_tensor **inputs, int n_inputs, void *user, float eps,
+                  float atol, float rtol)
 {
     attn_ctx *ctx = attn_ctx_new(GRADCHECK_SEED);
     attn_ctx_set_num_threads(ctx, gradcheck_threads);
@@ -274,8 +272,7 @@ bool tk_gradcheck(const char *what, tk_forward_fn forward, attn_tensor **inputs,
     for (int i = 0; i < n_inputs; i++) attn_tensor_zero_grad(inputs[i]);
     attn_tensor *out = forward(ctx, inputs, user);
     if (!out) {
-        tk_check_at(false, __FILE__, __LINE__, "gradcheck %s: forward failed: %s", what,
-                    attn_last_error());
+        tk_check_at(false, __FILE__, __LINE__, "gradcheck %s: forward failed: %s", what, attn_last_error());
         attn_ctx_free(ctx);
         return false;
     }
@@ -311,14 +308,14 @@ bool tk_gradcheck(const char *what, tk_forward_fn forward, attn_tensor **inputs,
             double err = fabs(numeric - analytic[j]);
             if (!(err <= atol + rtol * fabs(numeric))) {
                 if (bad < 3)
-                    fprintf(stderr, "  %s input %d [%lld]: analytic %.7g, numeric %.7g\n", what, i,
-                            (long long)j, analytic[j], numeric);
+                    fprintf(stderr, "  %s input %d [%lld]: analytic %.7g, numeric %.7g\n", what, i, (long long)j,
+                            analytic[j], numeric);
                 bad++;
             }
         }
         tk_check_at(bad == 0, __FILE__, __LINE__,
-                    "gradcheck %s input %d: %lld of %lld elements off (eps %g, atol %g, rtol %g)",
-                    what, i, (long long)bad, (long long)checked, eps, atol, rtol);
+                    "gradcheck %s input %d: %lld of %lld elements off (eps %g, atol %g, rtol %g)", what, i,
+                    (long long)bad, (long long)checked, eps, atol, rtol);
         ok = ok && bad == 0;
         free(analytic);
     }
@@ -403,16 +400,14 @@ bool tk_printed_near_boundary(double a, double b, int decimals, const tk_values 
             if ((shown != a && shown != b) || !(fabs(v - boundary) <= bound)) continue;
             printf("note: %.*f for %.*f: the value %.9g lies %.2g ulps from the boundary %.*f "
                    "(its bound: %.3g ulps)\n",
-                   decimals, b, decimals, a, v, fabs(v - boundary) / ulp, decimals + 1, boundary,
-                   bound / ulp);
+                   decimals, b, decimals, a, v, fabs(v - boundary) / ulp, decimals + 1, boundary, bound / ulp);
             return true;
         }
     }
     return false;
 }
 
-bool tk_same_text(const char *what, const char *expected, const char *actual, const tk_values *near,
-                  int n_near)
+bool tk_same_text(const char *what, const char *expected, const char *actual, const tk_values *near, int n_near)
 {
     const char *e = expected, *a = actual;
     while (*e || *a) {
@@ -420,8 +415,7 @@ bool tk_same_text(const char *what, const char *expected, const char *actual, co
             char *e_end, *a_end;
             double ev = strtod(e, &e_end), av = strtod(a, &a_end);
             int d = decimals(e);
-            if (decimals(a) == d &&
-                (ev == av || tk_printed_near_boundary(ev, av, d, near, n_near))) {
+            if (decimals(a) == d && (ev == av || tk_printed_near_boundary(ev, av, d, near, n_near))) {
                 e = e_end;
                 a = a_end;
                 continue;
@@ -472,8 +466,8 @@ char *tk_tour_step_output(const char *out, const char *step)
     return strndup(b, e ? (size_t)(e - b) + 1 : strlen(b));
 }
 
-void tk_tour_doc_check(const char *doc_name, const char *doc, const char *step, const char *out,
-                       attn_st_file *saved, tk_tol tol)
+void tk_tour_doc_check(const char *doc_name, const char *doc, const char *step, const char *out, attn_st_file *saved,
+                       tk_tol tol)
 {
     char marker[64], command[64], what[160];
     snprintf(marker, sizeof marker, "<!-- tour %s -->", step);

@@ -16,8 +16,7 @@
 
 /* Counts a check; on failure prints file:line and the message. */
 #define TK_CHECK(cond, ...) tk_check_at((cond), __FILE__, __LINE__, __VA_ARGS__)
-void tk_check_at(bool ok, const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+void tk_check_at(bool ok, const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* A call that must succeed: prints attn_last_error() when it did not. */
 #define TK_OK(expr) tk_check_at((expr) == ATTN_OK, __FILE__, __LINE__, "%s failed: %s", #expr, attn_last_error())
 #define TK_NOT_NULL(ptr) tk_check_at((ptr) != NULL, __FILE__, __LINE__, "%s is NULL: %s", #ptr, attn_last_error())
@@ -28,8 +27,7 @@ int tk_finish(const char *test_name);
 
 /* |actual - expected| <= atol + rtol * |expected| everywhere (NaN never passes unless both NaN).
  * Prints the worst element on failure. Counts as one check. */
-bool tk_close(const char *what, const float *actual, const float *expected, int64_t n, float atol,
-              float rtol);
+bool tk_close(const char *what, const float *actual, const float *expected, int64_t n, float atol, float rtol);
 
 /* ---- golden comparisons, scaled by the tensor ----
  * A golden tensor ref (torch's result) and ours agree when, element by element,
@@ -84,8 +82,7 @@ int64_t tk_scaled_outside(const float *got, const float *ref, int64_t n, tk_tol 
  * ATTN_TEST_MARGINS=1 in the environment every comparison prints its own. */
 bool tk_close_scaled(const char *what, const float *got, const float *ref, int64_t n, tk_tol tol);
 /* The same against the golden tensor `name` of f (sizes must match). */
-bool tk_golden_close_scaled(attn_st_file *f, const char *name, const float *got, int64_t n,
-                            tk_tol tol);
+bool tk_golden_close_scaled(attn_st_file *f, const char *name, const float *got, int64_t n, tk_tol tol);
 
 /* The bounds of golden files that two tests read (test_cli_op too): the derivations are in
  * test_golden_attention.c (attn_sdpa_*; attn_mha_* and cli_mha_*) and
@@ -108,8 +105,7 @@ attn_st_file *tk_golden(const char *name);
 /* A golden tensor as float32 on the heap (NULL + failed check when missing). */
 attn_tensor *tk_golden_tensor(attn_st_file *f, const char *name);
 /* Compares actual (n floats) with the golden tensor `name`: sizes must match. */
-bool tk_golden_close(attn_st_file *f, const char *name, const float *actual, int64_t n, float atol,
-                     float rtol);
+bool tk_golden_close(attn_st_file *f, const char *name, const float *actual, int64_t n, float atol, float rtol);
 
 /* Finite differences. forward builds the output from the inputs in ctx (grad on, training as
  * the ctx says); the check uses loss = sum(out * r) for a fixed random r, and compares the
@@ -117,8 +113,8 @@ bool tk_golden_close(attn_st_file *f, const char *name, const float *actual, int
  * eps, on every element of an input of up to 64 elements, else on every (numel / 64)-th. The
  * ctx RNG is reseeded before every forward, so dropout masks repeat. */
 typedef attn_tensor *(*tk_forward_fn)(attn_ctx *ctx, attn_tensor **inputs, void *user);
-bool tk_gradcheck(const char *what, tk_forward_fn forward, attn_tensor **inputs, int n_inputs,
-                  void *user, float eps, float atol, float rtol);
+bool tk_gradcheck(const char *what, tk_forward_fn forward, attn_tensor **inputs, int n_inputs, void *user, float eps,
+                  float atol, float rtol);
 /* Threads of the ctx tk_gradcheck makes (0, the start: attn_default_num_threads()). */
 void tk_gradcheck_set_threads(int n);
 
@@ -161,8 +157,7 @@ bool tk_printed_near_boundary(double a, double b, int decimals, const tk_values 
  * of its last digit apart where tk_printed_near_boundary allows it for the values in near (none:
  * every number as printed; numbers equal in value, such as 0.0000 and -0.0000, are equal). On a
  * mismatch prints `what` and the first line that differs. One check. */
-bool tk_same_text(const char *what, const char *expected, const char *actual, const tk_values *near,
-                  int n_near);
+bool tk_same_text(const char *what, const char *expected, const char *actual, const tk_values *near, int n_near);
 /* The lines of the fenced block (```...```) that follows the line `marker` in doc, malloc'd;
  * NULL when there is none. */
 char *tk_fenced_block(const char *doc, const char *marker);
@@ -174,7 +169,7 @@ char *tk_tour_step_output(const char *out, const char *step);
  * apart only where a value of saved (the step's `attn tour --save` file of this run; NULL: none)
  * lies within TK_PRINTED_ULPS ulps, and within tol of its computation, of the rounding boundary
  * (the docs were printed by this program on another host, whose value may lie across it). */
-void tk_tour_doc_check(const char *doc_name, const char *doc, const char *step, const char *out,
-                       attn_st_file *saved, tk_tol tol);
+void tk_tour_doc_check(const char *doc_name, const char *doc, const char *step, const char *out, attn_st_file *saved,
+                       tk_tol tol);
 
 #endif

@@ -22,7 +22,8 @@ bool tk_sdpa_bf16_bound(const tk_head *h, const float *q, const float *k, const 
             eP[i * Lk + j] = scale * (2 * u + (double)D * w) * mag; /* eS for now */
             mean_e += P[i * Lk + j] * eP[i * Lk + j];
         }
-        for (int64_t j = 0; j < Lk; j++) eP[i * Lk + j] = P[i * Lk + j] * (eP[i * Lk + j] + mean_e + 4.0 * (double)Lk * w);
+        for (int64_t j = 0; j < Lk; j++)
+            eP[i * Lk + j] = P[i * Lk + j] * (eP[i * Lk + j] + mean_e + 4.0 * (double)Lk * w);
         for (int64_t c = 0; c < Dv; c++) {
             double acc = 0.0, e = 0.0;
             for (int64_t j = 0; j < Lk; j++) {
@@ -39,7 +40,8 @@ bool tk_sdpa_bf16_bound(const tk_head *h, const float *q, const float *k, const 
         }
         for (int64_t j = 0; j < Lk; j++) {
             double acc = 0.0, e = 0.0;
-            for (int64_t c = 0; c < Dv; c++) acc += (double)dO[i * Dv + c] * v[j * Dv + c], e += fabs((double)dO[i * Dv + c] * v[j * Dv + c]);
+            for (int64_t c = 0; c < Dv; c++)
+                acc += (double)dO[i * Dv + c] * v[j * Dv + c], e += fabs((double)dO[i * Dv + c] * v[j * Dv + c]);
             dP[i * Lk + j] = acc, edP[i * Lk + j] = (2 * u + (double)Dv * w) * e;
             eD_p += eP[i * Lk + j] * fabs(acc) + P[i * Lk + j] * edP[i * Lk + j];
         }

@@ -13,8 +13,8 @@ struct attn_params {
     int64_t numel;
     float *data_block; /* after pack: numel floats */
     float *grad_block;
-    size_t *index;     /* (index_cap) open-addressing table of names: i + 1 for parameter i, 0 empty */
-    size_t index_cap;  /* a power of two, at least twice count (0: none yet) */
+    size_t *index;    /* (index_cap) open-addressing table of names: i + 1 for parameter i, 0 empty */
+    size_t index_cap; /* a power of two, at least twice count (0: none yet) */
 };
 
 /* ---- the name index: a lookup (and so a registration) costs about the same at any count ---- */
@@ -76,22 +76,22 @@ void attn_params_free(attn_params *p)
 
 attn_tensor *attn_params_add(attn_params *p, const char *name, int ndim, const int64_t *shape)
 {
-    if (!p || !name || !*name)
-        return attn__fail_null(ATTN_ERR_ARG, "attn_params_add: registry or name missing");
+    if (!p || !name || !*name) return attn__fail_null(ATTN_ERR_ARG, "attn_params_add: registry or name missing");
     if (p->data_block)
         return attn__fail_null(ATTN_ERR_STATE,
                                "attn_params_add(\"%s\"): the registry is packed (an optimizer "
                                "was created); add every parameter before that",
                                name);
     if (attn_params_get(p, name))
-        return attn__fail_null(ATTN_ERR_ARG, "attn_params_add: a parameter named \"%s\" exists",
-                               name);
+        return attn__fail_null(ATTN_ERR_ARG, "attn_params_add: a parameter named \"%s\" exists", name);
     int64_t numel;
     if (attn__shape_numel(ndim, shape, &numel, name) != ATTN_OK) return NULL;
     int64_t total; /* the packed block (and the optimizer's 2 buffers) hold every parameter */
     if (__builtin_add_overflow(p->numel, numel, &total) || total > (int64_t)(SIZE_MAX / 8 / sizeof(float)))
-        return attn__fail_null(ATTN_ERR_NOMEM, "attn_params_add(\"%s\"): %lld more elements make too "
-                               "many parameters", name, (long long)numel);
+        return attn__fail_null(ATTN_ERR_NOMEM,
+                               "attn_params_add(\"%s\"): %lld more elements make too "
+                               "many parameters",
+                               name, (long long)numel);
     if (2 * (p->count + 1) > p->index_cap && !index_rebuild(p, 2 * (p->count + 1)))
         return attn__fail_null(ATTN_ERR_NOMEM, "attn_params_add: out of memory");
     if (p->count == p->cap) {
@@ -153,15 +153,13 @@ size_t attn_params_count(const attn_params *p)
 attn_tensor *attn_params_at(const attn_params *p, size_t i)
 {
     if (!p || i >= p->count)
-        return attn__fail_null(ATTN_ERR_ARG, "attn_params_at: index %zu, the registry has %zu", i,
-                               p ? p->count : 0);
+        return attn__fail_null(ATTN_ERR_ARG, "attn_params_at: index %zu, the registry has %zu", i, p ? p->count : 0);
     return p->tensors[i];
 }
 const char *attn_params_name(const attn_params *p, size_t i)
 {
     if (!p || i >= p->count)
-        return attn__fail_null(ATTN_ERR_ARG, "attn_params_name: index %zu, the registry has %zu", i,
-                               p ? p->count : 0);
+        return attn__fail_null(ATTN_ERR_ARG, "attn_params_name: index %zu, the registry has %zu", i, p ? p->count : 0);
     return p->names[i];
 }
 int64_t attn_params_numel(const attn_params *p)

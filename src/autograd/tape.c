@@ -17,9 +17,11 @@ attn_node *attn__record(attn_ctx *ctx, const char *op, attn_backward_fn backward
 {
     for (int i = 0; i < n_in; i++) /* a gradient in this arena would outlive a reset of the other ctx */
         if (in[i] && in[i]->requires_grad && attn__foreign(ctx, in[i]))
-            return attn__fail_null(ATTN_ERR_ARG, "%s: input %d requires grad and was made in another ctx (or in "
+            return attn__fail_null(ATTN_ERR_ARG,
+                                   "%s: input %d requires grad and was made in another ctx (or in "
                                    "this one before attn_ctx_reset); an op records only tensors of its own ctx, "
-                                   "parameters and the caller's tensors", op, i + 1);
+                                   "parameters and the caller's tensors",
+                                   op, i + 1);
     if (ctx->tape_len == ctx->tape_cap) {
         size_t cap = ctx->tape_cap ? ctx->tape_cap * 2 : 256;
         attn_node **tape = realloc(ctx->tape, cap * sizeof *tape);
@@ -58,15 +60,13 @@ attn_status attn_backward_from(attn_ctx *ctx, attn_tensor *out, const float *dou
     if (!ctx || !out) return attn__fail(ATTN_ERR_ARG, "attn_backward: ctx or output is NULL");
     if (attn__foreign(ctx, out))
         return attn__fail(ATTN_ERR_ARG, "attn_backward: the output was made in another ctx (or in this one before "
-                          "attn_ctx_reset); differentiate it in the ctx its ops ran in");
+                                        "attn_ctx_reset); differentiate it in the ctx its ops ran in");
     if (ctx->tape_consumed)
-        return attn__fail(ATTN_ERR_STATE,
-                          "attn_backward: this graph was already differentiated; run the forward "
-                          "again (after attn_ctx_reset) before another backward");
+        return attn__fail(ATTN_ERR_STATE, "attn_backward: this graph was already differentiated; run the forward "
+                                          "again (after attn_ctx_reset) before another backward");
     if (!out->requires_grad)
-        return attn__fail(ATTN_ERR_STATE,
-                          "attn_backward: the output does not depend on any tensor that requires "
-                          "grad (or grad was disabled during the forward)");
+        return attn__fail(ATTN_ERR_STATE, "attn_backward: the output does not depend on any tensor that requires "
+                                          "grad (or grad was disabled during the forward)");
     float *g = attn__grad(ctx, out);
     if (!g) return attn_last_status();
     if (dout)

@@ -10,12 +10,12 @@
 typedef attn_status (*attn_backward_fn)(attn_ctx *ctx, attn_node *node);
 
 struct attn_node {
-    const char *op;            /* for messages */
+    const char *op; /* for messages */
     attn_backward_fn backward;
     attn_tensor *out;
-    attn_tensor **in;          /* n_in inputs, in the arena */
+    attn_tensor **in; /* n_in inputs, in the arena */
     int n_in;
-    void *saved;               /* op-specific state, zero-filled, in the arena */
+    void *saved; /* op-specific state, zero-filled, in the arena */
 };
 
 /* true when the op must be recorded: grad enabled and some input requires grad. */

@@ -14,9 +14,9 @@
 
 struct attn_arena_chunk {
     attn_arena_chunk *next;
-    size_t size;  /* usable bytes after the aligned start */
+    size_t size; /* usable bytes after the aligned start */
     size_t used;
-    void *raw;    /* what malloc returned */
+    void *raw; /* what malloc returned */
     unsigned char *base;
 };
 
@@ -38,22 +38,22 @@ static attn_arena_chunk *chunk_new(size_t size)
 
 void *attn_arena_alloc(attn_arena *a, size_t bytes)
 {
-    if (bytes > SIZE_MAX / 2)
-        return attn__fail_null(ATTN_ERR_NOMEM, "arena: request of %zu bytes is too large", bytes);
+    if (bytes > SIZE_MAX / 2) return attn__fail_null(ATTN_ERR_NOMEM, "arena: request of %zu bytes is too large", bytes);
     size_t need = (bytes + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
     if (need == 0) need = ARENA_ALIGN;
     attn_arena_chunk *c = a->cur;
-    while (c && c->size - c->used < need) c = c->next; /* chunks after cur are empty since the
+    while (c && c->size - c->used < need)
+        c = c->next; /* chunks after cur are empty since the
                                                         * reset; what one too small leaves waits */
     if (!c) {
         size_t size = a->capacity > ARENA_MIN_CHUNK ? a->capacity : ARENA_MIN_CHUNK;
         if (size < need) size = need;
         c = chunk_new(size);
-        if (!c)
-            return attn__fail_null(ATTN_ERR_NOMEM,
-                                   "arena: could not allocate %zu bytes for activations", size);
-        if (a->tail) a->tail->next = c;
-        else a->head = c;
+        if (!c) return attn__fail_null(ATTN_ERR_NOMEM, "arena: could not allocate %zu bytes for activations", size);
+        if (a->tail)
+            a->tail->next = c;
+        else
+            a->head = c;
         a->tail = c;
         a->capacity += size;
     }

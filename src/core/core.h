@@ -16,11 +16,9 @@
 /* ---- errors ---- */
 
 /* Records status and a printf-style message for attn_last_error(); returns status. */
-ATTN__SIBLING attn_status attn__fail(attn_status status, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+ATTN__SIBLING attn_status attn__fail(attn_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same for functions that return a pointer: always NULL. */
-ATTN__SIBLING void *attn__fail_null(attn_status status, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+ATTN__SIBLING void *attn__fail_null(attn_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The NULL contract of attn.h for functions given a NULL where an object is needed. */
 ATTN__SIBLING attn_status attn__null_arg(const char *fn); /* records ATTN_ERR_ARG "<fn>: ..."; returns it */
@@ -53,7 +51,7 @@ typedef struct attn_arena {
     size_t capacity;        /* bytes in all chunks */
 } attn_arena;
 
-void *attn_arena_alloc(attn_arena *a, size_t bytes);        /* NULL + error on failure */
+void *attn_arena_alloc(attn_arena *a, size_t bytes); /* NULL + error on failure */
 /* Zero-filled, cleared over `threads` threads (the ctx's count) from 1 MiB on. */
 void *attn_arena_calloc(attn_arena *a, size_t bytes, int threads);
 /* memset(p, 0, bytes), spread over `threads` threads from 1 MiB on (gradients, activations) */
@@ -77,12 +75,12 @@ struct attn_ctx {
     attn_rng rng;
     bool grad_enabled;
     bool training;
-    attn_node **tape;    /* recorded ops in creation order (malloc'd, reused across steps) */
+    attn_node **tape; /* recorded ops in creation order (malloc'd, reused across steps) */
     size_t tape_len, tape_cap;
-    bool tape_consumed;  /* a backward already ran over this tape */
-    int num_threads;     /* OpenMP threads of every op run in this ctx (1 without OpenMP) */
+    bool tape_consumed;              /* a backward already ran over this tape */
+    int num_threads;                 /* OpenMP threads of every op run in this ctx (1 without OpenMP) */
     attn_precision matmul_precision; /* of the ops' products (attn_ctx_set_matmul_precision) */
-    uint32_t *bf16_words;  /* (bf16_cap) the bf16 copies of a MEDIUM GEMM's operands, reused */
+    uint32_t *bf16_words;            /* (bf16_cap) the bf16 copies of a MEDIUM GEMM's operands, reused */
     size_t bf16_cap;
 };
 

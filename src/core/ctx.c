@@ -54,7 +54,9 @@ attn_status attn_ctx_set_training(attn_ctx *ctx, bool on)
 }
 
 static const char *const precision_names[] = {"highest", "high", "medium"};
-enum { PRECISIONS = (int)(sizeof precision_names / sizeof precision_names[0]) };
+enum {
+    PRECISIONS = (int)(sizeof precision_names / sizeof precision_names[0])
+};
 
 attn_status attn_ctx_set_matmul_precision(attn_ctx *ctx, attn_precision precision)
 {
@@ -95,7 +97,10 @@ bool attn_ctx_training(const attn_ctx *ctx)
 {
     return ctx ? ctx->training : (attn__null_arg("attn_ctx_training"), false);
 }
-attn_rng *attn_ctx_rng(attn_ctx *ctx) { return ctx ? &ctx->rng : (attn__null_arg("attn_ctx_rng"), NULL); }
+attn_rng *attn_ctx_rng(attn_ctx *ctx)
+{
+    return ctx ? &ctx->rng : (attn__null_arg("attn_ctx_rng"), NULL);
+}
 size_t attn_ctx_bytes_used(const attn_ctx *ctx)
 {
     return ctx ? ctx->arena.used : (attn__null_arg("attn_ctx_bytes_used"), 0);

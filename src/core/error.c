@@ -51,9 +51,15 @@ void *attn__null_input(const char *fn)
     return NULL;
 }
 
-const char *attn_last_error(void) { return last_message; }
+const char *attn_last_error(void)
+{
+    return last_message;
+}
 
-attn_status attn_last_status(void) { return last_status; }
+attn_status attn_last_status(void)
+{
+    return last_status;
+}
 
 void attn_clear_error(void)
 {
@@ -64,18 +70,32 @@ void attn_clear_error(void)
 const char *attn_status_name(attn_status s)
 {
     switch (s) {
-    case ATTN_OK: return "ok";
-    case ATTN_ERR_ARG: return "invalid argument";
-    case ATTN_ERR_SHAPE: return "shape error";
-    case ATTN_ERR_NOMEM: return "out of memory";
-    case ATTN_ERR_IO: return "I/O error";
-    case ATTN_ERR_FORMAT: return "format error";
-    case ATTN_ERR_NUMERIC: return "numeric error";
-    case ATTN_ERR_STATE: return "state error";
+    case ATTN_OK:
+        return "ok";
+    case ATTN_ERR_ARG:
+        return "invalid argument";
+    case ATTN_ERR_SHAPE:
+        return "shape error";
+    case ATTN_ERR_NOMEM:
+        return "out of memory";
+    case ATTN_ERR_IO:
+        return "I/O error";
+    case ATTN_ERR_FORMAT:
+        return "format error";
+    case ATTN_ERR_NUMERIC:
+        return "numeric error";
+    case ATTN_ERR_STATE:
+        return "state error";
     }
     return "unknown status";
 }
 
-const char *attn_version(void) { return ATTN_VERSION_STRING; }
+const char *attn_version(void)
+{
+    return ATTN_VERSION_STRING;
+}
 
-int attn_version_number(void) { return ATTN_VERSION_NUMBER; }
+int attn_version_number(void)
+{
+    return ATTN_VERSION_NUMBER;
+}

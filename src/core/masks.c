@@ -13,21 +13,25 @@ attn_status attn__lens_check(const attn_lens *lens, int64_t batch, int64_t lq, c
     attn__dims_str(want1, sizeof want1, 1, per_batch);
     attn__dims_str(want2, sizeof want2, 2, per_query);
     if (lens->ndim == 0)
-        return attn__fail(ATTN_ERR_SHAPE, "%s: valid_lens.ndim and .shape are not set; expected (B) = %s or "
-                          "(B, Lq) = %s", op, want1, want2);
+        return attn__fail(ATTN_ERR_SHAPE,
+                          "%s: valid_lens.ndim and .shape are not set; expected (B) = %s or "
+                          "(B, Lq) = %s",
+                          op, want1, want2);
     if (lens->ndim != 1 && lens->ndim != 2)
         return attn__fail(ATTN_ERR_SHAPE, "%s: valid_lens has %d dims; expected (B) = %s or (B, Lq) = %s", op,
                           lens->ndim, want1, want2);
     attn__dims_str(got, sizeof got, lens->ndim, lens->shape);
     bool fits = lens->shape[0] == batch && (lens->ndim == 1 || lens->shape[1] == lq);
     if (!fits)
-        return attn__fail(ATTN_ERR_SHAPE, "%s: valid_lens has shape %s; expected (B) = %s or "
-                          "(B, Lq) = %s", op, got, want1, want2);
+        return attn__fail(ATTN_ERR_SHAPE,
+                          "%s: valid_lens has shape %s; expected (B) = %s or "
+                          "(B, Lq) = %s",
+                          op, got, want1, want2);
     const int64_t n = lens->ndim == 1 ? batch : batch * lq; /* both fit: they size tensors */
     for (int64_t i = 0; i < n; i++)
         if (lens->data[i] < 0)
-            return attn__fail(ATTN_ERR_ARG, "%s: valid_lens[%lld] = %lld; expected >= 0", op,
-                              (long long)i, (long long)lens->data[i]);
+            return attn__fail(ATTN_ERR_ARG, "%s: valid_lens[%lld] = %lld; expected >= 0", op, (long long)i,
+                              (long long)lens->data[i]);
     return ATTN_OK;
 }
 
@@ -54,12 +58,16 @@ attn_status attn__cu_seqlens_check(const int64_t *cu, int64_t batch, int64_t tot
                           (long long)cu[0]);
     for (int64_t b = 0; b < batch; b++)
         if (cu[b + 1] < cu[b])
-            return attn__fail(ATTN_ERR_ARG, "%s: %s[%lld] = %lld < %s[%lld] = %lld; expected non-decreasing "
-                              "offsets (sequence %lld would have a negative length)", op, name, (long long)(b + 1),
-                              (long long)cu[b + 1], name, (long long)b, (long long)cu[b], (long long)b);
+            return attn__fail(ATTN_ERR_ARG,
+                              "%s: %s[%lld] = %lld < %s[%lld] = %lld; expected non-decreasing "
+                              "offsets (sequence %lld would have a negative length)",
+                              op, name, (long long)(b + 1), (long long)cu[b + 1], name, (long long)b, (long long)cu[b],
+                              (long long)b);
     if (cu[batch] != total)
-        return attn__fail(ATTN_ERR_SHAPE, "%s: %s[%lld] = %lld; expected %s's %lld rows (the last offset is "
-                          "the total)", op, name, (long long)batch, (long long)cu[batch], rows, (long long)total);
+        return attn__fail(ATTN_ERR_SHAPE,
+                          "%s: %s[%lld] = %lld; expected %s's %lld rows (the last offset is "
+                          "the total)",
+                          op, name, (long long)batch, (long long)cu[batch], rows, (long long)total);
     return ATTN_OK;
 }
 

@@ -160,12 +160,19 @@ static void remove_stale_temps(const char *dir, const char *prefix)
 
 static const char *kind_of(mode_t mode)
 {
-    return S_ISDIR(mode) ? "a folder" : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
-           : S_ISFIFO(mode) ? "a FIFO" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+    return S_ISDIR(mode)    ? "a folder"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "not a regular file";
 }
 
 /* Written in place rather than replaced: a device or FIFO. */
-static bool in_place(mode_t mode) { return S_ISCHR(mode) || S_ISBLK(mode) || S_ISFIFO(mode); }
+static bool in_place(mode_t mode)
+{
+    return S_ISCHR(mode) || S_ISBLK(mode) || S_ISFIFO(mode);
+}
 
 /* The descriptor path names when it is one of this process's ("/dev/stdout", "/dev/stderr",
  * "/dev/fd/N", "/proc/self/fd/N"), else -1; INT_MAX (never open) for an N past any descriptor. */
@@ -212,8 +219,7 @@ static attn_status open_in_place(attn__outfile *o, const char *path, mode_t mode
         nanosleep(&(struct timespec){.tv_nsec = 10 * 1000000L}, NULL);
     }
     if (fd < 0 && errno == ENXIO && S_ISFIFO(mode))
-        return attn__fail(ATTN_ERR_IO, "%s: cannot write: the FIFO has no reader (waited %d ms)", path,
-                          READER_WAIT_MS);
+        return attn__fail(ATTN_ERR_IO, "%s: cannot write: the FIFO has no reader (waited %d ms)", path, READER_WAIT_MS);
     int flags = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
     if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 || !(o->fp = fdopen(fd, "wb"))) {
         attn_status s = attn__fail(ATTN_ERR_IO, "%s: cannot write (%s): %s", path, kind_of(mode), strerror(errno));
@@ -268,7 +274,8 @@ attn_status attn__outfile_open(attn__outfile *o, const char *path)
             if (fd < 0 && errno != EEXIST) break;
         }
         if (fd >= 0 && exists) { /* keep the replaced file's permissions and, when allowed, owner */
-            if (fchown(fd, st.st_uid, st.st_gid) != 0) { /* not ours to give: keep our own */ }
+            if (fchown(fd, st.st_uid, st.st_gid) != 0) { /* not ours to give: keep our own */
+            }
             fchmod(fd, st.st_mode & 07777);
         }
         if (fd < 0 || !(o->fp = fdopen(fd, "wb"))) {
@@ -327,9 +334,12 @@ attn_status attn__outfile_close(attn__outfile *o, attn_status s)
     errno = 0;
     bool named = o->tmp && !o->unnamed; /* a name to remove on failure */
     if (s == ATTN_OK) {
-        if (fflush(o->fp) != 0) err = errno ? errno : EIO;
-        else if (o->tmp && fsync(fileno(o->fp)) != 0) err = errno;
-        else if (o->unnamed && (err = link_unnamed(o)) == 0) named = true;
+        if (fflush(o->fp) != 0)
+            err = errno ? errno : EIO;
+        else if (o->tmp && fsync(fileno(o->fp)) != 0)
+            err = errno;
+        else if (o->unnamed && (err = link_unnamed(o)) == 0)
+            named = true;
     }
     if (fclose(o->fp) != 0 && s == ATTN_OK && !err) err = errno ? errno : EIO;
     o->fp = NULL;
@@ -360,8 +370,8 @@ attn_status attn_output_check(const char *path)
                           PATH_MAX - 1);
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
     if (strlen(base) > NAME_MAX)
-        return attn__fail(ATTN_ERR_ARG, "%.64s...: the file name has %zu bytes; at most %d fit", path,
-                          strlen(base), NAME_MAX);
+        return attn__fail(ATTN_ERR_ARG, "%.64s...: the file name has %zu bytes; at most %d fit", path, strlen(base),
+                          NAME_MAX);
     const int named = descriptor_named(path);
     if (named >= 0) return descriptor_writable(path, named);
     struct stat st;

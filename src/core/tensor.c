@@ -17,16 +17,13 @@ bool attn__mul_ok(int64_t a, int64_t b, int64_t *out)
 attn_status attn__shape_numel(int ndim, const int64_t *shape, int64_t *numel, const char *what)
 {
     if (ndim < 0 || ndim > ATTN_MAX_DIMS)
-        return attn__fail(ATTN_ERR_SHAPE, "%s: %d dimensions, expected 0 to %d", what, ndim,
-                          ATTN_MAX_DIMS);
+        return attn__fail(ATTN_ERR_SHAPE, "%s: %d dimensions, expected 0 to %d", what, ndim, ATTN_MAX_DIMS);
     if (ndim > 0 && !shape) return attn__fail(ATTN_ERR_ARG, "%s: shape is NULL", what);
     int64_t n = 1;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0)
-            return attn__fail(ATTN_ERR_SHAPE, "%s: dimension %d is %lld, expected >= 0", what, i,
-                              (long long)shape[i]);
-        if (!attn__mul_ok(n, shape[i], &n))
-            return attn__fail(ATTN_ERR_NOMEM, "%s: element count overflows", what);
+            return attn__fail(ATTN_ERR_SHAPE, "%s: dimension %d is %lld, expected >= 0", what, i, (long long)shape[i]);
+        if (!attn__mul_ok(n, shape[i], &n)) return attn__fail(ATTN_ERR_NOMEM, "%s: element count overflows", what);
     }
     /* bytes must fit in size_t and leave room for the arena's alignment */
     if (n > (int64_t)(SIZE_MAX / 8 / sizeof(float)))
@@ -90,8 +87,7 @@ attn_tensor *attn_tensor_alloc(int ndim, const int64_t *shape)
     if (!t || !data) {
         free(t);
         free(data);
-        return attn__fail_null(ATTN_ERR_NOMEM, "could not allocate a tensor of %lld floats",
-                               (long long)numel);
+        return attn__fail_null(ATTN_ERR_NOMEM, "could not allocate a tensor of %lld floats", (long long)numel);
     }
     set_shape(t, ndim, shape, numel);
     t->data = data;
@@ -118,9 +114,7 @@ float *attn__grad(attn_ctx *ctx, attn_tensor *t)
     size_t bytes = (size_t)(t->numel ? t->numel : 1) * sizeof(float);
     if (t->storage == ATTN_STORAGE_HEAP || t->storage == ATTN_STORAGE_PARAM) {
         t->grad = calloc(1, bytes);
-        if (!t->grad)
-            return attn__fail_null(ATTN_ERR_NOMEM, "could not allocate a gradient of %zu bytes",
-                                   bytes);
+        if (!t->grad) return attn__fail_null(ATTN_ERR_NOMEM, "could not allocate a gradient of %zu bytes", bytes);
     } else {
         t->grad = attn_arena_calloc(&ctx->arena, bytes, ctx->num_threads);
     }
@@ -136,16 +130,20 @@ attn_status attn_tensor_set_requires_grad(attn_tensor *t, bool on)
 
 void attn_tensor_zero_grad(attn_tensor *t)
 {
-    if (!t) attn__null_arg("attn_tensor_zero_grad");
-    else if (t->grad) memset(t->grad, 0, (size_t)t->numel * sizeof(float));
+    if (!t)
+        attn__null_arg("attn_tensor_zero_grad");
+    else if (t->grad)
+        memset(t->grad, 0, (size_t)t->numel * sizeof(float));
 }
 
 attn_status attn_tensor_fill_normal(attn_tensor *t, attn_rng *rng, float mean, float std)
 {
     if (!t || !rng) return attn__null_arg("attn_tensor_fill_normal");
     if (!isfinite(mean) || !(std >= 0.0f && isfinite(std))) /* torch: "normal expects std >= 0.0" */
-        return attn__fail(ATTN_ERR_ARG, "attn_tensor_fill_normal: mean %g and std %g; expected finite, "
-                          "std >= 0", (double)mean, (double)std);
+        return attn__fail(ATTN_ERR_ARG,
+                          "attn_tensor_fill_normal: mean %g and std %g; expected finite, "
+                          "std >= 0",
+                          (double)mean, (double)std);
     for (int64_t i = 0; i < t->numel; i++) t->data[i] = mean + std * attn_rng_normal(rng);
     return ATTN_OK;
 }
@@ -154,8 +152,10 @@ attn_status attn_tensor_fill_uniform(attn_tensor *t, attn_rng *rng, float lo, fl
 {
     if (!t || !rng) return attn__null_arg("attn_tensor_fill_uniform");
     if (!(isfinite(lo) && isfinite(hi) && lo <= hi)) /* torch: "uniform_ expects to return a [from, to) range" */
-        return attn__fail(ATTN_ERR_ARG, "attn_tensor_fill_uniform: [%g, %g) is not a finite range with "
-                          "lo <= hi", (double)lo, (double)hi);
+        return attn__fail(ATTN_ERR_ARG,
+                          "attn_tensor_fill_uniform: [%g, %g) is not a finite range with "
+                          "lo <= hi",
+                          (double)lo, (double)hi);
     for (int64_t i = 0; i < t->numel; i++) t->data[i] = lo + (hi - lo) * attn_rng_uniform(rng);
     return ATTN_OK;
 }
@@ -193,8 +193,7 @@ int attn__dim(int dim, int ndim, const char *op)
 {
     int d = dim < 0 ? dim + ndim : dim;
     if (d < 0 || d >= ndim || ndim == 0) {
-        attn__fail(ATTN_ERR_ARG, "%s: dim %d is out of range for a tensor of %d dimensions", op,
-                   dim, ndim);
+        attn__fail(ATTN_ERR_ARG, "%s: dim %d is out of range for a tensor of %d dimensions", op, dim, ndim);
         return -1;
     }
     return d;
@@ -226,7 +225,10 @@ attn_status attn__fail_nonfinite(const char *label, const char *name, float valu
     attn__dims_str(index, sizeof index, ndim < ATTN_ST_MAX_DIMS ? ndim : ATTN_ST_MAX_DIMS, coord);
     return attn__fail(ATTN_ERR_NUMERIC, "%s%stensor%s%s%s has %s at index %s; expected finite values",
                       label ? label : "", label ? ": " : "", name ? " \"" : "", name ? name : "", name ? "\"" : "",
-                      isnan(value) ? "NaN" : value > 0 ? "+Inf" : "-Inf", index);
+                      isnan(value) ? "NaN"
+                      : value > 0  ? "+Inf"
+                                   : "-Inf",
+                      index);
 }
 
 attn_status attn_tensor_check_finite(const attn_tensor *t, const char *name)

@@ -57,8 +57,10 @@ static size_t omp_stacksize(void)
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
     while (*end == ' ') end++;
-    unsigned shift = *end == 'B' || *end == 'b' ? 0 : *end == 'M' || *end == 'm' ? 20
-                     : *end == 'G' || *end == 'g' ? 30 : 10;
+    unsigned shift = *end == 'B' || *end == 'b'   ? 0
+                     : *end == 'M' || *end == 'm' ? 20
+                     : *end == 'G' || *end == 'g' ? 30
+                                                  : 10;
     return errno || end == s || v > (SIZE_MAX >> shift) ? 0 : (size_t)(v << shift);
 }
 
@@ -84,8 +86,8 @@ static attn_status threads_start(int n, const char *who)
     pthread_attr_destroy(&attr);
     free(ids);
     if (err)
-        return attn__fail(ATTN_ERR_NOMEM, "%s: %d threads cannot run here: only %d could start (%s); use fewer",
-                          who, n, started + 1, strerror(err));
+        return attn__fail(ATTN_ERR_NOMEM, "%s: %d threads cannot run here: only %d could start (%s); use fewer", who, n,
+                          started + 1, strerror(err));
     int volatile team = 0; /* libgomp starts the team now, while we know it can */
 #pragma omp parallel num_threads(n)
     {
@@ -111,8 +113,7 @@ attn_status attn_ctx_set_num_threads(attn_ctx *ctx, int n)
 {
     if (!ctx) return attn__fail(ATTN_ERR_ARG, "attn_ctx_set_num_threads: ctx is NULL");
     if (n > ATTN_MAX_THREADS)
-        return attn__fail(ATTN_ERR_ARG, "attn_ctx_set_num_threads: %d threads, at most %d", n,
-                          ATTN_MAX_THREADS);
+        return attn__fail(ATTN_ERR_ARG, "attn_ctx_set_num_threads: %d threads, at most %d", n, ATTN_MAX_THREADS);
 #ifdef _OPENMP
     if (n <= 0) n = attn_default_num_threads();
     if (attn__threads_check(n, "attn_ctx_set_num_threads") != ATTN_OK) return attn_last_status();

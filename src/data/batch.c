@@ -13,8 +13,7 @@ static attn_status grow_i64(int64_t **a, int64_t *cap, int64_t need, const char 
 {
     if (need <= *cap) return ATTN_OK;
     int64_t c = *cap ? *cap : 256;
-    while (c < need)
-        c *= 2;
+    while (c < need) c *= 2;
     int64_t *p = realloc(*a, (size_t)c * sizeof *p);
     if (!p) return attn__fail(ATTN_ERR_NOMEM, "%s: room for %lld entries", what, (long long)c);
     *a = p;
@@ -39,8 +38,8 @@ int64_t attn_id_seqs_len(const attn_id_seqs *s, int64_t i)
 {
     if (!s) return attn__null_arg("attn_id_seqs_len"), -1;
     if (i < 0 || i >= s->count)
-        return attn__fail(ATTN_ERR_ARG, "attn_id_seqs_len: sequence %lld of %lld", (long long)i,
-                          (long long)s->count), -1;
+        return attn__fail(ATTN_ERR_ARG, "attn_id_seqs_len: sequence %lld of %lld", (long long)i, (long long)s->count),
+               -1;
     return s->offsets[i + 1] - s->offsets[i];
 }
 
@@ -53,12 +52,11 @@ void attn_id_seqs_free(attn_id_seqs *s)
 }
 
 /* Tokenizes text into toks and appends its ids to out; the message names text number i. */
-static attn_status encode_one(attn_id_seqs *out, attn_tokens *toks, int64_t **ids, int64_t *cap,
-                              const attn_vocab *v, attn_tokenizer kind, const char *text, int64_t i)
+static attn_status encode_one(attn_id_seqs *out, attn_tokens *toks, int64_t **ids, int64_t *cap, const attn_vocab *v,
+                              attn_tokenizer kind, const char *text, int64_t i)
 {
     attn_tokens_clear(toks);
-    attn_status st = text ? attn_tokenize(toks, kind, text, strlen(text))
-                          : attn__fail(ATTN_ERR_ARG, "text is NULL");
+    attn_status st = text ? attn_tokenize(toks, kind, text, strlen(text)) : attn__fail(ATTN_ERR_ARG, "text is NULL");
     if (st == ATTN_OK) st = grow_i64(ids, cap, toks->count + 1, "encoding");
     if (st == ATTN_OK) st = attn_vocab_encode(v, *ids, toks->items, toks->count);
     if (st == ATTN_OK) st = attn_id_seqs_push(out, *ids, toks->count);
@@ -70,17 +68,15 @@ static attn_status encode_one(attn_id_seqs *out, attn_tokens *toks, int64_t **id
     return st;
 }
 
-attn_status attn_encode_texts(attn_id_seqs *out, const attn_vocab *v, attn_tokenizer kind,
-                              const char *const *texts, int64_t n)
+attn_status attn_encode_texts(attn_id_seqs *out, const attn_vocab *v, attn_tokenizer kind, const char *const *texts,
+                              int64_t n)
 {
-    if (!out || !v || n < 0 || (!texts && n))
-        return attn__fail(ATTN_ERR_ARG, "attn_encode_texts: NULL argument");
+    if (!out || !v || n < 0 || (!texts && n)) return attn__fail(ATTN_ERR_ARG, "attn_encode_texts: NULL argument");
     attn_tokens toks = {0};
     int64_t *ids = NULL, cap = 0;
     const int64_t count0 = out->count;
     attn_status st = ATTN_OK;
-    for (int64_t i = 0; i < n && st == ATTN_OK; i++)
-        st = encode_one(out, &toks, &ids, &cap, v, kind, texts[i], i);
+    for (int64_t i = 0; i < n && st == ATTN_OK; i++) st = encode_one(out, &toks, &ids, &cap, v, kind, texts[i], i);
     if (st != ATTN_OK) out->count = count0; /* all or nothing: the texts before the bad one go too */
     attn_tokens_free(&toks);
     free(ids);
@@ -89,50 +85,50 @@ attn_status attn_encode_texts(attn_id_seqs *out, const attn_vocab *v, attn_token
 
 /* ---- padding ---- */
 
-int64_t attn_pad_ids(int64_t *row, const int64_t *ids, int64_t len, const attn_pad_opts *opts,
-                     int64_t width)
+int64_t attn_pad_ids(int64_t *row, const int64_t *ids, int64_t len, const attn_pad_opts *opts, int64_t width)
 {
     if (!row || !opts || (!ids && len > 0)) return attn__null_arg("attn_pad_ids"), -1;
     if (len < 0 || width < 0)
-        return attn__fail(ATTN_ERR_ARG, "attn_pad_ids: len %lld and width %lld; expected >= 0",
-                          (long long)len, (long long)width), -1;
+        return attn__fail(ATTN_ERR_ARG, "attn_pad_ids: len %lld and width %lld; expected >= 0", (long long)len,
+                          (long long)width),
+               -1;
     int64_t k = 0;
     if (opts->bos_id >= 0 && k < width) row[k++] = opts->bos_id;
-    for (int64_t i = 0; i < len && k < width; i++)
-        row[k++] = ids[i];
+    for (int64_t i = 0; i < len && k < width; i++) row[k++] = ids[i];
     if (opts->eos_id >= 0 && k < width) row[k++] = opts->eos_id;
     int64_t kept = k;
-    while (k < width)
-        row[k++] = opts->pad_id;
+    while (k < width) row[k++] = opts->pad_id;
     return kept;
 }
 
-static int64_t row_of(const int64_t *rows, int64_t i) { return rows ? rows[i] : i; }
+static int64_t row_of(const int64_t *rows, int64_t i)
+{
+    return rows ? rows[i] : i;
+}
 
-attn_status attn_batch_pad(int64_t *out, int64_t *lengths, const attn_id_seqs *s,
-                           const int64_t *rows, const attn_pad_opts *opts, int64_t n, int64_t width)
+attn_status attn_batch_pad(int64_t *out, int64_t *lengths, const attn_id_seqs *s, const int64_t *rows,
+                           const attn_pad_opts *opts, int64_t n, int64_t width)
 {
     if (!out || !s || !opts || n < 0 || width < 0)
         return attn__fail(ATTN_ERR_ARG, "attn_batch_pad: NULL argument or negative size");
     for (int64_t i = 0; i < n; i++) {
         int64_t r = row_of(rows, i);
         if (r < 0 || r >= s->count)
-            return attn__fail(ATTN_ERR_ARG, "attn_batch_pad: row %lld is %lld, outside 0..%lld",
-                              (long long)i, (long long)r, (long long)s->count - 1);
-        int64_t kept = attn_pad_ids(out + i * width, s->ids + s->offsets[r], attn_id_seqs_len(s, r),
-                                    opts, width);
+            return attn__fail(ATTN_ERR_ARG, "attn_batch_pad: row %lld is %lld, outside 0..%lld", (long long)i,
+                              (long long)r, (long long)s->count - 1);
+        int64_t kept = attn_pad_ids(out + i * width, s->ids + s->offsets[r], attn_id_seqs_len(s, r), opts, width);
         if (lengths) lengths[i] = kept;
     }
     return ATTN_OK;
 }
 
-int64_t attn_batch_width(const attn_id_seqs *s, const int64_t *rows, int64_t n, int64_t extra,
-                         int64_t max_len)
+int64_t attn_batch_width(const attn_id_seqs *s, const int64_t *rows, int64_t n, int64_t extra, int64_t max_len)
 {
     if (!s) return attn__null_arg("attn_batch_width"), -1;
     if (n < 0 || extra < 0)
-        return attn__fail(ATTN_ERR_ARG, "attn_batch_width: n %lld and extra %lld; expected >= 0",
-                          (long long)n, (long long)extra), -1;
+        return attn__fail(ATTN_ERR_ARG, "attn_batch_width: n %lld and extra %lld; expected >= 0", (long long)n,
+                          (long long)extra),
+               -1;
     int64_t w = 0;
     for (int64_t i = 0; i < n; i++) {
         const int64_t len = attn_id_seqs_len(s, row_of(rows, i));
@@ -140,8 +136,9 @@ int64_t attn_batch_width(const attn_id_seqs *s, const int64_t *rows, int64_t n, 
         w = len > w ? len : w;
     }
     if (w > INT64_MAX - extra)
-        return attn__fail(ATTN_ERR_ARG, "attn_batch_width: %lld ids plus extra %lld overflow",
-                          (long long)w, (long long)extra), -1;
+        return attn__fail(ATTN_ERR_ARG, "attn_batch_width: %lld ids plus extra %lld overflow", (long long)w,
+                          (long long)extra),
+               -1;
     w += extra;
     return max_len > 0 && w > max_len ? max_len : w;
 }
@@ -162,16 +159,17 @@ static attn_status batches_init(attn_batches *out, int64_t n, int64_t batch_size
     if (!out) return attn__null_arg("attn_batches");
     *out = (attn_batches){0};
     if (n < 0 || batch_size <= 0)
-        return attn__fail(ATTN_ERR_ARG, "batches: %lld examples in batches of %lld; expected n >= 0 "
-                          "and batch_size > 0", (long long)n, (long long)batch_size);
+        return attn__fail(ATTN_ERR_ARG,
+                          "batches: %lld examples in batches of %lld; expected n >= 0 "
+                          "and batch_size > 0",
+                          (long long)n, (long long)batch_size);
     out->rows = malloc((size_t)(n ? n : 1) * sizeof *out->rows);
     out->offsets = malloc((size_t)(n / batch_size + 2) * sizeof *out->offsets);
     if (!out->rows || !out->offsets) {
         attn_batches_free(out);
         return attn__fail(ATTN_ERR_NOMEM, "batches: %lld examples", (long long)n);
     }
-    for (int64_t i = 0; i < n; i++)
-        out->rows[i] = i;
+    for (int64_t i = 0; i < n; i++) out->rows[i] = i;
     if (rng) attn_rng_shuffle(rng, out->rows, n);
     return ATTN_OK;
 }
@@ -179,8 +177,7 @@ static attn_status batches_init(attn_batches *out, int64_t n, int64_t batch_size
 /* Cuts rows[from..to) into batches of batch_size, appended to the offsets. */
 static void cut(attn_batches *b, int64_t from, int64_t to, int64_t batch_size)
 {
-    for (int64_t i = from; i < to; i += batch_size)
-        b->offsets[b->count++] = i;
+    for (int64_t i = from; i < to; i += batch_size) b->offsets[b->count++] = i;
     b->offsets[b->count] = to;
 }
 
@@ -213,8 +210,7 @@ static void sort_pool(int64_t *rows, keyed *k, int64_t from, int64_t to, const a
         k[i] = (keyed){attn_id_seqs_len(src, r), tgt ? attn_id_seqs_len(tgt, r) : 0, i, r};
     }
     qsort(k, (size_t)m, sizeof *k, keyed_cmp);
-    for (int64_t i = 0; i < m; i++)
-        rows[from + i] = k[i].row;
+    for (int64_t i = 0; i < m; i++) rows[from + i] = k[i].row;
 }
 
 /* Shuffles the order of b's batches (their contents stay as they are). */
@@ -224,18 +220,15 @@ static attn_status shuffle_batches(attn_batches *b, attn_rng *rng)
     int64_t *order = malloc((size_t)(b->count ? b->count : 1) * sizeof *order);
     int64_t *rows = malloc((size_t)(n ? n : 1) * sizeof *rows);
     int64_t *offsets = malloc((size_t)(b->count + 1) * sizeof *offsets);
-    attn_status st = order && rows && offsets
-                         ? ATTN_OK
-                         : attn__fail(ATTN_ERR_NOMEM, "batches: shuffling %lld", (long long)b->count);
+    attn_status st =
+        order && rows && offsets ? ATTN_OK : attn__fail(ATTN_ERR_NOMEM, "batches: shuffling %lld", (long long)b->count);
     if (st == ATTN_OK) {
-        for (int64_t i = 0; i < b->count; i++)
-            order[i] = i;
+        for (int64_t i = 0; i < b->count; i++) order[i] = i;
         attn_rng_shuffle(rng, order, b->count);
         int64_t k = 0;
         for (int64_t i = 0; i < b->count; i++) {
             offsets[i] = k;
-            for (int64_t j = b->offsets[order[i]]; j < b->offsets[order[i] + 1]; j++)
-                rows[k++] = b->rows[j];
+            for (int64_t j = b->offsets[order[i]]; j < b->offsets[order[i] + 1]; j++) rows[k++] = b->rows[j];
         }
         offsets[b->count] = k;
         free(b->rows);
@@ -250,15 +243,15 @@ static attn_status shuffle_batches(attn_batches *b, attn_rng *rng)
     return st;
 }
 
-attn_status attn_batches_bucketed(attn_batches *out, const attn_id_seqs *src,
-                                  const attn_id_seqs *tgt, int64_t batch_size,
-                                  int64_t pool_batches, attn_rng *rng)
+attn_status attn_batches_bucketed(attn_batches *out, const attn_id_seqs *src, const attn_id_seqs *tgt,
+                                  int64_t batch_size, int64_t pool_batches, attn_rng *rng)
 {
     if (!out || !src || !rng) return attn__fail(ATTN_ERR_ARG, "attn_batches_bucketed: NULL argument");
     if (pool_batches <= 0 || (tgt && tgt->count != src->count))
-        return attn__fail(ATTN_ERR_ARG, "attn_batches_bucketed: pool_batches %lld (expected >= 1), %lld "
-                          "sources and %lld targets (expected as many)", (long long)pool_batches,
-                          (long long)src->count, (long long)(tgt ? tgt->count : src->count));
+        return attn__fail(ATTN_ERR_ARG,
+                          "attn_batches_bucketed: pool_batches %lld (expected >= 1), %lld "
+                          "sources and %lld targets (expected as many)",
+                          (long long)pool_batches, (long long)src->count, (long long)(tgt ? tgt->count : src->count));
     int64_t n = src->count;
     attn_status st = batches_init(out, n, batch_size, rng);
     if (st != ATTN_OK) return st;

@@ -20,8 +20,7 @@
 /* ---- 13a ---- */
 
 /* dst = src with every non-overlapping `from` (leftmost first) replaced by `to`. */
-static attn_status replace_all(attn__buf *dst, const attn__buf *src, const char *from,
-                               const char *to)
+static attn_status replace_all(attn__buf *dst, const attn__buf *src, const char *from, const char *to)
 {
     size_t nf = strlen(from), nt = strlen(to);
     dst->len = 0;
@@ -53,12 +52,18 @@ static attn_status replace_seq(attn__buf *a, attn__buf *b, const char *const *pa
 
 static bool r1_class(unsigned char c)
 {
-    return (c >= '{' && c <= '~') || (c >= '[' && c <= '`') || (c >= ' ' && c <= '&') ||
-           (c >= '(' && c <= '+') || (c >= ':' && c <= '@') || c == '/';
+    return (c >= '{' && c <= '~') || (c >= '[' && c <= '`') || (c >= ' ' && c <= '&') || (c >= '(' && c <= '+') ||
+           (c >= ':' && c <= '@') || c == '/';
 }
 
-static bool digit(unsigned char c) { return c >= '0' && c <= '9'; }
-static bool dot_comma(unsigned char c) { return c == '.' || c == ','; }
+static bool digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+static bool dot_comma(unsigned char c)
+{
+    return c == '.' || c == ',';
+}
 
 /* One of r2-r4 as re.sub does it: left to right, a match consumes both characters. */
 static attn_status regex_pass(attn__buf *dst, const attn__buf *src, int rule)
@@ -94,8 +99,7 @@ static attn_status pad_and_r1(attn__buf *b, const attn__buf *a)
     attn_status st = attn__buf_append(b, "   ", 3); /* the padding space through r1 */
     for (size_t i = 0; i < a->len && st == ATTN_OK; i++) {
         char c = a->data[i], spaced[3] = {' ', c, ' '};
-        st = r1_class((unsigned char)c) ? attn__buf_append(b, spaced, 3)
-                                        : attn__buf_append(b, &c, 1);
+        st = r1_class((unsigned char)c) ? attn__buf_append(b, spaced, 3) : attn__buf_append(b, &c, 1);
     }
     return st == ATTN_OK ? attn__buf_append(b, "   ", 3) : st;
 }
@@ -152,8 +156,7 @@ static int gram_cmp(const void *x, const void *y)
 }
 
 /* Token ids of hyp then ref in ids (n_hyp + n_ref), equal tokens equal ids. */
-static attn_status token_ids(int64_t *ids, const char *const *hyp, int64_t n_hyp,
-                             const char *const *ref, int64_t n_ref)
+static attn_status token_ids(int64_t *ids, const char *const *hyp, int64_t n_hyp, const char *const *ref, int64_t n_ref)
 {
     attn__strtab tab = {0};
     attn_status st = ATTN_OK;
@@ -161,8 +164,10 @@ static attn_status token_ids(int64_t *ids, const char *const *hyp, int64_t n_hyp
         const char *t = i < n_hyp ? hyp[i] : ref[i - n_hyp];
         bool added;
         ids[i] = t ? attn__strtab_intern(&tab, t, strlen(t), &added) : -1;
-        if (!t) st = attn__fail(ATTN_ERR_ARG, "bleu: token %lld is NULL", (long long)i);
-        else if (ids[i] < 0) st = attn_last_status();
+        if (!t)
+            st = attn__fail(ATTN_ERR_ARG, "bleu: token %lld is NULL", (long long)i);
+        else if (ids[i] < 0)
+            st = attn_last_status();
     }
     attn__strtab_free(&tab);
     return st;
@@ -170,8 +175,7 @@ static attn_status token_ids(int64_t *ids, const char *const *hyp, int64_t n_hyp
 
 /* One level: grams of length n from the ranks of length n-1 (rank[i] for combined position
  * i), new ranks written back; returns the clipped matches sum_g min(#hyp g, #ref g). */
-static int64_t level(gram *g, int64_t *rank, const int64_t *ids, int64_t n_hyp, int64_t n_ref,
-                     int n)
+static int64_t level(gram *g, int64_t *rank, const int64_t *ids, int64_t n_hyp, int64_t n_ref, int n)
 {
     int64_t m = 0;
     for (int side = 0; side < 2; side++) {
@@ -193,8 +197,8 @@ static int64_t level(gram *g, int64_t *rank, const int64_t *ids, int64_t n_hyp, 
 }
 
 /* matches[n-1] = clipped matches of n-grams, n = 1..k. */
-static attn_status clipped_matches(int64_t *matches, const char *const *hyp, int64_t n_hyp,
-                                   const char *const *ref, int64_t n_ref, int k)
+static attn_status clipped_matches(int64_t *matches, const char *const *hyp, int64_t n_hyp, const char *const *ref,
+                                   int64_t n_ref, int k)
 {
     if (n_hyp < 0 || n_ref < 0 || (!hyp && n_hyp) || (!ref && n_ref))
         return attn__fail(ATTN_ERR_ARG, "bleu: bad token list (NULL or negative length)");
@@ -204,11 +208,9 @@ static attn_status clipped_matches(int64_t *matches, const char *const *hyp, int
     int64_t *ids = malloc((size_t)(n + 1) * sizeof *ids);
     int64_t *rank = calloc((size_t)n + 1, sizeof *rank);
     gram *g = malloc((size_t)(n + 1) * sizeof *g);
-    attn_status st = ids && rank && g ? ATTN_OK
-                                      : attn__fail(ATTN_ERR_NOMEM, "bleu: %lld tokens", (long long)n);
+    attn_status st = ids && rank && g ? ATTN_OK : attn__fail(ATTN_ERR_NOMEM, "bleu: %lld tokens", (long long)n);
     if (st == ATTN_OK) st = token_ids(ids, hyp, n_hyp, ref, n_ref);
-    for (int k1 = 1; k1 <= k && st == ATTN_OK; k1++)
-        matches[k1 - 1] = level(g, rank, ids, n_hyp, n_ref, k1);
+    for (int k1 = 1; k1 <= k && st == ATTN_OK; k1++) matches[k1 - 1] = level(g, rank, ids, n_hyp, n_ref, k1);
     free(ids);
     free(rank);
     free(g);
@@ -223,12 +225,14 @@ static attn_status check_stats(const attn_bleu_stats *s, const char *fn)
     bool ok = s->hyp_len >= 0 && s->ref_len >= 0;
     for (int n = 0; n < 4; n++) ok = ok && s->matches[n] >= 0 && s->matches[n] <= s->totals[n];
     return ok ? ATTN_OK
-              : attn__fail(ATTN_ERR_ARG, "%s: the stats hold a negative count or more matches than "
-                           "n-grams (zero-initialise them)", fn);
+              : attn__fail(ATTN_ERR_ARG,
+                           "%s: the stats hold a negative count or more matches than "
+                           "n-grams (zero-initialise them)",
+                           fn);
 }
 
-attn_status attn_bleu_add_tokens(attn_bleu_stats *s, const char *const *hyp, int64_t n_hyp,
-                                 const char *const *ref, int64_t n_ref)
+attn_status attn_bleu_add_tokens(attn_bleu_stats *s, const char *const *hyp, int64_t n_hyp, const char *const *ref,
+                                 int64_t n_ref)
 {
     if (!s) return attn__fail(ATTN_ERR_ARG, "attn_bleu_add_tokens: NULL stats");
     int64_t m[4];
@@ -240,8 +244,7 @@ attn_status attn_bleu_add_tokens(attn_bleu_stats *s, const char *const *hyp, int
                     __builtin_add_overflow(sum.ref_len, n_ref, &sum.ref_len);
     for (int n = 1; n <= 4 && !overflow; n++)
         overflow = __builtin_add_overflow(sum.matches[n - 1], m[n - 1], &sum.matches[n - 1]) ||
-                   __builtin_add_overflow(sum.totals[n - 1], n_hyp - n + 1 > 0 ? n_hyp - n + 1 : 0,
-                                          &sum.totals[n - 1]);
+                   __builtin_add_overflow(sum.totals[n - 1], n_hyp - n + 1 > 0 ? n_hyp - n + 1 : 0, &sum.totals[n - 1]);
     if (overflow) return attn__fail(ATTN_ERR_ARG, "attn_bleu_add_tokens: a count passes INT64_MAX");
     *s = sum;
     return ATTN_OK;
@@ -284,16 +287,15 @@ double attn_bleu_score(const attn_bleu_stats *s, double *precisions, double *bp)
         if (precisions) precisions[n] = 100.0 * p[n];
     }
     double brevity = s->hyp_len >= s->ref_len ? 1.0 /* as sacrebleu: both empty too */
-                     : s->hyp_len ? exp(1.0 - (double)s->ref_len / (double)s->hyp_len)
-                                  : 0.0;
+                     : s->hyp_len             ? exp(1.0 - (double)s->ref_len / (double)s->hyp_len)
+                                              : 0.0;
     if (bp) *bp = brevity;
     return any_zero ? 0.0 : 100.0 * brevity * exp(logsum / 4.0);
 }
 
 /* ---- D2L ---- */
 
-double attn_bleu_d2l(const char *const *pred, int64_t n_pred, const char *const *label,
-                     int64_t n_label, int k)
+double attn_bleu_d2l(const char *const *pred, int64_t n_pred, const char *const *label, int64_t n_label, int k)
 {
     if ((!pred && n_pred > 0) || (!label && n_label > 0)) return attn__null_arg("attn_bleu_d2l"), NAN;
     if (n_pred <= 0) return 0.0;
@@ -304,8 +306,7 @@ double attn_bleu_d2l(const char *const *pred, int64_t n_pred, const char *const 
         return NAN;
     }
     double score = exp(fmin(0.0, 1.0 - (double)n_label / (double)n_pred));
-    for (int n = 1; n <= kk; n++)
-        score *= pow((double)m[n - 1] / (double)(n_pred - n + 1), pow(0.5, n));
+    for (int n = 1; n <= kk; n++) score *= pow((double)m[n - 1] / (double)(n_pred - n + 1), pow(0.5, n));
     free(m);
     return score;
 }

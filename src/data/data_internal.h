@@ -78,11 +78,11 @@ attn_status attn__tokenize_13a(attn_tokens *out, const char *text, size_t len);
 /* ---- string hash table: interned byte strings with ids 0, 1, ... in insertion order ---- */
 
 typedef struct attn__strtab {
-    attn__buf text;     /* every key, NUL-terminated, back to back */
-    size_t *offsets;    /* key i starts at text.data + offsets[i] */
-    uint64_t *hashes;   /* hash of key i */
+    attn__buf text;   /* every key, NUL-terminated, back to back */
+    size_t *offsets;  /* key i starts at text.data + offsets[i] */
+    uint64_t *hashes; /* hash of key i */
     int64_t count, cap;
-    int64_t *slots;     /* open addressing: key id + 1, 0 = empty; nslots a power of two */
+    int64_t *slots; /* open addressing: key id + 1, 0 = empty; nslots a power of two */
     size_t nslots;
 } attn__strtab;
 

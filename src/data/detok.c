@@ -14,8 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool closing(char c) { return c && strchr(".,!?;:)]}%", c); }
-static bool opening(char c) { return c && strchr("([{", c); }
+static bool closing(char c)
+{
+    return c && strchr(".,!?;:)]}%", c);
+}
+static bool opening(char c)
+{
+    return c && strchr("([{", c);
+}
 
 static attn_status join(attn__buf *out, const char *const *tokens, int64_t n)
 {
@@ -35,8 +41,7 @@ static attn_status drop_spaces(attn__buf *out, const attn__buf *in, bool before_
     attn_status st = attn__buf_reserve(out, in->len);
     for (size_t i = 0; i < in->len && st == ATTN_OK; i++) {
         const char *s = in->data;
-        bool drop = s[i] == ' ' && (before_closing ? i + 1 < in->len && closing(s[i + 1])
-                                                   : i > 0 && opening(s[i - 1]));
+        bool drop = s[i] == ' ' && (before_closing ? i + 1 < in->len && closing(s[i + 1]) : i > 0 && opening(s[i - 1]));
         if (!drop) st = attn__buf_append(out, s + i, 1);
     }
     return st;
@@ -75,8 +80,7 @@ static attn_status quotes(attn__buf *out, const attn__buf *in)
     attn_status st = attn__buf_reserve(out, in->len);
     const char *s = in->data;
     for (size_t i = 0; i < in->len && st == ATTN_OK;) {
-        size_t j = s[i] == '"' && i + 1 < in->len && s[i + 1] == ' ' ? quote_end(s, in->len, i + 2)
-                                                                       : 0;
+        size_t j = s[i] == '"' && i + 1 < in->len && s[i + 1] == ' ' ? quote_end(s, in->len, i + 2) : 0;
         if (!j) {
             st = attn__buf_append(out, s + i++, 1);
             continue;
@@ -108,11 +112,21 @@ char *attn_detokenize(const char *const *tokens, int64_t n)
     for (int pass = 0; pass < 5 && st == ATTN_OK; pass++) {
         b.len = 0;
         switch (pass) {
-        case 0: st = drop_spaces(&b, &a, true); break;
-        case 1: st = drop_spaces(&b, &a, false); break;
-        case 2: st = glue(&b, &a, '\''); break;
-        case 3: st = glue(&b, &a, '-'); break;
-        case 4: st = quotes(&b, &a); break;
+        case 0:
+            st = drop_spaces(&b, &a, true);
+            break;
+        case 1:
+            st = drop_spaces(&b, &a, false);
+            break;
+        case 2:
+            st = glue(&b, &a, '\'');
+            break;
+        case 3:
+            st = glue(&b, &a, '-');
+            break;
+        case 4:
+            st = quotes(&b, &a);
+            break;
         }
         attn__buf t = a;
         a = b;

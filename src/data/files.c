@@ -35,8 +35,10 @@ static attn_status read_all(gzFile f, attn__buf *b, size_t expect, const char *p
             int zerr;
             const char *msg = gzerror(f, &zerr);
             if (zerr == Z_BUF_ERROR)
-                return attn__fail(ATTN_ERR_FORMAT, "%s: the gzip stream ends early (%s) after %zu "
-                                  "bytes; expected a complete plain or gzip file", path, msg, b->len);
+                return attn__fail(ATTN_ERR_FORMAT,
+                                  "%s: the gzip stream ends early (%s) after %zu "
+                                  "bytes; expected a complete plain or gzip file",
+                                  path, msg, b->len);
             break;
         }
         b->len += (size_t)n;
@@ -50,8 +52,12 @@ static attn_status read_all(gzFile f, attn__buf *b, size_t expect, const char *p
 
 const char *attn__file_kind(mode_t mode)
 {
-    return S_ISDIR(mode) ? "a folder" : S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device"
-           : S_ISBLK(mode) ? "a block device" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+    return S_ISDIR(mode)    ? "a folder"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "not a regular file";
 }
 
 attn_status attn__read_file(const char *path, char **data, size_t *len)

@@ -25,11 +25,9 @@ static bool parse_name(const char *name, int64_t *id, int32_t *rating)
     int64_t a = 0, b = 0;
     int na = 0, nb = 0;
     const char *p = name;
-    for (; *p >= '0' && *p <= '9' && na < 18; p++, na++)
-        a = a * 10 + (*p - '0');
+    for (; *p >= '0' && *p <= '9' && na < 18; p++, na++) a = a * 10 + (*p - '0');
     if (na == 0 || *p++ != '_') return false;
-    for (; *p >= '0' && *p <= '9' && nb < 9; p++, nb++)
-        b = b * 10 + (*p - '0');
+    for (; *p >= '0' && *p <= '9' && nb < 9; p++, nb++) b = b * 10 + (*p - '0');
     if (nb == 0 || strcmp(p, ".txt") != 0) return false;
     *id = a;
     *rating = (int32_t)b;
@@ -57,8 +55,7 @@ static char *path_join(const char *a, const char *b)
 
 static void free_names(review_name *names, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        free(names[i].name);
+    for (size_t i = 0; i < n; i++) free(names[i].name);
     free(names);
 }
 
@@ -77,9 +74,7 @@ static attn_status list_reviews(attn_labeled_texts *d, const char *dir, review_n
     *out = NULL;
     *count = 0;
     DIR *dd = opendir(dir);
-    if (!dd)
-        return attn__fail(ATTN_ERR_IO, "%s: cannot open the folder (%s); expected " LAYOUT, dir,
-                          strerror(errno));
+    if (!dd) return attn__fail(ATTN_ERR_IO, "%s: cannot open the folder (%s); expected " LAYOUT, dir, strerror(errno));
     review_name *names = NULL;
     size_t n = 0, cap = 0;
     attn_status st = ATTN_OK;
@@ -98,17 +93,20 @@ static attn_status list_reviews(attn_labeled_texts *d, const char *dir, review_n
         if (n == cap) {
             cap = cap ? cap * 2 : 1024;
             review_name *grown = realloc(names, cap * sizeof *names);
-            if (!grown) st = attn__fail(ATTN_ERR_NOMEM, "%s: listing %zu files", dir, cap);
-            else names = grown;
+            if (!grown)
+                st = attn__fail(ATTN_ERR_NOMEM, "%s: listing %zu files", dir, cap);
+            else
+                names = grown;
         }
-        if (st == ATTN_OK && !(r.name = strdup(e->d_name)))
-            st = attn__fail(ATTN_ERR_NOMEM, "%s: listing", dir);
+        if (st == ATTN_OK && !(r.name = strdup(e->d_name))) st = attn__fail(ATTN_ERR_NOMEM, "%s: listing", dir);
         if (st == ATTN_OK) names[n++] = r;
     }
     closedir(dd);
     if (st == ATTN_OK && n == 0)
-        st = attn__fail(ATTN_ERR_FORMAT, "%s: no reviews; expected files named <id>_<rating>.txt "
-                        "(" LAYOUT ")", dir);
+        st = attn__fail(ATTN_ERR_FORMAT,
+                        "%s: no reviews; expected files named <id>_<rating>.txt "
+                        "(" LAYOUT ")",
+                        dir);
     if (st != ATTN_OK) {
         free_names(names, n);
         return st;
@@ -134,8 +132,7 @@ static attn_status grow(attn_labeled_texts *d, size_t more)
     return ids ? ATTN_OK : attn__fail(ATTN_ERR_NOMEM, "aclImdb: room for %zu reviews", n);
 }
 
-static attn_status read_review(attn_labeled_texts *d, const char *dir, const review_name *r,
-                               int32_t label)
+static attn_status read_review(attn_labeled_texts *d, const char *dir, const review_name *r, int32_t label)
 {
     char *path = path_join(dir, r->name), *text = NULL;
     size_t len = 0;
@@ -160,21 +157,17 @@ static attn_status load_folder(attn_labeled_texts *d, const char *dir, int32_t l
     attn_status st = list_reviews(d, dir, &names, &n);
     if (st != ATTN_OK) return st;
     st = grow(d, n);
-    for (size_t i = 0; i < n && st == ATTN_OK; i++)
-        st = read_review(d, dir, &names[i], label);
+    for (size_t i = 0; i < n && st == ATTN_OK; i++) st = read_review(d, dir, &names[i], label);
     free_names(names, n);
     return st;
 }
 
 attn_status attn_imdb_load(attn_labeled_texts *out, const char *root, const char *split)
 {
-    if (!out || !root || !split || !*split)
-        return attn__fail(ATTN_ERR_ARG, "attn_imdb_load: NULL root or empty split");
+    if (!out || !root || !split || !*split) return attn__fail(ATTN_ERR_ARG, "attn_imdb_load: NULL root or empty split");
     *out = (attn_labeled_texts){0};
     DIR *r = opendir(root);
-    if (!r)
-        return attn__fail(ATTN_ERR_IO, "%s: cannot open the folder (%s); expected " LAYOUT, root,
-                          strerror(errno));
+    if (!r) return attn__fail(ATTN_ERR_IO, "%s: cannot open the folder (%s); expected " LAYOUT, root, strerror(errno));
     closedir(r);
     static const char *const folders[2] = {"neg", "pos"};
     char *split_dir = path_join(root, split);
@@ -185,8 +178,7 @@ attn_status attn_imdb_load(attn_labeled_texts *out, const char *root, const char
         free(dir);
     }
     free(split_dir);
-    if (st == ATTN_OK && out->skipped && !out->skipped_first)
-        st = attn__fail(ATTN_ERR_NOMEM, "aclImdb: out of memory");
+    if (st == ATTN_OK && out->skipped && !out->skipped_first) st = attn__fail(ATTN_ERR_NOMEM, "aclImdb: out of memory");
     if (st != ATTN_OK) attn_labeled_texts_free(out);
     return st;
 }
@@ -194,8 +186,7 @@ attn_status attn_imdb_load(attn_labeled_texts *out, const char *root, const char
 void attn_labeled_texts_free(attn_labeled_texts *d)
 {
     if (!d) return;
-    for (int64_t i = 0; i < d->count; i++)
-        free(d->texts[i]);
+    for (int64_t i = 0; i < d->count; i++) free(d->texts[i]);
     free(d->texts);
     free(d->labels);
     free(d->ratings);

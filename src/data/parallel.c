@@ -46,8 +46,7 @@ static size_t plain_spaces(char *s, size_t len)
 static attn_status split_lines(lines *l, const char *path)
 {
     int64_t n = 0;
-    for (size_t i = 0; i < l->len; i++)
-        n += l->text[i] == '\n';
+    for (size_t i = 0; i < l->len; i++) n += l->text[i] == '\n';
     n += l->len > 0 && l->text[l->len - 1] != '\n';
     l->line = malloc((size_t)(n ? n : 1) * sizeof *l->line);
     if (!l->line) return attn__fail(ATTN_ERR_NOMEM, "%s: %lld lines", path, (long long)n);
@@ -80,8 +79,7 @@ static attn_status pairs_alloc(attn_text_pairs *p, int64_t n)
 {
     p->src = calloc((size_t)(n ? n : 1), sizeof *p->src);
     p->tgt = calloc((size_t)(n ? n : 1), sizeof *p->tgt);
-    if (!p->src || !p->tgt)
-        return attn__fail(ATTN_ERR_NOMEM, "sentence pairs: room for %lld", (long long)n);
+    if (!p->src || !p->tgt) return attn__fail(ATTN_ERR_NOMEM, "sentence pairs: room for %lld", (long long)n);
     return ATTN_OK;
 }
 
@@ -99,16 +97,16 @@ static attn_status pairs_add(attn_text_pairs *p, const char *a, size_t na, const
     return ATTN_OK;
 }
 
-static attn_status aligned(attn_text_pairs *out, const lines *a, const lines *b,
-                           const char *src_path, const char *tgt_path)
+static attn_status aligned(attn_text_pairs *out, const lines *a, const lines *b, const char *src_path,
+                           const char *tgt_path)
 {
     if (a->count != b->count)
-        return attn__fail(ATTN_ERR_FORMAT, "%s has %lld lines but %s has %lld; expected "
+        return attn__fail(ATTN_ERR_FORMAT,
+                          "%s has %lld lines but %s has %lld; expected "
                           "line-aligned files (line i of one translates line i of the other)",
                           src_path, (long long)a->count, tgt_path, (long long)b->count);
     if (a->count == 0)
-        return attn__fail(ATTN_ERR_FORMAT, "%s and %s: no lines; expected sentence pairs",
-                          src_path, tgt_path);
+        return attn__fail(ATTN_ERR_FORMAT, "%s and %s: no lines; expected sentence pairs", src_path, tgt_path);
     attn_status st = pairs_alloc(out, a->count);
     for (int64_t i = 0; i < a->count && st == ATTN_OK; i++)
         st = pairs_add(out, a->line[i], strlen(a->line[i]), b->line[i], strlen(b->line[i]));
@@ -136,8 +134,10 @@ static attn_status tsv_pairs(attn_text_pairs *out, const lines *l, const char *p
         const char *s = l->line[i], *tab = strchr(s, '\t');
         if (!*s) continue;
         if (!tab)
-            return attn__fail(ATTN_ERR_FORMAT, "%s:%lld: no tab; expected source<TAB>target"
-                              "[<TAB>more fields]", path, (long long)i + 1);
+            return attn__fail(ATTN_ERR_FORMAT,
+                              "%s:%lld: no tab; expected source<TAB>target"
+                              "[<TAB>more fields]",
+                              path, (long long)i + 1);
         const char *end = strchr(tab + 1, '\t');
         size_t n2 = end ? (size_t)(end - tab - 1) : strlen(tab + 1);
         st = pairs_add(out, s, (size_t)(tab - s), tab + 1, n2);

@@ -14,8 +14,7 @@ attn_status attn__buf_reserve(attn__buf *b, size_t more)
     size_t need = b->len + more + 1;
     if (need <= b->cap) return ATTN_OK;
     size_t cap = b->cap ? b->cap : 256;
-    while (cap < need)
-        cap *= 2;
+    while (cap < need) cap *= 2;
     char *d = realloc(b->data, cap);
     if (!d) return attn__fail(ATTN_ERR_NOMEM, "text buffer: cannot allocate %zu bytes", cap);
     b->data = d;
@@ -92,8 +91,7 @@ static attn_status grow_slots(attn__strtab *t)
     t->nslots = n;
     for (int64_t id = 0; id < t->count; id++) {
         size_t i = (size_t)t->hashes[id] & (n - 1);
-        while (t->slots[i])
-            i = (i + 1) & (n - 1);
+        while (t->slots[i]) i = (i + 1) & (n - 1);
         t->slots[i] = id + 1;
     }
     return ATTN_OK;

@@ -35,8 +35,7 @@ static attn_status tokens_reserve(attn_tokens *t, size_t len)
     attn_status st = attn__buf_reserve(&store, len + 1);
     if (st != ATTN_OK) return st;
     if (store.data != t->store_)
-        for (int64_t i = 0; i < t->count; i++)
-            t->items[i] = store.data + t->offs_[i];
+        for (int64_t i = 0; i < t->count; i++) t->items[i] = store.data + t->offs_[i];
     t->store_ = store.data;
     t->store_cap_ = store.cap;
     return ATTN_OK;
@@ -173,8 +172,7 @@ attn_status attn_tokenizer_parse(const char *name, attn_tokenizer *kind)
             *kind = (attn_tokenizer)k;
             return ATTN_OK;
         }
-    return attn__fail(ATTN_ERR_ARG, "attn_tokenizer_parse: \"%s\" is not basic_english, words, chars or 13a",
-                      name);
+    return attn__fail(ATTN_ERR_ARG, "attn_tokenizer_parse: \"%s\" is not basic_english, words, chars or 13a", name);
 }
 
 int attn_tokenizer_from_name(const char *name)
@@ -188,17 +186,25 @@ attn_status attn_tokenize(attn_tokens *out, attn_tokenizer kind, const char *tex
 {
     if (!out || (!text && len)) return attn__fail(ATTN_ERR_ARG, "attn_tokenize: NULL argument");
     if ((int)kind < 0 || (int)kind >= N_TOKENIZERS)
-        return attn__fail(ATTN_ERR_ARG, "attn_tokenize: unknown tokenizer %d (expected 0-%d)",
-                          (int)kind, N_TOKENIZERS - 1);
+        return attn__fail(ATTN_ERR_ARG, "attn_tokenize: unknown tokenizer %d (expected 0-%d)", (int)kind,
+                          N_TOKENIZERS - 1);
     attn_status st = attn__text_check(text, len, "text"); /* UTF-8, and no NUL: tokens are C strings */
     if (st != ATTN_OK) return st;
     int64_t count = out->count;
     size_t store_len = out->store_len_;
     switch (kind) {
-    case ATTN_TOKENIZER_BASIC_ENGLISH: st = basic_english(out, text, len); break;
-    case ATTN_TOKENIZER_WORDS: st = words(out, text, len); break;
-    case ATTN_TOKENIZER_CHARS: st = chars(out, text, len); break;
-    case ATTN_TOKENIZER_13A: st = attn__tokenize_13a(out, text, len); break;
+    case ATTN_TOKENIZER_BASIC_ENGLISH:
+        st = basic_english(out, text, len);
+        break;
+    case ATTN_TOKENIZER_WORDS:
+        st = words(out, text, len);
+        break;
+    case ATTN_TOKENIZER_CHARS:
+        st = chars(out, text, len);
+        break;
+    case ATTN_TOKENIZER_13A:
+        st = attn__tokenize_13a(out, text, len);
+        break;
     }
     if (st != ATTN_OK) { /* leave out as it was */
         out->count = count;

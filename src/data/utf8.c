@@ -8,7 +8,10 @@
 
 /* ---- validation ---- */
 
-static bool is_cont(unsigned char b) { return (b & 0xC0) == 0x80; }
+static bool is_cont(unsigned char b)
+{
+    return (b & 0xC0) == 0x80;
+}
 
 /* Byte range allowed right after lead byte b (Python's strict decoder: no overlong forms, no
  * surrogates D800-DFFF, nothing above 10FFFF); the number of continuation bytes, or -1 when b
@@ -67,8 +70,7 @@ attn_status attn_utf8_check(const char *s, size_t len, const char *name)
     const char *why;
     size_t at = invalid_at(s, len, &why);
     if (at == len) return ATTN_OK;
-    return attn__fail(ATTN_ERR_FORMAT,
-                      "%s: invalid UTF-8 at byte offset %zu (byte 0x%02X: %s); expected UTF-8 text",
+    return attn__fail(ATTN_ERR_FORMAT, "%s: invalid UTF-8 at byte offset %zu (byte 0x%02X: %s); expected UTF-8 text",
                       name ? name : "text", at, (unsigned char)s[at], why);
 }
 
@@ -100,16 +102,15 @@ uint32_t attn__utf8_next(const char *s, size_t *pos)
         return ((uint32_t)(u[0] & 0x0F) << 12) | ((uint32_t)(u[1] & 0x3F) << 6) | (u[2] & 0x3F);
     }
     *pos += 4;
-    return ((uint32_t)(u[0] & 0x07) << 18) | ((uint32_t)(u[1] & 0x3F) << 12) |
-           ((uint32_t)(u[2] & 0x3F) << 6) | (u[3] & 0x3F);
+    return ((uint32_t)(u[0] & 0x07) << 18) | ((uint32_t)(u[1] & 0x3F) << 12) | ((uint32_t)(u[2] & 0x3F) << 6) |
+           (u[3] & 0x3F);
 }
 
 /* The code point that ends just before s[pos] (pos > 0); *start receives where it begins. */
 static uint32_t utf8_prev(const char *s, size_t pos, size_t *start)
 {
     size_t i = pos - 1;
-    while (i > 0 && is_cont((unsigned char)s[i]))
-        i--;
+    while (i > 0 && is_cont((unsigned char)s[i])) i--;
     *start = i;
     return attn__utf8_next(s, &i);
 }
@@ -146,8 +147,10 @@ static bool in_ranges(const attn__cp_range *r, size_t n, uint32_t cp)
     size_t lo = 0, hi = n; /* first range with last >= cp */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (r[mid].last < cp) lo = mid + 1;
-        else hi = mid;
+        if (r[mid].last < cp)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo < n && r[lo].first <= cp;
 }
@@ -160,9 +163,7 @@ bool attn__is_space(uint32_t cp)
 
 bool attn__is_word(uint32_t cp)
 {
-    if (cp < 0x80)
-        return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') ||
-               cp == '_';
+    if (cp < 0x80) return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp == '_';
     return in_ranges(attn__word_ranges, attn__word_count, cp);
 }
 
@@ -172,8 +173,10 @@ static uint32_t case_map(const attn__case_run *r, size_t n, uint32_t cp)
     size_t lo = 0, hi = n; /* first run with last >= cp */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (r[mid].last < cp) lo = mid + 1;
-        else hi = mid;
+        if (r[mid].last < cp)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     if (lo < n && r[lo].first <= cp && (cp - r[lo].first) % r[lo].step == 0)
         return (uint32_t)((int64_t)cp + r[lo].delta);
@@ -191,7 +194,10 @@ static bool case_ignorable(uint32_t cp)
     return in_ranges(attn__case_ignorable_ranges, attn__case_ignorable_count, cp);
 }
 
-static bool cased(uint32_t cp) { return in_ranges(attn__cased_ranges, attn__cased_count, cp); }
+static bool cased(uint32_t cp)
+{
+    return in_ranges(attn__cased_ranges, attn__cased_count, cp);
+}
 
 /* CPython's handle_capital_sigma: the sigma at s[at..next) is final when a cased letter comes
  * before it and none after it, skipping case-ignorable characters both ways. */
@@ -228,8 +234,10 @@ attn_status attn__lower_into(attn__buf *out, const char *s, size_t len)
             out->len += attn__utf8_put(out->data + out->len, 0x0307);
             continue;
         }
-        if (cp == CAPITAL_SIGMA && sigma_is_final(s, len, at, i)) cp = FINAL_SIGMA;
-        else cp = case_map(attn__lower_runs, attn__lower_count, cp);
+        if (cp == CAPITAL_SIGMA && sigma_is_final(s, len, at, i))
+            cp = FINAL_SIGMA;
+        else
+            cp = case_map(attn__lower_runs, attn__lower_count, cp);
         out->len += attn__utf8_put(out->data + out->len, cp);
     }
     out->data[out->len] = '\0';
@@ -255,8 +263,7 @@ attn_status attn__upper_into(attn__buf *out, uint32_t cp)
     if (st != ATTN_OK) return st;
     for (size_t i = 0; i < attn__upper_special_count; i++)
         if (attn__upper_special[i].cp == cp)
-            return attn__buf_append(out, attn__upper_special[i].utf8,
-                                    strlen(attn__upper_special[i].utf8));
+            return attn__buf_append(out, attn__upper_special[i].utf8, strlen(attn__upper_special[i].utf8));
     cp = case_map(attn__upper_runs, attn__upper_count, cp);
     out->len += attn__utf8_put(out->data + out->len, cp);
     out->data[out->len] = '\0';

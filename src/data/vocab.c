@@ -107,8 +107,7 @@ static attn_vocab *vocab_new(void)
 }
 
 /* Adds token as the next id; a duplicate is an error (status) naming `where`. */
-static attn_status vocab_add(attn_vocab *v, const char *token, size_t len, const char *where,
-                             attn_status status)
+static attn_status vocab_add(attn_vocab *v, const char *token, size_t len, const char *where, attn_status status)
 {
     bool added;
     attn_status st = attn__text_check(token, len, where); /* what save and load can carry back */
@@ -116,9 +115,10 @@ static attn_status vocab_add(attn_vocab *v, const char *token, size_t len, const
     int64_t id = attn__strtab_intern(&v->tab, token, len, &added);
     if (id < 0) return attn_last_status();
     if (!added)
-        return attn__fail(status, "%s: token \"%.*s\" appears twice (ids %lld and %lld); "
-                          "expected distinct tokens", where, (int)(len < 64 ? len : 64), token,
-                          (long long)id, (long long)v->tab.count);
+        return attn__fail(status,
+                          "%s: token \"%.*s\" appears twice (ids %lld and %lld); "
+                          "expected distinct tokens",
+                          where, (int)(len < 64 ? len : 64), token, (long long)id, (long long)v->tab.count);
     return ATTN_OK;
 }
 
@@ -135,19 +135,17 @@ static ranked *rank_tokens(const attn_counter *c, int64_t *n)
     *n = c->tab.count;
     ranked *r = malloc((size_t)(*n ? *n : 1) * sizeof *r);
     if (!r) return attn__fail_null(ATTN_ERR_NOMEM, "vocabulary: sorting %lld tokens", (long long)*n);
-    for (int64_t i = 0; i < *n; i++)
-        r[i] = (ranked){attn__strtab_key(&c->tab, i), c->counts[i]};
+    for (int64_t i = 0; i < *n; i++) r[i] = (ranked){attn__strtab_key(&c->tab, i), c->counts[i]};
     qsort(r, (size_t)*n, sizeof *r, ranked_cmp);
     return r;
 }
 
-static attn_status add_ranked(attn_vocab *v, const ranked *r, int64_t n,
-                              const char *const *specials, int n_specials, int64_t min_freq)
+static attn_status add_ranked(attn_vocab *v, const ranked *r, int64_t n, const char *const *specials, int n_specials,
+                              int64_t min_freq)
 {
     attn_status st = ATTN_OK;
     for (int i = 0; i < n_specials && st == ATTN_OK; i++)
-        st = specials[i] ? vocab_add(v, specials[i], strlen(specials[i]), "vocabulary specials",
-                                   ATTN_ERR_ARG)
+        st = specials[i] ? vocab_add(v, specials[i], strlen(specials[i]), "vocabulary specials", ATTN_ERR_ARG)
                          : attn__fail(ATTN_ERR_ARG, "attn_vocab_build: special %d is NULL", i);
     for (int64_t i = 0; i < n && st == ATTN_OK; i++)
         if (r[i].count >= min_freq && !is_special(r[i].token, specials, n_specials))
@@ -155,16 +153,21 @@ static attn_status add_ranked(attn_vocab *v, const ranked *r, int64_t n,
     return st;
 }
 
-static void set_default_unk(attn_vocab *v) { v->unk = attn__strtab_find(&v->tab, "<unk>", 5); }
+static void set_default_unk(attn_vocab *v)
+{
+    v->unk = attn__strtab_find(&v->tab, "<unk>", 5);
+}
 
-attn_vocab *attn_vocab_build(const attn_counter *c, const char *const *specials, int n_specials,
-                             int64_t min_freq, int64_t max_size)
+attn_vocab *attn_vocab_build(const attn_counter *c, const char *const *specials, int n_specials, int64_t min_freq,
+                             int64_t max_size)
 {
     if (!c || n_specials < 0 || (!specials && n_specials))
         return attn__fail_null(ATTN_ERR_ARG, "attn_vocab_build: NULL counter or bad specials");
     if (max_size > 0 && max_size <= n_specials)
-        return attn__fail_null(ATTN_ERR_ARG, "attn_vocab_build: max_size %lld leaves no room "
-                               "after %d specials", (long long)max_size, n_specials);
+        return attn__fail_null(ATTN_ERR_ARG,
+                               "attn_vocab_build: max_size %lld leaves no room "
+                               "after %d specials",
+                               (long long)max_size, n_specials);
     int64_t n;
     ranked *r = rank_tokens(c, &n);
     attn_vocab *v = r ? vocab_new() : NULL;
@@ -184,8 +187,7 @@ attn_vocab *attn_vocab_from_tokens(const char *const *tokens, int64_t n)
     attn_vocab *v = vocab_new();
     attn_status st = v ? ATTN_OK : ATTN_ERR_NOMEM;
     for (int64_t i = 0; i < n && st == ATTN_OK; i++)
-        st = tokens[i] ? vocab_add(v, tokens[i], strlen(tokens[i]), "attn_vocab_from_tokens",
-                                  ATTN_ERR_ARG)
+        st = tokens[i] ? vocab_add(v, tokens[i], strlen(tokens[i]), "attn_vocab_from_tokens", ATTN_ERR_ARG)
                        : attn__fail(ATTN_ERR_ARG, "attn_vocab_from_tokens: token %lld is NULL", (long long)i);
     if (st != ATTN_OK) {
         attn_vocab_free(v);
@@ -242,16 +244,16 @@ attn_status attn_vocab_set_unk(attn_vocab *v, int64_t id)
     return ATTN_OK;
 }
 
-attn_status attn_vocab_encode(const attn_vocab *v, int64_t *ids, const char *const *tokens,
-                              int64_t n)
+attn_status attn_vocab_encode(const attn_vocab *v, int64_t *ids, const char *const *tokens, int64_t n)
 {
     if (!v || (n && (!ids || !tokens))) return attn__fail(ATTN_ERR_ARG, "attn_vocab_encode: NULL argument");
     for (int64_t i = 0; i < n; i++) {
         ids[i] = tokens[i] ? attn_vocab_id(v, tokens[i]) : -1;
         if (ids[i] < 0)
-            return attn__fail(ATTN_ERR_ARG, "attn_vocab_encode: token %lld \"%.64s\" is not in the "
-                              "vocabulary and it has no unk id", (long long)i,
-                              tokens[i] ? tokens[i] : "(NULL)");
+            return attn__fail(ATTN_ERR_ARG,
+                              "attn_vocab_encode: token %lld \"%.64s\" is not in the "
+                              "vocabulary and it has no unk id",
+                              (long long)i, tokens[i] ? tokens[i] : "(NULL)");
     }
     return ATTN_OK;
 }
@@ -272,8 +274,10 @@ static attn_status check_lines(const attn_vocab *v, const char *where)
 {
     for (int64_t i = 0; i < v->tab.count; i++)
         if (strpbrk(attn__strtab_key(&v->tab, i), "\r\n"))
-            return attn__fail(ATTN_ERR_ARG, "%s: token %lld holds a line break; the one-token-per-line "
-                              "format cannot store it", where, (long long)i);
+            return attn__fail(ATTN_ERR_ARG,
+                              "%s: token %lld holds a line break; the one-token-per-line "
+                              "format cannot store it",
+                              where, (long long)i);
     return ATTN_OK;
 }
 
@@ -309,8 +313,7 @@ char *attn_vocab_text(const attn_vocab *v, size_t *len)
 static attn_status parse_lines(attn_vocab *v, char *text, size_t len, const char *path)
 {
     attn_status st = attn__text_check(text, len, path);
-    if (st == ATTN_OK && len == 0)
-        st = attn__fail(ATTN_ERR_FORMAT, "%s: empty; expected one token per line", path);
+    if (st == ATTN_OK && len == 0) st = attn__fail(ATTN_ERR_FORMAT, "%s: empty; expected one token per line", path);
     int64_t line = 0;
     for (size_t start = 0; start < len && st == ATTN_OK; line++) {
         char *nl = memchr(text + start, '\n', len - start);

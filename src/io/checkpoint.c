@@ -19,8 +19,7 @@ static bool reserved_key(const char *key)
 }
 
 /* format, version, step and the caller's pairs. */
-static attn_status add_metadata(attn_st_writer *w, const attn_optim *opt,
-                                const char *const *meta_kv, int n_meta)
+static attn_status add_metadata(attn_st_writer *w, const attn_optim *opt, const char *const *meta_kv, int n_meta)
 {
     attn_status s = attn_st_writer_set_metadata(w, "format", CKPT_FORMAT);
     if (s == ATTN_OK) s = attn_st_writer_set_metadata(w, "version", CKPT_VERSION);
@@ -32,11 +31,15 @@ static attn_status add_metadata(attn_st_writer *w, const attn_optim *opt,
     for (int i = 0; s == ATTN_OK && i < n_meta; i++) {
         const char *key = meta_kv[2 * i], *value = meta_kv[2 * i + 1];
         if (!key || !value)
-            return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_save: metadata pair %d has a NULL "
-                              "key or value", i);
+            return attn__fail(ATTN_ERR_ARG,
+                              "attn_checkpoint_save: metadata pair %d has a NULL "
+                              "key or value",
+                              i);
         if (reserved_key(key))
-            return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_save: metadata key \"%s\" is "
-                              "reserved (format, version, step)", key);
+            return attn__fail(ATTN_ERR_ARG,
+                              "attn_checkpoint_save: metadata key \"%s\" is "
+                              "reserved (format, version, step)",
+                              key);
         s = attn_st_writer_set_metadata(w, key, value);
     }
     return s;
@@ -81,19 +84,20 @@ static attn_status check_format(const attn_st_file *f, const char *path)
 {
     const char *format = attn_st_metadata(f, "format"), *version = attn_st_metadata(f, "version");
     if (!format || strcmp(format, CKPT_FORMAT) != 0)
-        return attn__fail(ATTN_ERR_FORMAT, "%s: not an attn checkpoint: metadata \"format\" is "
-                          "%s%s%s, expected \"" CKPT_FORMAT "\"", path, format ? "\"" : "",
-                          format ? format : "missing", format ? "\"" : "");
+        return attn__fail(ATTN_ERR_FORMAT,
+                          "%s: not an attn checkpoint: metadata \"format\" is "
+                          "%s%s%s, expected \"" CKPT_FORMAT "\"",
+                          path, format ? "\"" : "", format ? format : "missing", format ? "\"" : "");
     if (!version || strcmp(version, CKPT_VERSION) != 0)
-        return attn__fail(ATTN_ERR_FORMAT, "%s: checkpoint version %s%s%s, this library reads "
-                          "version " CKPT_VERSION, path, version ? "\"" : "",
-                          version ? version : "missing", version ? "\"" : "");
+        return attn__fail(ATTN_ERR_FORMAT,
+                          "%s: checkpoint version %s%s%s, this library reads "
+                          "version " CKPT_VERSION,
+                          path, version ? "\"" : "", version ? version : "missing", version ? "\"" : "");
     return ATTN_OK;
 }
 
 /* The "step" metadata as a non-negative count; *present is false when there is none. */
-static attn_status read_step(const attn_st_file *f, const char *path, int64_t *step,
-                             bool *present)
+static attn_status read_step(const attn_st_file *f, const char *path, int64_t *step, bool *present)
 {
     const char *text = attn_st_metadata(f, "step");
     *present = text != NULL;
@@ -102,8 +106,10 @@ static attn_status read_step(const attn_st_file *f, const char *path, int64_t *s
     errno = 0;
     long long v = strtoll(text, &end, 10);
     if (text[0] < '0' || text[0] > '9' || *end || errno || v < 0)
-        return attn__fail(ATTN_ERR_FORMAT, "%s: metadata \"step\" is \"%s\", expected a "
-                          "non-negative integer", path, text);
+        return attn__fail(ATTN_ERR_FORMAT,
+                          "%s: metadata \"step\" is \"%s\", expected a "
+                          "non-negative integer",
+                          path, text);
     *step = v;
     return ATTN_OK;
 }
@@ -157,8 +163,7 @@ static bool known_tensor(const char *name, const void *user)
 }
 
 /* Every parameter, then every optimizer state buffer, as load destinations. */
-static void fill_items(attn__load_item *items, int64_t *state_numel, const attn_params *p,
-                       const attn_optim *opt)
+static void fill_items(attn__load_item *items, int64_t *state_numel, const attn_params *p, const attn_optim *opt)
 {
     const size_t np = attn_params_count(p), ns = opt ? attn_optim_state_count(opt) : 0;
     for (size_t i = 0; i < np; i++) {
@@ -174,8 +179,7 @@ static void fill_items(attn__load_item *items, int64_t *state_numel, const attn_
 
 attn_status attn_checkpoint_load(const char *path, attn_params *p, attn_optim *opt, bool strict)
 {
-    if (!path || !p)
-        return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_load: path or params missing");
+    if (!path || !p) return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_load: path or params missing");
     attn_st_file *f = attn_st_open(path);
     if (!f) return attn_last_status();
     attn_status s = attn_checkpoint_load_file(f, p, opt, strict);
@@ -188,12 +192,12 @@ attn_status attn_checkpoint_load_file(const attn_st_file *f, attn_params *p, att
     if (!f || !p) return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_load_file: file or params missing");
     const char *path = attn__st_label(f);
     const size_t np = attn_params_count(p), ns = opt ? attn_optim_state_count(opt) : 0, n = np + ns;
-    attn__load_item *items = calloc(n ? n : 1, sizeof *items); /* (n) */
+    attn__load_item *items = calloc(n ? n : 1, sizeof *items);       /* (n) */
     int64_t *state_numel = calloc(ns ? ns : 1, sizeof *state_numel); /* (ns) */
     int64_t step = 0;
     bool has_step = false;
-    attn_status s = items && state_numel ? check_format(f, path)
-                                         : attn__fail(ATTN_ERR_NOMEM, "%s: out of memory", path);
+    attn_status s =
+        items && state_numel ? check_format(f, path) : attn__fail(ATTN_ERR_NOMEM, "%s: out of memory", path);
     if (s == ATTN_OK) s = read_step(f, path, &step, &has_step);
     if (s == ATTN_OK && opt && strict && !has_step)
         s = attn__fail(ATTN_ERR_FORMAT, "%s: no optimizer step count (strict load)", path);
@@ -226,9 +230,9 @@ attn_status attn_checkpoint_average(attn_params *p, const char *const *paths, in
     const int64_t total = attn_params_numel(p);
     double *sum = malloc((size_t)(total ? total : 1) * sizeof *sum);      /* (total) p, then + each file */
     float *values = malloc((size_t)(total ? total : 1) * sizeof *values); /* (total) one file's */
-    attn__load_item *items = calloc(np ? np : 1, sizeof *items);        /* (np) into values */
-    attn_status s = sum && values && items ? ATTN_OK
-                                           : attn__fail(ATTN_ERR_NOMEM, "attn_checkpoint_average: out of memory");
+    attn__load_item *items = calloc(np ? np : 1, sizeof *items);          /* (np) into values */
+    attn_status s =
+        sum && values && items ? ATTN_OK : attn__fail(ATTN_ERR_NOMEM, "attn_checkpoint_average: out of memory");
     for (size_t i = 0, at = 0; s == ATTN_OK && i < np; i++) {
         const attn_tensor *t = attn_params_at(p, i);
         items[i] = (attn__load_item){attn_params_name(p, i), t->ndim, t->shape, values + at, NULL};

@@ -40,13 +40,18 @@ static void skip_space(json_reader *r)
     }
 }
 
-static int peek(const json_reader *r) { return r->at < r->len ? (unsigned char)r->text[r->at] : -1; }
+static int peek(const json_reader *r)
+{
+    return r->at < r->len ? (unsigned char)r->text[r->at] : -1;
+}
 
 static attn__json *new_value(json_reader *r, attn__json_kind kind)
 {
     attn__json *v = calloc(1, sizeof *v);
-    if (!v) fail(r, "out of memory");
-    else v->kind = kind;
+    if (!v)
+        fail(r, "out of memory");
+    else
+        v->kind = kind;
     return v;
 }
 
@@ -158,7 +163,10 @@ static char *parse_string(json_reader *r)
 
 /* ---- numbers and literals ---- */
 
-static bool is_digit(int c) { return c >= '0' && c <= '9'; }
+static bool is_digit(int c)
+{
+    return c >= '0' && c <= '9';
+}
 
 /* -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)? */
 static attn__json *parse_number(json_reader *r)
@@ -197,8 +205,7 @@ static attn__json *parse_literal(json_reader *r)
         const char *word;
         attn__json_kind kind;
         bool value;
-    } words[] = {{"true", ATTN__JSON_BOOL, true}, {"false", ATTN__JSON_BOOL, false},
-                 {"null", ATTN__JSON_NULL, false}};
+    } words[] = {{"true", ATTN__JSON_BOOL, true}, {"false", ATTN__JSON_BOOL, false}, {"null", ATTN__JSON_NULL, false}};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
         const size_t n = strlen(words[i].word);
         if (r->len - r->at >= n && !memcmp(r->text + r->at, words[i].word, n)) {
@@ -274,8 +281,10 @@ static attn__json *parse_value(json_reader *r, int depth)
     if (c == '"') {
         char *s = parse_string(r);
         attn__json *v = s ? new_value(r, ATTN__JSON_STRING) : NULL;
-        if (v) v->string = s;
-        else free(s);
+        if (v)
+            v->string = s;
+        else
+            free(s);
         return v;
     }
     if (c == '-' || is_digit(c)) return parse_number(r);

@@ -26,14 +26,14 @@ typedef enum attn__json_kind {
 typedef struct attn__json attn__json;
 struct attn__json {
     attn__json_kind kind;
-    char *name;           /* an object member's name (decoded UTF-8, NUL-terminated), else NULL */
-    char *string;         /* STRING: the decoded value, NUL-terminated (\u0000 is refused) */
-    const char *number;   /* NUMBER: its text in the parsed buffer (number_len bytes), as written */
+    char *name;         /* an object member's name (decoded UTF-8, NUL-terminated), else NULL */
+    char *string;       /* STRING: the decoded value, NUL-terminated (\u0000 is refused) */
+    const char *number; /* NUMBER: its text in the parsed buffer (number_len bytes), as written */
     size_t number_len;
-    bool boolean;         /* BOOL: its value */
-    attn__json *first;    /* ARRAY, OBJECT: the first item, or NULL */
-    attn__json *next;     /* the next item of the enclosing array or object */
-    size_t count;         /* ARRAY, OBJECT: the number of items */
+    bool boolean;      /* BOOL: its value */
+    attn__json *first; /* ARRAY, OBJECT: the first item, or NULL */
+    attn__json *next;  /* the next item of the enclosing array or object */
+    size_t count;      /* ARRAY, OBJECT: the number of items */
 };
 
 /* Parses one JSON value from text[0..len), which must be followed by nothing but whitespace.

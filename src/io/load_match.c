@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { LIST_BYTES = 1200, FINITE_CHUNK = 4096 }; /* 3 lists fit attn_last_error()'s 4 KiB */
+enum {
+    LIST_BYTES = 1200,
+    FINITE_CHUNK = 4096
+}; /* 3 lists fit attn_last_error()'s 4 KiB */
 
 /* Names of one kind of problem, as many as fit, then a count of the rest. */
 typedef struct name_list {
@@ -45,8 +48,8 @@ static const char *list_str(char *out, size_t len, const char *what, const name_
     return out;
 }
 
-attn_status attn__load_match(const attn_st_file *f, const char *label, const char *context,
-                             attn__load_item *items, size_t n, const attn__load_rules *rules)
+attn_status attn__load_match(const attn_st_file *f, const char *label, const char *context, attn__load_item *items,
+                             size_t n, const attn__load_rules *rules)
 {
     name_list missing = {0}, unexpected = {0}, shapes = {0};
     char a[160], b[160];

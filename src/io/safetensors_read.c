@@ -19,16 +19,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define ST_MAX_HEADER 100000000u      /* the reference parser's MAX_HEADER_SIZE */
+#define ST_MAX_HEADER 100000000u       /* the reference parser's MAX_HEADER_SIZE */
 #define ST_MAX_EXACT 9007199254740992u /* 2^53: JSON numbers above it are not exact doubles */
 
 struct attn_st_file {
-    char *label;                /* path or caller's name, for messages */
-    unsigned char *bytes;       /* (len) the whole file */
+    char *label;          /* path or caller's name, for messages */
+    unsigned char *bytes; /* (len) the whole file */
     size_t len;
-    attn__json *header;         /* parsed header; tensor names and metadata point into it */
-    const attn__json *metadata; /* the "__metadata__" object, or NULL */
-    attn_st_tensor *tensors;    /* (count) in header order */
+    attn__json *header;             /* parsed header; tensor names and metadata point into it */
+    const attn__json *metadata;     /* the "__metadata__" object, or NULL */
+    attn_st_tensor *tensors;        /* (count) in header order */
     const attn_st_tensor **by_name; /* (count) sorted by name, for attn_st_find */
     size_t count;
 };
@@ -39,9 +39,9 @@ static const struct {
     const char *name;
     size_t size;
 } DTYPES[] = {
-    [ATTN_DTYPE_F32] = {"F32", 4}, [ATTN_DTYPE_F64] = {"F64", 8},   [ATTN_DTYPE_I64] = {"I64", 8},
-    [ATTN_DTYPE_I32] = {"I32", 4}, [ATTN_DTYPE_BOOL] = {"BOOL", 1}, [ATTN_DTYPE_F16] = {"F16", 2},
-    [ATTN_DTYPE_BF16] = {"BF16", 2}, [ATTN_DTYPE_I16] = {"I16", 2}, [ATTN_DTYPE_I8] = {"I8", 1},
+    [ATTN_DTYPE_F32] = {"F32", 4},   [ATTN_DTYPE_F64] = {"F64", 8},   [ATTN_DTYPE_I64] = {"I64", 8},
+    [ATTN_DTYPE_I32] = {"I32", 4},   [ATTN_DTYPE_BOOL] = {"BOOL", 1}, [ATTN_DTYPE_F16] = {"F16", 2},
+    [ATTN_DTYPE_BF16] = {"BF16", 2}, [ATTN_DTYPE_I16] = {"I16", 2},   [ATTN_DTYPE_I8] = {"I8", 1},
     [ATTN_DTYPE_U8] = {"U8", 1},
 };
 #define N_DTYPES (sizeof DTYPES / sizeof DTYPES[0])
@@ -51,7 +51,10 @@ const char *attn_dtype_name(attn_dtype dt)
     return (size_t)dt < N_DTYPES ? DTYPES[dt].name : "unknown";
 }
 
-size_t attn_dtype_size(attn_dtype dt) { return (size_t)dt < N_DTYPES ? DTYPES[dt].size : 0; }
+size_t attn_dtype_size(attn_dtype dt)
+{
+    return (size_t)dt < N_DTYPES ? DTYPES[dt].size : 0;
+}
 
 static bool dtype_from_name(const char *s, attn_dtype *dt)
 {
@@ -66,14 +69,20 @@ static bool dtype_from_name(const char *s, attn_dtype *dt)
 
 /* ---- little-endian element decoding ---- */
 
-static uint16_t le16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint16_t le16(const unsigned char *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
 
 static uint32_t le32(const unsigned char *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static uint64_t le64(const unsigned char *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
+static uint64_t le64(const unsigned char *p)
+{
+    return le32(p) | (uint64_t)le32(p + 4) << 32;
+}
 
 static float f32_from_bits(uint32_t u)
 {
@@ -99,11 +108,14 @@ static float f16_to_f32(uint16_t h)
         return sign ? -f : f;
     }
     if (exp == 0x1f) return f32_from_bits(sign | 0x7f800000u | man << 13); /* inf, NaN */
-    return f32_from_bits(sign | (exp + 112) << 23 | man << 13);          /* rebias 15 -> 127 */
+    return f32_from_bits(sign | (exp + 112) << 23 | man << 13);            /* rebias 15 -> 127 */
 }
 
 /* bfloat16 is the top half of a float32. */
-static float bf16_to_f32(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
+static float bf16_to_f32(uint16_t h)
+{
+    return f32_from_bits((uint32_t)h << 16);
+}
 
 void attn__st_to_f32(float *out, const attn_st_tensor *t)
 {
@@ -149,17 +161,38 @@ static bool element_i64(const attn_st_tensor *t, size_t i, int64_t *out, double 
     const unsigned char *p = (const unsigned char *)t->data + i * attn_dtype_size(t->dtype);
     double d;
     switch (t->dtype) {
-    case ATTN_DTYPE_I64: *out = (int64_t)le64(p); return true;
-    case ATTN_DTYPE_I32: *out = (int32_t)le32(p); return true;
-    case ATTN_DTYPE_I16: *out = (int16_t)le16(p); return true;
-    case ATTN_DTYPE_I8: *out = (int8_t)p[0]; return true;
-    case ATTN_DTYPE_U8: *out = p[0]; return true;
-    case ATTN_DTYPE_BOOL: *out = p[0] != 0; return true;
-    case ATTN_DTYPE_F32: d = f32_from_bits(le32(p)); break;
-    case ATTN_DTYPE_F64: d = f64_from_bits(le64(p)); break;
-    case ATTN_DTYPE_F16: d = f16_to_f32(le16(p)); break;
-    case ATTN_DTYPE_BF16: d = bf16_to_f32(le16(p)); break;
-    default: return false;
+    case ATTN_DTYPE_I64:
+        *out = (int64_t)le64(p);
+        return true;
+    case ATTN_DTYPE_I32:
+        *out = (int32_t)le32(p);
+        return true;
+    case ATTN_DTYPE_I16:
+        *out = (int16_t)le16(p);
+        return true;
+    case ATTN_DTYPE_I8:
+        *out = (int8_t)p[0];
+        return true;
+    case ATTN_DTYPE_U8:
+        *out = p[0];
+        return true;
+    case ATTN_DTYPE_BOOL:
+        *out = p[0] != 0;
+        return true;
+    case ATTN_DTYPE_F32:
+        d = f32_from_bits(le32(p));
+        break;
+    case ATTN_DTYPE_F64:
+        d = f64_from_bits(le64(p));
+        break;
+    case ATTN_DTYPE_F16:
+        d = f16_to_f32(le16(p));
+        break;
+    case ATTN_DTYPE_BF16:
+        d = bf16_to_f32(le16(p));
+        break;
+    default:
+        return false;
     }
     *as_float = d;
     if (!(d >= -0x1p63 && d < 0x1p63) || d != (double)(int64_t)d) return false;
@@ -199,8 +232,10 @@ bool attn__utf8_valid(const unsigned char *s, size_t n)
     return true;
 }
 
-static bool json_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
+static bool json_space(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
 /* ---- header validation ---- */
 
@@ -214,48 +249,57 @@ static bool json_count(const attn__json *v, uint64_t *out)
 /* The header bytes: UTF-8, no raw control characters, starts with '{'. */
 static attn_status check_header_text(const char *label, const unsigned char *h, size_t n)
 {
-    if (n == 0)
-        return attn__fail(ATTN_ERR_FORMAT, "%s: the header is empty, expected a JSON object",
-                          label);
+    if (n == 0) return attn__fail(ATTN_ERR_FORMAT, "%s: the header is empty, expected a JSON object", label);
     if (h[0] != '{')
-        return attn__fail(ATTN_ERR_FORMAT, "%s: the header must be a JSON object starting with "
-                          "'{', found byte 0x%02x", label, h[0]);
+        return attn__fail(ATTN_ERR_FORMAT,
+                          "%s: the header must be a JSON object starting with "
+                          "'{', found byte 0x%02x",
+                          label, h[0]);
     for (size_t i = 0; i < n; i++) {
         if (h[i] < 0x20 && !json_space(h[i]))
-            return attn__fail(ATTN_ERR_FORMAT, "%s: header byte %zu is the control character "
-                              "0x%02x, which JSON does not allow", label, i, h[i]);
+            return attn__fail(ATTN_ERR_FORMAT,
+                              "%s: header byte %zu is the control character "
+                              "0x%02x, which JSON does not allow",
+                              label, i, h[i]);
     }
-    if (!attn__utf8_valid(h, n))
-        return attn__fail(ATTN_ERR_FORMAT, "%s: the header is not valid UTF-8", label);
+    if (!attn__utf8_valid(h, n)) return attn__fail(ATTN_ERR_FORMAT, "%s: the header is not valid UTF-8", label);
     for (size_t i = 0; i + 1 < n; i++) { /* a name or value would end at a \u0000 without a word */
         if (h[i] != '\\') continue;
         if (h[i + 1] == 'u' && i + 5 < n && !memcmp(h + i + 2, "0000", 4))
-            return attn__fail(ATTN_ERR_FORMAT, "%s: the header holds \\u0000 (a NUL character) at byte %zu; "
-                              "names and metadata are text without NUL", label, i);
+            return attn__fail(ATTN_ERR_FORMAT,
+                              "%s: the header holds \\u0000 (a NUL character) at byte %zu; "
+                              "names and metadata are text without NUL",
+                              label, i);
         i++; /* the escaped character */
     }
     return ATTN_OK;
 }
 
-static attn_status parse_shape(const char *label, const char *name, const attn__json *shape,
-                               attn_st_tensor *t)
+static attn_status parse_shape(const char *label, const char *name, const attn__json *shape, attn_st_tensor *t)
 {
     if (!shape || shape->kind != ATTN__JSON_ARRAY)
-        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": \"shape\" must be an array of "
-                          "integers, found %s", label, name, shape ? "another value" : "nothing");
+        return attn__fail(ATTN_ERR_FORMAT,
+                          "%s: tensor \"%s\": \"shape\" must be an array of "
+                          "integers, found %s",
+                          label, name, shape ? "another value" : "nothing");
     if (shape->count > ATTN_ST_MAX_DIMS)
-        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": shape has %zu dimensions, at most "
-                          "%d are supported", label, name, shape->count, ATTN_ST_MAX_DIMS);
+        return attn__fail(ATTN_ERR_FORMAT,
+                          "%s: tensor \"%s\": shape has %zu dimensions, at most "
+                          "%d are supported",
+                          label, name, shape->count, ATTN_ST_MAX_DIMS);
     t->ndim = 0;
     for (const attn__json *d = shape->first; d; d = d->next) {
         uint64_t v;
         if (!json_count(d, &v)) {
             if (d->kind == ATTN__JSON_NUMBER)
-                return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": shape entry %d must be "
-                                  "a non-negative integer (up to 2^53), found %.*s", label, name,
-                                  t->ndim, (int)d->number_len, d->number);
-            return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": shape entry %d must be a "
-                              "non-negative integer, found a non-number", label, name, t->ndim);
+                return attn__fail(ATTN_ERR_FORMAT,
+                                  "%s: tensor \"%s\": shape entry %d must be "
+                                  "a non-negative integer (up to 2^53), found %.*s",
+                                  label, name, t->ndim, (int)d->number_len, d->number);
+            return attn__fail(ATTN_ERR_FORMAT,
+                              "%s: tensor \"%s\": shape entry %d must be a "
+                              "non-negative integer, found a non-number",
+                              label, name, t->ndim);
         }
         t->shape[t->ndim++] = (int64_t)v;
     }
@@ -263,40 +307,45 @@ static attn_status parse_shape(const char *label, const char *name, const attn__
 }
 
 /* data_offsets: [begin, end], integers, begin <= end. */
-static attn_status parse_offsets(const char *label, const char *name, const attn__json *offs,
-                                 uint64_t *begin, uint64_t *end)
+static attn_status parse_offsets(const char *label, const char *name, const attn__json *offs, uint64_t *begin,
+                                 uint64_t *end)
 {
-    if (!offs || offs->kind != ATTN__JSON_ARRAY || offs->count != 2 ||
-        !json_count(offs->first, begin) || !json_count(offs->first->next, end))
-        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": \"data_offsets\" must be "
-                          "[begin, end] with non-negative integers", label, name);
+    if (!offs || offs->kind != ATTN__JSON_ARRAY || offs->count != 2 || !json_count(offs->first, begin) ||
+        !json_count(offs->first->next, end))
+        return attn__fail(ATTN_ERR_FORMAT,
+                          "%s: tensor \"%s\": \"data_offsets\" must be "
+                          "[begin, end] with non-negative integers",
+                          label, name);
     if (*begin > *end)
-        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": data_offsets [%llu, %llu] end "
-                          "before they begin", label, name, (unsigned long long)*begin,
-                          (unsigned long long)*end);
+        return attn__fail(ATTN_ERR_FORMAT,
+                          "%s: tensor \"%s\": data_offsets [%llu, %llu] end "
+                          "before they begin",
+                          label, name, (unsigned long long)*begin, (unsigned long long)*end);
     return ATTN_OK;
 }
 
 /* numel and nbytes of t with overflow checks; nbytes must equal end - begin. */
-static attn_status check_size(const char *label, const attn_st_tensor *t, uint64_t begin,
-                              uint64_t end, int64_t *numel)
+static attn_status check_size(const char *label, const attn_st_tensor *t, uint64_t begin, uint64_t end, int64_t *numel)
 {
     char sh[160];
     int64_t n = 1, bytes;
     for (int i = 0; i < t->ndim; i++) {
         if (!attn__mul_ok(n, t->shape[i], &n))
-            return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": shape %s has more elements "
-                              "than int64 can count", label, t->name,
-                              attn__dims_str(sh, sizeof sh, t->ndim, t->shape));
+            return attn__fail(ATTN_ERR_FORMAT,
+                              "%s: tensor \"%s\": shape %s has more elements "
+                              "than int64 can count",
+                              label, t->name, attn__dims_str(sh, sizeof sh, t->ndim, t->shape));
     }
     if (!attn__mul_ok(n, (int64_t)attn_dtype_size(t->dtype), &bytes))
-        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": %s shape %s takes more bytes "
-                          "than int64 can count", label, t->name, attn_dtype_name(t->dtype),
-                          attn__dims_str(sh, sizeof sh, t->ndim, t->shape));
+        return attn__fail(ATTN_ERR_FORMAT,
+                          "%s: tensor \"%s\": %s shape %s takes more bytes "
+                          "than int64 can count",
+                          label, t->name, attn_dtype_name(t->dtype), attn__dims_str(sh, sizeof sh, t->ndim, t->shape));
     if ((uint64_t)bytes != end - begin)
-        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": data_offsets [%llu, %llu] give "
-                          "%llu bytes, but %s shape %s needs %lld", label, t->name,
-                          (unsigned long long)begin, (unsigned long long)end,
+        return attn__fail(ATTN_ERR_FORMAT,
+                          "%s: tensor \"%s\": data_offsets [%llu, %llu] give "
+                          "%llu bytes, but %s shape %s needs %lld",
+                          label, t->name, (unsigned long long)begin, (unsigned long long)end,
                           (unsigned long long)(end - begin), attn_dtype_name(t->dtype),
                           attn__dims_str(sh, sizeof sh, t->ndim, t->shape), (long long)bytes);
     *numel = n;
@@ -304,25 +353,29 @@ static attn_status check_size(const char *label, const attn_st_tensor *t, uint64
 }
 
 /* One tensor entry; its offsets go to *begin, *end (checked against the layout later). */
-static attn_status parse_entry(const char *label, const attn__json *item, attn_st_tensor *t,
-                               uint64_t *begin, uint64_t *end)
+static attn_status parse_entry(const char *label, const attn__json *item, attn_st_tensor *t, uint64_t *begin,
+                               uint64_t *end)
 {
     const char *name = item->name;
     t->name = name;
     if (item->kind != ATTN__JSON_OBJECT)
-        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": expected an object with dtype, "
-                          "shape and data_offsets", label, name);
+        return attn__fail(ATTN_ERR_FORMAT,
+                          "%s: tensor \"%s\": expected an object with dtype, "
+                          "shape and data_offsets",
+                          label, name);
     const attn__json *dt = attn__json_member(item, "dtype");
     if (!dt || dt->kind != ATTN__JSON_STRING)
-        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": \"dtype\" must be a string, "
-                          "found %s", label, name, dt ? "another value" : "nothing");
+        return attn__fail(ATTN_ERR_FORMAT,
+                          "%s: tensor \"%s\": \"dtype\" must be a string, "
+                          "found %s",
+                          label, name, dt ? "another value" : "nothing");
     if (!dtype_from_name(dt->string, &t->dtype))
-        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": dtype \"%s\" is not one of F32, "
-                          "F64, I64, I32, BOOL, F16, BF16, I16, I8, U8", label, name,
-                          dt->string);
+        return attn__fail(ATTN_ERR_FORMAT,
+                          "%s: tensor \"%s\": dtype \"%s\" is not one of F32, "
+                          "F64, I64, I32, BOOL, F16, BF16, I16, I8, U8",
+                          label, name, dt->string);
     attn_status s = parse_shape(label, name, attn__json_member(item, "shape"), t);
-    if (s == ATTN_OK)
-        s = parse_offsets(label, name, attn__json_member(item, "data_offsets"), begin, end);
+    if (s == ATTN_OK) s = parse_offsets(label, name, attn__json_member(item, "data_offsets"), begin, end);
     if (s == ATTN_OK) s = check_size(label, t, *begin, *end, &t->numel);
     if (s == ATTN_OK) t->nbytes = (size_t)(*end - *begin);
     return s;
@@ -331,12 +384,16 @@ static attn_status parse_entry(const char *label, const attn__json *item, attn_s
 static attn_status check_metadata(const char *label, const attn__json *meta)
 {
     if (meta->kind != ATTN__JSON_OBJECT)
-        return attn__fail(ATTN_ERR_FORMAT, "%s: \"__metadata__\" must be an object of string "
-                          "values", label);
+        return attn__fail(ATTN_ERR_FORMAT,
+                          "%s: \"__metadata__\" must be an object of string "
+                          "values",
+                          label);
     for (const attn__json *kv = meta->first; kv; kv = kv->next) {
         if (kv->kind != ATTN__JSON_STRING)
-            return attn__fail(ATTN_ERR_FORMAT, "%s: metadata \"%s\": the value must be a "
-                              "string", label, kv->name);
+            return attn__fail(ATTN_ERR_FORMAT,
+                              "%s: metadata \"%s\": the value must be a "
+                              "string",
+                              label, kv->name);
     }
     return ATTN_OK;
 }
@@ -358,8 +415,7 @@ static attn_status check_unique_keys(const char *label, const attn__json *obj, c
     attn_status s = ATTN_OK;
     for (i = 1; i < n && s == ATTN_OK; i++) {
         if (strcmp(keys[i - 1]->name, keys[i]->name) == 0)
-            s = attn__fail(ATTN_ERR_FORMAT, "%s: %s \"%s\" appears more than once", label, what,
-                           keys[i]->name);
+            s = attn__fail(ATTN_ERR_FORMAT, "%s: %s \"%s\" appears more than once", label, what, keys[i]->name);
     }
     free(keys);
     return s;
@@ -380,7 +436,8 @@ static attn_status check_f64_range(const char *label, const attn_st_tensor *t)
             flat = t->shape[k] ? flat / t->shape[k] : 0;
         }
         char index[8 + 21 * ATTN_ST_MAX_DIMS];
-        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\" (F64) has %g at index %s, beyond float32's range "
+        return attn__fail(ATTN_ERR_FORMAT,
+                          "%s: tensor \"%s\" (F64) has %g at index %s, beyond float32's range "
                           "(+-3.4e38) in which attn computes; expected finite float32 values (or +-inf itself)",
                           label, t->name, d, attn__dims_str(index, sizeof index, t->ndim, coord));
     }
@@ -401,8 +458,8 @@ static int cmp_spans(const void *a, const void *b)
 }
 
 /* Sorted by offsets the tensors must tile [0, data_len) exactly. */
-static attn_status check_layout(const char *label, const attn_st_tensor *tensors, st_span *spans,
-                                size_t count, uint64_t data_len)
+static attn_status check_layout(const char *label, const attn_st_tensor *tensors, st_span *spans, size_t count,
+                                uint64_t data_len)
 {
     qsort(spans, count, sizeof *spans, cmp_spans);
     uint64_t at = 0;
@@ -410,45 +467,48 @@ static attn_status check_layout(const char *label, const attn_st_tensor *tensors
         const st_span *s = &spans[i];
         const char *name = tensors[s->index].name;
         if (s->begin > at)
-            return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": data_offsets [%llu, %llu] "
-                              "leave a hole: expected it to begin at %llu (%s%s%s)", label, name,
-                              (unsigned long long)s->begin, (unsigned long long)s->end,
+            return attn__fail(ATTN_ERR_FORMAT,
+                              "%s: tensor \"%s\": data_offsets [%llu, %llu] "
+                              "leave a hole: expected it to begin at %llu (%s%s%s)",
+                              label, name, (unsigned long long)s->begin, (unsigned long long)s->end,
                               (unsigned long long)at, i ? "where \"" : "the start of the data",
                               i ? tensors[spans[i - 1].index].name : "", i ? "\" ends" : "");
         if (s->begin < at)
-            return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": data_offsets [%llu, %llu] "
-                              "overlap tensor \"%s\" [%llu, %llu]", label, name,
-                              (unsigned long long)s->begin, (unsigned long long)s->end,
-                              tensors[spans[i - 1].index].name,
-                              (unsigned long long)spans[i - 1].begin, (unsigned long long)at);
+            return attn__fail(ATTN_ERR_FORMAT,
+                              "%s: tensor \"%s\": data_offsets [%llu, %llu] "
+                              "overlap tensor \"%s\" [%llu, %llu]",
+                              label, name, (unsigned long long)s->begin, (unsigned long long)s->end,
+                              tensors[spans[i - 1].index].name, (unsigned long long)spans[i - 1].begin,
+                              (unsigned long long)at);
         if (s->end > data_len)
-            return attn__fail(ATTN_ERR_FORMAT, "%s: tensor \"%s\": data_offsets [%llu, %llu] "
+            return attn__fail(ATTN_ERR_FORMAT,
+                              "%s: tensor \"%s\": data_offsets [%llu, %llu] "
                               "run past the end of the data: the file has %llu data bytes",
-                              label, name, (unsigned long long)s->begin,
-                              (unsigned long long)s->end, (unsigned long long)data_len);
+                              label, name, (unsigned long long)s->begin, (unsigned long long)s->end,
+                              (unsigned long long)data_len);
         at = s->end;
     }
     if (at != data_len)
-        return attn__fail(ATTN_ERR_FORMAT, "%s: %llu trailing bytes after the last tensor (the "
-                          "tensors end at %llu, the file has %llu data bytes)", label,
-                          (unsigned long long)(data_len - at), (unsigned long long)at,
+        return attn__fail(ATTN_ERR_FORMAT,
+                          "%s: %llu trailing bytes after the last tensor (the "
+                          "tensors end at %llu, the file has %llu data bytes)",
+                          label, (unsigned long long)(data_len - at), (unsigned long long)at,
                           (unsigned long long)data_len);
     return ATTN_OK;
 }
 
 static int cmp_tensor_names(const void *a, const void *b)
 {
-    return strcmp((*(const attn_st_tensor *const *)a)->name,
-                  (*(const attn_st_tensor *const *)b)->name);
+    return strcmp((*(const attn_st_tensor *const *)a)->name, (*(const attn_st_tensor *const *)b)->name);
 }
 
 /* Every entry of the header object into f->tensors; offsets checked as a whole at the end. */
 static attn_status parse_entries(attn_st_file *f, size_t header_len)
 {
     size_t n_items = f->header->count;
-    f->tensors = calloc(n_items ? n_items : 1, sizeof *f->tensors);          /* (n_items) */
-    f->by_name = malloc((n_items ? n_items : 1) * sizeof *f->by_name);       /* (n_items) */
-    st_span *spans = malloc((n_items ? n_items : 1) * sizeof *spans);        /* (n_items) */
+    f->tensors = calloc(n_items ? n_items : 1, sizeof *f->tensors);    /* (n_items) */
+    f->by_name = malloc((n_items ? n_items : 1) * sizeof *f->by_name); /* (n_items) */
+    st_span *spans = malloc((n_items ? n_items : 1) * sizeof *spans);  /* (n_items) */
     attn_status s = ATTN_OK;
     if (!f->tensors || !f->by_name || !spans)
         s = attn__fail(ATTN_ERR_NOMEM, "%s: out of memory reading the header", f->label);
@@ -481,24 +541,26 @@ static attn_status parse_entries(attn_st_file *f, size_t header_len)
 static attn_status parse_file(attn_st_file *f)
 {
     if (f->len < 8)
-        return attn__fail(ATTN_ERR_FORMAT, "%s: %zu bytes is too short for a safetensors file "
-                          "(the 8-byte header size alone is missing)", f->label, f->len);
+        return attn__fail(ATTN_ERR_FORMAT,
+                          "%s: %zu bytes is too short for a safetensors file "
+                          "(the 8-byte header size alone is missing)",
+                          f->label, f->len);
     uint64_t n = le64(f->bytes);
     if (n > ST_MAX_HEADER)
-        return attn__fail(ATTN_ERR_FORMAT, "%s: header size %llu is over the limit of %u bytes",
-                          f->label, (unsigned long long)n, ST_MAX_HEADER);
+        return attn__fail(ATTN_ERR_FORMAT, "%s: header size %llu is over the limit of %u bytes", f->label,
+                          (unsigned long long)n, ST_MAX_HEADER);
     if (n > f->len - 8)
-        return attn__fail(ATTN_ERR_FORMAT, "%s: header size %llu runs past the end of the file "
-                          "(%zu bytes after the size)", f->label, (unsigned long long)n,
-                          f->len - 8);
+        return attn__fail(ATTN_ERR_FORMAT,
+                          "%s: header size %llu runs past the end of the file "
+                          "(%zu bytes after the size)",
+                          f->label, (unsigned long long)n, f->len - 8);
     const unsigned char *h = f->bytes + 8;
     attn_status s = check_header_text(f->label, h, (size_t)n);
     if (s != ATTN_OK) return s;
     char why[200];
     f->header = attn__json_parse((const char *)h, (size_t)n, why, sizeof why);
     if (!f->header)
-        return attn__fail(ATTN_ERR_FORMAT, "%s: the header is not valid JSON: %s of the header",
-                          f->label, why);
+        return attn__fail(ATTN_ERR_FORMAT, "%s: the header is not valid JSON: %s of the header", f->label, why);
     return parse_entries(f, (size_t)n);
 }
 
@@ -555,8 +617,7 @@ static unsigned char *read_whole_file(const char *path, size_t *len)
     if (fstat(fd, &st) != 0) {
         attn__fail(ATTN_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
     } else if (!S_ISREG(st.st_mode)) {
-        attn__fail(ATTN_ERR_IO, "%s: not a regular file%s", path,
-                   S_ISDIR(st.st_mode) ? " (a directory)" : "");
+        attn__fail(ATTN_ERR_IO, "%s: not a regular file%s", path, S_ISDIR(st.st_mode) ? " (a directory)" : "");
     } else if ((uint64_t)st.st_size >= SIZE_MAX) {
         attn__fail(ATTN_ERR_NOMEM, "%s: cannot hold %lld bytes in memory", path, (long long)st.st_size);
     } else {
@@ -623,8 +684,7 @@ size_t attn_st_count(const attn_st_file *f)
 const attn_st_tensor *attn_st_at(const attn_st_file *f, size_t i)
 {
     if (!f || i >= f->count)
-        return attn__fail_null(ATTN_ERR_ARG, "attn_st_at: index %zu, the file has %zu tensors", i,
-                               f ? f->count : 0);
+        return attn__fail_null(ATTN_ERR_ARG, "attn_st_at: index %zu, the file has %zu tensors", i, f ? f->count : 0);
     return &f->tensors[i];
 }
 
@@ -633,8 +693,7 @@ const attn_st_tensor *attn_st_find(const attn_st_file *f, const char *name)
     if (!f || !name) return attn__null_arg("attn_st_find"), NULL; /* absent: NULL, no error */
     attn_st_tensor key = {.name = name};
     const attn_st_tensor *pkey = &key;
-    const attn_st_tensor **hit =
-        bsearch(&pkey, f->by_name, f->count, sizeof *f->by_name, cmp_tensor_names);
+    const attn_st_tensor **hit = bsearch(&pkey, f->by_name, f->count, sizeof *f->by_name, cmp_tensor_names);
     return hit ? *hit : NULL;
 }
 
@@ -649,8 +708,7 @@ const char *attn_st_metadata(const attn_st_file *f, const char *key)
 /* ---- public: conversion ---- */
 
 /* Tensor `name` of f, or NULL with an error naming both. */
-static const attn_st_tensor *find_or_fail(const attn_st_file *f, const char *name,
-                                          const char *fn)
+static const attn_st_tensor *find_or_fail(const attn_st_file *f, const char *name, const char *fn)
 {
     if (!f || !name) return attn__fail_null(ATTN_ERR_ARG, "%s: file or name is NULL", fn);
     const attn_st_tensor *t = attn_st_find(f, name);
@@ -658,18 +716,21 @@ static const attn_st_tensor *find_or_fail(const attn_st_file *f, const char *nam
     return t;
 }
 
-const char *attn__st_label(const attn_st_file *f) { return f->label; }
+const char *attn__st_label(const attn_st_file *f)
+{
+    return f->label;
+}
 
-attn_status attn__st_check_shape(const attn_st_file *f, const attn_st_tensor *t, int ndim,
-                                 const int64_t *shape)
+attn_status attn__st_check_shape(const attn_st_file *f, const attn_st_tensor *t, int ndim, const int64_t *shape)
 {
     bool same = t->ndim == ndim;
     for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
     if (same) return ATTN_OK;
     char a[160], b[160];
-    return attn__fail(ATTN_ERR_SHAPE, "%s: tensor \"%s\" has shape %s in the file, but its "
-                      "destination has shape %s", f->label, t->name,
-                      attn__dims_str(a, sizeof a, t->ndim, t->shape),
+    return attn__fail(ATTN_ERR_SHAPE,
+                      "%s: tensor \"%s\" has shape %s in the file, but its "
+                      "destination has shape %s",
+                      f->label, t->name, attn__dims_str(a, sizeof a, t->ndim, t->shape),
                       attn__dims_str(b, sizeof b, ndim, shape));
 }
 
@@ -678,11 +739,11 @@ attn_tensor *attn_st_load(const attn_st_file *f, const char *name, attn_ctx *ctx
     const attn_st_tensor *st = find_or_fail(f, name, "attn_st_load");
     if (!st) return NULL;
     if (st->ndim > ATTN_MAX_DIMS)
-        return attn__fail_null(ATTN_ERR_SHAPE, "%s: tensor \"%s\" has %d dimensions; attn "
-                               "tensors have at most %d", f->label, name, st->ndim,
-                               ATTN_MAX_DIMS);
-    attn_tensor *t = ctx ? attn_tensor_empty(ctx, st->ndim, st->shape)
-                         : attn_tensor_alloc(st->ndim, st->shape);
+        return attn__fail_null(ATTN_ERR_SHAPE,
+                               "%s: tensor \"%s\" has %d dimensions; attn "
+                               "tensors have at most %d",
+                               f->label, name, st->ndim, ATTN_MAX_DIMS);
+    attn_tensor *t = ctx ? attn_tensor_empty(ctx, st->ndim, st->shape) : attn_tensor_alloc(st->ndim, st->shape);
     if (t) attn__st_to_f32(t->data, st);
     return t;
 }
@@ -695,16 +756,15 @@ int64_t *attn_st_load_i64(const attn_st_file *f, const char *name, int64_t *nume
     if (n > SIZE_MAX / sizeof(int64_t))
         return attn__fail_null(ATTN_ERR_NOMEM, "%s: tensor \"%s\" is too large", f->label, name);
     int64_t *out = malloc((n ? n : 1) * sizeof *out); /* (numel) */
-    if (!out)
-        return attn__fail_null(ATTN_ERR_NOMEM, "%s: tensor \"%s\": cannot allocate %zu int64",
-                               f->label, name, n);
+    if (!out) return attn__fail_null(ATTN_ERR_NOMEM, "%s: tensor \"%s\": cannot allocate %zu int64", f->label, name, n);
     for (size_t i = 0; i < n; i++) {
         double d = 0.0;
         if (!element_i64(st, i, &out[i], &d)) {
             free(out);
-            return attn__fail_null(ATTN_ERR_FORMAT, "%s: tensor \"%s\" (%s): element %zu is %g, "
-                                   "not an integer in int64 range", f->label, name,
-                                   attn_dtype_name(st->dtype), i, d);
+            return attn__fail_null(ATTN_ERR_FORMAT,
+                                   "%s: tensor \"%s\" (%s): element %zu is %g, "
+                                   "not an integer in int64 range",
+                                   f->label, name, attn_dtype_name(st->dtype), i, d);
         }
     }
     if (numel) *numel = st->numel;

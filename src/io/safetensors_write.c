@@ -22,14 +22,14 @@ typedef struct st_entry {
     int64_t shape[ATTN_ST_MAX_DIMS];
     unsigned char *data; /* (nbytes) little-endian elements */
     size_t nbytes;
-    bool borrowed;       /* data belongs to the caller (attn_st_writer_add_ref) */
-    uint64_t begin;      /* offset in the data buffer, set by save */
+    bool borrowed;  /* data belongs to the caller (attn_st_writer_add_ref) */
+    uint64_t begin; /* offset in the data buffer, set by save */
 } st_entry;
 
 struct attn_st_writer {
     st_entry *entries; /* (count) in insertion order */
     size_t count, cap;
-    char **meta;       /* (n_meta, 2): key, value */
+    char **meta; /* (n_meta, 2): key, value */
     size_t n_meta, meta_cap;
 };
 
@@ -61,33 +61,39 @@ static bool valid_text(const char *s)
 }
 
 /* Checks name, dtype and shape of a new tensor; *nbytes receives its byte size. */
-static attn_status check_new_tensor(const attn_st_writer *w, const char *name, attn_dtype dtype,
-                                    int ndim, const int64_t *shape, size_t *nbytes)
+static attn_status check_new_tensor(const attn_st_writer *w, const char *name, attn_dtype dtype, int ndim,
+                                    const int64_t *shape, size_t *nbytes)
 {
     if (!w || !name) return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add: writer or name is NULL");
     if (strcmp(name, "__metadata__") == 0 || !valid_text(name))
-        return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add: \"%s\" cannot name a tensor "
-                          "(reserved, or not UTF-8)", name);
+        return attn__fail(ATTN_ERR_ARG,
+                          "attn_st_writer_add: \"%s\" cannot name a tensor "
+                          "(reserved, or not UTF-8)",
+                          name);
     if (attn_dtype_size(dtype) == 0)
-        return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add(\"%s\"): unknown dtype %d", name,
-                          (int)dtype);
+        return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add(\"%s\"): unknown dtype %d", name, (int)dtype);
     if (ndim < 0 || ndim > ATTN_ST_MAX_DIMS || (ndim > 0 && !shape))
-        return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add(\"%s\"): %d dimensions%s, expected "
-                          "0 to %d", name, ndim, ndim > 0 && !shape ? " and no shape" : "",
-                          ATTN_ST_MAX_DIMS);
+        return attn__fail(ATTN_ERR_ARG,
+                          "attn_st_writer_add(\"%s\"): %d dimensions%s, expected "
+                          "0 to %d",
+                          name, ndim, ndim > 0 && !shape ? " and no shape" : "", ATTN_ST_MAX_DIMS);
     int64_t n = 1;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0 || !attn__mul_ok(n, shape[i], &n))
-            return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add(\"%s\"): dimension %d is %lld "
-                              "(negative, or the size overflows)", name, i, (long long)shape[i]);
+            return attn__fail(ATTN_ERR_ARG,
+                              "attn_st_writer_add(\"%s\"): dimension %d is %lld "
+                              "(negative, or the size overflows)",
+                              name, i, (long long)shape[i]);
     }
     int64_t bytes;
     if (!attn__mul_ok(n, (int64_t)attn_dtype_size(dtype), &bytes) || (uint64_t)bytes > SIZE_MAX)
         return attn__fail(ATTN_ERR_NOMEM, "attn_st_writer_add(\"%s\"): too many bytes", name);
     for (size_t i = 0; i < w->count; i++) {
         if (strcmp(w->entries[i].name, name) == 0)
-            return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add: a tensor named \"%s\" was "
-                              "already added", name);
+            return attn__fail(ATTN_ERR_ARG,
+                              "attn_st_writer_add: a tensor named \"%s\" was "
+                              "already added",
+                              name);
     }
     *nbytes = (size_t)bytes;
     return ATTN_OK;
@@ -95,41 +101,39 @@ static attn_status check_new_tensor(const attn_st_writer *w, const char *name, a
 
 /* A new entry with room for nbytes of data (or pointing at the caller's borrowed bytes),
  * appended to w; NULL when out of memory. */
-static st_entry *append_entry(attn_st_writer *w, const char *name, attn_dtype dtype, int ndim,
-                              const int64_t *shape, size_t nbytes, const void *borrowed)
+static st_entry *append_entry(attn_st_writer *w, const char *name, attn_dtype dtype, int ndim, const int64_t *shape,
+                              size_t nbytes, const void *borrowed)
 {
     if (w->count == w->cap) {
         size_t cap = w->cap ? 2 * w->cap : 16;
         st_entry *e = realloc(w->entries, cap * sizeof *e);
-        if (!e)
-            return attn__fail_null(ATTN_ERR_NOMEM, "attn_st_writer_add(\"%s\"): out of memory",
-                                   name);
+        if (!e) return attn__fail_null(ATTN_ERR_NOMEM, "attn_st_writer_add(\"%s\"): out of memory", name);
         w->entries = e;
         w->cap = cap;
     }
     st_entry *e = &w->entries[w->count];
-    *e = (st_entry){.name = strdup(name), .dtype = dtype, .ndim = ndim, .nbytes = nbytes,
-                    .borrowed = borrowed != NULL};
+    *e = (st_entry){.name = strdup(name), .dtype = dtype, .ndim = ndim, .nbytes = nbytes, .borrowed = borrowed != NULL};
     e->data = borrowed ? (unsigned char *)(uintptr_t)borrowed : malloc(nbytes ? nbytes : 1);
     if (!e->name || !e->data) {
         free(e->name);
         if (!borrowed) free(e->data);
-        return attn__fail_null(ATTN_ERR_NOMEM, "attn_st_writer_add(\"%s\"): cannot copy %zu "
-                               "bytes", name, nbytes);
+        return attn__fail_null(ATTN_ERR_NOMEM,
+                               "attn_st_writer_add(\"%s\"): cannot copy %zu "
+                               "bytes",
+                               name, nbytes);
     }
     for (int i = 0; i < ndim; i++) e->shape[i] = shape[i];
     w->count++;
     return e;
 }
 
-attn_status attn_st_writer_add(attn_st_writer *w, const char *name, attn_dtype dtype, int ndim,
-                               const int64_t *shape, const void *data)
+attn_status attn_st_writer_add(attn_st_writer *w, const char *name, attn_dtype dtype, int ndim, const int64_t *shape,
+                               const void *data)
 {
     size_t nbytes;
     attn_status s = check_new_tensor(w, name, dtype, ndim, shape, &nbytes);
     if (s != ATTN_OK) return s;
-    if (!data && nbytes)
-        return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add(\"%s\"): data is NULL", name);
+    if (!data && nbytes) return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add(\"%s\"): data is NULL", name);
     st_entry *e = append_entry(w, name, dtype, ndim, shape, nbytes, NULL);
     if (!e) return attn_last_status();
     if (nbytes) memcpy(e->data, data, nbytes);
@@ -142,8 +146,7 @@ attn_status attn_st_writer_add_ref(attn_st_writer *w, const char *name, attn_dty
     size_t nbytes;
     attn_status s = check_new_tensor(w, name, dtype, ndim, shape, &nbytes);
     if (s != ATTN_OK) return s;
-    if (!data)
-        return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add_ref(\"%s\"): data is NULL", name);
+    if (!data) return attn__fail(ATTN_ERR_ARG, "attn_st_writer_add_ref(\"%s\"): data is NULL", name);
     return append_entry(w, name, dtype, ndim, shape, nbytes, data) ? ATTN_OK : attn_last_status();
 }
 
@@ -166,11 +169,12 @@ attn_status attn_st_writer_add_tensor(attn_st_writer *w, const char *name, const
 attn_status attn_st_writer_set_metadata(attn_st_writer *w, const char *key, const char *value)
 {
     if (!w || !key || !value)
-        return attn__fail(ATTN_ERR_ARG,
-                          "attn_st_writer_set_metadata: writer, key or value is NULL");
+        return attn__fail(ATTN_ERR_ARG, "attn_st_writer_set_metadata: writer, key or value is NULL");
     if (!valid_text(key) || !valid_text(value))
-        return attn__fail(ATTN_ERR_ARG, "attn_st_writer_set_metadata(\"%s\"): key and value "
-                          "must be UTF-8", key);
+        return attn__fail(ATTN_ERR_ARG,
+                          "attn_st_writer_set_metadata(\"%s\"): key and value "
+                          "must be UTF-8",
+                          key);
     char *v = strdup(value);
     if (!v) return attn__fail(ATTN_ERR_NOMEM, "attn_st_writer_set_metadata: out of memory");
     for (size_t i = 0; i < w->n_meta; i++) { /* an existing key gets the new value */
@@ -228,7 +232,10 @@ static void sb_put(strbuf *b, const char *s, size_t n)
     b->s[b->len] = '\0';
 }
 
-static void sb_str(strbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+static void sb_str(strbuf *b, const char *s)
+{
+    sb_put(b, s, strlen(s));
+}
 
 static void sb_u64(strbuf *b, uint64_t v)
 {
@@ -299,8 +306,7 @@ static void layout_data(attn_st_writer *w, size_t *order /* (count) */)
 {
     for (size_t i = 0; i < w->count; i++) {
         size_t j = i, size = attn_dtype_size(w->entries[i].dtype);
-        for (; j > 0 && attn_dtype_size(w->entries[order[j - 1]].dtype) < size; j--)
-            order[j] = order[j - 1];
+        for (; j > 0 && attn_dtype_size(w->entries[order[j - 1]].dtype) < size; j--) order[j] = order[j - 1];
         order[j] = i;
     }
     uint64_t at = 0;
@@ -328,8 +334,7 @@ static int write_file(FILE *fp, const strbuf *header, const attn_st_writer *w, c
 
 attn_status attn_st_writer_save(attn_st_writer *w, const char *path)
 {
-    if (!w || !path || !*path)
-        return attn__fail(ATTN_ERR_ARG, "attn_st_writer_save: writer or path missing");
+    if (!w || !path || !*path) return attn__fail(ATTN_ERR_ARG, "attn_st_writer_save: writer or path missing");
     size_t *order = malloc((w->count ? w->count : 1) * sizeof *order); /* (count) */
     strbuf header = {0};
     if (order) {

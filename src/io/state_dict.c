@@ -33,8 +33,7 @@ static bool known_key(const char *name, const void *user)
     return strncmp(name, pp->prefix, n) != 0 || attn_params_get(pp->p, name + n) != NULL;
 }
 
-attn_status attn_params_load_file(attn_params *p, const attn_st_file *f, const char *prefix,
-                                  bool strict, bool *loaded)
+attn_status attn_params_load_file(attn_params *p, const attn_st_file *f, const char *prefix, bool strict, bool *loaded)
 {
     if (!p || !f) return attn__fail(ATTN_ERR_ARG, "attn_params_load_file: params or file is NULL");
     if (!prefix) prefix = "";
@@ -45,7 +44,7 @@ attn_status attn_params_load_file(attn_params *p, const attn_st_file *f, const c
         if (strlen(attn_params_name(p, i)) + 1 > key_len) key_len = strlen(attn_params_name(p, i)) + 1;
     key_len += strlen(prefix);
     attn__load_item *items = calloc(np ? np : 1, sizeof *items); /* (np) */
-    char *keys = malloc(np * key_len + 1);                         /* (np, key_len) prefixed names */
+    char *keys = malloc(np * key_len + 1);                       /* (np, key_len) prefixed names */
     attn_status s = items && keys ? ATTN_OK : attn__fail(ATTN_ERR_NOMEM, "%s: out of memory", label);
     for (size_t i = 0; s == ATTN_OK && i < np; i++) {
         attn_tensor *t = attn_params_at(p, i);
@@ -88,8 +87,10 @@ attn_status attn_params_save(const attn_params *p, const char *path, const char 
     char key[1024];
     for (size_t i = 0; s == ATTN_OK && i < attn_params_count(p); i++) {
         if (!make_key(key, sizeof key, prefix, attn_params_name(p, i)))
-            s = attn__fail(ATTN_ERR_ARG, "attn_params_save: the name of \"%s\" under prefix \"%s\" "
-                           "is longer than %zu bytes", attn_params_name(p, i), prefix, sizeof key - 1);
+            s = attn__fail(ATTN_ERR_ARG,
+                           "attn_params_save: the name of \"%s\" under prefix \"%s\" "
+                           "is longer than %zu bytes",
+                           attn_params_name(p, i), prefix, sizeof key - 1);
         else
             s = attn_st_writer_add_tensor(w, key, attn_params_at(p, i));
     }

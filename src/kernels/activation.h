@@ -9,12 +9,21 @@
 
 #include <math.h>
 
-static inline float attn_relu_f(float x) { return x < 0.0f ? 0.0f : x; }
+static inline float attn_relu_f(float x)
+{
+    return x < 0.0f ? 0.0f : x;
+}
 
 /* dy * relu'(x) */
-static inline float attn_relu_grad(float x, float dy) { return x <= 0.0f ? 0.0f : dy; }
+static inline float attn_relu_grad(float x, float dy)
+{
+    return x <= 0.0f ? 0.0f : dy;
+}
 
-static inline float attn_gelu_f(float x) { return 0.5f * x * (1.0f + erff(x * (float)M_SQRT1_2)); }
+static inline float attn_gelu_f(float x)
+{
+    return 0.5f * x * (1.0f + erff(x * (float)M_SQRT1_2));
+}
 
 static inline float attn_gelu_df(float x)
 {

@@ -30,39 +30,39 @@
 #include "attn.h" /* attn_score_mods */
 
 typedef struct sdpa_masks {
-    bool causal;                /* key j visible to query i only when j <= i (top-left) */
-    const int64_t *valid_lens;  /* keys j >= valid_len masked: (B) or (B, Lq); NULL: none */
+    bool causal;               /* key j visible to query i only when j <= i (top-left) */
+    const int64_t *valid_lens; /* keys j >= valid_len masked: (B) or (B, Lq); NULL: none */
     bool valid_lens_per_query;
     const uint8_t *key_padding; /* (B, Lk), 1 = padding; NULL: none */
     const uint8_t *attend;      /* 1 = may attend, broadcast by attend_stride; NULL: none */
     int64_t attend_stride[4];   /* element strides for (b, h, i, j); 0 on broadcast dims */
     const uint8_t *blocked;     /* 1 = masked, broadcast by blocked_stride; NULL: none */
     int64_t blocked_stride[4];
-    const float *additive;      /* added to the scaled scores, broadcast by additive_stride */
+    const float *additive; /* added to the scaled scores, broadcast by additive_stride */
     int64_t additive_stride[4];
 } sdpa_masks;
 
 typedef struct sdpa_problem {
     int64_t batch, heads, lq, lk, d, dv;
-    int64_t heads_kv;       /* of K and V, dividing heads; 0: heads */
+    int64_t heads_kv; /* of K and V, dividing heads; 0: heads */
     float scale;
     sdpa_masks masks;
-    bool windowed;          /* key j visible to query i only when i + Lk - Lq - window_left <= j <=
+    bool windowed; /* key j visible to query i only when i + Lk - Lq - window_left <= j <=
                                i + Lk - Lq + window_right (a bound of -1: none on that side) */
     int64_t window_left, window_right;
-    const float *alibi;     /* slopes (B, H), batch stride alibi_batch_stride (0: (H) for every
+    const float *alibi; /* slopes (B, H), batch stride alibi_batch_stride (0: (H) for every
                                batch); NULL: none */
     int64_t alibi_batch_stride;
-    float softcap;          /* > 0: scores capped as cap() above; 0: none */
-    attn_score_mods mods;   /* score_mod on the scaled scores before cap(), and the mask callbacks
+    float softcap;         /* > 0: scores capped as cap() above; 0: none */
+    attn_score_mods mods;  /* score_mod on the scaled scores before cap(), and the mask callbacks
                                (attn.h's order and contract); all NULL: none */
-    int64_t mods_batch;     /* the callbacks see batch row b + mods_batch (attn_sdpa_varlen: the
+    int64_t mods_batch;    /* the callbacks see batch row b + mods_batch (attn_sdpa_varlen: the
                                sequence's index; its problem is one row); 0 otherwise */
-    float dropout_p;        /* on P, 0 when not training */
-    uint64_t dropout_seed;  /* the mask is a hash of (seed, b, h, i, j): reproducible anywhere */
-    int threads;            /* OpenMP threads of the (b, h) loops (the ctx's count); the scratch
+    float dropout_p;       /* on P, 0 when not training */
+    uint64_t dropout_seed; /* the mask is a hash of (seed, b, h, i, j): reproducible anywhere */
+    int threads;           /* OpenMP threads of the (b, h) loops (the ctx's count); the scratch
                                holds one slice per thread */
-    bool bf16;              /* the fused kernel's products (S = Q K^T, O += P V and the backward's)
+    bool bf16;             /* the fused kernel's products (S = Q K^T, O += P V and the backward's)
                                take bf16 operands with float32 sums (attn_tile_gemm_bf16): MEDIUM
                                precision; softmax statistics, masks and dropout stay float32 */
 } sdpa_problem;
@@ -82,8 +82,8 @@ int64_t sdpa_key_end(const sdpa_problem *p, int64_t b, int64_t i);
 void sdpa_softcap_tile(float *s, float *slope, int64_t query_stride, int64_t key_stride, const sdpa_problem *p,
                        int64_t rows, int64_t cols);
 /* Adds ALiBi and the masks to a tile of capped scores (same layout); masked entries become -inf. */
-void sdpa_mask_tile(float *s, int64_t query_stride, int64_t key_stride, const sdpa_problem *p,
-                    int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols);
+void sdpa_mask_tile(float *s, int64_t query_stride, int64_t key_stride, const sdpa_problem *p, int64_t b, int64_t h,
+                    int64_t i0, int64_t rows, int64_t j0, int64_t cols);
 /* true when every tile needs sdpa_mask_tile: a mask or bias that the key range does not cover. */
 bool sdpa_has_elementwise_mask(const sdpa_problem *p);
 /* true when the problem is big enough to be worth a parallel region (on a loaded machine a
@@ -105,24 +105,22 @@ bool sdpa_mods_keep(const sdpa_problem *p, int block, int64_t b, int64_t h, int6
 float sdpa_dropout_scale(const sdpa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j);
 
 /* Reference: weights (B, H, Lq, Lk) receives P (before dropout); stats (B, H, Lq, 2). */
-void sdpa_forward_ref(float *out, float *stats, float *weights, const float *q, const float *k,
-                      const float *v, const sdpa_problem *p);
+void sdpa_forward_ref(float *out, float *stats, float *weights, const float *q, const float *k, const float *v,
+                      const sdpa_problem *p);
 /* Accumulates into dq, dk, dv from the saved weights. scratch: sdpa_ref_scratch_floats. */
-void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                       const float *k, const float *v, const float *out, const float *weights,
-                       float *scratch, const sdpa_problem *p);
+void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                       const float *v, const float *out, const float *weights, float *scratch, const sdpa_problem *p);
 int64_t sdpa_ref_scratch_floats(const sdpa_problem *p, int threads);
 
 /* Fused: out and stats (B, H, Lq, 2) written; scratch: sdpa_fused_scratch_floats (per thread:
  * tiles, and in the backward Lq (D + Dv + 3) more; with bf16 the operands' pair words besides). */
-void sdpa_forward_fused(float *out, float *stats, const float *q, const float *k, const float *v,
-                        float *scratch, const sdpa_problem *p);
+void sdpa_forward_fused(float *out, float *stats, const float *q, const float *k, const float *v, float *scratch,
+                        const sdpa_problem *p);
 /* Accumulates into dq, dk, dv, recomputing P from stats. D: rowsum(P * dP) of the tile when a
  * head's keys fit one tile (as PyTorch's math path: each dS row sums to 0 up to one rounding),
  * else rowsum(dO * O) (FlashAttention). */
-void sdpa_backward_fused(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                         const float *k, const float *v, const float *out, const float *stats,
-                         float *scratch, const sdpa_problem *p);
+void sdpa_backward_fused(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                         const float *v, const float *out, const float *stats, float *scratch, const sdpa_problem *p);
 int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads);
 
 #endif

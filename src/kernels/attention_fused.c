@@ -23,9 +23,14 @@
 
 /* SDPA_BR queries (a multiple of every VF_LANES) by SDPA_BC keys: the blocks that mask_block
  * answers for (attn.h) */
-enum { SDPA_BR = ATTN_MASK_BLOCK_Q, SDPA_BC = ATTN_MASK_BLOCK_KV };
+enum {
+    SDPA_BR = ATTN_MASK_BLOCK_Q,
+    SDPA_BC = ATTN_MASK_BLOCK_KV
+};
 /* floats of a tile of bytes (SDPA_BC, SDPA_BR): the mask callbacks' keep flags */
-enum { KEEP_FLOATS = SDPA_BC * SDPA_BR / 4 };
+enum {
+    KEEP_FLOATS = SDPA_BC * SDPA_BR / 4
+};
 
 static int thread_id(void)
 {
@@ -36,9 +41,15 @@ static int thread_id(void)
 #endif
 }
 
-static int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
+static int64_t round_up(int64_t n, int64_t to)
+{
+    return (n + to - 1) / to * to;
+}
 
-static int64_t half_up(int64_t n) { return (n + 1) / 2; }
+static int64_t half_up(int64_t n)
+{
+    return (n + 1) / 2;
+}
 
 int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads)
 {
@@ -74,7 +85,8 @@ static key_range block_keys(const sdpa_problem *p, int64_t b, int64_t i0, int64_
     for (int64_t r = 0; r < rows; r++) {
         const int64_t begin = sdpa_key_begin(p, i0 + r), end = sdpa_key_end(p, b, i0 + r);
         if (begin >= end) continue; /* a row with nothing visible widens no range */
-        k.begin_min = begin < k.begin_min ? begin : k.begin_min, k.begin_max = begin > k.begin_max ? begin : k.begin_max;
+        k.begin_min = begin < k.begin_min ? begin : k.begin_min,
+        k.begin_max = begin > k.begin_max ? begin : k.begin_max;
         k.end_min = end < k.end_min ? end : k.end_min, k.end_max = end > k.end_max ? end : k.end_max;
     }
     if (k.end_max == 0) k.begin_min = 0; /* nothing visible: an empty range */
@@ -157,15 +169,16 @@ static enum tile_mods mods_tile(uint8_t *keep, int64_t qw, const sdpa_problem *p
 
 /* score_mod on the kept scores of st (cols, qw) (mods_tile); grad (cols, qw), when not NULL,
  * receives score_mod_grad at the same scores there and 0 elsewhere */
-static void score_mod_tiles(float *st, float *grad, const uint8_t *keep, int64_t qw, const sdpa_problem *p,
-                            int64_t b, int64_t h, int64_t i0, int64_t j0, int64_t cols)
+static void score_mod_tiles(float *st, float *grad, const uint8_t *keep, int64_t qw, const sdpa_problem *p, int64_t b,
+                            int64_t h, int64_t i0, int64_t j0, int64_t cols)
 {
     const attn_score_mods *m = &p->mods;
     for (int64_t c = 0; c < cols; c++)
         for (int64_t r = 0; r < qw; r++) {
             float *x = st + c * qw + r;
             const bool k = keep[c * qw + r];
-            if (grad) grad[c * qw + r] = k ? m->score_mod_grad(*x, b + p->mods_batch, h, i0 + r, j0 + c, m->user) : 0.0f;
+            if (grad)
+                grad[c * qw + r] = k ? m->score_mod_grad(*x, b + p->mods_batch, h, i0 + r, j0 + c, m->user) : 0.0f;
             if (k) *x = m->score_mod(*x, b + p->mods_batch, h, i0 + r, j0 + c, m->user);
         }
 }
@@ -184,8 +197,8 @@ static void hide_unkept(float *st, const uint8_t *keep, int64_t n)
  * key column hashed in a loop of a fixed SDPA_BR count, which -O2 vectorises (the 64-bit
  * multiplies too), and applied a vector at a time: the padding lanes past the block's rows get
  * draws of their own, unused. */
-static void dropout_tiles(float *dst, const float *src, float *also, int64_t qw, const sdpa_problem *p,
-                          int64_t b, int64_t h, int64_t i0, int64_t j0, int64_t cols)
+static void dropout_tiles(float *dst, const float *src, float *also, int64_t qw, const sdpa_problem *p, int64_t b,
+                          int64_t h, int64_t i0, int64_t j0, int64_t cols)
 {
     const uint64_t key = attn_hash64(p->dropout_seed), lk = (uint64_t)p->lk;
     const uint32_t keep_from = (uint32_t)ceilf(p->dropout_p * 16777216.0f); /* u >= p: 24-bit draw >= p 2^24 */
@@ -232,8 +245,7 @@ static void transpose_padded(float *dst, int64_t ld, const float *src, int64_t r
  * the bf16 product's operand in the same pass.
  * A query with nothing visible so far keeps m = -inf and gets zeros; a NaN score gives NaN
  * through exp (and so a NaN output, as in PyTorch). */
-static void online_softmax(float *st, uint32_t *pp, float *ot, float *m, float *l, int64_t qw, int64_t cols,
-                           int64_t dv)
+static void online_softmax(float *st, uint32_t *pp, float *ot, float *m, float *l, int64_t qw, int64_t cols, int64_t dv)
 {
     for (int64_t v = 0; v < qw; v += VF_LANES) {
         vf m_old = vf_load(m + v), m_new = m_old;
@@ -248,7 +260,8 @@ static void online_softmax(float *st, uint32_t *pp, float *ot, float *m, float *
                 e1 = vf_exp(vf_sub(vf_load(st + (c + 1) * qw + v), shift));
                 sum = vf_add(sum, e1);
             }
-            if (pp) vf_store_bf16_pairs(pp + c / 2 * qw + v, e0, e1);
+            if (pp)
+                vf_store_bf16_pairs(pp + c / 2 * qw + v, e0, e1);
             else {
                 vf_store(st + c * qw + v, e0);
                 if (c + 1 < cols) vf_store(st + (c + 1) * qw + v, e1);
@@ -256,8 +269,7 @@ static void online_softmax(float *st, uint32_t *pp, float *ot, float *m, float *
         }
         vf_store(l + v, vf_fma(vf_load(l + v), alpha, sum));
         vf_store(m + v, m_new);
-        for (int64_t c = 0; c < dv; c++)
-            vf_store(ot + c * qw + v, vf_mul(vf_load(ot + c * qw + v), alpha));
+        for (int64_t c = 0; c < dv; c++) vf_store(ot + c * qw + v, vf_mul(vf_load(ot + c * qw + v), alpha));
     }
 }
 
@@ -270,26 +282,25 @@ static int64_t forward_packed_at(const sdpa_problem *p)
 
 /* One query block: rows [i0, i0+rows) of head (b, h), in tiles qw = rows rounded up to whole
  * vectors wide (a short block, as in step-by-step decoding, computes no padding lanes beyond). */
-static void forward_block(float *out, float *stats, const float *q, const float *k, const float *v,
-                          float *scratch, const sdpa_problem *p, int64_t b, int64_t h, int64_t i0,
-                          int64_t rows)
+static void forward_block(float *out, float *stats, const float *q, const float *k, const float *v, float *scratch,
+                          const sdpa_problem *p, int64_t b, int64_t h, int64_t i0, int64_t rows)
 {
     const int64_t bh = b * p->heads + h, D = p->d, Dv = p->dv, Lk = p->lk;
     const int64_t bhk = b * (p->heads_kv > 0 ? p->heads_kv : p->heads) + sdpa_kv_head(p, h); /* K, V's head */
     const int64_t qw = round_up(rows, VF_LANES);
-    float *qt = scratch;                /* (D, qw) Q^T of the block, zero past rows */
-    float *st = qt + D * SDPA_BR;       /* (BC, qw) scores S^T, then probabilities P^T */
-    float *ot = st + SDPA_BC * SDPA_BR; /* (Dv, qw) unnormalised O^T */
-    float *m = ot + Dv * SDPA_BR;       /* (qw) running max */
-    float *l = m + SDPA_BR;             /* (qw) running sum */
+    float *qt = scratch;                      /* (D, qw) Q^T of the block, zero past rows */
+    float *st = qt + D * SDPA_BR;             /* (BC, qw) scores S^T, then probabilities P^T */
+    float *ot = st + SDPA_BC * SDPA_BR;       /* (Dv, qw) unnormalised O^T */
+    float *m = ot + Dv * SDPA_BR;             /* (qw) running max */
+    float *l = m + SDPA_BR;                   /* (qw) running sum */
     uint8_t *keep = (uint8_t *)(l + SDPA_BR); /* (BC, qw) the pairs the mask callbacks keep */
     const int64_t hD = half_up(D);
     uint32_t *qp = (uint32_t *)(l + SDPA_BR + KEEP_FLOATS); /* bf16 pair words: (D/2, qw) of Q^T's rows */
-    uint32_t *vp = qp + hD * SDPA_BR;         /* (BC/2, Dv) of one tile of V's rows */
-    uint32_t *pp = vp + SDPA_BC / 2 * Dv;     /* (BC/2, qw) of P^T's rows */
-    float *mark = scratch + forward_packed_at(p); /* (2) the head kh and vh hold, -1: none */
-    uint32_t *kh = (uint32_t *)(mark + 2);    /* (Lk, D/2) in K's rows, the whole head */
-    uint32_t *vh = kh + Lk * hD;              /* (Lk/2, Dv) of V's rows, the whole head */
+    uint32_t *vp = qp + hD * SDPA_BR;                       /* (BC/2, Dv) of one tile of V's rows */
+    uint32_t *pp = vp + SDPA_BC / 2 * Dv;                   /* (BC/2, qw) of P^T's rows */
+    float *mark = scratch + forward_packed_at(p);           /* (2) the head kh and vh hold, -1: none */
+    uint32_t *kh = (uint32_t *)(mark + 2);                  /* (Lk, D/2) in K's rows, the whole head */
+    uint32_t *vh = kh + Lk * hD;                            /* (Lk/2, Dv) of V's rows, the whole head */
     transpose_padded(qt, qw, q + (bh * p->lq + i0) * D, rows, D);
     if (p->bf16) {
         attn_bf16_pack_col_pairs(qp, qw, qt, qw, D, qw);
@@ -315,8 +326,10 @@ static void forward_block(float *out, float *stats, const float *q, const float 
         const enum tile_mods tile = mods ? mods_tile(keep, qw, p, b, h, i0, rows, j0, cols) : TILE_KEEP_ALL;
         if (tile == TILE_SKIP) continue;
         const float *kj = k + (bhk * Lk + j0) * D, *vj = v + (bhk * Lk + j0) * Dv;
-        if (p->bf16) attn_tile_gemm_bf16(st, qw, kh + j0 * hD, hD, 1, qp, qw, cols, qw, hD, p->scale, false);
-        else attn_tile_gemm(st, qw, kj, D, 1, qt, qw, cols, qw, D, p->scale, false);
+        if (p->bf16)
+            attn_tile_gemm_bf16(st, qw, kh + j0 * hD, hD, 1, qp, qw, cols, qw, hD, p->scale, false);
+        else
+            attn_tile_gemm(st, qw, kj, D, 1, qt, qw, cols, qw, D, p->scale, false);
         if (p->mods.score_mod) score_mod_tiles(st, NULL, keep, qw, p, b, h, i0, j0, cols);
         if (p->softcap > 0.0f) softcap_tiles(st, NULL, qw, cols, p->softcap);
         mask_tiles(st, qw, p, &keys, b, h, i0, rows, j0, cols);
@@ -330,7 +343,8 @@ static void forward_block(float *out, float *stats, const float *q, const float 
             const bool odd_cut = (cols & 1) && j0 + cols < Lk;
             if (odd_cut) attn_bf16_pack_col_pairs(vp, Dv, vj, Dv, cols, Dv);
             if (!fused_pack) attn_bf16_pack_col_pairs(pp, qw, st, qw, cols, qw);
-            attn_tile_gemm_bf16(ot, qw, odd_cut ? vp : vh + j0 / 2 * Dv, 1, Dv, pp, qw, Dv, qw, half_up(cols), 1.0f, true);
+            attn_tile_gemm_bf16(ot, qw, odd_cut ? vp : vh + j0 / 2 * Dv, 1, Dv, pp, qw, Dv, qw, half_up(cols), 1.0f,
+                                true);
         } else
             attn_tile_gemm(ot, qw, vj, 1, Dv, st, qw, Dv, qw, cols, 1.0f, true);
     }
@@ -347,8 +361,8 @@ static void forward_block(float *out, float *stats, const float *q, const float 
     }
 }
 
-void sdpa_forward_fused(float *out, float *stats, const float *q, const float *k, const float *v,
-                        float *scratch, const sdpa_problem *p)
+void sdpa_forward_fused(float *out, float *stats, const float *q, const float *k, const float *v, float *scratch,
+                        const sdpa_problem *p)
 {
     const int64_t blocks = (p->lq + SDPA_BR - 1) / SDPA_BR, per_head = p->batch * p->heads;
     const int64_t per_thread = sdpa_fused_scratch_floats(p, 1);
@@ -413,35 +427,36 @@ static void score_gradient(float *dpt, const float *pt, int64_t qw, const float 
 }
 
 /* Backward of head (b, h). */
-static void backward_head(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                          const float *k, const float *v, const float *out, const float *stats,
-                          float *scratch, const sdpa_problem *p, int64_t b, int64_t h)
+static void backward_head(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                          const float *v, const float *out, const float *stats, float *scratch, const sdpa_problem *p,
+                          int64_t b, int64_t h)
 {
     const int64_t bh = b * p->heads + h, D = p->d, Dv = p->dv, Lq = p->lq, Lk = p->lk;
     const int64_t bhk = b * (p->heads_kv > 0 ? p->heads_kv : p->heads) + sdpa_kv_head(p, h); /* K, V's head */
     const int64_t Lqp = round_up(Lq, VF_LANES), ld = head_ld(Lq);
-    float *qt = scratch;                 /* (D, ld) Q^T of the head, ld >= Lq */
-    float *dot = qt + D * ld;            /* (Dv, ld) dO^T */
-    float *m = dot + Dv * ld;            /* (Lq') row max of S, +inf past Lq (Lq' = Lq rounded up to vectors) */
-    float *log_l = m + Lqp;              /* (Lq') log sum exp(S - m), 0 past Lq */
-    float *dsum = log_l + Lqp;           /* (Lq') D = rowsum(dO * O), 0 past Lq */
-    float *st = dsum + Lqp;              /* (BC, qw) S^T, then P^T; qw = rows rounded up to vectors */
-    float *dpt = st + SDPA_BC * SDPA_BR; /* (BC, qw) dP^T, then dS^T */
-    float *pd = dpt + SDPA_BC * SDPA_BR; /* (BC, qw) dropout(P)^T */
+    float *qt = scratch;                       /* (D, ld) Q^T of the head, ld >= Lq */
+    float *dot = qt + D * ld;                  /* (Dv, ld) dO^T */
+    float *m = dot + Dv * ld;                  /* (Lq') row max of S, +inf past Lq (Lq' = Lq rounded up to vectors) */
+    float *log_l = m + Lqp;                    /* (Lq') log sum exp(S - m), 0 past Lq */
+    float *dsum = log_l + Lqp;                 /* (Lq') D = rowsum(dO * O), 0 past Lq */
+    float *st = dsum + Lqp;                    /* (BC, qw) S^T, then P^T; qw = rows rounded up to vectors */
+    float *dpt = st + SDPA_BC * SDPA_BR;       /* (BC, qw) dP^T, then dS^T */
+    float *pd = dpt + SDPA_BC * SDPA_BR;       /* (BC, qw) dropout(P)^T */
     float *cap_slope = pd + SDPA_BC * SDPA_BR; /* (BC, qw) cap'(s) = 1 - tanh^2 (softcap) */
-    float *mod_slope = cap_slope + SDPA_BC * SDPA_BR; /* (BC, qw) mod'(s) (score_mod_grad) */
+    float *mod_slope = cap_slope + SDPA_BC * SDPA_BR;           /* (BC, qw) mod'(s) (score_mod_grad) */
     uint8_t *keep = (uint8_t *)(mod_slope + SDPA_BC * SDPA_BR); /* (BC, qw) the pairs the mask callbacks keep */
     const int64_t hD = half_up(D), hDv = half_up(Dv);
-    uint32_t *qtp = (uint32_t *)(mod_slope + SDPA_BC * SDPA_BR + KEEP_FLOATS); /* bf16 pair words: (D/2, ld) of Q^T's rows */
-    uint32_t *dotp = qtp + hD * ld;           /* (Dv/2, ld) of dO^T's rows */
-    uint32_t *qc = dotp + hDv * ld;           /* (Lq/2, D) of Q's rows */
-    uint32_t *doc = qc + half_up(Lq) * D;     /* (Lq/2, Dv) of dO's rows */
-    uint32_t *kr = doc + half_up(Lq) * Dv;    /* (BC, D/2) in K_j's rows */
-    uint32_t *kc = kr + SDPA_BC * hD;         /* (BC/2, D) of K_j's rows */
-    uint32_t *vr = kc + SDPA_BC / 2 * D;      /* (BC, Dv/2) in V_j's rows */
-    uint32_t *pr = vr + SDPA_BC * hDv;        /* (BC, qw/2) in dropout(P)^T's rows */
-    uint32_t *dsr = pr + SDPA_BC * SDPA_BR / 2; /* (BC, qw/2) in dS^T's rows */
-    uint32_t *dsc = dsr + SDPA_BC * SDPA_BR / 2; /* (BC/2, qw) of dS^T's rows */
+    uint32_t *qtp =
+        (uint32_t *)(mod_slope + SDPA_BC * SDPA_BR + KEEP_FLOATS); /* bf16 pair words: (D/2, ld) of Q^T's rows */
+    uint32_t *dotp = qtp + hD * ld;                                /* (Dv/2, ld) of dO^T's rows */
+    uint32_t *qc = dotp + hDv * ld;                                /* (Lq/2, D) of Q's rows */
+    uint32_t *doc = qc + half_up(Lq) * D;                          /* (Lq/2, Dv) of dO's rows */
+    uint32_t *kr = doc + half_up(Lq) * Dv;                         /* (BC, D/2) in K_j's rows */
+    uint32_t *kc = kr + SDPA_BC * hD;                              /* (BC/2, D) of K_j's rows */
+    uint32_t *vr = kc + SDPA_BC / 2 * D;                           /* (BC, Dv/2) in V_j's rows */
+    uint32_t *pr = vr + SDPA_BC * hDv;                             /* (BC, qw/2) in dropout(P)^T's rows */
+    uint32_t *dsr = pr + SDPA_BC * SDPA_BR / 2;                    /* (BC, qw/2) in dS^T's rows */
+    uint32_t *dsc = dsr + SDPA_BC * SDPA_BR / 2;                   /* (BC/2, qw) of dS^T's rows */
     transpose_padded(qt, ld, q + bh * Lq * D, Lq, D);
     transpose_padded(dot, ld, dout + bh * Lq * Dv, Lq, Dv);
     if (p->bf16) {
@@ -483,21 +498,26 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
             const enum tile_mods tile = mods ? mods_tile(keep, qw, p, b, h, i0, rows, j0, cols) : TILE_KEEP_ALL;
             if (tile == TILE_SKIP) continue; /* or by the callbacks */
             const float *qi = q + (bh * Lq + i0) * D, *doi = dout + (bh * Lq + i0) * Dv;
-            if (p->bf16) attn_tile_gemm_bf16(st, qw, kr, hD, 1, qtp + i0, ld, cols, qw, hD, p->scale, false);
-            else attn_tile_gemm(st, qw, kj, D, 1, qt + i0, ld, cols, qw, D, p->scale, false);
+            if (p->bf16)
+                attn_tile_gemm_bf16(st, qw, kr, hD, 1, qtp + i0, ld, cols, qw, hD, p->scale, false);
+            else
+                attn_tile_gemm(st, qw, kj, D, 1, qt + i0, ld, cols, qw, D, p->scale, false);
             if (p->mods.score_mod) score_mod_tiles(st, mod_slope, keep, qw, p, b, h, i0, j0, cols);
             if (p->softcap > 0.0f) softcap_tiles(st, cap_slope, qw, cols, p->softcap);
             mask_tiles(st, qw, p, &keys, b, h, i0, rows, j0, cols);
             if (tile == TILE_MASK) hide_unkept(st, keep, cols * qw);
             probabilities(st, qw, m + i0, log_l + i0, cols);
             /* dP^T = V_j dO_i^T, and under dropout dropout(P)^T and dropout'(dP)^T in one pass */
-            if (p->bf16) attn_tile_gemm_bf16(dpt, qw, vr, hDv, 1, dotp + i0, ld, cols, qw, hDv, 1.0f, false);
-            else attn_tile_gemm(dpt, qw, vj, Dv, 1, dot + i0, ld, cols, qw, Dv, 1.0f, false);
+            if (p->bf16)
+                attn_tile_gemm_bf16(dpt, qw, vr, hDv, 1, dotp + i0, ld, cols, qw, hDv, 1.0f, false);
+            else
+                attn_tile_gemm(dpt, qw, vj, Dv, 1, dot + i0, ld, cols, qw, Dv, 1.0f, false);
             if (drop) dropout_tiles(pd, st, dpt, qw, p, b, h, i0, j0, cols);
             /* dV_j += dropout(P)^T dO_i */
             if (p->bf16) {
                 attn_bf16_pack_row_pairs(pr, SDPA_BR / 2, drop ? pd : st, qw, cols, rows);
-                attn_tile_gemm_bf16(dvj, Dv, pr, SDPA_BR / 2, 1, doc + i0 / 2 * Dv, Dv, cols, Dv, half_up(rows), 1.0f, true);
+                attn_tile_gemm_bf16(dvj, Dv, pr, SDPA_BR / 2, 1, doc + i0 / 2 * Dv, Dv, cols, Dv, half_up(rows), 1.0f,
+                                    true);
             } else
                 attn_tile_gemm(dvj, Dv, drop ? pd : st, qw, 1, doi, Dv, cols, Dv, rows, 1.0f, true);
             if (one_key_block) tile_rowsum(dsum + i0, st, dpt, qw, cols);
@@ -512,8 +532,10 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
             if (p->bf16) {
                 attn_bf16_pack_col_pairs(dsc, qw, dpt, qw, cols, qw);
                 attn_bf16_pack_row_pairs(dsr, SDPA_BR / 2, dpt, qw, cols, rows);
-                attn_tile_gemm_bf16(dq + (bh * Lq + i0) * D, D, dsc, 1, qw, kc, D, rows, D, half_up(cols), p->scale, true);
-                attn_tile_gemm_bf16(dkj, D, dsr, SDPA_BR / 2, 1, qc + i0 / 2 * D, D, cols, D, half_up(rows), p->scale, true);
+                attn_tile_gemm_bf16(dq + (bh * Lq + i0) * D, D, dsc, 1, qw, kc, D, rows, D, half_up(cols), p->scale,
+                                    true);
+                attn_tile_gemm_bf16(dkj, D, dsr, SDPA_BR / 2, 1, qc + i0 / 2 * D, D, cols, D, half_up(rows), p->scale,
+                                    true);
             } else {
                 attn_tile_gemm(dq + (bh * Lq + i0) * D, D, dpt, 1, qw, kj, D, rows, D, cols, p->scale, true);
                 attn_tile_gemm(dkj, D, dpt, qw, 1, qi, D, cols, D, rows, p->scale, true);
@@ -522,9 +544,8 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
     }
 }
 
-void sdpa_backward_fused(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                         const float *k, const float *v, const float *out, const float *stats,
-                         float *scratch, const sdpa_problem *p)
+void sdpa_backward_fused(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                         const float *v, const float *out, const float *stats, float *scratch, const sdpa_problem *p)
 {
     /* one task per key/value head: the query heads that share it add into its dK and dV in turn */
     const int64_t per_thread = sdpa_fused_scratch_floats(p, 1), group = p->heads_kv > 0 ? p->heads / p->heads_kv : 1;

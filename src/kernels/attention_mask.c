@@ -48,15 +48,15 @@ void sdpa_softcap_tile(float *s, float *slope, int64_t query_stride, int64_t key
         }
 }
 
-void sdpa_mask_tile(float *s, int64_t query_stride, int64_t key_stride, const sdpa_problem *p,
-                    int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols)
+void sdpa_mask_tile(float *s, int64_t query_stride, int64_t key_stride, const sdpa_problem *p, int64_t b, int64_t h,
+                    int64_t i0, int64_t rows, int64_t j0, int64_t cols)
 {
     const sdpa_masks *m = &p->masks;
     const float slope = p->alibi ? p->alibi[b * p->alibi_batch_stride + h] : 0.0f;
     for (int64_t r = 0; r < rows; r++) {
         int64_t i = i0 + r;
         float *row = s + r * query_stride;
-        int64_t end = sdpa_key_end(p, b, i) - j0; /* cols at or after end are masked */
+        int64_t end = sdpa_key_end(p, b, i) - j0;  /* cols at or after end are masked */
         int64_t begin = sdpa_key_begin(p, i) - j0; /* and cols before begin */
         if (begin > cols) begin = cols;
         for (int64_t c = 0; c < begin; c++) row[c * key_stride] = -INFINITY;
@@ -119,8 +119,9 @@ float sdpa_dropout_scale(const sdpa_problem *p, int64_t b, int64_t h, int64_t i,
 {
     if (p->dropout_p <= 0.0f) return 1.0f;
     if (p->dropout_p >= 1.0f) return 0.0f;
-    uint64_t idx = (((uint64_t)b * (uint64_t)p->heads + (uint64_t)h) * (uint64_t)p->lq +
-                    (uint64_t)i) * (uint64_t)p->lk + (uint64_t)j;
+    uint64_t idx =
+        (((uint64_t)b * (uint64_t)p->heads + (uint64_t)h) * (uint64_t)p->lq + (uint64_t)i) * (uint64_t)p->lk +
+        (uint64_t)j;
     float u = (float)(attn_hash64(idx ^ attn_hash64(p->dropout_seed)) >> 40) * (1.0f / 16777216.0f);
     return u < p->dropout_p ? 0.0f : 1.0f / (1.0f - p->dropout_p);
 }

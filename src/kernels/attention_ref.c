@@ -64,15 +64,15 @@ static void apply_mask_mods(float *s, const sdpa_problem *p, int64_t b, int64_t 
             if (!kept(p, b, h, i, j)) s[i * p->lk + j] = -INFINITY;
 }
 
-void sdpa_forward_ref(float *out, float *stats, float *weights, const float *q, const float *k,
-                      const float *v, const sdpa_problem *p)
+void sdpa_forward_ref(float *out, float *stats, float *weights, const float *q, const float *k, const float *v,
+                      const sdpa_problem *p)
 {
     const int64_t H = p->heads, Lq = p->lq, Lk = p->lk, D = p->d, Dv = p->dv;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(p->threads) if (sdpa_parallel(p))
     for (int64_t bh = 0; bh < p->batch * H; bh++) {
         int64_t b = bh / H, h = bh % H, bhk = kv_index(p, b, h);
-        float *w = weights + bh * Lq * Lk;        /* (Lq, Lk) */
-        float *o = out + bh * Lq * Dv;            /* (Lq, Dv) */
+        float *w = weights + bh * Lq * Lk; /* (Lq, Lk) */
+        float *o = out + bh * Lq * Dv;     /* (Lq, Dv) */
         attn_gemm(w, Lk, q + bh * Lq * D, D, k + bhk * Lk * D, D, Lq, Lk, D, false, true, p->scale, 0, 1);
         if (p->mods.score_mod) apply_score_mod(w, NULL, p, b, h);
         sdpa_softcap_tile(w, NULL, Lk, 1, p, Lq, Lk);
@@ -104,9 +104,8 @@ int64_t sdpa_ref_scratch_floats(const sdpa_problem *p, int threads)
     return total;
 }
 
-void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                       const float *k, const float *v, const float *out, const float *weights,
-                       float *scratch, const sdpa_problem *p)
+void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                       const float *v, const float *out, const float *weights, float *scratch, const sdpa_problem *p)
 {
     const int64_t H = p->heads, Lq = p->lq, Lk = p->lk, D = p->d, Dv = p->dv;
     const int64_t group = p->heads_kv > 0 ? H / p->heads_kv : 1, per_thread = sdpa_ref_scratch_floats(p, 1);
@@ -119,18 +118,17 @@ void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const
             tid = omp_get_thread_num();
 #endif
             const int64_t b = bhk / (H / group), h = bhk % (H / group) * group + g, bh = b * H + h;
-            const float *P = weights + bh * Lq * Lk;            /* (Lq, Lk) softmax */
-            float *pd = scratch + (int64_t)tid * per_thread;     /* (Lq, Lk) dropout(P) */
-            float *ds = pd + Lq * Lk;                            /* (Lq, Lk) dP, then dS */
-            float *slope = ds + Lq * Lk;                         /* (Lq, Lk) cap'(s) (softcap) */
+            const float *P = weights + bh * Lq * Lk;                       /* (Lq, Lk) softmax */
+            float *pd = scratch + (int64_t)tid * per_thread;               /* (Lq, Lk) dropout(P) */
+            float *ds = pd + Lq * Lk;                                      /* (Lq, Lk) dP, then dS */
+            float *slope = ds + Lq * Lk;                                   /* (Lq, Lk) cap'(s) (softcap) */
             float *mod_slope = p->mods.score_mod ? slope + Lq * Lk : NULL; /* (Lq, Lk) mod'(s) (score_mod) */
             const float *doh = dout + bh * Lq * Dv, *oh = out + bh * Lq * Dv;
             const float *qh = q + bh * Lq * D, *kh = k + bhk * Lk * D, *vh = v + bhk * Lk * Dv;
             const bool drop = p->dropout_p > 0.0f;
             if (drop)
                 for (int64_t i = 0; i < Lq; i++)
-                    for (int64_t j = 0; j < Lk; j++)
-                        pd[i * Lk + j] = P[i * Lk + j] * sdpa_dropout_scale(p, b, h, i, j);
+                    for (int64_t j = 0; j < Lk; j++) pd[i * Lk + j] = P[i * Lk + j] * sdpa_dropout_scale(p, b, h, i, j);
             if (p->softcap > 0.0f || p->mods.score_mod) { /* the scaled scores again, for the derivatives */
                 attn_gemm(ds, Lk, qh, D, kh, D, Lq, Lk, D, false, true, p->scale, 0, 1);
                 if (p->mods.score_mod) apply_score_mod(ds, mod_slope, p, b, h);

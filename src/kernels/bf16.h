@@ -41,13 +41,16 @@ static inline float attn_flush_denormal(float x)
 static inline uint16_t attn_bf16_from_f32(float x)
 {
     uint32_t u = attn_f32_bits(x);
-    if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u);      /* zero, denormal */
+    if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u);          /* zero, denormal */
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* NaN: quiet */
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16); /* nearest even; overflows to inf */
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);                   /* nearest even; overflows to inf */
 }
 
 /* bf16 -> float32, exact; a denormal reads as zero, as the instructions read their inputs */
-static inline float attn_f32_from_bf16(uint16_t h) { return attn_flush_denormal(attn_f32_from_bits((uint32_t)h << 16)); }
+static inline float attn_f32_from_bf16(uint16_t h)
+{
+    return attn_flush_denormal(attn_f32_from_bits((uint32_t)h << 16));
+}
 
 /* two bf16 values as one pair word: even in the low half */
 static inline uint32_t attn_bf16_pair(float even, float odd)
@@ -59,7 +62,8 @@ static inline uint32_t attn_bf16_pair(float even, float odd)
 static inline float attn_dpbf16_lane(float acc, uint32_t a, uint32_t b)
 {
     acc = attn_flush_denormal(acc);
-    acc = attn_flush_denormal(fmaf(attn_f32_from_bf16((uint16_t)(a >> 16)), attn_f32_from_bf16((uint16_t)(b >> 16)), acc));
+    acc = attn_flush_denormal(
+        fmaf(attn_f32_from_bf16((uint16_t)(a >> 16)), attn_f32_from_bf16((uint16_t)(b >> 16)), acc));
     return attn_flush_denormal(fmaf(attn_f32_from_bf16((uint16_t)a), attn_f32_from_bf16((uint16_t)b), acc));
 }
 

@@ -12,9 +12,8 @@
 
 /* ---- reference ---- */
 
-void attn_cross_entropy_rows_ref(float *max, double *sum, double *loss, const float *z,
-                                 const int64_t *t, int64_t rows, int64_t classes,
-                                 int64_t ignore_index, double eps)
+void attn_cross_entropy_rows_ref(float *max, double *sum, double *loss, const float *z, const int64_t *t, int64_t rows,
+                                 int64_t classes, int64_t ignore_index, double eps)
 {
     for (int64_t i = 0; i < rows; i++) {
         const float *zi = z + i * classes;
@@ -29,10 +28,9 @@ void attn_cross_entropy_rows_ref(float *max, double *sum, double *loss, const fl
     }
 }
 
-void attn_cross_entropy_rows_backward_ref(float *dz, const float *z, const float *max,
-                                          const double *sum, const int64_t *t, int64_t rows,
-                                          int64_t classes, int64_t ignore_index, double eps,
-                                          double scale)
+void attn_cross_entropy_rows_backward_ref(float *dz, const float *z, const float *max, const double *sum,
+                                          const int64_t *t, int64_t rows, int64_t classes, int64_t ignore_index,
+                                          double eps, double scale)
 {
     const double off = eps / (double)classes, hit = 1.0 - eps;
     for (int64_t i = 0; i < rows; i++) {
@@ -49,7 +47,9 @@ void attn_cross_entropy_rows_backward_ref(float *dz, const float *z, const float
 /* sum of x (n) in double, LANES partial sums (vectorised without reassociation) */
 static double row_sum(const float *x, int64_t n)
 {
-    enum { LANES = 8 };
+    enum {
+        LANES = 8
+    };
     double a[LANES] = {0}, s = 0.0;
     int64_t c = 0;
     for (; c + LANES <= n; c += LANES)
@@ -59,8 +59,8 @@ static double row_sum(const float *x, int64_t n)
     return s;
 }
 
-void attn_cross_entropy_rows(float *max, double *sum, double *loss, const float *z, const int64_t *t,
-                             int64_t rows, int64_t classes, int64_t ignore_index, double eps, int threads)
+void attn_cross_entropy_rows(float *max, double *sum, double *loss, const float *z, const int64_t *t, int64_t rows,
+                             int64_t classes, int64_t ignore_index, double eps, int threads)
 {
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows * classes > ATTN_PARALLEL_MIN)
     for (int64_t i = 0; i < rows; i++) {
@@ -71,13 +71,14 @@ void attn_cross_entropy_rows(float *max, double *sum, double *loss, const float 
         loss[i] = 0.0;
         if (t[i] == ignore_index) continue;
         double lse = m + log(sum[i]);
-        loss[i] = (1.0 - eps) * (lse - zi[t[i]]) + eps / (double)classes * ((double)classes * lse - row_sum(zi, classes));
+        loss[i] =
+            (1.0 - eps) * (lse - zi[t[i]]) + eps / (double)classes * ((double)classes * lse - row_sum(zi, classes));
     }
 }
 
-void attn_cross_entropy_rows_backward(float *dz, const float *z, const float *max, const double *sum,
-                                      const int64_t *t, int64_t rows, int64_t classes,
-                                      int64_t ignore_index, double eps, double scale, int threads)
+void attn_cross_entropy_rows_backward(float *dz, const float *z, const float *max, const double *sum, const int64_t *t,
+                                      int64_t rows, int64_t classes, int64_t ignore_index, double eps, double scale,
+                                      int threads)
 {
     const double off = scale * eps / (double)classes, hit = scale * (1.0 - eps);
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows * classes > ATTN_PARALLEL_MIN)

@@ -46,12 +46,11 @@ attn_status attn_isa_from_name(const char *name, attn_isa *level)
 attn_isa attn__isa_from_cpuid(const attn__cpuid_words *w)
 {
     const uint32_t ecx1 = w->leaf1_ecx, ebx7 = w->leaf7_ebx;
-    const bool os_avx = (ecx1 >> 27 & 1) && (w->xcr0 & 0x6) == 0x6;      /* OSXSAVE; XMM, YMM state */
-    const bool os_avx512 = os_avx && (w->xcr0 & 0xe6) == 0xe6;          /* + opmask, ZMM state */
-    const bool v3 = os_avx && (ecx1 >> 28 & 1) /* AVX */ && (ecx1 >> 12 & 1) /* FMA */ &&
-                    (ecx1 >> 29 & 1) /* F16C */ && (ecx1 >> 22 & 1) /* MOVBE */ &&
-                    (ebx7 >> 5 & 1) /* AVX2 */ && (ebx7 >> 3 & 1) /* BMI1 */ && (ebx7 >> 8 & 1) /* BMI2 */ &&
-                    (w->ext1_ecx >> 5 & 1) /* LZCNT */;
+    const bool os_avx = (ecx1 >> 27 & 1) && (w->xcr0 & 0x6) == 0x6; /* OSXSAVE; XMM, YMM state */
+    const bool os_avx512 = os_avx && (w->xcr0 & 0xe6) == 0xe6;      /* + opmask, ZMM state */
+    const bool v3 = os_avx && (ecx1 >> 28 & 1) /* AVX */ && (ecx1 >> 12 & 1) /* FMA */ && (ecx1 >> 29 & 1) /* F16C */ &&
+                    (ecx1 >> 22 & 1) /* MOVBE */ && (ebx7 >> 5 & 1) /* AVX2 */ && (ebx7 >> 3 & 1) /* BMI1 */ &&
+                    (ebx7 >> 8 & 1) /* BMI2 */ && (w->ext1_ecx >> 5 & 1) /* LZCNT */;
     const bool v4 = v3 && os_avx512 && (ebx7 >> 16 & 1) /* F */ && (ebx7 >> 17 & 1) /* DQ */ &&
                     (ebx7 >> 28 & 1) /* CD */ && (ebx7 >> 30 & 1) /* BW */ && (ebx7 >> 31 & 1) /* VL */;
     const bool bf16 = v4 && (w->leaf7_1_eax >> 5 & 1);
@@ -64,7 +63,10 @@ attn_isa attn__isa_from_cpuid(const attn__cpuid_words *w)
  * AVX-512 FMAs, and the fused attention at MEDIUM ran 0.69-0.76x HIGHEST; their fast bf16 path is
  * AMX, which oneDNN takes for the linear layers' bf16 GEMMs. A fixed rule rather than a timing at
  * start-up, so that a run's arithmetic never depends on the machine's load. */
-bool attn__bf16_dot_fast_from_cpuid(const attn__cpuid_words *w) { return !strcmp(w->vendor, "AuthenticAMD"); }
+bool attn__bf16_dot_fast_from_cpuid(const attn__cpuid_words *w)
+{
+    return !strcmp(w->vendor, "AuthenticAMD");
+}
 
 static bool bf16_dot_fast; /* attn__bf16_dot_fast_from_cpuid of this CPU; written once, by detect */
 
@@ -82,8 +84,7 @@ static attn__cpuid_words cpu_words(void)
         w.leaf7_ebx = b;
         if (a >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) w.leaf7_1_eax = a;
     }
-    if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000001u && __get_cpuid(0x80000001u, &a, &b, &c, &d))
-        w.ext1_ecx = c;
+    if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000001u && __get_cpuid(0x80000001u, &a, &b, &c, &d)) w.ext1_ecx = c;
     if (w.leaf1_ecx >> 27 & 1) { /* OSXSAVE: xgetbv may run */
         uint32_t lo, hi;
         __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
@@ -103,8 +104,8 @@ extern const attn__kernel_table attn__kernels_avx512_bf16;
 #else
 #define BF16_TABLE NULL /* a compiler without -mavx512bf16: the level is not built */
 #endif
-static const attn__kernel_table *const tables[ATTN_ISA_COUNT] = {
-    &attn__kernels_baseline, &attn__kernels_avx2, &attn__kernels_avx512, BF16_TABLE};
+static const attn__kernel_table *const tables[ATTN_ISA_COUNT] = {&attn__kernels_baseline, &attn__kernels_avx2,
+                                                                 &attn__kernels_avx512, BF16_TABLE};
 
 static attn_isa best_level(void)
 {
@@ -148,7 +149,10 @@ static int requested_max = -1; /* attn_cpu_isa_set_max's cap, -1: none; under ch
 static attn_isa level;         /* the choice; written once, by choose */
 static const attn__kernel_table *table;
 
-static void detect(void) { best = best_level(); }
+static void detect(void)
+{
+    best = best_level();
+}
 
 static void choose(void)
 {
@@ -157,8 +161,10 @@ static void choose(void)
     level = best;
     attn_isa cap;
     const char *env = getenv("ATTN_CPU_ISA");
-    if (requested_max >= 0) level = (attn_isa)requested_max < level ? (attn_isa)requested_max : level;
-    else if (env && parse_level(env, &cap)) level = cap < level ? cap : level;
+    if (requested_max >= 0)
+        level = (attn_isa)requested_max < level ? (attn_isa)requested_max : level;
+    else if (env && parse_level(env, &cap))
+        level = cap < level ? cap : level;
 #ifdef ATTN_DISPATCH
     table = tables[level];
 #else
@@ -202,7 +208,10 @@ const attn__kernel_table *attn__kernels_at(attn_isa l)
 #endif
 }
 
-bool attn_bf16_products(void) { return attn_cpu_isa() == ATTN_ISA_AVX512_BF16; }
+bool attn_bf16_products(void)
+{
+    return attn_cpu_isa() == ATTN_ISA_AVX512_BF16;
+}
 
 bool attn_bf16_attention(void)
 {
@@ -219,8 +228,10 @@ attn_status attn_cpu_isa_set_max(attn_isa max)
     if (!late) requested_max = (int)max;
     pthread_mutex_unlock(&choice_lock);
     if (late)
-        return attn__fail(ATTN_ERR_STATE, "attn_cpu_isa_set_max: the kernels already run at %s (set the cap before the first kernel call)",
-                          attn_isa_name(level));
+        return attn__fail(
+            ATTN_ERR_STATE,
+            "attn_cpu_isa_set_max: the kernels already run at %s (set the cap before the first kernel call)",
+            attn_isa_name(level));
     return ATTN_OK;
 }
 
@@ -230,8 +241,11 @@ attn_status attn_cpu_isa_set_max(attn_isa max)
 #define ATTN_RETURN_void
 #define ATTN_RETURN_float return
 #define ATTN_RETURN_int64_t return
-#define ATTN_KERNEL_CALL(ret, name, params, args) \
-    ret name params { ATTN_RETURN_##ret attn__kernels()->name args; }
+#define ATTN_KERNEL_CALL(ret, name, params, args)                                                                      \
+    ret name params                                                                                                    \
+    {                                                                                                                  \
+        ATTN_RETURN_##ret attn__kernels()->name args;                                                                  \
+    }
 ATTN_KERNELS(ATTN_KERNEL_CALL)
 #undef ATTN_KERNEL_CALL
 #endif

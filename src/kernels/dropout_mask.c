@@ -11,7 +11,10 @@
 #define DROP_BLOCK 64
 
 /* keep iff the 24-bit draw k satisfies k / 2^24 >= p, i.e. k >= ceil(p 2^24) (exact in float) */
-static uint32_t keep_threshold(float p) { return (uint32_t)ceilf(p * 16777216.0f); }
+static uint32_t keep_threshold(float p)
+{
+    return (uint32_t)ceilf(p * 16777216.0f);
+}
 
 void attn_dropout_mask_ref(uint8_t *keep, int64_t n, uint64_t key, float p)
 {

@@ -3,7 +3,7 @@
 #include "dispatch.h" /* built once per level (attn_cpu_isa) */
 #include "kernels.h"
 
-#define COL_BLOCK 64       /* columns per task of attn_col_sums_add */
+#define COL_BLOCK 64 /* columns per task of attn_col_sums_add */
 
 void attn_add_into(float *y, const float *x, int64_t n, int threads)
 {

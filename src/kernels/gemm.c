@@ -49,8 +49,8 @@ const char *attn_gemm_backend(void)
     return backend_name;
 }
 
-static void sgemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                  int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta)
+static void sgemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb, int64_t m, int64_t n,
+                  int64_t k, bool trans_a, bool trans_b, float alpha, float beta)
 {
 #if defined(ATTN_GEMM_DNNL)
     /* dnnl_sgemm spreads over omp_get_max_threads() threads unless it is called inside an active
@@ -59,8 +59,8 @@ static void sgemm(float *c, int64_t ldc, const float *a, int64_t lda, const floa
     const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
     if (threads > 1) omp_set_num_threads(1);
 #endif
-    dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
-                                  beta, c, ldc);
+    dnnl_status_t st =
+        dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 #ifdef _OPENMP
     if (threads > 1) omp_set_num_threads(threads);
 #endif
@@ -68,15 +68,13 @@ static void sgemm(float *c, int64_t ldc, const float *a, int64_t lda, const floa
      * it writes C: the loop below gives the same product without memory */
     if (st != dnnl_success) attn_gemm_ref(c, ldc, a, lda, b, ldb, m, n, k, trans_a, trans_b, alpha, beta);
 #else
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, alpha, a,
-                (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, (blasint)m,
+                (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
 #endif
 }
 
-void attn_gemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb,
-               int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha,
-               float beta, int threads)
+void attn_gemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb, int64_t m, int64_t n,
+               int64_t k, bool trans_a, bool trans_b, float alpha, float beta, int threads)
 {
     if (m == 0 || n == 0) return;
     if (k == 0) { /* sgemm skips C when K = 0 only for beta = 1; make beta = 0 exact */
@@ -101,17 +99,15 @@ void attn_gemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *
     for (int64_t t = 0; t < blocks; t++) {
         int64_t s = t * chunk, len = extent - s < chunk ? extent - s : chunk;
         if (by_rows) /* rows of op(A): rows of A, or columns of A^T */
-            sgemm(c + s * ldc, ldc, trans_a ? a + s : a + s * lda, lda, b, ldb, len, n, k, trans_a,
-                  trans_b, alpha, beta);
+            sgemm(c + s * ldc, ldc, trans_a ? a + s : a + s * lda, lda, b, ldb, len, n, k, trans_a, trans_b, alpha,
+                  beta);
         else /* columns of op(B): columns of B, or rows of B^T */
-            sgemm(c + s, ldc, a, lda, trans_b ? b + s * ldb : b + s, ldb, m, len, k, trans_a, trans_b,
-                  alpha, beta);
+            sgemm(c + s, ldc, a, lda, trans_b ? b + s * ldb : b + s, ldb, m, len, k, trans_a, trans_b, alpha, beta);
     }
 }
 
-void attn_gemm_ref(float *c, int64_t ldc, const float *a, int64_t lda, const float *b,
-                   int64_t ldb, int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b,
-                   float alpha, float beta)
+void attn_gemm_ref(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb, int64_t m,
+                   int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta)
 {
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {

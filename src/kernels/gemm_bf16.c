@@ -30,9 +30,11 @@ typedef struct gemm_key {
     int threads;
 } gemm_key;
 
-enum { CACHE_SIZE = 16 };
+enum {
+    CACHE_SIZE = 16
+};
 static struct {
-    bool made;             /* the entry holds a key and its answer, kept for the process: a thread
+    bool made; /* the entry holds a key and its answer, kept for the process: a thread
                               may be running the primitive, so none is ever destroyed */
     gemm_key key;
     dnnl_primitive_t prim; /* NULL: oneDNN declined the key (not asked again) */
@@ -63,24 +65,26 @@ static bool describe(dnnl_memory_desc_t md[3], const int64_t dims[3], const int6
 static dnnl_primitive_t make_primitive(const gemm_key *g)
 {
     const int64_t any = DNNL_RUNTIME_DIM_VAL, dims[3] = {any, any, any};
-    const int64_t strides[3][2] = {{g->trans_a ? 1 : any, g->trans_a ? any : 1}, {g->trans_b ? 1 : any, g->trans_b ? any : 1},
-                                   {any, 1}};
+    const int64_t strides[3][2] = {
+        {g->trans_a ? 1 : any, g->trans_a ? any : 1}, {g->trans_b ? 1 : any, g->trans_b ? any : 1}, {any, 1}};
     dnnl_memory_desc_t md[3];
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t post = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t prim = NULL;
     dnnl_matmul_desc_t desc;
-    bool ok = describe(md, dims, strides) && dnnl_matmul_desc_init(&desc, &md[0], &md[1], NULL, &md[2]) == dnnl_success &&
+    bool ok = describe(md, dims, strides) &&
+              dnnl_matmul_desc_init(&desc, &md[0], &md[1], NULL, &md[2]) == dnnl_success &&
               dnnl_primitive_attr_create(&attr) == dnnl_success &&
               (g->alpha == 1.0f || dnnl_primitive_attr_set_output_scales(attr, 1, 0, &g->alpha) == dnnl_success);
     if (ok && g->beta != 0.0f)
         ok = dnnl_post_ops_create(&post) == dnnl_success && dnnl_post_ops_append_sum(post, g->beta) == dnnl_success &&
              dnnl_primitive_attr_set_post_ops(attr, post) == dnnl_success;
     const char *impl = "";
-    if (ok) ok = dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL) == dnnl_success &&
-                 dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
-                 strncmp(impl, "ref", 3) != 0 && dnnl_primitive_create(&prim, pd) == dnnl_success;
+    if (ok)
+        ok = dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL) == dnnl_success &&
+             dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+             strncmp(impl, "ref", 3) != 0 && dnnl_primitive_create(&prim, pd) == dnnl_success;
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (post) dnnl_post_ops_destroy(post);
     if (attr) dnnl_primitive_attr_destroy(attr);
@@ -110,8 +114,10 @@ static dnnl_primitive_t primitive_for(const gemm_key *g, bool *owned)
         if (!cache[i].made && slot < 0) slot = i;
     }
     dnnl_primitive_t p = make_primitive(g);
-    if (slot >= 0) cache[slot].made = true, cache[slot].key = *g, cache[slot].prim = p;
-    else *owned = p != NULL;
+    if (slot >= 0)
+        cache[slot].made = true, cache[slot].key = *g, cache[slot].prim = p;
+    else
+        *owned = p != NULL;
     pthread_mutex_unlock(&cache_lock);
     return p;
 }
@@ -122,7 +128,8 @@ static void to_bf16(uint32_t *dst, const float *src, int64_t ld, int64_t rows, i
     const int64_t words = (cols + 1) / 2, block = 64;
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows * cols > ATTN_PARALLEL_MIN)
     for (int64_t r0 = 0; r0 < rows; r0 += block)
-        attn_bf16_pack_row_pairs(dst + r0 * words, words, src + r0 * ld, ld, rows - r0 < block ? rows - r0 : block, cols);
+        attn_bf16_pack_row_pairs(dst + r0 * words, words, src + r0 * ld, ld, rows - r0 < block ? rows - r0 : block,
+                                 cols);
 }
 
 bool attn_gemm_bf16(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb, int64_t m,
@@ -147,7 +154,8 @@ bool attn_gemm_bf16(float *c, int64_t ldc, const float *a, int64_t lda, const fl
     dnnl_primitive_t prim = primitive_for(&g, &owned);
     uint32_t *a16 = scratch, *b16 = scratch + a_r * ((a_c + 1) / 2);
     const int64_t dims[3] = {m, n, k};
-    const int64_t strides[3][2] = {{trans_a ? 1 : a_ld, trans_a ? a_ld : 1}, {trans_b ? 1 : b_ld, trans_b ? b_ld : 1}, {ldc, 1}};
+    const int64_t strides[3][2] = {
+        {trans_a ? 1 : a_ld, trans_a ? a_ld : 1}, {trans_b ? 1 : b_ld, trans_b ? b_ld : 1}, {ldc, 1}};
     dnnl_memory_desc_t md[3];
     dnnl_memory_t am = NULL, bm = NULL, cm = NULL;
     dnnl_stream_t stream = NULL;
@@ -188,6 +196,7 @@ bool attn_gemm_bf16(float *c, int64_t ldc, const float *a, int64_t lda, const fl
 
 int64_t attn_gemm_bf16_scratch_words(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b)
 {
-    const int64_t a = trans_a ? k * ((m + 1) / 2) : m * ((k + 1) / 2), b = trans_b ? n * ((k + 1) / 2) : k * ((n + 1) / 2);
+    const int64_t a = trans_a ? k * ((m + 1) / 2) : m * ((k + 1) / 2),
+                  b = trans_b ? n * ((k + 1) / 2) : k * ((n + 1) / 2);
     return a + b;
 }

@@ -14,12 +14,10 @@
  * or (K, M) when trans_a. op(B) is (K, N): B is (K, N) with row stride ldb, or (N, K) when
  * trans_b. beta = 0 never reads C. A large GEMM called outside a parallel region is split over
  * `threads` OpenMP threads (the ctx's count); inside one it runs on the calling thread. */
-void attn_gemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb,
-               int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha,
-               float beta, int threads);
-void attn_gemm_ref(float *c, int64_t ldc, const float *a, int64_t lda, const float *b,
-                   int64_t ldb, int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b,
-                   float alpha, float beta);
+void attn_gemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb, int64_t m, int64_t n,
+               int64_t k, bool trans_a, bool trans_b, float alpha, float beta, int threads);
+void attn_gemm_ref(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb, int64_t m,
+                   int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta);
 /* attn_gemm with A and B rounded to bf16 (round to nearest even) and float32 sums: MEDIUM
  * precision of the layers' products, through the GEMM library (oneDNN's bf16 matmul). scratch:
  * attn_gemm_bf16_scratch_words words for the bf16 copies. false when the library cannot (no bf16
@@ -31,12 +29,10 @@ int64_t attn_gemm_bf16_scratch_words(int64_t m, int64_t n, int64_t k, bool trans
 /* C (M, N) = alpha * A @ B (+ C when accumulate) on small tiles that fit in cache, without
  * packing: A element (i, p) at a[i * a_rs + p * a_ks] (a transposed A is a_rs = 1), B (K, N)
  * row-major with row stride ldb, C row-major. The micro-kernel of the fused attention. */
-void attn_tile_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks,
-                    const float *b, int64_t ldb, int64_t m, int64_t n, int64_t k, float alpha,
-                    bool accumulate);
-void attn_tile_gemm_ref(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks,
-                        const float *b, int64_t ldb, int64_t m, int64_t n, int64_t k, float alpha,
-                        bool accumulate);
+void attn_tile_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb,
+                    int64_t m, int64_t n, int64_t k, float alpha, bool accumulate);
+void attn_tile_gemm_ref(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb,
+                        int64_t m, int64_t n, int64_t k, float alpha, bool accumulate);
 
 /* ---- bf16 products with float32 sums (bf16.h's arithmetic): the fused attention at MEDIUM ----
  * Operands are pairs along K: A (M, K) as words a[i * a_rs + p * a_ks] = (A[i][2p], A[i][2p+1]),
@@ -44,22 +40,18 @@ void attn_tile_gemm_ref(float *c, int64_t ldc, const float *a, int64_t a_rs, int
  * pair padded with 0. C (M, N) = alpha * A @ B (+ C when accumulate), each element's pairs summed
  * in the order p = 0, 1, ... by VDPBF16PS's rule, then C = fma(alpha, sum, C or 0): the fast
  * kernel and the reference give the same bits. Sizes in elements (bf16) or words (pairs). */
-void attn_tile_gemm_bf16(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks,
-                         const uint32_t *b, int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha,
-                         bool accumulate);
-void attn_tile_gemm_bf16_ref(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks,
-                             const uint32_t *b, int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha,
-                             bool accumulate);
+void attn_tile_gemm_bf16(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
+                         int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate);
+void attn_tile_gemm_bf16_ref(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
+                             int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate);
 /* dst (rows, ceil(cols / 2)) words, row stride ld, pairing neighbours in each row of src (rows,
  * cols): dst[r][q] = (src[r][2q], src[r][2q + 1]), the missing element of an odd row 0 */
-void attn_bf16_pack_row_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
-                              int64_t cols);
+void attn_bf16_pack_row_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols);
 void attn_bf16_pack_row_pairs_ref(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
                                   int64_t cols);
 /* dst (ceil(rows / 2), cols) words, row stride ld, pairing consecutive rows of src (rows, cols):
  * dst[p][c] = (src[2p][c], src[2p + 1][c]), the missing row of an odd count 0 */
-void attn_bf16_pack_col_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
-                              int64_t cols);
+void attn_bf16_pack_col_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols);
 void attn_bf16_pack_col_pairs_ref(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
                                   int64_t cols);
 
@@ -93,18 +85,16 @@ void attn_dropout_mask_ref(uint8_t *keep, int64_t n, uint64_t key, float p);
  *             (rows with t_i = ignore get nothing)
  * max (rows) and sum (rows) are written by the forward for the backward. The fast pair runs rows
  * in parallel with simd.h's exp (2 ulp) and float lanes for s; *_ref uses libm's exp in double. */
-void attn_cross_entropy_rows(float *max, double *sum, double *loss, const float *z, const int64_t *t,
-                             int64_t rows, int64_t classes, int64_t ignore_index, double eps, int threads);
-void attn_cross_entropy_rows_ref(float *max, double *sum, double *loss, const float *z,
-                                 const int64_t *t, int64_t rows, int64_t classes,
-                                 int64_t ignore_index, double eps);
-void attn_cross_entropy_rows_backward(float *dz, const float *z, const float *max, const double *sum,
-                                      const int64_t *t, int64_t rows, int64_t classes,
-                                      int64_t ignore_index, double eps, double scale, int threads);
-void attn_cross_entropy_rows_backward_ref(float *dz, const float *z, const float *max,
-                                          const double *sum, const int64_t *t, int64_t rows,
-                                          int64_t classes, int64_t ignore_index, double eps,
-                                          double scale);
+void attn_cross_entropy_rows(float *max, double *sum, double *loss, const float *z, const int64_t *t, int64_t rows,
+                             int64_t classes, int64_t ignore_index, double eps, int threads);
+void attn_cross_entropy_rows_ref(float *max, double *sum, double *loss, const float *z, const int64_t *t, int64_t rows,
+                                 int64_t classes, int64_t ignore_index, double eps);
+void attn_cross_entropy_rows_backward(float *dz, const float *z, const float *max, const double *sum, const int64_t *t,
+                                      int64_t rows, int64_t classes, int64_t ignore_index, double eps, double scale,
+                                      int threads);
+void attn_cross_entropy_rows_backward_ref(float *dz, const float *z, const float *max, const double *sum,
+                                          const int64_t *t, int64_t rows, int64_t classes, int64_t ignore_index,
+                                          double eps, double scale);
 
 /* ---- optimizer updates, torch.optim 1.13's float32 rules over a flat block of n parameters ----
  *   SGD:   d = g + wd p;  momentum: buf = d (first step) or mom buf + keep d,
@@ -124,8 +114,7 @@ typedef struct attn_adam_consts {
 /* p, g (n); buf (n): the momentum buffer, read and written only when momentum != 0 */
 void attn_sgd_update(float *p, float *buf, const float *g, int64_t n, const attn_sgd_consts *k, int threads);
 /* p, g, m (exp_avg), v (exp_avg_sq) (n) */
-void attn_adam_update(float *p, float *m, float *v, const float *g, int64_t n, const attn_adam_consts *k,
-                      int threads);
+void attn_adam_update(float *p, float *m, float *v, const float *g, int64_t n, const attn_adam_consts *k, int threads);
 
 /* ---- softmax and log-softmax over the last dim of a (rows, cols) block ----
  *   softmax:     y = exp(x - max) / sum exp(x - max)      dx += y * (dy - sum(dy * y))
@@ -135,16 +124,13 @@ void attn_adam_update(float *p, float *m, float *v, const float *g, int64_t n, c
  * OpenMP threads; the results do not depend on the count. */
 void attn_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols, int threads);
 void attn_softmax_rows_ref(float *y, const float *x, int64_t rows, int64_t cols);
-void attn_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows,
-                                int64_t cols, int threads);
-void attn_softmax_rows_backward_ref(float *dx, const float *dy, const float *y, int64_t rows,
-                                    int64_t cols);
+void attn_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols, int threads);
+void attn_softmax_rows_backward_ref(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols);
 void attn_log_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols, int threads);
 void attn_log_softmax_rows_ref(float *y, const float *x, int64_t rows, int64_t cols);
-void attn_log_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows,
-                                    int64_t cols, int threads);
-void attn_log_softmax_rows_backward_ref(float *dx, const float *dy, const float *y,
-                                        int64_t rows, int64_t cols);
+void attn_log_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols,
+                                    int threads);
+void attn_log_softmax_rows_backward_ref(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols);
 
 /* ---- layer norm over the last dim of a (rows, cols) block ----
  *   forward:  xhat = (x - mean) * rstd,  rstd = 1 / sqrt(var + eps) (biased var),
@@ -154,15 +140,13 @@ void attn_log_softmax_rows_backward_ref(float *dx, const float *dy, const float 
  * mean and rstd (rows) are written by the forward and read by the backward; row and column
  * sums are accumulated in double. The fast kernels spread rows (columns for dw, db) over
  * `threads` OpenMP threads; the results do not depend on the count. */
-void attn_layernorm_rows(float *y, float *mean, float *rstd, const float *x, const float *w,
-                         const float *b, int64_t rows, int64_t cols, float eps, int threads);
-void attn_layernorm_rows_ref(float *y, float *mean, float *rstd, const float *x, const float *w,
-                             const float *b, int64_t rows, int64_t cols, float eps);
-void attn_layernorm_rows_backward(float *dx, float *dw, float *db, const float *dy,
-                                  const float *x, const float *mean, const float *rstd,
-                                  const float *w, int64_t rows, int64_t cols, int threads);
-void attn_layernorm_rows_backward_ref(float *dx, float *dw, float *db, const float *dy,
-                                      const float *x, const float *mean, const float *rstd,
-                                      const float *w, int64_t rows, int64_t cols);
+void attn_layernorm_rows(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                         int64_t rows, int64_t cols, float eps, int threads);
+void attn_layernorm_rows_ref(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                             int64_t rows, int64_t cols, float eps);
+void attn_layernorm_rows_backward(float *dx, float *dw, float *db, const float *dy, const float *x, const float *mean,
+                                  const float *rstd, const float *w, int64_t rows, int64_t cols, int threads);
+void attn_layernorm_rows_backward_ref(float *dx, float *dw, float *db, const float *dy, const float *x,
+                                      const float *mean, const float *rstd, const float *w, int64_t rows, int64_t cols);
 
 #endif

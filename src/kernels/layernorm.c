@@ -20,8 +20,8 @@
 
 /* ---- reference ---- */
 
-void attn_layernorm_rows_ref(float *y, float *mean, float *rstd, const float *x, const float *w,
-                             const float *b, int64_t rows, int64_t cols, float eps)
+void attn_layernorm_rows_ref(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                             int64_t rows, int64_t cols, float eps)
 {
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * cols;
@@ -41,9 +41,8 @@ void attn_layernorm_rows_ref(float *y, float *mean, float *rstd, const float *x,
     }
 }
 
-void attn_layernorm_rows_backward_ref(float *dx, float *dw, float *db, const float *dy,
-                                      const float *x, const float *mean, const float *rstd,
-                                      const float *w, int64_t rows, int64_t cols)
+void attn_layernorm_rows_backward_ref(float *dx, float *dw, float *db, const float *dy, const float *x,
+                                      const float *mean, const float *rstd, const float *w, int64_t rows, int64_t cols)
 {
     for (int64_t r = 0; dx && r < rows; r++) {
         const float *xr = x + r * cols, *dyr = dy + r * cols;
@@ -126,8 +125,8 @@ static void row_add(float *restrict y, const float *restrict b, int64_t n)
     for (; c < n; c++) y[c] += b[c];
 }
 
-static void layernorm_row(float *restrict y, float *mean, float *rstd, const float *restrict x,
-                          const float *restrict w, const float *restrict b, int64_t n, float eps)
+static void layernorm_row(float *restrict y, float *mean, float *rstd, const float *restrict x, const float *restrict w,
+                          const float *restrict b, int64_t n, float eps)
 {
     double mu = row_sum(x, n) / (double)n;
     float m = (float)mu, rs = (float)(1.0 / sqrt(row_sq_dev(x, mu, n) / (double)n + eps));
@@ -138,12 +137,11 @@ static void layernorm_row(float *restrict y, float *mean, float *rstd, const flo
     *rstd = rs;
 }
 
-void attn_layernorm_rows(float *y, float *mean, float *rstd, const float *x, const float *w,
-                         const float *b, int64_t rows, int64_t cols, float eps, int threads)
+void attn_layernorm_rows(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                         int64_t rows, int64_t cols, float eps, int threads)
 {
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)
-    for (int64_t r = 0; r < rows; r++)
-        layernorm_row(y + r * cols, mean + r, rstd + r, x + r * cols, w, b, cols, eps);
+    for (int64_t r = 0; r < rows; r++) layernorm_row(y + r * cols, mean + r, rstd + r, x + r * cols, w, b, cols, eps);
 }
 
 /* dx (n) += rstd * (g - mean(g) - xhat * mean(g * xhat)) for one row, g = dy * w (w or NULL),
@@ -153,9 +151,9 @@ void attn_layernorm_rows(float *y, float *mean, float *rstd, const float *x, con
  * In float, with dy * w rounded in one pass and fused into an FMA in the other, a row of one
  * element gave dx -7.7e-3 at eps 1e-12 where the exact (and torch's) value is 0.
  * Always inlined into calls where w is known NULL or not, so that the loops vectorise. */
-static inline __attribute__((always_inline)) void
-layernorm_row_dx_w(float *restrict dx, const float *restrict dy, const float *restrict x,
-                   const float *restrict w, float mean, float rstd, int64_t n)
+static inline __attribute__((always_inline)) void layernorm_row_dx_w(float *restrict dx, const float *restrict dy,
+                                                                     const float *restrict x, const float *restrict w,
+                                                                     float mean, float rstd, int64_t n)
 {
     double sg[LANES] = {0}, sgx[LANES] = {0};
     int64_t c = 0;
@@ -182,8 +180,8 @@ layernorm_row_dx_w(float *restrict dx, const float *restrict dy, const float *re
     }
 }
 
-static void layernorm_row_dx(float *dx, const float *dy, const float *x, const float *w,
-                             float mean, float rstd, int64_t n)
+static void layernorm_row_dx(float *dx, const float *dy, const float *x, const float *w, float mean, float rstd,
+                             int64_t n)
 {
     if (w)
         layernorm_row_dx_w(dx, dy, x, w, mean, rstd, n);
@@ -192,9 +190,8 @@ static void layernorm_row_dx(float *dx, const float *dy, const float *x, const f
 }
 
 /* dw[c0..c1) += sum_rows dy * xhat, db[c0..c1) += sum_rows dy, summed in double. */
-static void layernorm_cols_dwdb(float *dw, float *db, const float *dy, const float *x,
-                                const float *mean, const float *rstd, int64_t rows, int64_t cols,
-                                int64_t c0, int64_t c1)
+static void layernorm_cols_dwdb(float *dw, float *db, const float *dy, const float *x, const float *mean,
+                                const float *rstd, int64_t rows, int64_t cols, int64_t c0, int64_t c1)
 {
     double aw[COL_BLOCK] = {0}, ab[COL_BLOCK] = {0};
     for (int64_t r = 0; r < rows; r++) {
@@ -210,15 +207,13 @@ static void layernorm_cols_dwdb(float *dw, float *db, const float *dy, const flo
     }
 }
 
-void attn_layernorm_rows_backward(float *dx, float *dw, float *db, const float *dy,
-                                  const float *x, const float *mean, const float *rstd,
-                                  const float *w, int64_t rows, int64_t cols, int threads)
+void attn_layernorm_rows_backward(float *dx, float *dw, float *db, const float *dy, const float *x, const float *mean,
+                                  const float *rstd, const float *w, int64_t rows, int64_t cols, int threads)
 {
     if (dx) {
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)
         for (int64_t r = 0; r < rows; r++)
-            layernorm_row_dx(dx + r * cols, dy + r * cols, x + r * cols, w, mean[r], rstd[r],
-                             cols);
+            layernorm_row_dx(dx + r * cols, dy + r * cols, x + r * cols, w, mean[r], rstd[r], cols);
     }
     if (dw || db) {
         int64_t blocks = (cols + COL_BLOCK - 1) / COL_BLOCK;

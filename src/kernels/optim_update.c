@@ -17,7 +17,9 @@
 #endif
 
 /* Elements per block of the threads' share, fixed so that the split does not depend on the count */
-enum { UPDATE_BLOCK = 16384 };
+enum {
+    UPDATE_BLOCK = 16384
+};
 
 void attn_sgd_update(float *p, float *buf, const float *g, int64_t n, const attn_sgd_consts *k, int threads)
 {
@@ -36,9 +38,8 @@ void attn_sgd_update(float *p, float *buf, const float *g, int64_t n, const attn
 
 /* One Adam update of p[0..n); l2 and adamw are constants where it is inlined, so each variant's
  * loop has no branch and vectorises. */
-static inline __attribute__((always_inline)) void adam_block(float *p, const float *g, float *m, float *v,
-                                                             int64_t n, const attn_adam_consts *k, bool l2,
-                                                             bool adamw)
+static inline __attribute__((always_inline)) void adam_block(float *p, const float *g, float *m, float *v, int64_t n,
+                                                             const attn_adam_consts *k, bool l2, bool adamw)
 {
     for (int64_t i = 0; i < n; i++) {
         float gi = l2 ? FMA(p[i], k->wd, g[i]) : g[i];
@@ -50,16 +51,18 @@ static inline __attribute__((always_inline)) void adam_block(float *p, const flo
     }
 }
 
-void attn_adam_update(float *p, float *m, float *v, const float *g, int64_t n, const attn_adam_consts *k,
-                      int threads)
+void attn_adam_update(float *p, float *m, float *v, const float *g, int64_t n, const attn_adam_consts *k, int threads)
 {
     const bool adamw = k->adamw, l2 = !adamw && k->wd != 0.0f;
     const int64_t blocks = (n + UPDATE_BLOCK - 1) / UPDATE_BLOCK;
 #pragma omp parallel for schedule(static) num_threads(threads) if (n > ATTN_PARALLEL_MIN)
     for (int64_t blk = 0; blk < blocks; blk++) {
         const int64_t i0 = blk * UPDATE_BLOCK, len = n - i0 < UPDATE_BLOCK ? n - i0 : UPDATE_BLOCK;
-        if (adamw) adam_block(p + i0, g + i0, m + i0, v + i0, len, k, false, true);
-        else if (l2) adam_block(p + i0, g + i0, m + i0, v + i0, len, k, true, false);
-        else adam_block(p + i0, g + i0, m + i0, v + i0, len, k, false, false);
+        if (adamw)
+            adam_block(p + i0, g + i0, m + i0, v + i0, len, k, false, true);
+        else if (l2)
+            adam_block(p + i0, g + i0, m + i0, v + i0, len, k, true, false);
+        else
+            adam_block(p + i0, g + i0, m + i0, v + i0, len, k, false, false);
     }
 }

@@ -13,19 +13,48 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 
-enum { VF_LANES = 16 };
+enum {
+    VF_LANES = 16
+};
 typedef __m512 vf;
 
-static inline vf vf_load(const float *p) { return _mm512_loadu_ps(p); }
-static inline void vf_store(float *p, vf x) { _mm512_storeu_ps(p, x); }
-static inline vf vf_set1(float x) { return _mm512_set1_ps(x); }
-static inline vf vf_add(vf a, vf b) { return _mm512_add_ps(a, b); }
-static inline vf vf_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
-static inline vf vf_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
-static inline vf vf_div(vf a, vf b) { return _mm512_div_ps(a, b); }
-static inline vf vf_fma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); } /* a b + c */
+static inline vf vf_load(const float *p)
+{
+    return _mm512_loadu_ps(p);
+}
+static inline void vf_store(float *p, vf x)
+{
+    _mm512_storeu_ps(p, x);
+}
+static inline vf vf_set1(float x)
+{
+    return _mm512_set1_ps(x);
+}
+static inline vf vf_add(vf a, vf b)
+{
+    return _mm512_add_ps(a, b);
+}
+static inline vf vf_sub(vf a, vf b)
+{
+    return _mm512_sub_ps(a, b);
+}
+static inline vf vf_mul(vf a, vf b)
+{
+    return _mm512_mul_ps(a, b);
+}
+static inline vf vf_div(vf a, vf b)
+{
+    return _mm512_div_ps(a, b);
+}
+static inline vf vf_fma(vf a, vf b, vf c)
+{
+    return _mm512_fmadd_ps(a, b, c);
+} /* a b + c */
 /* |a|, and |a| with b's sign */
-static inline vf vf_abs(vf a) { return _mm512_castsi512_ps(_mm512_andnot_si512(_mm512_set1_epi32(INT32_MIN), _mm512_castps_si512(a))); }
+static inline vf vf_abs(vf a)
+{
+    return _mm512_castsi512_ps(_mm512_andnot_si512(_mm512_set1_epi32(INT32_MIN), _mm512_castps_si512(a)));
+}
 static inline vf vf_copysign(vf a, vf b)
 {
     const __m512i sign = _mm512_set1_epi32(INT32_MIN);
@@ -33,7 +62,10 @@ static inline vf vf_copysign(vf a, vf b)
                                                _mm512_and_si512(sign, _mm512_castps_si512(b))));
 }
 /* max(a, b); a NaN in b is ignored, a NaN in a kept */
-static inline vf vf_max(vf a, vf b) { return _mm512_max_ps(b, a); }
+static inline vf vf_max(vf a, vf b)
+{
+    return _mm512_max_ps(b, a);
+}
 /* lanes of a where a == -inf become b */
 static inline vf vf_neginf_to(vf a, vf b)
 {
@@ -65,24 +97,56 @@ static inline vf vf_neginf_outside(vf y, vf x, vf lo, vf hi)
 #elif defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
-enum { VF_LANES = 8 };
+enum {
+    VF_LANES = 8
+};
 typedef __m256 vf;
 
-static inline vf vf_load(const float *p) { return _mm256_loadu_ps(p); }
-static inline void vf_store(float *p, vf x) { _mm256_storeu_ps(p, x); }
-static inline vf vf_set1(float x) { return _mm256_set1_ps(x); }
-static inline vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
-static inline vf vf_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
-static inline vf vf_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
-static inline vf vf_div(vf a, vf b) { return _mm256_div_ps(a, b); }
-static inline vf vf_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
-static inline vf vf_abs(vf a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+static inline vf vf_load(const float *p)
+{
+    return _mm256_loadu_ps(p);
+}
+static inline void vf_store(float *p, vf x)
+{
+    _mm256_storeu_ps(p, x);
+}
+static inline vf vf_set1(float x)
+{
+    return _mm256_set1_ps(x);
+}
+static inline vf vf_add(vf a, vf b)
+{
+    return _mm256_add_ps(a, b);
+}
+static inline vf vf_sub(vf a, vf b)
+{
+    return _mm256_sub_ps(a, b);
+}
+static inline vf vf_mul(vf a, vf b)
+{
+    return _mm256_mul_ps(a, b);
+}
+static inline vf vf_div(vf a, vf b)
+{
+    return _mm256_div_ps(a, b);
+}
+static inline vf vf_fma(vf a, vf b, vf c)
+{
+    return _mm256_fmadd_ps(a, b, c);
+}
+static inline vf vf_abs(vf a)
+{
+    return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a);
+}
 static inline vf vf_copysign(vf a, vf b)
 {
     const vf sign = _mm256_set1_ps(-0.0f);
     return _mm256_or_ps(_mm256_andnot_ps(sign, a), _mm256_and_ps(sign, b));
 }
-static inline vf vf_max(vf a, vf b) { return _mm256_max_ps(b, a); }
+static inline vf vf_max(vf a, vf b)
+{
+    return _mm256_max_ps(b, a);
+}
 static inline vf vf_neginf_to(vf a, vf b)
 {
     return _mm256_blendv_ps(a, b, _mm256_cmp_ps(a, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ));
@@ -109,7 +173,9 @@ static inline vf vf_neginf_outside(vf y, vf x, vf lo, vf hi)
 #else
 #include <math.h>
 
-enum { VF_LANES = 4 };
+enum {
+    VF_LANES = 4
+};
 typedef float vf __attribute__((vector_size(16)));
 
 static inline vf vf_load(const float *p)
@@ -118,13 +184,34 @@ static inline vf vf_load(const float *p)
     memcpy(&x, p, sizeof x);
     return x;
 }
-static inline void vf_store(float *p, vf x) { memcpy(p, &x, sizeof x); }
-static inline vf vf_set1(float x) { return (vf){x, x, x, x}; }
-static inline vf vf_add(vf a, vf b) { return a + b; }
-static inline vf vf_sub(vf a, vf b) { return a - b; }
-static inline vf vf_mul(vf a, vf b) { return a * b; }
-static inline vf vf_div(vf a, vf b) { return a / b; }
-static inline vf vf_fma(vf a, vf b, vf c) { return a * b + c; }
+static inline void vf_store(float *p, vf x)
+{
+    memcpy(p, &x, sizeof x);
+}
+static inline vf vf_set1(float x)
+{
+    return (vf){x, x, x, x};
+}
+static inline vf vf_add(vf a, vf b)
+{
+    return a + b;
+}
+static inline vf vf_sub(vf a, vf b)
+{
+    return a - b;
+}
+static inline vf vf_mul(vf a, vf b)
+{
+    return a * b;
+}
+static inline vf vf_div(vf a, vf b)
+{
+    return a / b;
+}
+static inline vf vf_fma(vf a, vf b, vf c)
+{
+    return a * b + c;
+}
 static inline vf vf_abs(vf a)
 {
     for (int i = 0; i < VF_LANES; i++) a[i] = fabsf(a[i]);

@@ -62,8 +62,7 @@ void attn_log_softmax_rows_ref(float *y, const float *x, int64_t rows, int64_t c
     }
 }
 
-void attn_softmax_rows_backward_ref(float *dx, const float *dy, const float *y, int64_t rows,
-                                    int64_t cols)
+void attn_softmax_rows_backward_ref(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols)
 {
     for (int64_t r = 0; r < rows; r++) {
         const float *dyr = dy + r * cols, *yr = y + r * cols;
@@ -73,13 +72,12 @@ void attn_softmax_rows_backward_ref(float *dx, const float *dy, const float *y, 
     }
 }
 
-void attn_log_softmax_rows_backward_ref(float *dx, const float *dy, const float *y,
-                                        int64_t rows, int64_t cols)
+void attn_log_softmax_rows_backward_ref(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols)
 {
     for (int64_t r = 0; r < rows; r++) {
         const float *dyr = dy + r * cols, *yr = y + r * cols;
         if (row_max_ref(yr, cols) == -INFINITY) continue; /* fully masked row: no gradient */
-        double sum = 0.0; /* sum dy */
+        double sum = 0.0;                                 /* sum dy */
         for (int64_t c = 0; c < cols; c++) sum += dyr[c];
         for (int64_t c = 0; c < cols; c++) dx[r * cols + c] += dyr[c] - expf(yr[c]) * (float)sum;
     }
@@ -158,8 +156,7 @@ static float row_sum(const float *a, int64_t n)
     return lanes_sum(s);
 }
 
-static void softmax_row_backward(float *restrict dx, const float *restrict dy,
-                                 const float *restrict y, int64_t n)
+static void softmax_row_backward(float *restrict dx, const float *restrict dy, const float *restrict y, int64_t n)
 {
     float dot = row_dot(dy, y, n);
     int64_t c = 0;
@@ -168,8 +165,7 @@ static void softmax_row_backward(float *restrict dx, const float *restrict dy,
     for (; c < n; c++) dx[c] += y[c] * (dy[c] - dot);
 }
 
-static void log_softmax_row_backward(float *restrict dx, const float *restrict dy,
-                                     const float *restrict y, int64_t n)
+static void log_softmax_row_backward(float *restrict dx, const float *restrict dy, const float *restrict y, int64_t n)
 {
     if (attn_row_max(y, n) == -INFINITY) return; /* fully masked row: no gradient */
     float sum = row_sum(dy, n);
@@ -191,18 +187,14 @@ void attn_log_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols,
     for (int64_t r = 0; r < rows; r++) log_softmax_row(y + r * cols, x + r * cols, cols);
 }
 
-void attn_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows,
-                                int64_t cols, int threads)
+void attn_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols, int threads)
 {
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)
-    for (int64_t r = 0; r < rows; r++)
-        softmax_row_backward(dx + r * cols, dy + r * cols, y + r * cols, cols);
+    for (int64_t r = 0; r < rows; r++) softmax_row_backward(dx + r * cols, dy + r * cols, y + r * cols, cols);
 }
 
-void attn_log_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows,
-                                    int64_t cols, int threads)
+void attn_log_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols, int threads)
 {
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)
-    for (int64_t r = 0; r < rows; r++)
-        log_softmax_row_backward(dx + r * cols, dy + r * cols, y + r * cols, cols);
+    for (int64_t r = 0; r < rows; r++) log_softmax_row_backward(dx + r * cols, dy + r * cols, y + r * cols, cols);
 }

@@ -9,14 +9,15 @@
 
 /* rows of C per register block: 6 x 4 accumulators + 4 B vectors + 1 broadcast fit in 32
  * AVX-512 registers; 6 x 2 + 2 + 1 in 16 AVX2 ones */
-enum { TILE_MR = 6, TILE_NV = VF_LANES == 16 ? 4 : 2 };
+enum {
+    TILE_MR = 6,
+    TILE_NV = VF_LANES == 16 ? 4 : 2
+};
 
 /* C[0..mr) x [0..nv vectors) (+)= alpha A B over k. mr and nv are constants after inlining. */
-static inline __attribute__((always_inline)) void block(float *c, int64_t ldc, const float *a,
-                                                        int64_t a_rs, int64_t a_ks,
-                                                        const float *b, int64_t ldb, int mr,
-                                                        int nv, int64_t k, float alpha,
-                                                        bool accumulate)
+static inline __attribute__((always_inline)) void block(float *c, int64_t ldc, const float *a, int64_t a_rs,
+                                                        int64_t a_ks, const float *b, int64_t ldb, int mr, int nv,
+                                                        int64_t k, float alpha, bool accumulate)
 {
     vf acc[TILE_MR][4];
 #pragma GCC unroll 6
@@ -47,11 +48,9 @@ static inline __attribute__((always_inline)) void block(float *c, int64_t ldc, c
 }
 
 /* All m rows of one column panel of nv vectors. */
-static inline __attribute__((always_inline)) void panel(float *c, int64_t ldc, const float *a,
-                                                        int64_t a_rs, int64_t a_ks,
-                                                        const float *b, int64_t ldb, int64_t m,
-                                                        int nv, int64_t k, float alpha,
-                                                        bool accumulate)
+static inline __attribute__((always_inline)) void panel(float *c, int64_t ldc, const float *a, int64_t a_rs,
+                                                        int64_t a_ks, const float *b, int64_t ldb, int64_t m, int nv,
+                                                        int64_t k, float alpha, bool accumulate)
 {
     int64_t r = 0;
     for (; r + TILE_MR <= m; r += TILE_MR)
@@ -59,18 +58,28 @@ static inline __attribute__((always_inline)) void panel(float *c, int64_t ldc, c
     const float *ar = a + r * a_rs;
     float *cr = c + r * ldc;
     switch (m - r) {
-    case 5: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 5, nv, k, alpha, accumulate); break;
-    case 4: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 4, nv, k, alpha, accumulate); break;
-    case 3: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 3, nv, k, alpha, accumulate); break;
-    case 2: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 2, nv, k, alpha, accumulate); break;
-    case 1: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 1, nv, k, alpha, accumulate); break;
-    default: break;
+    case 5:
+        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 5, nv, k, alpha, accumulate);
+        break;
+    case 4:
+        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 4, nv, k, alpha, accumulate);
+        break;
+    case 3:
+        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 3, nv, k, alpha, accumulate);
+        break;
+    case 2:
+        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 2, nv, k, alpha, accumulate);
+        break;
+    case 1:
+        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 1, nv, k, alpha, accumulate);
+        break;
+    default:
+        break;
     }
 }
 
-void attn_tile_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks,
-                    const float *b, int64_t ldb, int64_t m, int64_t n, int64_t k, float alpha,
-                    bool accumulate)
+void attn_tile_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb,
+                    int64_t m, int64_t n, int64_t k, float alpha, bool accumulate)
 {
     int64_t j = 0;
     for (; j + TILE_NV * VF_LANES <= n; j += TILE_NV * VF_LANES)
@@ -79,16 +88,14 @@ void attn_tile_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t
         panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 2, k, alpha, accumulate);
         j += 2 * VF_LANES;
     }
-    for (; j + VF_LANES <= n; j += VF_LANES)
-        panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 1, k, alpha, accumulate);
+    for (; j + VF_LANES <= n; j += VF_LANES) panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 1, k, alpha, accumulate);
     if (j < n) /* the last columns, fewer than a vector (heads of d < VF_LANES): the reference,
                 * whose double sums cost little at that size */
         attn_tile_gemm_ref(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, n - j, k, alpha, accumulate);
 }
 
-void attn_tile_gemm_ref(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks,
-                        const float *b, int64_t ldb, int64_t m, int64_t n, int64_t k, float alpha,
-                        bool accumulate)
+void attn_tile_gemm_ref(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb,
+                        int64_t m, int64_t n, int64_t k, float alpha, bool accumulate)
 {
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {

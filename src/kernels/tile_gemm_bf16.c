@@ -28,12 +28,12 @@ void attn_bf16_pack_col_pairs_ref(uint32_t *dst, int64_t ld, const float *src, i
 {
     for (int64_t p = 0; p < (rows + 1) / 2; p++)
         for (int64_t c = 0; c < cols; c++)
-            dst[p * ld + c] = attn_bf16_pair(src[2 * p * ld_src + c], 2 * p + 1 < rows ? src[(2 * p + 1) * ld_src + c] : 0.0f);
+            dst[p * ld + c] =
+                attn_bf16_pair(src[2 * p * ld_src + c], 2 * p + 1 < rows ? src[(2 * p + 1) * ld_src + c] : 0.0f);
 }
 
-void attn_tile_gemm_bf16_ref(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks,
-                             const uint32_t *b, int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha,
-                             bool accumulate)
+void attn_tile_gemm_bf16_ref(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
+                             int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate)
 {
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
@@ -48,16 +48,19 @@ void attn_tile_gemm_bf16_ref(float *c, int64_t ldc, const uint32_t *a, int64_t a
 /* ---- AVX512_BF16 ---- */
 
 /* 16 floats -> 16 bf16 (VCVTNEPS2BF16), zero-extended to 32-bit lanes */
-static inline __m512i bf16_lanes(__m512 x) { return _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x)); }
+static inline __m512i bf16_lanes(__m512 x)
+{
+    return _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x));
+}
 
-void attn_bf16_pack_row_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
-                              int64_t cols)
+void attn_bf16_pack_row_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols)
 {
     for (int64_t r = 0; r < rows; r++) {
         const float *s = src + r * ld_src;
         uint32_t *d = dst + r * ld; /* 16 bf16 in order are 8 pair words, the even element low */
         int64_t c = 0;
-        for (; c + 16 <= cols; c += 16) _mm256_storeu_si256((__m256i *)(d + c / 2), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(s + c)));
+        for (; c + 16 <= cols; c += 16)
+            _mm256_storeu_si256((__m256i *)(d + c / 2), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(s + c)));
         if (c < cols) { /* the last columns, and a zero to finish the last pair */
             const __mmask16 in = (__mmask16)((1u << (cols - c)) - 1);
             const __mmask8 out = (__mmask8)((1u << ((cols - c + 1) / 2)) - 1);
@@ -66,8 +69,7 @@ void attn_bf16_pack_row_pairs(uint32_t *dst, int64_t ld, const float *src, int64
     }
 }
 
-void attn_bf16_pack_col_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
-                              int64_t cols)
+void attn_bf16_pack_col_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols)
 {
     for (int64_t p = 0; p < (rows + 1) / 2; p++) {
         const float *even = src + 2 * p * ld_src, *odd = 2 * p + 1 < rows ? even + ld_src : NULL;
@@ -75,7 +77,8 @@ void attn_bf16_pack_col_pairs(uint32_t *dst, int64_t ld, const float *src, int64
         for (int64_t c = 0; c < cols; c += 16) {
             const __mmask16 k = cols - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (cols - c)) - 1);
             __m512i lo = bf16_lanes(_mm512_maskz_loadu_ps(k, even + c));
-            __m512i hi = odd ? _mm512_slli_epi32(bf16_lanes(_mm512_maskz_loadu_ps(k, odd + c)), 16) : _mm512_setzero_si512();
+            __m512i hi =
+                odd ? _mm512_slli_epi32(bf16_lanes(_mm512_maskz_loadu_ps(k, odd + c)), 16) : _mm512_setzero_si512();
             _mm512_mask_storeu_epi32(d + c, k, _mm512_or_si512(lo, hi));
         }
     }
@@ -83,14 +86,16 @@ void attn_bf16_pack_col_pairs(uint32_t *dst, int64_t ld, const float *src, int64
 
 /* rows of C per register block and column vectors per block: 6 x 4 accumulators, 4 B vectors and
  * a broadcast pair in the 32 registers, as the float32 kernel (tile_gemm.c) */
-enum { BF16_MR = 6, BF16_NV = 4 };
+enum {
+    BF16_MR = 6,
+    BF16_NV = 4
+};
 
 /* C[0..mr) x [0..nv vectors) (+)= alpha A B over kp pairs; the last vector's columns under `last`.
  * mr and nv are constants after inlining. */
 static inline __attribute__((always_inline)) void block(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs,
-                                                        int64_t a_ks, const uint32_t *b, int64_t ldb, int mr,
-                                                        int nv, __mmask16 last, int64_t kp, float alpha,
-                                                        bool accumulate)
+                                                        int64_t a_ks, const uint32_t *b, int64_t ldb, int mr, int nv,
+                                                        __mmask16 last, int64_t kp, float alpha, bool accumulate)
 {
     __m512 acc[BF16_MR][BF16_NV];
 #pragma GCC unroll 6
@@ -102,7 +107,8 @@ static inline __attribute__((always_inline)) void block(float *c, int64_t ldc, c
         __m512bh bv[BF16_NV];
 #pragma GCC unroll 4
         for (int v = 0; v < nv; v++)
-            bv[v] = (__m512bh)(v == nv - 1 ? _mm512_maskz_loadu_epi32(last, bp + 16 * v) : _mm512_loadu_si512(bp + 16 * v));
+            bv[v] =
+                (__m512bh)(v == nv - 1 ? _mm512_maskz_loadu_epi32(last, bp + 16 * v) : _mm512_loadu_si512(bp + 16 * v));
 #pragma GCC unroll 6
         for (int r = 0; r < mr; r++) {
             const __m512bh av = (__m512bh)_mm512_set1_epi32((int)ap[r * a_rs]);
@@ -124,9 +130,8 @@ static inline __attribute__((always_inline)) void block(float *c, int64_t ldc, c
 
 /* All m rows of one column panel of nv vectors. */
 static inline __attribute__((always_inline)) void panel(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs,
-                                                        int64_t a_ks, const uint32_t *b, int64_t ldb, int64_t m,
-                                                        int nv, __mmask16 last, int64_t kp, float alpha,
-                                                        bool accumulate)
+                                                        int64_t a_ks, const uint32_t *b, int64_t ldb, int64_t m, int nv,
+                                                        __mmask16 last, int64_t kp, float alpha, bool accumulate)
 {
     int64_t r = 0;
     for (; r + BF16_MR <= m; r += BF16_MR)
@@ -134,18 +139,28 @@ static inline __attribute__((always_inline)) void panel(float *c, int64_t ldc, c
     const uint32_t *ar = a + r * a_rs;
     float *cr = c + r * ldc;
     switch (m - r) {
-    case 5: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 5, nv, last, kp, alpha, accumulate); break;
-    case 4: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 4, nv, last, kp, alpha, accumulate); break;
-    case 3: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 3, nv, last, kp, alpha, accumulate); break;
-    case 2: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 2, nv, last, kp, alpha, accumulate); break;
-    case 1: block(cr, ldc, ar, a_rs, a_ks, b, ldb, 1, nv, last, kp, alpha, accumulate); break;
-    default: break;
+    case 5:
+        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 5, nv, last, kp, alpha, accumulate);
+        break;
+    case 4:
+        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 4, nv, last, kp, alpha, accumulate);
+        break;
+    case 3:
+        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 3, nv, last, kp, alpha, accumulate);
+        break;
+    case 2:
+        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 2, nv, last, kp, alpha, accumulate);
+        break;
+    case 1:
+        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 1, nv, last, kp, alpha, accumulate);
+        break;
+    default:
+        break;
     }
 }
 
-void attn_tile_gemm_bf16(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks,
-                         const uint32_t *b, int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha,
-                         bool accumulate)
+void attn_tile_gemm_bf16(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
+                         int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate)
 {
     const __mmask16 all = 0xffff;
     int64_t j = 0;
@@ -162,21 +177,18 @@ void attn_tile_gemm_bf16(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs,
 
 #else /* no bf16 instructions at this level: the references' bits */
 
-void attn_bf16_pack_row_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
-                              int64_t cols)
+void attn_bf16_pack_row_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols)
 {
     attn_bf16_pack_row_pairs_ref(dst, ld, src, ld_src, rows, cols);
 }
 
-void attn_bf16_pack_col_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
-                              int64_t cols)
+void attn_bf16_pack_col_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols)
 {
     attn_bf16_pack_col_pairs_ref(dst, ld, src, ld_src, rows, cols);
 }
 
-void attn_tile_gemm_bf16(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks,
-                         const uint32_t *b, int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha,
-                         bool accumulate)
+void attn_tile_gemm_bf16(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
+                         int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate)
 {
     attn_tile_gemm_bf16_ref(c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate);
 }

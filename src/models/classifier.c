@@ -10,9 +10,14 @@
 
 attn_classifier_config attn_classifier_defaults(int64_t vocab_size)
 {
-    return (attn_classifier_config){.vocab_size = vocab_size, .embed_dim = 128, .num_heads = 4,
-                                    .hidden_dim = 256, .num_classes = 2, .max_len = 512,
-                                    .attention = ATTN_CLASSIFIER_SOFTMAX, .dropout = 0.5f,
+    return (attn_classifier_config){.vocab_size = vocab_size,
+                                    .embed_dim = 128,
+                                    .num_heads = 4,
+                                    .hidden_dim = 256,
+                                    .num_classes = 2,
+                                    .max_len = 512,
+                                    .attention = ATTN_CLASSIFIER_SOFTMAX,
+                                    .dropout = 0.5f,
                                     .block_dropout = 0.1f};
 }
 
@@ -22,9 +27,11 @@ static attn_status init_attention(attn_classifier *m, attn_params *p, attn_rng *
     if (c->num_blocks > 0) {
         m->blocks = calloc((size_t)c->num_blocks, sizeof *m->blocks);
         if (!m->blocks) return attn__fail(ATTN_ERR_NOMEM, "classifier: out of memory");
-        attn_transformer_config tc = {.d_model = c->embed_dim, .num_heads = c->num_heads,
+        attn_transformer_config tc = {.d_model = c->embed_dim,
+                                      .num_heads = c->num_heads,
                                       .dim_feedforward = 4 * c->embed_dim,
-                                      .dropout = c->block_dropout, .norm_first = c->norm_first};
+                                      .dropout = c->block_dropout,
+                                      .norm_first = c->norm_first};
         for (int i = 0; i < c->num_blocks; i++) {
             char name[64];
             snprintf(name, sizeof name, "blocks.%d", i);
@@ -36,8 +43,8 @@ static attn_status init_attention(attn_classifier *m, attn_params *p, attn_rng *
     case ATTN_CLASSIFIER_SOFTMAX:
         return attn_mha_init(&m->mha, p, "attention", c->embed_dim, c->num_heads, 0, 0, true, 0.0f, rng);
     case ATTN_CLASSIFIER_LINEAR:
-        return attn_linear_attention_init(&m->linear, p, "attention", c->embed_dim,
-                                          ATTN_LINEAR_ATTENTION_EFFICIENT, rng);
+        return attn_linear_attention_init(&m->linear, p, "attention", c->embed_dim, ATTN_LINEAR_ATTENTION_EFFICIENT,
+                                          rng);
     case ATTN_CLASSIFIER_CONV:
         return attn_conv_attention_init(&m->conv, p, "attention", c->embed_dim, c->num_heads, 3, rng);
     case ATTN_CLASSIFIER_ADDITIVE: {
@@ -48,22 +55,23 @@ static attn_status init_attention(attn_classifier *m, attn_params *p, attn_rng *
     return attn__fail(ATTN_ERR_ARG, "classifier: unknown attention variant %d", (int)c->attention);
 }
 
-static attn_status init_classifier(attn_classifier *m, attn_params *p, const attn_classifier_config *cfg,
-                                   attn_rng *rng)
+static attn_status init_classifier(attn_classifier *m, attn_params *p, const attn_classifier_config *cfg, attn_rng *rng)
 {
     if (!m || !p || !cfg) return attn__fail(ATTN_ERR_ARG, "classifier_init: NULL argument");
-    if (cfg->vocab_size < 1 || cfg->embed_dim < 1 || cfg->max_len < 1 || cfg->num_classes < 1 ||
-        cfg->hidden_dim < 1 || cfg->num_blocks < 0 || !(cfg->dropout >= 0 && cfg->dropout < 1) ||
-        cfg->additive_hidden < 0)
+    if (cfg->vocab_size < 1 || cfg->embed_dim < 1 || cfg->max_len < 1 || cfg->num_classes < 1 || cfg->hidden_dim < 1 ||
+        cfg->num_blocks < 0 || !(cfg->dropout >= 0 && cfg->dropout < 1) || cfg->additive_hidden < 0)
         return attn__fail(ATTN_ERR_ARG, "classifier_init: sizes must be >= 1, blocks >= 0, "
                                         "additive_hidden >= 0 and dropout in [0, 1)");
     if (cfg->pack && !(cfg->mask_padding && (cfg->attention == ATTN_CLASSIFIER_SOFTMAX || cfg->num_blocks > 0)))
-        return attn__fail(ATTN_ERR_ARG, "classifier_init: pack needs mask_padding, and Transformer blocks or the "
-                          "softmax attention (mask_padding %d, attention %d, blocks %d)", (int)cfg->mask_padding,
-                          (int)cfg->attention, cfg->num_blocks);
+        return attn__fail(ATTN_ERR_ARG,
+                          "classifier_init: pack needs mask_padding, and Transformer blocks or the "
+                          "softmax attention (mask_padding %d, attention %d, blocks %d)",
+                          (int)cfg->mask_padding, (int)cfg->attention, cfg->num_blocks);
     if (cfg->sinusoidal && cfg->embed_dim % 2)
-        return attn__fail(ATTN_ERR_ARG, "classifier_init: sinusoidal positions need an even embed_dim, "
-                          "not %lld", (long long)cfg->embed_dim);
+        return attn__fail(ATTN_ERR_ARG,
+                          "classifier_init: sinusoidal positions need an even embed_dim, "
+                          "not %lld",
+                          (long long)cfg->embed_dim);
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     if (attn_embedding_init(&m->embedding, p, "embedding", cfg->vocab_size, cfg->embed_dim, -1, rng) != ATTN_OK)
@@ -78,8 +86,7 @@ static attn_status init_classifier(attn_classifier *m, attn_params *p, const att
     return ATTN_OK;
 }
 
-attn_status attn_classifier_init(attn_classifier *m, attn_params *p, const attn_classifier_config *cfg,
-                                 attn_rng *rng)
+attn_status attn_classifier_init(attn_classifier *m, attn_params *p, const attn_classifier_config *cfg, attn_rng *rng)
 {
     const size_t n0 = p ? attn_params_count(p) : 0;
     return attn__params_settle(p, n0, init_classifier(m, p, cfg, rng));
@@ -102,8 +109,8 @@ static uint8_t *padding_of(attn_ctx *ctx, const int64_t *lengths, int64_t batch,
     return pad;
 }
 
-static attn_tensor *attention(attn_ctx *ctx, const attn_classifier *m, attn_tensor *x,
-                              const uint8_t *pad, const int64_t *lengths, attn_tensor **weights)
+static attn_tensor *attention(attn_ctx *ctx, const attn_classifier *m, attn_tensor *x, const uint8_t *pad,
+                              const int64_t *lengths, attn_tensor **weights)
 {
     const attn_classifier_config *c = &m->cfg;
     const int64_t B = x->shape[0], L = x->shape[1];
@@ -126,9 +133,12 @@ static attn_tensor *attention(attn_ctx *ctx, const attn_classifier *m, attn_tens
         return x;
     }
     switch (c->attention) {
-    case ATTN_CLASSIFIER_SOFTMAX: return attn_mha_forward(ctx, &m->mha, x, x, x, &opts, weights);
-    case ATTN_CLASSIFIER_LINEAR: return attn_linear_attention_forward(ctx, &m->linear, x, &opts.mask);
-    case ATTN_CLASSIFIER_CONV: return attn_conv_attention_forward(ctx, &m->conv, x, &opts, weights);
+    case ATTN_CLASSIFIER_SOFTMAX:
+        return attn_mha_forward(ctx, &m->mha, x, x, x, &opts, weights);
+    case ATTN_CLASSIFIER_LINEAR:
+        return attn_linear_attention_forward(ctx, &m->linear, x, &opts.mask);
+    case ATTN_CLASSIFIER_CONV:
+        return attn_conv_attention_forward(ctx, &m->conv, x, &opts, weights);
     case ATTN_CLASSIFIER_ADDITIVE:
         return attn_additive_forward(ctx, &m->additive, x, x, x, &lens, weights);
     }
@@ -179,7 +189,7 @@ static attn_tensor *packed_pooled(attn_ctx *ctx, const attn_classifier *m, const
     const int64_t total = cu[batch];
     int64_t *tokens = attn_arena_alloc(&ctx->arena, sizeof(int64_t) * (size_t)total);    /* (total) ids */
     int64_t *positions = attn_arena_alloc(&ctx->arena, sizeof(int64_t) * (size_t)total); /* (total) in its sequence */
-    attn_tensor *mean = attn_tensor_zeros(ctx, 2, (int64_t[]){batch, total});             /* (B, total) */
+    attn_tensor *mean = attn_tensor_zeros(ctx, 2, (int64_t[]){batch, total});            /* (B, total) */
     if (!tokens || !positions || !mean) return NULL;
     for (int64_t b = 0; b < batch; b++)
         for (int64_t j = 0; j < lengths[b]; j++) {
@@ -192,19 +202,20 @@ static attn_tensor *packed_pooled(attn_ctx *ctx, const attn_classifier *m, const
                               table ? attn_embedding(ctx, table, positions, 1, &total, -1) : NULL); /* (total, E) */
     attn_tensor *h = x;
     if (m->cfg.num_blocks == 0) h = attn_mha_forward_packed(ctx, &m->mha, x, cu, batch, false);
-    for (int i = 0; i < m->cfg.num_blocks && h; i++) h = attn_encoder_layer_forward_packed(ctx, &m->blocks[i], h, cu, batch);
+    for (int i = 0; i < m->cfg.num_blocks && h; i++)
+        h = attn_encoder_layer_forward_packed(ctx, &m->blocks[i], h, cu, batch);
     return attn_matmul(ctx, mean, h, false, false);
 }
 
 attn_tensor *attn_classifier_forward(attn_ctx *ctx, const attn_classifier *m, const int64_t *ids,
-                                     const int64_t *lengths, int64_t batch, int64_t len,
-                                     attn_tensor **weights)
+                                     const int64_t *lengths, int64_t batch, int64_t len, attn_tensor **weights)
 {
     if (weights) *weights = NULL;
     if (!ctx || !m || !ids || !lengths) return attn__null_input(__func__);
     int64_t n_ids;
     if (batch < 1 || len < 1 || len > m->cfg.max_len || !attn__mul_ok(batch, len, &n_ids))
-        return attn__fail_null(ATTN_ERR_SHAPE, "classifier: batch %lld x length %lld; expected "
+        return attn__fail_null(ATTN_ERR_SHAPE,
+                               "classifier: batch %lld x length %lld; expected "
                                "length in [1, %lld] and batch x length within int64",
                                (long long)batch, (long long)len, (long long)m->cfg.max_len);
     for (int64_t b = 0; b < batch; b++)
@@ -214,7 +225,6 @@ attn_tensor *attn_classifier_forward(attn_ctx *ctx, const attn_classifier *m, co
     attn_tensor *pooled = m->cfg.pack && !weights /* a batch's weights come from the padded path */
                               ? packed_pooled(ctx, m, ids, lengths, batch, len)
                               : padded_pooled(ctx, m, ids, lengths, batch, len, weights);
-    attn_tensor *hidden = attn_dropout(ctx, attn_relu(ctx, attn_linear_forward(ctx, &m->fc1, pooled)),
-                                       m->cfg.dropout);
+    attn_tensor *hidden = attn_dropout(ctx, attn_relu(ctx, attn_linear_forward(ctx, &m->fc1, pooled)), m->cfg.dropout);
     return attn_linear_forward(ctx, &m->fc2, hidden);
 }

@@ -16,14 +16,14 @@ typedef struct hypothesis {
     int64_t *tokens; /* (cap + 1): <bos> first */
     int64_t len;     /* tokens including <bos> */
     double logp;
-    int64_t row;     /* the decoder row holding its state (a row of its sentence) */
+    int64_t row; /* the decoder row holding its state (a row of its sentence) */
 } hypothesis;
 
 typedef struct sentence_search {
     hypothesis *live, *cand, best; /* k live, k * k candidates of a step, the best ended one */
     double best_score;
     int n_live, n_finished;
-    int64_t max_out;               /* tokens at most, <eos> included */
+    int64_t max_out; /* tokens at most, <eos> included */
 } sentence_search;
 
 static double penalized(double logp, int64_t len, float alpha)
@@ -49,8 +49,8 @@ static void top_k(int64_t *best, const float *row, int64_t V, int k)
 
 /* Step t of one sentence: logits (k, V) of its rows (row i continues live[i]). Keeps the k best
  * continuations; parents (k) receives the row each new live hypothesis continues. */
-static void search_step(sentence_search *s, const float *logits, int k, int64_t V, int64_t t, float alpha,
-                        int64_t eos, int64_t *parents)
+static void search_step(sentence_search *s, const float *logits, int k, int64_t V, int64_t t, float alpha, int64_t eos,
+                        int64_t *parents)
 {
     hypothesis *live = s->live, *cand = s->cand;
     int n_cand = 0;
@@ -139,10 +139,9 @@ static void searches_free(sentence_search *s, int64_t *block)
     free(block);
 }
 
-static attn_status beam_rows(const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
-                             int64_t batch, int64_t src_len, int beam_size, float alpha,
-                             const int64_t *max_out, int64_t out_width, int64_t *out, int64_t *out_lens,
-                             attn_seq2seq_decode_impl impl, int threads)
+static attn_status beam_rows(const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens, int64_t batch,
+                             int64_t src_len, int beam_size, float alpha, const int64_t *max_out, int64_t out_width,
+                             int64_t *out, int64_t *out_lens, attn_seq2seq_decode_impl impl, int threads)
 {
     if (!m || !src || !src_lens || !max_out || !out || !out_lens || beam_size < 1 || beam_size > ATTN_BEAM_MAX)
         return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: NULL argument or beam size outside [1, %d]", ATTN_BEAM_MAX);
@@ -152,16 +151,18 @@ static attn_status beam_rows(const attn_seq2seq *m, const int64_t *src, const in
     const attn_seq2seq_config *c = &m->cfg;
     const int64_t V = c->tgt_vocab, k = beam_size;
     if (batch < 1 || k > V)
-        return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: batch %lld and beam size %lld; expected a batch "
-                          ">= 1 and beams no more than the %lld target tokens", (long long)batch,
-                          (long long)k, (long long)V);
+        return attn__fail(ATTN_ERR_ARG,
+                          "seq2seq_beam: batch %lld and beam size %lld; expected a batch "
+                          ">= 1 and beams no more than the %lld target tokens",
+                          (long long)batch, (long long)k, (long long)V);
     int64_t cap = 1, rows; /* the most steps of any sentence */
     for (int64_t b = 0; b < batch; b++) {
         const int64_t mo = max_out[b] < c->max_len ? max_out[b] : c->max_len - 1; /* the positions known */
         if (mo < 1 || mo > out_width)
-            return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: max_out[%lld] = %lld; expected >= 1 and "
-                              "(after the model's max_len - 1 = %lld) <= out_width %lld", (long long)b,
-                              (long long)max_out[b], (long long)(c->max_len - 1), (long long)out_width);
+            return attn__fail(ATTN_ERR_ARG,
+                              "seq2seq_beam: max_out[%lld] = %lld; expected >= 1 and "
+                              "(after the model's max_len - 1 = %lld) <= out_width %lld",
+                              (long long)b, (long long)max_out[b], (long long)(c->max_len - 1), (long long)out_width);
         cap = mo > cap ? mo : cap;
     }
     if (!attn__mul_ok(batch, k, &rows) || !attn__mul_ok(rows, V, &rows))
@@ -174,9 +175,9 @@ static attn_status beam_rows(const attn_seq2seq *m, const int64_t *src, const in
     }
     int64_t *block;
     sentence_search *s = searches_new(batch, (int)k, cap, c->bos_id, &block);
-    int64_t *tokens = malloc((size_t)(batch * k) * sizeof *tokens);  /* (B k) each row's latest */
+    int64_t *tokens = malloc((size_t)(batch * k) * sizeof *tokens); /* (B k) each row's latest */
     int64_t *parents = malloc((size_t)(batch * k) * sizeof *parents);
-    float *logits = malloc((size_t)rows * sizeof *logits);            /* (B k, V) */
+    float *logits = malloc((size_t)rows * sizeof *logits); /* (B k, V) */
     attn_status st = s ? ATTN_OK : attn_last_status();
     if (st == ATTN_OK && (!tokens || !parents || !logits))
         st = attn__fail(ATTN_ERR_NOMEM, "seq2seq_beam: out of memory");
@@ -198,7 +199,8 @@ static attn_status beam_rows(const attn_seq2seq *m, const int64_t *src, const in
         for (int64_t a = 0; a < n_alive; a++) {
             int64_t *p = parents + a * k; /* rows of the decoder's sentence a: [a k, (a + 1) k) */
             sentence_search *sa = &s[alive[a]];
-            if (sa->n_live > 0) search_step(sa, logits + a * k * V, (int)k, V, t, alpha, c->eos_id, p);
+            if (sa->n_live > 0)
+                search_step(sa, logits + a * k * V, (int)k, V, t, alpha, c->eos_id, p);
             else
                 for (int64_t i = 0; i < k; i++) p[i] = i;
             for (int64_t i = 0; i < k; i++) p[i] += a * k;
@@ -236,10 +238,9 @@ static attn_status beam_rows(const attn_seq2seq *m, const int64_t *src, const in
 /* D2L's GRU encoder reads the padding: Bahdanau sentences go in groups of one source length, each
  * at its own width, to be searched as they would be alone. The Transformer masks the padding and
  * takes the batch at once. */
-attn_status attn__seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                                     const int64_t *src_lens, int64_t batch, int64_t src_len, int beam_size,
-                                     float alpha, const int64_t *max_out, int64_t out_width, int64_t *out,
-                                     int64_t *out_lens, attn_seq2seq_decode_impl impl)
+attn_status attn__seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
+                                     int64_t batch, int64_t src_len, int beam_size, float alpha, const int64_t *max_out,
+                                     int64_t out_width, int64_t *out, int64_t *out_lens, attn_seq2seq_decode_impl impl)
 {
     if (!ctx) return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: NULL ctx");
     attn_ctx_reset(ctx);
@@ -249,8 +250,8 @@ attn_status attn__seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const
          padded = false;
     for (int64_t b = 0; grouped && b < batch; b++) padded = padded || src_lens[b] != src_len;
     if (!grouped || !padded) /* (beam_rows reports bad arguments) */
-        return beam_rows(m, src, src_lens, batch, src_len, beam_size, alpha, max_out, out_width, out,
-                         out_lens, impl, threads);
+        return beam_rows(m, src, src_lens, batch, src_len, beam_size, alpha, max_out, out_width, out, out_lens, impl,
+                         threads);
     int64_t *rows = malloc((size_t)batch * sizeof *rows), *lens = malloc((size_t)batch * sizeof *lens);
     int64_t *limits = malloc((size_t)batch * sizeof *limits), *sub_lens = malloc((size_t)batch * sizeof *sub_lens);
     int64_t *sub = NULL, *sub_out = NULL, n_ids, n_out;
@@ -259,11 +260,14 @@ attn_status attn__seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const
         sub_out = malloc((size_t)n_out * sizeof *sub_out);
     }
     attn_status st = rows && lens && limits && sub_lens && sub && sub_out
-                         ? ATTN_OK : attn__fail(ATTN_ERR_NOMEM, "seq2seq_beam: out of memory");
+                         ? ATTN_OK
+                         : attn__fail(ATTN_ERR_NOMEM, "seq2seq_beam: out of memory");
     for (int64_t b = 0; st == ATTN_OK && b < batch; b++)
         if (src_lens[b] < 1 || src_lens[b] > src_len)
-            st = attn__fail(ATTN_ERR_ARG, "seq2seq_beam: src_lens[%lld] = %lld; expected in [1, %lld] "
-                            "(the source width)", (long long)b, (long long)src_lens[b], (long long)src_len);
+            st = attn__fail(ATTN_ERR_ARG,
+                            "seq2seq_beam: src_lens[%lld] = %lld; expected in [1, %lld] "
+                            "(the source width)",
+                            (long long)b, (long long)src_lens[b], (long long)src_len);
     for (int64_t len = 1; st == ATTN_OK && len <= src_len; len++) {
         int64_t n = 0; /* the sentences of this length, unpadded */
         for (int64_t b = 0; b < batch; b++)
@@ -274,8 +278,7 @@ attn_status attn__seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const
                 sub_lens[n++] = len;
             }
         if (n > 0)
-            st = beam_rows(m, sub, sub_lens, n, len, beam_size, alpha, limits, out_width, sub_out, lens, impl,
-                           threads);
+            st = beam_rows(m, sub, sub_lens, n, len, beam_size, alpha, limits, out_width, sub_out, lens, impl, threads);
         for (int64_t i = 0; st == ATTN_OK && i < n; i++) {
             memcpy(out + rows[i] * out_width, sub_out + i * out_width, (size_t)out_width * sizeof *out);
             out_lens[rows[i]] = lens[i];
@@ -290,22 +293,21 @@ attn_status attn__seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const
     return st;
 }
 
-attn_status attn_seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                                    const int64_t *src_lens, int64_t batch, int64_t src_len,
-                                    int beam_size, float alpha, const int64_t *max_out,
+attn_status attn_seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
+                                    int64_t batch, int64_t src_len, int beam_size, float alpha, const int64_t *max_out,
                                     int64_t out_width, int64_t *out, int64_t *out_lens)
 {
-    return attn__seq2seq_beam_batch(ctx, m, src, src_lens, batch, src_len, beam_size, alpha, max_out, out_width,
-                                    out, out_lens, ATTN_SEQ2SEQ_DECODE_CACHED);
+    return attn__seq2seq_beam_batch(ctx, m, src, src_lens, batch, src_len, beam_size, alpha, max_out, out_width, out,
+                                    out_lens, ATTN_SEQ2SEQ_DECODE_CACHED);
 }
 
 attn_status attn_seq2seq_beam_batch_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                                        const int64_t *src_lens, int64_t batch, int64_t src_len,
-                                        int beam_size, float alpha, const int64_t *max_out,
-                                        int64_t out_width, int64_t *out, int64_t *out_lens)
+                                        const int64_t *src_lens, int64_t batch, int64_t src_len, int beam_size,
+                                        float alpha, const int64_t *max_out, int64_t out_width, int64_t *out,
+                                        int64_t *out_lens)
 {
-    return attn__seq2seq_beam_batch(ctx, m, src, src_lens, batch, src_len, beam_size, alpha, max_out, out_width,
-                                    out, out_lens, ATTN_SEQ2SEQ_DECODE_RECOMPUTE);
+    return attn__seq2seq_beam_batch(ctx, m, src, src_lens, batch, src_len, beam_size, alpha, max_out, out_width, out,
+                                    out_lens, ATTN_SEQ2SEQ_DECODE_RECOMPUTE);
 }
 
 /* One sentence; with cross_weights, one teacher-forced pass over <bos> + the answer, in eval
@@ -318,8 +320,8 @@ attn_status attn__seq2seq_beam_one(attn_ctx *ctx, const attn_seq2seq *m, const i
     if (!ctx || !m || !out || !out_len || max_out < 1)
         return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: NULL argument or max_out < 1");
     const int64_t width = max_out < m->cfg.max_len ? max_out : m->cfg.max_len - 1; /* out's room used */
-    attn_status st = attn__seq2seq_beam_batch(ctx, m, src, &src_len, 1, src_len, beam_size, alpha, &max_out, width,
-                                              out, out_len, impl);
+    attn_status st = attn__seq2seq_beam_batch(ctx, m, src, &src_len, 1, src_len, beam_size, alpha, &max_out, width, out,
+                                              out_len, impl);
     if (st != ATTN_OK || !cross_weights) return st;
     bool grad = attn_ctx_grad_enabled(ctx), training = attn_ctx_training(ctx);
     attn_ctx_set_grad_enabled(ctx, false);
@@ -340,17 +342,16 @@ attn_status attn__seq2seq_beam_one(attn_ctx *ctx, const attn_seq2seq *m, const i
     return st;
 }
 
-attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                              int64_t src_len, int beam_size, float alpha, int64_t max_out,
-                              int64_t *out, int64_t *out_len, attn_tensor **cross_weights)
+attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, int64_t src_len, int beam_size,
+                              float alpha, int64_t max_out, int64_t *out, int64_t *out_len, attn_tensor **cross_weights)
 {
     return attn__seq2seq_beam_one(ctx, m, src, src_len, beam_size, alpha, max_out, out, out_len, cross_weights,
                                   ATTN_SEQ2SEQ_DECODE_CACHED);
 }
 
-attn_status attn_seq2seq_beam_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                                  int64_t src_len, int beam_size, float alpha, int64_t max_out,
-                                  int64_t *out, int64_t *out_len, attn_tensor **cross_weights)
+attn_status attn_seq2seq_beam_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, int64_t src_len,
+                                  int beam_size, float alpha, int64_t max_out, int64_t *out, int64_t *out_len,
+                                  attn_tensor **cross_weights)
 {
     return attn__seq2seq_beam_one(ctx, m, src, src_len, beam_size, alpha, max_out, out, out_len, cross_weights,
                                   ATTN_SEQ2SEQ_DECODE_RECOMPUTE);

@@ -16,9 +16,9 @@ int64_t attn__seq2seq_argmax(const float *x, int64_t n)
 }
 
 /* out (batch, stride) receives up to max_out tokens per row (<eos> included), then pad */
-static attn_status greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                          const int64_t *src_lens, int64_t batch, int64_t src_len, int64_t max_out,
-                          int64_t stride, int64_t *out, int64_t *out_lens, attn_seq2seq_decode_impl impl)
+static attn_status greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
+                          int64_t batch, int64_t src_len, int64_t max_out, int64_t stride, int64_t *out,
+                          int64_t *out_lens, attn_seq2seq_decode_impl impl)
 {
     if (!ctx || !m || !src || !src_lens || !out || !out_lens || max_out < 1)
         return attn__fail(ATTN_ERR_ARG, "seq2seq_greedy: NULL argument or max_out < 1");
@@ -36,8 +36,8 @@ static attn_status greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *s
     int64_t *alive = malloc((size_t)batch * sizeof *alive);   /* the sentence of each decoder row */
     int64_t *keep = malloc((size_t)batch * sizeof *keep);
     float *logits = malloc((size_t)(batch * V) * sizeof *logits); /* (B, V) */
-    attn_status st = tokens && alive && keep && logits
-                         ? ATTN_OK : attn__fail(ATTN_ERR_NOMEM, "seq2seq_greedy: out of memory");
+    attn_status st =
+        tokens && alive && keep && logits ? ATTN_OK : attn__fail(ATTN_ERR_NOMEM, "seq2seq_greedy: out of memory");
     for (int64_t b = 0; st == ATTN_OK && b < batch; b++) {
         tokens[b] = c->bos_id;
         alive[b] = b;
@@ -74,17 +74,14 @@ static attn_status greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *s
     return st;
 }
 
-attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                                const int64_t *src_lens, int64_t batch, int64_t src_len,
-                                int64_t max_out, int64_t *out, int64_t *out_lens)
+attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
+                                int64_t batch, int64_t src_len, int64_t max_out, int64_t *out, int64_t *out_lens)
 {
-    return greedy(ctx, m, src, src_lens, batch, src_len, max_out, max_out, out, out_lens,
-                  ATTN_SEQ2SEQ_DECODE_CACHED);
+    return greedy(ctx, m, src, src_lens, batch, src_len, max_out, max_out, out, out_lens, ATTN_SEQ2SEQ_DECODE_CACHED);
 }
 
-attn_status attn_seq2seq_greedy_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                                    const int64_t *src_lens, int64_t batch, int64_t src_len,
-                                    int64_t max_out, int64_t *out, int64_t *out_lens)
+attn_status attn_seq2seq_greedy_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
+                                    int64_t batch, int64_t src_len, int64_t max_out, int64_t *out, int64_t *out_lens)
 {
     return greedy(ctx, m, src, src_lens, batch, src_len, max_out, max_out, out, out_lens,
                   ATTN_SEQ2SEQ_DECODE_RECOMPUTE);
@@ -112,8 +109,8 @@ static int64_t *limits_of(const attn_seq2seq_decode_opts *o, int64_t batch, int6
 
 /* Greedy: each sentence's tokens up to its limit, without <eos> (greedy() keeps it), then pad */
 static attn_status greedy_limited(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
-                                  int64_t batch, int64_t src_len, const int64_t *limit, int64_t out_width,
-                                  int64_t *out, int64_t *out_lens, attn_seq2seq_decode_impl impl)
+                                  int64_t batch, int64_t src_len, const int64_t *limit, int64_t out_width, int64_t *out,
+                                  int64_t *out_lens, attn_seq2seq_decode_impl impl)
 {
     int64_t longest = 1;
     for (int64_t b = 0; b < batch; b++) longest = limit[b] > longest ? limit[b] : longest;
@@ -126,8 +123,8 @@ static attn_status greedy_limited(attn_ctx *ctx, const attn_seq2seq *m, const in
 }
 
 attn_status attn_seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
-                                int64_t batch, int64_t src_len, const attn_seq2seq_decode_opts *opts,
-                                int64_t out_width, int64_t *out, int64_t *out_lens)
+                                int64_t batch, int64_t src_len, const attn_seq2seq_decode_opts *opts, int64_t out_width,
+                                int64_t *out, int64_t *out_lens)
 {
     const attn_seq2seq_decode_opts defaults = {.beam_size = 1};
     const attn_seq2seq_decode_opts *o = opts ? opts : &defaults;
@@ -138,22 +135,23 @@ attn_status attn_seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const int6
     if (batch < 1 || out_width < 1 || o->beam_size < 0 || o->beam_size > ATTN_BEAM_MAX ||
         (o->impl != ATTN_SEQ2SEQ_DECODE_CACHED && o->impl != ATTN_SEQ2SEQ_DECODE_RECOMPUTE) ||
         (o->cross_weights && batch != 1) || !attn__mul_ok(batch, out_width, &n_out))
-        return attn__fail(ATTN_ERR_ARG, "seq2seq_decode: batch %lld, out_width %lld, beam_size %d, impl %d%s; expected "
+        return attn__fail(ATTN_ERR_ARG,
+                          "seq2seq_decode: batch %lld, out_width %lld, beam_size %d, impl %d%s; expected "
                           "a batch and out_width >= 1 (their product within int64), beam_size in [0, %d], an "
-                          "attn_seq2seq_decode_impl, and cross_weights for a batch of 1 alone", (long long)batch,
-                          (long long)out_width, o->beam_size, (int)o->impl, o->cross_weights ? " with cross_weights" : "",
-                          ATTN_BEAM_MAX);
+                          "attn_seq2seq_decode_impl, and cross_weights for a batch of 1 alone",
+                          (long long)batch, (long long)out_width, o->beam_size, (int)o->impl,
+                          o->cross_weights ? " with cross_weights" : "", ATTN_BEAM_MAX);
     int64_t *limit = limits_of(o, batch, out_width);
     if (!limit) return attn_last_status();
     for (int64_t i = 0; i < n_out; i++) out[i] = m->cfg.pad_id;
     const int k = o->beam_size > 1 ? o->beam_size : 1;
-    attn_status st = o->cross_weights /* one sentence, searched (beam 1 finds greedy's answer), then its weights */
-                         ? attn__seq2seq_beam_one(ctx, m, src, src_lens[0], k, o->length_penalty, limit[0], out,
-                                                  out_lens, o->cross_weights, o->impl)
-                     : k > 1 ? attn__seq2seq_beam_batch(ctx, m, src, src_lens, batch, src_len, k, o->length_penalty,
-                                                        limit, out_width, out, out_lens, o->impl)
-                             : greedy_limited(ctx, m, src, src_lens, batch, src_len, limit, out_width, out, out_lens,
-                                              o->impl);
+    attn_status st =
+        o->cross_weights /* one sentence, searched (beam 1 finds greedy's answer), then its weights */
+            ? attn__seq2seq_beam_one(ctx, m, src, src_lens[0], k, o->length_penalty, limit[0], out, out_lens,
+                                     o->cross_weights, o->impl)
+            : k > 1 ? attn__seq2seq_beam_batch(ctx, m, src, src_lens, batch, src_len, k, o->length_penalty, limit,
+                                               out_width, out, out_lens, o->impl)
+                    : greedy_limited(ctx, m, src, src_lens, batch, src_len, limit, out_width, out, out_lens, o->impl);
     free(limit);
     return st;
 }

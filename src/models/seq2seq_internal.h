@@ -19,11 +19,10 @@ typedef struct seq2seq_memory {
 uint8_t *attn__seq2seq_padding(attn_ctx *ctx, const int64_t *lens, int64_t batch, int64_t len);
 
 attn_status attn__transformer_init(attn_seq2seq *m, attn_params *p, attn_rng *rng);
-attn_status attn__transformer_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                               seq2seq_memory *mem);
+attn_status attn__transformer_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, seq2seq_memory *mem);
 attn_tensor *attn__transformer_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
-                                const int64_t *tgt, const int64_t *tgt_lens, int64_t tgt_len,
-                                attn_tensor **cross_weights);
+                                      const int64_t *tgt, const int64_t *tgt_lens, int64_t tgt_len,
+                                      attn_tensor **cross_weights);
 
 /* attn_seq2seq_forward_packed after its checks: logits (total_t, V_tgt) */
 attn_tensor *attn__transformer_forward_packed(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
@@ -31,25 +30,21 @@ attn_tensor *attn__transformer_forward_packed(attn_ctx *ctx, const attn_seq2seq 
                                               int64_t batch);
 
 attn_status attn__bahdanau_init(attn_seq2seq *m, attn_params *p, attn_rng *rng);
-attn_status attn__bahdanau_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                            seq2seq_memory *mem);
-attn_tensor *attn__bahdanau_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
-                             const int64_t *tgt, int64_t tgt_len, attn_tensor **cross_weights);
+attn_status attn__bahdanau_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, seq2seq_memory *mem);
+attn_tensor *attn__bahdanau_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem, const int64_t *tgt,
+                                   int64_t tgt_len, attn_tensor **cross_weights);
 
 /* Dispatch on m->cfg.kind */
-attn_status attn__seq2seq_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                           const int64_t *src_lens, int64_t batch, int64_t src_len,
-                           seq2seq_memory *mem);
-attn_tensor *attn__seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
-                            const int64_t *tgt, const int64_t *tgt_lens, int64_t tgt_len,
-                            attn_tensor **cross_weights);
+attn_status attn__seq2seq_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
+                                 int64_t batch, int64_t src_len, seq2seq_memory *mem);
+attn_tensor *attn__seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem, const int64_t *tgt,
+                                  const int64_t *tgt_lens, int64_t tgt_len, attn_tensor **cross_weights);
 
 /* The beam searches of attn_seq2seq_beam_batch and attn_seq2seq_beam (one sentence, with its
  * cross-attention) with either decoder (seq2seq_beam.c) */
-attn_status attn__seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                                     const int64_t *src_lens, int64_t batch, int64_t src_len, int beam_size,
-                                     float alpha, const int64_t *max_out, int64_t out_width, int64_t *out,
-                                     int64_t *out_lens, attn_seq2seq_decode_impl impl);
+attn_status attn__seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
+                                     int64_t batch, int64_t src_len, int beam_size, float alpha, const int64_t *max_out,
+                                     int64_t out_width, int64_t *out, int64_t *out_lens, attn_seq2seq_decode_impl impl);
 attn_status attn__seq2seq_beam_one(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, int64_t src_len,
                                    int beam_size, float alpha, int64_t max_out, int64_t *out, int64_t *out_len,
                                    attn_tensor **cross_weights, attn_seq2seq_decode_impl impl);
@@ -75,12 +70,12 @@ typedef struct bahdanau_cache {
 struct attn_seq2seq_decoder {
     const attn_seq2seq *m;
     attn_seq2seq_decode_impl impl;
-    attn_ctx *keep;         /* the encoder's results and what is computed from them once */
-    attn_ctx *work;         /* one step's activations, reset at every step */
+    attn_ctx *keep;                         /* the encoder's results and what is computed from them once */
+    attn_ctx *work;                         /* one step's activations, reset at every step */
     int64_t batch, beams, rows, cap, steps; /* rows = batch * beams; cap = most steps */
-    seq2seq_memory mem;     /* per sentence (batch rows), in keep */
-    seq2seq_memory row_mem; /* RECOMPUTE: per row (rows), in keep */
-    int64_t *prefix;        /* RECOMPUTE: (rows, cap) tokens fed so far, heap */
+    seq2seq_memory mem;                     /* per sentence (batch rows), in keep */
+    seq2seq_memory row_mem;                 /* RECOMPUTE: per row (rows), in keep */
+    int64_t *prefix;                        /* RECOMPUTE: (rows, cap) tokens fed so far, heap */
     transformer_cache tc;
     bahdanau_cache bc;
 };
@@ -103,8 +98,8 @@ void attn__seq2seq_rows_gather(const seq2seq_rows *b, const int64_t *parents, in
 void attn__seq2seq_rows_keep(const seq2seq_rows *b, const int64_t *keep, int64_t n);
 /* x (outer, rows, width) of elements of `size` bytes: the rows keep[0..n) (ascending) packed in
  * place as (outer, n, width). */
-void attn__seq2seq_keep_rows(void *x, size_t size, int64_t outer, int64_t rows, int64_t width,
-                       const int64_t *keep, int64_t n);
+void attn__seq2seq_keep_rows(void *x, size_t size, int64_t outer, int64_t rows, int64_t width, const int64_t *keep,
+                             int64_t n);
 /* The same along dim of a contiguous tensor, whose shape[dim] becomes n. */
 void attn__seq2seq_keep_tensor(attn_tensor *t, int dim, const int64_t *keep, int64_t n);
 

@@ -44,8 +44,8 @@ void attn__seq2seq_rows_keep(const seq2seq_rows *b, const int64_t *keep, int64_t
                 memmove(row_segment(b, o, i, s), row_segment(b, o, keep[i], s), (size_t)b->len * sizeof(float));
 }
 
-void attn__seq2seq_keep_rows(void *x, size_t size, int64_t outer, int64_t rows, int64_t width,
-                       const int64_t *keep, int64_t n)
+void attn__seq2seq_keep_rows(void *x, size_t size, int64_t outer, int64_t rows, int64_t width, const int64_t *keep,
+                             int64_t n)
 {
     unsigned char *bytes = x;
     const size_t row = (size_t)width * size;
@@ -57,7 +57,7 @@ void attn__seq2seq_keep_rows(void *x, size_t size, int64_t outer, int64_t rows, 
 void attn__seq2seq_keep_tensor(attn_tensor *t, int dim, const int64_t *keep, int64_t n)
 {
     attn__seq2seq_keep_rows(t->data, sizeof(float), attn__prod(t->shape, 0, dim), t->shape[dim],
-                      attn__prod(t->shape, dim + 1, t->ndim), keep, n);
+                            attn__prod(t->shape, dim + 1, t->ndim), keep, n);
     t->numel = t->numel / t->shape[dim] * n;
     t->shape[dim] = n;
 }

@@ -21,9 +21,13 @@ attn_status attn__transformer_init(attn_seq2seq *m, attn_params *p, attn_rng *rn
     m->enc = calloc((size_t)c->enc_layers, sizeof *m->enc);
     m->dec = calloc((size_t)c->dec_layers, sizeof *m->dec);
     if (!m->enc || !m->dec) return attn__fail(ATTN_ERR_NOMEM, "seq2seq transformer: out of memory");
-    attn_transformer_config tc = {.d_model = c->d_model, .num_heads = c->num_heads,
-                                  .dim_feedforward = c->dim_feedforward, .dropout = c->dropout,
-                                  .ffn_dropout = true, .rope_base = c->rope_base, .rope_layout = ATTN_ROPE_HALVES};
+    attn_transformer_config tc = {.d_model = c->d_model,
+                                  .num_heads = c->num_heads,
+                                  .dim_feedforward = c->dim_feedforward,
+                                  .dropout = c->dropout,
+                                  .ffn_dropout = true,
+                                  .rope_base = c->rope_base,
+                                  .rope_layout = ATTN_ROPE_HALVES};
     char name[64];
     for (int i = 0; i < c->enc_layers; i++) {
         snprintf(name, sizeof name, "encoder.layers.%d", i);
@@ -37,30 +41,29 @@ attn_status attn__transformer_init(attn_seq2seq *m, attn_params *p, attn_rng *rn
 }
 
 /* dropout(emb(ids) * sqrt(d) + PE[:L]) (rotary positions: no PE here, the layers rotate q and k) */
-static attn_tensor *embed(attn_ctx *ctx, const attn_seq2seq *m, const attn_embedding_layer *emb,
-                          const int64_t *ids, int64_t batch, int64_t len)
+static attn_tensor *embed(attn_ctx *ctx, const attn_seq2seq *m, const attn_embedding_layer *emb, const int64_t *ids,
+                          int64_t batch, int64_t len)
 {
     const int64_t d = m->cfg.d_model;
-    attn_tensor *x = attn_scale(ctx, attn_embedding_forward(ctx, emb, ids, 2, (int64_t[]){batch, len}),
-                                sqrtf((float)d));
-    if (m->cfg.rope_base == 0.0f) x = attn_add_positions(ctx, x, attn_sinusoidal_table(ctx, len, d, ATTN_PE_INTERLEAVED));
+    attn_tensor *x =
+        attn_scale(ctx, attn_embedding_forward(ctx, emb, ids, 2, (int64_t[]){batch, len}), sqrtf((float)d));
+    if (m->cfg.rope_base == 0.0f)
+        x = attn_add_positions(ctx, x, attn_sinusoidal_table(ctx, len, d, ATTN_PE_INTERLEAVED));
     return attn_dropout(ctx, x, m->cfg.dropout);
 }
 
-attn_status attn__transformer_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                               seq2seq_memory *mem)
+attn_status attn__transformer_encode(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, seq2seq_memory *mem)
 {
     attn_tensor *x = embed(ctx, m, &m->src_embedding, src, mem->batch, mem->src_len);
     attn_mask mask = {.key_padding = mem->src_pad, .key_padding_shape = {mem->batch, mem->src_len}};
-    for (int i = 0; i < m->cfg.enc_layers && x; i++)
-        x = attn_encoder_layer_forward(ctx, &m->enc[i], x, &mask, NULL);
+    for (int i = 0; i < m->cfg.enc_layers && x; i++) x = attn_encoder_layer_forward(ctx, &m->enc[i], x, &mask, NULL);
     mem->enc_out = x;
     return x ? ATTN_OK : attn_last_status();
 }
 
 attn_tensor *attn__transformer_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem,
-                                const int64_t *tgt, const int64_t *tgt_lens, int64_t tgt_len,
-                                attn_tensor **cross_weights)
+                                      const int64_t *tgt, const int64_t *tgt_lens, int64_t tgt_len,
+                                      attn_tensor **cross_weights)
 {
     attn_tensor *y = embed(ctx, m, &m->tgt_embedding, tgt, mem->batch, tgt_len);
     attn_mask self = {.causal = true, .key_padding_shape = {mem->batch, tgt_len}};
@@ -95,7 +98,8 @@ attn_tensor *attn__transformer_forward_packed(attn_ctx *ctx, const attn_seq2seq 
                                               int64_t batch)
 {
     attn_tensor *x = embed_packed(ctx, m, &m->src_embedding, src, cu_src, batch); /* (total_s, d) */
-    for (int i = 0; i < m->cfg.enc_layers && x; i++) x = attn_encoder_layer_forward_packed(ctx, &m->enc[i], x, cu_src, batch);
+    for (int i = 0; i < m->cfg.enc_layers && x; i++)
+        x = attn_encoder_layer_forward_packed(ctx, &m->enc[i], x, cu_src, batch);
     attn_tensor *y = x ? embed_packed(ctx, m, &m->tgt_embedding, tgt_in, cu_tgt, batch) : NULL; /* (total_t, d) */
     for (int i = 0; i < m->cfg.dec_layers && y; i++)
         y = attn_decoder_layer_forward_packed(ctx, &m->dec[i], y, cu_tgt, x, cu_src, batch);

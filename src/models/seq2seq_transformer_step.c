@@ -55,8 +55,8 @@ attn_tensor *attn__transformer_cache_step(attn_seq2seq_decoder *d, const int64_t
 static seq2seq_rows cache_rows(attn_tensor *cache, int64_t steps)
 {
     const int64_t H = cache->shape[1], cap = cache->shape[2], dh = cache->shape[3];
-    return (seq2seq_rows){.x = cache->data, .outer = 1, .row_stride = H * cap * dh, .segs = H,
-                          .seg_stride = cap * dh, .len = steps * dh};
+    return (seq2seq_rows){
+        .x = cache->data, .outer = 1, .row_stride = H * cap * dh, .segs = H, .seg_stride = cap * dh, .len = steps * dh};
 }
 
 attn_status attn__transformer_cache_reorder(attn_seq2seq_decoder *d, const int64_t *parents)

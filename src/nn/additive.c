@@ -10,8 +10,7 @@ attn_tensor *attn_masked_softmax(attn_ctx *ctx, attn_tensor *scores, const attn_
     if (!valid_lens || !valid_lens->data) return attn_softmax(ctx, scores, -1);
     if (scores->ndim != 3) {
         char buf[64];
-        return attn__fail_null(ATTN_ERR_SHAPE,
-                               "masked_softmax: scores %s with valid_lens; expected scores (B, Lq, Lk)",
+        return attn__fail_null(ATTN_ERR_SHAPE, "masked_softmax: scores %s with valid_lens; expected scores (B, Lq, Lk)",
                                attn_shape_str(scores, buf, sizeof buf));
     }
     const int64_t B = scores->shape[0], Lq = scores->shape[1], Lk = scores->shape[2];
@@ -31,9 +30,8 @@ static void sub_prefix(char *out, size_t n, const char *prefix, const char *name
     snprintf(out, n, "%s%s%s", prefix, *prefix ? "." : "", name);
 }
 
-static attn_status init_additive(attn_additive_layer *m, attn_params *p, const char *prefix,
-                                 int64_t query_size, int64_t key_size, int64_t num_hiddens,
-                                 float dropout, attn_rng *rng)
+static attn_status init_additive(attn_additive_layer *m, attn_params *p, const char *prefix, int64_t query_size,
+                                 int64_t key_size, int64_t num_hiddens, float dropout, attn_rng *rng)
 {
     if (!m || !prefix) return attn__fail(ATTN_ERR_ARG, "additive_init: NULL argument");
     if (!(dropout >= 0.0f && dropout <= 1.0f))
@@ -41,32 +39,27 @@ static attn_status init_additive(attn_additive_layer *m, attn_params *p, const c
     char name[256];
     m->dropout = dropout;
     sub_prefix(name, sizeof name, prefix, "W_q");
-    if (attn_linear_init(&m->W_q, p, name, query_size, num_hiddens, false, rng) != ATTN_OK)
-        return attn_last_status();
+    if (attn_linear_init(&m->W_q, p, name, query_size, num_hiddens, false, rng) != ATTN_OK) return attn_last_status();
     sub_prefix(name, sizeof name, prefix, "W_k");
-    if (attn_linear_init(&m->W_k, p, name, key_size, num_hiddens, false, rng) != ATTN_OK)
-        return attn_last_status();
+    if (attn_linear_init(&m->W_k, p, name, key_size, num_hiddens, false, rng) != ATTN_OK) return attn_last_status();
     sub_prefix(name, sizeof name, prefix, "w_v");
     return attn_linear_init(&m->w_v, p, name, num_hiddens, 1, false, rng);
 }
 
-attn_status attn_additive_init(attn_additive_layer *m, attn_params *p, const char *prefix,
-                               int64_t query_size, int64_t key_size, int64_t num_hiddens,
-                               float dropout, attn_rng *rng)
+attn_status attn_additive_init(attn_additive_layer *m, attn_params *p, const char *prefix, int64_t query_size,
+                               int64_t key_size, int64_t num_hiddens, float dropout, attn_rng *rng)
 {
     const size_t n0 = p ? attn_params_count(p) : 0;
     return attn__params_settle(p, n0, init_additive(m, p, prefix, query_size, key_size, num_hiddens, dropout, rng));
 }
 
-attn_tensor *attn_additive_forward(attn_ctx *ctx, const attn_additive_layer *m,
-                                   attn_tensor *queries, attn_tensor *keys, attn_tensor *values,
-                                   const attn_lens *valid_lens, attn_tensor **weights)
+attn_tensor *attn_additive_forward(attn_ctx *ctx, const attn_additive_layer *m, attn_tensor *queries, attn_tensor *keys,
+                                   attn_tensor *values, const attn_lens *valid_lens, attn_tensor **weights)
 {
     if (weights) *weights = NULL;
     if (!ctx || !m || !queries || !keys || !values) return attn__null_input(__func__);
-    if (queries->ndim != 3 || keys->ndim != 3 || values->ndim != 3 ||
-        keys->shape[0] != queries->shape[0] || values->shape[0] != queries->shape[0] ||
-        values->shape[1] != keys->shape[1]) {
+    if (queries->ndim != 3 || keys->ndim != 3 || values->ndim != 3 || keys->shape[0] != queries->shape[0] ||
+        values->shape[0] != queries->shape[0] || values->shape[1] != keys->shape[1]) {
         char a[64], b[64], c[64];
         return attn__fail_null(ATTN_ERR_SHAPE,
                                "additive_attention: queries %s, keys %s, values %s; expected "

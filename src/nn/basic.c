@@ -15,23 +15,21 @@
 #include <stdio.h>
 
 /* Registers "<prefix>.<leaf>" (or "<leaf>") in p. */
-static attn_tensor *add_param(attn_params *p, const char *prefix, const char *leaf, int ndim,
-                              const int64_t *shape)
+static attn_tensor *add_param(attn_params *p, const char *prefix, const char *leaf, int ndim, const int64_t *shape)
 {
     char name[512];
     bool bare = !prefix || !*prefix;
     int n = snprintf(name, sizeof name, "%s%s%s", bare ? "" : prefix, bare ? "" : ".", leaf);
     if (n < 0 || (size_t)n >= sizeof name)
-        return attn__fail_null(ATTN_ERR_ARG, "parameter name \"%s.%s\" is longer than %zu bytes",
-                               bare ? "" : prefix, leaf, sizeof name - 1);
+        return attn__fail_null(ATTN_ERR_ARG, "parameter name \"%s.%s\" is longer than %zu bytes", bare ? "" : prefix,
+                               leaf, sizeof name - 1);
     return attn_params_add(p, name, ndim, shape);
 }
 
 /* weight and optional bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as torch's Linear/Conv1d
  * reset_parameters (kaiming_uniform with a = sqrt 5 gives exactly this bound). */
-static attn_status add_fan_in_uniform(attn_tensor **weight, attn_tensor **bias, attn_params *p,
-                                      const char *prefix, int ndim, const int64_t *shape,
-                                      bool with_bias, int64_t fan_in, attn_rng *rng)
+static attn_status add_fan_in_uniform(attn_tensor **weight, attn_tensor **bias, attn_params *p, const char *prefix,
+                                      int ndim, const int64_t *shape, bool with_bias, int64_t fan_in, attn_rng *rng)
 {
     float bound = (float)(1.0 / sqrt((double)fan_in));
     *weight = add_param(p, prefix, "weight", ndim, shape);
@@ -47,21 +45,21 @@ static attn_status add_fan_in_uniform(attn_tensor **weight, attn_tensor **bias, 
 
 /* ---- Linear ---- */
 
-static attn_status init_linear(attn_linear_layer *m, attn_params *p, const char *prefix,
-                               int64_t in_features, int64_t out_features, bool bias, attn_rng *rng)
+static attn_status init_linear(attn_linear_layer *m, attn_params *p, const char *prefix, int64_t in_features,
+                               int64_t out_features, bool bias, attn_rng *rng)
 {
     if (!m || !p) return attn__fail(ATTN_ERR_ARG, "attn_linear_init: module or params is NULL");
     if (in_features < 1 || out_features < 1)
-        return attn__fail(ATTN_ERR_ARG, "attn_linear_init(%s): in %lld, out %lld, expected >= 1",
-                          prefix ? prefix : "", (long long)in_features, (long long)out_features);
+        return attn__fail(ATTN_ERR_ARG, "attn_linear_init(%s): in %lld, out %lld, expected >= 1", prefix ? prefix : "",
+                          (long long)in_features, (long long)out_features);
     m->in_features = in_features;
     m->out_features = out_features;
     int64_t shape[2] = {out_features, in_features};
     return add_fan_in_uniform(&m->weight, &m->bias, p, prefix, 2, shape, bias, in_features, rng);
 }
 
-attn_status attn_linear_init(attn_linear_layer *m, attn_params *p, const char *prefix,
-                             int64_t in_features, int64_t out_features, bool bias, attn_rng *rng)
+attn_status attn_linear_init(attn_linear_layer *m, attn_params *p, const char *prefix, int64_t in_features,
+                             int64_t out_features, bool bias, attn_rng *rng)
 {
     const size_t n0 = p ? attn_params_count(p) : 0;
     return attn__params_settle(p, n0, init_linear(m, p, prefix, in_features, out_features, bias, rng));
@@ -75,8 +73,8 @@ attn_tensor *attn_linear_forward(attn_ctx *ctx, const attn_linear_layer *m, attn
 
 /* ---- Embedding ---- */
 
-static attn_status init_embedding(attn_embedding_layer *m, attn_params *p, const char *prefix,
-                                  int64_t num, int64_t dim, int64_t padding_idx, attn_rng *rng)
+static attn_status init_embedding(attn_embedding_layer *m, attn_params *p, const char *prefix, int64_t num, int64_t dim,
+                                  int64_t padding_idx, attn_rng *rng)
 {
     if (!m || !p) return attn__fail(ATTN_ERR_ARG, "attn_embedding_init: module or params is NULL");
     if (num < 1 || dim < 1)
@@ -99,15 +97,15 @@ static attn_status init_embedding(attn_embedding_layer *m, attn_params *p, const
     return ATTN_OK;
 }
 
-attn_status attn_embedding_init(attn_embedding_layer *m, attn_params *p, const char *prefix,
-                                int64_t num, int64_t dim, int64_t padding_idx, attn_rng *rng)
+attn_status attn_embedding_init(attn_embedding_layer *m, attn_params *p, const char *prefix, int64_t num, int64_t dim,
+                                int64_t padding_idx, attn_rng *rng)
 {
     const size_t n0 = p ? attn_params_count(p) : 0;
     return attn__params_settle(p, n0, init_embedding(m, p, prefix, num, dim, padding_idx, rng));
 }
 
-attn_tensor *attn_embedding_forward(attn_ctx *ctx, const attn_embedding_layer *m,
-                                    const int64_t *ids, int ndim, const int64_t *shape)
+attn_tensor *attn_embedding_forward(attn_ctx *ctx, const attn_embedding_layer *m, const int64_t *ids, int ndim,
+                                    const int64_t *shape)
 {
     if (!m) return attn__fail_null(ATTN_ERR_ARG, "attn_embedding_forward: module is NULL");
     return attn_embedding(ctx, m->weight, ids, ndim, shape, m->padding_idx);
@@ -115,12 +113,12 @@ attn_tensor *attn_embedding_forward(attn_ctx *ctx, const attn_embedding_layer *m
 
 /* ---- LayerNorm ---- */
 
-static attn_status init_layer_norm(attn_layer_norm_layer *m, attn_params *p, const char *prefix,
-                                   int64_t dim, float eps)
+static attn_status init_layer_norm(attn_layer_norm_layer *m, attn_params *p, const char *prefix, int64_t dim, float eps)
 {
     if (!m || !p) return attn__fail(ATTN_ERR_ARG, "attn_layer_norm_init: module or params is NULL");
     if (dim < 1 || !(eps >= 0.0f))
-        return attn__fail(ATTN_ERR_ARG, "attn_layer_norm_init(%s): dim %lld, eps %g, expected "
+        return attn__fail(ATTN_ERR_ARG,
+                          "attn_layer_norm_init(%s): dim %lld, eps %g, expected "
                           "dim >= 1 and eps >= 0",
                           prefix ? prefix : "", (long long)dim, (double)eps);
     m->weight = add_param(p, prefix, "weight", 1, &dim);
@@ -133,8 +131,7 @@ static attn_status init_layer_norm(attn_layer_norm_layer *m, attn_params *p, con
     return ATTN_OK;
 }
 
-attn_status attn_layer_norm_init(attn_layer_norm_layer *m, attn_params *p, const char *prefix,
-                                 int64_t dim, float eps)
+attn_status attn_layer_norm_init(attn_layer_norm_layer *m, attn_params *p, const char *prefix, int64_t dim, float eps)
 {
     const size_t n0 = p ? attn_params_count(p) : 0;
     return attn__params_settle(p, n0, init_layer_norm(m, p, prefix, dim, eps));
@@ -148,21 +145,19 @@ attn_tensor *attn_layer_norm_forward(attn_ctx *ctx, const attn_layer_norm_layer 
 
 /* ---- Conv1d ---- */
 
-static attn_status init_conv1d(attn_conv1d_layer *m, attn_params *p, const char *prefix,
-                               int64_t in_channels, int64_t out_channels, int64_t kernel_size,
-                               int64_t padding, bool bias, attn_rng *rng)
+static attn_status init_conv1d(attn_conv1d_layer *m, attn_params *p, const char *prefix, int64_t in_channels,
+                               int64_t out_channels, int64_t kernel_size, int64_t padding, bool bias, attn_rng *rng)
 {
     if (!m || !p) return attn__fail(ATTN_ERR_ARG, "attn_conv1d_init: module or params is NULL");
     if (in_channels < 1 || out_channels < 1 || kernel_size < 1 || padding < 0)
         return attn__fail(ATTN_ERR_ARG,
                           "attn_conv1d_init(%s): in %lld, out %lld, kernel %lld, padding %lld; "
                           "expected sizes >= 1 and padding >= 0",
-                          prefix ? prefix : "", (long long)in_channels, (long long)out_channels,
-                          (long long)kernel_size, (long long)padding);
+                          prefix ? prefix : "", (long long)in_channels, (long long)out_channels, (long long)kernel_size,
+                          (long long)padding);
     int64_t fan_in;
     if (!attn__mul_ok(in_channels, kernel_size, &fan_in))
-        return attn__fail(ATTN_ERR_NOMEM, "attn_conv1d_init(%s): in * kernel overflows",
-                          prefix ? prefix : "");
+        return attn__fail(ATTN_ERR_NOMEM, "attn_conv1d_init(%s): in * kernel overflows", prefix ? prefix : "");
     m->in_channels = in_channels;
     m->out_channels = out_channels;
     m->kernel_size = kernel_size;
@@ -171,12 +166,12 @@ static attn_status init_conv1d(attn_conv1d_layer *m, attn_params *p, const char 
     return add_fan_in_uniform(&m->weight, &m->bias, p, prefix, 3, shape, bias, fan_in, rng);
 }
 
-attn_status attn_conv1d_init(attn_conv1d_layer *m, attn_params *p, const char *prefix,
-                             int64_t in_channels, int64_t out_channels, int64_t kernel_size,
-                             int64_t padding, bool bias, attn_rng *rng)
+attn_status attn_conv1d_init(attn_conv1d_layer *m, attn_params *p, const char *prefix, int64_t in_channels,
+                             int64_t out_channels, int64_t kernel_size, int64_t padding, bool bias, attn_rng *rng)
 {
     const size_t n0 = p ? attn_params_count(p) : 0;
-    return attn__params_settle(p, n0, init_conv1d(m, p, prefix, in_channels, out_channels, kernel_size, padding, bias, rng));
+    return attn__params_settle(p, n0,
+                               init_conv1d(m, p, prefix, in_channels, out_channels, kernel_size, padding, bias, rng));
 }
 
 attn_tensor *attn_conv1d_forward(attn_ctx *ctx, const attn_conv1d_layer *m, attn_tensor *x)

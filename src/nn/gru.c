@@ -13,8 +13,8 @@ static attn_status init_gru(attn_gru_layer *m, attn_params *p, const char *prefi
         !(dropout >= 0.0f && dropout < 1.0f))
         return attn__fail(ATTN_ERR_ARG, "gru_init: sizes >= 1, 1 to %d layers and dropout in [0, 1) expected",
                           ATTN_GRU_MAX_LAYERS);
-    *m = (attn_gru_layer){.input_size = input_size, .hidden_size = hidden_size,
-                          .num_layers = num_layers, .dropout = dropout};
+    *m = (attn_gru_layer){
+        .input_size = input_size, .hidden_size = hidden_size, .num_layers = num_layers, .dropout = dropout};
     const int64_t H = hidden_size;
     const float bound = 1.0f / sqrtf((float)H);
     const char *dot = *prefix ? "." : "";
@@ -47,21 +47,20 @@ static attn_tensor *cell(attn_ctx *ctx, const attn_gru_layer *m, int l, attn_ten
     attn_tensor *gh = attn_linear(ctx, h, m->w_hh[l], m->b_hh[l]); /* (B, 3H) */
     attn_tensor *r = attn_sigmoid(ctx, attn_add(ctx, attn_narrow(ctx, gi, 1, 0, H), attn_narrow(ctx, gh, 1, 0, H)));
     attn_tensor *z = attn_sigmoid(ctx, attn_add(ctx, attn_narrow(ctx, gi, 1, H, H), attn_narrow(ctx, gh, 1, H, H)));
-    attn_tensor *n = attn_tanh(ctx, attn_add(ctx, attn_narrow(ctx, gi, 1, 2 * H, H),
-                                             attn_mul(ctx, r, attn_narrow(ctx, gh, 1, 2 * H, H))));
+    attn_tensor *n = attn_tanh(
+        ctx, attn_add(ctx, attn_narrow(ctx, gi, 1, 2 * H, H), attn_mul(ctx, r, attn_narrow(ctx, gh, 1, 2 * H, H))));
     /* h' = n + z * (h - n) = (1 - z) n + z h */
     return attn_add(ctx, n, attn_mul(ctx, z, attn_sub(ctx, h, n)));
 }
 
-attn_tensor *attn_gru_forward(attn_ctx *ctx, const attn_gru_layer *m, attn_tensor *x,
-                              attn_tensor *h0, attn_tensor **h_n)
+attn_tensor *attn_gru_forward(attn_ctx *ctx, const attn_gru_layer *m, attn_tensor *x, attn_tensor *h0,
+                              attn_tensor **h_n)
 {
     if (h_n) *h_n = NULL;
     if (!ctx || !m || !x) return attn__null_input(__func__);
     const int64_t H = m->hidden_size;
     if (x->ndim != 3 || x->shape[2] != m->input_size || x->shape[1] < 1 ||
-        (h0 && (h0->ndim != 3 || h0->shape[0] != m->num_layers || h0->shape[1] != x->shape[0] ||
-                h0->shape[2] != H))) {
+        (h0 && (h0->ndim != 3 || h0->shape[0] != m->num_layers || h0->shape[1] != x->shape[0] || h0->shape[2] != H))) {
         char a[64], b[64];
         return attn__fail_null(ATTN_ERR_SHAPE,
                                "gru: x %s, h0 %s; expected x (B, T, %lld) with T >= 1 and h0 (%d, B, %lld)",

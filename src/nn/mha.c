@@ -12,8 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static attn_tensor *add_param(attn_params *p, const char *prefix, const char *name, int ndim,
-                              int64_t d0, int64_t d1)
+static attn_tensor *add_param(attn_params *p, const char *prefix, const char *name, int ndim, int64_t d0, int64_t d1)
 {
     char full[256];
     snprintf(full, sizeof full, "%s%s%s", prefix, *prefix ? "." : "", name);
@@ -27,14 +26,12 @@ static void xavier_uniform(attn_tensor *w, int64_t fan_in, int64_t fan_out, attn
     if (rng) attn_tensor_fill_uniform(w, rng, -bound, bound); /* NULL: no random init */
 }
 
-static attn_status init_mha(attn_mha_layer *m, attn_params *p, const char *prefix, int64_t embed_dim,
-                            int64_t num_heads, int64_t num_kv_heads, int64_t kdim, int64_t vdim, bool bias,
-                            float dropout, attn_rng *rng)
+static attn_status init_mha(attn_mha_layer *m, attn_params *p, const char *prefix, int64_t embed_dim, int64_t num_heads,
+                            int64_t num_kv_heads, int64_t kdim, int64_t vdim, bool bias, float dropout, attn_rng *rng)
 {
     if (!m || !p || !prefix) return attn__fail(ATTN_ERR_ARG, "mha_init: NULL argument");
     if (embed_dim <= 0 || num_heads <= 0 || embed_dim % num_heads != 0)
-        return attn__fail(ATTN_ERR_ARG,
-                          "mha_init: embed_dim %lld must be a positive multiple of num_heads %lld",
+        return attn__fail(ATTN_ERR_ARG, "mha_init: embed_dim %lld must be a positive multiple of num_heads %lld",
                           (long long)embed_dim, (long long)num_heads);
     if (num_kv_heads < 1 || num_heads % num_kv_heads != 0)
         return attn__fail(ATTN_ERR_ARG, "mha_init: num_kv_heads %lld must be a positive divisor of num_heads %lld",
@@ -45,11 +42,14 @@ static attn_status init_mha(attn_mha_layer *m, attn_params *p, const char *prefi
         return attn__fail(ATTN_ERR_ARG, "mha_init: kdim %lld and vdim %lld; expected >= 0 (0: embed_dim)",
                           (long long)kdim, (long long)vdim);
     const int64_t E = embed_dim, Ekv = embed_dim / num_heads * num_kv_heads; /* K and V's width */
-    *m = (attn_mha_layer){.embed_dim = E, .num_heads = num_heads, .kdim = kdim > 0 ? kdim : E,
-                          .vdim = vdim > 0 ? vdim : E, .dropout = dropout, .num_kv_heads = num_kv_heads};
+    *m = (attn_mha_layer){.embed_dim = E,
+                          .num_heads = num_heads,
+                          .kdim = kdim > 0 ? kdim : E,
+                          .vdim = vdim > 0 ? vdim : E,
+                          .dropout = dropout,
+                          .num_kv_heads = num_kv_heads};
     if (m->kdim == E && m->vdim == E && Ekv == E) {
-        if (!(m->in_proj_weight = add_param(p, prefix, "in_proj_weight", 2, 3 * E, E)))
-            return attn_last_status();
+        if (!(m->in_proj_weight = add_param(p, prefix, "in_proj_weight", 2, 3 * E, E))) return attn_last_status();
         xavier_uniform(m->in_proj_weight, E, 3 * E, rng);
     } else {
         if (!(m->q_proj_weight = add_param(p, prefix, "q_proj_weight", 2, E, E)) ||
@@ -60,8 +60,7 @@ static attn_status init_mha(attn_mha_layer *m, attn_params *p, const char *prefi
         xavier_uniform(m->k_proj_weight, m->kdim, Ekv, rng);
         xavier_uniform(m->v_proj_weight, m->vdim, Ekv, rng);
     }
-    if (bias && !(m->in_proj_bias = add_param(p, prefix, "in_proj_bias", 1, E + 2 * Ekv, 0)))
-        return attn_last_status();
+    if (bias && !(m->in_proj_bias = add_param(p, prefix, "in_proj_bias", 1, E + 2 * Ekv, 0))) return attn_last_status();
     char out_prefix[256];
     snprintf(out_prefix, sizeof out_prefix, "%s%sout_proj", prefix, *prefix ? "." : "");
     attn_status st = attn_linear_init(&m->out_proj, p, out_prefix, E, E, bias, rng);
@@ -70,13 +69,12 @@ static attn_status init_mha(attn_mha_layer *m, attn_params *p, const char *prefi
     return st;
 }
 
-attn_status attn_mha_init(attn_mha_layer *m, attn_params *p, const char *prefix, int64_t embed_dim,
-                          int64_t num_heads, int64_t kdim, int64_t vdim, bool bias, float dropout,
-                          attn_rng *rng)
+attn_status attn_mha_init(attn_mha_layer *m, attn_params *p, const char *prefix, int64_t embed_dim, int64_t num_heads,
+                          int64_t kdim, int64_t vdim, bool bias, float dropout, attn_rng *rng)
 {
     const size_t n0 = p ? attn_params_count(p) : 0;
-    return attn__params_settle(p, n0, init_mha(m, p, prefix, embed_dim, num_heads, num_heads, kdim, vdim, bias,
-                                               dropout, rng));
+    return attn__params_settle(p, n0,
+                               init_mha(m, p, prefix, embed_dim, num_heads, num_heads, kdim, vdim, bias, dropout, rng));
 }
 
 attn_status attn_mha_init_gqa(attn_mha_layer *m, attn_params *p, const char *prefix, int64_t embed_dim,
@@ -84,8 +82,8 @@ attn_status attn_mha_init_gqa(attn_mha_layer *m, attn_params *p, const char *pre
                               float dropout, attn_rng *rng)
 {
     const size_t n0 = p ? attn_params_count(p) : 0;
-    return attn__params_settle(p, n0, init_mha(m, p, prefix, embed_dim, num_heads, num_kv_heads, kdim, vdim, bias,
-                                               dropout, rng));
+    return attn__params_settle(
+        p, n0, init_mha(m, p, prefix, embed_dim, num_heads, num_kv_heads, kdim, vdim, bias, dropout, rng));
 }
 
 /* The key/value heads of m (0, in a layer not made by attn_mha_init*: num_heads) */
@@ -105,7 +103,8 @@ attn_tensor *attn__mha_project(attn_ctx *ctx, const attn_mha_layer *m, attn_tens
                      : i == 0          ? m->q_proj_weight
                      : i == 1          ? m->k_proj_weight
                                        : m->v_proj_weight;
-    attn_tensor *b = m->in_proj_bias ? attn_narrow(ctx, m->in_proj_bias, 0, i == 0 ? 0 : E + (i - 1) * Ekv, width) : NULL;
+    attn_tensor *b =
+        m->in_proj_bias ? attn_narrow(ctx, m->in_proj_bias, 0, i == 0 ? 0 : E + (i - 1) * Ekv, width) : NULL;
     if (!w || (m->in_proj_bias && !b)) return NULL;
     return attn_linear(ctx, x, w, b);
 }
@@ -135,8 +134,7 @@ static attn_status project_heads(attn_ctx *ctx, const attn_mha_layer *m, attn_te
         }
         const bool all = n == 3; /* rows [i E, (i + n) E) of the packed weight: a view unless all */
         attn_tensor *w = all ? m->in_proj_weight : attn_narrow(ctx, m->in_proj_weight, 0, i * E, n * E);
-        attn_tensor *b = !m->in_proj_bias || all ? m->in_proj_bias
-                                                 : attn_narrow(ctx, m->in_proj_bias, 0, i * E, n * E);
+        attn_tensor *b = !m->in_proj_bias || all ? m->in_proj_bias : attn_narrow(ctx, m->in_proj_bias, 0, i * E, n * E);
         attn_tensor *y = w && (b || !m->in_proj_bias) ? attn__linear_blocks(ctx, in[i], w, b, n) : NULL;
         const int64_t T = y ? y->shape[0] : 0; /* packed: (T, n E) as (1, T, n E), each block one "head" */
         if (packed) y = attn_reshape(ctx, y, 3, (int64_t[]){1, T, n * E});
@@ -163,8 +161,8 @@ static attn_status check_inputs(const attn_mha_layer *m, const attn_tensor *q, c
     const int nd = q->ndim;
     bool ok = (nd == 2 || nd == 3) && k->ndim == nd && v->ndim == nd &&
               (nd == 2 || (q->shape[0] == k->shape[0] && k->shape[0] == v->shape[0])) &&
-              k->shape[nd - 2] == v->shape[nd - 2] && q->shape[nd - 1] == m->embed_dim &&
-              k->shape[nd - 1] == m->kdim && v->shape[nd - 1] == m->vdim;
+              k->shape[nd - 2] == v->shape[nd - 2] && q->shape[nd - 1] == m->embed_dim && k->shape[nd - 1] == m->kdim &&
+              v->shape[nd - 1] == m->vdim;
     if (!ok)
         return attn__fail(ATTN_ERR_SHAPE,
                           "mha: query %s, key %s, value %s; expected (B, Lq, %lld), (B, Lk, %lld), "
@@ -178,8 +176,8 @@ static attn_status check_inputs(const attn_mha_layer *m, const attn_tensor *q, c
  * (B, H, Lq, Lk) they broadcast like every other mask. Any other 3-D shape is refused, as
  * PyTorch refuses it (read as attn_sdpa would, a (B, Lq, Lk) mask with B == H would silently
  * give head h the mask of batch row h). */
-static attn_status per_head_4d(const char *kind, int *ndim, int64_t shape[4], int64_t batch,
-                               int64_t heads, int64_t lq, int64_t lk)
+static attn_status per_head_4d(const char *kind, int *ndim, int64_t shape[4], int64_t batch, int64_t heads, int64_t lq,
+                               int64_t lk)
 {
     if (*ndim != 3) return ATTN_OK;
     if (shape[0] != batch * heads || shape[1] != lq || shape[2] != lk)
@@ -205,9 +203,8 @@ static attn_tensor *batch_of_one(attn_ctx *ctx, attn_tensor *x)
 /* nn.MultiheadAttention's unbatched call, 2-D query (Lq, E), key (Lk, kdim) and value (Lk, vdim)
  * (checked): a batch of one (the masks as for B = 1), and the batch dim taken off the output
  * (Lq, E) and the weights, (Lq, Lk) or (H, Lq, Lk). */
-static attn_tensor *mha_unbatched(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query,
-                                  attn_tensor *key, attn_tensor *value, const attn_mha_opts *opts,
-                                  attn_tensor **weights)
+static attn_tensor *mha_unbatched(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query, attn_tensor *key,
+                                  attn_tensor *value, const attn_mha_opts *opts, attn_tensor **weights)
 {
     attn_tensor *q = batch_of_one(ctx, query);
     attn_tensor *k = key == query ? q : batch_of_one(ctx, key);
@@ -223,9 +220,8 @@ static attn_tensor *mha_unbatched(attn_ctx *ctx, const attn_mha_layer *m, attn_t
     return attn_reshape(ctx, out, 2, out->shape + 1);
 }
 
-attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query,
-                              attn_tensor *key, attn_tensor *value, const attn_mha_opts *opts,
-                              attn_tensor **weights)
+attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query, attn_tensor *key,
+                              attn_tensor *value, const attn_mha_opts *opts, attn_tensor **weights)
 {
     if (weights) *weights = NULL;
     if (!ctx || !m || !query || !key || !value) return attn__null_input(__func__);
@@ -233,8 +229,8 @@ attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tenso
     if (query->ndim == 2) return mha_unbatched(ctx, m, query, key, value, opts, weights);
     attn_mha_opts defaults = {.average_weights = true};
     if (!opts) opts = &defaults;
-    attn_sdpa_opts so = {.mask = opts->mask, .dropout_p = m->dropout, .impl = opts->impl,
-                         .enable_gqa = kv_heads(m) != m->num_heads};
+    attn_sdpa_opts so = {
+        .mask = opts->mask, .dropout_p = m->dropout, .impl = opts->impl, .enable_gqa = kv_heads(m) != m->num_heads};
     if (opts->features) {
         const attn_sdpa_opts *f = opts->features;
         so.window = f->window, so.softcap = f->softcap, so.mods = f->mods;
@@ -277,10 +273,13 @@ static attn_tensor *mha_varlen(attn_ctx *ctx, const attn_mha_layer *m, attn_tens
     char a[64], b[64];
     if (query->ndim != 2 || memory->ndim != 2 || query->shape[1] != m->embed_dim || memory->shape[1] != m->kdim ||
         m->kdim != m->vdim || m->num_heads < 1)
-        return attn__fail_null(ATTN_ERR_SHAPE, "%s: query %s, memory %s; expected (total_q, %lld) and (total_k, %lld) "
-                               "of a layer whose kdim and vdim are equal", op, attn_shape_str(query, a, 64),
-                               attn_shape_str(memory, b, 64), (long long)m->embed_dim, (long long)m->kdim);
-    if (batch < 1) return attn__fail_null(ATTN_ERR_ARG, "%s: batch = %lld; expected >= 1 sequence", op, (long long)batch);
+        return attn__fail_null(ATTN_ERR_SHAPE,
+                               "%s: query %s, memory %s; expected (total_q, %lld) and (total_k, %lld) "
+                               "of a layer whose kdim and vdim are equal",
+                               op, attn_shape_str(query, a, 64), attn_shape_str(memory, b, 64), (long long)m->embed_dim,
+                               (long long)m->kdim);
+    if (batch < 1)
+        return attn__fail_null(ATTN_ERR_ARG, "%s: batch = %lld; expected >= 1 sequence", op, (long long)batch);
     if (attn__cu_seqlens_check(cu_q, batch, query->shape[0], op, "cu_seqlens_q", "query") != ATTN_OK ||
         attn__cu_seqlens_check(cu_k, batch, memory->shape[0], op, "cu_seqlens_k", "memory") != ATTN_OK)
         return NULL;
@@ -293,7 +292,8 @@ static attn_tensor *mha_varlen(attn_ctx *ctx, const attn_mha_layer *m, attn_tens
         r.position_dim = 0;
         r.positions = attn__cu_positions(ctx, cu_q, batch), r.n_positions = Tq;
         if (!r.positions || !(q = attn_rope(ctx, q, &r))) return NULL;
-        r.positions = cu_k == cu_q ? r.positions : attn__cu_positions(ctx, cu_k, batch), r.n_positions = memory->shape[0];
+        r.positions = cu_k == cu_q ? r.positions : attn__cu_positions(ctx, cu_k, batch),
+        r.n_positions = memory->shape[0];
         if (!r.positions || !(k = attn_rope(ctx, k, &r))) return NULL;
     }
     const attn_varlen_opts o = {.causal = causal, .enable_gqa = Hkv != H, .dropout_p = m->dropout};

@@ -28,11 +28,11 @@ typedef struct decoder_layer_cache {
 
 /* cross_k and cross_v of memory (B, S, E), in ctx. */
 attn_status attn__decoder_layer_cache_memory(attn_ctx *ctx, const attn_decoder_layer *m, attn_tensor *memory,
-                                       decoder_layer_cache *c);
+                                             decoder_layer_cache *c);
 /* Position pos of attn_decoder_layer_forward under a causal self mask: x (R, 1, E) -> (R, 1, E).
  * Appends x's keys and values at pos of the self cache (pos < cap), attends over positions
  * [0, pos] and to the cached memory. Inference only (nothing is recorded for backward). */
 attn_tensor *attn__decoder_layer_step(attn_ctx *ctx, const attn_decoder_layer *m, attn_tensor *x,
-                                decoder_layer_cache *c, int64_t pos);
+                                      decoder_layer_cache *c, int64_t pos);
 
 #endif

@@ -4,8 +4,8 @@
 
 #include <string.h>
 
-attn_tensor *attn_nw_forward(attn_ctx *ctx, attn_tensor *w, attn_tensor *queries,
-                             attn_tensor *keys, attn_tensor *values, attn_tensor **weights)
+attn_tensor *attn_nw_forward(attn_ctx *ctx, attn_tensor *w, attn_tensor *queries, attn_tensor *keys,
+                             attn_tensor *values, attn_tensor **weights)
 {
     if (weights) *weights = NULL;
     if (!ctx || !queries || !keys || !values) return attn__null_input(__func__);
@@ -19,12 +19,12 @@ attn_tensor *attn_nw_forward(attn_ctx *ctx, attn_tensor *w, attn_tensor *queries
                                attn_shape_str(values, c, 64));
     }
     attn_tensor *q = attn_reshape(ctx, queries, 2, (int64_t[]){queries->shape[0], 1});
-    attn_tensor *dis = attn_sub(ctx, q, keys);                           /* (n, m) */
+    attn_tensor *dis = attn_sub(ctx, q, keys); /* (n, m) */
     attn_tensor *wd = w ? attn_mul(ctx, attn_reshape(ctx, w, 1, (int64_t[]){1}), dis) : dis;
     attn_tensor *scores = attn_scale(ctx, attn_mul(ctx, wd, wd), -0.5f);
     attn_tensor *a = attn_softmax(ctx, scores, 1);
     if (weights) *weights = a;
-    return attn_sum(ctx, attn_mul(ctx, a, values), 1, false);            /* (n) */
+    return attn_sum(ctx, attn_mul(ctx, a, values), 1, false); /* (n) */
 }
 
 attn_tensor *attn_nw_leave_one_out(attn_ctx *ctx, const attn_tensor *x)

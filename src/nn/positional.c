@@ -28,8 +28,7 @@ attn_tensor *attn_sinusoidal_table(attn_ctx *ctx, int64_t max_len, int64_t d, at
 attn_tensor *attn_add_positions(attn_ctx *ctx, attn_tensor *x, attn_tensor *table)
 {
     if (!ctx || !x || !table) return attn__null_input(__func__);
-    if (x->ndim != 3 || table->ndim != 2 || table->shape[1] != x->shape[2] ||
-        table->shape[0] < x->shape[1]) {
+    if (x->ndim != 3 || table->ndim != 2 || table->shape[1] != x->shape[2] || table->shape[0] < x->shape[1]) {
         char a[64], b[64];
         return attn__fail_null(ATTN_ERR_SHAPE,
                                "add_positions: x %s and table %s; expected x (B, L, E) and a table "
@@ -39,13 +38,13 @@ attn_tensor *attn_add_positions(attn_ctx *ctx, attn_tensor *x, attn_tensor *tabl
     return attn_add(ctx, x, attn_narrow(ctx, table, 0, 0, x->shape[1]));
 }
 
-attn_status attn_learned_pe_init(attn_learned_pe *m, attn_params *p, const char *name,
-                                 int64_t max_len, int64_t dim, attn_rng *rng)
+attn_status attn_learned_pe_init(attn_learned_pe *m, attn_params *p, const char *name, int64_t max_len, int64_t dim,
+                                 attn_rng *rng)
 {
     if (!m || !p || !name) return attn__fail(ATTN_ERR_ARG, "learned_pe_init: NULL argument");
     if (max_len < 1 || dim < 1)
-        return attn__fail(ATTN_ERR_ARG, "learned_pe_init: max_len %lld and dim %lld; expected >= 1",
-                          (long long)max_len, (long long)dim);
+        return attn__fail(ATTN_ERR_ARG, "learned_pe_init: max_len %lld and dim %lld; expected >= 1", (long long)max_len,
+                          (long long)dim);
     m->table = attn_params_add(p, name, 3, (int64_t[]){1, max_len, dim});
     if (!m->table) return attn_last_status();
     if (rng) attn_tensor_fill_normal(m->table, rng, 0.0f, 1.0f);
@@ -57,8 +56,7 @@ attn_tensor *attn_learned_pe_forward(attn_ctx *ctx, const attn_learned_pe *m, at
     if (!ctx || !m || !x) return attn__null_input(__func__);
     if (x->ndim != 3 || x->shape[2] != m->table->shape[2] || x->shape[1] > m->table->shape[1]) {
         char a[64], b[64];
-        return attn__fail_null(ATTN_ERR_SHAPE,
-                               "learned_pe: x %s does not fit the table %s (L must be <= max_len)",
+        return attn__fail_null(ATTN_ERR_SHAPE, "learned_pe: x %s does not fit the table %s (L must be <= max_len)",
                                attn_shape_str(x, a, 64), attn_shape_str(m->table, b, 64));
     }
     return attn_add(ctx, x, attn_narrow(ctx, m->table, 1, 0, x->shape[1]));

@@ -18,9 +18,8 @@ static attn_status check_config(const attn_transformer_config *c)
 {
     if (!c || c->d_model < 1 || c->num_heads < 1 || c->dim_feedforward < 1 ||
         !(c->dropout >= 0.0f && c->dropout < 1.0f) || !(c->eps >= 0.0f && isfinite(c->eps)))
-        return attn__fail(ATTN_ERR_ARG,
-                          "transformer layer: expected d_model, num_heads, dim_feedforward >= 1, "
-                          "dropout in [0, 1) and a finite eps >= 0");
+        return attn__fail(ATTN_ERR_ARG, "transformer layer: expected d_model, num_heads, dim_feedforward >= 1, "
+                                        "dropout in [0, 1) and a finite eps >= 0");
     const int64_t head = c->d_model / c->num_heads;
     if (c->rope_base != 0.0f &&
         (!(c->rope_base > 1.0f && isfinite(c->rope_base)) || (unsigned)c->rope_layout > ATTN_ROPE_HALVES ||
@@ -28,8 +27,8 @@ static attn_status check_config(const attn_transformer_config *c)
         return attn__fail(ATTN_ERR_ARG,
                           "transformer layer: rope_base %g, rope_layout %d, rope_dim %lld; expected a finite base > 1 "
                           "(0: no rotary positions), a layout of attn_rope_layout and an even rope_dim <= the head "
-                          "width %lld (0: all of an even one)", (double)c->rope_base, (int)c->rope_layout,
-                          (long long)c->rope_dim, (long long)head);
+                          "width %lld (0: all of an even one)",
+                          (double)c->rope_base, (int)c->rope_layout, (long long)c->rope_dim, (long long)head);
     return ATTN_OK;
 }
 
@@ -40,18 +39,15 @@ const attn_rope_opts *attn__layer_rope(const attn_transformer_config *c, attn_ro
 }
 
 /* The parts both layers share: FFN and norms 1..n_norms. */
-static attn_status init_ffn_norms(attn_linear_layer *l1, attn_linear_layer *l2,
-                                  attn_layer_norm_layer *norms, int n_norms, attn_params *p,
-                                  const char *prefix, const attn_transformer_config *c,
+static attn_status init_ffn_norms(attn_linear_layer *l1, attn_linear_layer *l2, attn_layer_norm_layer *norms,
+                                  int n_norms, attn_params *p, const char *prefix, const attn_transformer_config *c,
                                   attn_rng *rng)
 {
     char name[256];
     join(name, sizeof name, prefix, "linear1");
-    if (attn_linear_init(l1, p, name, c->d_model, c->dim_feedforward, true, rng) != ATTN_OK)
-        return attn_last_status();
+    if (attn_linear_init(l1, p, name, c->d_model, c->dim_feedforward, true, rng) != ATTN_OK) return attn_last_status();
     join(name, sizeof name, prefix, "linear2");
-    if (attn_linear_init(l2, p, name, c->dim_feedforward, c->d_model, true, rng) != ATTN_OK)
-        return attn_last_status();
+    if (attn_linear_init(l2, p, name, c->dim_feedforward, c->d_model, true, rng) != ATTN_OK) return attn_last_status();
     for (int i = 0; i < n_norms; i++) {
         char norm[16];
         snprintf(norm, sizeof norm, "norm%d", i + 1);
@@ -78,8 +74,7 @@ static attn_status init_encoder_layer(attn_encoder_layer *m, attn_params *p, con
     m->cfg = *cfg;
     if (init_mha(&m->self_attn, p, prefix, "self_attn", cfg, rng) != ATTN_OK) return attn_last_status();
     attn_layer_norm_layer norms[2];
-    if (init_ffn_norms(&m->linear1, &m->linear2, norms, 2, p, prefix, cfg, rng) != ATTN_OK)
-        return attn_last_status();
+    if (init_ffn_norms(&m->linear1, &m->linear2, norms, 2, p, prefix, cfg, rng) != ATTN_OK) return attn_last_status();
     m->norm1 = norms[0];
     m->norm2 = norms[1];
     return ATTN_OK;
@@ -102,8 +97,7 @@ static attn_status init_decoder_layer(attn_decoder_layer *m, attn_params *p, con
         init_mha(&m->multihead_attn, p, prefix, "multihead_attn", cfg, rng) != ATTN_OK)
         return attn_last_status();
     attn_layer_norm_layer norms[3];
-    if (init_ffn_norms(&m->linear1, &m->linear2, norms, 3, p, prefix, cfg, rng) != ATTN_OK)
-        return attn_last_status();
+    if (init_ffn_norms(&m->linear1, &m->linear2, norms, 3, p, prefix, cfg, rng) != ATTN_OK) return attn_last_status();
     m->norm1 = norms[0];
     m->norm2 = norms[1];
     m->norm3 = norms[2];
@@ -159,10 +153,9 @@ attn_tensor *attn_encoder_layer_forward(attn_ctx *ctx, const attn_encoder_layer 
     return residual(ctx, s2, x, ffn(ctx, &m->cfg, &m->linear1, &m->linear2, in));
 }
 
-attn_tensor *attn_decoder_layer_forward(attn_ctx *ctx, const attn_decoder_layer *m, attn_tensor *x,
-                                        attn_tensor *memory, const attn_mask *self_mask,
-                                        const attn_mask *cross_mask, attn_tensor **self_weights,
-                                        attn_tensor **cross_weights)
+attn_tensor *attn_decoder_layer_forward(attn_ctx *ctx, const attn_decoder_layer *m, attn_tensor *x, attn_tensor *memory,
+                                        const attn_mask *self_mask, const attn_mask *cross_mask,
+                                        attn_tensor **self_weights, attn_tensor **cross_weights)
 {
     if (self_weights) *self_weights = NULL;
     if (cross_weights) *cross_weights = NULL;
@@ -176,8 +169,7 @@ attn_tensor *attn_decoder_layer_forward(attn_ctx *ctx, const attn_decoder_layer 
     attn_tensor *in = branch_input(ctx, s1, x);
     x = residual(ctx, s1, x, attn_mha_forward(ctx, &m->self_attn, in, in, in, &so, self_weights));
     in = branch_input(ctx, s2, x);
-    x = residual(ctx, s2, x,
-                 attn_mha_forward(ctx, &m->multihead_attn, in, memory, memory, &co, cross_weights));
+    x = residual(ctx, s2, x, attn_mha_forward(ctx, &m->multihead_attn, in, memory, memory, &co, cross_weights));
     in = branch_input(ctx, s3, x);
     return residual(ctx, s3, x, ffn(ctx, &m->cfg, &m->linear1, &m->linear2, in));
 }
@@ -189,8 +181,9 @@ attn_tensor *attn_encoder_layer_forward_packed(attn_ctx *ctx, const attn_encoder
     attn_rope_opts rope;
     sublayer s1 = {&m->cfg, &m->norm1}, s2 = {&m->cfg, &m->norm2};
     attn_tensor *in = branch_input(ctx, s1, x);
-    x = residual(ctx, s1, x, attn__mha_forward_packed_rope(ctx, &m->self_attn, in, cu_seqlens, batch, false,
-                                                           attn__layer_rope(&m->cfg, &rope)));
+    x = residual(ctx, s1, x,
+                 attn__mha_forward_packed_rope(ctx, &m->self_attn, in, cu_seqlens, batch, false,
+                                               attn__layer_rope(&m->cfg, &rope)));
     in = branch_input(ctx, s2, x);
     return residual(ctx, s2, x, ffn(ctx, &m->cfg, &m->linear1, &m->linear2, in));
 }
@@ -203,11 +196,12 @@ attn_tensor *attn_decoder_layer_forward_packed(attn_ctx *ctx, const attn_decoder
     attn_rope_opts rope;
     sublayer s1 = {&m->cfg, &m->norm1}, s2 = {&m->cfg, &m->norm2}, s3 = {&m->cfg, &m->norm3};
     attn_tensor *in = branch_input(ctx, s1, x);
-    x = residual(ctx, s1, x, attn__mha_forward_packed_rope(ctx, &m->self_attn, in, cu_seqlens_t, batch, true,
-                                                           attn__layer_rope(&m->cfg, &rope)));
+    x = residual(ctx, s1, x,
+                 attn__mha_forward_packed_rope(ctx, &m->self_attn, in, cu_seqlens_t, batch, true,
+                                               attn__layer_rope(&m->cfg, &rope)));
     in = branch_input(ctx, s2, x);
-    x = residual(ctx, s2, x, attn_mha_forward_packed_cross(ctx, &m->multihead_attn, in, memory, cu_seqlens_t,
-                                                           cu_seqlens_s, batch));
+    x = residual(ctx, s2, x,
+                 attn_mha_forward_packed_cross(ctx, &m->multihead_attn, in, memory, cu_seqlens_t, cu_seqlens_s, batch));
     in = branch_input(ctx, s3, x);
     return residual(ctx, s3, x, ffn(ctx, &m->cfg, &m->linear1, &m->linear2, in));
 }
@@ -215,7 +209,7 @@ attn_tensor *attn_decoder_layer_forward_packed(attn_ctx *ctx, const attn_decoder
 /* ---- The decoder layer one position at a time, over cached keys and values ---- */
 
 attn_status attn__decoder_layer_cache_memory(attn_ctx *ctx, const attn_decoder_layer *m, attn_tensor *memory,
-                                       decoder_layer_cache *c)
+                                             decoder_layer_cache *c)
 {
     const attn_mha_layer *a = &m->multihead_attn;
     c->cross_k = attn_split_heads(ctx, attn__mha_project(ctx, a, memory, 1), a->num_heads); /* (B, H, S, Dh) */
@@ -238,13 +232,14 @@ static attn_tensor *self_attention_step(attn_ctx *ctx, const attn_mha_layer *m, 
                                         attn_tensor *x, decoder_layer_cache *c, int64_t pos)
 {
     const int64_t R = x->shape[0];
-    attn_tensor *q = attn_split_heads(ctx, attn__mha_project(ctx, m, x, 0), m->num_heads); /* (R, H, 1, Dh) */
-    attn_tensor *k = attn__mha_project(ctx, m, x, 1), *v = attn__mha_project(ctx, m, x, 2);     /* (R, 1, E) */
+    attn_tensor *q = attn_split_heads(ctx, attn__mha_project(ctx, m, x, 0), m->num_heads);  /* (R, H, 1, Dh) */
+    attn_tensor *k = attn__mha_project(ctx, m, x, 1), *v = attn__mha_project(ctx, m, x, 2); /* (R, 1, E) */
     if (rope && k) { /* q and k rotated at position pos: q's heads (R, H, 1, Dh), k's (R, 1, H, Dh) */
         attn_rope_opts r = *rope;
         r.positions = &pos, r.n_positions = 1;
         r.position_dim = 2, q = attn_rope(ctx, q, &r);
-        r.position_dim = 1, k = attn_rope(ctx, attn_reshape(ctx, k, 4, (int64_t[]){R, 1, m->num_heads, k->shape[2] / m->num_heads}), &r);
+        r.position_dim = 1,
+        k = attn_rope(ctx, attn_reshape(ctx, k, 4, (int64_t[]){R, 1, m->num_heads, k->shape[2] / m->num_heads}), &r);
     }
     int64_t *lens = attn_arena_alloc(&ctx->arena, (size_t)R * sizeof *lens);
     if (!q || !k || !v || !lens) return NULL;
@@ -270,17 +265,18 @@ static attn_tensor *cross_attention_step(attn_ctx *ctx, const attn_mha_layer *m,
 }
 
 attn_tensor *attn__decoder_layer_step(attn_ctx *ctx, const attn_decoder_layer *m, attn_tensor *x,
-                                decoder_layer_cache *c, int64_t pos)
+                                      decoder_layer_cache *c, int64_t pos)
 {
     if (!ctx || !m || !x || !c) return NULL;
     const int64_t R = x->shape[0];
-    if (x->ndim != 3 || x->shape[1] != 1 || c->beams < 1 || R % c->beams || pos < 0 ||
-        pos >= c->self_k->shape[2] || c->self_k->shape[0] != R) {
+    if (x->ndim != 3 || x->shape[1] != 1 || c->beams < 1 || R % c->beams || pos < 0 || pos >= c->self_k->shape[2] ||
+        c->self_k->shape[0] != R) {
         char buf[64];
-        return attn__fail_null(ATTN_ERR_SHAPE, "decoder layer step: x %s at position %lld; expected "
+        return attn__fail_null(ATTN_ERR_SHAPE,
+                               "decoder layer step: x %s at position %lld; expected "
                                "(%lld, 1, E) and a position below %lld",
-                               attn_shape_str(x, buf, sizeof buf), (long long)pos,
-                               (long long)c->self_k->shape[0], (long long)c->self_k->shape[2]);
+                               attn_shape_str(x, buf, sizeof buf), (long long)pos, (long long)c->self_k->shape[0],
+                               (long long)c->self_k->shape[2]);
     }
     sublayer s1 = {&m->cfg, &m->norm1}, s2 = {&m->cfg, &m->norm2}, s3 = {&m->cfg, &m->norm3};
     attn_tensor *in = branch_input(ctx, s1, x);

@@ -45,20 +45,20 @@ static attn_status additive_backward(attn_ctx *ctx, attn_node *node)
 attn_tensor *attn_additive_scores(attn_ctx *ctx, attn_tensor *qp, attn_tensor *kp, attn_tensor *wv)
 {
     if (!ctx || !qp || !kp || !wv) return attn__null_input(__func__);
-    if (qp->ndim != 3 || kp->ndim != 3 || qp->shape[0] != kp->shape[0] ||
-        qp->shape[2] != kp->shape[2] || wv->numel != qp->shape[2]) {
+    if (qp->ndim != 3 || kp->ndim != 3 || qp->shape[0] != kp->shape[0] || qp->shape[2] != kp->shape[2] ||
+        wv->numel != qp->shape[2]) {
         char a[64], b[64], c[64];
         return attn__fail_null(ATTN_ERR_SHAPE,
                                "additive_scores: qp %s, kp %s, wv %s; expected (B, Lq, h), "
                                "(B, Lk, h) and h values",
-                               attn_shape_str(qp, a, 64), attn_shape_str(kp, b, 64),
-                               attn_shape_str(wv, c, 64));
+                               attn_shape_str(qp, a, 64), attn_shape_str(kp, b, 64), attn_shape_str(wv, c, 64));
     }
     additive_dims s = {qp->shape[0], qp->shape[1], kp->shape[1], qp->shape[2]};
     attn_tensor *out = attn_tensor_empty(ctx, 3, (int64_t[]){s.batch, s.lq, s.lk});
     if (!out) return NULL;
     const int64_t H = s.h;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(ctx->num_threads) if (s.batch * s.lq * s.lk * H > ATTN_PARALLEL_MIN)
+#pragma omp parallel for collapse(2) schedule(static)                                                                  \
+    num_threads(ctx->num_threads) if (s.batch * s.lq * s.lk * H > ATTN_PARALLEL_MIN)
     for (int64_t b = 0; b < s.batch; b++)
         for (int64_t i = 0; i < s.lq; i++) {
             const float *q = qp->data + (b * s.lq + i) * H;

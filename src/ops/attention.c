@@ -31,11 +31,13 @@ static attn_status broadcast_strides(int64_t stride[4], int64_t *count, int ndim
     char got[64], want[64];
     attn__dims_str(want, sizeof want, rank, scores);
     if (ndim == 0)
-        return attn__fail(ATTN_ERR_SHAPE, "sdpa: %s_ndim and %s_shape are not set; expected a shape of 1 to %d "
-                          "dims broadcastable to %s = %s", what, what, rank, names, want);
+        return attn__fail(ATTN_ERR_SHAPE,
+                          "sdpa: %s_ndim and %s_shape are not set; expected a shape of 1 to %d "
+                          "dims broadcastable to %s = %s",
+                          what, what, rank, names, want);
     if (ndim < 0 || ndim > rank)
-        return attn__fail(ATTN_ERR_SHAPE, "sdpa: %s has %d dims; expected 1 to %d, broadcastable to %s = %s%s",
-                          what, ndim, rank, names, want, one_head ? " (q, k, v are 3-D)" : "");
+        return attn__fail(ATTN_ERR_SHAPE, "sdpa: %s has %d dims; expected 1 to %d, broadcastable to %s = %s%s", what,
+                          ndim, rank, names, want, one_head ? " (q, k, v are 3-D)" : "");
     attn__dims_str(got, sizeof got, ndim, shape);
     for (int d = 0; d < 4; d++) stride[d] = 0;
     int64_t s = 1;
@@ -43,8 +45,10 @@ static attn_status broadcast_strides(int64_t stride[4], int64_t *count, int ndim
         int src = ndim - (rank - i);
         int64_t n = src >= 0 ? shape[src] : 1;
         if (n != 1 && n != scores[i])
-            return attn__fail(ATTN_ERR_SHAPE, "sdpa: %s mask has shape %s, which does not broadcast to "
-                              "%s = %s", what, got, names, want);
+            return attn__fail(ATTN_ERR_SHAPE,
+                              "sdpa: %s mask has shape %s, which does not broadcast to "
+                              "%s = %s",
+                              what, got, names, want);
         stride[dims[i]] = n == 1 ? 0 : s;
         if (!attn__mul_ok(s, n, &s))
             return attn__fail(ATTN_ERR_NOMEM, "sdpa: %s has more elements than int64 holds", what);
@@ -61,9 +65,8 @@ static void *arena_copy(attn_ctx *ctx, const void *src, size_t bytes)
 }
 
 /* A bool mask (attend or blocked) copied into the arena with its broadcast strides. */
-static const uint8_t *copy_bool_mask(attn_ctx *ctx, int64_t stride[4], const uint8_t *src,
-                                     int ndim, const int64_t *shape, const int64_t full[4],
-                                     bool one_head, const char *what)
+static const uint8_t *copy_bool_mask(attn_ctx *ctx, int64_t stride[4], const uint8_t *src, int ndim,
+                                     const int64_t *shape, const int64_t full[4], bool one_head, const char *what)
 {
     int64_t n;
     if (broadcast_strides(stride, &n, ndim, shape, full, one_head, what) != ATTN_OK) return NULL;
@@ -78,16 +81,16 @@ static attn_status prepare_masks(attn_ctx *ctx, sdpa_problem *p, const attn_mask
     sdpa_masks *out = &p->masks;
     memset(out, 0, sizeof *out);
     out->causal = m->causal;
-    if (m->attend && !(out->attend = copy_bool_mask(ctx, out->attend_stride, m->attend, m->attend_ndim,
-                                                    m->attend_shape, full, one_head, "attend")))
+    if (m->attend && !(out->attend = copy_bool_mask(ctx, out->attend_stride, m->attend, m->attend_ndim, m->attend_shape,
+                                                    full, one_head, "attend")))
         return attn_last_status();
     if (m->blocked && !(out->blocked = copy_bool_mask(ctx, out->blocked_stride, m->blocked, m->blocked_ndim,
                                                       m->blocked_shape, full, one_head, "blocked")))
         return attn_last_status();
     if (m->additive) {
         int64_t n;
-        if (broadcast_strides(out->additive_stride, &n, m->additive_ndim, m->additive_shape, full,
-                              one_head, "additive") != ATTN_OK)
+        if (broadcast_strides(out->additive_stride, &n, m->additive_ndim, m->additive_shape, full, one_head,
+                              "additive") != ATTN_OK)
             return attn_last_status();
         float *copy = arena_copy(ctx, m->additive, (size_t)n * sizeof(float));
         if (!copy) return attn_last_status();
@@ -108,8 +111,7 @@ static attn_status prepare_masks(attn_ctx *ctx, sdpa_problem *p, const attn_mask
             return attn_last_status();
         out->valid_lens_per_query = m->valid_lens.ndim == 2;
     }
-    if (m->key_padding &&
-        !(out->key_padding = arena_copy(ctx, m->key_padding, (size_t)(p->batch * p->lk))))
+    if (m->key_padding && !(out->key_padding = arena_copy(ctx, m->key_padding, (size_t)(p->batch * p->lk))))
         return attn_last_status();
     return ATTN_OK;
 }
@@ -150,9 +152,11 @@ static attn_status prepare_scores(attn_ctx *ctx, sdpa_problem *p, const attn_sdp
     const bool per_batch = o->alibi_ndim == 2;
     if ((o->alibi_ndim != 1 && !per_batch) || o->alibi_shape[per_batch] != p->heads ||
         (per_batch && o->alibi_shape[0] != p->batch) || (one_head && p->heads != 1))
-        return attn__fail(ATTN_ERR_SHAPE, "sdpa: alibi_slopes of %d dims (%lld, %lld), expected (H) = (%lld) or "
-                          "(B, H) = (%lld, %lld)", o->alibi_ndim, (long long)o->alibi_shape[0],
-                          (long long)o->alibi_shape[1], (long long)p->heads, (long long)p->batch, (long long)p->heads);
+        return attn__fail(ATTN_ERR_SHAPE,
+                          "sdpa: alibi_slopes of %d dims (%lld, %lld), expected (H) = (%lld) or "
+                          "(B, H) = (%lld, %lld)",
+                          o->alibi_ndim, (long long)o->alibi_shape[0], (long long)o->alibi_shape[1],
+                          (long long)p->heads, (long long)p->batch, (long long)p->heads);
     const int64_t n = per_batch ? p->batch * p->heads : p->heads;
     float *slopes = arena_copy(ctx, o->alibi_slopes, (size_t)n * sizeof(float));
     if (!slopes) return attn_last_status();
@@ -167,25 +171,30 @@ static attn_status prepare_scores(attn_ctx *ctx, sdpa_problem *p, const attn_sdp
 attn_status attn__sdpa_prepare_mods(sdpa_problem *p, const attn_score_mods *m, bool grads, const char *op)
 {
     if (m->score_mod_grad && !m->score_mod)
-        return attn__fail(ATTN_ERR_ARG, "%s: mods.score_mod_grad is set without mods.score_mod (the derivative of "
-                          "no function); set both, or neither", op);
+        return attn__fail(ATTN_ERR_ARG,
+                          "%s: mods.score_mod_grad is set without mods.score_mod (the derivative of "
+                          "no function); set both, or neither",
+                          op);
     if (m->score_mod && !m->score_mod_grad && grads)
-        return attn__fail(ATTN_ERR_ARG, "%s: mods.score_mod without mods.score_mod_grad (d score_mod / d score), "
+        return attn__fail(ATTN_ERR_ARG,
+                          "%s: mods.score_mod without mods.score_mod_grad (d score_mod / d score), "
                           "which the backward needs: q, k or v requires a gradient. Give its derivative, or run "
-                          "without gradients (attn_ctx_set_grad_enabled(ctx, false))", op);
+                          "without gradients (attn_ctx_set_grad_enabled(ctx, false))",
+                          op);
     p->mods = *m;
     return ATTN_OK;
 }
 
 attn_status attn_alibi_slopes(float *slopes, int64_t heads)
 {
-    if (!slopes || heads < 1) return attn__fail(ATTN_ERR_ARG, "attn_alibi_slopes: slopes NULL or heads %lld < 1",
-                                                (long long)heads);
+    if (!slopes || heads < 1)
+        return attn__fail(ATTN_ERR_ARG, "attn_alibi_slopes: slopes NULL or heads %lld < 1", (long long)heads);
     int64_t pow2 = 1;
     while (pow2 * 2 <= heads) pow2 *= 2;
     for (int64_t i = 0; i < pow2; i++) slopes[i] = (float)exp2(-8.0 * (double)(i + 1) / (double)pow2);
     /* the rest: the slopes of 2 pow2 heads, every other one, from the first */
-    for (int64_t i = pow2; i < heads; i++) slopes[i] = (float)exp2(-8.0 * (double)(2 * (i - pow2) + 1) / (double)(2 * pow2));
+    for (int64_t i = pow2; i < heads; i++)
+        slopes[i] = (float)exp2(-8.0 * (double)(2 * (i - pow2) + 1) / (double)(2 * pow2));
     return ATTN_OK;
 }
 
@@ -194,9 +203,10 @@ attn_status attn_alibi_slopes(float *slopes, int64_t heads)
 static float *scratch_alloc(attn_ctx *ctx, const char *who, const sdpa_problem *p, int64_t n)
 {
     if (n < 0)
-        return attn__fail_null(ATTN_ERR_NOMEM, "%s: the kernel's scratch for Lq %lld, D %lld, Dv %lld on %d threads "
-                               "does not fit in 64 bits", who, (long long)p->lq, (long long)p->d, (long long)p->dv,
-                               p->threads);
+        return attn__fail_null(ATTN_ERR_NOMEM,
+                               "%s: the kernel's scratch for Lq %lld, D %lld, Dv %lld on %d threads "
+                               "does not fit in 64 bits",
+                               who, (long long)p->lq, (long long)p->d, (long long)p->dv, p->threads);
     if ((uint64_t)n > SIZE_MAX / sizeof(float))
         return attn__fail_null(ATTN_ERR_NOMEM, "%s: scratch of %lld floats is too large", who, (long long)n);
     return attn_arena_alloc(&ctx->arena, (size_t)n * sizeof(float));
@@ -215,7 +225,8 @@ static attn_status sdpa_backward(attn_ctx *ctx, attn_node *node)
     attn_tensor *in[3] = {node->in[0], node->in[1], node->in[2]};
     float **grads[3] = {&dq, &dk, &dv};
     for (int i = 0; i < 3; i++)
-        if (!*grads[i] && !(*grads[i] = attn_arena_calloc(&ctx->arena, (size_t)in[i]->numel * sizeof(float), ctx->num_threads)))
+        if (!*grads[i] &&
+            !(*grads[i] = attn_arena_calloc(&ctx->arena, (size_t)in[i]->numel * sizeof(float), ctx->num_threads)))
             return attn_last_status();
     int64_t n = s->fused ? sdpa_fused_scratch_floats(p, p->threads) : sdpa_ref_scratch_floats(p, p->threads);
     float *scratch = scratch_alloc(ctx, "sdpa backward", p, n);
@@ -228,8 +239,8 @@ static attn_status sdpa_backward(attn_ctx *ctx, attn_node *node)
     return ATTN_OK;
 }
 
-attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tensor *v,
-                       const attn_sdpa_opts *opts, attn_tensor **weights)
+attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tensor *v, const attn_sdpa_opts *opts,
+                       attn_tensor **weights)
 {
     if (weights) *weights = NULL;
     if (!ctx || !q || !k || !v) return attn__null_input(__func__);
@@ -242,12 +253,16 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
         return attn__fail_null(ATTN_ERR_ARG, "sdpa: scale = %g, expected a finite value >= 0 (0: 1/sqrt(D))",
                                opts->scale);
     if (opts->impl != ATTN_SDPA_AUTO && opts->impl != ATTN_SDPA_FUSED && opts->impl != ATTN_SDPA_REF)
-        return attn__fail_null(ATTN_ERR_ARG, "sdpa: impl %d is none of ATTN_SDPA_AUTO, _FUSED, _REF",
-                               (int)opts->impl);
+        return attn__fail_null(ATTN_ERR_ARG, "sdpa: impl %d is none of ATTN_SDPA_AUTO, _FUSED, _REF", (int)opts->impl);
     const int nd = q->ndim;
     sdpa_problem p = {
-        .batch = q->shape[0], .heads = nd == 4 ? q->shape[1] : 1, .lq = q->shape[nd - 2],
-        .lk = k->shape[nd - 2], .d = q->shape[nd - 1], .dv = v->shape[nd - 1], .heads_kv = nd == 4 ? k->shape[1] : 1,
+        .batch = q->shape[0],
+        .heads = nd == 4 ? q->shape[1] : 1,
+        .lq = q->shape[nd - 2],
+        .lk = k->shape[nd - 2],
+        .d = q->shape[nd - 1],
+        .dv = v->shape[nd - 1],
+        .heads_kv = nd == 4 ? k->shape[1] : 1,
     };
     /* (B, H, Lq) and (B, H, Lk) sized buffers follow: check them, since a tensor built by hand
      * with D = 0 holds no elements whatever B, H and L say */

@@ -27,17 +27,17 @@
 #endif
 
 typedef struct varlen_saved {
-    sdpa_problem base;    /* every sequence's options: batch 1, lq and lk set per sequence */
+    sdpa_problem base; /* every sequence's options: batch 1, lq and lk set per sequence */
     int64_t batch, heads, heads_kv, total_q;
     const int64_t *cu_q, *cu_k; /* (batch + 1) each, copies */
     const int64_t *order;       /* (batch) sequences by decreasing Lq_b Lk_b */
     const float *alibi;         /* (H) or (B, H) slopes, copied; NULL: none */
     bool alibi_per_seq;
-    bool fused, outer;          /* the kernel; the sequences as the parallel loop (file comment) */
-    float *qb, *kb, *vb, *ob;   /* q, k, v, out in blocks: (H, Lq_b, D), (Hkv, Lk_b, D), ... */
-    float *stats;               /* (H, Lq_b, 2) per sequence at 2 H cu_q[b] */
-    float *weights;             /* reference path: (H, Lq_b, Lk_b) per sequence at weight_at[b] */
-    const int64_t *weight_at;   /* (batch) */
+    bool fused, outer;        /* the kernel; the sequences as the parallel loop (file comment) */
+    float *qb, *kb, *vb, *ob; /* q, k, v, out in blocks: (H, Lq_b, D), (Hkv, Lk_b, D), ... */
+    float *stats;             /* (H, Lq_b, 2) per sequence at 2 H cu_q[b] */
+    float *weights;           /* reference path: (H, Lq_b, Lk_b) per sequence at weight_at[b] */
+    const int64_t *weight_at; /* (batch) */
 } varlen_saved;
 
 static int thread_id(void)
@@ -55,14 +55,18 @@ static void permute(float *dst, const float *src, const int64_t *cu, int64_t bat
                     bool to_blocks, bool accumulate, int threads)
 {
     (void)threads; /* read by the pragma alone: unused in a build without OpenMP */
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if ((double)cu[batch] * (double)heads * (double)width >= 1e5)
+#pragma omp parallel for schedule(dynamic, 1)                                                                          \
+    num_threads(threads) if ((double)cu[batch] * (double)heads * (double)width >= 1e5)
     for (int64_t b = 0; b < batch; b++) {
         const int64_t L = cu[b + 1] - cu[b];
         for (int64_t h = 0; h < heads; h++)
             for (int64_t i = 0; i < L; i++) {
-                const int64_t packed = ((cu[b] + i) * heads + h) * width, blocked = cu[b] * heads * width + (h * L + i) * width;
-                if (to_blocks) memcpy(dst + blocked, src + packed, (size_t)width * sizeof(float));
-                else if (!accumulate) memcpy(dst + packed, src + blocked, (size_t)width * sizeof(float));
+                const int64_t packed = ((cu[b] + i) * heads + h) * width,
+                              blocked = cu[b] * heads * width + (h * L + i) * width;
+                if (to_blocks)
+                    memcpy(dst + blocked, src + packed, (size_t)width * sizeof(float));
+                else if (!accumulate)
+                    memcpy(dst + packed, src + blocked, (size_t)width * sizeof(float));
                 else
                     for (int64_t c = 0; c < width; c++) dst[packed + c] += src[blocked + c];
             }
@@ -102,8 +106,9 @@ static attn_status check_shapes(const attn_tensor *q, const attn_tensor *k, cons
     if (!ok)
         return attn__fail(ATTN_ERR_SHAPE,
                           "sdpa_varlen: q %s, k %s, v %s do not fit; expected q (total_q, H, D), k (total_k, %s, D), "
-                          "v (total_k, %s, Dv)", attn_shape_str(q, a, 64), attn_shape_str(k, b, 64),
-                          attn_shape_str(v, c, 64), gqa ? "H_kv" : "H", gqa ? "H_kv" : "H");
+                          "v (total_k, %s, Dv)",
+                          attn_shape_str(q, a, 64), attn_shape_str(k, b, 64), attn_shape_str(v, c, 64),
+                          gqa ? "H_kv" : "H", gqa ? "H_kv" : "H");
     return ATTN_OK;
 }
 
@@ -114,9 +119,11 @@ static attn_status prepare(attn_ctx *ctx, varlen_saved *s, const attn_varlen_opt
     if (!(o->dropout_p >= 0.0f && o->dropout_p <= 1.0f))
         return attn__fail(ATTN_ERR_ARG, "sdpa_varlen: dropout_p = %g, expected in [0, 1]", o->dropout_p);
     if (!isfinite(o->scale) || o->scale < 0.0f)
-        return attn__fail(ATTN_ERR_ARG, "sdpa_varlen: scale = %g, expected a finite value >= 0 (0: 1/sqrt(D))", o->scale);
+        return attn__fail(ATTN_ERR_ARG, "sdpa_varlen: scale = %g, expected a finite value >= 0 (0: 1/sqrt(D))",
+                          o->scale);
     if (!(o->softcap >= 0.0f) || isinf(o->softcap))
-        return attn__fail(ATTN_ERR_ARG, "sdpa_varlen: softcap = %g, expected a finite value >= 0 (0: none)", o->softcap);
+        return attn__fail(ATTN_ERR_ARG, "sdpa_varlen: softcap = %g, expected a finite value >= 0 (0: none)",
+                          o->softcap);
     if (o->impl != ATTN_SDPA_AUTO && o->impl != ATTN_SDPA_FUSED && o->impl != ATTN_SDPA_REF)
         return attn__fail(ATTN_ERR_ARG, "sdpa_varlen: impl %d is none of ATTN_SDPA_AUTO, _FUSED, _REF", (int)o->impl);
     const attn_window *w = &o->window;
@@ -133,10 +140,11 @@ static attn_status prepare(attn_ctx *ctx, varlen_saved *s, const attn_varlen_opt
         const bool per_seq = o->alibi_ndim == 2;
         if ((o->alibi_ndim != 1 && !per_seq) || o->alibi_shape[per_seq] != s->heads ||
             (per_seq && o->alibi_shape[0] != s->batch))
-            return attn__fail(ATTN_ERR_SHAPE, "sdpa_varlen: alibi_slopes of %d dims (%lld, %lld), expected (H) = (%lld) "
-                              "or (batch, H) = (%lld, %lld)", o->alibi_ndim, (long long)o->alibi_shape[0],
-                              (long long)o->alibi_shape[1], (long long)s->heads, (long long)s->batch,
-                              (long long)s->heads);
+            return attn__fail(ATTN_ERR_SHAPE,
+                              "sdpa_varlen: alibi_slopes of %d dims (%lld, %lld), expected (H) = (%lld) "
+                              "or (batch, H) = (%lld, %lld)",
+                              o->alibi_ndim, (long long)o->alibi_shape[0], (long long)o->alibi_shape[1],
+                              (long long)s->heads, (long long)s->batch, (long long)s->heads);
         const int64_t n = per_seq ? s->batch * s->heads : s->heads;
         float *slopes = attn_arena_alloc(&ctx->arena, (size_t)n * sizeof(float));
         if (!slopes) return attn_last_status();
@@ -180,10 +188,12 @@ static bool copy_offsets(attn_ctx *ctx, varlen_saved *s, const int64_t *cu_q, co
         int64_t size;
         at[b] = sum;
         costs[b] = (seq_cost){(double)(q[b + 1] - q[b]) * (double)(k[b + 1] - k[b]), b};
-        if (weights && (!attn__mul_ok(q[b + 1] - q[b], k[b + 1] - k[b], &size) || !attn__mul_ok(size, s->heads, &size) ||
-                        __builtin_add_overflow(sum, size, &sum))) {
-            attn__fail(ATTN_ERR_NOMEM, "sdpa_varlen: the reference path's weights of %lld sequences have more elements "
-                       "than int64 holds", (long long)s->batch);
+        if (weights && (!attn__mul_ok(q[b + 1] - q[b], k[b + 1] - k[b], &size) ||
+                        !attn__mul_ok(size, s->heads, &size) || __builtin_add_overflow(sum, size, &sum))) {
+            attn__fail(ATTN_ERR_NOMEM,
+                       "sdpa_varlen: the reference path's weights of %lld sequences have more elements "
+                       "than int64 holds",
+                       (long long)s->batch);
             return false;
         }
     }
@@ -203,8 +213,10 @@ typedef struct seq_at {
 static seq_at seq_offsets(const varlen_saved *s, int64_t b)
 {
     const int64_t D = s->base.d, Dv = s->base.dv;
-    return (seq_at){.q = s->cu_q[b] * s->heads * D, .k = s->cu_k[b] * s->heads_kv * D,
-                    .v = s->cu_k[b] * s->heads_kv * Dv, .o = s->cu_q[b] * s->heads * Dv,
+    return (seq_at){.q = s->cu_q[b] * s->heads * D,
+                    .k = s->cu_k[b] * s->heads_kv * D,
+                    .v = s->cu_k[b] * s->heads_kv * Dv,
+                    .o = s->cu_q[b] * s->heads * Dv,
                     .stats = 2 * s->cu_q[b] * s->heads};
 }
 
@@ -214,7 +226,8 @@ static void forward_seq(const varlen_saved *s, int64_t b, float *scratch, int th
     const seq_at at = seq_offsets(s, b);
     if (p.lq == 0) return;
     if (p.lk == 0) { /* every query row fully masked: output 0 (zeroed already), P = 0 in the backward */
-        for (int64_t r = 0; r < p.heads * p.lq; r++) s->stats[at.stats + 2 * r] = INFINITY, s->stats[at.stats + 2 * r + 1] = 0.0f;
+        for (int64_t r = 0; r < p.heads * p.lq; r++)
+            s->stats[at.stats + 2 * r] = INFINITY, s->stats[at.stats + 2 * r + 1] = 0.0f;
         return;
     }
     if (s->fused)
@@ -245,12 +258,15 @@ static float *scratch_alloc(attn_ctx *ctx, const varlen_saved *s, int64_t *per_t
 {
     const int threads = s->base.threads, call_threads = s->outer ? 1 : threads;
     const sdpa_problem p = largest_problem(s, call_threads);
-    const int64_t n = s->fused ? sdpa_fused_scratch_floats(&p, call_threads) : sdpa_ref_scratch_floats(&p, call_threads);
+    const int64_t n =
+        s->fused ? sdpa_fused_scratch_floats(&p, call_threads) : sdpa_ref_scratch_floats(&p, call_threads);
     int64_t total;
     if (n < 0 || __builtin_mul_overflow(n, s->outer ? (int64_t)threads : 1, &total) ||
         (uint64_t)total > SIZE_MAX / sizeof(float) - 1)
-        return attn__fail_null(ATTN_ERR_NOMEM, "%s: the kernel's scratch for Lq %lld, Lk %lld on %d threads does not "
-                               "fit in memory", who, (long long)p.lq, (long long)p.lk, threads);
+        return attn__fail_null(ATTN_ERR_NOMEM,
+                               "%s: the kernel's scratch for Lq %lld, Lk %lld on %d threads does not "
+                               "fit in memory",
+                               who, (long long)p.lq, (long long)p.lk, threads);
     *per_thread = n;
     return attn_arena_alloc(&ctx->arena, (size_t)(total + 1) * sizeof(float));
 }
@@ -262,15 +278,19 @@ static void each_sequence(const varlen_saved *s, float *scratch, int64_t per_thr
 {
     if (!s->outer) {
         for (int64_t b = 0; b < s->batch; b++)
-            if (dq) backward_seq(s, b, dq, dk, dv, dout, scratch, threads);
-            else forward_seq(s, b, scratch, threads);
+            if (dq)
+                backward_seq(s, b, dq, dk, dv, dout, scratch, threads);
+            else
+                forward_seq(s, b, scratch, threads);
         return;
     }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (int64_t n = 0; n < s->batch; n++) {
         float *mine = scratch + (int64_t)thread_id() * per_thread;
-        if (dq) backward_seq(s, s->order[n], dq, dk, dv, dout, mine, 1);
-        else forward_seq(s, s->order[n], mine, 1);
+        if (dq)
+            backward_seq(s, s->order[n], dq, dk, dv, dout, mine, 1);
+        else
+            forward_seq(s, s->order[n], mine, 1);
     }
 }
 
@@ -306,7 +326,8 @@ attn_tensor *attn_sdpa_varlen(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, att
     if (!ctx || !q || !k || !v) return attn__null_input(__func__);
     attn_varlen_opts defaults = {0};
     if (!opts) opts = &defaults;
-    if (batch < 1) return attn__fail_null(ATTN_ERR_ARG, "sdpa_varlen: batch = %lld; expected >= 1 sequence", (long long)batch);
+    if (batch < 1)
+        return attn__fail_null(ATTN_ERR_ARG, "sdpa_varlen: batch = %lld; expected >= 1 sequence", (long long)batch);
     if (check_shapes(q, k, v, opts->enable_gqa) != ATTN_OK ||
         attn__cu_seqlens_check(cu_seqlens_q, batch, q->shape[0], "sdpa_varlen", "cu_seqlens_q", "q") != ATTN_OK ||
         attn__cu_seqlens_check(cu_seqlens_k, batch, k->shape[0], "sdpa_varlen", "cu_seqlens_k", "k and v") != ATTN_OK)
@@ -335,7 +356,8 @@ attn_tensor *attn_sdpa_varlen(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, att
     const int threads = p->threads;
     const sdpa_problem largest = largest_problem(&s, threads);
     /* the kernels run a sequence on all threads from 10^6 multiply-adds on (sdpa_parallel) */
-    const double largest_work = (double)largest.heads * (double)largest.lq * (double)largest.lk * (double)(largest.d + largest.dv);
+    const double largest_work =
+        (double)largest.heads * (double)largest.lq * (double)largest.lk * (double)(largest.d + largest.dv);
     s.outer = threads > 1 && (batch >= 2 * (int64_t)threads || largest_work < 1e6);
     attn_tensor *out = attn_tensor_empty(ctx, 3, (int64_t[]){s.total_q, s.heads, p->dv});
     if (!out) return NULL;

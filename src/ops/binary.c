@@ -9,20 +9,24 @@
 #include "../autograd/tape.h"
 #include "../kernels/kernels.h"
 
-
-typedef enum binary_kind { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV } binary_kind;
+typedef enum binary_kind {
+    BIN_ADD,
+    BIN_SUB,
+    BIN_MUL,
+    BIN_DIV
+} binary_kind;
 
 static const char *const binary_names[] = {"add", "sub", "mul", "div"};
 
 /* Shapes right-aligned to 4 dims, with element strides (0 on broadcast dims). */
 typedef struct broadcast {
-    int64_t shape[4];  /* output */
+    int64_t shape[4]; /* output */
     int64_t sa[4], sb[4];
-    bool same;         /* a, b and the output have the same shape: one flat loop */
+    bool same; /* a, b and the output have the same shape: one flat loop */
 } broadcast;
 
-static attn_status broadcast_plan(broadcast *p, const attn_tensor *a, const attn_tensor *b,
-                                  const char *op, int *ndim_out)
+static attn_status broadcast_plan(broadcast *p, const attn_tensor *a, const attn_tensor *b, const char *op,
+                                  int *ndim_out)
 {
     int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
     int64_t stride_a = 1, stride_b = 1;
@@ -32,8 +36,8 @@ static attn_status broadcast_plan(broadcast *p, const attn_tensor *a, const attn
         int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
         if (da != db && da != 1 && db != 1) {
             char x[64], y[64];
-            return attn__fail(ATTN_ERR_SHAPE, "%s: shapes %s and %s cannot be broadcast", op,
-                              attn_shape_str(a, x, 64), attn_shape_str(b, y, 64));
+            return attn__fail(ATTN_ERR_SHAPE, "%s: shapes %s and %s cannot be broadcast", op, attn_shape_str(a, x, 64),
+                              attn_shape_str(b, y, 64));
         }
         p->shape[d] = da > db ? da : db;
         if (da == 0 || db == 0) p->shape[d] = 0;
@@ -49,10 +53,14 @@ static attn_status broadcast_plan(broadcast *p, const attn_tensor *a, const attn
 static inline float apply(binary_kind kind, float x, float y)
 {
     switch (kind) {
-    case BIN_ADD: return x + y;
-    case BIN_SUB: return x - y;
-    case BIN_MUL: return x * y;
-    case BIN_DIV: return x / y;
+    case BIN_ADD:
+        return x + y;
+    case BIN_SUB:
+        return x - y;
+    case BIN_MUL:
+        return x * y;
+    case BIN_DIV:
+        return x / y;
     }
     return 0.0f;
 }
@@ -81,10 +89,22 @@ static inline void partials(binary_kind kind, float x, float y, float dy, float 
     *dx = 0.0f;
     *dyy = 0.0f;
     switch (kind) {
-    case BIN_ADD: *dx = dy; *dyy = dy; break;
-    case BIN_SUB: *dx = dy; *dyy = -dy; break;
-    case BIN_MUL: *dx = dy * y; *dyy = dy * x; break;
-    case BIN_DIV: *dx = dy / y; *dyy = -dy * x / (y * y); break;
+    case BIN_ADD:
+        *dx = dy;
+        *dyy = dy;
+        break;
+    case BIN_SUB:
+        *dx = dy;
+        *dyy = -dy;
+        break;
+    case BIN_MUL:
+        *dx = dy * y;
+        *dyy = dy * x;
+        break;
+    case BIN_DIV:
+        *dx = dy / y;
+        *dyy = -dy * x / (y * y);
+        break;
     }
 }
 
@@ -101,17 +121,24 @@ static inline __attribute__((always_inline)) void apply_loop(binary_kind kind, f
 static void apply_flat(binary_kind kind, float *out, const float *x, const float *z, int64_t n)
 {
     switch (kind) {
-    case BIN_ADD: apply_loop(BIN_ADD, out, x, z, n); break;
-    case BIN_SUB: apply_loop(BIN_SUB, out, x, z, n); break;
-    case BIN_MUL: apply_loop(BIN_MUL, out, x, z, n); break;
-    case BIN_DIV: apply_loop(BIN_DIV, out, x, z, n); break;
+    case BIN_ADD:
+        apply_loop(BIN_ADD, out, x, z, n);
+        break;
+    case BIN_SUB:
+        apply_loop(BIN_SUB, out, x, z, n);
+        break;
+    case BIN_MUL:
+        apply_loop(BIN_MUL, out, x, z, n);
+        break;
+    case BIN_DIV:
+        apply_loop(BIN_DIV, out, x, z, n);
+        break;
     }
 }
 
 /* ga += partial in a, gb += partial in b (either may be NULL) */
-static inline __attribute__((always_inline)) void partials_loop(binary_kind kind, float *ga, float *gb,
-                                                                const float *a, const float *b,
-                                                                const float *dy, int64_t n)
+static inline __attribute__((always_inline)) void partials_loop(binary_kind kind, float *ga, float *gb, const float *a,
+                                                                const float *b, const float *dy, int64_t n)
 {
     float dx, dyy;
     if (ga)
@@ -126,22 +153,30 @@ static inline __attribute__((always_inline)) void partials_loop(binary_kind kind
         }
 }
 
-static void partials_flat(binary_kind kind, float *ga, float *gb, const float *a, const float *b,
-                          const float *dy, int64_t n)
+static void partials_flat(binary_kind kind, float *ga, float *gb, const float *a, const float *b, const float *dy,
+                          int64_t n)
 {
     switch (kind) {
-    case BIN_ADD: partials_loop(BIN_ADD, ga, gb, a, b, dy, n); break;
-    case BIN_SUB: partials_loop(BIN_SUB, ga, gb, a, b, dy, n); break;
-    case BIN_MUL: partials_loop(BIN_MUL, ga, gb, a, b, dy, n); break;
-    case BIN_DIV: partials_loop(BIN_DIV, ga, gb, a, b, dy, n); break;
+    case BIN_ADD:
+        partials_loop(BIN_ADD, ga, gb, a, b, dy, n);
+        break;
+    case BIN_SUB:
+        partials_loop(BIN_SUB, ga, gb, a, b, dy, n);
+        break;
+    case BIN_MUL:
+        partials_loop(BIN_MUL, ga, gb, a, b, dy, n);
+        break;
+    case BIN_DIV:
+        partials_loop(BIN_DIV, ga, gb, a, b, dy, n);
+        break;
     }
 }
 
 /* Where the gradient is dy itself (add, and a of sub) and the operand is the output's trailing
  * block (x (..., L, E) against (1, L, E), or the whole output): g += dy summed over the leading
  * rows, as the general loop below sums it, in the same order. false: not that case. */
-static bool trailing_block_grad(float *g, const int64_t *sx, const int64_t os[4], const broadcast *p,
-                                const float *dy, int threads)
+static bool trailing_block_grad(float *g, const int64_t *sx, const int64_t os[4], const broadcast *p, const float *dy,
+                                int threads)
 {
     int d0 = 4; /* the operand holds dims [d0, 4) whole and is 1 before */
     while (d0 > 0 && (p->shape[d0 - 1] == 1 || sx[d0 - 1] == os[d0 - 1])) d0--;
@@ -156,8 +191,8 @@ static bool trailing_block_grad(float *g, const int64_t *sx, const int64_t os[4]
 /* g (operand a when which = 0, b when 1) += the operand's partial times dy, summed over the
  * dims the operand is broadcast along. One task per element of the operand; its outputs are
  * visited in the order of the output's own loop. */
-static void broadcast_grad(float *g, int which, const binary_saved *s, const float *a, const float *b,
-                           const float *dy, int threads)
+static void broadcast_grad(float *g, int which, const binary_saved *s, const float *a, const float *b, const float *dy,
+                           int threads)
 {
     const broadcast *p = &s->plan;
     const int64_t *sx = which ? p->sb : p->sa;
@@ -171,8 +206,8 @@ static void broadcast_grad(float *g, int which, const binary_saved *s, const flo
         reduced[d] = summed ? p->shape[d] : 1;
         n_kept *= kept[d];
     }
-#pragma omp parallel for schedule(static) num_threads(threads) \
-    if (n_kept > 1 && n_kept * reduced[0] * reduced[1] * reduced[2] * reduced[3] > ATTN_PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(                                                                 \
+    threads) if (n_kept > 1 && n_kept * reduced[0] * reduced[1] * reduced[2] * reduced[3] > ATTN_PARALLEL_MIN)
     for (int64_t e = 0; e < n_kept; e++) {
         int64_t k[4], i[4], rest = e;
         for (int d = 3; d >= 0; d--) k[d] = rest % kept[d], rest /= kept[d];
@@ -239,26 +274,37 @@ static attn_tensor *binary(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, binary
         float *out = y->data;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (rows > 1 && y->numel > ATTN_PARALLEL_MIN)
         for (int64_t r = 0; r < rows; r++) {
-            int64_t i[4] = {r / (plan.shape[1] * plan.shape[2]), r / plan.shape[2] % plan.shape[1],
-                            r % plan.shape[2], 0};
+            int64_t i[4] = {r / (plan.shape[1] * plan.shape[2]), r / plan.shape[2] % plan.shape[1], r % plan.shape[2],
+                            0};
             const float *xr = x + offset(i, plan.sa), *zr = z + offset(i, plan.sb);
             for (int64_t c = 0; c < last; c++) out[r * last + c] = apply(kind, xr[c * plan.sa[3]], zr[c * plan.sb[3]]);
         }
     }
     attn_tensor *in[2] = {a, b};
     if (attn__needs_grad(ctx, in, 2)) {
-        attn_node *node = attn__record(ctx, binary_names[kind], binary_backward, y, in, 2,
-                                       sizeof(binary_saved));
+        attn_node *node = attn__record(ctx, binary_names[kind], binary_backward, y, in, 2, sizeof(binary_saved));
         if (!node) return NULL;
         *(binary_saved *)node->saved = (binary_saved){plan, kind};
     }
     return y;
 }
 
-attn_tensor *attn_add(attn_ctx *ctx, attn_tensor *a, attn_tensor *b) { return binary(ctx, a, b, BIN_ADD); }
-attn_tensor *attn_sub(attn_ctx *ctx, attn_tensor *a, attn_tensor *b) { return binary(ctx, a, b, BIN_SUB); }
-attn_tensor *attn_mul(attn_ctx *ctx, attn_tensor *a, attn_tensor *b) { return binary(ctx, a, b, BIN_MUL); }
-attn_tensor *attn_div(attn_ctx *ctx, attn_tensor *a, attn_tensor *b) { return binary(ctx, a, b, BIN_DIV); }
+attn_tensor *attn_add(attn_ctx *ctx, attn_tensor *a, attn_tensor *b)
+{
+    return binary(ctx, a, b, BIN_ADD);
+}
+attn_tensor *attn_sub(attn_ctx *ctx, attn_tensor *a, attn_tensor *b)
+{
+    return binary(ctx, a, b, BIN_SUB);
+}
+attn_tensor *attn_mul(attn_ctx *ctx, attn_tensor *a, attn_tensor *b)
+{
+    return binary(ctx, a, b, BIN_MUL);
+}
+attn_tensor *attn_div(attn_ctx *ctx, attn_tensor *a, attn_tensor *b)
+{
+    return binary(ctx, a, b, BIN_DIV);
+}
 
 /* ---- scale: y = s * x,  dx += s * dy ---- */
 
@@ -312,8 +358,7 @@ attn_tensor *attn_bias_add(attn_ctx *ctx, attn_tensor *x, attn_tensor *bias)
     if (!ctx || !x || !bias) return attn__null_input(__func__);
     if (x->ndim < 1 || bias->ndim != 1 || bias->shape[0] != x->shape[x->ndim - 1]) {
         char a[64], b[64];
-        return attn__fail_null(ATTN_ERR_SHAPE,
-                               "bias_add: x %s and bias %s: bias must be 1-D of x's last size",
+        return attn__fail_null(ATTN_ERR_SHAPE, "bias_add: x %s and bias %s: bias must be 1-D of x's last size",
                                attn_shape_str(x, a, 64), attn_shape_str(bias, b, 64));
     }
     attn_tensor *y = attn__empty_like(ctx, x);
@@ -325,8 +370,6 @@ attn_tensor *attn_bias_add(attn_ctx *ctx, attn_tensor *x, attn_tensor *bias)
     for (int64_t r = 0; r < rows; r++)
         for (int64_t j = 0; j < c; j++) yd[r * c + j] = xd[r * c + j] + bd[j];
     attn_tensor *in[2] = {x, bias};
-    if (attn__needs_grad(ctx, in, 2) &&
-        !attn__record(ctx, "bias_add", bias_add_backward, y, in, 2, 0))
-        return NULL;
+    if (attn__needs_grad(ctx, in, 2) && !attn__record(ctx, "bias_add", bias_add_backward, y, in, 2, 0)) return NULL;
     return y;
 }

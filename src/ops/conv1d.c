@@ -52,14 +52,14 @@ static attn_status conv1d_backward(attn_ctx *ctx, attn_node *node)
     if (st != ATTN_OK) return st;
     const float *w = node->in[1]->data, *dy = node->out->grad;
     int64_t ck = s->cin * s->k;
-    float *dcol = dx ? attn_arena_alloc(&ctx->arena, (size_t)(ck * s->lout + 1) * sizeof(float))
-                     : NULL; /* (Cin*K, Lout) */
+    float *dcol =
+        dx ? attn_arena_alloc(&ctx->arena, (size_t)(ck * s->lout + 1) * sizeof(float)) : NULL; /* (Cin*K, Lout) */
     if (dx && !dcol) return attn_last_status();
     for (int64_t b = 0; b < s->batch; b++) {
         const float *dyb = dy + b * s->cout * s->lout;
         if (dw) /* dW (Cout, Cin*K) += dy[b] (Cout, Lout) @ col[b]^T */
-            attn__gemm(ctx, dw, ck, dyb, s->lout, s->col + b * ck * s->lout, s->lout, s->cout, ck,
-                      s->lout, false, true, 1, 1);
+            attn__gemm(ctx, dw, ck, dyb, s->lout, s->col + b * ck * s->lout, s->lout, s->cout, ck, s->lout, false, true,
+                       1, 1);
         if (dx) { /* dcol (Cin*K, Lout) = W^T @ dy[b] */
             attn__gemm(ctx, dcol, s->lout, w, ck, dyb, s->lout, ck, s->lout, s->cout, true, false, 1, 0);
             col2im_add(dx + b * s->cin * s->len, dcol, s);
@@ -71,8 +71,7 @@ static attn_status conv1d_backward(attn_ctx *ctx, attn_node *node)
     return ATTN_OK;
 }
 
-static attn_status conv1d_check(const attn_tensor *x, const attn_tensor *w, const attn_tensor *b,
-                                int64_t padding)
+static attn_status conv1d_check(const attn_tensor *x, const attn_tensor *w, const attn_tensor *b, int64_t padding)
 {
     char xs[64], ws[64], bs[64];
     if (x->ndim != 3 || w->ndim != 3 || w->shape[1] != x->shape[1] || w->shape[2] < 1)
@@ -82,11 +81,12 @@ static attn_status conv1d_check(const attn_tensor *x, const attn_tensor *w, cons
                           attn_shape_str(x, xs, 64), attn_shape_str(w, ws, 64));
     if (b && (b->ndim != 1 || b->shape[0] != w->shape[0]))
         return attn__fail(ATTN_ERR_SHAPE, "conv1d: bias %s does not fit weight %s (expected (%lld))",
-                          attn_shape_str(b, bs, 64), attn_shape_str(w, ws, 64),
-                          (long long)w->shape[0]);
+                          attn_shape_str(b, bs, 64), attn_shape_str(w, ws, 64), (long long)w->shape[0]);
     if (padding < 0 || padding > (INT64_MAX - x->shape[2]) / 2)
-        return attn__fail(ATTN_ERR_ARG, "conv1d: padding %lld, expected >= 0 (and not absurdly "
-                          "large)", (long long)padding);
+        return attn__fail(ATTN_ERR_ARG,
+                          "conv1d: padding %lld, expected >= 0 (and not absurdly "
+                          "large)",
+                          (long long)padding);
     if (x->shape[2] + 2 * padding - w->shape[2] + 1 <= 0)
         return attn__fail(ATTN_ERR_SHAPE,
                           "conv1d: x %s with padding %lld is shorter than the kernel of weight %s "
@@ -96,17 +96,22 @@ static attn_status conv1d_check(const attn_tensor *x, const attn_tensor *w, cons
     return ATTN_OK;
 }
 
-attn_tensor *attn_conv1d(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias,
-                         int64_t padding)
+attn_tensor *attn_conv1d(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias, int64_t padding)
 {
     if (!ctx || !x || !weight) return attn__null_input(__func__);
     if (conv1d_check(x, weight, bias, padding) != ATTN_OK) return NULL;
-    conv1d_saved s = {NULL, x->shape[0], x->shape[1], x->shape[2], weight->shape[0],
-                      weight->shape[2], padding, x->shape[2] + 2 * padding - weight->shape[2] + 1};
+    conv1d_saved s = {NULL,
+                      x->shape[0],
+                      x->shape[1],
+                      x->shape[2],
+                      weight->shape[0],
+                      weight->shape[2],
+                      padding,
+                      x->shape[2] + 2 * padding - weight->shape[2] + 1};
     int64_t ck = s.cin * s.k;
     int64_t shape[3] = {s.batch, s.cout, s.lout}, col_shape[3] = {s.batch, ck, s.lout}, col_n;
     if (attn__shape_numel(3, col_shape, &col_n, "conv1d im2col") != ATTN_OK) return NULL;
-    attn_tensor *y = attn_tensor_empty(ctx, 3, shape);                           /* (B, Cout, Lout) */
+    attn_tensor *y = attn_tensor_empty(ctx, 3, shape);                               /* (B, Cout, Lout) */
     float *col = attn_arena_alloc(&ctx->arena, (size_t)(col_n + 1) * sizeof(float)); /* (B, Cin*K, Lout) */
     if (!y || !col) return NULL;
     for (int64_t b = 0; b < s.batch; b++) {
@@ -120,8 +125,7 @@ attn_tensor *attn_conv1d(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, att
     attn_tensor *in[3] = {x, weight, bias};
     int n_in = bias ? 3 : 2;
     if (attn__needs_grad(ctx, in, n_in)) {
-        attn_node *node =
-            attn__record(ctx, "conv1d", conv1d_backward, y, in, n_in, sizeof(conv1d_saved));
+        attn_node *node = attn__record(ctx, "conv1d", conv1d_backward, y, in, n_in, sizeof(conv1d_saved));
         if (!node) return NULL;
         s.col = col;
         *(conv1d_saved *)node->saved = s;

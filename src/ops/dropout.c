@@ -14,11 +14,10 @@
 
 typedef struct dropout_saved {
     const uint8_t *keep; /* (numel) 1 = kept; NULL: add_dropout without dropout (a plain add) */
-    float scale;   /* 1 / (1 - p), 0 when p == 1 */
+    float scale;         /* 1 / (1 - p), 0 when p == 1 */
 } dropout_saved;
 
-uint8_t *attn__dropout_keep(attn_ctx *ctx, int64_t n, float p, float *scale, const char *op,
-                            attn_status *status)
+uint8_t *attn__dropout_keep(attn_ctx *ctx, int64_t n, float p, float *scale, const char *op, attn_status *status)
 {
     *status = ATTN_OK;
     if (!(p >= 0.0f && p <= 1.0f)) {
@@ -68,8 +67,7 @@ attn_tensor *attn_dropout(attn_ctx *ctx, attn_tensor *x, float p)
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > ATTN_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) yd[i] = xd[i] * (keep[i] ? scale : 0.0f);
     if (attn__needs_grad(ctx, &x, 1)) {
-        attn_node *node =
-            attn__record(ctx, "dropout", dropout_backward, y, &x, 1, sizeof(dropout_saved));
+        attn_node *node = attn__record(ctx, "dropout", dropout_backward, y, &x, 1, sizeof(dropout_saved));
         if (!node) return NULL;
         *(dropout_saved *)node->saved = (dropout_saved){keep, scale};
     }
@@ -123,8 +121,7 @@ attn_tensor *attn__add_dropout(attn_ctx *ctx, attn_tensor *x, attn_tensor *branc
     }
     attn_tensor *in[2] = {x, branch};
     if (attn__needs_grad(ctx, in, 2)) {
-        attn_node *node =
-            attn__record(ctx, "add_dropout", add_dropout_backward, s, in, 2, sizeof(dropout_saved));
+        attn_node *node = attn__record(ctx, "add_dropout", add_dropout_backward, s, in, 2, sizeof(dropout_saved));
         if (!node) return NULL;
         *(dropout_saved *)node->saved = (dropout_saved){keep, scale};
     }

@@ -23,7 +23,7 @@ static attn_status embedding_backward(attn_ctx *ctx, attn_node *node)
     attn_status st = ATTN_OK;
     float *dw = attn__in_grad(ctx, node, 0, &st); /* (V, E) */
     if (!dw) return st;
-    const float *dy = node->out->grad;            /* (n, E) */
+    const float *dy = node->out->grad; /* (n, E) */
     /* ids repeat, so rows collide: the threads split the columns instead, each adding every
      * position's slice in position order (the same sums as one thread) */
     const int64_t n = s->n, dim = s->dim, blocks = (dim + EMB_COL_BLOCK - 1) / EMB_COL_BLOCK;
@@ -56,8 +56,7 @@ static const char *position_str(char *buf, size_t len, int64_t pos, int ndim, co
 }
 
 /* Every id in [0, V); else ATTN_ERR_ARG naming the first bad id, its position and V. */
-static attn_status check_ids(const int64_t *ids, int64_t n, int ndim, const int64_t *shape,
-                             int64_t vocab)
+static attn_status check_ids(const int64_t *ids, int64_t n, int ndim, const int64_t *shape, int64_t vocab)
 {
     for (int64_t i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= vocab) {
@@ -65,22 +64,20 @@ static attn_status check_ids(const int64_t *ids, int64_t n, int ndim, const int6
             return attn__fail(ATTN_ERR_ARG,
                               "embedding: id %lld at position %s is outside [0, %lld) (the table "
                               "has %lld rows)",
-                              (long long)ids[i], position_str(pos, sizeof pos, i, ndim, shape),
-                              (long long)vocab, (long long)vocab);
+                              (long long)ids[i], position_str(pos, sizeof pos, i, ndim, shape), (long long)vocab,
+                              (long long)vocab);
         }
     return ATTN_OK;
 }
 
-static attn_status embedding_check(const attn_tensor *w, const int64_t *ids, int ndim,
-                                   const int64_t *shape, int64_t padding_idx, int64_t *n)
+static attn_status embedding_check(const attn_tensor *w, const int64_t *ids, int ndim, const int64_t *shape,
+                                   int64_t padding_idx, int64_t *n)
 {
     char ws[64];
     if (w->ndim != 2)
-        return attn__fail(ATTN_ERR_SHAPE, "embedding: weight %s, expected (num, dim)",
-                          attn_shape_str(w, ws, 64));
+        return attn__fail(ATTN_ERR_SHAPE, "embedding: weight %s, expected (num, dim)", attn_shape_str(w, ws, 64));
     if (ndim < 0 || ndim > ATTN_MAX_DIMS - 1)
-        return attn__fail(ATTN_ERR_SHAPE, "embedding: ids have %d dims, expected 0 to %d", ndim,
-                          ATTN_MAX_DIMS - 1);
+        return attn__fail(ATTN_ERR_SHAPE, "embedding: ids have %d dims, expected 0 to %d", ndim, ATTN_MAX_DIMS - 1);
     if (attn__shape_numel(ndim, shape, n, "embedding ids") != ATTN_OK) return attn_last_status();
     if (*n > 0 && !ids) return attn__fail(ATTN_ERR_ARG, "embedding: ids is NULL");
     if (padding_idx >= w->shape[0])
@@ -91,8 +88,8 @@ static attn_status embedding_check(const attn_tensor *w, const int64_t *ids, int
     return check_ids(ids, *n, ndim, shape, w->shape[0]);
 }
 
-attn_tensor *attn_embedding(attn_ctx *ctx, attn_tensor *weight, const int64_t *ids, int ndim,
-                            const int64_t *shape, int64_t padding_idx)
+attn_tensor *attn_embedding(attn_ctx *ctx, attn_tensor *weight, const int64_t *ids, int ndim, const int64_t *shape,
+                            int64_t padding_idx)
 {
     if (!ctx || !weight) return attn__null_input(__func__);
     int64_t n;
@@ -106,17 +103,14 @@ attn_tensor *attn_embedding(attn_ctx *ctx, attn_tensor *weight, const int64_t *i
     float *yd = y->data;
     const float *wd = weight->data;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n * dim > ATTN_PARALLEL_MIN)
-    for (int64_t i = 0; i < n; i++)
-        memcpy(yd + i * dim, wd + ids[i] * dim, (size_t)dim * sizeof(float));
+    for (int64_t i = 0; i < n; i++) memcpy(yd + i * dim, wd + ids[i] * dim, (size_t)dim * sizeof(float));
     if (attn__needs_grad(ctx, &weight, 1)) {
         int64_t *copy = attn_arena_alloc(&ctx->arena, (size_t)(n ? n : 1) * sizeof *copy);
-        attn_node *node = copy ? attn__record(ctx, "embedding", embedding_backward, y, &weight, 1,
-                                              sizeof(embedding_saved))
-                               : NULL;
+        attn_node *node =
+            copy ? attn__record(ctx, "embedding", embedding_backward, y, &weight, 1, sizeof(embedding_saved)) : NULL;
         if (!node) return NULL;
         if (n) memcpy(copy, ids, (size_t)n * sizeof *copy);
-        *(embedding_saved *)node->saved =
-            (embedding_saved){copy, n, dim, padding_idx < 0 ? -1 : padding_idx};
+        *(embedding_saved *)node->saved = (embedding_saved){copy, n, dim, padding_idx < 0 ? -1 : padding_idx};
     }
     return y;
 }

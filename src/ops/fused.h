@@ -8,13 +8,16 @@
 
 #include "../core/core.h"
 
-typedef enum attn__act { ATTN__ACT_RELU, ATTN__ACT_GELU } attn__act;
+typedef enum attn__act {
+    ATTN__ACT_RELU,
+    ATTN__ACT_GELU
+} attn__act;
 
 /* attn_dropout(act(attn_linear(x, weight, bias)), p): x (..., in), weight (out, in), bias (out)
  * or NULL -> (..., out). Keeps the GEMM's product (without the bias) and the keep mask for the
  * backward, which forms dh = dy * keep / (1 - p) * act'(h + bias) in one pass before the GEMMs. */
-attn_tensor *attn__linear_act_dropout(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight,
-                                      attn_tensor *bias, attn__act act, float p);
+attn_tensor *attn__linear_act_dropout(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias,
+                                      attn__act act, float p);
 
 /* attn_add(x, attn_dropout(branch, p)) for x and branch of one shape (a residual connection). */
 attn_tensor *attn__add_dropout(attn_ctx *ctx, attn_tensor *x, attn_tensor *branch, float p);
@@ -24,15 +27,13 @@ attn_tensor *attn__add_dropout(attn_ctx *ctx, attn_tensor *x, attn_tensor *branc
  * separate linears over weight's row blocks, the same values) and dW as one GEMM (not n, which
  * only reorders each element's sum; db's column sums go straight into the gradient, not through a
  * block's zeroed buffer first). n (blocks) must divide weight's rows. */
-attn_tensor *attn__linear_blocks(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias,
-                                 int64_t blocks);
+attn_tensor *attn__linear_blocks(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias, int64_t blocks);
 /* attn_split_heads of x's columns [block E, (block + 1) E) for x (B, L, blocks E): (B, H, L, E/H) */
 attn_tensor *attn__split_heads_block(attn_ctx *ctx, attn_tensor *x, int64_t block, int64_t blocks, int64_t num_heads);
 
 /* What attn_dropout draws: NULL when no mask is due (eval mode or p == 0), else a keep mask of n
  * bytes in the arena under a key drawn from the ctx RNG, with *scale = 1 / (1 - p) (0 when
  * p == 1). p outside [0, 1] is an error (NULL, *status set) naming `op`. */
-uint8_t *attn__dropout_keep(attn_ctx *ctx, int64_t n, float p, float *scale, const char *op,
-                            attn_status *status);
+uint8_t *attn__dropout_keep(attn_ctx *ctx, int64_t n, float p, float *scale, const char *op, attn_status *status);
 
 #endif

@@ -22,8 +22,8 @@ static attn_status layernorm_backward(attn_ctx *ctx, attn_node *node)
     float *gb = attn__in_grad(ctx, node, 2, &st);
     if (st != ATTN_OK) return st;
     const attn_tensor *w = node->in[1];
-    attn_layernorm_rows_backward(gx, gw, gb, node->out->grad, node->in[0]->data, s->mean,
-                                 s->rstd, w ? w->data : NULL, s->rows, s->cols, ctx->num_threads);
+    attn_layernorm_rows_backward(gx, gw, gb, node->out->grad, node->in[0]->data, s->mean, s->rstd, w ? w->data : NULL,
+                                 s->rows, s->cols, ctx->num_threads);
     return ATTN_OK;
 }
 
@@ -33,33 +33,28 @@ static bool affine_ok(const attn_tensor *t, int64_t c)
     return !t || (t->ndim == 1 && t->shape[0] == c);
 }
 
-attn_tensor *attn_layer_norm(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight,
-                             attn_tensor *bias, float eps)
+attn_tensor *attn_layer_norm(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias, float eps)
 {
     if (!ctx || !x) return attn__null_input(__func__);
     char sx[64], sw[64], sb[64];
-    if (x->ndim < 1 || !affine_ok(weight, x->shape[x->ndim - 1]) ||
-        !affine_ok(bias, x->shape[x->ndim - 1]))
+    if (x->ndim < 1 || !affine_ok(weight, x->shape[x->ndim - 1]) || !affine_ok(bias, x->shape[x->ndim - 1]))
         return attn__fail_null(ATTN_ERR_SHAPE,
                                "layer_norm: x %s, weight %s, bias %s: x needs at least 1 dim and "
                                "weight and bias (or NULL) must be 1-D of x's last size",
-                               attn_shape_str(x, sx, 64), attn_shape_str(weight, sw, 64),
-                               attn_shape_str(bias, sb, 64));
+                               attn_shape_str(x, sx, 64), attn_shape_str(weight, sw, 64), attn_shape_str(bias, sb, 64));
     if (!(eps >= 0.0f) || isinf(eps))
-        return attn__fail_null(ATTN_ERR_ARG, "layer_norm: eps is %g, expected finite and >= 0",
-                               (double)eps);
+        return attn__fail_null(ATTN_ERR_ARG, "layer_norm: eps is %g, expected finite and >= 0", (double)eps);
     int64_t cols = x->shape[x->ndim - 1], rows = cols ? x->numel / cols : 0;
     attn_tensor *y = attn__empty_like(ctx, x);
     size_t row_bytes = (size_t)(rows ? rows : 1) * sizeof(float);
     float *mean = attn_arena_alloc(&ctx->arena, row_bytes); /* (rows) */
     float *rstd = attn_arena_alloc(&ctx->arena, row_bytes); /* (rows) */
     if (!y || !mean || !rstd) return NULL;
-    attn_layernorm_rows(y->data, mean, rstd, x->data, weight ? weight->data : NULL,
-                        bias ? bias->data : NULL, rows, cols, eps, ctx->num_threads);
+    attn_layernorm_rows(y->data, mean, rstd, x->data, weight ? weight->data : NULL, bias ? bias->data : NULL, rows,
+                        cols, eps, ctx->num_threads);
     attn_tensor *in[3] = {x, weight, bias};
     if (attn__needs_grad(ctx, in, 3)) {
-        attn_node *node = attn__record(ctx, "layer_norm", layernorm_backward, y, in, 3,
-                                       sizeof(layernorm_saved));
+        attn_node *node = attn__record(ctx, "layer_norm", layernorm_backward, y, in, 3, sizeof(layernorm_saved));
         if (!node) return NULL;
         *(layernorm_saved *)node->saved = (layernorm_saved){mean, rstd, rows, cols};
     }

@@ -37,7 +37,8 @@ static attn_status linear_grads(attn_ctx *ctx, attn_node *node, const linear_siz
     /* dX (R, in) += dY_j (R, ob) @ W_j (ob, in) for each block, the last first (as separate linears
      * recorded in block order run backward) */
     for (int64_t j = s->blocks; dx && j-- > 0;)
-        attn__gemm(ctx, dx, s->in, dy + j * ob, s->out, w + j * ob * s->in, s->in, s->rows, s->in, ob, false, false, 1, 1);
+        attn__gemm(ctx, dx, s->in, dy + j * ob, s->out, w + j * ob * s->in, s->in, s->rows, s->in, ob, false, false, 1,
+                   1);
     if (dw) /* dW (out, in) += dY^T (out, R) @ X (R, in) */
         attn__gemm(ctx, dw, s->in, dy, s->out, x, s->in, s->out, s->in, s->rows, true, false, 1, 1);
     if (db) attn_col_sums_add(db, dy, s->rows, s->out, ctx->num_threads); /* db (out) += column sums of dy */
@@ -59,8 +60,7 @@ static attn_status linear_check(const attn_tensor *x, const attn_tensor *w, cons
                           attn_shape_str(x, xs, 64), attn_shape_str(w, ws, 64));
     if (b && (b->ndim != 1 || b->shape[0] != w->shape[0]))
         return attn__fail(ATTN_ERR_SHAPE, "linear: bias %s does not fit weight %s (expected (%lld))",
-                          attn_shape_str(b, bs, 64), attn_shape_str(w, ws, 64),
-                          (long long)w->shape[0]);
+                          attn_shape_str(b, bs, 64), attn_shape_str(w, ws, 64), (long long)w->shape[0]);
     return ATTN_OK;
 }
 
@@ -74,8 +74,7 @@ static attn_tensor *linear_output(attn_ctx *ctx, const attn_tensor *x, int64_t o
 }
 
 /* attn_linear with the forward GEMM cut into `blocks` (dividing out) blocks of columns */
-static attn_tensor *linear_blocks(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias,
-                                  int64_t blocks)
+static attn_tensor *linear_blocks(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias, int64_t blocks)
 {
     if (!ctx || !x || !weight) return attn__null_input("attn_linear");
     if (linear_check(x, weight, bias) != ATTN_OK) return NULL;
@@ -84,7 +83,8 @@ static attn_tensor *linear_blocks(attn_ctx *ctx, attn_tensor *x, attn_tensor *we
     attn_tensor *y = linear_output(ctx, x, out); /* (..., out) */
     if (!y) return NULL;
     for (int64_t j = 0; j < blocks; j++) /* Y[:, j ob : (j + 1) ob] = X @ W_j^T */
-        attn__gemm(ctx, y->data + j * ob, out, x->data, in, weight->data + j * ob * in, in, rows, ob, in, false, true, 1, 0);
+        attn__gemm(ctx, y->data + j * ob, out, x->data, in, weight->data + j * ob * in, in, rows, ob, in, false, true,
+                   1, 0);
     if (bias) {
         float *yd = y->data;
         const float *bd = bias->data;
@@ -95,8 +95,7 @@ static attn_tensor *linear_blocks(attn_ctx *ctx, attn_tensor *x, attn_tensor *we
     attn_tensor *in_t[3] = {x, weight, bias};
     int n_in = bias ? 3 : 2;
     if (attn__needs_grad(ctx, in_t, n_in)) {
-        attn_node *node =
-            attn__record(ctx, "linear", linear_backward, y, in_t, n_in, sizeof(linear_sizes));
+        attn_node *node = attn__record(ctx, "linear", linear_backward, y, in_t, n_in, sizeof(linear_sizes));
         if (!node) return NULL;
         *(linear_sizes *)node->saved = (linear_sizes){rows, in, out, blocks};
     }
@@ -108,8 +107,7 @@ attn_tensor *attn_linear(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, att
     return linear_blocks(ctx, x, weight, bias, 1);
 }
 
-attn_tensor *attn__linear_blocks(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias,
-                                 int64_t blocks)
+attn_tensor *attn__linear_blocks(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias, int64_t blocks)
 {
     if (blocks < 1 || (weight && weight->ndim == 2 && weight->shape[0] % blocks))
         return attn__fail_null(ATTN_ERR_ARG, "linear: %lld blocks do not divide the weight's rows", (long long)blocks);
@@ -174,8 +172,8 @@ static attn_status linear_act_backward(attn_ctx *ctx, attn_node *node)
     return linear_grads(ctx, node, &s->sizes, dh);
 }
 
-attn_tensor *attn__linear_act_dropout(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight,
-                                      attn_tensor *bias, attn__act act, float p)
+attn_tensor *attn__linear_act_dropout(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias,
+                                      attn__act act, float p)
 {
     if (!ctx || !x || !weight) return attn__null_input("attn_linear");
     if (linear_check(x, weight, bias) != ATTN_OK) return NULL;
@@ -202,8 +200,7 @@ attn_tensor *attn__linear_act_dropout(attn_ctx *ctx, attn_tensor *x, attn_tensor
         if (keep) drop_row(yd + r * out, keep + r * out, scale, out);
     }
     if (grad) {
-        attn_node *node = attn__record(ctx, "linear_act", linear_act_backward, y, in_t, n_in,
-                                       sizeof(linear_act_saved));
+        attn_node *node = attn__record(ctx, "linear_act", linear_act_backward, y, in_t, n_in, sizeof(linear_act_saved));
         if (!node) return NULL;
         *(linear_act_saved *)node->saved = (linear_act_saved){{rows, in, out, 1}, act, h, keep, scale};
     }

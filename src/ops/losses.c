@@ -36,14 +36,14 @@ static attn_status cross_entropy_backward(attn_ctx *ctx, attn_node *node)
     float *dz = attn__in_grad(ctx, node, 0, &st); /* (N, C) */
     if (!dz || s->count == 0) return st;
     double scale = (double)node->out->grad[0] / (double)s->count;
-    attn_cross_entropy_rows_backward(dz, node->in[0]->data, s->max, s->sum, s->target, s->rows,
-                                     s->classes, s->ignore_index, s->eps, scale, ctx->num_threads);
+    attn_cross_entropy_rows_backward(dz, node->in[0]->data, s->max, s->sum, s->target, s->rows, s->classes,
+                                     s->ignore_index, s->eps, scale, ctx->num_threads);
     return ATTN_OK;
 }
 
 /* Targets in [0, C) or ignore_index; counts the kept rows. */
-static attn_status ce_check_targets(const int64_t *target, int64_t rows, int64_t classes,
-                                    int64_t ignore_index, int64_t *count)
+static attn_status ce_check_targets(const int64_t *target, int64_t rows, int64_t classes, int64_t ignore_index,
+                                    int64_t *count)
 {
     *count = 0;
     for (int64_t i = 0; i < rows; i++) {
@@ -52,8 +52,7 @@ static attn_status ce_check_targets(const int64_t *target, int64_t rows, int64_t
             return attn__fail(ATTN_ERR_ARG,
                               "cross_entropy: target %lld at row %lld is outside [0, %lld) and "
                               "is not ignore_index (%lld)",
-                              (long long)target[i], (long long)i, (long long)classes,
-                              (long long)ignore_index);
+                              (long long)target[i], (long long)i, (long long)classes, (long long)ignore_index);
         (*count)++;
     }
     return ATTN_OK;
@@ -65,23 +64,19 @@ static attn_status ce_check(const attn_tensor *logits, const int64_t *target, fl
     if (logits->ndim != 2 || logits->shape[1] < 1)
         return attn__fail(ATTN_ERR_SHAPE, "cross_entropy: logits %s, expected (N, C) with C >= 1",
                           attn_shape_str(logits, ls, 64));
-    if (logits->shape[0] > 0 && !target)
-        return attn__fail(ATTN_ERR_ARG, "cross_entropy: target is NULL");
+    if (logits->shape[0] > 0 && !target) return attn__fail(ATTN_ERR_ARG, "cross_entropy: target is NULL");
     if (!(smoothing >= 0.0f && smoothing <= 1.0f))
-        return attn__fail(ATTN_ERR_ARG, "cross_entropy: label_smoothing %g, expected in [0, 1]",
-                          (double)smoothing);
+        return attn__fail(ATTN_ERR_ARG, "cross_entropy: label_smoothing %g, expected in [0, 1]", (double)smoothing);
     return ATTN_OK;
 }
 
-attn_tensor *attn_cross_entropy(attn_ctx *ctx, attn_tensor *logits, const int64_t *target,
-                                int64_t ignore_index, float label_smoothing)
+attn_tensor *attn_cross_entropy(attn_ctx *ctx, attn_tensor *logits, const int64_t *target, int64_t ignore_index,
+                                float label_smoothing)
 {
     if (!ctx || !logits) return attn__null_input(__func__);
     if (ce_check(logits, target, label_smoothing) != ATTN_OK) return NULL;
-    ce_saved s = {NULL, NULL, NULL, logits->shape[0], logits->shape[1], ignore_index, 0,
-                  (double)label_smoothing};
-    if (ce_check_targets(target, s.rows, s.classes, ignore_index, &s.count) != ATTN_OK)
-        return NULL;
+    ce_saved s = {NULL, NULL, NULL, logits->shape[0], logits->shape[1], ignore_index, 0, (double)label_smoothing};
+    if (ce_check_targets(target, s.rows, s.classes, ignore_index, &s.count) != ATTN_OK) return NULL;
     size_t rows_alloc = (size_t)(s.rows ? s.rows : 1);
     float *max = attn_arena_alloc(&ctx->arena, rows_alloc * sizeof *max);            /* (N) */
     double *sum = attn_arena_alloc(&ctx->arena, rows_alloc * sizeof *sum);           /* (N) */
@@ -95,9 +90,8 @@ attn_tensor *attn_cross_entropy(attn_ctx *ctx, attn_tensor *logits, const int64_
     y->data[0] = s.count ? (float)(total / (double)s.count) : NAN;
     if (attn__needs_grad(ctx, &logits, 1)) {
         int64_t *copy = attn_arena_alloc(&ctx->arena, rows_alloc * sizeof *copy);
-        attn_node *node = copy ? attn__record(ctx, "cross_entropy", cross_entropy_backward, y,
-                                              &logits, 1, sizeof(ce_saved))
-                               : NULL;
+        attn_node *node =
+            copy ? attn__record(ctx, "cross_entropy", cross_entropy_backward, y, &logits, 1, sizeof(ce_saved)) : NULL;
         if (!node) return NULL;
         if (s.rows) memcpy(copy, target, (size_t)s.rows * sizeof *copy);
         s.target = copy;
@@ -131,8 +125,7 @@ attn_tensor *attn_mse_loss(attn_ctx *ctx, attn_tensor *pred, attn_tensor *target
     if (!ctx || !pred || !target) return attn__null_input(__func__);
     if (!attn_same_shape(pred, target)) {
         char ps[64], ts[64];
-        return attn__fail_null(ATTN_ERR_SHAPE,
-                               "mse_loss: pred %s and target %s, expected the same shape",
+        return attn__fail_null(ATTN_ERR_SHAPE, "mse_loss: pred %s and target %s, expected the same shape",
                                attn_shape_str(pred, ps, 64), attn_shape_str(target, ts, 64));
     }
     attn_tensor *y = attn_tensor_empty(ctx, 0, NULL);
@@ -144,7 +137,6 @@ attn_tensor *attn_mse_loss(attn_ctx *ctx, attn_tensor *pred, attn_tensor *target
     }
     y->data[0] = (float)(sum / (double)pred->numel); /* 0/0 = NaN for no elements, as torch */
     attn_tensor *in[2] = {pred, target};
-    if (attn__needs_grad(ctx, in, 2) && !attn__record(ctx, "mse_loss", mse_backward, y, in, 2, 0))
-        return NULL;
+    if (attn__needs_grad(ctx, in, 2) && !attn__record(ctx, "mse_loss", mse_backward, y, in, 2, 0)) return NULL;
     return y;
 }

@@ -9,7 +9,10 @@
 
 #include <stdlib.h>
 
-bool attn__bf16(const attn_ctx *ctx) { return ctx->matmul_precision == ATTN_PRECISION_MEDIUM && attn_bf16_products(); }
+bool attn__bf16(const attn_ctx *ctx)
+{
+    return ctx->matmul_precision == ATTN_PRECISION_MEDIUM && attn_bf16_products();
+}
 
 bool attn__bf16_attention(const attn_ctx *ctx)
 {
@@ -34,8 +37,8 @@ void attn__gemm(attn_ctx *ctx, float *c, int64_t ldc, const float *a, int64_t ld
     if (attn__bf16(ctx) && (double)m * (double)n * (double)k >= 4096.0) {
         /* no buffer (out of memory): float32, which MEDIUM allows */
         uint32_t *words = bf16_buffer(ctx, attn_gemm_bf16_scratch_words(m, n, k, trans_a, trans_b));
-        if (words && attn_gemm_bf16(c, ldc, a, lda, b, ldb, m, n, k, trans_a, trans_b, alpha, beta, words,
-                                    ctx->num_threads))
+        if (words &&
+            attn_gemm_bf16(c, ldc, a, lda, b, ldb, m, n, k, trans_a, trans_b, alpha, beta, words, ctx->num_threads))
             return;
     }
     attn_gemm(c, ldc, a, lda, b, ldb, m, n, k, trans_a, trans_b, alpha, beta, ctx->num_threads);
@@ -87,15 +90,13 @@ attn_tensor *attn_matmul(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, bool tra
     int64_t kb = b->shape[b->ndim - (trans_b ? 1 : 2)], n = b->shape[b->ndim - (trans_b ? 2 : 1)];
     bool b_shared = b->ndim == 2 && a->ndim > 2;
     bool batch_ok = b_shared || a->ndim == b->ndim;
-    for (int i = 0; batch_ok && !b_shared && i < a->ndim - 2; i++)
-        batch_ok = a->shape[i] == b->shape[i];
+    for (int i = 0; batch_ok && !b_shared && i < a->ndim - 2; i++) batch_ok = a->shape[i] == b->shape[i];
     if (ka != kb || !batch_ok)
         return attn__fail_null(ATTN_ERR_SHAPE,
                                "matmul: A %s%s and B %s%s do not fit (inner sizes %lld and %lld; "
                                "batch dims must match or B be 2-D)",
-                               attn_shape_str(a, sa_buf, 64), trans_a ? "^T" : "",
-                               attn_shape_str(b, sb_buf, 64), trans_b ? "^T" : "",
-                               (long long)ka, (long long)kb);
+                               attn_shape_str(a, sa_buf, 64), trans_a ? "^T" : "", attn_shape_str(b, sb_buf, 64),
+                               trans_b ? "^T" : "", (long long)ka, (long long)kb);
     int64_t shape[ATTN_MAX_DIMS];
     for (int i = 0; i < a->ndim - 2; i++) shape[i] = a->shape[i];
     shape[a->ndim - 2] = m;
@@ -108,14 +109,13 @@ attn_tensor *attn_matmul(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, bool tra
         attn__gemm(ctx, c->data, n, a->data, lda, b->data, ldb, batch * m, n, k, false, trans_b, 1, 0);
     else
         for (int64_t i = 0; i < batch; i++)
-            attn__gemm(ctx, c->data + i * m * n, n, a->data + i * m * k, lda,
-                      b->data + (b_shared ? 0 : i * k * n), ldb, m, n, k, trans_a, trans_b, 1, 0);
+            attn__gemm(ctx, c->data + i * m * n, n, a->data + i * m * k, lda, b->data + (b_shared ? 0 : i * k * n), ldb,
+                       m, n, k, trans_a, trans_b, 1, 0);
     attn_tensor *in[2] = {a, b};
     if (attn__needs_grad(ctx, in, 2)) {
         attn_node *node = attn__record(ctx, "matmul", matmul_backward, c, in, 2, sizeof(matmul_saved));
         if (!node) return NULL;
-        *(matmul_saved *)node->saved =
-            (matmul_saved){batch, m, n, k, trans_a, trans_b, b_shared};
+        *(matmul_saved *)node->saved = (matmul_saved){batch, m, n, k, trans_a, trans_b, b_shared};
     }
     return c;
 }

@@ -18,7 +18,8 @@ static attn_status narrow_backward(attn_ctx *ctx, attn_node *node)
     if (!gx) return st;
     const float *dy = node->out->grad;
     const int64_t block = s->len * s->inner;
-#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (s->outer > 1 && s->outer * block > ATTN_PARALLEL_MIN)
+#pragma omp parallel for schedule(static)                                                                              \
+    num_threads(ctx->num_threads) if (s->outer > 1 && s->outer * block > ATTN_PARALLEL_MIN)
     for (int64_t o = 0; o < s->outer; o++) {
         float *dst = gx + (o * s->in_len + s->start) * s->inner;
         const float *src = dy + o * block;
@@ -34,16 +35,14 @@ attn_tensor *attn_narrow(attn_ctx *ctx, attn_tensor *x, int dim, int64_t start, 
     if (d < 0) return NULL;
     if (start < 0 || length < 0 || start > x->shape[d] || length > x->shape[d] - start) {
         char buf[64];
-        return attn__fail_null(ATTN_ERR_ARG,
-                               "narrow: start %lld and length %lld do not fit in dim %d of size %lld of %s",
-                               (long long)start, (long long)length, d, (long long)x->shape[d],
-                               attn_shape_str(x, buf, sizeof buf));
+        return attn__fail_null(
+            ATTN_ERR_ARG, "narrow: start %lld and length %lld do not fit in dim %d of size %lld of %s",
+            (long long)start, (long long)length, d, (long long)x->shape[d], attn_shape_str(x, buf, sizeof buf));
     }
     int64_t shape[ATTN_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
     shape[d] = length;
-    narrow_saved s = {attn__prod(x->shape, 0, d), attn__prod(x->shape, d + 1, x->ndim), x->shape[d],
-                      start, length};
+    narrow_saved s = {attn__prod(x->shape, 0, d), attn__prod(x->shape, d + 1, x->ndim), x->shape[d], start, length};
     attn_tensor *y;
     if (s.outer == 1) { /* contiguous: share the data */
         size_t head = (sizeof(attn_tensor) + 63) & ~(size_t)63;
@@ -62,8 +61,7 @@ attn_tensor *attn_narrow(attn_ctx *ctx, attn_tensor *x, int dim, int64_t start, 
         if (!y) return NULL;
         int64_t block = length * s.inner;
         for (int64_t o = 0; o < s.outer; o++)
-            memcpy(y->data + o * block, x->data + (o * s.in_len + start) * s.inner,
-                   (size_t)block * sizeof(float));
+            memcpy(y->data + o * block, x->data + (o * s.in_len + start) * s.inner, (size_t)block * sizeof(float));
     }
     if (attn__needs_grad(ctx, &x, 1)) {
         attn_node *node = attn__record(ctx, "narrow", narrow_backward, y, &x, 1, sizeof s);

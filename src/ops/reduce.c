@@ -26,16 +26,16 @@ static attn_status reduce_backward(attn_ctx *ctx, attn_node *node)
     return ATTN_OK;
 }
 
-static attn_tensor *reduce(attn_ctx *ctx, attn_tensor *x, const char *op, bool mean,
-                           int64_t outer, int64_t n, int64_t inner, int out_ndim,
-                           const int64_t *out_shape)
+static attn_tensor *reduce(attn_ctx *ctx, attn_tensor *x, const char *op, bool mean, int64_t outer, int64_t n,
+                           int64_t inner, int out_ndim, const int64_t *out_shape)
 {
     attn_tensor *y = attn_tensor_empty(ctx, out_ndim, out_shape);
     if (!y) return NULL;
     const float *xd = x->data;
     float *yd = y->data; /* (outer, inner) */
     double div = mean ? (double)n : 1.0;
-#pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (outer * inner > 1 && x->numel > ATTN_PARALLEL_MIN)
+#pragma omp parallel for schedule(static)                                                                              \
+    num_threads(ctx->num_threads) if (outer * inner > 1 && x->numel > ATTN_PARALLEL_MIN)
     for (int64_t oi = 0; oi < outer * inner; oi++) {
         const float *src = xd + (oi / inner) * n * inner + oi % inner;
         double acc = 0.0;
@@ -59,10 +59,12 @@ static attn_tensor *reduce_dim(attn_ctx *ctx, attn_tensor *x, int dim, bool keep
     int64_t shape[ATTN_MAX_DIMS];
     int nd = 0;
     for (int i = 0; i < x->ndim; i++)
-        if (i != d) shape[nd++] = x->shape[i];
-        else if (keepdim) shape[nd++] = 1;
-    return reduce(ctx, x, op, mean, attn__prod(x->shape, 0, d), x->shape[d],
-                  attn__prod(x->shape, d + 1, x->ndim), nd, shape);
+        if (i != d)
+            shape[nd++] = x->shape[i];
+        else if (keepdim)
+            shape[nd++] = 1;
+    return reduce(ctx, x, op, mean, attn__prod(x->shape, 0, d), x->shape[d], attn__prod(x->shape, d + 1, x->ndim), nd,
+                  shape);
 }
 
 attn_tensor *attn_sum(attn_ctx *ctx, attn_tensor *x, int dim, bool keepdim)

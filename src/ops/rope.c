@@ -28,7 +28,8 @@ static void rotate_row(float *y, const float *x, const float *cs, int64_t d, int
 {
     const int64_t half = rot / 2;
     for (int64_t i = 0; i < half; i++) {
-        const int64_t ia = layout == ATTN_ROPE_INTERLEAVED ? 2 * i : i, ib = layout == ATTN_ROPE_INTERLEAVED ? 2 * i + 1 : i + half;
+        const int64_t ia = layout == ATTN_ROPE_INTERLEAVED ? 2 * i : i,
+                      ib = layout == ATTN_ROPE_INTERLEAVED ? 2 * i + 1 : i + half;
         const float c = cs[2 * i], s = inverse ? -cs[2 * i + 1] : cs[2 * i + 1], a = x[ia], b = x[ib];
         y[ia] = a * c - b * s;
         y[ib] = a * s + b * c;
@@ -60,11 +61,15 @@ attn_tensor *attn_rope(attn_ctx *ctx, attn_tensor *x, const attn_rope_opts *opts
     const int nd = x->ndim, pd = opts->position_dim;
     const int64_t d = nd ? x->shape[nd - 1] : 0, rot = opts->rotary_dim ? opts->rotary_dim : d;
     if (nd < 2 || pd < 0 || pd >= nd - 1)
-        return attn__fail_null(ATTN_ERR_SHAPE, "rope: x %s with position_dim %d; expected at least 2 dims and the "
-                               "position dim one of those before the last", attn_shape_str(x, sb, 64), pd);
+        return attn__fail_null(ATTN_ERR_SHAPE,
+                               "rope: x %s with position_dim %d; expected at least 2 dims and the "
+                               "position dim one of those before the last",
+                               attn_shape_str(x, sb, 64), pd);
     if (rot < 2 || rot % 2 || rot > d || d > ATTN_ROPE_MAX_DIM)
-        return attn__fail_null(ATTN_ERR_ARG, "rope: rotary_dim %lld of %lld dims; expected even, >= 2, at most the "
-                               "last dim (and it at most %d)", (long long)rot, (long long)d, ATTN_ROPE_MAX_DIM);
+        return attn__fail_null(ATTN_ERR_ARG,
+                               "rope: rotary_dim %lld of %lld dims; expected even, >= 2, at most the "
+                               "last dim (and it at most %d)",
+                               (long long)rot, (long long)d, ATTN_ROPE_MAX_DIM);
     if (opts->layout != ATTN_ROPE_INTERLEAVED && opts->layout != ATTN_ROPE_HALVES)
         return attn__fail_null(ATTN_ERR_ARG, "rope: layout %d is neither ATTN_ROPE_INTERLEAVED nor ATTN_ROPE_HALVES",
                                (int)opts->layout);
@@ -83,7 +88,8 @@ attn_tensor *attn_rope(attn_ctx *ctx, attn_tensor *x, const attn_rope_opts *opts
     for (int64_t p = 0; p < n_pos; p++) {
         const int64_t pos = opts->positions ? opts->positions[p] : p;
         if (pos < 0)
-            return attn__fail_null(ATTN_ERR_ARG, "rope: position %lld is %lld; expected >= 0", (long long)p, (long long)pos);
+            return attn__fail_null(ATTN_ERR_ARG, "rope: position %lld is %lld; expected >= 0", (long long)p,
+                                   (long long)pos);
         for (int64_t i = 0; i < half; i++) {
             const double theta = (double)pos * pow((double)opts->base, -2.0 * (double)i / (double)rot);
             cs[(p * half + i) * 2] = (float)cos(theta), cs[(p * half + i) * 2 + 1] = (float)sin(theta);

@@ -15,8 +15,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
-
 /* ---- reshape: a view ---- */
 
 static attn_status reshape_backward(attn_ctx *ctx, attn_node *node)
@@ -41,16 +39,15 @@ static bool reshape_infer(int64_t *out, const attn_tensor *x, int ndim, const in
             continue;
         }
         if (shape[i] < 0 || !attn__mul_ok(known, shape[i], &known)) {
-            attn__fail(ATTN_ERR_SHAPE,
-                       "reshape: x %s to %s: sizes must be >= 0 with at most one -1",
+            attn__fail(ATTN_ERR_SHAPE, "reshape: x %s to %s: sizes must be >= 0 with at most one -1",
                        attn_shape_str(x, sx, 64), attn__dims_str(ss, 96, ndim, shape));
             return false;
         }
     }
     if (infer >= 0 && known > 0 && x->numel % known == 0) out[infer] = x->numel / known;
     if (infer >= 0 ? out[infer] < 0 : known != x->numel) {
-        attn__fail(ATTN_ERR_SHAPE, "reshape: x %s (%lld elements) cannot be viewed as %s",
-                   attn_shape_str(x, sx, 64), (long long)x->numel, attn__dims_str(ss, 96, ndim, shape));
+        attn__fail(ATTN_ERR_SHAPE, "reshape: x %s (%lld elements) cannot be viewed as %s", attn_shape_str(x, sx, 64),
+                   (long long)x->numel, attn__dims_str(ss, 96, ndim, shape));
         return false;
     }
     return true;
@@ -60,27 +57,23 @@ attn_tensor *attn_reshape(attn_ctx *ctx, attn_tensor *x, int ndim, const int64_t
 {
     if (!ctx || !x) return attn__null_input(__func__);
     if (ndim < 0 || ndim > ATTN_MAX_DIMS || (ndim > 0 && !shape))
-        return attn__fail_null(ATTN_ERR_ARG, "reshape: %d dims%s, expected 0 to %d and a shape",
-                               ndim, ndim > 0 && !shape ? " with a NULL shape" : "",
-                               ATTN_MAX_DIMS);
+        return attn__fail_null(ATTN_ERR_ARG, "reshape: %d dims%s, expected 0 to %d and a shape", ndim,
+                               ndim > 0 && !shape ? " with a NULL shape" : "", ATTN_MAX_DIMS);
     int64_t out_shape[ATTN_MAX_DIMS];
     if (!reshape_infer(out_shape, x, ndim, shape)) return NULL;
     attn_tensor *y = attn_arena_alloc(&ctx->arena, sizeof *y);
     if (!y) return NULL;
-    *y = (attn_tensor){.data = x->data, .ndim = ndim, .numel = x->numel,
-                       .storage = ATTN_STORAGE_VIEW};
+    *y = (attn_tensor){.data = x->data, .ndim = ndim, .numel = x->numel, .storage = ATTN_STORAGE_VIEW};
     for (int i = 0; i < ATTN_MAX_DIMS; i++) y->shape[i] = i < ndim ? out_shape[i] : 1;
-    if (attn__needs_grad(ctx, &x, 1) &&
-        !attn__record(ctx, "reshape", reshape_backward, y, &x, 1, 0))
-        return NULL;
+    if (attn__needs_grad(ctx, &x, 1) && !attn__record(ctx, "reshape", reshape_backward, y, &x, 1, 0)) return NULL;
     return y;
 }
 
 /* ---- permute: one kernel for transpose, permute, split_heads and merge_heads ---- */
 
 /* out = in permuted: in has shape (ndim dims), out.shape[i] = shape[perm[i]]; += when acc. */
-static void permute_kernel(float *out, const float *in, int ndim, const int64_t *shape,
-                           const int *perm, bool acc, int threads)
+static void permute_kernel(float *out, const float *in, int ndim, const int64_t *shape, const int *perm, bool acc,
+                           int threads)
 {
     int64_t in_stride[ATTN_MAX_DIMS], os[4] = {1, 1, 1, 1}, st[4] = {0, 0, 0, 0};
     for (int64_t i = ndim - 1, s = 1; i >= 0; i--) {
@@ -127,9 +120,8 @@ static attn_status permute_backward(attn_ctx *ctx, attn_node *node)
 
 /* y = x seen as `shape` (ndim dims, same numel), permuted by perm (already checked), then seen
  * as y_shape (y_ndim dims, same numel). */
-static attn_tensor *permute_op(attn_ctx *ctx, attn_tensor *x, const char *op, int ndim,
-                               const int64_t *shape, const int *perm, int y_ndim,
-                               const int64_t *y_shape)
+static attn_tensor *permute_op(attn_ctx *ctx, attn_tensor *x, const char *op, int ndim, const int64_t *shape,
+                               const int *perm, int y_ndim, const int64_t *y_shape)
 {
     attn_tensor *y = attn_tensor_empty(ctx, y_ndim, y_shape);
     if (!y) return NULL;
@@ -156,8 +148,7 @@ static bool perm_check(int *p, const attn_tensor *x, const int *perm)
         int d = perm[i] < 0 ? perm[i] + x->ndim : perm[i];
         if (d < 0 || d >= x->ndim || seen[d]) {
             char sx[64];
-            attn__fail(ATTN_ERR_ARG,
-                       "permute: x %s: entry %d of perm is %d; expected each of 0..%d once",
+            attn__fail(ATTN_ERR_ARG, "permute: x %s: entry %d of perm is %d; expected each of 0..%d once",
                        attn_shape_str(x, sx, 64), i, perm[i], x->ndim - 1);
             return false;
         }
@@ -199,8 +190,7 @@ attn_tensor *attn_split_heads(attn_ctx *ctx, attn_tensor *x, int64_t num_heads)
     if (!ctx || !x) return attn__null_input(__func__);
     char sx[64];
     if (num_heads < 1)
-        return attn__fail_null(ATTN_ERR_ARG, "split_heads: num_heads is %lld, expected >= 1",
-                               (long long)num_heads);
+        return attn__fail_null(ATTN_ERR_ARG, "split_heads: num_heads is %lld, expected >= 1", (long long)num_heads);
     if (x->ndim != 3 || x->shape[2] % num_heads != 0)
         return attn__fail_null(ATTN_ERR_SHAPE,
                                "split_heads: x %s, expected (B, L, H*D) with H = %lld dividing "
@@ -216,8 +206,7 @@ attn_tensor *attn_merge_heads(attn_ctx *ctx, attn_tensor *x)
     if (!ctx || !x) return attn__null_input(__func__);
     char sx[64];
     if (x->ndim != 4)
-        return attn__fail_null(ATTN_ERR_SHAPE, "merge_heads: x %s, expected (B, H, L, D)",
-                               attn_shape_str(x, sx, 64));
+        return attn__fail_null(ATTN_ERR_SHAPE, "merge_heads: x %s, expected (B, H, L, D)", attn_shape_str(x, sx, 64));
     int64_t b = x->shape[0], h = x->shape[1], l = x->shape[2], d = x->shape[3];
     int64_t out3[3] = {b, l, h * d};
     return permute_op(ctx, x, "merge_heads", 4, x->shape, heads_perm, 3, out3);
@@ -283,9 +272,8 @@ attn_tensor *attn__split_heads_block(attn_ctx *ctx, attn_tensor *x, int64_t bloc
 
 /* dst (outer, dst_n, inner) [:, dst_off : dst_off + n, :] (+)= src (outer, src_n, inner)
  * [:, src_off : src_off + n, :]. */
-static void copy_slices(float *dst, int64_t dst_n, int64_t dst_off, const float *src,
-                        int64_t src_n, int64_t src_off, int64_t outer, int64_t n, int64_t inner,
-                        bool acc)
+static void copy_slices(float *dst, int64_t dst_n, int64_t dst_off, const float *src, int64_t src_n, int64_t src_off,
+                        int64_t outer, int64_t n, int64_t inner, bool acc)
 {
     int64_t len = n * inner;
     for (int64_t o = 0; o < outer; o++) {
@@ -344,10 +332,8 @@ attn_tensor *attn_concat(attn_ctx *ctx, attn_tensor *const *xs, int n, int dim)
     for (int i = 0; i < n; i++) {
         if (!concat_fits(xs[0], xs[i], d)) {
             char s0[64], si[64];
-            return attn__fail_null(ATTN_ERR_SHAPE,
-                                   "concat: xs[0] %s and xs[%d] %s differ outside dim %d",
-                                   attn_shape_str(xs[0], s0, 64), i, attn_shape_str(xs[i], si, 64),
-                                   d);
+            return attn__fail_null(ATTN_ERR_SHAPE, "concat: xs[0] %s and xs[%d] %s differ outside dim %d",
+                                   attn_shape_str(xs[0], s0, 64), i, attn_shape_str(xs[i], si, 64), d);
         }
         total += xs[i]->shape[d];
     }
@@ -362,8 +348,7 @@ attn_tensor *attn_concat(attn_ctx *ctx, attn_tensor *const *xs, int n, int dim)
         off += ni;
     }
     if (attn__needs_grad(ctx, xs, n)) {
-        attn_node *node =
-            attn__record(ctx, "concat", concat_backward, y, xs, n, sizeof(slice_saved));
+        attn_node *node = attn__record(ctx, "concat", concat_backward, y, xs, n, sizeof(slice_saved));
         if (!node) return NULL;
         *(slice_saved *)node->saved = (slice_saved){d, 0};
     }
@@ -378,8 +363,8 @@ static attn_status split_backward(attn_ctx *ctx, attn_node *node)
     if (!gx) return st;
     const attn_tensor *x = node->in[0], *y = node->out;
     int64_t n = y->shape[s->dim];
-    copy_slices(gx, x->shape[s->dim], s->offset, y->grad, n, 0, attn__prod(x->shape, 0, s->dim),
-                n, attn__prod(x->shape, s->dim + 1, x->ndim), true);
+    copy_slices(gx, x->shape[s->dim], s->offset, y->grad, n, 0, attn__prod(x->shape, 0, s->dim), n,
+                attn__prod(x->shape, s->dim + 1, x->ndim), true);
     return ATTN_OK;
 }
 
@@ -401,14 +386,12 @@ static bool split_sizes_ok(const attn_tensor *x, int d, const int64_t *sizes, in
     return false;
 }
 
-attn_status attn_split(attn_ctx *ctx, attn_tensor *x, int dim, const int64_t *sizes, int n,
-                       attn_tensor **outs)
+attn_status attn_split(attn_ctx *ctx, attn_tensor *x, int dim, const int64_t *sizes, int n, attn_tensor **outs)
 {
     if (outs)
         for (int i = 0; i < n; i++) outs[i] = NULL;
     if (!x) /* an earlier op failed: keep its error */
-        return attn_last_status() != ATTN_OK ? attn_last_status()
-                                             : attn__fail(ATTN_ERR_ARG, "split: x is NULL");
+        return attn_last_status() != ATTN_OK ? attn_last_status() : attn__fail(ATTN_ERR_ARG, "split: x is NULL");
     if (!ctx || !sizes || !outs || n < 1)
         return attn__fail(ATTN_ERR_ARG, "split: ctx, sizes or outs is NULL, or n = %d < 1", n);
     int d = attn__dim(dim, x->ndim, "split");
@@ -424,8 +407,7 @@ attn_status attn_split(attn_ctx *ctx, attn_tensor *x, int dim, const int64_t *si
         if (!y) return attn_last_status();
         copy_slices(y->data, sizes[i], 0, x->data, x->shape[d], off, outer, sizes[i], inner, false);
         if (grad) {
-            attn_node *node =
-                attn__record(ctx, "split", split_backward, y, &x, 1, sizeof(slice_saved));
+            attn_node *node = attn__record(ctx, "split", split_backward, y, &x, 1, sizeof(slice_saved));
             if (!node) return attn_last_status();
             *(slice_saved *)node->saved = (slice_saved){d, off};
         }

@@ -7,10 +7,8 @@
 #include "../autograd/tape.h"
 #include "../kernels/kernels.h"
 
-typedef void (*rows_forward_fn)(float *y, const float *x, int64_t rows, int64_t cols,
-                                int threads);
-typedef void (*rows_backward_fn)(float *dx, const float *dy, const float *y, int64_t rows,
-                                 int64_t cols, int threads);
+typedef void (*rows_forward_fn)(float *y, const float *x, int64_t rows, int64_t cols, int threads);
+typedef void (*rows_backward_fn)(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols, int threads);
 
 typedef struct softmax_kind {
     const char *name;
@@ -18,10 +16,8 @@ typedef struct softmax_kind {
     rows_backward_fn backward;
 } softmax_kind;
 
-static const softmax_kind kind_softmax = {"softmax", attn_softmax_rows,
-                                          attn_softmax_rows_backward};
-static const softmax_kind kind_log_softmax = {"log_softmax", attn_log_softmax_rows,
-                                              attn_log_softmax_rows_backward};
+static const softmax_kind kind_softmax = {"softmax", attn_softmax_rows, attn_softmax_rows_backward};
+static const softmax_kind kind_log_softmax = {"log_softmax", attn_log_softmax_rows, attn_log_softmax_rows_backward};
 
 typedef struct softmax_saved {
     const softmax_kind *kind;
@@ -29,8 +25,7 @@ typedef struct softmax_saved {
 } softmax_saved;
 
 /* out (outer, b, a) = in (outer, a, b) transposed in its last two dims; += when acc. */
-static void swap_last2(float *out, const float *in, int64_t outer, int64_t a, int64_t b, bool acc,
-                       int threads)
+static void swap_last2(float *out, const float *in, int64_t outer, int64_t a, int64_t b, bool acc, int threads)
 {
 #pragma omp parallel for schedule(static) num_threads(threads) if (outer > 1 && outer * a * b > ATTN_PARALLEL_MIN)
     for (int64_t o = 0; o < outer; o++) {
@@ -61,8 +56,8 @@ static attn_status softmax_backward(attn_ctx *ctx, attn_node *node)
         s->kind->backward(gx, dy, y, rows, s->n, ctx->num_threads);
         return ATTN_OK;
     }
-    float *yt = scratch(ctx, numel);   /* (outer, inner, n) */
-    float *dyt = scratch(ctx, numel);  /* (outer, inner, n) */
+    float *yt = scratch(ctx, numel);  /* (outer, inner, n) */
+    float *dyt = scratch(ctx, numel); /* (outer, inner, n) */
     float *dxt = attn_arena_calloc(&ctx->arena, (size_t)(numel ? numel : 1) * sizeof(float), ctx->num_threads);
     if (!yt || !dyt || !dxt) return attn_last_status();
     const int threads = ctx->num_threads;
@@ -93,8 +88,7 @@ static attn_tensor *softmax_op(attn_ctx *ctx, attn_tensor *x, int dim, const sof
         swap_last2(y->data, yt, outer, inner, n, false, ctx->num_threads);
     }
     if (attn__needs_grad(ctx, &x, 1)) {
-        attn_node *node =
-            attn__record(ctx, kind->name, softmax_backward, y, &x, 1, sizeof(softmax_saved));
+        attn_node *node = attn__record(ctx, kind->name, softmax_backward, y, &x, 1, sizeof(softmax_saved));
         if (!node) return NULL;
         *(softmax_saved *)node->saved = (softmax_saved){kind, outer, n, inner};
     }

@@ -14,18 +14,31 @@
 
 #include <math.h>
 
-
 typedef struct unary_op {
     const char *name;
     float (*f)(float x);
     float (*df)(float x, float y); /* dy/dx at input x with output y */
 } unary_op;
 
-static float gelu_f(float x) { return attn_gelu_f(x); }
-static float gelu_df(float x, float y) { (void)y; return attn_gelu_df(x); }
+static float gelu_f(float x)
+{
+    return attn_gelu_f(x);
+}
+static float gelu_df(float x, float y)
+{
+    (void)y;
+    return attn_gelu_df(x);
+}
 
-static float tanh_f(float x) { return tanhf(x); }
-static float tanh_df(float x, float y) { (void)x; return 1.0f - y * y; }
+static float tanh_f(float x)
+{
+    return tanhf(x);
+}
+static float tanh_df(float x, float y)
+{
+    (void)x;
+    return 1.0f - y * y;
+}
 
 /* exp of a non-positive argument only: no overflow for large |x| */
 static float sigmoid_f(float x)
@@ -34,12 +47,29 @@ static float sigmoid_f(float x)
     float e = expf(x);
     return e / (1.0f + e);
 }
-static float sigmoid_df(float x, float y) { (void)x; return y * (1.0f - y); }
+static float sigmoid_df(float x, float y)
+{
+    (void)x;
+    return y * (1.0f - y);
+}
 
-static float exp_f(float x) { return expf(x); }
-static float exp_df(float x, float y) { (void)x; return y; }
+static float exp_f(float x)
+{
+    return expf(x);
+}
+static float exp_df(float x, float y)
+{
+    (void)x;
+    return y;
+}
 
-typedef enum unary_kind { UN_RELU, UN_GELU, UN_TANH, UN_SIGMOID, UN_EXP } unary_kind;
+typedef enum unary_kind {
+    UN_RELU,
+    UN_GELU,
+    UN_TANH,
+    UN_SIGMOID,
+    UN_EXP
+} unary_kind;
 
 static const unary_op unary_ops[] = {
     [UN_RELU] = {"relu", NULL, NULL}, /* written out in forward_flat and backward_flat */
@@ -106,8 +136,23 @@ static attn_tensor *unary(attn_ctx *ctx, attn_tensor *x, unary_kind kind)
     return y;
 }
 
-attn_tensor *attn_relu(attn_ctx *ctx, attn_tensor *x) { return unary(ctx, x, UN_RELU); }
-attn_tensor *attn_gelu(attn_ctx *ctx, attn_tensor *x) { return unary(ctx, x, UN_GELU); }
-attn_tensor *attn_tanh(attn_ctx *ctx, attn_tensor *x) { return unary(ctx, x, UN_TANH); }
-attn_tensor *attn_sigmoid(attn_ctx *ctx, attn_tensor *x) { return unary(ctx, x, UN_SIGMOID); }
-attn_tensor *attn_exp(attn_ctx *ctx, attn_tensor *x) { return unary(ctx, x, UN_EXP); }
+attn_tensor *attn_relu(attn_ctx *ctx, attn_tensor *x)
+{
+    return unary(ctx, x, UN_RELU);
+}
+attn_tensor *attn_gelu(attn_ctx *ctx, attn_tensor *x)
+{
+    return unary(ctx, x, UN_GELU);
+}
+attn_tensor *attn_tanh(attn_ctx *ctx, attn_tensor *x)
+{
+    return unary(ctx, x, UN_TANH);
+}
+attn_tensor *attn_sigmoid(attn_ctx *ctx, attn_tensor *x)
+{
+    return unary(ctx, x, UN_SIGMOID);
+}
+attn_tensor *attn_exp(attn_ctx *ctx, attn_tensor *x)
+{
+    return unary(ctx, x, UN_EXP);
+}

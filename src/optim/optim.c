@@ -24,21 +24,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 typedef struct hyper {
     double lr, weight_decay, momentum, dampening, beta1, beta2, eps;
 } hyper;
 
 struct attn_optim {
-    attn_params *params;      /* not owned */
-    attn_optim_config cfg;    /* as given; lr follows attn_optim_set_lr */
-    hyper h;                  /* cfg's values as the decimals they were written as */
+    attn_params *params;   /* not owned */
+    attn_optim_config cfg; /* as given; lr follows attn_optim_set_lr */
+    hyper h;               /* cfg's values as the decimals they were written as */
     int64_t steps;
     int64_t numel;
-    int n_bufs;               /* 0, 1 (SGD momentum) or 2 (Adam: exp_avg, exp_avg_sq) */
-    int num_threads;          /* OpenMP threads of the update loop */
-    float *state;             /* (n_bufs, numel) */
-    char **names;             /* (n_bufs * param count) state names, param-major */
+    int n_bufs;      /* 0, 1 (SGD momentum) or 2 (Adam: exp_avg, exp_avg_sq) */
+    int num_threads; /* OpenMP threads of the update loop */
+    float *state;    /* (n_bufs, numel) */
+    char **names;    /* (n_bufs * param count) state names, param-major */
 };
 
 /* The shortest decimal that reads back as f, as a double: 0.999f -> 0.999, so 1 - beta2 is
@@ -65,9 +64,12 @@ attn_optim_config attn_optim_defaults(attn_optim_kind kind)
 static const char *kind_name(attn_optim_kind kind)
 {
     switch (kind) {
-    case ATTN_OPTIM_SGD: return "SGD";
-    case ATTN_OPTIM_ADAM: return "Adam";
-    case ATTN_OPTIM_ADAMW: return "AdamW";
+    case ATTN_OPTIM_SGD:
+        return "SGD";
+    case ATTN_OPTIM_ADAM:
+        return "Adam";
+    case ATTN_OPTIM_ADAMW:
+        return "AdamW";
     }
     return "?";
 }
@@ -79,8 +81,8 @@ static attn_status check_config(const attn_optim_config *c)
         return attn__fail(ATTN_ERR_ARG, "attn_optim_new: unknown optimizer kind %d", (int)c->kind);
     const char *k = kind_name(c->kind);
     if (!(c->lr >= 0.0f))
-        return attn__fail(ATTN_ERR_ARG, "attn_optim_new: %s lr %g, expected >= 0%s", k,
-                          (double)c->lr, isnan(c->lr) ? " (SGD's lr must be set)" : "");
+        return attn__fail(ATTN_ERR_ARG, "attn_optim_new: %s lr %g, expected >= 0%s", k, (double)c->lr,
+                          isnan(c->lr) ? " (SGD's lr must be set)" : "");
     if (!(c->weight_decay >= 0.0f))
         return attn__fail(ATTN_ERR_ARG, "attn_optim_new: %s weight_decay %g, expected >= 0", k,
                           (double)c->weight_decay);
@@ -100,8 +102,8 @@ static attn_status check_config(const attn_optim_config *c)
     if (!(c->eps >= 0.0f))
         return attn__fail(ATTN_ERR_ARG, "attn_optim_new: %s eps %g, expected >= 0", k, (double)c->eps);
     if (!(c->beta1 >= 0.0f && c->beta1 < 1.0f) || !(c->beta2 >= 0.0f && c->beta2 < 1.0f))
-        return attn__fail(ATTN_ERR_ARG, "attn_optim_new: %s betas (%g, %g), expected each in [0, 1)",
-                          k, (double)c->beta1, (double)c->beta2);
+        return attn__fail(ATTN_ERR_ARG, "attn_optim_new: %s betas (%g, %g), expected each in [0, 1)", k,
+                          (double)c->beta1, (double)c->beta2);
     return ATTN_OK;
 }
 
@@ -131,9 +133,8 @@ attn_optim *attn_optim_new(attn_params *p, const attn_optim_config *cfg)
     if (!o) return attn__fail_null(ATTN_ERR_NOMEM, "attn_optim_new: out of memory");
     o->params = p;
     o->cfg = *cfg;
-    o->h = (hyper){as_decimal(cfg->lr),       as_decimal(cfg->weight_decay),
-                   as_decimal(cfg->momentum), as_decimal(cfg->dampening),
-                   as_decimal(cfg->beta1),    as_decimal(cfg->beta2),
+    o->h = (hyper){as_decimal(cfg->lr),        as_decimal(cfg->weight_decay), as_decimal(cfg->momentum),
+                   as_decimal(cfg->dampening), as_decimal(cfg->beta1),        as_decimal(cfg->beta2),
                    as_decimal(cfg->eps)};
     o->numel = attn_params_numel(p);
     o->num_threads = attn_default_num_threads();
@@ -142,8 +143,10 @@ attn_optim *attn_optim_new(attn_params *p, const attn_optim_config *cfg)
     o->state = calloc(floats ? floats : 1, sizeof(float));
     if (!o->state) {
         attn_optim_free(o);
-        return attn__fail_null(ATTN_ERR_NOMEM, "attn_optim_new: could not allocate %zu floats of "
-                               "state", floats);
+        return attn__fail_null(ATTN_ERR_NOMEM,
+                               "attn_optim_new: could not allocate %zu floats of "
+                               "state",
+                               floats);
     }
     if (make_names(o) != ATTN_OK) {
         attn_optim_free(o);
@@ -166,9 +169,12 @@ void attn_optim_free(attn_optim *opt)
 
 static void sgd_step(attn_optim *o, float *p, const float *g, int64_t n)
 {
-    const attn_sgd_consts k = {.weight_decay = (float)o->h.weight_decay, .momentum = (float)o->h.momentum,
-                               .keep = (float)(1.0 - o->h.dampening), .neg_lr = (float)-o->h.lr,
-                               .first = o->steps == 0, .nesterov = o->cfg.nesterov};
+    const attn_sgd_consts k = {.weight_decay = (float)o->h.weight_decay,
+                               .momentum = (float)o->h.momentum,
+                               .keep = (float)(1.0 - o->h.dampening),
+                               .neg_lr = (float)-o->h.lr,
+                               .first = o->steps == 0,
+                               .nesterov = o->cfg.nesterov};
     attn_sgd_update(p, o->state, g, n, &k, o->num_threads); /* state: (numel) momentum_buffer */
 }
 
@@ -177,10 +183,16 @@ static void adam_step(attn_optim *o, float *p, const float *g, int64_t n, double
 {
     const hyper *h = &o->h;
     const double bc1 = 1.0 - pow(h->beta1, t), bc2 = 1.0 - pow(h->beta2, t);
-    const attn_adam_consts k = {.wd = (float)h->weight_decay, .decay = (float)(1.0 - h->lr * h->weight_decay),
-                                .b1 = (float)h->beta1, .a1 = (float)(1.0 - h->beta1), .b2 = (float)h->beta2,
-                                .a2 = (float)(1.0 - h->beta2), .bc2_sqrt = (float)sqrt(bc2), .eps = (float)h->eps,
-                                .neg_step = (float)-(h->lr / bc1), .adamw = o->cfg.kind == ATTN_OPTIM_ADAMW};
+    const attn_adam_consts k = {.wd = (float)h->weight_decay,
+                                .decay = (float)(1.0 - h->lr * h->weight_decay),
+                                .b1 = (float)h->beta1,
+                                .a1 = (float)(1.0 - h->beta1),
+                                .b2 = (float)h->beta2,
+                                .a2 = (float)(1.0 - h->beta2),
+                                .bc2_sqrt = (float)sqrt(bc2),
+                                .eps = (float)h->eps,
+                                .neg_step = (float)-(h->lr / bc1),
+                                .adamw = o->cfg.kind == ATTN_OPTIM_ADAMW};
     attn_adam_update(p, o->state, o->state + n, g, n, &k, o->num_threads); /* (numel) exp_avg, exp_avg_sq */
 }
 
@@ -204,8 +216,7 @@ attn_status attn_optim_set_num_threads(attn_optim *opt, int n)
 {
     if (!opt) return attn__fail(ATTN_ERR_ARG, "attn_optim_set_num_threads: optimizer is NULL");
     if (n > ATTN_MAX_THREADS)
-        return attn__fail(ATTN_ERR_ARG, "attn_optim_set_num_threads: %d threads, at most %d", n,
-                          ATTN_MAX_THREADS);
+        return attn__fail(ATTN_ERR_ARG, "attn_optim_set_num_threads: %d threads, at most %d", n, ATTN_MAX_THREADS);
     if (n <= 0) n = attn_default_num_threads();
     if (attn__threads_check(n, "attn_optim_set_num_threads") != ATTN_OK) return attn_last_status();
     opt->num_threads = n;
@@ -217,8 +228,8 @@ attn_status attn_optim_set_lr(attn_optim *opt, float lr)
 {
     if (!opt) return attn__null_arg("attn_optim_set_lr");
     if (!(lr >= 0.0f))
-        return attn__fail(ATTN_ERR_ARG, "attn_optim_set_lr: lr %g, expected >= 0; kept %g",
-                          (double)lr, (double)opt->cfg.lr);
+        return attn__fail(ATTN_ERR_ARG, "attn_optim_set_lr: lr %g, expected >= 0; kept %g", (double)lr,
+                          (double)opt->cfg.lr);
     opt->cfg.lr = lr;
     opt->h.lr = as_decimal(lr);
     return ATTN_OK;
@@ -243,26 +254,24 @@ int64_t attn_optim_step_count(const attn_optim *opt)
 attn_status attn_optim_set_step_count(attn_optim *opt, int64_t steps)
 {
     if (!opt) return attn__null_arg("attn_optim_set_step_count");
-    if (steps < 0)
-        return attn__fail(ATTN_ERR_ARG, "attn_optim_set_step_count: %lld, expected >= 0",
-                          (long long)steps);
+    if (steps < 0) return attn__fail(ATTN_ERR_ARG, "attn_optim_set_step_count: %lld, expected >= 0", (long long)steps);
     opt->steps = steps;
     return ATTN_OK;
 }
 
 size_t attn_optim_state_count(const attn_optim *opt)
 {
-    return opt ? attn_params_count(opt->params) * (size_t)opt->n_bufs
-               : (attn__null_arg("attn_optim_state_count"), 0);
+    return opt ? attn_params_count(opt->params) * (size_t)opt->n_bufs : (attn__null_arg("attn_optim_state_count"), 0);
 }
 
-attn_status attn_optim_state_at(const attn_optim *opt, size_t i, const char **name, float **data,
-                                int64_t *numel)
+attn_status attn_optim_state_at(const attn_optim *opt, size_t i, const char **name, float **data, int64_t *numel)
 {
     size_t count = attn_optim_state_count(opt);
     if (!opt || i >= count)
-        return attn__fail(ATTN_ERR_ARG, "attn_optim_state_at: index %zu, the optimizer has %zu "
-                          "state tensors", i, count);
+        return attn__fail(ATTN_ERR_ARG,
+                          "attn_optim_state_at: index %zu, the optimizer has %zu "
+                          "state tensors",
+                          i, count);
     size_t param = i / (size_t)opt->n_bufs, buf = i % (size_t)opt->n_bufs;
     attn_tensor *t = attn_params_at(opt->params, param);
     int64_t offset = t->data - attn_params_data_block(opt->params);

@@ -30,7 +30,8 @@ float attn_lr_at(const attn_lr_schedule *s, int64_t step)
     if (!s) return bad_schedule("schedule is NULL");
     if (step < 1) step = 1;
     switch (s->kind) {
-    case ATTN_LR_CONSTANT: return s->base_lr;
+    case ATTN_LR_CONSTANT:
+        return s->base_lr;
     case ATTN_LR_LINEAR_WARMUP:
         if (s->warmup_steps <= 0 || step >= s->warmup_steps) return s->base_lr;
         return (float)((double)s->base_lr * (double)step / (double)s->warmup_steps);

@@ -50,8 +50,7 @@ void attn__plot_ticks_log(plot_ticks *major, plot_ticks *minor, double lo, doubl
     int every = (k1 - k0) / 8 + 1; /* at most about 9 labelled decades */
     major->n = 0;
     major->decimals = -1;
-    for (int k = k0; k <= k1 && major->n < PLOT_MAX_TICKS; k += every)
-        major->v[major->n++] = pow(10.0, k);
+    for (int k = k0; k <= k1 && major->n < PLOT_MAX_TICKS; k += every) major->v[major->n++] = pow(10.0, k);
     if (every > 1) return;
     for (int k = k0 - 1; k <= k1; k++)
         for (int m = 2; m <= 9 && minor->n < PLOT_MAX_TICKS; m++) {
@@ -63,8 +62,10 @@ void attn__plot_ticks_log(plot_ticks *major, plot_ticks *minor, double lo, doubl
 void attn__plot_tick_label(char *buf, size_t len, const plot_ticks *t, double v)
 {
     char num[64];
-    if (t->decimals >= 0) snprintf(num, sizeof num, "%.*f", t->decimals, v);
-    else snprintf(num, sizeof num, "%g", v);
+    if (t->decimals >= 0)
+        snprintf(num, sizeof num, "%.*f", t->decimals, v);
+    else
+        snprintf(num, sizeof num, "%g", v);
     bool negative = num[0] == '-' && strspn(num + 1, "0.") != strlen(num + 1); /* not "-0.0" */
     const char *digits = num[0] == '-' ? num + 1 : num;
     snprintf(buf, len, "%s%s", negative ? "\xe2\x88\x92" : "", digits); /* U+2212 minus */
@@ -123,8 +124,8 @@ static cairo_surface_t *colorbar_image(attn_colormap cmap)
     return img;
 }
 
-void attn__plot_colorbar(plot_canvas *c, double x, double y, double w, double h, attn_colormap cmap,
-                   double vmin, double vmax)
+void attn__plot_colorbar(plot_canvas *c, double x, double y, double w, double h, attn_colormap cmap, double vmin,
+                         double vmax)
 {
     cairo_t *cr = c->cr;
     cairo_surface_t *img = colorbar_image(cmap);

@@ -59,12 +59,18 @@ static void buf_append_xml(plot_buf *b, const char *text)
 {
     for (const char *p = text; *p; p++) {
         unsigned char ch = (unsigned char)*p;
-        if (ch == '&') buf_append(b, "&amp;", 5);
-        else if (ch == '<') buf_append(b, "&lt;", 4);
-        else if (ch == '>') buf_append(b, "&gt;", 4);
-        else if (ch == '"') buf_append(b, "&quot;", 6);
-        else if (ch < 0x20 || ch == 0x7f) buf_append(b, " ", 1);
-        else buf_append(b, p, 1);
+        if (ch == '&')
+            buf_append(b, "&amp;", 5);
+        else if (ch == '<')
+            buf_append(b, "&lt;", 4);
+        else if (ch == '>')
+            buf_append(b, "&gt;", 4);
+        else if (ch == '"')
+            buf_append(b, "&quot;", 6);
+        else if (ch < 0x20 || ch == 0x7f)
+            buf_append(b, " ", 1);
+        else
+            buf_append(b, p, 1);
     }
 }
 
@@ -75,8 +81,10 @@ static bool format_from_path(const char *path, plot_format *format)
     const char *slash = strrchr(path, '/');
     const char *dot = strrchr(slash ? slash + 1 : path, '.');
     if (!dot) return false;
-    static const struct { const char *ext; plot_format format; } known[] = {
-        {".png", PLOT_PNG}, {".svg", PLOT_SVG}, {".pdf", PLOT_PDF}};
+    static const struct {
+        const char *ext;
+        plot_format format;
+    } known[] = {{".png", PLOT_PNG}, {".svg", PLOT_SVG}, {".pdf", PLOT_PDF}};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         if (strcasecmp(dot, known[i].ext) == 0) {
             *format = known[i].format;
@@ -110,8 +118,10 @@ attn_status attn_plot_path_check(const char *path)
     plot_format format;
     if (!path || !*path) return attn__fail(ATTN_ERR_ARG, "picture path is empty");
     if (!format_from_path(path, &format))
-        return attn__fail(ATTN_ERR_ARG, "%s: unknown picture format; expected a name ending in .png, "
-                          ".svg or .pdf", path);
+        return attn__fail(ATTN_ERR_ARG,
+                          "%s: unknown picture format; expected a name ending in .png, "
+                          ".svg or .pdf",
+                          path);
     return attn_output_check(path);
 }
 
@@ -151,8 +161,8 @@ static cairo_status_t write_to_svg_buf(void *closure, const unsigned char *data,
 attn_status attn__plot_canvas_start(plot_canvas *c, int width, int height)
 {
     if (width < 1 || height < 1 || width > PLOT_MAX_SIDE || height > PLOT_MAX_SIDE)
-        return attn__fail(ATTN_ERR_ARG, "%s: '%s': picture size %d x %d is outside 1..%d", c->fn,
-                          c->path, width, height, PLOT_MAX_SIDE);
+        return attn__fail(ATTN_ERR_ARG, "%s: '%s': picture size %d x %d is outside 1..%d", c->fn, c->path, width,
+                          height, PLOT_MAX_SIDE);
     c->width = width;
     c->height = height;
     if (c->format == PLOT_PNG)
@@ -163,8 +173,8 @@ attn_status attn__plot_canvas_start(plot_canvas *c, int width, int height)
         c->surface = cairo_pdf_surface_create_for_stream(write_to_file, c, width, height);
     c->cr = cairo_create(c->surface);
     if (cairo_status(c->cr) != CAIRO_STATUS_SUCCESS)
-        return attn__fail(ATTN_ERR_NOMEM, "%s: '%s': cannot make a %d x %d picture: %s", c->fn,
-                          c->path, width, height, cairo_status_to_string(cairo_status(c->cr)));
+        return attn__fail(ATTN_ERR_NOMEM, "%s: '%s': cannot make a %d x %d picture: %s", c->fn, c->path, width, height,
+                          cairo_status_to_string(cairo_status(c->cr)));
     cairo_set_source_rgb(c->cr, 1, 1, 1);
     cairo_paint(c->cr);
     return ATTN_OK;
@@ -185,8 +195,7 @@ static size_t svg_close_tag(const plot_buf *b)
 /* The SVG with the text layer inserted before its closing tag. */
 static void write_svg(plot_canvas *c)
 {
-    static const char open_g[] =
-        "<g fill-opacity=\"0\" font-family=\"DejaVu Sans, WenQuanYi Zen Hei, sans-serif\">\n";
+    static const char open_g[] = "<g fill-opacity=\"0\" font-family=\"DejaVu Sans, WenQuanYi Zen Hei, sans-serif\">\n";
     static const char close_g[] = "</g>\n";
     size_t head = svg_close_tag(&c->svg);
     write_to_file(c, (const unsigned char *)c->svg.data, (unsigned)head);
@@ -210,21 +219,21 @@ static attn_status finish(plot_canvas *c)
         }
     }
     if (st == CAIRO_STATUS_SUCCESS && c->format == PLOT_SVG) {
-        if (c->svg.failed || c->svg_text.failed) st = CAIRO_STATUS_NO_MEMORY;
-        else write_svg(c);
+        if (c->svg.failed || c->svg_text.failed)
+            st = CAIRO_STATUS_NO_MEMORY;
+        else
+            write_svg(c);
     }
     if (c->write_errno) return attn__outfile_write_error(&c->out, c->write_errno);
     if (st != CAIRO_STATUS_SUCCESS)
-        return attn__fail(st == CAIRO_STATUS_NO_MEMORY ? ATTN_ERR_NOMEM : ATTN_ERR_IO,
-                          "%s: '%s': drawing failed: %s", c->fn, c->path,
-                          cairo_status_to_string(st));
+        return attn__fail(st == CAIRO_STATUS_NO_MEMORY ? ATTN_ERR_NOMEM : ATTN_ERR_IO, "%s: '%s': drawing failed: %s",
+                          c->fn, c->path, cairo_status_to_string(st));
     return ATTN_OK;
 }
 
 attn_status attn__plot_canvas_close(plot_canvas *c, attn_status s)
 {
-    if (s == ATTN_OK)
-        s = c->cr ? finish(c) : attn__fail(ATTN_ERR_STATE, "%s: nothing drawn", c->fn);
+    if (s == ATTN_OK) s = c->cr ? finish(c) : attn__fail(ATTN_ERR_STATE, "%s: nothing drawn", c->fn);
     if (c->cr) cairo_destroy(c->cr);
     if (c->surface) cairo_surface_destroy(c->surface);
     if (c->layout) g_object_unref(c->layout);
@@ -259,8 +268,7 @@ void attn__plot_text_extent(const plot_canvas *c, double *w, double *h)
     *h = (double)logical.height / PANGO_SCALE;
 }
 
-void attn__plot_text_measure(plot_canvas *c, const char *text, double size, double max_w, double *w,
-                       double *h)
+void attn__plot_text_measure(plot_canvas *c, const char *text, double size, double max_w, double *w, double *h)
 {
     attn__plot_text_set(c, text, size, max_w);
     attn__plot_text_extent(c, w, h);
@@ -303,8 +311,8 @@ void attn__plot_text_draw(plot_canvas *c, double x, double y, double angle, doub
     cairo_restore(c->cr);
 }
 
-void attn__plot_text(plot_canvas *c, const char *text, double size, double x, double y, double angle,
-               double ax, double ay)
+void attn__plot_text(plot_canvas *c, const char *text, double size, double x, double y, double angle, double ax,
+                     double ay)
 {
     attn__plot_text_set(c, text, size, 0);
     attn__plot_text_draw(c, x, y, angle, ax, ay);

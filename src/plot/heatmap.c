@@ -11,19 +11,21 @@
 #include <math.h>
 #include <string.h>
 
-#define HM_CELL_MAX 48.0        /* the largest automatic cell, pixels */
-#define HM_BUDGET_SINGLE 560.0  /* automatic map side of one heatmap... */
-#define HM_BUDGET_PANEL 320.0   /* ...and of one panel of a grid */
-#define HM_GAP 24.0             /* between panels */
-#define HM_CBAR_GAP 20.0        /* between the maps and the colour bar */
-#define HM_LABEL_MAX_W 160.0    /* longer tick labels are ellipsized */
-#define HM_ANNOTATE_MAX 16      /* automatic values in the cells up to 16 x 16 */
+#define HM_CELL_MAX 48.0       /* the largest automatic cell, pixels */
+#define HM_BUDGET_SINGLE 560.0 /* automatic map side of one heatmap... */
+#define HM_BUDGET_PANEL 320.0  /* ...and of one panel of a grid */
+#define HM_GAP 24.0            /* between panels */
+#define HM_CBAR_GAP 20.0       /* between the maps and the colour bar */
+#define HM_LABEL_MAX_W 160.0   /* longer tick labels are ellipsized */
+#define HM_ANNOTATE_MAX 16     /* automatic values in the cells up to 16 x 16 */
 #define HM_MAX_PANELS 4096
-#define HM_MAX_CELLS 12288      /* pixels of cells and gaps a picture side holds (a cell is a
+#define HM_MAX_CELLS                                                                                                   \
+    12288                        /* pixels of cells and gaps a picture side holds (a cell is a
                                  * pixel at least), leaving PLOT_MAX_SIDE's rest for the labels
                                  * and the colour bar */
 #define HM_GAP_Y (HM_GAP + 32.0) /* between rows of panels, room for their titles */
-#define HM_PANEL_BAR 120.0      /* what the size checks count for a panel's own colour bar, its
+#define HM_PANEL_BAR                                                                                                   \
+    120.0 /* what the size checks count for a panel's own colour bar, its
                                  * gap and its labels */
 
 /* The least pixels `panels` panels of n cells each take along one side, with gap between them. */
@@ -34,35 +36,35 @@ static double min_side(int panels, int64_t n, double gap)
 #define SIN45 0.70710678118654752
 
 typedef struct hm_scale {
-    double vmin, vmax;      /* the colours' ends */
+    double vmin, vmax; /* the colours' ends */
 } hm_scale;
 
-typedef struct hm_figure {  /* the request, checked, defaults filled in */
+typedef struct hm_figure { /* the request, checked, defaults filled in */
     const char *fn;
-    const float *values;    /* (grid_rows, grid_cols, rows, cols) */
+    const float *values; /* (grid_rows, grid_cols, rows, cols) */
     int grid_rows, grid_cols;
     int64_t rows, cols;
     const char *const *panel_titles;
     const char *title, *xlabel, *ylabel;
     const char *const *xticks, *const *yticks;
     attn_colormap cmap;
-    hm_scale scale;         /* the colour scale (of every panel, unless panel_range) */
-    bool panel_range;       /* each panel its own scale and colour bar */
+    hm_scale scale;            /* the colour scale (of every panel, unless panel_range) */
+    bool panel_range;          /* each panel its own scale and colour bar */
     double data_min, data_max; /* finite values; NaN when there are none */
     int annotate;
-    int width, height;      /* 0: automatic */
+    int width, height; /* 0: automatic */
 } hm_figure;
 
 typedef struct hm_layout {
-    double left, top;       /* panel (0, 0)'s map */
-    double map_w, map_h;    /* one panel's map, whole pixels */
+    double left, top;    /* panel (0, 0)'s map */
+    double map_w, map_h; /* one panel's map, whole pixels */
     double cell_w, cell_h;
-    double gap_x;           /* between columns of panels, a panel's own colour bar included */
-    double gap_y;           /* between rows of panels, panel titles included */
-    double xdrop;           /* height of the rotated x labels */
+    double gap_x; /* between columns of panels, a panel's own colour bar included */
+    double gap_y; /* between rows of panels, panel titles included */
+    double xdrop; /* height of the rotated x labels */
     double cbar_w;
-    int xstep, ystep;       /* every xstep-th column gets a label */
-    double annot_size;      /* 0: no values in the cells */
+    int xstep, ystep;  /* every xstep-th column gets a label */
+    double annot_size; /* 0: no values in the cells */
     int width, height;
 } hm_layout;
 
@@ -116,8 +118,10 @@ static attn_status color_scale(hm_figure *f, const attn_heatmap_opts *o)
     f->scale = (hm_scale){o->vmin, o->vmax};
     if (o->vmin == 0.0f && o->vmax == 0.0f) f->scale.vmax = 1.0; /* attention weights */
     if (!(f->scale.vmin < f->scale.vmax) || !isfinite(f->scale.vmax - f->scale.vmin))
-        return attn__fail(ATTN_ERR_ARG, "%s: the colour scale needs finite vmin < vmax, got "
-                          "vmin %g, vmax %g", f->fn, o->vmin, o->vmax);
+        return attn__fail(ATTN_ERR_ARG,
+                          "%s: the colour scale needs finite vmin < vmax, got "
+                          "vmin %g, vmax %g",
+                          f->fn, o->vmin, o->vmax);
     return ATTN_OK;
 }
 
@@ -131,25 +135,29 @@ static attn_status check_request(hm_figure *f, const attn_heatmap_opts *o)
 {
     if (!f->values) return attn__fail(ATTN_ERR_ARG, "%s: values missing", f->fn);
     f->panel_range = o->panel_range;
-    if (f->grid_rows < 1 || f->grid_cols < 1 ||
-        (int64_t)f->grid_rows * f->grid_cols > HM_MAX_PANELS)
-        return attn__fail(ATTN_ERR_ARG, "%s: a grid of %d x %d panels (each side 1 or more, "
-                          "%d panels at most)", f->fn, f->grid_rows, f->grid_cols, HM_MAX_PANELS);
+    if (f->grid_rows < 1 || f->grid_cols < 1 || (int64_t)f->grid_rows * f->grid_cols > HM_MAX_PANELS)
+        return attn__fail(ATTN_ERR_ARG,
+                          "%s: a grid of %d x %d panels (each side 1 or more, "
+                          "%d panels at most)",
+                          f->fn, f->grid_rows, f->grid_cols, HM_MAX_PANELS);
     if (f->rows < 1 || f->cols < 1 || f->rows > HM_MAX_CELLS || f->cols > HM_MAX_CELLS ||
-        min_side(f->grid_cols, f->cols, min_gap_x(f)) > HM_MAX_CELLS || min_side(f->grid_rows, f->rows, HM_GAP_Y) > HM_MAX_CELLS)
-        return attn__fail(ATTN_ERR_ARG, "%s: %d x %d panels of a %lld x %lld matrix: %lld x %lld cells, %.0f x %.0f "
+        min_side(f->grid_cols, f->cols, min_gap_x(f)) > HM_MAX_CELLS ||
+        min_side(f->grid_rows, f->rows, HM_GAP_Y) > HM_MAX_CELLS)
+        return attn__fail(ATTN_ERR_ARG,
+                          "%s: %d x %d panels of a %lld x %lld matrix: %lld x %lld cells, %.0f x %.0f "
                           "pixels with the gaps between panels at 1 pixel a cell, which no picture of at most %d "
-                          "pixels a side holds with its labels; expected at most %d a side", f->fn, f->grid_rows,
-                          f->grid_cols, (long long)f->rows, (long long)f->cols, (long long)(f->rows * f->grid_rows),
-                          (long long)(f->cols * f->grid_cols), min_side(f->grid_rows, f->rows, HM_GAP_Y),
-                          min_side(f->grid_cols, f->cols, min_gap_x(f)), PLOT_MAX_SIDE, HM_MAX_CELLS);
+                          "pixels a side holds with its labels; expected at most %d a side",
+                          f->fn, f->grid_rows, f->grid_cols, (long long)f->rows, (long long)f->cols,
+                          (long long)(f->rows * f->grid_rows), (long long)(f->cols * f->grid_cols),
+                          min_side(f->grid_rows, f->rows, HM_GAP_Y), min_side(f->grid_cols, f->cols, min_gap_x(f)),
+                          PLOT_MAX_SIDE, HM_MAX_CELLS);
     if ((unsigned)o->cmap > ATTN_CMAP_REDS)
         return attn__fail(ATTN_ERR_ARG, "%s: unknown colour map %d", f->fn, (int)o->cmap);
     if (o->annotate < -1 || o->annotate > 1)
         return attn__fail(ATTN_ERR_ARG, "%s: annotate is -1, 0 or 1, got %d", f->fn, o->annotate);
     if (o->width < 0 || o->height < 0 || o->width > PLOT_MAX_SIDE || o->height > PLOT_MAX_SIDE)
-        return attn__fail(ATTN_ERR_ARG, "%s: picture size %d x %d (0 = automatic, at most %d)",
-                          f->fn, o->width, o->height, PLOT_MAX_SIDE);
+        return attn__fail(ATTN_ERR_ARG, "%s: picture size %d x %d (0 = automatic, at most %d)", f->fn, o->width,
+                          o->height, PLOT_MAX_SIDE);
     f->title = o->title;
     f->xlabel = o->xlabel ? o->xlabel : "key";
     f->ylabel = o->ylabel ? o->ylabel : "query";
@@ -159,8 +167,7 @@ static attn_status check_request(hm_figure *f, const attn_heatmap_opts *o)
     f->annotate = o->annotate;
     f->width = o->width;
     f->height = o->height;
-    finite_range(f->values, (int64_t)f->grid_rows * f->grid_cols * f->rows * f->cols, &f->data_min,
-                 &f->data_max);
+    finite_range(f->values, (int64_t)f->grid_rows * f->grid_cols * f->rows * f->cols, &f->data_min, &f->data_max);
     return color_scale(f, o);
 }
 
@@ -196,20 +203,18 @@ static void label_steps(plot_canvas *c, const hm_figure *f, hm_layout *L)
 }
 
 /* Widest y label; the drop of the lowest x label and how far the first reaches left. */
-static void measure_labels(plot_canvas *c, const hm_figure *f, const hm_layout *L,
-                           double *ytick_w, double *xdrop, double *xover)
+static void measure_labels(plot_canvas *c, const hm_figure *f, const hm_layout *L, double *ytick_w, double *xdrop,
+                           double *xover)
 {
     char buf[32];
     double w, h;
     *ytick_w = *xdrop = *xover = 0;
     for (int64_t i = 0; i < f->rows; i += L->ystep) {
-        attn__plot_text_measure(c, tick_text(f->yticks, i, buf, sizeof buf), PLOT_FONT_TICK,
-                          HM_LABEL_MAX_W, &w, &h);
+        attn__plot_text_measure(c, tick_text(f->yticks, i, buf, sizeof buf), PLOT_FONT_TICK, HM_LABEL_MAX_W, &w, &h);
         *ytick_w = fmax(*ytick_w, w);
     }
     for (int64_t j = 0; j < f->cols; j += L->xstep) {
-        attn__plot_text_measure(c, tick_text(f->xticks, j, buf, sizeof buf), PLOT_FONT_TICK,
-                          HM_LABEL_MAX_W, &w, &h);
+        attn__plot_text_measure(c, tick_text(f->xticks, j, buf, sizeof buf), PLOT_FONT_TICK, HM_LABEL_MAX_W, &w, &h);
         *xdrop = fmax(*xdrop, f->xticks ? SIN45 * (w + h) : h);
         if (j == 0) *xover = f->xticks ? SIN45 * (w + 0.5 * h) : 0.5 * w;
     }
@@ -268,24 +273,22 @@ static attn_status layout_pass(plot_canvas *c, const hm_figure *f, hm_layout *L)
         cbar_lab = fmax(cbar_lab, attn__plot_colorbar_label_width(c, s.vmin, s.vmax));
     }
 
-    L->left = ceil(fmax(PLOT_MARGIN + ylabel_h + ytick_w + PLOT_PAD + PLOT_TICK_LEN + 1.0,
-                        PLOT_MARGIN + xover));
+    L->left = ceil(fmax(PLOT_MARGIN + ylabel_h + ytick_w + PLOT_PAD + PLOT_TICK_LEN + 1.0, PLOT_MARGIN + xover));
     L->top = ceil(PLOT_MARGIN + title_h + ptitle_h);
     L->gap_y = HM_GAP + ptitle_h;
     double bottom = 1.0 + PLOT_TICK_LEN + PLOT_PAD + L->xdrop + PLOT_PAD + xlabel_h + PLOT_MARGIN;
-    L->map_h = f->height ? floor((f->height - L->top - bottom - (gr - 1) * L->gap_y) / gr)
-                         : f->rows * L->cell_h;
+    L->map_h = f->height ? floor((f->height - L->top - bottom - (gr - 1) * L->gap_y) / gr) : f->rows * L->cell_h;
     double maps_h = gr * L->map_h + (gr - 1) * L->gap_y;
     L->cbar_w = fmin(18.0, fmax(10.0, floor((f->panel_range ? L->map_h : maps_h) / 24.0)));
     double bar = HM_CBAR_GAP + L->cbar_w + 1.0 + cbar_lab; /* a colour bar, its gap and labels */
     double right = bar + PLOT_MARGIN;
     L->gap_x = f->panel_range ? bar + HM_GAP : HM_GAP;
-    L->map_w = f->width ? floor((f->width - L->left - right - (gc - 1) * L->gap_x) / gc)
-                        : f->cols * L->cell_w;
+    L->map_w = f->width ? floor((f->width - L->left - right - (gc - 1) * L->gap_x) / gc) : f->cols * L->cell_w;
     if (L->map_w < 1 || L->map_h < 1)
-        return attn__fail(ATTN_ERR_ARG, "%s: %d x %d pixels leave no room for the cells; "
-                          "make the picture larger or pass 0 for automatic", f->fn, f->width,
-                          f->height);
+        return attn__fail(ATTN_ERR_ARG,
+                          "%s: %d x %d pixels leave no room for the cells; "
+                          "make the picture larger or pass 0 for automatic",
+                          f->fn, f->width, f->height);
     L->cell_w = L->map_w / f->cols;
     L->cell_h = L->map_h / f->rows;
     label_steps(c, f, L);
@@ -294,8 +297,7 @@ static attn_status layout_pass(plot_canvas *c, const hm_figure *f, hm_layout *L)
     double maps_w = gc * L->map_w + (gc - 1) * L->gap_x;
     double title_w = 0, h;
     if (f->title && *f->title) attn__plot_text_measure(c, f->title, PLOT_FONT_TITLE, 0, &title_w, &h);
-    L->width = f->width ? f->width
-                        : (int)ceil(fmax(L->left + maps_w + right, title_w + 2 * PLOT_MARGIN));
+    L->width = f->width ? f->width : (int)ceil(fmax(L->left + maps_w + right, title_w + 2 * PLOT_MARGIN));
     L->height = f->height ? f->height : (int)ceil(L->top + maps_h + bottom);
     return ATTN_OK;
 }
@@ -329,8 +331,7 @@ static int cell_pixels(const plot_canvas *c, double cell, int64_t n)
 /* One panel's cells as an image, kx x ky pixels per cell; NULL when out of memory. */
 static cairo_surface_t *cell_image(const hm_figure *f, const float *m, hm_scale sc, int kx, int ky)
 {
-    cairo_surface_t *img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)f->cols * kx,
-                                                      (int)f->rows * ky);
+    cairo_surface_t *img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)f->cols * kx, (int)f->rows * ky);
     if (cairo_surface_status(img) != CAIRO_STATUS_SUCCESS) {
         cairo_surface_destroy(img);
         return NULL;
@@ -353,14 +354,14 @@ static cairo_surface_t *cell_image(const hm_figure *f, const float *m, hm_scale 
     return img;
 }
 
-static attn_status draw_cells(plot_canvas *c, const hm_figure *f, const hm_layout *L,
-                              const float *m, hm_scale sc, double x0, double y0)
+static attn_status draw_cells(plot_canvas *c, const hm_figure *f, const hm_layout *L, const float *m, hm_scale sc,
+                              double x0, double y0)
 {
     int kx = cell_pixels(c, L->cell_w, f->cols), ky = cell_pixels(c, L->cell_h, f->rows);
     cairo_surface_t *img = cell_image(f, m, sc, kx, ky);
     if (!img)
-        return attn__fail(ATTN_ERR_NOMEM, "%s: out of memory for a %lld x %lld image", f->fn,
-                          (long long)f->rows, (long long)f->cols);
+        return attn__fail(ATTN_ERR_NOMEM, "%s: out of memory for a %lld x %lld image", f->fn, (long long)f->rows,
+                          (long long)f->cols);
     cairo_t *cr = c->cr;
     cairo_save(cr);
     cairo_rectangle(cr, x0, y0, L->map_w, L->map_h);
@@ -375,8 +376,8 @@ static attn_status draw_cells(plot_canvas *c, const hm_figure *f, const hm_layou
     return ATTN_OK;
 }
 
-static void draw_annotations(plot_canvas *c, const hm_figure *f, const hm_layout *L,
-                             const float *m, hm_scale sc, double x0, double y0)
+static void draw_annotations(plot_canvas *c, const hm_figure *f, const hm_layout *L, const float *m, hm_scale sc,
+                             double x0, double y0)
 {
     for (int64_t r = 0; r < f->rows; r++)
         for (int64_t j = 0; j < f->cols; j++) {
@@ -387,13 +388,12 @@ static void draw_annotations(plot_canvas *c, const hm_figure *f, const hm_layout
             attn__plot_cmap_rgb(f->cmap, (v - sc.vmin) / (sc.vmax - sc.vmin), rgb);
             double ink = attn__plot_rgb_is_dark(rgb) ? 1.0 : 0.0;
             cairo_set_source_rgb(c->cr, ink, ink, ink);
-            attn__plot_text(c, label, L->annot_size, x0 + (j + 0.5) * L->cell_w,
-                      y0 + (r + 0.5) * L->cell_h, 0, 0.5, 0.5);
+            attn__plot_text(c, label, L->annot_size, x0 + (j + 0.5) * L->cell_w, y0 + (r + 0.5) * L->cell_h, 0, 0.5,
+                            0.5);
         }
 }
 
-static void draw_yticks(plot_canvas *c, const hm_figure *f, const hm_layout *L, double x0,
-                        double y0)
+static void draw_yticks(plot_canvas *c, const hm_figure *f, const hm_layout *L, double x0, double y0)
 {
     cairo_t *cr = c->cr;
     char buf[32];
@@ -411,8 +411,7 @@ static void draw_yticks(plot_canvas *c, const hm_figure *f, const hm_layout *L, 
 }
 
 /* Token labels at 45 degrees, their right ends at the ticks; indices level, centred. */
-static void draw_xticks(plot_canvas *c, const hm_figure *f, const hm_layout *L, double x0,
-                        double y0)
+static void draw_xticks(plot_canvas *c, const hm_figure *f, const hm_layout *L, double x0, double y0)
 {
     cairo_t *cr = c->cr;
     char buf[32];
@@ -425,16 +424,16 @@ static void draw_xticks(plot_canvas *c, const hm_figure *f, const hm_layout *L, 
         cairo_stroke(cr);
         attn__plot_text_set(c, tick_text(f->xticks, j, buf, sizeof buf), PLOT_FONT_TICK, HM_LABEL_MAX_W);
         attn__plot_text_extent(c, &w, &h);
-        if (f->xticks) attn__plot_text_draw(c, px, base + SIN45 * 0.5 * h, 45, 1.0, 0.5);
-        else attn__plot_text_draw(c, px, base, 0, 0.5, 0);
+        if (f->xticks)
+            attn__plot_text_draw(c, px, base + SIN45 * 0.5 * h, 45, 1.0, 0.5);
+        else
+            attn__plot_text_draw(c, px, base, 0, 0.5, 0);
     }
     if (f->xlabel && *f->xlabel)
-        attn__plot_text(c, f->xlabel, PLOT_FONT_LABEL, x0 + 0.5 * L->map_w, base + L->xdrop + PLOT_PAD,
-                  0, 0.5, 0);
+        attn__plot_text(c, f->xlabel, PLOT_FONT_LABEL, x0 + 0.5 * L->map_w, base + L->xdrop + PLOT_PAD, 0, 0.5, 0);
 }
 
-static attn_status draw_panel(plot_canvas *c, const hm_figure *f, const hm_layout *L, int gi,
-                              int gj)
+static attn_status draw_panel(plot_canvas *c, const hm_figure *f, const hm_layout *L, int gi, int gj)
 {
     int panel = gi * f->grid_cols + gj;
     const float *m = panel_values(f, panel);
@@ -448,8 +447,7 @@ static attn_status draw_panel(plot_canvas *c, const hm_figure *f, const hm_layou
         attn__plot_colorbar(c, x0 + L->map_w + HM_CBAR_GAP, y0, L->cbar_w, L->map_h, f->cmap, sc.vmin, sc.vmax);
     cairo_set_source_rgb(c->cr, 0, 0, 0);
     if (f->panel_titles && f->panel_titles[panel])
-        attn__plot_text(c, f->panel_titles[panel], PLOT_FONT_LABEL, x0 + 0.5 * L->map_w, y0 - PLOT_PAD,
-                  0, 0.5, 1.0);
+        attn__plot_text(c, f->panel_titles[panel], PLOT_FONT_LABEL, x0 + 0.5 * L->map_w, y0 - PLOT_PAD, 0, 0.5, 1.0);
     if (gj == 0) draw_yticks(c, f, L, x0, y0);
     if (gi == f->grid_rows - 1) draw_xticks(c, f, L, x0, y0);
     return ATTN_OK;
@@ -471,14 +469,13 @@ static attn_status draw_figure(plot_canvas *c, const hm_figure *f, const hm_layo
 {
     attn_status s = ATTN_OK;
     for (int gi = 0; gi < f->grid_rows && s == ATTN_OK; gi++)
-        for (int gj = 0; gj < f->grid_cols && s == ATTN_OK; gj++)
-            s = draw_panel(c, f, L, gi, gj);
+        for (int gj = 0; gj < f->grid_cols && s == ATTN_OK; gj++) s = draw_panel(c, f, L, gi, gj);
     if (s != ATTN_OK) return s;
     double maps_w = f->grid_cols * L->map_w + (f->grid_cols - 1) * L->gap_x;
     double maps_h = f->grid_rows * L->map_h + (f->grid_rows - 1) * L->gap_y;
     if (!f->panel_range)
-        attn__plot_colorbar(c, L->left + maps_w + HM_CBAR_GAP, L->top, L->cbar_w, maps_h, f->cmap,
-                      f->scale.vmin, f->scale.vmax);
+        attn__plot_colorbar(c, L->left + maps_w + HM_CBAR_GAP, L->top, L->cbar_w, maps_h, f->cmap, f->scale.vmin,
+                            f->scale.vmax);
     draw_title(c, f, L);
     return ATTN_OK;
 }
@@ -500,17 +497,20 @@ static attn_status heatmap(hm_figure *f, const char *path, const attn_heatmap_op
 attn_status attn_plot_heatmap(const char *path, const float *values, int64_t rows, int64_t cols,
                               const attn_heatmap_opts *opts)
 {
-    hm_figure f = {.fn = "attn_plot_heatmap", .values = values, .grid_rows = 1, .grid_cols = 1,
-                   .rows = rows, .cols = cols};
+    hm_figure f = {
+        .fn = "attn_plot_heatmap", .values = values, .grid_rows = 1, .grid_cols = 1, .rows = rows, .cols = cols};
     return heatmap(&f, path, opts);
 }
 
-attn_status attn_plot_heatmap_grid(const char *path, const float *values, int grid_rows,
-                                   int grid_cols, int64_t rows, int64_t cols,
-                                   const char *const *panel_titles, const attn_heatmap_opts *opts)
+attn_status attn_plot_heatmap_grid(const char *path, const float *values, int grid_rows, int grid_cols, int64_t rows,
+                                   int64_t cols, const char *const *panel_titles, const attn_heatmap_opts *opts)
 {
-    hm_figure f = {.fn = "attn_plot_heatmap_grid", .values = values, .grid_rows = grid_rows,
-                   .grid_cols = grid_cols, .rows = rows, .cols = cols,
+    hm_figure f = {.fn = "attn_plot_heatmap_grid",
+                   .values = values,
+                   .grid_rows = grid_rows,
+                   .grid_cols = grid_cols,
+                   .rows = rows,
+                   .cols = cols,
                    .panel_titles = panel_titles};
     return heatmap(&f, path, opts);
 }

@@ -9,15 +9,15 @@
 #include <math.h>
 #include <string.h>
 
-#define LN_WIDTH 640            /* default picture, matplotlib's 6.4 x 4.8 in at 100 dpi */
+#define LN_WIDTH 640 /* default picture, matplotlib's 6.4 x 4.8 in at 100 dpi */
 #define LN_HEIGHT 480
 #define LN_LINE_W 1.5
 #define LN_DOT_R 3.0
-#define LN_RIGHT 15.0           /* right of the axes: room for half the last x label */
-#define LN_LEGEND_INSET 8.0     /* legend to axes frame */
+#define LN_RIGHT 15.0       /* right of the axes: room for half the last x label */
+#define LN_LEGEND_INSET 8.0 /* legend to axes frame */
 #define LN_LEGEND_PAD 6.0
-#define LN_LEGEND_HANDLE 28.0   /* the line sample in the legend */
-#define LN_CLAMP 1e6            /* pixel coordinates stay within this, far outside any picture */
+#define LN_LEGEND_HANDLE 28.0 /* the line sample in the legend */
+#define LN_CLAMP 1e6          /* pixel coordinates stay within this, far outside any picture */
 #define LN_MAX_SERIES 4096
 
 /* matplotlib's default colour cycle (tab10) */
@@ -25,10 +25,10 @@ static const uint32_t tab10[10] = {0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728, 0x946
                                    0x8c564b, 0xe377c2, 0x7f7f7f, 0xbcbd22, 0x17becf};
 
 typedef struct ln_axis {
-    double lo, hi;              /* the data range shown */
+    double lo, hi; /* the data range shown */
     bool log;
     plot_ticks major, minor;
-    double p0, p1;              /* pixel positions of lo and hi */
+    double p0, p1; /* pixel positions of lo and hi */
 } ln_axis;
 
 typedef struct ln_plot {
@@ -37,13 +37,13 @@ typedef struct ln_plot {
     int n_series;
     const char *title, *xlabel, *ylabel;
     ln_axis x, y;
-    double ax, ay, aw, ah;      /* the axes box, whole pixels */
+    double ax, ay, aw, ah; /* the axes box, whole pixels */
     int width, height;
 } ln_plot;
 
 typedef struct ln_legend {
     double x, y, w, h, row_h;
-    int n;                      /* entries: series with a label */
+    int n; /* entries: series with a label */
 } ln_legend;
 
 /* ---- data ---- */
@@ -133,25 +133,24 @@ static attn_status check_limits(const ln_plot *p, const float lim[2], bool log, 
 {
     if (lim[0] == lim[1]) return ATTN_OK;
     if (!(lim[0] < lim[1]) || !isfinite(lim[1] - lim[0]) || (log && !(lim[0] > 0)))
-        return attn__fail(ATTN_ERR_ARG, "%s: %s = [%g, %g]: needs finite lo < hi with a finite hi - lo%s", p->fn,
-                          name, lim[0], lim[1], log ? " and lo > 0 (log axis)" : "");
+        return attn__fail(ATTN_ERR_ARG, "%s: %s = [%g, %g]: needs finite lo < hi with a finite hi - lo%s", p->fn, name,
+                          lim[0], lim[1], log ? " and lo > 0 (log axis)" : "");
     return ATTN_OK;
 }
 
 static attn_status check_request(const ln_plot *p, const attn_lineplot_opts *o)
 {
     if (!p->series || p->n_series < 1 || p->n_series > LN_MAX_SERIES)
-        return attn__fail(ATTN_ERR_ARG, "%s: %d series (1..%d needed)", p->fn, p->n_series,
-                          LN_MAX_SERIES);
+        return attn__fail(ATTN_ERR_ARG, "%s: %d series (1..%d needed)", p->fn, p->n_series, LN_MAX_SERIES);
     for (int k = 0; k < p->n_series; k++) {
         const attn_series *s = &p->series[k];
         if (s->n < 0 || (s->n > 0 && !s->y))
-            return attn__fail(ATTN_ERR_ARG, "%s: series %d: n = %lld, y %s", p->fn, k,
-                              (long long)s->n, s->y ? "given" : "missing");
+            return attn__fail(ATTN_ERR_ARG, "%s: series %d: n = %lld, y %s", p->fn, k, (long long)s->n,
+                              s->y ? "given" : "missing");
     }
     if (o->width < 0 || o->height < 0 || o->width > PLOT_MAX_SIDE || o->height > PLOT_MAX_SIDE)
-        return attn__fail(ATTN_ERR_ARG, "%s: picture size %d x %d (0 = automatic, at most %d)",
-                          p->fn, o->width, o->height, PLOT_MAX_SIDE);
+        return attn__fail(ATTN_ERR_ARG, "%s: picture size %d x %d (0 = automatic, at most %d)", p->fn, o->width,
+                          o->height, PLOT_MAX_SIDE);
     attn_status s = check_limits(p, o->xlim, false, "xlim");
     return s != ATTN_OK ? s : check_limits(p, o->ylim, o->log_y, "ylim");
 }
@@ -199,17 +198,15 @@ static attn_status layout(plot_canvas *c, ln_plot *p)
     double xlabel_h = attn__plot_text_height(c, p->xlabel, PLOT_FONT_LABEL);
     double ylabel_h = attn__plot_text_height(c, p->ylabel, PLOT_FONT_LABEL);
     p->ay = ceil(PLOT_MARGIN + (title_h > 0 ? title_h + PLOT_PAD : 0.5 * tick_h));
-    double bottom = 1.0 + PLOT_TICK_LEN + PLOT_PAD + tick_h + (xlabel_h > 0 ? PLOT_PAD : 0) +
-                    xlabel_h + PLOT_MARGIN;
+    double bottom = 1.0 + PLOT_TICK_LEN + PLOT_PAD + tick_h + (xlabel_h > 0 ? PLOT_PAD : 0) + xlabel_h + PLOT_MARGIN;
     p->ah = floor(p->height - p->ay - bottom);
     axis_ticks(&p->y, p->ah, 45.0);
-    double left = PLOT_MARGIN + (ylabel_h > 0 ? ylabel_h + PLOT_PAD : 0) +
-                  widest_label(c, &p->y.major) + PLOT_PAD + PLOT_TICK_LEN + 1.0;
+    double left = PLOT_MARGIN + (ylabel_h > 0 ? ylabel_h + PLOT_PAD : 0) + widest_label(c, &p->y.major) + PLOT_PAD +
+                  PLOT_TICK_LEN + 1.0;
     p->ax = ceil(left);
     p->aw = floor(p->width - p->ax - LN_RIGHT - PLOT_MARGIN);
     if (p->aw < 16 || p->ah < 16)
-        return attn__fail(ATTN_ERR_ARG, "%s: %d x %d pixels leave no room for the axes", p->fn,
-                          p->width, p->height);
+        return attn__fail(ATTN_ERR_ARG, "%s: %d x %d pixels leave no room for the axes", p->fn, p->width, p->height);
     x_ticks(c, &p->x, p->aw);
     p->x.p0 = p->ax;
     p->x.p1 = p->ax + p->aw;
@@ -274,8 +271,10 @@ static void draw_series(plot_canvas *c, const ln_plot *p, int k)
             pen_down = false;
             continue;
         }
-        if (pen_down) cairo_line_to(cr, px, py);
-        else cairo_move_to(cr, px, py);
+        if (pen_down)
+            cairo_line_to(cr, px, py);
+        else
+            cairo_move_to(cr, px, py);
         pen_down = true;
     }
     set_line_style(cr, s->dashed);
@@ -310,8 +309,7 @@ static void draw_ticks(plot_canvas *c, const ln_plot *p)
         cairo_line_to(cr, p->ax - 1.0 - PLOT_TICK_LEN, floor(py) + 0.5);
         cairo_stroke(cr);
         attn__plot_tick_label(label, sizeof label, &p->y.major, p->y.major.v[i]);
-        attn__plot_text(c, label, PLOT_FONT_TICK, p->ax - 1.0 - PLOT_TICK_LEN - PLOT_PAD, py, 0, 1.0,
-                  0.5);
+        attn__plot_text(c, label, PLOT_FONT_TICK, p->ax - 1.0 - PLOT_TICK_LEN - PLOT_PAD, py, 0, 1.0, 0.5);
     }
 }
 
@@ -328,7 +326,10 @@ static void draw_titles(plot_canvas *c, const ln_plot *p)
 
 /* ---- legend ---- */
 
-static bool has_label(const attn_series *s) { return s->label && *s->label; }
+static bool has_label(const attn_series *s)
+{
+    return s->label && *s->label;
+}
 
 static void legend_size(plot_canvas *c, const ln_plot *p, ln_legend *lg)
 {
@@ -364,8 +365,7 @@ static int64_t covered(const ln_plot *p, const ln_legend *lg)
                 continue;
             }
             int steps = 1;
-            if (have_prev && !s->scatter)
-                steps = (int)fmin(256.0, fmax(1.0, hypot(px - qx, py - qy) / 4.0));
+            if (have_prev && !s->scatter) steps = (int)fmin(256.0, fmax(1.0, hypot(px - qx, py - qy) / 4.0));
             for (int j = 1; j <= steps; j++) {
                 double f = have_prev ? (double)j / steps : 1.0;
                 count += inside(lg, qx + f * (px - qx), qy + f * (py - qy));
@@ -464,13 +464,16 @@ static void draw_plot(plot_canvas *c, const ln_plot *p)
     draw_legend(c, p);
 }
 
-attn_status attn_plot_lines(const char *path, const attn_series *series, int n_series,
-                            const attn_lineplot_opts *opts)
+attn_status attn_plot_lines(const char *path, const attn_series *series, int n_series, const attn_lineplot_opts *opts)
 {
     static const attn_lineplot_opts defaults = {0};
     const attn_lineplot_opts *o = opts ? opts : &defaults;
-    ln_plot p = {.fn = "attn_plot_lines", .series = series, .n_series = n_series,
-                 .title = o->title, .xlabel = o->xlabel, .ylabel = o->ylabel,
+    ln_plot p = {.fn = "attn_plot_lines",
+                 .series = series,
+                 .n_series = n_series,
+                 .title = o->title,
+                 .xlabel = o->xlabel,
+                 .ylabel = o->ylabel,
                  .width = o->width ? o->width : LN_WIDTH,
                  .height = o->height ? o->height : LN_HEIGHT};
     p.y.log = o->log_y;

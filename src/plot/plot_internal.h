@@ -25,7 +25,11 @@
 
 /* ---- canvas ---- */
 
-typedef enum plot_format { PLOT_PNG, PLOT_SVG, PLOT_PDF } plot_format;
+typedef enum plot_format {
+    PLOT_PNG,
+    PLOT_SVG,
+    PLOT_PDF
+} plot_format;
 
 typedef struct plot_buf { /* growable bytes */
     char *data;
@@ -34,13 +38,13 @@ typedef struct plot_buf { /* growable bytes */
 } plot_buf;
 
 typedef struct plot_canvas {
-    const char *fn;          /* the public function, for messages */
+    const char *fn; /* the public function, for messages */
     const char *path;
     plot_format format;
-    attn__outfile out;       /* the picture's bytes go here */
-    int write_errno;         /* the first failed write, 0 if none */
-    plot_buf svg;            /* SVG bytes until the text layer is added */
-    plot_buf svg_text;       /* invisible <text> elements, one per drawn text */
+    attn__outfile out; /* the picture's bytes go here */
+    int write_errno;   /* the first failed write, 0 if none */
+    plot_buf svg;      /* SVG bytes until the text layer is added */
+    plot_buf svg_text; /* invisible <text> elements, one per drawn text */
     PangoContext *pango;
     PangoLayout *layout;
     PangoFontDescription *font;
@@ -64,8 +68,7 @@ attn_status attn__plot_canvas_close(plot_canvas *c, attn_status s);
 void attn__plot_text_set(plot_canvas *c, const char *text, double size, double max_w);
 void attn__plot_text_extent(const plot_canvas *c, double *w, double *h);
 /* Width and height of text, set and measured in one call. */
-void attn__plot_text_measure(plot_canvas *c, const char *text, double size, double max_w, double *w,
-                       double *h);
+void attn__plot_text_measure(plot_canvas *c, const char *text, double size, double max_w, double *w, double *h);
 /* Height of one line of text at size; 0 for NULL or "". */
 double attn__plot_text_height(plot_canvas *c, const char *text, double size);
 /* Draws the text set last, in the current source colour, rotated by angle degrees
@@ -73,8 +76,8 @@ double attn__plot_text_height(plot_canvas *c, const char *text, double size);
  * fractions of its width and height (0, 0 = top left; 0.5, 0.5 = centre). */
 void attn__plot_text_draw(plot_canvas *c, double x, double y, double angle, double ax, double ay);
 /* Set + draw. */
-void attn__plot_text(plot_canvas *c, const char *text, double size, double x, double y, double angle,
-               double ax, double ay);
+void attn__plot_text(plot_canvas *c, const char *text, double size, double x, double y, double angle, double ax,
+                     double ay);
 
 /* ---- ticks and decorations (axes.c) ---- */
 
@@ -83,7 +86,7 @@ void attn__plot_text(plot_canvas *c, const char *text, double size, double x, do
 typedef struct plot_ticks {
     double v[PLOT_MAX_TICKS]; /* ascending */
     int n;
-    int decimals;             /* for the labels; -1: %g */
+    int decimals; /* for the labels; -1: %g */
 } plot_ticks;
 
 /* Round-number ticks inside [lo, hi] (steps 1, 2, 2.5, 5 x 10^k), at most max_ticks. */
@@ -97,8 +100,8 @@ void attn__plot_tick_label(char *buf, size_t len, const plot_ticks *t, double v)
 /* Width of the labels right of a vertical colour bar for [vmin, vmax], ticks included. */
 double attn__plot_colorbar_label_width(plot_canvas *c, double vmin, double vmax);
 /* A vertical colour bar in the box, its ticks and labels to the right. */
-void attn__plot_colorbar(plot_canvas *c, double x, double y, double w, double h, attn_colormap cmap,
-                   double vmin, double vmax);
+void attn__plot_colorbar(plot_canvas *c, double x, double y, double w, double h, attn_colormap cmap, double vmin,
+                         double vmax);
 /* A 1-pixel frame around the box, on pixel centres. */
 void attn__plot_frame(plot_canvas *c, double x, double y, double w, double h);
 

@@ -44,10 +44,18 @@ int main(void)
     attn_params *params = attn_params_new();
     attn_rng rng;
     attn_rng_seed(&rng, 1);
-    const attn_seq2seq_config cfg = {.kind = ATTN_SEQ2SEQ_TRANSFORMER, .src_vocab = 11, .tgt_vocab = 13,
-                                     .d_model = 8, .num_heads = 2, .dim_feedforward = 16,
-                                     .enc_layers = 1, .dec_layers = 1, .max_len = 16,
-                                     .pad_id = 0, .bos_id = 1, .eos_id = 2};
+    const attn_seq2seq_config cfg = {.kind = ATTN_SEQ2SEQ_TRANSFORMER,
+                                     .src_vocab = 11,
+                                     .tgt_vocab = 13,
+                                     .d_model = 8,
+                                     .num_heads = 2,
+                                     .dim_feedforward = 16,
+                                     .enc_layers = 1,
+                                     .dec_layers = 1,
+                                     .max_len = 16,
+                                     .pad_id = 0,
+                                     .bos_id = 1,
+                                     .eos_id = 2};
     attn_seq2seq model;
     check(attn_seq2seq_init(&model, params, &cfg, &rng) == ATTN_OK, "attn_seq2seq_init (Transformer)");
     check(attn_params_count(params) > 0, "the Transformer has parameters");
@@ -63,8 +71,7 @@ int main(void)
     check(attn_plot_heatmap(path, weights, 2, 3, &opts) == ATTN_OK, "attn_plot_heatmap");
     FILE *f = fopen(path, "rb");
     char head[64] = {0};
-    check(f && fread(head, 1, sizeof head - 1, f) > 0 && strstr(head, "<?xml") != NULL,
-          "the heatmap is an SVG file");
+    check(f && fread(head, 1, sizeof head - 1, f) > 0 && strstr(head, "<?xml") != NULL, "the heatmap is an SVG file");
     if (f) fclose(f);
     remove(path);
 #endif
