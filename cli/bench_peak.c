@@ -8,7 +8,7 @@
 
 #include <pthread.h>
 
-/* The widest vectors the flags allow, as the library's kernels choose them (src/kernels/simd.h):
+/* The widest vectors the flags allow, as the library's kernels choose them (src/kernels/simd_internal.h):
  * 16 lanes with AVX-512, 8 with AVX2 + FMA, else 4. GCC's vector extension; in GNU C
  * (-ffp-contract=fast) a * m + c compiles to one fused multiply-add where the CPU has one. */
 #if defined(BENCH_PEAK_BF16_LOOP) /* the avx512_bf16 copy (cli/CMakeLists.txt) */

@@ -52,11 +52,11 @@ if [[ ${1:-} == --self-test ]]; then
   cp -r "$here/src/core" "$here/src/ops" "$tmp/src/"
   cp "$here"/cli/*.[ch] "$tmp/cli/"
   check "$tmp" > /dev/null || { echo "layer_includes self-test: the copied tree already fails"; exit 1; }
-  sed -i '1i #include "../ops/gemm.h"' "$tmp/src/core/arena.c" # core reaching up into ops
+  sed -i '1i #include "../ops/gemm_internal.h"' "$tmp/src/core/arena.c" # core reaching up into ops
   if out=$(check "$tmp"); then echo "layer_includes self-test: a planted upward include passed"; exit 1; fi
   echo "$out"
   sed -i '1d' "$tmp/src/core/arena.c"
-  sed -i '1i #include "../src/core/core.h"' "$tmp/cli/main.c" # the program reaching into the library
+  sed -i '1i #include "../src/core/core_internal.h"' "$tmp/cli/main.c" # the program reaching into the library
   if out=$(check "$tmp"); then echo "layer_includes self-test: a private include in cli/ passed"; exit 1; fi
   echo "layer_includes self-test: both planted includes fail"
   exit 0

@@ -9,8 +9,8 @@
  * and large scores behave as at HIGHEST: zeros, NaN in its row only, and finite outputs within
  * the values' range (at scores of hundreds, bf16's error in a score exceeds 1 and the bound says
  * nothing). */
-#include "kernels/attention.h"
-#include "kernels/dispatch.h"
+#include "kernels/attention_internal.h"
+#include "kernels/dispatch_internal.h"
 #include "testkit.h"
 #include "testkit_bf16.h"
 

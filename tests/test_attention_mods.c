@@ -15,8 +15,8 @@
  * built-ins' up to the order of a few roundings: libm's tanhf against the fused kernel's own),
  * over the longest path of roundings: tk_tol_of(2, n, 4, 8), n = D + Lk + Dv + Lq + 16 (as
  * test_attention_features). */
-#include "kernels/attention.h"
-#include "kernels/dispatch.h"
+#include "kernels/attention_internal.h"
+#include "kernels/dispatch_internal.h"
 #include "testkit.h"
 
 #include <math.h>

@@ -1,7 +1,7 @@
 /* The kernels' level (attn_cpu_isa): decoding cpuid words of the CPUs this project runs on,
  * agreement with GCC's own detection on this host, the ATTN_CPU_ISA cap (ctest runs the suite
  * under each level), attn_cpu_isa_set_max, and every level's kernels against their references. */
-#include "kernels/dispatch.h"
+#include "kernels/dispatch_internal.h"
 #include "testkit.h"
 
 #include <math.h>

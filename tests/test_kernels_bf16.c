@@ -1,4 +1,4 @@
-/* bf16 arithmetic (src/kernels/bf16.h) and the bf16 kernels (tile_gemm_bf16.c):
+/* bf16 arithmetic (src/kernels/bf16_internal.h) and the bf16 kernels (tile_gemm_bf16.c):
  *   - the reference conversion against a rounding written another way (the nearer of the two bf16
  *     neighbours, ties to the even one), on edge cases and random floats;
  *   - the reference pair dot takes the odd product first (a case where the order changes the bits);
@@ -6,8 +6,8 @@
  *     level runs VCVTNEPS2BF16 and VDPBF16PS: this holds the hardware to the documented rule);
  *   - the tile GEMM against float64 sums of the same bf16 values, within float32's rounding of K
  *     terms: the reference is a dot product. */
-#include "kernels/bf16.h"
-#include "kernels/dispatch.h"
+#include "kernels/bf16_internal.h"
+#include "kernels/dispatch_internal.h"
 #include "testkit.h"
 
 #include <math.h>

@@ -11,8 +11,8 @@
  * ~sqrt(C) 2^-24 relative, log of it 1e-6 at C = 6434), gradient atol 1e-7 + rtol 2e-5 with
  * scale 1 (2-ulp exp, the float sum, the division). */
 #include "testkit.h"
-#include "kernels/attention.h"
-#include "kernels/kernels.h"
+#include "kernels/attention_internal.h"
+#include "kernels/kernels_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

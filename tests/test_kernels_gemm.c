@@ -9,7 +9,7 @@
  * Tolerance: |fast - ref| <= 1e-5 + 1e-5 |ref| + 2e-6 (sum_p |a_ip b_pj| + |beta c_ij|): float
  * sums of k <= 700 products err by ~sqrt(k) 2^-24 of the magnitudes (~2e-7 at k = 700). */
 #include "testkit.h"
-#include "kernels/kernels.h"
+#include "kernels/kernels_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

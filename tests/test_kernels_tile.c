@@ -2,7 +2,7 @@
  * blocks of 6 rows by 4, 2 or 1 vectors, the row remainders 1..5 and the column tail under one
  * vector) against attn_tile_gemm_ref on every combination of m 1..13, n in {1, 3, 8, 15, 16, 17,
  * 24, 32, 40, 48, 64, 65, 80, 100}, k in {0, 1, 7, 64}, A read straight or transposed, with and
- * without accumulation into C, alpha 0.37; and vf_exp (simd.h) lane by lane against
+ * without accumulation into C, alpha 0.37; and vf_exp (simd_internal.h) lane by lane against
  * attn_exp_nonpos on normal values, the clamp at -87.34, -inf (0), 0 and small positive values
  * (exact), and NaN (NaN).
  *
@@ -11,9 +11,9 @@
  * sum is typically sqrt(k) 2^-24 sum|ab| ~ 5e-7 sum|ab|. vf_exp against attn_exp_nonpos: the
  * same reduction and polynomial, FMA-fused here and there: within 2 ulp (rtol 2.4e-7). */
 #include "testkit.h"
-#include "kernels/kernels.h"
-#include "kernels/simd.h"
-#include "kernels/vmath.h"
+#include "kernels/kernels_internal.h"
+#include "kernels/simd_internal.h"
+#include "kernels/vmath_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

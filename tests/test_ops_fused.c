@@ -1,4 +1,4 @@
-/* The fused ops of the Transformer layers (src/ops/fused.h) against the chains of public ops
+/* The fused ops of the Transformer layers (src/ops/fused_internal.h) against the chains of public ops
  * they replace, bit for bit: attn__linear_act_dropout against attn_dropout(attn_relu/gelu(
  * attn_linear(x, w, b)), p) and attn__add_dropout against attn_add(x, attn_dropout(b, p)), the
  * outputs, every input's gradient from one random dy, and the ctx RNG's state afterwards (the
@@ -11,8 +11,8 @@
  * fused loops perform the chain's float operations in its order (unary.c, dropout.c and linear.c
  * are built without FP contraction, so neither side fuses a product into an add on its own). */
 #include "testkit.h"
-#include "core/core.h"
-#include "ops/fused.h"
+#include "core/core_internal.h"
+#include "ops/fused_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -14,7 +14,7 @@
  *     loss sum(y * r) over ~100-200 outputs of size ~1 has ~1e-6 rounding, / 2 eps ~ 5e-4;
  *     layer norm's curvature adds eps^2 |f'''| / 6 ~ 1e-6). */
 #include "testkit.h"
-#include "kernels/kernels.h"
+#include "kernels/kernels_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

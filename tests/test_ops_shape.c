@@ -10,7 +10,7 @@
  * difference has no truncation error and only the float32 rounding of the probe loss
  * sum(y * r) (~1e-6 over ~100-200 outputs) divided by 2 eps remains. */
 #include "testkit.h"
-#include "core/core.h"
+#include "core/core_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

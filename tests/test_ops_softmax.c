@@ -13,7 +13,7 @@
  *   gradient checks: eps 1e-3, atol 2e-3 + rtol 2e-2 (float32 central differences: the probe
  *     loss sum(y * r) over ~100-200 outputs has ~1e-6 rounding, / 2 eps ~ 5e-4). */
 #include "testkit.h"
-#include "kernels/kernels.h"
+#include "kernels/kernels_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* Parameter registry: named leaf tensors in registration (state_dict) order. After
  * attn_params_pack the data of all parameters is one block and their grads another, so
  * zero-grad is one memset, an optimizer is one flat loop and an all-reduce is one call. */
-#include "../core/core.h"
+#include "../core/core_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

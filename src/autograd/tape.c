@@ -1,5 +1,5 @@
 /* The tape and the reverse sweep. */
-#include "tape.h"
+#include "tape_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

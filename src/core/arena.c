@@ -4,7 +4,7 @@
  * malloc of big buffers, or a reset that traded its chunks for one block as large as all of
  * them, mapped afresh and faulted in page by page all over again: 1.5 GB in a translator's
  * first steps). A new chunk is as large as all before it, so there are few. */
-#include "core.h"
+#include "core_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

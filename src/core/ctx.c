@@ -1,5 +1,5 @@
 /* The ctx: arena, tape, modes and the dropout RNG of one training or inference loop. */
-#include "core.h"
+#include "core_internal.h"
 
 #include <stdlib.h>
 #include <strings.h>

@@ -1,5 +1,5 @@
 /* Error reporting: a status and a message per thread, set by the failing function. */
-#include "core.h"
+#include "core_internal.h"
 
 #include <stdio.h>
 

@@ -1,7 +1,7 @@
 /* Shape checks for the lengths and masks that travel beside tensors as plain arrays: every entry
  * point that takes them calls these before it reads a byte, so a short array is an error that
  * names both shapes, never a read past its end. */
-#include "core.h"
+#include "core_internal.h"
 
 #include <stdio.h>
 

@@ -18,7 +18,7 @@
  *     of exactly that form (a name only this library makes) that are regular files of this user
  *     whose process no longer runs; a "<name>.tmp.<digits>" of anyone else is never touched. */
 #define _GNU_SOURCE /* O_TMPFILE */
-#include "core.h"
+#include "core_internal.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* Seeded random numbers with explicit state: PCG32 (XSH RR, 64-bit state), Box-Muller normals.
  * The same seed gives the same sequence on every platform. */
-#include "core.h"
+#include "core_internal.h"
 
 #include <math.h>
 

@@ -1,5 +1,5 @@
 /* Tensors: creation in the arena or on the heap, shapes, gradient buffers. */
-#include "core.h"
+#include "core_internal.h"
 
 #include <math.h>
 #include <stdio.h>

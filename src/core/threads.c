@@ -9,7 +9,7 @@
  * and then one empty parallel region of that count makes libgomp start its own team, which it
  * keeps for later regions of that count or fewer; a count that cannot start is an error returned
  * to the caller instead. */
-#include "core.h"
+#include "core_internal.h"
 
 #include <errno.h>
 #include <pthread.h>

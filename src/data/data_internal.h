@@ -4,7 +4,7 @@
 #ifndef ATTN_DATA_INTERNAL_H
 #define ATTN_DATA_INTERNAL_H
 
-#include "../core/core.h"
+#include "../core/core_internal.h"
 #include "attn_data.h"
 
 #include <sys/types.h>

@@ -3,7 +3,7 @@
  *   format = "attn-checkpoint", version = "1", step = "<optimizer steps>" (only with an
  *   optimizer), then the caller's key/values.
  * Loading checks everything (format, names, shapes, step) before it changes anything. */
-#include "io.h"
+#include "io_internal.h"
 
 #include <errno.h>
 #include <stdio.h>

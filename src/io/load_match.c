@@ -1,7 +1,7 @@
 /* What every load into parameters shares (state_dicts, checkpoints, checkpoint averaging):
  * matching destinations with a file's tensors, one message that names every missing,
  * unexpected and mis-shaped tensor, the finiteness check, and the copy once all is checked. */
-#include "io.h"
+#include "io_internal.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -7,7 +7,7 @@
  * with offsets relative to the data buffer; "__metadata__" maps strings to strings.
  * Every violation returns NULL with ATTN_ERR_FORMAT and a message naming the file, the tensor
  * and what was expected against what was found. Nothing is read outside the buffer. */
-#include "io.h"
+#include "io_internal.h"
 #include "json_internal.h"
 
 #include <errno.h>

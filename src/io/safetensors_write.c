@@ -8,7 +8,7 @@
  * spaces inside: {"attn.0":{"dtype":"F32","shape":[1,2,3],"data_offsets":[0,24]}}. The data
  * buffer holds the tensors by descending element size (stable), so every tensor is aligned to
  * its element size when the buffer is. */
-#include "io.h"
+#include "io_internal.h"
 
 #include <errno.h>
 #include <stdio.h>

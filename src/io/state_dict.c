@@ -7,7 +7,7 @@
  *           values finite, any dtype the reader knows (converted to float32)
  * Every problem is named, not just the first, and nothing changes unless the file checks out
  * (the matching, finiteness check and copy are load_match.c's, shared with checkpoints). */
-#include "io.h"
+#include "io_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* Fused scaled dot-product attention (FlashAttention-2 schedule on the CPU). Math in
- * attention.h. Tiles are kept transposed, queries along the vector lanes: S^T (keys, queries), so
+ * attention_internal.h. Tiles are kept transposed, queries along the vector lanes: S^T (keys, queries), so
  * the online softmax's per-query max and sum are lane-wise vector operations, and every product
  * is an attn_tile_gemm on operands read in place (only Q^T and dO^T are transposed, once).
  * Forward: one task per (b, h, query block of SDPA_BR rows); key blocks of SDPA_BC columns
@@ -9,10 +9,10 @@
  * (b, h); key blocks outermost so dK_j and dV_j stay in cache, P recomputed from the saved row
  * statistics. Extra memory: a few tiles per thread in the
  * forward, Q^T and dO^T of one head per thread in the backward. */
-#include "dispatch.h" /* built once per level (attn_cpu_isa) */
-#include "attention.h"
-#include "kernels.h"
-#include "simd.h"
+#include "dispatch_internal.h" /* built once per level (attn_cpu_isa) */
+#include "attention_internal.h"
+#include "kernels_internal.h"
+#include "simd_internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -123,7 +123,7 @@ static void mask_tiles(float *st, int64_t qw, const sdpa_problem *p, const key_r
     }
 }
 
-/* cap() on transposed tiles st (cols, qw) (attention.h): t = tanh(s / softcap) from
+/* cap() on transposed tiles st (cols, qw) (attention_internal.h): t = tanh(s / softcap) from
  * e = exp(-2 |s| / softcap) as (1 - e) / (1 + e) with s's sign, within a few float32 roundings of
  * softcap (the reference uses libm's tanhf); slope (cols, qw), when not NULL, receives 1 - t^2 */
 static void softcap_tiles(float *st, float *slope, int64_t qw, int64_t cols, float softcap)

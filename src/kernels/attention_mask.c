@@ -1,8 +1,8 @@
 /* Masks, biases, soft-capping, the mask callbacks' blocks and dropout shared by the reference and fused attention kernels, so
  * both see exactly the same visible keys, the same scores and the same dropout mask. */
-#include "dispatch.h" /* built once per level (attn_cpu_isa) */
-#include "attention.h"
-#include "kernels.h"
+#include "dispatch_internal.h" /* built once per level (attn_cpu_isa) */
+#include "attention_internal.h"
+#include "kernels_internal.h"
 
 #include <math.h>
 

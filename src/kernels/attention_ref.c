@@ -1,10 +1,10 @@
 /* Reference scaled dot-product attention: materialises the (Lq, Lk) weights of each (b, h) with
  * GEMMs and plain row loops. It is the need_weights path and the twin the fused kernel is
- * tested against. Math in attention.h. */
-#include "dispatch.h" /* built once per level (attn_cpu_isa) */
-#include "attention.h"
-#include "kernels.h"
-#include "vmath.h"
+ * tested against. Math in attention_internal.h. */
+#include "dispatch_internal.h" /* built once per level (attn_cpu_isa) */
+#include "attention_internal.h"
+#include "kernels_internal.h"
+#include "vmath_internal.h"
 
 #include <math.h>
 #include <string.h>

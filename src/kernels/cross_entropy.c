@@ -1,12 +1,12 @@
-/* Cross-entropy rows with label smoothing (math in kernels.h), forward and backward side by
+/* Cross-entropy rows with label smoothing (math in kernels_internal.h), forward and backward side by
  * side. The reference is the formula in double with libm's exp; the fast pair runs rows in
- * parallel, exp on simd.h's vectors (attn_exp_shift_sum) with the row max from attn_row_max,
+ * parallel, exp on simd_internal.h's vectors (attn_exp_shift_sum) with the row max from attn_row_max,
  * and the backward's probabilities as exp(z - m) / s: z - m is exact near the max, where the
  * probabilities are large (exp(z - lse) with lse rounded to float would carry |lse| 2^-24). */
-#include "dispatch.h" /* built once per level (attn_cpu_isa) */
-#include "kernels.h"
-#include "simd.h"
-#include "vmath.h"
+#include "dispatch_internal.h" /* built once per level (attn_cpu_isa) */
+#include "kernels_internal.h"
+#include "simd_internal.h"
+#include "vmath_internal.h"
 
 #include <math.h>
 

@@ -1,9 +1,9 @@
-/* The level of the kernels (attn_cpu_isa, dispatch.h): what this CPU and its OS support, read
+/* The level of the kernels (attn_cpu_isa, dispatch_internal.h): what this CPU and its OS support, read
  * once from cpuid and XCR0, capped by ATTN_CPU_ISA or attn_cpu_isa_set_max; and the plain-named
  * kernels, each a call through the chosen level's table. Compiled once, at the baseline. */
-#include "dispatch.h"
+#include "dispatch_internal.h"
 
-#include "../core/core.h"
+#include "../core/core_internal.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -3,8 +3,8 @@
  * a pure function of (key, i), so any number of threads draws the same mask, and the fused
  * attention draws its (b, h, i, j) masks the same way (attention_mask.c). The fast kernel hashes
  * blocks of DROP_BLOCK indices in a fixed-count loop (-O2 vectorises it) on every thread. */
-#include "dispatch.h" /* built once per level (attn_cpu_isa) */
-#include "kernels.h"
+#include "dispatch_internal.h" /* built once per level (attn_cpu_isa) */
+#include "kernels_internal.h"
 
 #include <math.h>
 

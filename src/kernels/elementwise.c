@@ -1,7 +1,7 @@
-/* Elementwise helpers (kernels.h): big blocks split over the threads so that no element's sum
+/* Elementwise helpers (kernels_internal.h): big blocks split over the threads so that no element's sum
  * depends on how many there are. */
-#include "dispatch.h" /* built once per level (attn_cpu_isa) */
-#include "kernels.h"
+#include "dispatch_internal.h" /* built once per level (attn_cpu_isa) */
+#include "kernels_internal.h"
 
 #define COL_BLOCK 64 /* columns per task of attn_col_sums_add */
 

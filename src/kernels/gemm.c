@@ -7,7 +7,7 @@
  * on two cores (OpenMP workers spinning while the library's threads run) cost more than a third
  * of a training step in the scheduler; and a split fixed by the thread count keeps every sum in
  * the same order, so the same seed and thread count repeat a run bit for bit. */
-#include "kernels.h"
+#include "kernels_internal.h"
 
 #include "attn.h" /* attn_gemm_backend is public: its declaration gives it default visibility */
 

@@ -1,4 +1,4 @@
-/* GEMM with bf16 operands and float32 sums (ATTN_PRECISION_MEDIUM, kernels.h): A and B rounded to
+/* GEMM with bf16 operands and float32 sums (ATTN_PRECISION_MEDIUM, kernels_internal.h): A and B rounded to
  * bf16 by attn_bf16_pack_row_pairs (the kernels' level; in pair words, which are bf16 arrays in
  * memory order), then oneDNN's matmul primitive on them (its bf16 GEMM kernels, VDPBF16PS on an
  * AVX512_BF16 CPU), the product scaled by alpha and added to beta C by the primitive's own
@@ -10,7 +10,7 @@
  * reference is never used. Cached by the transposes, alpha, beta and the thread count, for the
  * process (16 keys; past them a call makes and destroys its own). Built once (not per level):
  * oneDNN chooses its own kernels. */
-#include "kernels.h"
+#include "kernels_internal.h"
 
 #include <pthread.h>
 #include <string.h>

@@ -9,8 +9,8 @@
  * runs rows in parallel (OpenMP, big blocks only), keeps LANES independent double partial sums
  * per row (fixed-count inner loops that -O2 vectorises without reassociation), and computes
  * dw and db by blocks of COL_BLOCK columns, each owned by one thread. */
-#include "dispatch.h" /* built once per level (attn_cpu_isa) */
-#include "kernels.h"
+#include "dispatch_internal.h" /* built once per level (attn_cpu_isa) */
+#include "kernels_internal.h"
 
 #include <math.h>
 #include <stddef.h>

@@ -1,12 +1,12 @@
-/* The optimizers' element updates (kernels.h): torch.optim 1.13's float32 kernels, rounding where
+/* The optimizers' element updates (kernels_internal.h): torch.optim 1.13's float32 kernels, rounding where
  * they round. torch's vectorised add-with-alpha and addcmul are one fused multiply-add on a CPU
  * capability with FMA (AVX2 and up) and a product and a sum below it (ATen's default
  * capability); FMA() does the same at each of our levels, and nothing else fuses (this file is
  * built with -ffp-contract=off), so the avx2 and avx512 levels give torch's bits on any CPU that
  * runs them (test_optim checks the bits). One formula per optimizer, written once: it is its own
  * reference. */
-#include "dispatch.h" /* built once per level (attn_cpu_isa) */
-#include "kernels.h"
+#include "dispatch_internal.h" /* built once per level (attn_cpu_isa) */
+#include "kernels_internal.h"
 
 #include <math.h>
 

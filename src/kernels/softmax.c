@@ -7,10 +7,10 @@
  * is kept forever and the fast one is tested against it. The fast one runs rows in parallel
  * (OpenMP, big blocks only) and keeps each row in LANES independent partial sums and maxima
  * with fixed-count inner loops, which -O2 vectorises without reassociating anything (no
- * -ffast-math), with the plain-arithmetic exp of vmath.h so that it vectorises too. */
-#include "dispatch.h" /* built once per level (attn_cpu_isa) */
-#include "kernels.h"
-#include "vmath.h"
+ * -ffast-math), with the plain-arithmetic exp of vmath_internal.h so that it vectorises too. */
+#include "dispatch_internal.h" /* built once per level (attn_cpu_isa) */
+#include "kernels_internal.h"
+#include "vmath_internal.h"
 
 #include <math.h>
 #include <string.h>

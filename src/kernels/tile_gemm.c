@@ -3,9 +3,9 @@
  * over the whole K loop: each step loads one row of B (the vectors) and broadcasts TILE_MR
  * elements of A. A is read through two strides, so a transposed A costs nothing, and no operand
  * is packed or copied (the callers lay their tiles out so that B rows are contiguous). */
-#include "dispatch.h" /* built once per level (attn_cpu_isa) */
-#include "kernels.h"
-#include "simd.h"
+#include "dispatch_internal.h" /* built once per level (attn_cpu_isa) */
+#include "kernels_internal.h"
+#include "simd_internal.h"
 
 /* rows of C per register block: 6 x 4 accumulators + 4 B vectors + 1 broadcast fit in 32
  * AVX-512 registers; 6 x 2 + 2 + 1 in 16 AVX2 ones */

@@ -1,11 +1,11 @@
-/* bf16 products with float32 sums on cache-resident tiles (kernels.h), the fused attention's
+/* bf16 products with float32 sums on cache-resident tiles (kernels_internal.h), the fused attention's
  * products at ATTN_PRECISION_MEDIUM, and the conversions that make their operands. With
  * AVX512_BF16 (the avx512_bf16 level) VDPBF16PS does two multiply-adds per float32 lane and
- * instruction; at the other levels every function here is its reference (bf16.h), which gives the
+ * instruction; at the other levels every function here is its reference (bf16_internal.h), which gives the
  * same bits, only slower: MEDIUM runs float32 products there, and the tests use these. */
-#include "dispatch.h" /* built once per level (attn_cpu_isa) */
-#include "bf16.h"
-#include "kernels.h"
+#include "dispatch_internal.h" /* built once per level (attn_cpu_isa) */
+#include "bf16_internal.h"
+#include "kernels_internal.h"
 
 #ifdef __AVX512BF16__
 #include <immintrin.h>

@@ -1,9 +1,9 @@
-/* Vectorised row math (see vmath.h). The exp runs on simd.h's vectors (the Cephes reduction and
+/* Vectorised row math (see vmath_internal.h). The exp runs on simd_internal.h's vectors (the Cephes reduction and
  * polynomial of attn_exp_nonpos, in intrinsics with AVX2 or AVX-512); the row max is written in
  * AVX2 intrinsics where there are some, elsewhere in portable loops. */
-#include "dispatch.h" /* built once per level (attn_cpu_isa) */
-#include "vmath.h"
-#include "simd.h"
+#include "dispatch_internal.h" /* built once per level (attn_cpu_isa) */
+#include "vmath_internal.h"
+#include "simd_internal.h"
 
 #include <math.h>
 #include <stdbool.h>

@@ -1,7 +1,7 @@
 /* Seed 002's self-attention text classifier (math and names in attn.h):
  *   x = embedding(ids) + positions;  h = attention(x) (or N Transformer blocks)
  *   pooled = mean over positions;  logits = fc2(dropout(relu(fc1(pooled)))) */
-#include "../core/core.h"
+#include "../core/core_internal.h"
 
 #include <math.h>
 #include <stdio.h>

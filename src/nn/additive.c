@@ -1,5 +1,5 @@
 /* D2L's masked softmax and AdditiveAttention (math in attn.h). */
-#include "../core/core.h"
+#include "../core/core_internal.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
  * Weights are drawn before biases, each in row-major order, from the caller's rng; with rng NULL
  * nothing is drawn (the values stay 0, LayerNorm's 1 and 0): for loading a state_dict.
  */
-#include "../core/core.h"
+#include "../core/core_internal.h"
 
 #include <math.h>
 #include <stdio.h>

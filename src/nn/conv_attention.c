@@ -1,5 +1,5 @@
 /* Seed 002's ConvAttention: LayerNorm(MHA(x, x, x) + Conv1d(x^T)^T) (math in attn.h). */
-#include "../core/core.h"
+#include "../core/core_internal.h"
 
 #include <stdio.h>
 

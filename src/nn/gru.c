@@ -1,6 +1,6 @@
 /* GRU (torch.nn.GRU, batch first; math and names in attn.h), built from differentiable ops: the
  * input projections of a whole layer are one GEMM, then one hidden projection per step. */
-#include "../core/core.h"
+#include "../core/core_internal.h"
 
 #include <math.h>
 #include <stdio.h>

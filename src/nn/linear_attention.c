@@ -1,6 +1,6 @@
 /* Linear ("efficient") attention of seed 002 and of Shen et al. (math in attn.h). Cost
  * O(L E^2) instead of O(L^2 E): the (E, E) context K'^T V replaces the (L, L) weights. */
-#include "../core/core.h"
+#include "../core/core_internal.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  *   heads: q (B, L, E) -> (B, H, L, E/H), k and v (B, L, Hkv E/H) -> (B, Hkv, L, E/H);
  *   o = sdpa(q, k, v, mask, dropout) (grouped-query attention when Hkv < H)
  *   out = merge_heads(o) Wo^T + bo */
-#include "../ops/fused.h"
+#include "../ops/fused_internal.h"
 #include "nn_internal.h"
 
 #include <math.h>
@@ -119,7 +119,7 @@ static attn_tensor *as_heads(attn_ctx *ctx, attn_tensor *y, int64_t heads, int64
 
 /* The inputs (query, key, value) projected and split into heads (as_heads). With the packed
  * in_proj_weight, consecutive inputs that are one tensor (self-attention's three, cross-attention's
- * key and value) share one projection op whose weight gradient is one GEMM (fused.h), as torch's
+ * key and value) share one projection op whose weight gradient is one GEMM (fused_internal.h), as torch's
  * packed path. */
 static attn_status project_heads(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *const in[3],
                                  attn_tensor *heads[3], bool packed)

@@ -3,7 +3,7 @@
 #ifndef ATTN_NN_INTERNAL_H
 #define ATTN_NN_INTERNAL_H
 
-#include "../core/core.h"
+#include "../core/core_internal.h"
 
 /* Multi-head attention in pieces (attn_mha_forward = output(sdpa(split_heads(project(...))))):
  * project: x (B, L, E) projected by W_q (which 0), W_k (1) or W_v (2) with its bias, (B, L, E);

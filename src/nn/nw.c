@@ -1,6 +1,6 @@
 /* Nadaraya-Watson kernel regression as attention pooling (seed 003; math in attn.h), composed
  * from differentiable ops so the learnable width w gets its gradient by autograd. */
-#include "../core/core.h"
+#include "../core/core_internal.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* Positional encodings: the sinusoidal table (interleaved as in the paper and D2L, or
  * concatenated halves) and seed 002's learned (1, max_len, E) parameter. */
-#include "../core/core.h"
+#include "../core/core_internal.h"
 
 #include <math.h>
 

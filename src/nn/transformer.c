@@ -2,7 +2,7 @@
  * (math in attn.h): multi-head attention, a position-wise FFN (linear1, activation, linear2),
  * dropout on each residual branch and Add & Norm, post-LN or pre-LN. The decoder layer also runs
  * one position at a time over cached keys and values (attn__decoder_layer_step, for decoding). */
-#include "../ops/fused.h"
+#include "../ops/fused_internal.h"
 #include "nn_internal.h"
 
 #include <math.h>

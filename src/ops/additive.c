@@ -2,8 +2,8 @@
  *   forward:  s[b,i,j] = sum_h wv[h] * tanh(qp[b,i,h] + kp[b,j,h])
  *   backward: t = tanh(qp[b,i,h] + kp[b,j,h]) recomputed, g = ds[b,i,j] * wv[h] * (1 - t^2)
  *             dqp[b,i,h] += sum_j g,  dkp[b,j,h] += sum_i g,  dwv[h] += sum_{b,i,j} ds * t */
-#include "../autograd/tape.h"
-#include "../kernels/kernels.h"
+#include "../autograd/tape_internal.h"
+#include "../kernels/kernels_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 /* attn_sdpa: scaled dot-product attention as a differentiable op. Validates shapes and masks
  * (copying mask arrays into the arena with broadcast strides), picks the fused or the reference
- * kernel, and records the backward. Math in src/kernels/attention.h. */
-#include "gemm.h"
-#include "../autograd/tape.h"
-#include "../kernels/attention.h"
+ * kernel, and records the backward. Math in src/kernels/attention_internal.h. */
+#include "gemm_internal.h"
+#include "../autograd/tape_internal.h"
+#include "../kernels/attention_internal.h"
 #include "sdpa_internal.h"
 
 #include <math.h>

@@ -1,5 +1,5 @@
 /* attn_sdpa_varlen: scaled dot-product attention over packed sequences of different lengths
- * (FlashAttention's varlen call), as a differentiable op. Math in src/kernels/attention.h.
+ * (FlashAttention's varlen call), as a differentiable op. Math in src/kernels/attention_internal.h.
  *
  * Layout: the caller's q (total_q, H, D) holds sequence b's queries in rows
  * [cu_seqlens_q[b], cu_seqlens_q[b+1]); k and v likewise with cu_seqlens_k. The kernels take one
@@ -13,9 +13,9 @@
  * own parallel regions, the sequences are the parallel loop (longest first, one thread each);
  * otherwise the sequences run one after another, each kernel over all threads (heads x query
  * blocks in the forward, heads in the backward). */
-#include "../autograd/tape.h"
-#include "../kernels/attention.h"
-#include "gemm.h"
+#include "../autograd/tape_internal.h"
+#include "../kernels/attention_internal.h"
+#include "gemm_internal.h"
 #include "sdpa_internal.h"
 
 #include <math.h>

@@ -6,8 +6,8 @@
  * Gradients of broadcast operands are summed over the broadcast dims. Big blocks are split
  * over the threads: the output by its elements, a broadcast operand's gradient by the operand's
  * elements, each summing its outputs in the order of one thread's loop. */
-#include "../autograd/tape.h"
-#include "../kernels/kernels.h"
+#include "../autograd/tape_internal.h"
+#include "../kernels/kernels_internal.h"
 
 typedef enum binary_kind {
     BIN_ADD,

@@ -7,9 +7,9 @@
  *             dbias += sum over b, t of dy[b, :, t]
  * Lout = L + 2p - K + 1 must be positive.
  */
-#include "gemm.h"
-#include "../autograd/tape.h"
-#include "../kernels/kernels.h"
+#include "gemm_internal.h"
+#include "../autograd/tape_internal.h"
+#include "../kernels/kernels_internal.h"
 
 typedef struct conv1d_saved {
     const float *col; /* (B, Cin*K, Lout) im2col of x, in the arena */

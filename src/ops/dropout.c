@@ -1,5 +1,5 @@
 /* Dropout (dy = the output's gradient), alone and fused into a residual add:
- *   training, p > 0: keep ~ Bernoulli(1 - p) per element: attn_dropout_mask (kernels.h), a hash
+ *   training, p > 0: keep ~ Bernoulli(1 - p) per element: attn_dropout_mask (kernels_internal.h), a hash
  *                    of the element's index under a key drawn from the ctx RNG (64 bits per
  *                    call), so the mask depends on the seed alone, not on the thread count,
  *                    y = keep * x / (1 - p)          dx += keep * dy / (1 - p)
@@ -8,9 +8,9 @@
  *                    (attn_add(x, attn_dropout(b, p)) in one pass, without the dropped copy)
  * p == 1 drops every element (y = 0, dx += 0). A product, as in PyTorch: a dropped NaN or inf
  * stays NaN (and the loops vectorise). The keep mask is saved for the backward. */
-#include "../autograd/tape.h"
-#include "../kernels/kernels.h"
-#include "fused.h"
+#include "../autograd/tape_internal.h"
+#include "../kernels/kernels_internal.h"
+#include "fused_internal.h"
 
 typedef struct dropout_saved {
     const uint8_t *keep; /* (numel) 1 = kept; NULL: add_dropout without dropout (a plain add) */

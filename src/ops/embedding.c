@@ -4,8 +4,8 @@
  *             gradient, as torch.nn.functional.embedding)
  * The ids are copied into the arena so the caller's array need not outlive the forward.
  */
-#include "../autograd/tape.h"
-#include "../kernels/kernels.h"
+#include "../autograd/tape_internal.h"
+#include "../kernels/kernels_internal.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -3,8 +3,8 @@
  *   backward: g = dy * w,  dx += (g - mean(g) - xhat * mean(g * xhat)) / sqrt(var + eps),
  *             dw += sum_rows dy * xhat,  db += sum_rows dy
  * The forward keeps mean and rstd = 1 / sqrt(var + eps) per row for the backward. */
-#include "../autograd/tape.h"
-#include "../kernels/kernels.h"
+#include "../autograd/tape_internal.h"
+#include "../kernels/kernels_internal.h"
 
 #include <math.h>
 

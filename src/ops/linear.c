@@ -3,19 +3,19 @@
  *   backward: dX (R, in)   += dY @ W
  *             dW (out, in) += dY^T @ X       (summed over the rows by the GEMM)
  *             db (out)     += sum over rows of dY
- * The packed input projection of multi-head attention (fused.h) is the same op with W in `blocks`
+ * The packed input projection of multi-head attention (fused_internal.h) is the same op with W in `blocks`
  * row blocks (q, k, v): the forward runs one GEMM per block into its columns of Y (the shapes of
  * separate linears), the backward dX one per block, but dW as one GEMM over all rows of W (the
  * (E, E) products with a long K are oneDNN's weak shape; one (3E, E) product is not).
- * With the FFN's activation and dropout fused into one pass after the GEMM (fused.h):
+ * With the FFN's activation and dropout fused into one pass after the GEMM (fused_internal.h):
  *   forward:  H = X @ W^T (kept),  Y = keep * act(H + b) / (1 - p)
  *   backward: dH = dY * keep / (1 - p) * act'(H + b) (one pass), then the GEMMs above with dH
  */
-#include "gemm.h"
-#include "../autograd/tape.h"
-#include "../kernels/activation.h"
-#include "../kernels/kernels.h"
-#include "fused.h"
+#include "gemm_internal.h"
+#include "../autograd/tape_internal.h"
+#include "../kernels/activation_internal.h"
+#include "../kernels/kernels_internal.h"
+#include "fused_internal.h"
 
 #include <string.h>
 

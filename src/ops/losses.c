@@ -13,8 +13,8 @@
  *   loss = sum (pred - target)^2 / n
  *   backward: dpred += dloss * 2 (pred - target) / n,   dtarget -= the same
  */
-#include "../autograd/tape.h"
-#include "../kernels/kernels.h"
+#include "../autograd/tape_internal.h"
+#include "../kernels/kernels_internal.h"
 
 #include <math.h>
 #include <string.h>

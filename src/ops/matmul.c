@@ -2,10 +2,10 @@
  *   forward:  C = A' B'            (A' = op(A) (M, K), B' = op(B) (K, N))
  *   backward: dA' += dC B'^T,  dB' += A'^T dC   (summed over the batch when B is shared)
  */
-#include "gemm.h"
+#include "gemm_internal.h"
 
-#include "../autograd/tape.h"
-#include "../kernels/kernels.h"
+#include "../autograd/tape_internal.h"
+#include "../kernels/kernels_internal.h"
 
 #include <stdlib.h>
 

@@ -1,8 +1,8 @@
 /* narrow: x.narrow(dim, start, length), PyTorch's slice along one dim.
  *   forward:  y = x[..., start:start+length, ...]   (a view without copy when dim is 0)
  *   backward: dx[..., start:start+length, ...] += dy */
-#include "../autograd/tape.h"
-#include "../kernels/kernels.h"
+#include "../autograd/tape_internal.h"
+#include "../kernels/kernels_internal.h"
 
 #include <string.h>
 

@@ -3,8 +3,8 @@
  *   mean: y = sum_k x[.., k, ..] / n     dx[.., k, ..] += dy / n      (n == 0: NaN, as torch)
  * x is seen as (outer, n, inner) with n along the reduced dim (sum_all: (1, numel, 1)); the
  * output is (outer, inner). Sums are accumulated in double, in a fixed order. */
-#include "../autograd/tape.h"
-#include "../kernels/kernels.h"
+#include "../autograd/tape_internal.h"
+#include "../kernels/kernels_internal.h"
 
 typedef struct reduce_saved {
     int64_t outer, n, inner;

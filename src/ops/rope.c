@@ -9,8 +9,8 @@
  * The angles and their cos and sin are computed in double and rounded once (a float32 angle of
  * position 10^4 is off by 10^-3 rad); one table of (positions, rot / 2) cos and sin per call,
  * kept for the backward. */
-#include "../autograd/tape.h"
-#include "../kernels/kernels.h"
+#include "../autograd/tape_internal.h"
+#include "../kernels/kernels_internal.h"
 
 #include <math.h>
 #include <string.h>

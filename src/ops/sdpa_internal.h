@@ -2,8 +2,8 @@
 #ifndef ATTN_OPS_SDPA_INTERNAL_H
 #define ATTN_OPS_SDPA_INTERNAL_H
 
-#include "../core/core.h"
-#include "../kernels/attention.h"
+#include "../core/core_internal.h"
+#include "../kernels/attention_internal.h"
 
 /* The score and mask callbacks m into p, after checking that the backward will have what it
  * needs (grads: q, k or v needs a gradient); op names the caller in messages. */

@@ -4,13 +4,13 @@
  *   transpose:   permute swapping two dims
  *   split_heads: (B, L, H*D) -> (B, L, H, D) permuted (0, 2, 1, 3) -> (B, H, L, D)
  *   merge_heads: (B, H, L, D) permuted (0, 2, 1, 3) -> (B, L, H, D) -> (B, L, H*D)
- *   heads of a block (fused.h): (B, L, n*H*D) -> split_heads of columns [j H D, (j+1) H D)
+ *   heads of a block (fused_internal.h): (B, L, n*H*D) -> split_heads of columns [j H D, (j+1) H D)
  *   concat:      y = [x_0, x_1, ...] along dim                       dx_i += dy's slice i
  *   split:       y_i = x's slice i along dim (copies)                dx's slice i += dy_i
  * All permutations go through one kernel, permute_kernel (a block's heads have their own loops). */
-#include "../autograd/tape.h"
-#include "../kernels/kernels.h"
-#include "fused.h"
+#include "../autograd/tape_internal.h"
+#include "../kernels/kernels_internal.h"
+#include "fused_internal.h"
 
 #include <stdio.h>
 #include <string.h>

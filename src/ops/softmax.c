@@ -4,8 +4,8 @@
  * An all -inf slice gives 0 (softmax) or -inf (log_softmax) and gradient 0.
  * x is seen as (outer, n, inner) with n along dim. For inner = 1 the row kernels run on x
  * directly; otherwise the data go through a buffer transposed to (outer, inner, n). */
-#include "../autograd/tape.h"
-#include "../kernels/kernels.h"
+#include "../autograd/tape_internal.h"
+#include "../kernels/kernels_internal.h"
 
 typedef void (*rows_forward_fn)(float *y, const float *x, int64_t rows, int64_t cols, int threads);
 typedef void (*rows_backward_fn)(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols, int threads);

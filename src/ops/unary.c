@@ -8,9 +8,9 @@
  *   sigmoid: y = 1 / (1 + exp(-x))             dx += dy * y * (1 - y)
  *   exp:     y = exp(x)                        dx += dy * y
  * The derivative is read from the input x and the output y, both kept by the tape. */
-#include "../autograd/tape.h"
-#include "../kernels/activation.h"
-#include "../kernels/kernels.h"
+#include "../autograd/tape_internal.h"
+#include "../kernels/activation_internal.h"
+#include "../kernels/kernels_internal.h"
 
 #include <math.h>
 

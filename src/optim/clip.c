@@ -3,7 +3,7 @@
  *   coef = min(1, max_norm / (norm + 1e-6)) in float32;   g *= coef
  * The grads are scaled even when coef is 1 (a no-op), as torch does; a non-finite norm makes
  * coef 0 or NaN, which torch would also apply (error_if_nonfinite defaults to False). */
-#include "../core/core.h"
+#include "../core/core_internal.h"
 
 #include <math.h>
 

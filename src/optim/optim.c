@@ -16,8 +16,8 @@
  * A parameter that received no gradient has a zero gradient here (torch would skip it when
  * its .grad is None); the difference shows only for weight decay and Adam's moments.
  */
-#include "../core/core.h"
-#include "../kernels/kernels.h"
+#include "../core/core_internal.h"
+#include "../kernels/kernels_internal.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  *                   (Vaswani et al. 2017; warmup <= 0: the step^-0.5 branch alone)
  *   custom:         fn(step, user)
  * A schedule that cannot be evaluated gives NaN and records ATTN_ERR_ARG. */
-#include "../core/core.h"
+#include "../core/core_internal.h"
 
 #include <math.h>
 

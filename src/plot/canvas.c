@@ -6,7 +6,7 @@
  * over the glyphs: the file can be searched and its text selected. */
 #include "plot_internal.h"
 
-#include "../core/core.h"
+#include "../core/core_internal.h"
 
 #include <errno.h>
 #include <math.h>

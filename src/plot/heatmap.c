@@ -6,7 +6,7 @@
  * still drawn. Small matrices get their values written in the cells. */
 #include "plot_internal.h"
 
-#include "../core/core.h"
+#include "../core/core_internal.h"
 
 #include <math.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * corner of the axes that hides the fewest points. */
 #include "plot_internal.h"
 
-#include "../core/core.h"
+#include "../core/core_internal.h"
 
 #include <math.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 #ifndef ATTN_PLOT_INTERNAL_H
 #define ATTN_PLOT_INTERNAL_H
 
-#include "../core/core.h"
+#include "../core/core_internal.h"
 #include "attn_plot.h"
 
 #include <cairo.h>

@@ -3,7 +3,7 @@
  * that links libattn.a and has its own sdpa_forward_ref would clash with it
  * (tests/symbols_private.sh). So each name is a macro for its prefixed self, as zlib's Z_PREFIX
  * does: code keeps writing sdpa_forward_ref, the object files hold attn__sdpa_forward_ref (and
- * the per-level copies attn__sdpa_forward_ref_avx2, dispatch.h). Included first by attention.h;
+ * the per-level copies attn__sdpa_forward_ref_avx2, dispatch_internal.h). Included first by attention_internal.h;
  * a new global sdpa_ function gets its line here. */
 #ifndef ATTN_KERNELS_ATTENTION_NAMES_H
 #define ATTN_KERNELS_ATTENTION_NAMES_H

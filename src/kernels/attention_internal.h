@@ -22,7 +22,7 @@
 #ifndef ATTN_KERNELS_ATTENTION_H
 #define ATTN_KERNELS_ATTENTION_H
 
-#include "attention_names.h" /* sdpa_* are attn__sdpa_* in the object files */
+#include "attention_names_internal.h" /* sdpa_* are attn__sdpa_* in the object files */
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -6,7 +6,7 @@
 #ifndef ATTN_OPS_FUSED_H
 #define ATTN_OPS_FUSED_H
 
-#include "../core/core.h"
+#include "../core/core_internal.h"
 
 typedef enum attn__act {
     ATTN__ACT_RELU,

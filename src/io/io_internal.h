@@ -3,7 +3,7 @@
 #ifndef ATTN_IO_H
 #define ATTN_IO_H
 
-#include "../core/core.h"
+#include "../core/core_internal.h"
 
 /* true when s[0..n) is well-formed UTF-8 (no overlong forms, surrogates or code points past
  * U+10FFFF). */

@@ -4,7 +4,7 @@
 #ifndef ATTN_SIMD_H
 #define ATTN_SIMD_H
 
-#include "bf16.h"
+#include "bf16_internal.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -260,7 +260,7 @@ static inline vf vf_neginf_outside(vf y, vf x, vf lo, vf hi)
 }
 #endif
 
-/* dst[i] = (bf16(even[i]), bf16(odd[i])) for every lane: bf16.h's rounding and pair words */
+/* dst[i] = (bf16(even[i]), bf16(odd[i])) for every lane: bf16_internal.h's rounding and pair words */
 static inline void vf_store_bf16_pairs(uint32_t *dst, vf even, vf odd)
 {
 #if defined(__AVX512BF16__)

@@ -10,14 +10,14 @@
  * out: each level would define it). X(return type, name, (parameters), (arguments)):
  *   ATTN_KERNELS        called from outside the kernels (ops, tests): dispatched;
  *   ATTN_KERNEL_HELPERS shared by the kernel files of one level only: renamed, never dispatched.
- * The parameters repeat the declarations in kernels.h, attention.h and vmath.h, and the compiler
+ * The parameters repeat the declarations in kernels_internal.h, attention_internal.h and vmath_internal.h, and the compiler
  * holds the copies equal (a redeclaration that differs is an error). */
 #ifndef ATTN_KERNELS_DISPATCH_H
 #define ATTN_KERNELS_DISPATCH_H
 
-#include "attention.h"
-#include "kernels.h"
-#include "vmath.h"
+#include "attention_internal.h"
+#include "kernels_internal.h"
+#include "vmath_internal.h"
 
 #include "attn.h" /* attn_cpu_isa */
 
@@ -164,7 +164,7 @@ typedef struct attn__kernel_table {
 #ifdef ATTN_ISA
 /* Compiled as the level ATTN_ISA (baseline, avx2, avx512 or avx512_bf16; -DATTN_ISA=...): the
  * listed names become <name>_<level> in the object file (a GNU C asm label on a redeclaration,
- * so the definitions and calls keep their plain names; <name> after attention_names.h's
+ * so the definitions and calls keep their plain names; <name> after attention_names_internal.h's
  * macros, so sdpa_forward_ref becomes attn__sdpa_forward_ref_avx2), and this level's table is
  * attn__kernels_<level>. */
 #define ATTN_KERNEL_RENAME(ret, name, params, args)                                                                    \

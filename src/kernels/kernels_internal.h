@@ -34,7 +34,7 @@ void attn_tile_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t
 void attn_tile_gemm_ref(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb,
                         int64_t m, int64_t n, int64_t k, float alpha, bool accumulate);
 
-/* ---- bf16 products with float32 sums (bf16.h's arithmetic): the fused attention at MEDIUM ----
+/* ---- bf16 products with float32 sums (bf16_internal.h's arithmetic): the fused attention at MEDIUM ----
  * Operands are pairs along K: A (M, K) as words a[i * a_rs + p * a_ks] = (A[i][2p], A[i][2p+1]),
  * B (K, N) as words b[p * ldb + j] = (B[2p][j], B[2p+1][j]); kp = ceil(K / 2), an odd K's last
  * pair padded with 0. C (M, N) = alpha * A @ B (+ C when accumulate), each element's pairs summed
@@ -84,7 +84,7 @@ void attn_dropout_mask_ref(uint8_t *keep, int64_t n, uint64_t key, float p);
  *   backward: dz_ic += scale (exp(z_ic - m_i) / s_i - (1 - eps) [c = t_i] - eps / C)
  *             (rows with t_i = ignore get nothing)
  * max (rows) and sum (rows) are written by the forward for the backward. The fast pair runs rows
- * in parallel with simd.h's exp (2 ulp) and float lanes for s; *_ref uses libm's exp in double. */
+ * in parallel with simd_internal.h's exp (2 ulp) and float lanes for s; *_ref uses libm's exp in double. */
 void attn_cross_entropy_rows(float *max, double *sum, double *loss, const float *z, const int64_t *t, int64_t rows,
                              int64_t classes, int64_t ignore_index, double eps, int threads);
 void attn_cross_entropy_rows_ref(float *max, double *sum, double *loss, const float *z, const int64_t *t, int64_t rows,

@@ -4,7 +4,7 @@
 #ifndef ATTN_TAPE_H
 #define ATTN_TAPE_H
 
-#include "../core/core.h"
+#include "../core/core_internal.h"
 
 /* Propagates node->out->grad into the grads of node->in[i] that require grad (+=). */
 typedef attn_status (*attn_backward_fn)(attn_ctx *ctx, attn_node *node);
