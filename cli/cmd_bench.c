@@ -410,28 +410,28 @@ enum {
 
 static const char *const impl_names[] = {"auto", "fused", "ref", NULL}; /* attn_sdpa_impl order */
 
-#define O(field) offsetof(bench_args, field)
+#define O(kind, field) CLI_OPT_AT(bench_args, kind, field)
 static const cli_option options[] = {
-    {"--L", "N", CLI_LONG, O(L), 1, 65536, NULL, NULL,
+    {"--L", "N", O(CLI_LONG, L), 1, 65536, NULL, NULL,
      "sequence length (sdpa, sgemm: 1024; mha, classifier: 512; encoder: 256)"},
-    {"--B", "N", CLI_LONG, O(B), 1, 4096, NULL, NULL, "batch (classifier: 32, the others: 8)"},
-    {"--H", "N", CLI_LONG, O(H), 1, 256, NULL, NULL, "heads (default 8)"},
-    {"--d", "N", CLI_LONG, O(d), 1, 4096, NULL, NULL, "head width (default 64)"},
-    {"--mode", NULL, CLI_CHOICE, O(mode), 0, 0, bench_mode_names, "fwd", "sdpa: forward, or forward and backward"},
-    {"--causal", NULL, CLI_FLAG, O(causal), 0, 0, NULL, NULL, "sdpa: a causal mask"},
-    {"--impl", NULL, CLI_CHOICE, O(impl), 0, 0, impl_names, "auto", "sdpa: the kernel"},
-    {"--kv-heads", "N", CLI_LONG, O(kv_heads), 1, 256, NULL, NULL,
+    {"--B", "N", O(CLI_LONG, B), 1, 4096, NULL, NULL, "batch (classifier: 32, the others: 8)"},
+    {"--H", "N", O(CLI_LONG, H), 1, 256, NULL, NULL, "heads (default 8)"},
+    {"--d", "N", O(CLI_LONG, d), 1, 4096, NULL, NULL, "head width (default 64)"},
+    {"--mode", NULL, O(CLI_CHOICE, mode), 0, 0, bench_mode_names, "fwd", "sdpa: forward, or forward and backward"},
+    {"--causal", NULL, O(CLI_FLAG, causal), 0, 0, NULL, NULL, "sdpa: a causal mask"},
+    {"--impl", NULL, O(CLI_CHOICE, impl), 0, 0, impl_names, "auto", "sdpa: the kernel"},
+    {"--kv-heads", "N", O(CLI_LONG, kv_heads), 1, 256, NULL, NULL,
      "sdpa: grouped-query attention, K and V with N heads"},
-    {"--window", "W", CLI_LONG, O(window), 1, 1048576, NULL, NULL, "sdpa: a sliding window of W keys (W-1, 0)"},
-    {"--alibi", NULL, CLI_FLAG, O(alibi), 0, 0, NULL, NULL, "sdpa: ALiBi with the paper's slopes"},
-    {"--softcap", "C", CLI_FLOAT, O(softcap), 1e-30, 1e30, NULL, NULL, "sdpa: soft-capped scores, C tanh(s / C)"},
-    {"--mods", NULL, CLI_FLAG, O(mods), 0, 0, NULL, NULL,
+    {"--window", "W", O(CLI_LONG, window), 1, 1048576, NULL, NULL, "sdpa: a sliding window of W keys (W-1, 0)"},
+    {"--alibi", NULL, O(CLI_FLAG, alibi), 0, 0, NULL, NULL, "sdpa: ALiBi with the paper's slopes"},
+    {"--softcap", "C", O(CLI_FLOAT, softcap), 1e-30, 1e30, NULL, NULL, "sdpa: soft-capped scores, C tanh(s / C)"},
+    {"--mods", NULL, O(CLI_FLAG, mods), 0, 0, NULL, NULL,
      "sdpa: --causal, --window, --alibi and --softcap as score and mask callbacks (attn_score_mods)"},
-    {"--runs", "N", CLI_LONG, O(runs), 1, 1000, NULL, "5", "timed runs (the median is reported)"},
-    {"--warmup", "N", CLI_LONG, O(warmup), 0, 100, NULL, "1", "untimed runs first"},
-    {"--threads", "N", CLI_LONG, O(threads), 1, 1024, NULL, NULL, "threads (default: all cores)"},
-    CLI_PRECISION_OPTION(O(matmul_precision)),
-    {"--json", NULL, CLI_FLAG, O(json), 0, 0, NULL, NULL, "one JSON line per result (bench/compare_*.sh read them)"},
+    {"--runs", "N", O(CLI_LONG, runs), 1, 1000, NULL, "5", "timed runs (the median is reported)"},
+    {"--warmup", "N", O(CLI_LONG, warmup), 0, 100, NULL, "1", "untimed runs first"},
+    {"--threads", "N", O(CLI_LONG, threads), 1, 1024, NULL, NULL, "threads (default: all cores)"},
+    CLI_PRECISION_OPTION(bench_args, matmul_precision),
+    {"--json", NULL, O(CLI_FLAG, json), 0, 0, NULL, NULL, "one JSON line per result (bench/compare_*.sh read them)"},
 };
 #undef O
 

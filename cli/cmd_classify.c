@@ -16,37 +16,37 @@ enum {
     EXPLAIN
 };
 
-#define M(field) offsetof(classify_options, model.field)
+#define M(kind, field) CLI_OPT_AT(classify_options, kind, model.field)
 static const cli_option options[] = {
-    {"--data", "DIR", CLI_TEXT, offsetof(classify_options, data), 0, 0, NULL, NULL,
+    {"--data", "DIR", CLI_OPT_AT(classify_options, CLI_TEXT, data), 0, 0, NULL, NULL,
      "aclImdb root with train/ and test/ (default the shipped aclImdb_mini: $ATTN_DATA_DIR, or beside the "
      "program, or its installed share/attn)",
      "train eval"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "model (train; the others read it from the checkpoint):"},
-    {"--attention", NULL, CLI_CHOICE, offsetof(classify_options, attention), 0, 0, attention_names, "softmax",
+    {"--attention", NULL, CLI_OPT_AT(classify_options, CLI_CHOICE, attention), 0, 0, attention_names, "softmax",
      "the attention layer: the seed's multi-head softmax, or one of seed 002's variants", "train"},
-    {"--blocks", "N", CLI_INT, M(num_blocks), 0, 64, NULL, "0", "N Transformer blocks instead of one attention layer",
+    {"--blocks", "N", M(CLI_INT, num_blocks), 0, 64, NULL, "0", "N Transformer blocks instead of one attention layer",
      "train"},
-    {"--pre-ln", NULL, CLI_FLAG, M(norm_first), 0, 0, NULL, NULL, "blocks are pre-LN (default post-LN, as the seed)",
+    {"--pre-ln", NULL, M(CLI_FLAG, norm_first), 0, 0, NULL, NULL, "blocks are pre-LN (default post-LN, as the seed)",
      "train"},
-    {"--sinusoidal", NULL, CLI_FLAG, M(sinusoidal), 0, 0, NULL, NULL,
+    {"--sinusoidal", NULL, M(CLI_FLAG, sinusoidal), 0, 0, NULL, NULL,
      "sinusoidal positions instead of the learned table", "train"},
-    {"--mask-padding", NULL, CLI_FLAG, M(mask_padding), 0, 0, NULL, NULL,
+    {"--mask-padding", NULL, M(CLI_FLAG, mask_padding), 0, 0, NULL, NULL,
      "mask padding keys and pool over real tokens (the seed does not)", "train"},
-    {"--no-pack", NULL, CLI_FLAG, offsetof(classify_options, no_pack), 0, 0, NULL, NULL,
+    {"--no-pack", NULL, CLI_OPT_AT(classify_options, CLI_FLAG, no_pack), 0, 0, NULL, NULL,
      "with --mask-padding (and --blocks or the softmax attention), each batch padded to its longest review; by "
      "default its reviews are packed end to end, no padding computed (the same model)",
      "train eval"},
-    {"--embed-dim", "N", CLI_INT64, M(embed_dim), 1, 4096, NULL, "128", "embedding width E", "train"},
-    {"--heads", "N", CLI_INT64, M(num_heads), 1, 256, NULL, "4", "attention heads (must divide E)", "train"},
-    {"--hidden", "N", CLI_INT64, M(hidden_dim), 1, 65536, NULL, "256", "hidden width of the classifier head", "train"},
-    {"--dropout", "X", CLI_FLOAT, M(dropout), 0, 0.99, NULL, "0.5", "dropout of the classifier head", "train"},
-    {"--additive-hidden", "N", CLI_INT64, M(additive_hidden), 1, 4096, NULL, NULL,
+    {"--embed-dim", "N", M(CLI_INT64, embed_dim), 1, 4096, NULL, "128", "embedding width E", "train"},
+    {"--heads", "N", M(CLI_INT64, num_heads), 1, 256, NULL, "4", "attention heads (must divide E)", "train"},
+    {"--hidden", "N", M(CLI_INT64, hidden_dim), 1, 65536, NULL, "256", "hidden width of the classifier head", "train"},
+    {"--dropout", "X", M(CLI_FLOAT, dropout), 0, 0.99, NULL, "0.5", "dropout of the classifier head", "train"},
+    {"--additive-hidden", "N", M(CLI_INT64, additive_hidden), 1, 4096, NULL, NULL,
      "additive attention's hidden width (default E)", "train"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "explain:"},
-    {"--out", "FILE", CLI_TEXT, offsetof(classify_options, out), 0, 0, NULL, "attention.png",
+    {"--out", "FILE", CLI_OPT_AT(classify_options, CLI_TEXT, out), 0, 0, NULL, "attention.png",
      "the heatmap (.png, .svg or .pdf)", "explain"},
-    {"--seed-style", NULL, CLI_FLAG, offsetof(classify_options, seed_style_explain), 0, 0, NULL, NULL,
+    {"--seed-style", NULL, CLI_OPT_AT(classify_options, CLI_FLAG, seed_style_explain), 0, 0, NULL, NULL,
      "the weights of the embeddings alone, without positions: seed 002's visualize_attention", "explain"},
     CLI_TRAIN_OPTIONS(classify_options, "5", "32", "1e-3", "512", "classifier.safetensors"),
 };

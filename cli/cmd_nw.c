@@ -23,18 +23,18 @@ typedef struct nw_data {
 } nw_data;
 
 static const cli_option options[] = {
-    {"--epochs", "N", CLI_LONG, offsetof(nw_options, epochs), 1, 1000000, NULL, "20", "epochs"},
-    {"--lr", "X", CLI_DOUBLE, offsetof(nw_options, lr), 0, 1e6, NULL, "0.5", "SGD learning rate"},
-    {"--n-train", "N", CLI_LONG, offsetof(nw_options, n_train), 3, 5000, NULL, "150",
+    {"--epochs", "N", CLI_OPT_AT(nw_options, CLI_LONG, epochs), 1, 1000000, NULL, "20", "epochs"},
+    {"--lr", "X", CLI_OPT_AT(nw_options, CLI_DOUBLE, lr), 0, 1e6, NULL, "0.5", "SGD learning rate"},
+    {"--n-train", "N", CLI_OPT_AT(nw_options, CLI_LONG, n_train), 3, 5000, NULL, "150",
      "generated training points, up to 5000: leave-one-out needs N^2 memory, 1.3 GB at 5000"},
-    {"--seed", "S", CLI_LONG, offsetof(nw_options, seed), 0, 2147483647.0, NULL, "0", "data seed"},
-    {"--data", "FILE", CLI_TEXT, offsetof(nw_options, data), 0, 0, NULL, NULL,
+    {"--seed", "S", CLI_OPT_AT(nw_options, CLI_LONG, seed), 0, 2147483647.0, NULL, "0", "data seed"},
+    {"--data", "FILE", CLI_OPT_AT(nw_options, CLI_TEXT, data), 0, 0, NULL, NULL,
      "x_train, y_train, x_test, y_true from a safetensors file instead"},
-    {"--out", "FILE", CLI_TEXT, offsetof(nw_options, out), 0, 0, NULL, NULL,
+    {"--out", "FILE", CLI_OPT_AT(nw_options, CLI_TEXT, out), 0, 0, NULL, NULL,
      "save losses, w per epoch, x_test, y_true and predictions (safetensors)"},
-    {"--plot", "FILE", CLI_TEXT, offsetof(nw_options, plot), 0, 0, NULL, "nw_fit.png",
+    {"--plot", "FILE", CLI_OPT_AT(nw_options, CLI_TEXT, plot), 0, 0, NULL, "nw_fit.png",
      "the fit plot (.png, .svg or .pdf; \"none\" to skip)"},
-    {"--plot-loss", "FILE", CLI_TEXT, offsetof(nw_options, plot_loss), 0, 0, NULL, NULL, "the loss curve"},
+    {"--plot-loss", "FILE", CLI_OPT_AT(nw_options, CLI_TEXT, plot_loss), 0, 0, NULL, NULL, "the loss curve"},
 };
 
 const cli_spec nw_spec = {

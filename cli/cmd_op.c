@@ -9,31 +9,31 @@
 
 static const char *const impl_names[] = {"auto", "fused", "ref", NULL}; /* attn_sdpa_impl order */
 
-#define O(field) offsetof(op_args, field)
+#define O(kind, field) CLI_OPT_AT(op_args, kind, field)
 static const cli_option options[] = {
-    {"--in", "IN.safetensors", CLI_TEXT, O(in_path), 0, 0, NULL, NULL, "the inputs, parameters and masks (required)"},
-    {"--out", "OUT.safetensors", CLI_TEXT, O(out_path), 0, 0, NULL, NULL, "the results (required)"},
-    {"--causal", NULL, CLI_FLAG, O(causal), 0, 0, NULL, NULL,
+    {"--in", "IN.safetensors", O(CLI_TEXT, in_path), 0, 0, NULL, NULL, "the inputs, parameters and masks (required)"},
+    {"--out", "OUT.safetensors", O(CLI_TEXT, out_path), 0, 0, NULL, NULL, "the results (required)"},
+    {"--causal", NULL, O(CLI_FLAG, causal), 0, 0, NULL, NULL,
      "top-left aligned causal mask (sdpa, mha, conv_attention)"},
-    {"--scale", "S", CLI_FLOAT, O(scale), 1e-30, 1e30, NULL, NULL, "score scale (sdpa; default 1/sqrt(D))"},
-    {"--enable-gqa", NULL, CLI_FLAG, O(enable_gqa), 0, 0, NULL, NULL,
+    {"--scale", "S", O(CLI_FLOAT, scale), 1e-30, 1e30, NULL, NULL, "score scale (sdpa; default 1/sqrt(D))"},
+    {"--enable-gqa", NULL, O(CLI_FLAG, enable_gqa), 0, 0, NULL, NULL,
      "sdpa: k and v may have fewer heads, dividing q's (PyTorch's enable_gqa)"},
-    {"--window", "LEFT,RIGHT", CLI_NAME, O(window), 0, 0, NULL, NULL,
+    {"--window", "LEFT,RIGHT", O(CLI_NAME, window), 0, 0, NULL, NULL,
      "sdpa, mha: FlashAttention's local window, bottom-right aligned (-1: unbounded; W keys: W-1,0)"},
-    {"--alibi", NULL, CLI_FLAG, O(alibi), 0, 0, NULL, NULL,
+    {"--alibi", NULL, O(CLI_FLAG, alibi), 0, 0, NULL, NULL,
      "sdpa, mha: ALiBi with the paper's slopes (a tensor alibi_slopes, (H) or (B,H), in IN gives others)"},
-    {"--softcap", "C", CLI_FLOAT, O(softcap), 1e-30, 1e30, NULL, NULL, "sdpa, mha: scores become C tanh(s / C)"},
-    {"--num-heads", "N", CLI_LONG, O(num_heads), 1, 4096, NULL, NULL, "heads (mha, conv_attention; required there)"},
-    {"--need-weights", NULL, CLI_FLAG, O(need_weights), 0, 0, NULL, NULL, "also write `weights`"},
-    {"--no-average-weights", NULL, CLI_FLAG, O(per_head_weights), 0, 0, NULL, NULL,
+    {"--softcap", "C", O(CLI_FLOAT, softcap), 1e-30, 1e30, NULL, NULL, "sdpa, mha: scores become C tanh(s / C)"},
+    {"--num-heads", "N", O(CLI_LONG, num_heads), 1, 4096, NULL, NULL, "heads (mha, conv_attention; required there)"},
+    {"--need-weights", NULL, O(CLI_FLAG, need_weights), 0, 0, NULL, NULL, "also write `weights`"},
+    {"--no-average-weights", NULL, O(CLI_FLAG, per_head_weights), 0, 0, NULL, NULL,
      "per-head weights (B,H,Lq,Lk) instead of the mean (mha, conv_attention)"},
-    {"--batch-first", NULL, CLI_FLAG, O(batch_first), 0, 0, NULL, NULL,
+    {"--batch-first", NULL, O(CLI_FLAG, batch_first), 0, 0, NULL, NULL,
      "mha inputs are (B,L,E) (default: PyTorch's (L,B,E))"},
-    {"--shen", NULL, CLI_FLAG, O(shen), 0, 0, NULL, NULL, "linear: Shen et al.'s variant (softmax of Q over features)"},
-    {"--impl", NULL, CLI_CHOICE, O(impl), 0, 0, impl_names, "auto",
+    {"--shen", NULL, O(CLI_FLAG, shen), 0, 0, NULL, NULL, "linear: Shen et al.'s variant (softmax of Q over features)"},
+    {"--impl", NULL, O(CLI_CHOICE, impl), 0, 0, impl_names, "auto",
      "SDPA kernel (auto: fused unless weights are asked)"},
-    {"--threads", "N", CLI_LONG, O(threads), 1, 1024, NULL, NULL, "threads (default: all cores)"},
-    CLI_PRECISION_OPTION(O(matmul_precision)),
+    {"--threads", "N", O(CLI_LONG, threads), 1, 1024, NULL, NULL, "threads (default: all cores)"},
+    CLI_PRECISION_OPTION(op_args, matmul_precision),
 };
 #undef O
 

@@ -17,25 +17,25 @@ static const char *const cmap_names[] = {"viridis", "reds", NULL}; /* attn_color
 static const char *const range_names[] = {"auto", "unit", "panel", NULL};
 static const char *const values_names[] = {"auto", "on", "off", NULL};
 
-#define O(field) offsetof(plot_args, field)
+#define O(kind, field) CLI_OPT_AT(plot_args, kind, field)
 static const cli_option options[] = {
-    {"--in", "FILE", CLI_TEXT, O(in), 0, 0, NULL, NULL, "the safetensors file (required)"},
-    {"--tensor", "NAME", CLI_NAME, O(tensor), 0, 0, NULL, NULL, "the tensor to draw (required)"},
-    {"--out", "FILE", CLI_TEXT, O(out), 0, 0, NULL, NULL, "the picture: .png, .svg or .pdf (required)"},
-    {"--labels", "a,b,c", CLI_NAME, O(labels), 0, 0, NULL, NULL, "the same token labels on both axes"},
-    {"--xlabels", "a,b,c", CLI_NAME, O(xlabels), 0, 0, NULL, NULL, "key (column) labels"},
-    {"--ylabels", "a,b,c", CLI_NAME, O(ylabels), 0, 0, NULL, NULL, "query (row) labels"},
-    {"--index", "i[,j]", CLI_NAME, O(index), 0, 0, NULL, NULL, "leading indices (e.g. batch 0, head 2: --index 0,2)"},
-    {"--grid", NULL, CLI_FLAG, O(grid), 0, 0, NULL, NULL, "one panel per matrix of the last 3 dims (e.g. heads)"},
-    {"--panel-titles", "a,b", CLI_NAME, O(panel_titles), 0, 0, NULL, NULL,
+    {"--in", "FILE", O(CLI_TEXT, in), 0, 0, NULL, NULL, "the safetensors file (required)"},
+    {"--tensor", "NAME", O(CLI_NAME, tensor), 0, 0, NULL, NULL, "the tensor to draw (required)"},
+    {"--out", "FILE", O(CLI_TEXT, out), 0, 0, NULL, NULL, "the picture: .png, .svg or .pdf (required)"},
+    {"--labels", "a,b,c", O(CLI_NAME, labels), 0, 0, NULL, NULL, "the same token labels on both axes"},
+    {"--xlabels", "a,b,c", O(CLI_NAME, xlabels), 0, 0, NULL, NULL, "key (column) labels"},
+    {"--ylabels", "a,b,c", O(CLI_NAME, ylabels), 0, 0, NULL, NULL, "query (row) labels"},
+    {"--index", "i[,j]", O(CLI_NAME, index), 0, 0, NULL, NULL, "leading indices (e.g. batch 0, head 2: --index 0,2)"},
+    {"--grid", NULL, O(CLI_FLAG, grid), 0, 0, NULL, NULL, "one panel per matrix of the last 3 dims (e.g. heads)"},
+    {"--panel-titles", "a,b", O(CLI_NAME, panel_titles), 0, 0, NULL, NULL,
      "titles of the --grid panels (default: head 1, head 2, ...)"},
-    {"--cmap", NULL, CLI_CHOICE, O(cmap), 0, 0, cmap_names, "viridis", "colour map"},
-    {"--range", NULL, CLI_CHOICE, O(range), 0, 0, range_names, "auto",
+    {"--cmap", NULL, O(CLI_CHOICE, cmap), 0, 0, cmap_names, "viridis", "colour map"},
+    {"--range", NULL, O(CLI_CHOICE, range), 0, 0, range_names, "auto",
      "colour scale from the data, fixed [0, 1], or (--grid) each panel its own, with its own bar"},
-    {"--title", "TEXT", CLI_TEXT, O(title), 0, 0, NULL, NULL, "above the picture"},
-    {"--xlabel", "TEXT", CLI_TEXT, O(xlabel), 0, 0, NULL, NULL, "the column axis title (default key)"},
-    {"--ylabel", "TEXT", CLI_TEXT, O(ylabel), 0, 0, NULL, NULL, "the row axis title (default query)"},
-    {"--values", NULL, CLI_CHOICE, O(values), 0, 0, values_names, "auto", "numbers in the cells (auto: up to 16 x 16)"},
+    {"--title", "TEXT", O(CLI_TEXT, title), 0, 0, NULL, NULL, "above the picture"},
+    {"--xlabel", "TEXT", O(CLI_TEXT, xlabel), 0, 0, NULL, NULL, "the column axis title (default key)"},
+    {"--ylabel", "TEXT", O(CLI_TEXT, ylabel), 0, 0, NULL, NULL, "the row axis title (default query)"},
+    {"--values", NULL, O(CLI_CHOICE, values), 0, 0, values_names, "auto", "numbers in the cells (auto: up to 16 x 16)"},
 };
 #undef O
 

@@ -11,10 +11,10 @@ typedef struct shapes_options {
 } shapes_options;
 
 static const cli_option options[] = {
-    {"--batch", "N", CLI_LONG, offsetof(shapes_options, batch), 1, 4096, NULL, "2", "batch size"},
-    {"--len", "L", CLI_LONG, offsetof(shapes_options, len), 1, 4096, NULL, "10", "sequence length"},
-    {"--dk", "D", CLI_LONG, offsetof(shapes_options, dk), 1, 4096, NULL, "64", "query/key width d_k"},
-    {"--seed", "S", CLI_LONG, offsetof(shapes_options, seed), 0, 2147483647.0, NULL, "0", "seed of Q, K, V"},
+    {"--batch", "N", CLI_OPT_AT(shapes_options, CLI_LONG, batch), 1, 4096, NULL, "2", "batch size"},
+    {"--len", "L", CLI_OPT_AT(shapes_options, CLI_LONG, len), 1, 4096, NULL, "10", "sequence length"},
+    {"--dk", "D", CLI_OPT_AT(shapes_options, CLI_LONG, dk), 1, 4096, NULL, "64", "query/key width d_k"},
+    {"--seed", "S", CLI_OPT_AT(shapes_options, CLI_LONG, seed), 0, 2147483647.0, NULL, "0", "seed of Q, K, V"},
 };
 
 const cli_spec shapes_spec = {

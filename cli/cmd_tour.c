@@ -73,16 +73,16 @@ enum {
     LANG_ZH
 };
 
-#define O(field) offsetof(tour_options, field)
+#define O(kind, field) CLI_OPT_AT(tour_options, kind, field)
 static const cli_option options[] = {
-    {"--list", NULL, CLI_FLAG, O(list), 0, 0, NULL, NULL, "the steps, one a line"},
-    {"--out-dir", "DIR", CLI_TEXT, O(out_dir), 0, 0, NULL, ".", "where figures go (made when missing)"},
-    {"--save", "DIR", CLI_TEXT, O(save_dir), 0, 0, NULL, NULL,
+    {"--list", NULL, O(CLI_FLAG, list), 0, 0, NULL, NULL, "the steps, one a line"},
+    {"--out-dir", "DIR", O(CLI_TEXT, out_dir), 0, 0, NULL, ".", "where figures go (made when missing)"},
+    {"--save", "DIR", O(CLI_TEXT, save_dir), 0, 0, NULL, NULL,
      "also write each step's inputs, weights and outputs to DIR/<step>.safetensors (e.g. 002_3_2.safetensors; "
      "DIR made when missing)"},
-    {"--data", "DIR", CLI_TEXT, O(data_dir), 0, 0, NULL, NULL,
+    {"--data", "DIR", O(CLI_TEXT, data_dir), 0, 0, NULL, NULL,
      "aclImdb root for tutorial 002 section 6 (default the shipped aclImdb_mini)"},
-    {"--lang", NULL, CLI_CHOICE, O(lang), 0, 0, lang_names, "auto",
+    {"--lang", NULL, O(CLI_CHOICE, lang), 0, 0, lang_names, "auto",
      "the language of the titles and notes (auto: Chinese when LC_ALL, LC_MESSAGES or LANG starts with zh)"},
 };
 #undef O

@@ -21,6 +21,21 @@ typedef enum cli_opt_type {
     CLI_CHOICE, /* int: the index of the value in choices */
 } cli_opt_type;
 
+/* The C type each kind writes, and a row's destination offset checked against it: _Generic has a
+ * branch for that type alone, so a row whose field has another type does not compile. */
+#define CLI_FLAG_CTYPE bool
+#define CLI_LONG_CTYPE long
+#define CLI_INT64_CTYPE int64_t
+#define CLI_INT_CTYPE int
+#define CLI_DOUBLE_CTYPE double
+#define CLI_FLOAT_CTYPE float
+#define CLI_TEXT_CTYPE const char *
+#define CLI_NAME_CTYPE const char *
+#define CLI_CHOICE_CTYPE int
+#define CLI_AT(T, kind, field) _Generic(((T *)0)->field, kind##_CTYPE : offsetof(T, field))
+/* A row's kind and destination, named once: {"--epochs", "N", CLI_OPT_AT(T, CLI_LONG, train.epochs), ...} */
+#define CLI_OPT_AT(T, kind, field) kind, CLI_AT(T, kind, field)
+
 typedef struct cli_option {
     const char *name;  /* "--epochs"; NULL: a heading line in --help (help = its text) */
     const char *value; /* what --help shows after the name ("N", "FILE"); NULL for flags */
@@ -48,87 +63,41 @@ typedef struct cli_spec {
 
 /* --matmul-precision's values, attn_precision's order */
 extern const char *const cli_precision_names[];
-#define CLI_PRECISION_OPTION(OFFSET)                                                                                   \
+#define CLI_PRECISION_OPTION(T, FIELD)                                                                                 \
     {                                                                                                                  \
-        "--matmul-precision", NULL, CLI_CHOICE, (OFFSET), 0, 0, cli_precision_names, "highest",                        \
+        "--matmul-precision", NULL, CLI_OPT_AT(T, CLI_CHOICE, FIELD), 0, 0, cli_precision_names, "highest",            \
             "products: highest (float32), high (the same here), medium (bf16 operands, float32 sums, "                 \
             "where the CPU has AVX512_BF16)"                                                                           \
     }
 
 /* Rows for the options every training command shares (each command gives its own defaults). */
-#define CLI_TRAIN_OPTIONS(T, EPOCHS, BATCH, LR, MAX_LEN, CHECKPOINT)                                                   \
-    {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "training:"},                                                                 \
-        {"--epochs", "N", CLI_LONG, offsetof(T, train.epochs), 1, 100000, NULL, EPOCHS, "epochs", "train"},            \
-        {"--batch-size",                                                                                               \
-         "N",                                                                                                          \
-         CLI_LONG,                                                                                                     \
-         offsetof(T, train.batch_size),                                                                                \
-         1,                                                                                                            \
-         65536,                                                                                                        \
-         NULL,                                                                                                         \
-         BATCH,                                                                                                        \
-         "examples per step (per rank under mpirun: global batch = N x ranks)",                                        \
-         "train"},                                                                                                     \
-        {"--lr", "X", CLI_DOUBLE, offsetof(T, train.lr), 1e-12, 10, NULL, LR, "learning rate", "train"},               \
-        {"--max-len", "N",  CLI_LONG, offsetof(T, train.max_len),       1,                                             \
-         100000,      NULL, MAX_LEN,  "longest sequence kept (tokens)", "train"},                                      \
-        {"--seed",                                                                                                     \
-         "S",                                                                                                          \
-         CLI_LONG,                                                                                                     \
-         offsetof(T, train.seed),                                                                                      \
-         0,                                                                                                            \
-         2147483647.0,                                                                                                 \
-         NULL,                                                                                                         \
-         "0",                                                                                                          \
-         "seed for initialisation, shuffling and dropout",                                                             \
-         "train"},                                                                                                     \
-        {"--threads", "N", CLI_LONG, offsetof(T, train.threads), 1, 1024, NULL, NULL, "threads (default: all cores)"}, \
-        CLI_PRECISION_OPTION(offsetof(T, train.matmul_precision)),                                                     \
-        {"--checkpoint",                                                                                               \
-         "PATH",                                                                                                       \
-         CLI_TEXT,                                                                                                     \
-         offsetof(T, train.checkpoint),                                                                                \
-         0,                                                                                                            \
-         0,                                                                                                            \
-         NULL,                                                                                                         \
-         CHECKPOINT,                                                                                                   \
-         "the model file: written after every epoch (atomically) by train, read by the others"},                       \
-        {"--checkpoint-every", "N",  CLI_LONG, offsetof(T, train.checkpoint_every), 1,                                 \
-         1099511627776.0,      NULL, NULL,     "also save every N steps",           "train"},                          \
-        {"--resume",                                                                                                   \
-         NULL,                                                                                                         \
-         CLI_FLAG,                                                                                                     \
-         offsetof(T, train.resume),                                                                                    \
-         0,                                                                                                            \
-         0,                                                                                                            \
-         NULL,                                                                                                         \
-         NULL,                                                                                                         \
-         "continue the run saved at --checkpoint (same losses as without the stop)",                                   \
-         "train"},                                                                                                     \
-        {"--max-steps",                                                                                                \
-         "N",                                                                                                          \
-         CLI_LONG,                                                                                                     \
-         offsetof(T, train.max_steps),                                                                                 \
-         1,                                                                                                            \
-         1099511627776.0,                                                                                              \
-         NULL,                                                                                                         \
-         NULL,                                                                                                         \
-         "stop after N steps in all (then evaluate, as at the end)",                                                   \
-         "train"},                                                                                                     \
-        {"--log-steps",                                                                                                \
-         NULL,                                                                                                         \
-         CLI_FLAG,                                                                                                     \
-         offsetof(T, train.log_steps),                                                                                 \
-         0,                                                                                                            \
-         0,                                                                                                            \
-         NULL,                                                                                                         \
-         NULL,                                                                                                         \
-         "print every step's loss in full precision",                                                                  \
-         "train"},                                                                                                     \
-    {                                                                                                                  \
-        "--plot-loss", "FILE", CLI_TEXT, offsetof(T, train.plot_loss), 0, 0, NULL, NULL,                               \
-            "the training loss curve (.png, .svg or .pdf)", "train"                                                    \
-    }
+// clang-format off: one row a line
+#define CLI_TRAIN_OPTIONS(T, EPOCHS, BATCH, LR, MAX_LEN, CHECKPOINT)                                                 \
+    {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "training:"},                                                               \
+    {"--epochs", "N", CLI_OPT_AT(T, CLI_LONG, train.epochs), 1, 100000, NULL, EPOCHS, "epochs", "train"},            \
+    {"--batch-size", "N", CLI_OPT_AT(T, CLI_LONG, train.batch_size), 1, 65536, NULL, BATCH,                          \
+        "examples per step (per rank under mpirun: global batch = N x ranks)", "train"},                             \
+    {"--lr", "X", CLI_OPT_AT(T, CLI_DOUBLE, train.lr), 1e-12, 10, NULL, LR, "learning rate", "train"},               \
+    {"--max-len", "N", CLI_OPT_AT(T, CLI_LONG, train.max_len), 1, 100000, NULL, MAX_LEN,                             \
+        "longest sequence kept (tokens)", "train"},                                                                  \
+    {"--seed", "S", CLI_OPT_AT(T, CLI_LONG, train.seed), 0, 2147483647.0, NULL, "0",                                 \
+        "seed for initialisation, shuffling and dropout", "train"},                                                  \
+    {"--threads", "N", CLI_OPT_AT(T, CLI_LONG, train.threads), 1, 1024, NULL, NULL,                                  \
+        "threads (default: all cores)"},                                                                             \
+    CLI_PRECISION_OPTION(T, train.matmul_precision),                                                                 \
+    {"--checkpoint", "PATH", CLI_OPT_AT(T, CLI_TEXT, train.checkpoint), 0, 0, NULL, CHECKPOINT,                      \
+        "the model file: written after every epoch (atomically) by train, read by the others"},                      \
+    {"--checkpoint-every", "N", CLI_OPT_AT(T, CLI_LONG, train.checkpoint_every), 1, 1099511627776.0, NULL, NULL,     \
+        "also save every N steps", "train"},                                                                         \
+    {"--resume", NULL, CLI_OPT_AT(T, CLI_FLAG, train.resume), 0, 0, NULL, NULL,                                      \
+        "continue the run saved at --checkpoint (same losses as without the stop)", "train"},                        \
+    {"--max-steps", "N", CLI_OPT_AT(T, CLI_LONG, train.max_steps), 1, 1099511627776.0, NULL, NULL,                   \
+        "stop after N steps in all (then evaluate, as at the end)", "train"},                                        \
+    {"--log-steps", NULL, CLI_OPT_AT(T, CLI_FLAG, train.log_steps), 0, 0, NULL, NULL,                                \
+        "print every step's loss in full precision", "train"},                                                       \
+    {"--plot-loss", "FILE", CLI_OPT_AT(T, CLI_TEXT, train.plot_loss), 0, 0, NULL, NULL,                              \
+        "the training loss curve (.png, .svg or .pdf)", "train"}
+// clang-format on
 
 enum {
     CLI_HELP_SHOWN = -1
