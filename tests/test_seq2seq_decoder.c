@@ -15,7 +15,7 @@
  *     same sentences and their logits still agree;
  *   - attn_seq2seq_decode, the one call in their place, gives what each of them gives: greedy
  *     (without its <eos>, with per-sentence limits), beam search of a batch, one sentence with its
- *     cross-attention, both decoders; and refuses bad options;
+ *     cross-attention, both decoders; and refuses bad options (and a length past the source width);
  *   - hostile input: NULL arguments, batch, beams (0, 65, more than the vocabulary), max_steps,
  *     max_out, source lengths and tokens out of range, a step past max_steps, a parent from
  *     another sentence, sentences to keep out of order, repeated or gone; a failed step changes
@@ -389,6 +389,10 @@ static void check_decode_api(attn_ctx *ctx, const model *m, const char *name)
         TK_STATUS(attn_seq2seq_decode(ctx, &m->s2s, src, src_lens, bad[i].batch, S, &bad[i].o, bad[i].width, out, lens),
                   ATTN_ERR_ARG);
     TK_STATUS(attn_seq2seq_decode(ctx, &m->s2s, NULL, src_lens, B, S, NULL, W, out, lens), ATTN_ERR_ARG);
+    attn_tensor *w = NULL;
+    const int64_t past_width = S + 1;
+    attn_seq2seq_decode_opts with_weights = {.beam_size = 2, .cross_weights = &w};
+    TK_STATUS(attn_seq2seq_decode(ctx, &m->s2s, src, &past_width, 1, S, &with_weights, W, out, lens), ATTN_ERR_ARG);
     TK_STATUS(attn_seq2seq_decode(ctx, &m->s2s, src, src_lens, B, S, NULL, W, out, NULL), ATTN_ERR_ARG);
 }
 

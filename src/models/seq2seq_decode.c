@@ -141,6 +141,9 @@ attn_status attn_seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const int6
                           "attn_seq2seq_decode_impl, and cross_weights for a batch of 1 alone",
                           (long long)batch, (long long)out_width, o->beam_size, (int)o->impl,
                           o->cross_weights ? " with cross_weights" : "", ATTN_BEAM_MAX);
+    if (o->cross_weights && (src_lens[0] < 1 || src_lens[0] > src_len))
+        return attn__fail(ATTN_ERR_ARG, "seq2seq_decode: src_lens[0] = %lld; expected in [1, %lld] (the source width)",
+                          (long long)src_lens[0], (long long)src_len);
     int64_t *limit = limits_of(o, batch, out_width);
     if (!limit) return attn_last_status();
     for (int64_t i = 0; i < n_out; i++) out[i] = m->cfg.pad_id;
