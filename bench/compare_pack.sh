@@ -38,22 +38,9 @@ out=bench/results/pack_$(date -u +%Y%m%dT%H%MZ).jsonl
 source bench/compare_rows.sh
 opts[padded]=--no-pack
 
-classifier_row() { # the median samples/s of `runs` runs of each side
-  local label="classifier 2 blocks, $threads thread(s)" side r line
-  for side in "${sides[@]}"; do : > "$tmp/values_$side"; done
-  for ((r = 0; r < runs; r++)); do
-    for side in "${sides[@]}"; do
-      # shellcheck disable=SC2086 # the command is words
-      line=$(${cmd[$side]} classify train ${opts[$side]:-} --data "$tmp/imdb" --blocks 2 --mask-padding \
-               --max-steps "$csteps" --epochs 1 --threads "$threads" --checkpoint "$tmp/c.safetensors" 2>/dev/null |
-             grep -E '^epoch 1' | tail -1)
-      rm -f "$tmp"/c.safetensors*
-      printf '{"row":"%s","who":"%s","line":"%s"}\n' "$label" "$side" "$line" >> "$out"
-      sed -nE 's/.* ([0-9.]+) samples\/s.*/\1/p' <<<"$line" >> "$tmp/values_$side"
-    done
-  done
-  for side in "${sides[@]}"; do value[$label,$side]=$(median < "$tmp/values_$side"); done
-  table_line "$label" smp/s
+classifier_row() { # the median samples/s of `runs` runs of `csteps` steps
+  training_row "classifier 2 blocks, $threads thread(s)" smp/s samples \
+    "classify train --data $tmp/imdb --blocks 2 --mask-padding --max-steps $csteps --epochs 1 --threads $threads"
 }
 
 echo "this tree ($(git rev-parse --short HEAD)$(git diff --quiet || echo ', with changes')): packed batches" \

@@ -49,19 +49,27 @@ bench_row() { # label, attn bench arguments: the median t_med (ms) of `runs` run
   table_line "$label" ms
 }
 
-translator_row() { # threads: the median tokens/s of `runs` runs of each side
-  local n=$1 label="translator train, $1 thread(s)" side r line
+# label, unit, the word before "/s" in the epoch line (tokens, samples), then the words of a training
+# command (subcommand and options; a checkpoint in $tmp is added): the median rate of `runs` runs of
+# each side, read off its "epoch 1" line
+training_row() {
+  local label=$1 unit=$2 rate=$3 words=$4 side r line
   for side in "${sides[@]}"; do : > "$tmp/values_$side"; done
   for ((r = 0; r < runs; r++)); do
     for side in "${sides[@]}"; do
-      # shellcheck disable=SC2086 # the command is words
-      line=$(${cmd[$side]} translate train ${opts[$side]:-} --max-steps "$steps" --threads "$n" --epochs 1 --beam 1 --eval-limit 1 \
-               --checkpoint "$tmp/t.safetensors" 2>/dev/null | grep -E '^epoch 1' | tail -1)
-      rm -f "$tmp"/t.safetensors*
+      # shellcheck disable=SC2086 # the command and its options are words
+      line=$(${cmd[$side]} $words ${opts[$side]:-} --checkpoint "$tmp/row.safetensors" 2>/dev/null |
+             grep -E '^epoch 1' | tail -1)
+      rm -f "$tmp"/row.safetensors*
       printf '{"row":"%s","who":"%s","line":"%s"}\n' "$label" "$side" "$line" >> "$out"
-      sed -nE 's/.* ([0-9]+) tokens\/s.*/\1/p' <<<"$line" >> "$tmp/values_$side"
+      sed -nE "s/.* ([0-9.]+) $rate\\/s.*/\\1/p" <<<"$line" >> "$tmp/values_$side"
     done
   done
   for side in "${sides[@]}"; do value[$label,$side]=$(median < "$tmp/values_$side"); done
-  table_line "$label" tok/s
+  table_line "$label" "$unit"
+}
+
+translator_row() { # threads: the median tokens/s of `runs` runs of `steps` steps
+  training_row "translator train, $1 thread(s)" tok/s tokens \
+    "translate train --max-steps $steps --threads $1 --epochs 1 --beam 1 --eval-limit 1"
 }

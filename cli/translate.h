@@ -43,8 +43,9 @@ int translate_evaluate(translate_run *run, const translate_split *split, const c
 /* Mean label-smoothed loss per target token with teacher forcing (no dropout). Every rank
  * scores its share of the batches; every rank must call it. */
 int translate_val_loss(translate_run *run, const translate_split *split, double *loss);
-/* Batch buffers for rows of a split: src + <eos>, <bos> + tgt, tgt + <eos>, padded and packed end
- * to end (the same sequences: each row's first src_lens / tgt_lens ids). */
+/* Batch buffers for rows of a split: src + <eos>, <bos> + tgt, tgt + <eos>, padded, and for a loss
+ * on packed pairs (translate_packs) packed end to end too (the same sequences: each row's first
+ * src_lens / tgt_lens ids; NULL otherwise). */
 typedef struct translate_batch {
     int64_t *src, *src_lens, *tgt_in, *tgt_out, *tgt_lens; /* (B, S), (B), (B, T), (B, T), (B) */
     int64_t n, src_width, tgt_width, tokens;
@@ -52,7 +53,9 @@ typedef struct translate_batch {
     int64_t *src_packed, *tgt_in_packed, *tgt_out_packed; /* (total_s), (total_t), (total_t) */
 } translate_batch;
 attn_status translate_batch_fill(translate_batch *b, const translate_run *run, const translate_split *split,
-                                 const int64_t *rows, int64_t n);
+                                 const int64_t *rows, int64_t n, bool for_loss);
+/* Whether the run's loss takes packed pairs: the Transformer, unless --no-pack */
+bool translate_packs(const translate_run *run);
 void translate_batch_free(translate_batch *b);
 /* The target tokens of ids[0..n) (specials dropped) as a detokenised, malloc'd string. */
 char *translate_detok(const translate_run *run, const int64_t *ids, int64_t n, attn_tokens *scratch);

@@ -44,7 +44,7 @@ static attn_status pack(translate_batch *b)
 }
 
 attn_status translate_batch_fill(translate_batch *b, const translate_run *run, const translate_split *split,
-                                 const int64_t *rows, int64_t n)
+                                 const int64_t *rows, int64_t n, bool for_loss)
 {
     const attn_seq2seq_config *c = &run->model.cfg;
     const int64_t cap = c->max_len; /* ids + one special fit */
@@ -71,7 +71,7 @@ attn_status translate_batch_fill(translate_batch *b, const translate_run *run, c
         if (b->src_lens[i] < 1) b->src_lens[i] = 1;
         b->tokens += b->src_lens[i] + b->tgt_lens[i];
     }
-    return pack(b);
+    return for_loss && translate_packs(run) ? pack(b) : ATTN_OK; /* decoding reads the padded rows */
 }
 
 int translate_val_loss(translate_run *run, const translate_split *split, double *loss)
@@ -89,7 +89,8 @@ int translate_val_loss(translate_run *run, const translate_split *split, double 
     for (int64_t start = 128 * dist_rank(); code == CLI_OK && start < split->src.count; start += 128 * dist_size()) {
         int64_t n = split->src.count - start < 128 ? split->src.count - start : 128;
         for (int64_t i = 0; i < n; i++) rows[i] = start + i;
-        attn_tensor *l = translate_batch_fill(&b, run, split, rows, n) == ATTN_OK ? translate_loss(ctx, run, &b) : NULL;
+        attn_tensor *l =
+            translate_batch_fill(&b, run, split, rows, n, true) == ATTN_OK ? translate_loss(ctx, run, &b) : NULL;
         if (!l) {
             code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
             break;
@@ -134,7 +135,7 @@ int translate_evaluate(translate_run *run, const translate_split *split, const c
     for (int64_t start = 0; code == CLI_OK && start < n_all; start += bs) {
         int64_t n = n_all - start < bs ? n_all - start : bs;
         for (int64_t i = 0; i < n; i++) rows[i] = start + i;
-        if (translate_batch_fill(&b, run, split, rows, n) != ATTN_OK) break;
+        if (translate_batch_fill(&b, run, split, rows, n, false) != ATTN_OK) break;
         int64_t max_out = b.src_width + max_extra;
         free(out);
         out = malloc((size_t)(n * max_out) * sizeof *out);

@@ -12,10 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+bool translate_packs(const translate_run *run)
+{
+    return run->model.cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER && !run->opt->no_pack;
+}
+
 attn_tensor *translate_loss(attn_ctx *ctx, const translate_run *run, const translate_batch *b)
 {
     const attn_seq2seq_config *c = &run->model.cfg;
-    if (c->kind == ATTN_SEQ2SEQ_TRANSFORMER && !run->opt->no_pack) {
+    if (translate_packs(run)) {
         attn_tensor *logits = attn_seq2seq_forward_packed(ctx, &run->model, b->src_packed, b->cu_src, b->tgt_in_packed,
                                                           b->cu_tgt, b->n); /* (total_t, V) */
         return attn_cross_entropy(ctx, logits, b->tgt_out_packed, c->pad_id, (float)run->opt->label_smoothing);
@@ -164,7 +169,7 @@ static int run_epoch(translate_run *run, train_state *ts, const translate_split 
         }
         int64_t n;
         const int64_t *rows = batch_shard(&batches, i, o->train.batch_size, &n);
-        if (n > 0 && translate_batch_fill(&b, run, train, rows, n) != ATTN_OK) {
+        if (n > 0 && translate_batch_fill(&b, run, train, rows, n, true) != ATTN_OK) {
             code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
             break;
         }

@@ -187,13 +187,13 @@ static attn_tensor *packed_pooled(attn_ctx *ctx, const attn_classifier *m, const
     cu[0] = 0;
     for (int64_t b = 0; b < batch; b++) cu[b + 1] = cu[b] + lengths[b]; /* lengths in [1, len]: no overflow */
     const int64_t total = cu[batch];
-    int64_t *tokens = attn_arena_alloc(&ctx->arena, sizeof(int64_t) * (size_t)total);    /* (total) ids */
-    int64_t *positions = attn_arena_alloc(&ctx->arena, sizeof(int64_t) * (size_t)total); /* (total) in its sequence */
-    attn_tensor *mean = attn_tensor_zeros(ctx, 2, (int64_t[]){batch, total});            /* (B, total) */
+    int64_t *tokens = attn_arena_alloc(&ctx->arena, sizeof(int64_t) * (size_t)total); /* (total) ids */
+    const int64_t *positions = attn__cu_positions(ctx, cu, batch);                     /* (total) in its sequence */
+    attn_tensor *mean = attn_tensor_zeros(ctx, 2, (int64_t[]){batch, total});         /* (B, total) */
     if (!tokens || !positions || !mean) return NULL;
     for (int64_t b = 0; b < batch; b++)
         for (int64_t j = 0; j < lengths[b]; j++) {
-            tokens[cu[b] + j] = ids[b * len + j], positions[cu[b] + j] = j;
+            tokens[cu[b] + j] = ids[b * len + j];
             mean->data[b * total + cu[b] + j] = 1.0f / (float)lengths[b];
         }
     attn_tensor *table = m->cfg.sinusoidal ? attn_sinusoidal_table(ctx, len, E, ATTN_PE_INTERLEAVED)
