@@ -65,12 +65,14 @@ void progress_step(progress *p, long epoch, int64_t batch, int64_t batches, doub
     fprintf(stderr, "%sattn %s: epoch %ld, step %" PRId64 "/%" PRId64 ", loss %.4f, %.0f tokens/s, ETA %s%s",
             p->tty ? "\r\033[K" : "", p->cmd, epoch + 1, batch + 1, batches, loss,
             elapsed > 0 ? p->tokens / elapsed : 0.0, eta, p->tty ? "" : "\n");
+    p->line_open = p->tty;
     fflush(stderr);
 }
 
 void progress_end(progress *p)
 {
-    if (p->tty) fputc('\n', stderr);
+    if (p->line_open) fputc('\n', stderr);
+    p->line_open = false;
 }
 
 /* Rank 0's RNG state has its own keys (run.rng_state, ...), as in checkpoints of one process;

@@ -21,6 +21,7 @@ typedef struct train_options {
 typedef struct progress {
     const char *cmd;
     bool show, tty, log_steps;
+    bool line_open; /* a live line is on the terminal, to be ended */
     double start, last_print;
     int64_t total_steps, done_steps;
     double tokens;
@@ -30,6 +31,7 @@ typedef struct progress {
 void progress_start(progress *p, const char *cmd, int64_t total_steps, int64_t done_steps, bool log_steps);
 /* After one training step of `tokens` tokens (over all ranks). */
 void progress_step(progress *p, long epoch, int64_t batch, int64_t batches, double loss, double tokens);
+/* Ends the live line, if one is shown (again: nothing). */
 void progress_end(progress *p);
 double now_seconds(void);
 
