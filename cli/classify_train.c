@@ -35,14 +35,10 @@ typedef struct classify_trainer {
     batch_buffers buf;
 } classify_trainer;
 
-/* The per-epoch shuffle depends only on (seed, epoch), so a resumed run and every rank see the
- * same order. */
-static attn_status epoch_batches(void *self, long epoch, int64_t global_batch, attn_batches *out)
+/* Shuffled reviews. */
+static attn_status epoch_batches(void *self, attn_rng *rng, int64_t global_batch, attn_batches *out)
 {
-    const classify_trainer *ct = self;
-    attn_rng rng;
-    attn_rng_seed(&rng, (uint64_t)ct->run->opt->train.seed * 1000003u + (uint64_t)epoch + 1);
-    return attn_batches_plain(out, ct->train->count, global_batch, &rng);
+    return attn_batches_plain(out, ((const classify_trainer *)self)->train->count, global_batch, rng);
 }
 
 /* The checkpoint carries the vocabulary and the run's options: one file, replaced at once, so

@@ -17,23 +17,13 @@ enum {
 
 typedef struct cli_spec cli_spec; /* a subcommand's options table (options.h) */
 
+/* A subcommand (cli/main.c lists them: one row each). */
 typedef struct cli_command {
     const char *name;
     int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
     const char *summary;
     const cli_spec *spec; /* its options, --help and man page section */
 } cli_command;
-
-extern const cli_spec shapes_spec, nw_spec, classify_spec, translate_spec, op_spec, plot_spec, tour_spec, bench_spec;
-
-int cmd_shapes(int argc, char **argv);
-int cmd_op(int argc, char **argv);
-int cmd_nw(int argc, char **argv);
-int cmd_classify(int argc, char **argv);
-int cmd_translate(int argc, char **argv);
-int cmd_plot(int argc, char **argv);
-int cmd_bench(int argc, char **argv);
-int cmd_tour(int argc, char **argv);
 
 /* [-]digits: the one integer form options take (strtol alone also takes spaces and "+"). */
 bool cli_integer_form(const char *s);

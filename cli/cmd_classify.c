@@ -18,7 +18,7 @@ enum {
 
 #define M(kind, field) CLI_OPT_AT(classify_options, kind, model.field)
 static const cli_option options[] = {
-    {"--data", "DIR", CLI_OPT_AT(classify_options, CLI_TEXT, data), 0, 0, NULL, NULL,
+    {"--data", "DIR", CLI_OPT_AT(classify_options, CLI_IN_DIR, data), 0, 0, NULL, NULL,
      "aclImdb root with train/ and test/ (default the shipped aclImdb_mini: $ATTN_DATA_DIR, or beside the "
      "program, or its installed share/attn)",
      "train eval"},
@@ -44,7 +44,7 @@ static const cli_option options[] = {
     {"--additive-hidden", "N", M(CLI_INT64, additive_hidden), 1, 4096, NULL, NULL,
      "additive attention's hidden width (default E)", "train"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "explain:"},
-    {"--out", "FILE", CLI_OPT_AT(classify_options, CLI_TEXT, out), 0, 0, NULL, "attention.png",
+    {"--out", "FILE", CLI_OPT_AT(classify_options, CLI_PICTURE, out), 0, 0, NULL, "attention.png",
      "the heatmap (.png, .svg or .pdf)", "explain"},
     {"--seed-style", NULL, CLI_OPT_AT(classify_options, CLI_FLAG, seed_style_explain), 0, 0, NULL, NULL,
      "the weights of the embeddings alone, without positions: seed 002's visualize_attention", "explain"},
@@ -74,34 +74,12 @@ char *classify_vocab_path(const char *checkpoint)
  * heads_given: --heads was given (not its default). */
 static int validate(const classify_options *o, int action, int n_texts, bool heads_given)
 {
-    const train_options *t = &o->train;
     const attn_classifier_config *m = &o->model;
-    if (action == TRAIN || action == EVAL) {
-        if (n_texts) return cli_fail(CLI_ERR_USAGE, "classify", "%s takes no TEXT arguments", action_names[action]);
-        if (!cli_check_input_dir("classify", "--data", o->data)) return CLI_ERR_USAGE;
-    }
+    if ((action == TRAIN || action == EVAL) && n_texts)
+        return cli_fail(CLI_ERR_USAGE, "classify", "%s takes no TEXT arguments", action_names[action]);
     if (action == EXPLAIN && n_texts != 1)
         return cli_fail(CLI_ERR_USAGE, "classify", "explain takes one TEXT (quote it), got %d", n_texts);
-    if (action == EXPLAIN && !cli_check_picture("classify", "--out", o->out)) return CLI_ERR_USAGE;
-    if (action != TRAIN || t->resume) {
-        if (!cli_check_input_file("classify", "--checkpoint", t->checkpoint,
-                                  t->resume ? NULL : " (train a model first: attn classify train)"))
-            return CLI_ERR_USAGE;
-    }
-    const cli_path files[] = {{"--checkpoint", t->checkpoint},
-                              {"--plot-loss", action == TRAIN ? t->plot_loss : NULL},
-                              {"--out", action == EXPLAIN ? o->out : NULL}};
-    /* what the run reads: the data, and the checkpoint unless train writes it */
-    const cli_path inputs[] = {{"--data", action == TRAIN || action == EVAL ? o->data : NULL},
-                               {"--checkpoint", action != TRAIN ? t->checkpoint : NULL}};
-    const cli_path outputs[] = {{"--checkpoint", action == TRAIN ? t->checkpoint : NULL},
-                                {"--plot-loss", action == TRAIN ? t->plot_loss : NULL},
-                                {"--out", action == EXPLAIN ? o->out : NULL}};
-    bool ok = cli_check_distinct("classify", files, 3) && cli_check_apart("classify", outputs, 3, inputs, 2);
-    if (ok && action == TRAIN)
-        ok = cli_check_checkpoint("classify", "--checkpoint", t->checkpoint) &&
-             (!t->plot_loss || cli_check_picture("classify", "--plot-loss", t->plot_loss));
-    if (!ok) return CLI_ERR_USAGE;
+    if (cli_check_paths(&classify_spec, o, action_names[action]) != CLI_OK) return CLI_ERR_USAGE;
     if (action == TRAIN) {
         bool heads =
             m->num_blocks > 0 || m->attention == ATTN_CLASSIFIER_SOFTMAX || m->attention == ATTN_CLASSIFIER_CONV;

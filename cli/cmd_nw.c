@@ -28,13 +28,13 @@ static const cli_option options[] = {
     {"--n-train", "N", CLI_OPT_AT(nw_options, CLI_LONG, n_train), 3, 5000, NULL, "150",
      "generated training points, up to 5000: leave-one-out needs N^2 memory, 1.3 GB at 5000"},
     {"--seed", "S", CLI_OPT_AT(nw_options, CLI_LONG, seed), 0, 2147483647.0, NULL, "0", "data seed"},
-    {"--data", "FILE", CLI_OPT_AT(nw_options, CLI_TEXT, data), 0, 0, NULL, NULL,
+    {"--data", "FILE", CLI_OPT_AT(nw_options, CLI_IN_FILE, data), 0, 0, NULL, NULL,
      "x_train, y_train, x_test, y_true from a safetensors file instead"},
-    {"--out", "FILE", CLI_OPT_AT(nw_options, CLI_TEXT, out), 0, 0, NULL, NULL,
+    {"--out", "FILE", CLI_OPT_AT(nw_options, CLI_OUT_FILE, out), 0, 0, NULL, NULL,
      "save losses, w per epoch, x_test, y_true and predictions (safetensors)"},
-    {"--plot", "FILE", CLI_OPT_AT(nw_options, CLI_TEXT, plot), 0, 0, NULL, "nw_fit.png",
+    {"--plot", "FILE", CLI_OPT_AT(nw_options, CLI_PICTURE, plot), 0, 0, NULL, "nw_fit.png",
      "the fit plot (.png, .svg or .pdf; \"none\" to skip)"},
-    {"--plot-loss", "FILE", CLI_OPT_AT(nw_options, CLI_TEXT, plot_loss), 0, 0, NULL, NULL, "the loss curve"},
+    {"--plot-loss", "FILE", CLI_OPT_AT(nw_options, CLI_PICTURE, plot_loss), 0, 0, NULL, NULL, "the loss curve"},
 };
 
 const cli_spec nw_spec = {
@@ -52,16 +52,7 @@ static int parse(int argc, char **argv, nw_options *o)
     int code = cli_parse(&nw_spec, o, argc, argv, 1, NULL, NULL);
     if (code != CLI_OK) return code;
     if (o->plot && !strcmp(o->plot, "none")) o->plot = NULL;
-    bool ok = (!o->data || cli_check_input_file("nw", "--data", o->data, NULL)) &&
-              (!o->out || cli_check_output("nw", "--out", o->out)) &&
-              (!o->plot || cli_check_picture("nw", "--plot", o->plot)) &&
-              (!o->plot_loss || cli_check_picture("nw", "--plot-loss", o->plot_loss)) &&
-              cli_check_distinct(
-                  "nw",
-                  (const cli_path[]){
-                      {"--data", o->data}, {"--out", o->out}, {"--plot", o->plot}, {"--plot-loss", o->plot_loss}},
-                  4);
-    return ok ? CLI_OK : CLI_ERR_USAGE;
+    return cli_check_paths(&nw_spec, o, NULL);
 }
 
 static float target_fn(float x)

@@ -11,8 +11,9 @@ static const char *const impl_names[] = {"auto", "fused", "ref", NULL}; /* attn_
 
 #define O(kind, field) CLI_OPT_AT(op_args, kind, field)
 static const cli_option options[] = {
-    {"--in", "IN.safetensors", O(CLI_TEXT, in_path), 0, 0, NULL, NULL, "the inputs, parameters and masks (required)"},
-    {"--out", "OUT.safetensors", O(CLI_TEXT, out_path), 0, 0, NULL, NULL, "the results (required)"},
+    {"--in", "IN.safetensors", O(CLI_IN_FILE, in_path), 0, 0, NULL, NULL,
+     "the inputs, parameters and masks (required)"},
+    {"--out", "OUT.safetensors", O(CLI_OUT_FILE, out_path), 0, 0, NULL, NULL, "the results (required)"},
     {"--causal", NULL, O(CLI_FLAG, causal), 0, 0, NULL, NULL,
      "top-left aligned causal mask (sdpa, mha, conv_attention)"},
     {"--scale", "S", O(CLI_FLOAT, scale), 1e-30, 1e30, NULL, NULL, "score scale (sdpa; default 1/sqrt(D))"},
@@ -109,10 +110,7 @@ static int validate(const op_args *a, const op_mechanism *mech)
     if (!heads && a->num_heads > 0) return cli_fail(CLI_ERR_USAGE, "op", "--num-heads does not apply to %s", n);
     if (!a->in_path || !a->out_path)
         return cli_fail(CLI_ERR_USAGE, "op", "--in and --out are required (see attn op --help)");
-    if (!cli_check_input_file("op", "--in", a->in_path, NULL) || !cli_check_output("op", "--out", a->out_path) ||
-        !cli_check_distinct("op", (const cli_path[]){{"--in", a->in_path}, {"--out", a->out_path}}, 2))
-        return CLI_ERR_USAGE;
-    return CLI_OK;
+    return cli_check_paths(&op_spec, a, NULL);
 }
 
 int cmd_op(int argc, char **argv)

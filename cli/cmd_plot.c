@@ -19,9 +19,9 @@ static const char *const values_names[] = {"auto", "on", "off", NULL};
 
 #define O(kind, field) CLI_OPT_AT(plot_args, kind, field)
 static const cli_option options[] = {
-    {"--in", "FILE", O(CLI_TEXT, in), 0, 0, NULL, NULL, "the safetensors file (required)"},
+    {"--in", "FILE", O(CLI_IN_FILE, in), 0, 0, NULL, NULL, "the safetensors file (required)"},
     {"--tensor", "NAME", O(CLI_NAME, tensor), 0, 0, NULL, NULL, "the tensor to draw (required)"},
-    {"--out", "FILE", O(CLI_TEXT, out), 0, 0, NULL, NULL, "the picture: .png, .svg or .pdf (required)"},
+    {"--out", "FILE", O(CLI_PICTURE, out), 0, 0, NULL, NULL, "the picture: .png, .svg or .pdf (required)"},
     {"--labels", "a,b,c", O(CLI_NAME, labels), 0, 0, NULL, NULL, "the same token labels on both axes"},
     {"--xlabels", "a,b,c", O(CLI_NAME, xlabels), 0, 0, NULL, NULL, "key (column) labels"},
     {"--ylabels", "a,b,c", O(CLI_NAME, ylabels), 0, 0, NULL, NULL, "query (row) labels"},
@@ -73,9 +73,7 @@ static int parse(int argc, char **argv, plot_args *a)
     if (code != CLI_OK) return code;
     if (!a->in || !a->tensor || !a->out)
         return cli_fail(CLI_ERR_USAGE, "plot", "--in, --tensor and --out are required (see attn plot --help)");
-    if (!cli_check_input_file("plot", "--in", a->in, NULL) || !cli_check_picture("plot", "--out", a->out) ||
-        !cli_check_distinct("plot", (const cli_path[]){{"--in", a->in}, {"--out", a->out}}, 2))
-        return CLI_ERR_USAGE;
+    if (cli_check_paths(&plot_spec, a, NULL) != CLI_OK) return CLI_ERR_USAGE;
     if (a->panel_titles && !a->grid) return cli_fail(CLI_ERR_USAGE, "plot", "--panel-titles applies with --grid only");
     a->opts.cmap = (attn_colormap)a->cmap;
     if (a->range == 2 && !a->grid) return cli_fail(CLI_ERR_USAGE, "plot", "--range panel applies with --grid only");

@@ -76,11 +76,11 @@ enum {
 #define O(kind, field) CLI_OPT_AT(tour_options, kind, field)
 static const cli_option options[] = {
     {"--list", NULL, O(CLI_FLAG, list), 0, 0, NULL, NULL, "the steps, one a line"},
-    {"--out-dir", "DIR", O(CLI_TEXT, out_dir), 0, 0, NULL, ".", "where figures go (made when missing)"},
-    {"--save", "DIR", O(CLI_TEXT, save_dir), 0, 0, NULL, NULL,
+    {"--out-dir", "DIR", O(CLI_OUT_DIR, out_dir), 0, 0, NULL, ".", "where figures go (made when missing)"},
+    {"--save", "DIR", O(CLI_OUT_DIR, save_dir), 0, 0, NULL, NULL,
      "also write each step's inputs, weights and outputs to DIR/<step>.safetensors (e.g. 002_3_2.safetensors; "
      "DIR made when missing)"},
-    {"--data", "DIR", O(CLI_TEXT, data_dir), 0, 0, NULL, NULL,
+    {"--data", "DIR", O(CLI_IN_DIR, data_dir), 0, 0, NULL, NULL,
      "aclImdb root for tutorial 002 section 6 (default the shipped aclImdb_mini)"},
     {"--lang", NULL, O(CLI_CHOICE, lang), 0, 0, lang_names, "auto",
      "the language of the titles and notes (auto: Chinese when LC_ALL, LC_MESSAGES or LANG starts with zh)"},
@@ -98,40 +98,7 @@ const cli_spec tour_spec = {
              "to its step; docs/seeds.md names the three tutorials and where they are published.\n",
 };
 
-/* The folder exists and we may write into it, or it can be made: its nearest existing parent is a
- * folder we may write into. Room is left for the names put in it. */
-static bool writable_dir(const char *opt, const char *dir)
-{
-    struct stat st;
-    if (!*dir) return cli_fail(CLI_ERR_USAGE, "tour", "%s is empty; expected a folder", opt), false;
-    if (strlen(dir) > PATH_MAX - 64) return cli_fail(CLI_ERR_USAGE, "tour", "%s: the path is too long", opt), false;
-    char parent[PATH_MAX];
-    snprintf(parent, sizeof parent, "%s", dir);
-    while (stat(parent, &st) != 0) { /* up to the nearest part that exists */
-        char *slash = strrchr(parent, '/');
-        while (slash && slash > parent && slash[1] == '\0') { /* "a/b/" */
-            *slash = '\0';
-            slash = strrchr(parent, '/');
-        }
-        if (!slash)
-            snprintf(parent, sizeof parent, ".");
-        else if (slash == parent)
-            parent[1] = '\0'; /* "/" */
-        else
-            *slash = '\0';
-    }
-    if (!S_ISDIR(st.st_mode))
-        return cli_fail(CLI_ERR_USAGE, "tour", "%s %s: %s is not a folder", opt, dir,
-                        strcmp(parent, dir) ? parent : "it"),
-               false;
-    if (access(parent, W_OK | X_OK) != 0)
-        return cli_fail(CLI_ERR_USAGE, "tour", "%s %s: %s is not writable", opt, dir,
-                        strcmp(parent, dir) ? parent : "the folder"),
-               false;
-    return true;
-}
-
-/* mkdir -p dir, after writable_dir() said it can be done; prints what it made. */
+/* mkdir -p dir, after cli_check_paths (cli_check_output_dir) said it can be done; prints what it made. */
 static int make_dir(const char *opt, const char *dir)
 {
     struct stat st;
@@ -190,15 +157,13 @@ static int parse(int argc, char **argv, tour_options *o)
     if (code != CLI_OK) return code;
     if (o->n_order == 0)
         for (int i = 0; i < N_STEPS; i++) o->order[o->n_order++] = i;
-    if (!writable_dir("--out-dir", o->out_dir) || (o->save_dir && !writable_dir("--save", o->save_dir)))
-        return CLI_ERR_USAGE;
+    if (cli_check_paths(&tour_spec, o, NULL) != CLI_OK) return CLI_ERR_USAGE; /* --data, when given */
     if (o->lang == LANG_AUTO) o->lang = locale_is_chinese() ? LANG_ZH : LANG_EN;
     o->data_given = o->data_dir != NULL;
-    if (!o->data_given) o->data_dir = cli_default_data("aclImdb_mini");
-    struct stat st;
-    if (o->data_given && (stat(o->data_dir, &st) != 0 || !S_ISDIR(st.st_mode)))
-        return cli_fail(CLI_ERR_USAGE, "tour", "--data %s: not a folder", o->data_dir);
-    const cli_path data = {"--data", o->data_dir}; /* no figure or tensor file goes among the reviews */
+    if (o->data_given) return CLI_OK;
+    /* the shipped reviews, which only some steps read: no figure or tensor file goes among them */
+    o->data_dir = cli_default_data("aclImdb_mini");
+    const cli_path data = {"--data", o->data_dir};
     if (!cli_check_folder_apart("tour", "--out-dir", o->out_dir, &data, 1) ||
         (o->save_dir && !cli_check_folder_apart("tour", "--save", o->save_dir, &data, 1)))
         return CLI_ERR_USAGE;

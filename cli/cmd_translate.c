@@ -20,7 +20,7 @@ enum {
 static const cli_option options[] = {
     {"--model", NULL, O(CLI_CHOICE, model_kind), 0, 0, model_names, "transformer",
      "the Transformer (seed 003 / D2L) or D2L's GRU encoder-decoder with Bahdanau attention", "train"},
-    {"--data", "DIR", O(CLI_TEXT, data), 0, 0, NULL, NULL,
+    {"--data", "DIR", O(CLI_IN_DIR, data), 0, 0, NULL, NULL,
      "folder with <split>.<lang>.gz files (default the shipped multi30k, found as --data of classify)", "train eval"},
     {"--src", "LANG", O(CLI_NAME, src_lang), 0, 0, NULL, "en", "source language", "train eval"},
     {"--tgt", "LANG", O(CLI_NAME, tgt_lang), 0, 0, NULL, "fr", "target language", "train eval"},
@@ -56,10 +56,10 @@ static const cli_option options[] = {
     {"--beam", "N", O(CLI_LONG, beam), 1, ATTN_BEAM_MAX, NULL, "4", "beam size (1 = greedy, batched)"},
     {"--length-penalty", "A", O(CLI_DOUBLE, length_penalty), 0, 10, NULL, "0.6",
      "beam score = log p / ((5 + length) / 6)^A"},
-    {"--average", "A,B,...", O(CLI_TEXT, average), 0, 0, NULL, NULL,
+    {"--average", "A,B,...", O(CLI_IN_FILES, average), 0, 0, NULL, NULL,
      "eval, translate: the mean of the parameters of --checkpoint and these checkpoints of the same run",
      "eval translate"},
-    {"--out", "FILE", O(CLI_TEXT, out), 0, 0, NULL, "cross_attention.png",
+    {"--out", "FILE", O(CLI_PICTURE, out), 0, 0, NULL, "cross_attention.png",
      "translate: the cross-attention heatmap of the first sentence", "translate"},
     {"--average-heads", NULL, O(CLI_FLAG, average_heads), 0, 0, NULL, NULL,
      "one panel averaged over heads instead of one per head", "translate"},
@@ -89,31 +89,6 @@ char *translate_vocab_path(const char *checkpoint, const char *side)
     return cli_checkpoint_sibling(checkpoint, suffix);
 }
 
-/* The files of --average, each a readable file. */
-static bool check_average(const char *list)
-{
-    char *copy = strdup(list), *save = NULL;
-    bool ok = copy != NULL, any = false;
-    for (char *path = copy ? strtok_r(copy, ",", &save) : NULL; ok && path; path = strtok_r(NULL, ",", &save))
-        ok = any = cli_check_input_file("translate", "--average", path, NULL);
-    free(copy);
-    if (ok && !any)
-        cli_fail(CLI_ERR_USAGE, "translate", "--average expects checkpoint files separated by commas, got \"%s\"",
-                 list);
-    return ok && any;
-}
-
-/* No output is one of the --average files. */
-static bool check_average_apart(const char *list, const cli_path *outputs, int n_out)
-{
-    char *copy = strdup(list), *save = NULL;
-    bool ok = copy != NULL;
-    for (char *path = copy ? strtok_r(copy, ",", &save) : NULL; ok && path; path = strtok_r(NULL, ",", &save))
-        ok = cli_check_apart("translate", outputs, n_out, (const cli_path[]){{"--average", path}}, 1);
-    free(copy);
-    return ok;
-}
-
 /* --keep-epochs: every epoch's file (CHECKPOINT.epochN), checked as --checkpoint is. */
 static bool check_kept(const translate_options *o, const cli_path *inputs, int n_in)
 {
@@ -134,33 +109,11 @@ static bool check_kept(const translate_options *o, const cli_path *inputs, int n
  * given: the options the command line gives (not their defaults) among --heads and --ffn. */
 static int validate(const translate_options *o, int action, int n_texts, const char *given)
 {
-    const train_options *t = &o->train;
     if (action != TRANSLATE && n_texts)
         return cli_fail(CLI_ERR_USAGE, "translate", "%s takes no SENTENCE arguments", action_names[action]);
-    if (action != TRANSLATE && !cli_check_input_dir("translate", "--data", o->data)) return CLI_ERR_USAGE;
-    if ((action != TRAIN || t->resume) &&
-        !cli_check_input_file("translate", "--checkpoint", t->checkpoint,
-                              t->resume ? NULL : " (train a model first: attn translate train)"))
-        return CLI_ERR_USAGE;
-    if (action != TRAIN && o->average && !check_average(o->average)) return CLI_ERR_USAGE;
-    if (action == TRANSLATE && !cli_check_picture("translate", "--out", o->out)) return CLI_ERR_USAGE;
-    const cli_path files[] = {{"--checkpoint", t->checkpoint},
-                              {"--plot-loss", action == TRAIN ? t->plot_loss : NULL},
-                              {"--out", action == TRANSLATE ? o->out : NULL}};
-    /* what the run reads: the data, and the checkpoint (and --average's) unless train writes it */
-    const cli_path inputs[] = {{"--data", action != TRANSLATE ? o->data : NULL},
-                               {"--checkpoint", action != TRAIN ? t->checkpoint : NULL},
-                               {"--average", action != TRAIN ? o->average : NULL}};
-    const cli_path outputs[] = {{"--checkpoint", action == TRAIN ? t->checkpoint : NULL},
-                                {"--plot-loss", action == TRAIN ? t->plot_loss : NULL},
-                                {"--out", action == TRANSLATE ? o->out : NULL}};
-    bool ok = cli_check_distinct("translate", files, 3) && cli_check_apart("translate", outputs, 3, inputs, 2) &&
-              (action == TRAIN || !o->average || check_average_apart(o->average, outputs, 3));
-    if (ok && action == TRAIN)
-        ok = cli_check_checkpoint("translate", "--checkpoint", t->checkpoint) &&
-             (!t->plot_loss || cli_check_picture("translate", "--plot-loss", t->plot_loss)) &&
-             (!o->keep_epochs || check_kept(o, inputs, 2));
-    if (!ok) return CLI_ERR_USAGE;
+    if (cli_check_paths(&translate_spec, o, action_names[action]) != CLI_OK) return CLI_ERR_USAGE;
+    const cli_path data = {"--data", o->data};
+    if (action == TRAIN && o->keep_epochs && !check_kept(o, &data, 1)) return CLI_ERR_USAGE;
     if (action != TRAIN) return CLI_OK;
     if (o->model.kind == ATTN_SEQ2SEQ_BAHDANAU && o->layers > ATTN_GRU_MAX_LAYERS)
         return cli_fail(CLI_ERR_USAGE, "translate", "--layers %d: the Bahdanau GRU has at most %d layers", o->layers,

@@ -8,18 +8,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const cli_command commands[] = {
-    {"shapes", cmd_shapes, "seed 000's demo: scaled dot-product attention on random Q, K, V", &shapes_spec},
-    {"nw", cmd_nw, "seed 003: Nadaraya-Watson kernel regression trained with SGD, with its plot", &nw_spec},
-    {"classify", cmd_classify, "seed 002: the self-attention IMDB classifier (train, eval, predict, explain)",
-     &classify_spec},
-    {"translate", cmd_translate, "translation with attention: Transformer or Bahdanau GRU, Multi30k en->fr, BLEU",
-     &translate_spec},
-    {"plot", cmd_plot, "draw a saved attention matrix (e.g. attn op's weights) as a heatmap", &plot_spec},
-    {"bench", cmd_bench, "validate, then time the kernels and training steps (GFLOP/s, ms, memory)", &bench_spec},
-    {"op", cmd_op, "run one attention mechanism on tensors from a safetensors file", &op_spec},
-    {"tour", cmd_tour, "every listing of the three tutorials, step by step, with its numbers and figures", &tour_spec},
-};
+/* The commands, one row each: NAME names cli/cmd_NAME.c's `int cmd_NAME(int argc, char **argv)`
+ * and its `const cli_spec NAME_spec`, declared here from the row; the text is attn --help's. */
+// one row a line
+// clang-format off
+#define COMMANDS(X)                                                                                                    \
+    X(shapes, "seed 000's demo: scaled dot-product attention on random Q, K, V")                                       \
+    X(nw, "seed 003: Nadaraya-Watson kernel regression trained with SGD, with its plot")                               \
+    X(classify, "seed 002: the self-attention IMDB classifier (train, eval, predict, explain)")                        \
+    X(translate, "translation with attention: Transformer or Bahdanau GRU, Multi30k en->fr, BLEU")                     \
+    X(plot, "draw a saved attention matrix (e.g. attn op's weights) as a heatmap")                                     \
+    X(bench, "validate, then time the kernels and training steps (GFLOP/s, ms, memory)")                               \
+    X(op, "run one attention mechanism on tensors from a safetensors file")                                            \
+    X(tour, "every listing of the three tutorials, step by step, with its numbers and figures")
+// clang-format on
+
+#define COMMAND_DECLARE(NAME, SUMMARY)                                                                                 \
+    extern const cli_spec NAME##_spec;                                                                                 \
+    int cmd_##NAME(int argc, char **argv);
+COMMANDS(COMMAND_DECLARE)
+
+#define COMMAND_ROW(NAME, SUMMARY) {#NAME, cmd_##NAME, SUMMARY, &NAME##_spec},
+static const cli_command commands[] = {COMMANDS(COMMAND_ROW)};
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
 static void usage(FILE *out)

@@ -38,7 +38,7 @@ static bool set_value(const char *cmd, const cli_option *o, void *opts, const ch
         cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected %s", o->name, o->value);
         return false;
     }
-    if (o->type == CLI_TEXT || o->type == CLI_NAME) {
+    if (o->type == CLI_TEXT || o->type == CLI_NAME || cli_opt_is_path(o->type)) {
         *(const char **)dst = text;
         return true;
     }
@@ -97,11 +97,12 @@ static const cli_option *find(const cli_spec *spec, const char *name)
 }
 
 /* true when `word` is one of the space-separated words of `words` */
-static bool has_word(const char *words, const char *word)
+bool cli_option_applies(const cli_option *o, const char *action)
 {
-    const size_t n = strlen(word);
-    for (const char *w = words; *w; w += strcspn(w, " "), w += strspn(w, " "))
-        if (strcspn(w, " ") == n && !strncmp(w, word, n)) return true;
+    if (!o->only || !action) return true;
+    const size_t n = strlen(action);
+    for (const char *w = o->only; *w; w += strcspn(w, " "), w += strspn(w, " "))
+        if (strcspn(w, " ") == n && !strncmp(w, action, n)) return true;
     return false;
 }
 
@@ -132,7 +133,7 @@ int cli_parse(const cli_spec *spec, void *opts, int argc, char **argv, int first
         }
         const cli_option *o = find(spec, a);
         if (!o) return cli_fail(CLI_ERR_USAGE, spec->cmd, "unknown option \"%s\" (see attn %s --help)", a, spec->cmd);
-        if (o->only && first >= 2 && !has_word(o->only, argv[first - 1])) {
+        if (first >= 2 && !cli_option_applies(o, argv[first - 1])) {
             char actions[128]; /* "train and eval" */
             size_t n = 0, words = 0, len = strlen(o->only);
             for (const char *w = o->only; *w && n < sizeof actions;
@@ -147,7 +148,8 @@ int cli_parse(const cli_spec *spec, void *opts, int argc, char **argv, int first
             continue;
         }
         if (i + 1 >= argc) return cli_fail(CLI_ERR_USAGE, spec->cmd, "option %s needs a value", a);
-        if ((o->type == CLI_TEXT || o->type == CLI_NAME) && find(spec, argv[i + 1])) /* "--checkpoint --resume" */
+        if ((o->type == CLI_TEXT || o->type == CLI_NAME || cli_opt_is_path(o->type)) &&
+            find(spec, argv[i + 1])) /* "--checkpoint --resume" */
             return cli_fail(CLI_ERR_USAGE, spec->cmd,
                             "option %s needs a value, got the option %s (a file of that name: "
                             "./%s)",

@@ -16,9 +16,18 @@ typedef enum cli_opt_type {
     CLI_INT,    /* int in [min, max] */
     CLI_DOUBLE, /* double in [min, max] */
     CLI_FLOAT,  /* float in [min, max] */
-    CLI_TEXT,   /* const char *, as given (paths: checked by the command before any work) */
+    CLI_TEXT,   /* const char *, as given (a title) */
     CLI_NAME,   /* const char *, as given, not empty (a name, a language, a list) */
     CLI_CHOICE, /* int: the index of the value in choices */
+    /* Paths, const char * as given, each checked by its kind before any work (cli_check_paths): */
+    CLI_IN_FILE,    /* a file the command reads: a readable regular file */
+    CLI_IN_FILES,   /* files it reads, separated by commas: each one so */
+    CLI_IN_DIR,     /* a folder it reads */
+    CLI_OUT_FILE,   /* a file it writes (cli_check_output) */
+    CLI_PICTURE,    /* a picture it writes: also .png, .svg or .pdf */
+    CLI_OUT_DIR,    /* a folder it writes into, made when missing */
+    CLI_CHECKPOINT, /* the model file: written by the action train (which reads it first with --resume,
+                       where the table has that flag), read by every other action */
 } cli_opt_type;
 
 /* The C type each kind writes, and a row's destination offset checked against it: _Generic has a
@@ -32,6 +41,13 @@ typedef enum cli_opt_type {
 #define CLI_TEXT_CTYPE const char *
 #define CLI_NAME_CTYPE const char *
 #define CLI_CHOICE_CTYPE int
+#define CLI_IN_FILE_CTYPE const char *
+#define CLI_IN_FILES_CTYPE const char *
+#define CLI_IN_DIR_CTYPE const char *
+#define CLI_OUT_FILE_CTYPE const char *
+#define CLI_PICTURE_CTYPE const char *
+#define CLI_OUT_DIR_CTYPE const char *
+#define CLI_CHECKPOINT_CTYPE const char *
 #define CLI_AT(T, kind, field) _Generic(((T *)0)->field, kind##_CTYPE : offsetof(T, field))
 /* A row's kind and destination, named once: {"--epochs", "N", CLI_OPT_AT(T, CLI_LONG, train.epochs), ...} */
 #define CLI_OPT_AT(T, kind, field) kind, CLI_AT(T, kind, field)
@@ -71,7 +87,8 @@ extern const char *const cli_precision_names[];
     }
 
 /* Rows for the options every training command shares (each command gives its own defaults). */
-// clang-format off: one row a line
+// one row a line
+// clang-format off
 #define CLI_TRAIN_OPTIONS(T, EPOCHS, BATCH, LR, MAX_LEN, CHECKPOINT)                                                 \
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "training:"},                                                               \
     {"--epochs", "N", CLI_OPT_AT(T, CLI_LONG, train.epochs), 1, 100000, NULL, EPOCHS, "epochs", "train"},            \
@@ -85,7 +102,7 @@ extern const char *const cli_precision_names[];
     {"--threads", "N", CLI_OPT_AT(T, CLI_LONG, train.threads), 1, 1024, NULL, NULL,                                  \
         "threads (default: all cores)"},                                                                             \
     CLI_PRECISION_OPTION(T, train.matmul_precision),                                                                 \
-    {"--checkpoint", "PATH", CLI_OPT_AT(T, CLI_TEXT, train.checkpoint), 0, 0, NULL, CHECKPOINT,                      \
+    {"--checkpoint", "PATH", CLI_OPT_AT(T, CLI_CHECKPOINT, train.checkpoint), 0, 0, NULL, CHECKPOINT,                \
         "the model file: written after every epoch (atomically) by train, read by the others"},                      \
     {"--checkpoint-every", "N", CLI_OPT_AT(T, CLI_LONG, train.checkpoint_every), 1, 1099511627776.0, NULL, NULL,     \
         "also save every N steps", "train"},                                                                         \
@@ -95,7 +112,7 @@ extern const char *const cli_precision_names[];
         "stop after N steps in all (then evaluate, as at the end)", "train"},                                        \
     {"--log-steps", NULL, CLI_OPT_AT(T, CLI_FLAG, train.log_steps), 0, 0, NULL, NULL,                                \
         "print every step's loss in full precision", "train"},                                                       \
-    {"--plot-loss", "FILE", CLI_OPT_AT(T, CLI_TEXT, train.plot_loss), 0, 0, NULL, NULL,                              \
+    {"--plot-loss", "FILE", CLI_OPT_AT(T, CLI_PICTURE, train.plot_loss), 0, 0, NULL, NULL,                           \
         "the training loss curve (.png, .svg or .pdf)", "train"}
 // clang-format on
 
@@ -108,6 +125,16 @@ enum {
  * *n_args. "--" ends the options. Returns CLI_OK, CLI_HELP_SHOWN (--help printed) or
  * CLI_ERR_USAGE (message printed, naming the option and what was expected). */
 int cli_parse(const cli_spec *spec, void *opts, int argc, char **argv, int first, const char **args, int *n_args);
+/* Every path option of spec that applies to action (NULL: a command without actions) and has a
+ * value in opts, checked by its kind (cli_opt_type), then: no two outputs name one file, no output
+ * is or lies inside what the run reads (cli_check_distinct, cli_check_apart), no folder written
+ * lies inside a folder read. CLI_OK, or CLI_ERR_USAGE with the message printed. A command calls it
+ * once its defaults are in opts, before any work. */
+int cli_check_paths(const cli_spec *spec, const void *opts, const char *action);
+/* Whether options of type t are paths (CLI_IN_FILE ... CLI_CHECKPOINT). */
+bool cli_opt_is_path(cli_opt_type t);
+/* Whether row o applies to action (its `only` names it; NULL action or `only`: every one). */
+bool cli_option_applies(const cli_option *o, const char *action);
 /* true when argv[first..argc) (as cli_parse read it) gives option `name` itself, not its default. */
 bool cli_given(const cli_spec *spec, int argc, char **argv, int first, const char *name);
 /* `attn <cmd> --help` */
@@ -140,6 +167,9 @@ char *cli_checkpoint_sibling(const char *checkpoint, const char *suffix);
 bool cli_check_picture(const char *cmd, const char *opt, const char *path);
 bool cli_check_input_file(const char *cmd, const char *opt, const char *path, const char *hint);
 bool cli_check_input_dir(const char *cmd, const char *opt, const char *path);
+/* A folder the command writes into: it exists and is writable, or it can be made (its nearest
+ * existing parent is a writable folder); room is left for the names put in it. */
+bool cli_check_output_dir(const char *cmd, const char *opt, const char *dir);
 
 /* A path a command reads or writes, named by its option (a checkpoint's vocabulary by the
  * checkpoint's). */

@@ -83,7 +83,9 @@ static int run_epoch(train_state *s, long epoch, int64_t first, const char **sto
     const train_model *m = s->m;
     const train_options *t = m->train;
     attn_batches batches = {0};
-    if (m->batches(m->self, epoch, s->global_batch, &batches) != ATTN_OK)
+    attn_rng rng;
+    attn_rng_seed(&rng, (uint64_t)t->seed * 1000003u + (uint64_t)epoch + 1);
+    if (m->batches(m->self, &rng, s->global_batch, &batches) != ATTN_OK)
         return cli_fail(CLI_ERR_DATA, m->cmd, "%s", attn_last_error());
     train_epoch e = {.epoch = epoch, .opt = s->opt};
     const double t0 = now_seconds();

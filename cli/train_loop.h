@@ -42,8 +42,9 @@ typedef struct train_model {
     const char *plot_title, *plot_ylabel;
     void *self; /* the model's run, passed to each hook */
 
-    /* The global batches of epoch `epoch`, each of global_batch examples. */
-    attn_status (*batches)(void *self, long epoch, int64_t global_batch, attn_batches *out);
+    /* The global batches of an epoch, each of global_batch examples, drawn with rng: its state
+     * depends only on (--seed, epoch), so a resumed run and every rank draw the same. */
+    attn_status (*batches)(void *self, attn_rng *rng, int64_t global_batch, attn_batches *out);
     /* This rank's forward and backward of its n > 0 rows of the training split; sums[] its part of
      * TRAIN_SUM_*. false with the message in attn_last_error(). */
     bool (*forward_backward)(void *self, attn_ctx *ctx, const int64_t *rows, int64_t n, double sums[TRAIN_N_SUMS]);

@@ -38,12 +38,11 @@ typedef struct translate_trainer {
     translate_batch batch;
 } translate_trainer;
 
-static attn_status epoch_batches(void *self, long epoch, int64_t global_batch, attn_batches *out)
+/* Length-bucketed pairs: pools of 100 batches, sorted by length. */
+static attn_status epoch_batches(void *self, attn_rng *rng, int64_t global_batch, attn_batches *out)
 {
-    const translate_trainer *tt = self;
-    attn_rng rng;
-    attn_rng_seed(&rng, (uint64_t)tt->run->opt->train.seed * 1000003u + (uint64_t)epoch + 1);
-    return attn_batches_bucketed(out, &tt->train->src, &tt->train->tgt, global_batch, 100, &rng);
+    const translate_split *train = ((const translate_trainer *)self)->train;
+    return attn_batches_bucketed(out, &train->src, &train->tgt, global_batch, 100, rng);
 }
 
 /* The checkpoint carries the vocabularies and the run's options: one file, replaced at once, so

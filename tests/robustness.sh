@@ -364,7 +364,7 @@ tour_save_new() { # a missing --save folder is made (issue 28), and holds the st
 row "tour: --save in a missing folder (made)"     0 "" -- tour_save_new
 row "tour: --save under a regular file"           2 "--save .*a_file/sub" -- "$bin" tour 002/2.2 --out-dir "$out" --save "$in/a_file/sub"
 row "tour: unknown step"                          2 "unknown step \"002/9.9\" \(attn tour --list shows them\)" -- "$bin" tour 002/9.9 --out-dir "$out"
-row "tour: --data that is not a folder"           2 "--data .*nowhere: not a folder" -- "$bin" tour 002/6.1 --out-dir "$out" --data "$in/nowhere"
+row "tour: --data that is not a folder"           2 "--data .*nowhere: No such file or directory" -- "$bin" tour 002/6.1 --out-dir "$out" --data "$in/nowhere"
 
 # ---- the table ------------------------------------------------------------------------------
 printf '| %-52s | %4s | %4s | %-4s | %s\n' "input" "want" "exit" "ok" "message (first line)"

@@ -262,6 +262,10 @@ explain_over_checkpoint() { # --out names the checkpoint it reads
 }
 row "classify explain: --out the checkpoint it reads" 2 "--out .*m.png: the same file as --checkpoint .*m.png" -- explain_over_checkpoint
 row "nw: --plot the same file as --out" 2 "--plot .*r.png: the same file as --out .*r.png" "$out/r.png" -- "$bin" nw --epochs 1 --out "$out/r.png" --plot "$out/r.png"
+row "nw: --plot-loss the same new file as --plot" 2 "--plot-loss .*p.svg: the same file as --plot .*p.svg" "$out/p.svg" -- "$bin" nw --epochs 1 --plot "$out/p.svg" --plot-loss "$out/../$(basename "$out")/p.svg"
+row "translate eval: --average of no files" 2 "--average expects files separated by commas, got \",\"" -- "$bin" translate eval --data "$in/pairs" --average ","
+row "translate eval: --average naming a folder" 2 "--average .*pairs: is a folder; expected a file" -- "$bin" translate eval --data "$in/pairs" --average "$in/cls.safetensors,$in/pairs"
+row "tour: --save inside the --data it reads" 2 "--save .*imdb/saved: inside the folder --data .*imdb" "$in/imdb/saved" -- "$bin" tour 002/6.1 --data "$in/imdb" --out-dir "$out" --save "$in/imdb/saved"
 ln -sf "$in/lens_short.safetensors" "$out/link.safetensors"
 row "op: --out the file --in reads, through a symlink" 2 "--out .*lens_short.safetensors: the same file as --in .*link.safetensors" -- "$bin" op sdpa --in "$out/link.safetensors" --out "$in/lens_short.safetensors"
 rm -f "$out/link.safetensors"
