@@ -13,6 +13,8 @@
 
 #include "../cli/cli.h"
 
+int cmd_op(int argc, char **argv); /* cli/cmd_op.c; the program's COMMANDS row (cli/main.c) declares it there */
+
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
