@@ -116,10 +116,11 @@ static int dispatch(int argc, char **argv)
         printf(" here; ATTN_CPU_ISA caps the choice)\nGEMM: %s\n", attn_gemm_backend());
         printf("--matmul-precision medium: %s%s\n",
                attn_bf16_products() ? "bf16 operands, float32 sums" : "float32 (the kernels' level has no AVX512_BF16)",
-               attn_bf16_products() && !attn_bf16_attention()
-                   ? "; the fused attention's products float32 (this CPU's bf16 dot products run no faster than "
-                     "its float32 FMAs)"
-                   : "");
+               !attn_bf16_products()   ? ""
+               : attn_bf16_amx()       ? "; the fused attention's products on AMX tiles"
+               : attn_bf16_attention() ? "; the fused attention's products with VDPBF16PS"
+                                       : "; the fused attention's products float32 (this CPU's bf16 dot products "
+                                         "run no faster than its float32 FMAs)");
         return CLI_OK;
     }
     for (size_t i = 0; i < N_COMMANDS; i++)

@@ -313,10 +313,13 @@ ATTN_API attn_precision attn_ctx_matmul_precision(const attn_ctx *ctx); /* HIGHE
 ATTN_API bool attn_bf16_products(void);
 /* true when MEDIUM also gives the fused attention's tile products bf16 operands: attn_bf16_products
  * on a CPU whose VDPBF16PS does more multiply-adds per cycle than float32 FMAs (AMD's Zen 4 and
- * Zen 5: twice as many). Intel's cores with AVX512_BF16 run it at half their AVX-512 FMA rate or
- * less (measured on a Xeon with AMX: the fused attention at MEDIUM was 0.7x HIGHEST), so there
- * the attention stays float32 while the linear layers take oneDNN's bf16 GEMM (AMX). */
+ * Zen 5: twice as many), or one with AMX tiles the OS lets this process use (Intel's Xeons since
+ * Sapphire Rapids; their VDPBF16PS runs at half their AVX-512 FMA rate, their TDPBF16PS at over
+ * ten times it). AMX sums a product's pairs in its own order (attn_bf16_amx): other bits than
+ * VDPBF16PS's, within the same bound. Elsewhere the attention stays float32. */
 ATTN_API bool attn_bf16_attention(void);
+/* true when attn_bf16_attention's products run on AMX tiles (TDPBF16PS) */
+ATTN_API bool attn_bf16_amx(void);
 /* "highest", "high", "medium"; "?" outside attn_precision */
 ATTN_API const char *attn_precision_name(attn_precision precision);
 /* The precision a name gives (any case); ATTN_ERR_ARG for another name, *precision unchanged. */

@@ -1,7 +1,8 @@
 /* The fused attention with bf16 products (MEDIUM precision, sdpa_problem.bf16) against float64,
  * forward and backward, within the bound attn.h states, at every level this CPU has (below
  * avx512_bf16 the bf16 tile GEMM is its reference: the same arithmetic, so the suite checks the
- * path on every host). The bound is testkit_bf16.h's, carried through the computation to first
+ * path on every host), with VDPBF16PS's sums and with AMX's (sdpa_problem.amx: the AMX tiles where
+ * this CPU has them, else their reference). The bound is testkit_bf16.h's, carried through the computation to first
  * order; each element passes within 1.1 e + 1e-6 max|ref| (1e-6: the float32 floor of the
  * HIGHEST comparisons). The bound is a worst case (signs all aligned); the test prints the
  * fraction of it used. So that the check cannot pass by running float32, every tensor must also
@@ -167,7 +168,8 @@ static void run_case(const shape *s, float q_scale, uint64_t seed)
     for (int64_t b = 0; b < s->B && b < 4; b++) lens[b] = (s->Lk * (b + 1)) / 4; /* the first batch sees a quarter */
     const float scale = 1.0f / sqrtf((float)s->D);
     reference(s, lens, scale, &t);
-    for (int l = 0; l < ATTN_ISA_COUNT; l++) {
+    for (int run = 0; run < 2 * ATTN_ISA_COUNT; run++) {
+        const int l = run / 2, amx = run % 2; /* each level, with VDPBF16PS's sums and AMX's */
         const attn__kernel_table *k = attn__kernels_at((attn_isa)l);
         if (!k) continue;
         sdpa_problem p = {.batch = s->B,
@@ -178,7 +180,8 @@ static void run_case(const shape *s, float q_scale, uint64_t seed)
                           .dv = s->Dv,
                           .scale = scale,
                           .threads = 2,
-                          .bf16 = true};
+                          .bf16 = true,
+                          .amx = amx};
         p.masks.causal = s->causal;
         p.masks.valid_lens = s->lens ? lens : NULL;
         float *out = calloc((size_t)no, sizeof(float)),
@@ -194,10 +197,10 @@ static void run_case(const shape *s, float q_scale, uint64_t seed)
         const double *ref[] = {t.o, t.dq, t.dk, t.dv}, *bound[] = {t.eo, t.edq, t.edk, t.edv};
         const int64_t n[] = {no, nq, nk, nv};
         for (int i = 0; q_scale == 1.0f && i < 4; i++) {
-            snprintf(what, sizeof what, "%s B%lld H%lld Lq%lld Lk%lld D%lld Dv%lld%s%s q x%g %s",
-                     attn_isa_name((attn_isa)l), (long long)s->B, (long long)s->H, (long long)s->Lq, (long long)s->Lk,
-                     (long long)s->D, (long long)s->Dv, s->causal ? " causal" : "", s->lens ? " lens" : "",
-                     (double)q_scale, names[i]);
+            snprintf(what, sizeof what, "%s%s B%lld H%lld Lq%lld Lk%lld D%lld Dv%lld%s%s q x%g %s",
+                     attn_isa_name((attn_isa)l), amx ? " AMX sums" : "", (long long)s->B, (long long)s->H,
+                     (long long)s->Lq, (long long)s->Lk, (long long)s->D, (long long)s->Dv, s->causal ? " causal" : "",
+                     s->lens ? " lens" : "", (double)q_scale, names[i]);
             check(what, got[i], ref[i], bound[i], n[i]);
         }
         if (q_scale != 1.0f) large_scores(k, attn_isa_name((attn_isa)l), s, &t, out, dq, dk, dv);
@@ -219,12 +222,21 @@ static void special_rows(void)
           *g = randn(&rng, L * D, 1.0f);
     q[4 * D + 3] = NAN;
     int64_t lens[1] = {0}, odd[1] = {5}; /* every key of the batch masked, or the first 5 */
-    for (int l = 0; l < ATTN_ISA_COUNT; l++) {
+    for (int run = 0; run < 2 * ATTN_ISA_COUNT; run++) {
+        const int l = run / 2, amx = run % 2;
         const attn__kernel_table *t = attn__kernels_at((attn_isa)l);
         if (!t) continue;
         for (int masked = 0; masked < 3; masked++) {
-            sdpa_problem p = {
-                .batch = 1, .heads = 1, .lq = L, .lk = L, .d = D, .dv = D, .scale = 0.25f, .threads = 1, .bf16 = true};
+            sdpa_problem p = {.batch = 1,
+                              .heads = 1,
+                              .lq = L,
+                              .lk = L,
+                              .d = D,
+                              .dv = D,
+                              .scale = 0.25f,
+                              .threads = 1,
+                              .bf16 = true,
+                              .amx = amx};
             p.masks.valid_lens = masked == 1 ? lens : masked == 2 ? odd : NULL; /* or none */
             v[5 * D + 2] = masked == 2 ? INFINITY : 1.0f;
             float out[9 * 16], stats[18], dq[9 * 16] = {0}, dk[9 * 16] = {0}, dv[9 * 16] = {0};
@@ -239,7 +251,7 @@ static void special_rows(void)
                 else
                     ok = ok && (isnan(out[i]) == nan_row) && (nan_row || isfinite(out[i]));
             }
-            TK_CHECK(ok, "%s, bf16: %s", attn_isa_name((attn_isa)l),
+            TK_CHECK(ok, "%s, bf16%s: %s", attn_isa_name((attn_isa)l), amx ? " (AMX sums)" : "",
                      masked == 1   ? "every key masked: output and gradients 0"
                      : masked == 2 ? "an inf in V past the first 5 keys reaches no output, a NaN in q its row only"
                                    : "a NaN in q: NaN in its output row only");

@@ -19,9 +19,11 @@ static const attn__cpuid_words zen4 = {.leaf1_ecx = 0xfed83203u,
                                        .xcr0 = 0xe7u,
                                        .vendor = "AuthenticAMD"};
 /* An Intel Xeon with AMX (family 6, model 0xa7 as the KVM guest reports it), read off another:
- * AVX-512 with BF16, XCR0 with the AMX tile state (bits 17, 18) */
+ * AVX-512 with BF16, AMX-BF16 and AMX-TILE (leaf 7 EDX bits 22, 24), XCR0 with the AMX tile state
+ * (bits 17, 18) */
 static const attn__cpuid_words xeon_amx = {.leaf1_ecx = 0xfffa3203u,
                                            .leaf7_ebx = 0xf1bf2ffbu,
+                                           .leaf7_edx = 0x23c14010u,
                                            .leaf7_1_eax = 0x1c30u,
                                            .ext1_ecx = 0x00000121u,
                                            .xcr0 = 0x600e7u,
@@ -36,6 +38,14 @@ static void decoding(void)
     TK_CHECK(attn__bf16_dot_fast_from_cpuid(&w), "Zen 4: bf16 dot products faster than float32 FMAs");
     TK_CHECK(attn__isa_from_cpuid(&xeon_amx) == ATTN_ISA_AVX512_BF16, "the Xeon with AMX decodes as avx512_bf16");
     TK_CHECK(!attn__bf16_dot_fast_from_cpuid(&xeon_amx), "the Xeon with AMX: bf16 dot products no faster");
+    TK_CHECK(attn__amx_from_cpuid(&xeon_amx), "the Xeon with AMX: AMX tiles with bf16 products");
+    TK_CHECK(!attn__amx_from_cpuid(&zen4), "Zen 4: no AMX");
+    attn__cpuid_words x = xeon_amx;
+    x.xcr0 &= ~(1ull << 18); /* the OS does not save the tile data */
+    TK_CHECK(!attn__amx_from_cpuid(&x), "AMX without the OS's XTILEDATA state: none");
+    x = xeon_amx;
+    x.leaf7_edx &= ~(1u << 22);
+    TK_CHECK(!attn__amx_from_cpuid(&x), "AMX tiles without AMX-BF16: none");
     w.leaf7_1_eax &= ~0x20u;
     TK_CHECK(attn__isa_from_cpuid(&w) == ATTN_ISA_AVX512, "without AVX512_BF16: avx512");
     w = zen4; /* a Zen 2 or 3 EPYC: no AVX-512 bits, XCR0 without the ZMM state */
@@ -112,16 +122,19 @@ static void this_host(void)
     TK_CHECK(attn_cpu_isa() == want, "kernels at %s, expected min(cap, CPU) = %s", attn_isa_name(attn_cpu_isa()),
              attn_isa_name(want));
     TK_CHECK(attn__kernels() == attn__kernels_at(attn_cpu_isa()), "the chosen table is the level's");
-    /* MEDIUM's attention tiles take bf16 only with bf16 products, and on this host's vendor's rule */
+    /* MEDIUM's attention tiles take bf16 only with bf16 products, with VDPBF16PS on AMD's CPUs and on
+     * AMX tiles where this process may use them */
 #if defined(__x86_64__)
     __builtin_cpu_init();
     const bool amd = __builtin_cpu_is("amd");
 #else
     const bool amd = false;
 #endif
-    TK_CHECK(attn_bf16_attention() == (attn_bf16_products() && amd),
-             "bf16 attention tiles (%d) = bf16 products (%d) on an AMD CPU (%d)", attn_bf16_attention(),
-             attn_bf16_products(), amd);
+    TK_CHECK(attn_bf16_attention() == (attn_bf16_products() && (amd || attn__amx_usable())),
+             "bf16 attention tiles (%d) = bf16 products (%d) on an AMD CPU (%d) or with AMX (%d)",
+             attn_bf16_attention(), attn_bf16_products(), amd, attn__amx_usable());
+    TK_CHECK(attn_bf16_amx() == (attn_bf16_attention() && attn__amx_usable()),
+             "AMX attention tiles (%d) = bf16 attention tiles with AMX usable", attn_bf16_amx());
 }
 
 static void names(void)

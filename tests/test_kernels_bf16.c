@@ -5,7 +5,11 @@
  *   - every level's packing and tile GEMM equal the references bit for bit (the avx512_bf16
  *     level runs VCVTNEPS2BF16 and VDPBF16PS: this holds the hardware to the documented rule);
  *   - the tile GEMM against float64 sums of the same bf16 values, within float32's rounding of K
- *     terms: the reference is a dot product. */
+ *     terms: the reference is a dot product;
+ *   - the AMX tile GEMM (tile_gemm_amx.c) equals its reference bit for bit at every level, on
+ *     ordinary values and on denormals, overflowing products, zeros, infinities and NaN (where this
+ *     CPU has AMX: this holds TDPBF16PS to the rule measured), and its reference differs from
+ *     VDPBF16PS's where the rule says it must. */
 #include "kernels/bf16_internal.h"
 #include "kernels/dispatch_internal.h"
 #include "testkit.h"
@@ -158,26 +162,39 @@ static void gemm_every_level(void)
                              "equals the reference bit for bit",
                              attn_isa_name((attn_isa)l), (long long)m, (long long)n, (long long)k,
                              acc ? "accumulate" : "overwrite", layout ? "by columns" : "by rows");
+                    memcpy(want, c0, sizeof(float) * m * n), memcpy(got, c0, sizeof(float) * m * n);
+                    t->attn_tile_gemm_amx_ref(want, n, ap, a_rs, a_ks, bp, n, m, n, kp, 0.75f, acc);
+                    t->attn_tile_gemm_amx(got, n, ap, a_rs, a_ks, bp, n, m, n, kp, 0.75f, acc);
+                    TK_CHECK(!memcmp(got, want, sizeof(float) * m * n),
+                             "%s: AMX tile GEMM %lld x %lld x %lld (%s, A %s, %s) equals its reference bit "
+                             "for bit",
+                             attn_isa_name((attn_isa)l), (long long)m, (long long)n, (long long)k,
+                             acc ? "accumulate" : "overwrite", layout ? "by columns" : "by rows",
+                             attn__amx_usable() ? "AMX tiles" : "no AMX here: the reference");
                 }
         }
-        /* the reference against float64 sums of the same bf16 values: a float32 sum of 2 kp terms is
-         * within 2 kp u sum|a b| (u = 2^-24) of the exact one, and alpha rounds once more */
-        attn_tile_gemm_bf16_ref(got, n, a_rows, kp, 1, bp, n, m, n, kp, 0.75f, false);
-        int bad = 0;
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++) {
-                double exact = 0.0, mag = 0.0;
-                for (int64_t p = 0; p < k; p++) {
-                    double x = attn_f32_from_bf16(attn_bf16_from_f32(a[i * k + p])) *
-                               (double)attn_f32_from_bf16(attn_bf16_from_f32(b[p * n + j]));
-                    exact += x, mag += fabs(x);
+        /* each reference against float64 sums of the same bf16 values: a float32 sum of 2 kp terms,
+         * in any order, is within 2 kp u sum|a b| (u = 2^-24) of the exact one, and alpha rounds once
+         * more */
+        for (int amx = 0; amx < 2; amx++) {
+            (amx ? attn_tile_gemm_amx_ref : attn_tile_gemm_bf16_ref)(got, n, a_rows, kp, 1, bp, n, m, n, kp, 0.75f,
+                                                                     false);
+            int bad = 0;
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < n; j++) {
+                    double exact = 0.0, mag = 0.0;
+                    for (int64_t p = 0; p < k; p++) {
+                        double x = attn_f32_from_bf16(attn_bf16_from_f32(a[i * k + p])) *
+                                   (double)attn_f32_from_bf16(attn_bf16_from_f32(b[p * n + j]));
+                        exact += x, mag += fabs(x);
+                    }
+                    double tol = 0.75 * (2.0 * (double)kp * 0x1p-24 * mag) + 0x1p-24 * fabs(0.75 * exact);
+                    if (fabs(got[i * n + j] - 0.75 * exact) > tol) bad++;
                 }
-                double tol = 0.75 * (2.0 * (double)kp * 0x1p-24 * mag) + 0x1p-24 * fabs(0.75 * exact);
-                if (fabs(got[i * n + j] - 0.75 * exact) > tol) bad++;
-            }
-        TK_CHECK(bad == 0,
-                 "bf16 tile GEMM %lld x %lld x %lld: the float32 sums within 2 kp u sum|a b| of float64 (%d outside)",
-                 (long long)m, (long long)n, (long long)k, bad);
+            TK_CHECK(bad == 0,
+                     "%s tile GEMM %lld x %lld x %lld: the float32 sums within 2 kp u sum|a b| of float64 (%d outside)",
+                     amx ? "AMX" : "bf16", (long long)m, (long long)n, (long long)k, bad);
+        }
         free(a), free(b), free(at), free(c0), free(want), free(got), free(ar), free(ac), free(bp);
     }
 }
@@ -239,15 +256,81 @@ static void library_gemm(void)
            declined ? ", declined others (no bf16 GEMM in it)" : "");
 }
 
+/* Values where the AMX rule shows: denormals, products that underflow or overflow float32,
+ * signed zeros, infinities and NaN among ordinary values. */
+static void fill_edges(float *x, int64_t n, attn_rng *rng)
+{
+    static const float edges[] = {0x1p-130f, -0x1p-128f, 0x1p-66f, -0x1p-64f, 0x1p120f, -0x1p121f,
+                                  0.0f,      -0.0f,      INFINITY, -INFINITY, NAN};
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = attn_rng_normal(rng);
+        if (attn_rng_u32(rng) % 4 == 0) x[i] = edges[attn_rng_u32(rng) % (sizeof edges / sizeof *edges)];
+    }
+}
+
+static bool same_or_nan(const float *x, const float *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (memcmp(&x[i], &y[i], sizeof(float)) != 0 && !(isnan(x[i]) && isnan(y[i]))) return false;
+    return true;
+}
+
+/* The AMX rule against the pair-by-pair VDPBF16PS rule: a case where they differ (the even and
+ * odd products summed apart), and the AMX kernel against its reference on edge values (every NaN
+ * counts as one). */
+static void amx_rule(void)
+{
+    /* the pairs (1, 2^-24), (1, 2^-24), (0, 2^-24) against (1, 1) each: VDPBF16PS adds each 2^-24
+     * to a sum of 0, 1 or 2 (lost but the first), then the 1: 2. AMX sums the evens (2) and the
+     * odds (3 x 2^-24, exact) apart, and 2 + 3 x 2^-24 rounds to 2 + 2^-22 */
+    const uint32_t a[3] = {attn_bf16_pair(1.0f, 0x1p-24f), attn_bf16_pair(1.0f, 0x1p-24f),
+                           attn_bf16_pair(0.0f, 0x1p-24f)};
+    const uint32_t b[3] = {attn_bf16_pair(1.0f, 1.0f), attn_bf16_pair(1.0f, 1.0f), attn_bf16_pair(1.0f, 1.0f)};
+    float vdp = 0.0f, amx = 0.0f;
+    attn_tile_gemm_bf16_ref(&vdp, 1, a, 3, 1, b, 1, 1, 1, 3, 1.0f, false);
+    attn_tile_gemm_amx_ref(&amx, 1, a, 3, 1, b, 1, 1, 1, 3, 1.0f, false);
+    TK_CHECK(vdp == 2.0f && amx == 2.0f + 0x1p-22f,
+             "three pairs whose odd products are 2^-24: VDPBF16PS's rule gives 2 (got %a), AMX's 2 + 2^-22 (got %a)",
+             (double)vdp, (double)amx);
+    static const int64_t shapes[][3] = {{16, 16, 32}, {37, 19, 9}, {64, 64, 128}, {5, 40, 70}};
+    attn_rng rng;
+    attn_rng_seed(&rng, 9);
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2], kp = (k + 1) / 2;
+        float *x = malloc(sizeof(float) * m * k), *y = malloc(sizeof(float) * k * n);
+        float *want = malloc(sizeof(float) * m * n), *got = malloc(sizeof(float) * m * n);
+        uint32_t *ap = malloc(sizeof(uint32_t) * m * kp), *bp = malloc(sizeof(uint32_t) * kp * n);
+        fill_edges(x, m * k, &rng), fill_edges(y, k * n, &rng);
+        attn_bf16_pack_row_pairs_ref(ap, kp, x, k, m, k);
+        attn_bf16_pack_col_pairs_ref(bp, n, y, n, k, n);
+        for (int l = 0; l < ATTN_ISA_COUNT; l++) {
+            const attn__kernel_table *t = attn__kernels_at((attn_isa)l);
+            if (!t) continue;
+            fill_edges(want, m * n, &rng);
+            memcpy(got, want, sizeof(float) * m * n);
+            t->attn_tile_gemm_amx_ref(want, n, ap, kp, 1, bp, n, m, n, kp, 1.0f, true);
+            t->attn_tile_gemm_amx(got, n, ap, kp, 1, bp, n, m, n, kp, 1.0f, true);
+            TK_CHECK(same_or_nan(got, want, m * n),
+                     "%s: AMX tile GEMM %lld x %lld x %lld on denormals, overflows, zeros, inf and NaN equals its "
+                     "reference (%s)",
+                     attn_isa_name((attn_isa)l), (long long)m, (long long)n, (long long)k,
+                     attn__amx_usable() ? "AMX tiles" : "no AMX here: the reference");
+        }
+        free(x), free(y), free(want), free(got), free(ap), free(bp);
+    }
+}
+
 int main(void)
 {
     conversion_reference();
     dot_order();
     conversions_every_level();
     gemm_every_level();
+    amx_rule();
     library_gemm();
     const attn__kernel_table *bf16 = attn__kernels_at(ATTN_ISA_AVX512_BF16);
-    printf("test_kernels_bf16: the AVX512_BF16 kernels %s\n",
-           bf16 ? "ran against the references on this CPU" : "are not on this CPU: the references alone");
+    printf("test_kernels_bf16: the AVX512_BF16 kernels %s; AMX tiles %s\n",
+           bf16 ? "ran against the references on this CPU" : "are not on this CPU: the references alone",
+           bf16 && attn__amx_usable() ? "ran against their reference" : "are not here: the reference alone");
     return tk_finish("test_kernels_bf16");
 }

@@ -67,6 +67,7 @@ int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads)
     if (p->bf16) {
         const unsigned __int128 lk = (uint64_t)p->lk;
         fwd += hD * BR + BC / 2 * Dv + BC / 2 * BR + 2 + lk * hD + (lk + 1) / 2 * Dv;
+        if (p->amx) fwd += (lk + 1) / 2 * Dv + BC / 2 * Dv; /* V's pairs by its columns (forward_block) */
         bwd += (hD + hDv) * (lqp + 16) + (lqp / 2) * (D + Dv) + BC * hD + BC / 2 * D + BC * hDv + BC * BR + BC / 2 * BR;
     }
     const unsigned __int128 total = (unsigned __int128)(uint64_t)threads * (fwd > bwd ? fwd : bwd);
@@ -238,6 +239,22 @@ static void transpose_padded(float *dst, int64_t ld, const float *src, int64_t r
     }
 }
 
+/* dst (cols, ld_dst) = src (rows, cols)^T, of words */
+static void transpose_words(uint32_t *dst, int64_t ld_dst, const uint32_t *src, int64_t ld_src, int64_t rows,
+                            int64_t cols)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) dst[c * ld_dst + r] = src[r * ld_src + c];
+}
+
+/* A bf16 tile product of the problem's kind: VDPBF16PS's sums, or AMX's (sdpa_problem.amx). */
+static inline void product_bf16(const sdpa_problem *p, float *c, int64_t ldc, const uint32_t *a, int64_t a_rs,
+                                int64_t a_ks, const uint32_t *b, int64_t ldb, int64_t m, int64_t n, int64_t kp,
+                                float alpha, bool accumulate)
+{
+    (p->amx ? attn_tile_gemm_amx : attn_tile_gemm_bf16)(c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate);
+}
+
 /* One online-softmax step over a block of cols keys for qw queries: st (cols, qw) scores become
  * exp(s - m_new), and per query m = m_new, l = l alpha + sum, ot (Dv, qw) *= alpha with
  * alpha = exp(m - m_new). With pp, the exponentials go to pp ((cols + 1) / 2, qw) as bf16 pairs of
@@ -301,6 +318,10 @@ static void forward_block(float *out, float *stats, const float *q, const float 
     float *mark = scratch + forward_packed_at(p);           /* (2) the head kh and vh hold, -1: none */
     uint32_t *kh = (uint32_t *)(mark + 2);                  /* (Lk, D/2) in K's rows, the whole head */
     uint32_t *vh = kh + Lk * hD;                            /* (Lk/2, Dv) of V's rows, the whole head */
+    /* AMX loads A by rows of pairs: O^T = V^T P^T takes V's pairs by its columns */
+    const int64_t hLk = half_up(Lk);
+    uint32_t *vt = vh + hLk * Dv;  /* amx: (Dv, Lk/2) vh transposed */
+    uint32_t *vpt = vt + Dv * hLk; /* amx: (Dv, BC/2) vp transposed */
     transpose_padded(qt, qw, q + (bh * p->lq + i0) * D, rows, D);
     if (p->bf16) {
         attn_bf16_pack_col_pairs(qp, qw, qt, qw, D, qw);
@@ -309,6 +330,7 @@ static void forward_block(float *out, float *stats, const float *q, const float 
         if (packed != bhk) { /* once per key/value head and thread, not once per query block */
             attn_bf16_pack_row_pairs(kh, hD, k + bhk * Lk * D, D, Lk, D);
             attn_bf16_pack_col_pairs(vh, Dv, v + bhk * Lk * Dv, Dv, Lk, Dv);
+            if (p->amx) transpose_words(vt, hLk, vh, Dv, hLk, Dv);
             memcpy(mark, &bhk, sizeof bhk);
         }
     }
@@ -327,7 +349,7 @@ static void forward_block(float *out, float *stats, const float *q, const float 
         if (tile == TILE_SKIP) continue;
         const float *kj = k + (bhk * Lk + j0) * D, *vj = v + (bhk * Lk + j0) * Dv;
         if (p->bf16)
-            attn_tile_gemm_bf16(st, qw, kh + j0 * hD, hD, 1, qp, qw, cols, qw, hD, p->scale, false);
+            product_bf16(p, st, qw, kh + j0 * hD, hD, 1, qp, qw, cols, qw, hD, p->scale, false);
         else
             attn_tile_gemm(st, qw, kj, D, 1, qt, qw, cols, qw, D, p->scale, false);
         if (p->mods.score_mod) score_mod_tiles(st, NULL, keep, qw, p, b, h, i0, j0, cols);
@@ -343,8 +365,13 @@ static void forward_block(float *out, float *stats, const float *q, const float 
             const bool odd_cut = (cols & 1) && j0 + cols < Lk;
             if (odd_cut) attn_bf16_pack_col_pairs(vp, Dv, vj, Dv, cols, Dv);
             if (!fused_pack) attn_bf16_pack_col_pairs(pp, qw, st, qw, cols, qw);
-            attn_tile_gemm_bf16(ot, qw, odd_cut ? vp : vh + j0 / 2 * Dv, 1, Dv, pp, qw, Dv, qw, half_up(cols), 1.0f,
-                                true);
+            if (p->amx && odd_cut) transpose_words(vpt, half_up(cols), vp, Dv, half_up(cols), Dv);
+            if (p->amx)
+                product_bf16(p, ot, qw, odd_cut ? vpt : vt + j0 / 2, odd_cut ? half_up(cols) : hLk, 1, pp, qw, Dv, qw,
+                             half_up(cols), 1.0f, true);
+            else
+                product_bf16(p, ot, qw, odd_cut ? vp : vh + j0 / 2 * Dv, 1, Dv, pp, qw, Dv, qw, half_up(cols), 1.0f,
+                             true);
         } else
             attn_tile_gemm(ot, qw, vj, 1, Dv, st, qw, Dv, qw, cols, 1.0f, true);
     }
@@ -499,7 +526,7 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
             if (tile == TILE_SKIP) continue; /* or by the callbacks */
             const float *qi = q + (bh * Lq + i0) * D, *doi = dout + (bh * Lq + i0) * Dv;
             if (p->bf16)
-                attn_tile_gemm_bf16(st, qw, kr, hD, 1, qtp + i0, ld, cols, qw, hD, p->scale, false);
+                product_bf16(p, st, qw, kr, hD, 1, qtp + i0, ld, cols, qw, hD, p->scale, false);
             else
                 attn_tile_gemm(st, qw, kj, D, 1, qt + i0, ld, cols, qw, D, p->scale, false);
             if (p->mods.score_mod) score_mod_tiles(st, mod_slope, keep, qw, p, b, h, i0, j0, cols);
@@ -509,15 +536,15 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
             probabilities(st, qw, m + i0, log_l + i0, cols);
             /* dP^T = V_j dO_i^T, and under dropout dropout(P)^T and dropout'(dP)^T in one pass */
             if (p->bf16)
-                attn_tile_gemm_bf16(dpt, qw, vr, hDv, 1, dotp + i0, ld, cols, qw, hDv, 1.0f, false);
+                product_bf16(p, dpt, qw, vr, hDv, 1, dotp + i0, ld, cols, qw, hDv, 1.0f, false);
             else
                 attn_tile_gemm(dpt, qw, vj, Dv, 1, dot + i0, ld, cols, qw, Dv, 1.0f, false);
             if (drop) dropout_tiles(pd, st, dpt, qw, p, b, h, i0, j0, cols);
             /* dV_j += dropout(P)^T dO_i */
             if (p->bf16) {
                 attn_bf16_pack_row_pairs(pr, SDPA_BR / 2, drop ? pd : st, qw, cols, rows);
-                attn_tile_gemm_bf16(dvj, Dv, pr, SDPA_BR / 2, 1, doc + i0 / 2 * Dv, Dv, cols, Dv, half_up(rows), 1.0f,
-                                    true);
+                product_bf16(p, dvj, Dv, pr, SDPA_BR / 2, 1, doc + i0 / 2 * Dv, Dv, cols, Dv, half_up(rows), 1.0f,
+                             true);
             } else
                 attn_tile_gemm(dvj, Dv, drop ? pd : st, qw, 1, doi, Dv, cols, Dv, rows, 1.0f, true);
             if (one_key_block) tile_rowsum(dsum + i0, st, dpt, qw, cols);
@@ -532,10 +559,14 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
             if (p->bf16) {
                 attn_bf16_pack_col_pairs(dsc, qw, dpt, qw, cols, qw);
                 attn_bf16_pack_row_pairs(dsr, SDPA_BR / 2, dpt, qw, cols, rows);
-                attn_tile_gemm_bf16(dq + (bh * Lq + i0) * D, D, dsc, 1, qw, kc, D, rows, D, half_up(cols), p->scale,
-                                    true);
-                attn_tile_gemm_bf16(dkj, D, dsr, SDPA_BR / 2, 1, qc + i0 / 2 * D, D, cols, D, half_up(rows), p->scale,
-                                    true);
+                const int64_t hc = half_up(cols);
+                if (p->amx) { /* AMX loads A by rows of pairs: dS's, into pr (read already) */
+                    transpose_words(pr, hc, dsc, qw, hc, rows);
+                    product_bf16(p, dq + (bh * Lq + i0) * D, D, pr, hc, 1, kc, D, rows, D, hc, p->scale, true);
+                } else
+                    product_bf16(p, dq + (bh * Lq + i0) * D, D, dsc, 1, qw, kc, D, rows, D, hc, p->scale, true);
+                product_bf16(p, dkj, D, dsr, SDPA_BR / 2, 1, qc + i0 / 2 * D, D, cols, D, half_up(rows), p->scale,
+                             true);
             } else {
                 attn_tile_gemm(dq + (bh * Lq + i0) * D, D, dpt, 1, qw, kj, D, rows, D, cols, p->scale, true);
                 attn_tile_gemm(dkj, D, dpt, qw, 1, qi, D, cols, D, rows, p->scale, true);

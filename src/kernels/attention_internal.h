@@ -65,6 +65,8 @@ typedef struct sdpa_problem {
     bool bf16;             /* the fused kernel's products (S = Q K^T, O += P V and the backward's)
                                take bf16 operands with float32 sums (attn_tile_gemm_bf16): MEDIUM
                                precision; softmax statistics, masks and dropout stay float32 */
+    bool amx;              /* with bf16: the products summed as AMX's TDPBF16PS sums
+                               (attn_tile_gemm_amx), where attn__amx_usable */
 } sdpa_problem;
 
 /* The key/value head of query head h. */

@@ -13,6 +13,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 static const char *const isa_names[ATTN_ISA_COUNT] = {"baseline", "avx2", "avx512", "avx512_bf16"};
 
@@ -70,6 +74,29 @@ bool attn__bf16_dot_fast_from_cpuid(const attn__cpuid_words *w)
 
 static bool bf16_dot_fast; /* attn__bf16_dot_fast_from_cpuid of this CPU; written once, by detect */
 
+bool attn__amx_from_cpuid(const attn__cpuid_words *w)
+{
+    return (w->leaf7_edx >> 24 & 1) /* AMX-TILE */ && (w->leaf7_edx >> 22 & 1) /* AMX-BF16 */ &&
+           (w->xcr0 >> 17 & 3) == 3; /* XTILECFG, XTILEDATA */
+}
+
+static bool amx_usable; /* attn__amx_usable; written once, by detect */
+
+/* Linux keeps AMX's 8 KiB of tile data from a process until it asks (arch_prctl); elsewhere none
+ * is granted here. */
+static bool amx_permitted(void)
+{
+#if defined(__linux__) && defined(__x86_64__)
+    enum {
+        ARCH_REQ_XCOMP_PERM = 0x1023,
+        XFEATURE_XTILEDATA = 18
+    };
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#else
+    return false;
+#endif
+}
+
 #if defined(__x86_64__) || defined(__i386__)
 static attn__cpuid_words cpu_words(void)
 {
@@ -82,6 +109,7 @@ static attn__cpuid_words cpu_words(void)
     if (max_leaf >= 1 && __get_cpuid(1, &a, &b, &c, &d)) w.leaf1_ecx = c;
     if (max_leaf >= 7 && __get_cpuid_count(7, 0, &a, &b, &c, &d)) {
         w.leaf7_ebx = b;
+        w.leaf7_edx = d;
         if (a >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) w.leaf7_1_eax = a;
     }
     if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000001u && __get_cpuid(0x80000001u, &a, &b, &c, &d)) w.ext1_ecx = c;
@@ -113,6 +141,7 @@ static attn_isa best_level(void)
     attn_isa level = attn__isa_from_cpuid(&w);
     while (!tables[level]) level--; /* the baseline is always built */
     bf16_dot_fast = attn__bf16_dot_fast_from_cpuid(&w);
+    amx_usable = attn__amx_from_cpuid(&w) && amx_permitted();
     return level;
 }
 #else
@@ -126,6 +155,7 @@ static attn_isa best_level(void)
 #if defined(__x86_64__) || defined(__i386__)
     const attn__cpuid_words w = cpu_words();
     bf16_dot_fast = attn__bf16_dot_fast_from_cpuid(&w);
+    amx_usable = attn__amx_from_cpuid(&w) && amx_permitted();
 #endif
 #if defined(__AVX512F__) && defined(__AVX512BF16__)
     return ATTN_ISA_AVX512_BF16;
@@ -213,10 +243,21 @@ bool attn_bf16_products(void)
     return attn_cpu_isa() == ATTN_ISA_AVX512_BF16;
 }
 
+bool attn__amx_usable(void)
+{
+    pthread_once(&detect_once, detect);
+    return amx_usable;
+}
+
 bool attn_bf16_attention(void)
 {
     pthread_once(&detect_once, detect);
-    return attn_bf16_products() && bf16_dot_fast;
+    return attn_bf16_products() && (bf16_dot_fast || amx_usable);
+}
+
+bool attn_bf16_amx(void)
+{
+    return attn_bf16_attention() && attn__amx_usable();
 }
 
 attn_status attn_cpu_isa_set_max(attn_isa max)

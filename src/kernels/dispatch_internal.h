@@ -38,6 +38,14 @@
       (float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b, int64_t ldb,           \
        int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate),                                                \
       (c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate))                                                    \
+    X(void, attn_tile_gemm_amx,                                                                                        \
+      (float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b, int64_t ldb,           \
+       int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate),                                                \
+      (c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate))                                                    \
+    X(void, attn_tile_gemm_amx_ref,                                                                                    \
+      (float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b, int64_t ldb,           \
+       int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate),                                                \
+      (c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate))                                                    \
     X(void, attn_bf16_pack_row_pairs,                                                                                  \
       (uint32_t * dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols),                      \
       (dst, ld, src, ld_src, rows, cols))                                                                              \
@@ -176,10 +184,10 @@ ATTN_KERNEL_HELPERS(ATTN_KERNEL_RENAME)
 extern const attn__kernel_table ATTN_ISA_TABLE;
 #endif
 
-/* The cpuid words that decide the level: leaf 1 ECX, leaf 7 subleaf 0 EBX, leaf 7 subleaf 1 EAX,
- * leaf 0x80000001 ECX, and XCR0 (0 when the OS has not set OSXSAVE). */
+/* The cpuid words that decide the level: leaf 1 ECX, leaf 7 subleaf 0 EBX and EDX, leaf 7 subleaf
+ * 1 EAX, leaf 0x80000001 ECX, and XCR0 (0 when the OS has not set OSXSAVE). */
 typedef struct attn__cpuid_words {
-    uint32_t leaf1_ecx, leaf7_ebx, leaf7_1_eax, ext1_ecx;
+    uint32_t leaf1_ecx, leaf7_ebx, leaf7_edx, leaf7_1_eax, ext1_ecx;
     uint64_t xcr0;
     char vendor[13]; /* leaf 0's "AuthenticAMD", "GenuineIntel", ... */
 } attn__cpuid_words;
@@ -187,6 +195,13 @@ typedef struct attn__cpuid_words {
 attn_isa attn__isa_from_cpuid(const attn__cpuid_words *w);
 /* Whether the CPU of these words runs VDPBF16PS faster than float32 FMAs (attn_bf16_attention) */
 bool attn__bf16_dot_fast_from_cpuid(const attn__cpuid_words *w);
+/* Whether these words show AMX tiles with bf16 products that the OS saves (AMX-TILE, AMX-BF16,
+ * XCR0's XTILECFG and XTILEDATA). */
+bool attn__amx_from_cpuid(const attn__cpuid_words *w);
+/* Whether this process may run AMX instructions: attn__amx_from_cpuid of this CPU and, on Linux,
+ * the permission asked for once (arch_prctl ARCH_REQ_XCOMP_PERM) granted. Read by the kernels of
+ * every level (tile_gemm_amx.c) at run time. */
+bool attn__amx_usable(void);
 
 /* The table of a level, NULL when this build or this CPU (and OS) lacks it: for tests that hold
  * one level's kernels against another's. ATTN_CPU_ISA does not cap it. Builds without dispatch

@@ -44,6 +44,13 @@ void attn_tile_gemm_bf16(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs,
                          int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate);
 void attn_tile_gemm_bf16_ref(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
                              int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate);
+/* The same product as attn_tile_gemm_bf16 with TDPBF16PS's sums (tile_gemm_amx.c states them): the
+ * pairs in chunks of 16, each chunk's even and odd products summed apart, then added to the
+ * element's sum. Through AMX tiles where attn__amx_usable, else the reference; the same bits. */
+void attn_tile_gemm_amx(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
+                        int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate);
+void attn_tile_gemm_amx_ref(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
+                            int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate);
 /* dst (rows, ceil(cols / 2)) words, row stride ld, pairing neighbours in each row of src (rows,
  * cols): dst[r][q] = (src[r][2q], src[r][2q + 1]), the missing element of an odd row 0 */
 void attn_bf16_pack_row_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols);
