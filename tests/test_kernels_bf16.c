@@ -124,6 +124,9 @@ static void conversions_every_level(void)
     }
 }
 
+typedef void bf16_gemm_fn(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
+                          int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate);
+
 /* A (m, k) and B (k, n) floats, packed: A pairs along k in rows (a_rs = kp, a_ks = 1) or in
  * columns (a_rs = 1, a_ks = m); B pairs of rows. */
 static void gemm_every_level(void)
@@ -150,28 +153,26 @@ static void gemm_every_level(void)
         for (int l = 0; l < ATTN_ISA_COUNT; l++) {
             const attn__kernel_table *t = attn__kernels_at((attn_isa)l);
             if (!t) continue;
-            for (int acc = 0; acc < 2; acc++)
-                for (int layout = 0; layout < 2; layout++) {
-                    const uint32_t *ap = layout ? ac : a_rows;
-                    const int64_t a_rs = layout ? 1 : kp, a_ks = layout ? m : 1;
-                    memcpy(want, c0, sizeof(float) * m * n), memcpy(got, c0, sizeof(float) * m * n);
-                    t->attn_tile_gemm_bf16_ref(want, n, ap, a_rs, a_ks, bp, n, m, n, kp, 0.75f, acc);
-                    t->attn_tile_gemm_bf16(got, n, ap, a_rs, a_ks, bp, n, m, n, kp, 0.75f, acc);
-                    TK_CHECK(!memcmp(got, want, sizeof(float) * m * n),
-                             "%s: bf16 tile GEMM %lld x %lld x %lld (%s, A %s) "
-                             "equals the reference bit for bit",
-                             attn_isa_name((attn_isa)l), (long long)m, (long long)n, (long long)k,
-                             acc ? "accumulate" : "overwrite", layout ? "by columns" : "by rows");
-                    memcpy(want, c0, sizeof(float) * m * n), memcpy(got, c0, sizeof(float) * m * n);
-                    t->attn_tile_gemm_amx_ref(want, n, ap, a_rs, a_ks, bp, n, m, n, kp, 0.75f, acc);
-                    t->attn_tile_gemm_amx(got, n, ap, a_rs, a_ks, bp, n, m, n, kp, 0.75f, acc);
-                    TK_CHECK(!memcmp(got, want, sizeof(float) * m * n),
-                             "%s: AMX tile GEMM %lld x %lld x %lld (%s, A %s, %s) equals its reference bit "
-                             "for bit",
-                             attn_isa_name((attn_isa)l), (long long)m, (long long)n, (long long)k,
-                             acc ? "accumulate" : "overwrite", layout ? "by columns" : "by rows",
-                             attn__amx_usable() ? "AMX tiles" : "no AMX here: the reference");
-                }
+            /* the two sums, each a fast kernel and its reference */
+            const struct {
+                const char *name;
+                bf16_gemm_fn *fast, *ref;
+            } pairs[] = {{"bf16 (VDPBF16PS)", t->attn_tile_gemm_bf16, t->attn_tile_gemm_bf16_ref},
+                         {attn__amx_usable() ? "AMX (tiles)" : "AMX (no AMX here: the reference)",
+                          t->attn_tile_gemm_amx, t->attn_tile_gemm_amx_ref}};
+            for (size_t f = 0; f < sizeof pairs / sizeof *pairs; f++)
+                for (int acc = 0; acc < 2; acc++)
+                    for (int layout = 0; layout < 2; layout++) {
+                        const uint32_t *ap = layout ? ac : a_rows;
+                        const int64_t a_rs = layout ? 1 : kp, a_ks = layout ? m : 1;
+                        memcpy(want, c0, sizeof(float) * m * n), memcpy(got, c0, sizeof(float) * m * n);
+                        pairs[f].ref(want, n, ap, a_rs, a_ks, bp, n, m, n, kp, 0.75f, acc);
+                        pairs[f].fast(got, n, ap, a_rs, a_ks, bp, n, m, n, kp, 0.75f, acc);
+                        TK_CHECK(!memcmp(got, want, sizeof(float) * m * n),
+                                 "%s: %s tile GEMM %lld x %lld x %lld (%s, A %s) equals its reference bit for bit",
+                                 attn_isa_name((attn_isa)l), pairs[f].name, (long long)m, (long long)n, (long long)k,
+                                 acc ? "accumulate" : "overwrite", layout ? "by columns" : "by rows");
+                    }
         }
         /* each reference against float64 sums of the same bf16 values: a float32 sum of 2 kp terms,
          * in any order, is within 2 kp u sum|a b| (u = 2^-24) of the exact one, and alpha rounds once
