@@ -1,7 +1,7 @@
 /* bf16 tile products through Intel AMX (TDPBF16PS), the fused attention's products at MEDIUM on CPUs
  * whose AMX tiles outrun their VDPBF16PS (kernels_internal.h: attn_tile_gemm_amx). TDPBF16PS sums
- * in its own order, measured on a Xeon with AMX (family 6, model 167 as a KVM guest reports it) to the bit over random,
- * denormal, zero, infinite, NaN and overflowing operands:
+ * in its own order, measured to the bit on a Xeon with AMX (family 6, model 167 as a KVM guest
+ * reports it) over random, denormal, zero, infinite, NaN and overflowing operands:
  *   each output lane, for each instruction (16 pairs of K at most):
  *     E = +0, O = +0;
  *     for each pair p in order: E = flush(E + a_even b_even), O = flush(O + a_odd b_odd)
