@@ -366,12 +366,10 @@ static void forward_block(float *out, float *stats, const float *q, const float 
             if (odd_cut) attn_bf16_pack_col_pairs(vp, Dv, vj, Dv, cols, Dv);
             if (!fused_pack) attn_bf16_pack_col_pairs(pp, qw, st, qw, cols, qw);
             if (p->amx && odd_cut) transpose_words(vpt, half_up(cols), vp, Dv, half_up(cols), Dv);
-            if (p->amx)
-                product_bf16(p, ot, qw, odd_cut ? vpt : vt + j0 / 2, odd_cut ? half_up(cols) : hLk, 1, pp, qw, Dv, qw,
-                             half_up(cols), 1.0f, true);
-            else
-                product_bf16(p, ot, qw, odd_cut ? vp : vh + j0 / 2 * Dv, 1, Dv, pp, qw, Dv, qw, half_up(cols), 1.0f,
-                             true);
+            /* V^T's word (i, p): in vt (vpt) by rows for AMX, in vh (vp) by columns */
+            const uint32_t *va = p->amx ? (odd_cut ? vpt : vt + j0 / 2) : (odd_cut ? vp : vh + j0 / 2 * Dv);
+            const int64_t va_rs = p->amx ? (odd_cut ? half_up(cols) : hLk) : 1, va_ks = p->amx ? 1 : Dv;
+            product_bf16(p, ot, qw, va, va_rs, va_ks, pp, qw, Dv, qw, half_up(cols), 1.0f, true);
         } else
             attn_tile_gemm(ot, qw, vj, 1, Dv, st, qw, Dv, qw, cols, 1.0f, true);
     }
@@ -560,11 +558,10 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
                 attn_bf16_pack_col_pairs(dsc, qw, dpt, qw, cols, qw);
                 attn_bf16_pack_row_pairs(dsr, SDPA_BR / 2, dpt, qw, cols, rows);
                 const int64_t hc = half_up(cols);
-                if (p->amx) { /* AMX loads A by rows of pairs: dS's, into pr (read already) */
-                    transpose_words(pr, hc, dsc, qw, hc, rows);
-                    product_bf16(p, dq + (bh * Lq + i0) * D, D, pr, hc, 1, kc, D, rows, D, hc, p->scale, true);
-                } else
-                    product_bf16(p, dq + (bh * Lq + i0) * D, D, dsc, 1, qw, kc, D, rows, D, hc, p->scale, true);
+                /* dS's word (r, p): AMX loads A by rows, so dsc transposed into pr (read already) */
+                if (p->amx) transpose_words(pr, hc, dsc, qw, hc, rows);
+                product_bf16(p, dq + (bh * Lq + i0) * D, D, p->amx ? pr : dsc, p->amx ? hc : 1, p->amx ? 1 : qw, kc, D,
+                             rows, D, hc, p->scale, true);
                 product_bf16(p, dkj, D, dsr, SDPA_BR / 2, 1, qc + i0 / 2 * D, D, cols, D, half_up(rows), p->scale,
                              true);
             } else {

@@ -78,18 +78,26 @@ typedef struct tile_config {
     uint8_t rows[16];
 } tile_config;
 
-/* A (16, 16) block of words at src (row stride in words, element stride along a row es), zero
- * past rows x cols, into the contiguous dst (16, 16). */
-static void gather_block(uint32_t *dst, const uint32_t *src, int64_t rs, int64_t es, int64_t rows, int64_t cols)
+/* What a tile load reads for the (16, 16) block of words at src (row stride rs, element stride es
+ * along a row, in words) of which rows x cols lie in the operand: src itself when the whole block
+ * does and its elements are adjacent, else copy, filled with the block and zero past rows x cols.
+ * *stride: the load's row stride in bytes. */
+static const uint32_t *tile_source(uint32_t *copy, const uint32_t *src, int64_t rs, int64_t es, int64_t rows,
+                                   int64_t cols, int64_t *stride)
 {
+    if (es == 1 && rows >= AMX_ROWS && cols >= AMX_PAIRS) {
+        *stride = rs * 4;
+        return src;
+    }
     for (int64_t r = 0; r < AMX_ROWS; r++)
         for (int64_t q = 0; q < AMX_PAIRS; q++)
-            dst[r * AMX_PAIRS + q] = r < rows && q < cols ? src[r * rs + q * es] : 0;
+            copy[r * AMX_PAIRS + q] = r < rows && q < cols ? src[r * rs + q * es] : 0;
+    *stride = AMX_PAIRS * 4;
+    return copy;
 }
 
 /* 2 x 2 accumulator tiles over the pairs [0, kp) of the bands of A at rows i0, i0 + 16 and the
- * panels of B at columns j0, j0 + 16; a block that does not lie whole in A or B, or an A whose
- * pairs are not adjacent (a_ks != 1), goes through a zero-padded copy. */
+ * panels of B at columns j0, j0 + 16 (rows of B are pairs). */
 __attribute__((target("amx-tile,amx-bf16"))) static void block(const uint32_t *a, int64_t a_rs, int64_t a_ks,
                                                                const uint32_t *b, int64_t ldb, int64_t m, int64_t n,
                                                                int64_t kp, int64_t i0, int64_t j0, float *acc)
@@ -101,33 +109,17 @@ __attribute__((target("amx-tile,amx-bf16"))) static void block(const uint32_t *a
     _tile_zero(3);
     for (int64_t p0 = 0; p0 < kp; p0 += AMX_PAIRS) {
         const int64_t pairs = kp - p0 < AMX_PAIRS ? kp - p0 : AMX_PAIRS;
-        const uint32_t *a0 = a + i0 * a_rs + p0 * a_ks, *a1 = a0 + AMX_ROWS * a_rs;
-        const uint32_t *b0 = b + p0 * ldb + j0, *b1 = b0 + AMX_ROWS;
-        const bool a_whole = a_ks == 1 && pairs == AMX_PAIRS, b_whole = pairs == AMX_PAIRS;
-        if (a_whole && i0 + AMX_ROWS <= m)
-            _tile_loadd(4, a0, a_rs * 4);
-        else {
-            gather_block(copy[0], a0, a_rs, a_ks, m - i0, pairs);
-            _tile_loadd(4, copy[0], 64);
-        }
-        if (a_whole && i0 + 2 * AMX_ROWS <= m)
-            _tile_loadd(5, a1, a_rs * 4);
-        else {
-            gather_block(copy[1], a1, a_rs, a_ks, m - i0 - AMX_ROWS, pairs);
-            _tile_loadd(5, copy[1], 64);
-        }
-        if (b_whole && j0 + AMX_ROWS <= n)
-            _tile_loadd(6, b0, ldb * 4);
-        else {
-            gather_block(copy[2], b0, ldb, 1, pairs, n - j0); /* (pairs, columns): rows of B are pairs */
-            _tile_loadd(6, copy[2], 64);
-        }
-        if (b_whole && j0 + 2 * AMX_ROWS <= n)
-            _tile_loadd(7, b1, ldb * 4);
-        else {
-            gather_block(copy[3], b1, ldb, 1, pairs, n - j0 - AMX_ROWS);
-            _tile_loadd(7, copy[3], 64);
-        }
+        const uint32_t *a0 = a + i0 * a_rs + p0 * a_ks, *b0 = b + p0 * ldb + j0;
+        int64_t stride[4];
+        const uint32_t *src[4] = {
+            tile_source(copy[0], a0, a_rs, a_ks, m - i0, pairs, &stride[0]),
+            tile_source(copy[1], a0 + AMX_ROWS * a_rs, a_rs, a_ks, m - i0 - AMX_ROWS, pairs, &stride[1]),
+            tile_source(copy[2], b0, ldb, 1, pairs, n - j0, &stride[2]),
+            tile_source(copy[3], b0 + AMX_ROWS, ldb, 1, pairs, n - j0 - AMX_ROWS, &stride[3])};
+        _tile_loadd(4, src[0], stride[0]);
+        _tile_loadd(5, src[1], stride[1]);
+        _tile_loadd(6, src[2], stride[2]);
+        _tile_loadd(7, src[3], stride[3]);
         _tile_dpbf16ps(0, 4, 6);
         _tile_dpbf16ps(1, 4, 7);
         _tile_dpbf16ps(2, 5, 6);
