@@ -518,7 +518,7 @@ typedef struct attn_window {
  * score_mod and score_mod_grad are called for every kept pair (and maybe for pairs that the
  * attend, blocked, key_padding or additive masks hide), mask_mod for pairs that causal,
  * valid_lens and the window leave visible. A NaN from score_mod gives its query row NaN, as a NaN
- * in q does; -inf hides the pair (its gradient is then 0). The functions and what user points to
+ * in q does; -inf hides the pair (softcap keeps it -inf; its gradient is then 0). The functions and what user points to
  * must stay valid until the backward of the call has run (the tape keeps the pointers).
  * Cost: a call per kept pair (two in the backward) where the built-in forms run in vectors, so
  * prefer those where they exist: ALiBi through score_mod took ~2x the built-in time, a window of
@@ -563,7 +563,8 @@ typedef struct attn_sdpa_opts {
     int alibi_ndim;
     int64_t alibi_shape[2];
     /* > 0: each scaled score s becomes softcap tanh(s / softcap) before ALiBi and the masks
-     * (Gemma 2's logit soft-capping); 0: none */
+     * (Gemma 2's logit soft-capping), within 2 ulp of it for any softcap; 0: none. A normal float32
+     * (FLT_MIN to FLT_MAX) or 0: a denormal, negative, infinite or NaN softcap is ATTN_ERR_ARG */
     float softcap;
     attn_score_mods mods; /* score and mask callbacks (above); zero: none */
 } attn_sdpa_opts;

@@ -14,6 +14,7 @@
 #include "kernels_internal.h"
 #include "simd_internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -74,8 +75,9 @@ int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads)
     return total > INT64_MAX ? -1 : (int64_t)total;
 }
 
-/* The visible keys of rows [i0, i0 + rows): every row's lie in [begin_min, end_max); tiles inside
- * [begin_max, end_min) need no key-range masking. */
+/* The visible keys of rows [i0, i0 + rows): every row's lie in [begin_min, end_max) (the rows
+ * that see some key); tiles inside [begin_max, end_min) need no key-range masking for any row,
+ * which a row that sees no key leaves empty (its begin >= end). */
 typedef struct key_range {
     int64_t begin_min, begin_max, end_min, end_max;
 } key_range;
@@ -85,10 +87,9 @@ static key_range block_keys(const sdpa_problem *p, int64_t b, int64_t i0, int64_
     key_range k = {p->lk, 0, p->lk, 0};
     for (int64_t r = 0; r < rows; r++) {
         const int64_t begin = sdpa_key_begin(p, i0 + r), end = sdpa_key_end(p, b, i0 + r);
-        if (begin >= end) continue; /* a row with nothing visible widens no range */
-        k.begin_min = begin < k.begin_min ? begin : k.begin_min,
-        k.begin_max = begin > k.begin_max ? begin : k.begin_max;
-        k.end_min = end < k.end_min ? end : k.end_min, k.end_max = end > k.end_max ? end : k.end_max;
+        k.begin_max = begin > k.begin_max ? begin : k.begin_max, k.end_min = end < k.end_min ? end : k.end_min;
+        if (begin >= end) continue; /* nothing visible: it widens no loop range */
+        k.begin_min = begin < k.begin_min ? begin : k.begin_min, k.end_max = end > k.end_max ? end : k.end_max;
     }
     if (k.end_max == 0) k.begin_min = 0; /* nothing visible: an empty range */
     return k;
@@ -124,17 +125,33 @@ static void mask_tiles(float *st, int64_t qw, const sdpa_problem *p, const key_r
     }
 }
 
-/* cap() on transposed tiles st (cols, qw) (attention_internal.h): t = tanh(s / softcap) from
- * e = exp(-2 |s| / softcap) as (1 - e) / (1 + e) with s's sign, within a few float32 roundings of
- * softcap (the reference uses libm's tanhf); slope (cols, qw), when not NULL, receives 1 - t^2 */
+/* cap() on transposed tiles st (cols, qw) (attention_internal.h), y = s / softcap, within 2 ulp of
+ * softcap tanh(y) for any softcap (the reference takes libm's tanh in double):
+ *   |y| < 0.55: softcap tanh(y) = s (1 + z P(z)), z = y^2, P the degree-4 polynomial fitted here to
+ *     (tanh(y) / y - 1) / z on [0, 0.3025] (0.75 ulp; exact in s where y is tiny: a huge softcap
+ *     gives s back);
+ *   else tanh|y| = 1 - r, r = 2e / (1 + e) with e = exp(-2 |y|) <= 1/3 (no cancellation), s's sign,
+ *     and 1 - t^2 = r (2 - r) (no cancellation near |t| = 1).
+ * A score of -inf (score_mod hid the pair) stays -inf. slope (cols, qw), when not NULL, receives
+ * 1 - t^2. */
 static void softcap_tiles(float *st, float *slope, int64_t qw, int64_t cols, float softcap)
 {
-    const vf cap = vf_set1(softcap), scale = vf_set1(-2.0f / softcap), one = vf_set1(1.0f);
+    const vf cap = vf_set1(softcap), one = vf_set1(1.0f), two = vf_set1(2.0f), small = vf_set1(0.55f);
     for (int64_t i = 0; i < cols * qw; i += VF_LANES) {
-        const vf x = vf_load(st + i), e = vf_exp(vf_mul(vf_abs(x), scale));
-        const vf t = vf_copysign(vf_div(vf_sub(one, e), vf_add(one, e)), x);
-        vf_store(st + i, vf_mul(cap, t));
-        if (slope) vf_store(slope + i, vf_sub(one, vf_mul(t, t)));
+        const vf x = vf_load(st + i), y = vf_div(x, cap), ay = vf_abs(y), z = vf_mul(y, y);
+        vf p = vf_set1(-6.272607483e-03f);
+        p = vf_fma(p, z, vf_set1(2.107025310e-02f));
+        p = vf_fma(p, z, vf_set1(-5.385186523e-02f));
+        p = vf_fma(p, z, vf_set1(1.333258003e-01f));
+        p = vf_fma(p, z, vf_set1(-3.333331645e-01f));
+        const vf zp = vf_mul(z, p), t_small = vf_fma(y, zp, y);
+        const vf e = vf_exp(vf_mul(ay, vf_set1(-2.0f))), r = vf_div(vf_mul(two, e), vf_add(one, e));
+        const vf t_large = vf_copysign(vf_sub(one, r), x);
+        const vf capped = vf_select_lt(vf_fma(x, zp, x), vf_mul(cap, t_large), ay, small);
+        vf_store(st + i, vf_select_lt(x, capped, x, vf_set1(-FLT_MAX))); /* -inf (hidden by score_mod) stays */
+        if (slope)
+            vf_store(slope + i,
+                     vf_select_lt(vf_sub(one, vf_mul(t_small, t_small)), vf_mul(r, vf_sub(two, r)), ay, small));
     }
 }
 
@@ -509,13 +526,8 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
             attn_bf16_pack_col_pairs(kc, D, kj, D, cols, D);
             attn_bf16_pack_row_pairs(vr, hDv, vj, Dv, cols, Dv);
         }
-        /* the queries that can see these keys: i >= j0 under causal; within the window, i from
-         * j0 - (Lk - Lq) - right to j0 + cols - 1 - (Lk - Lq) + left */
-        int64_t first = p->masks.causal ? j0 : 0, last = Lq - 1;
-        if (p->windowed && p->window_right >= 0 && j0 - (Lk - Lq) - p->window_right > first)
-            first = j0 - (Lk - Lq) - p->window_right;
-        if (p->windowed && p->window_left >= 0 && j0 + cols - 1 - (Lk - Lq) + p->window_left < last)
-            last = j0 + cols - 1 - (Lk - Lq) + p->window_left;
+        int64_t first, last; /* the queries that can see these keys */
+        sdpa_query_range(p, j0, cols, &first, &last);
         for (int64_t i0 = first / SDPA_BR * SDPA_BR; i0 <= last; i0 += SDPA_BR) {
             const int64_t rows = Lq - i0 < SDPA_BR ? Lq - i0 : SDPA_BR, qw = round_up(rows, VF_LANES);
             const key_range keys = block_keys(p, b, i0, rows);

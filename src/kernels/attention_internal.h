@@ -2,7 +2,8 @@
  *   forward:  S = cap(mod(scale * Q K^T)) + alibi + mask,  P = softmax_rows(S),  O = dropout(P) V
  *             mod(s) = score_mod(s, b, h, i, j) on the pairs kept (identity without one); the
  *             mask includes the pairs that mask_mod and mask_block hide
- *             cap(s) = softcap tanh(s / softcap) when softcap > 0 (Gemma 2), else s;
+ *             cap(s) = softcap tanh(s / softcap) when softcap > 0 (Gemma 2), else s (cap(-inf) =
+ *             -inf: a pair that score_mod hides stays hidden);
  *             alibi_ij = -slope_bh |i + Lk - Lq - j| (ALiBi, FlashAttention's alignment)
  *             stats[i] = (m_i, log l_i): m_i = max_j S[i, j], l_i = sum_j exp(S[i, j] - m_i)
  *             (+inf and 0 for a row whose keys are all masked), so P = exp((S - m) - log l)
@@ -78,6 +79,9 @@ static inline int64_t sdpa_kv_head(const sdpa_problem *p, int64_t h)
  * causal, valid_lens or the window (begin >= end: none). */
 int64_t sdpa_key_begin(const sdpa_problem *p, int64_t i);
 int64_t sdpa_key_end(const sdpa_problem *p, int64_t b, int64_t i);
+/* The queries [*first, *last] that can see some key of [j0, j0 + cols) by causal and the window
+ * (first > last: none). */
+void sdpa_query_range(const sdpa_problem *p, int64_t j0, int64_t cols, int64_t *first, int64_t *last);
 /* cap() on a tile of scaled scores (query i0 + r, key j0 + c at s[r * query_stride + c *
  * key_stride]); when slope is not NULL it receives 1 - tanh^2 at the same places, the cap's
  * derivative for the backward. Does nothing without softcap. */

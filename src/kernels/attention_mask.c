@@ -6,11 +6,17 @@
 
 #include <math.h>
 
+/* x clamped to [lo, hi]: the window's arithmetic runs in 128 bits, where bounds up to INT64_MAX
+ * and lengths up to INT64_MAX cannot overflow */
+static int64_t clamp_wide(__int128 x, int64_t lo, int64_t hi)
+{
+    return x < lo ? lo : x > hi ? hi : (int64_t)x;
+}
+
 int64_t sdpa_key_begin(const sdpa_problem *p, int64_t i)
 {
     if (!p->windowed || p->window_left < 0) return 0;
-    const int64_t begin = i + p->lk - p->lq - p->window_left;
-    return begin > 0 ? begin : 0;
+    return clamp_wide((__int128)i + p->lk - p->lq - p->window_left, 0, p->lk);
 }
 
 int64_t sdpa_key_end(const sdpa_problem *p, int64_t b, int64_t i)
@@ -18,15 +24,23 @@ int64_t sdpa_key_end(const sdpa_problem *p, int64_t b, int64_t i)
     int64_t end = p->lk;
     const sdpa_masks *m = &p->masks;
     if (m->causal && i + 1 < end) end = i + 1;
-    if (p->windowed && p->window_right >= 0 && i + p->lk - p->lq + p->window_right + 1 < end)
-        end = i + p->lk - p->lq + p->window_right + 1;
-    if (end < 0) end = 0;
+    if (p->windowed && p->window_right >= 0)
+        end = clamp_wide((__int128)i + p->lk - p->lq + p->window_right + 1, 0, end);
     if (m->valid_lens) {
         int64_t len = m->valid_lens_per_query ? m->valid_lens[b * p->lq + i] : m->valid_lens[b];
         if (len < 0) len = 0;
         if (len < end) end = len;
     }
     return end;
+}
+
+void sdpa_query_range(const sdpa_problem *p, int64_t j0, int64_t cols, int64_t *first, int64_t *last)
+{
+    /* causal: i >= j0; the window: i from j0 - (Lk - Lq) - right to j0 + cols - 1 - (Lk - Lq) + left */
+    const __int128 shift = (__int128)p->lk - p->lq;
+    *first = p->masks.causal ? j0 : 0, *last = p->lq - 1;
+    if (p->windowed && p->window_right >= 0) *first = clamp_wide(j0 - shift - p->window_right, *first, p->lq);
+    if (p->windowed && p->window_left >= 0) *last = clamp_wide(j0 + cols - 1 - shift + p->window_left, -1, *last);
 }
 
 bool sdpa_has_elementwise_mask(const sdpa_problem *p)
@@ -38,13 +52,17 @@ void sdpa_softcap_tile(float *s, float *slope, int64_t query_stride, int64_t key
                        int64_t rows, int64_t cols)
 {
     if (p->softcap <= 0.0f) return;
-    const float cap = p->softcap, inv = 1.0f / cap;
+    const double cap = p->softcap;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) {
             float *x = s + r * query_stride + c * key_stride;
-            const float t = tanhf(*x * inv); /* libm's: the reference (the fused kernel has its own) */
-            *x = cap * t;
-            if (slope) slope[r * query_stride + c * key_stride] = 1.0f - t * t;
+            if (*x == -INFINITY) { /* score_mod hid the pair: it stays hidden */
+                if (slope) slope[r * query_stride + c * key_stride] = 0.0f;
+                continue;
+            }
+            const double t = tanh((double)*x / cap); /* libm's, in double: the reference */
+            *x = (float)(cap * t);
+            if (slope) slope[r * query_stride + c * key_stride] = (float)(1.0 - t * t);
         }
 }
 

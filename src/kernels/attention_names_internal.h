@@ -17,6 +17,7 @@
 #define sdpa_dropout_scale attn__sdpa_dropout_scale
 #define sdpa_key_begin attn__sdpa_key_begin
 #define sdpa_key_end attn__sdpa_key_end
+#define sdpa_query_range attn__sdpa_query_range
 #define sdpa_softcap_tile attn__sdpa_softcap_tile
 #define sdpa_mask_tile attn__sdpa_mask_tile
 #define sdpa_has_elementwise_mask attn__sdpa_has_elementwise_mask

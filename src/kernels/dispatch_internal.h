@@ -140,6 +140,8 @@
 #define ATTN_KERNEL_HELPERS(X)                                                                                         \
     X(int64_t, sdpa_key_begin, (const sdpa_problem *p, int64_t i), (p, i))                                             \
     X(int64_t, sdpa_key_end, (const sdpa_problem *p, int64_t b, int64_t i), (p, b, i))                                 \
+    X(void, sdpa_query_range, (const sdpa_problem *p, int64_t j0, int64_t cols, int64_t *first, int64_t *last),        \
+      (p, j0, cols, first, last))                                                                                      \
     X(void, sdpa_softcap_tile,                                                                                         \
       (float *s, float *slope, int64_t query_stride, int64_t key_stride, const sdpa_problem *p, int64_t rows,          \
        int64_t cols),                                                                                                  \

@@ -93,6 +93,11 @@ static inline vf vf_neginf_outside(vf y, vf x, vf lo, vf hi)
     const __mmask16 out = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ) | _mm512_cmp_ps_mask(x, hi, _CMP_GE_OQ);
     return _mm512_mask_mov_ps(y, out, _mm512_set1_ps(-INFINITY));
 }
+/* a where x < lim, else b (NaN x: b) */
+static inline vf vf_select_lt(vf a, vf b, vf x, vf lim)
+{
+    return _mm512_mask_mov_ps(b, _mm512_cmp_ps_mask(x, lim, _CMP_LT_OQ), a);
+}
 
 #elif defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -168,6 +173,10 @@ static inline vf vf_neginf_outside(vf y, vf x, vf lo, vf hi)
 {
     const vf out = _mm256_or_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), _mm256_cmp_ps(x, hi, _CMP_GE_OQ));
     return _mm256_blendv_ps(y, _mm256_set1_ps(-INFINITY), out);
+}
+static inline vf vf_select_lt(vf a, vf b, vf x, vf lim)
+{
+    return _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, lim, _CMP_LT_OQ));
 }
 
 #else
@@ -257,6 +266,11 @@ static inline vf vf_neginf_outside(vf y, vf x, vf lo, vf hi)
 {
     for (int i = 0; i < VF_LANES; i++) y[i] = x[i] < lo[i] || x[i] >= hi[i] ? -INFINITY : y[i];
     return y;
+}
+static inline vf vf_select_lt(vf a, vf b, vf x, vf lim)
+{
+    for (int i = 0; i < VF_LANES; i++) b[i] = x[i] < lim[i] ? a[i] : b[i];
+    return b;
 }
 #endif
 

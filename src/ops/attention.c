@@ -6,6 +6,7 @@
 #include "../kernels/attention_internal.h"
 #include "sdpa_internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -141,12 +142,8 @@ static attn_status check_shapes(const attn_tensor *q, const attn_tensor *k, cons
 static attn_status prepare_scores(attn_ctx *ctx, sdpa_problem *p, const attn_sdpa_opts *o, bool one_head)
 {
     const attn_window *w = &o->window;
-    if (w->on && (w->left < -1 || w->right < -1))
-        return attn__fail(ATTN_ERR_ARG, "sdpa: window (%lld, %lld), expected bounds >= 0 or -1 (unbounded)",
-                          (long long)w->left, (long long)w->right);
+    if (attn__sdpa_check_features(w, o->softcap, "sdpa") != ATTN_OK) return attn_last_status();
     p->windowed = w->on, p->window_left = w->left, p->window_right = w->right;
-    if (!(o->softcap >= 0.0f) || isinf(o->softcap))
-        return attn__fail(ATTN_ERR_ARG, "sdpa: softcap = %g, expected a finite value >= 0 (0: none)", o->softcap);
     p->softcap = o->softcap;
     if (!o->alibi_slopes) return ATTN_OK;
     const bool per_batch = o->alibi_ndim == 2;
@@ -165,6 +162,17 @@ static attn_status prepare_scores(attn_ctx *ctx, sdpa_problem *p, const attn_sdp
             return attn__fail(ATTN_ERR_NUMERIC, "sdpa: alibi slope %lld is %g; expected a finite value", (long long)i,
                               slopes[i]);
     p->alibi = slopes, p->alibi_batch_stride = per_batch ? p->heads : 0;
+    return ATTN_OK;
+}
+
+attn_status attn__sdpa_check_features(const attn_window *w, float softcap, const char *op)
+{
+    if (w->on && (w->left < -1 || w->right < -1))
+        return attn__fail(ATTN_ERR_ARG, "%s: window (%lld, %lld), expected bounds >= 0 or -1 (unbounded)", op,
+                          (long long)w->left, (long long)w->right);
+    if (softcap != 0.0f && !(softcap >= FLT_MIN && softcap <= FLT_MAX))
+        return attn__fail(ATTN_ERR_ARG, "%s: softcap = %g, expected 0 (none) or a float32 normal value in [%g, %g]", op,
+                          (double)softcap, (double)FLT_MIN, (double)FLT_MAX);
     return ATTN_OK;
 }
 

@@ -121,15 +121,10 @@ static attn_status prepare(attn_ctx *ctx, varlen_saved *s, const attn_varlen_opt
     if (!isfinite(o->scale) || o->scale < 0.0f)
         return attn__fail(ATTN_ERR_ARG, "sdpa_varlen: scale = %g, expected a finite value >= 0 (0: 1/sqrt(D))",
                           o->scale);
-    if (!(o->softcap >= 0.0f) || isinf(o->softcap))
-        return attn__fail(ATTN_ERR_ARG, "sdpa_varlen: softcap = %g, expected a finite value >= 0 (0: none)",
-                          o->softcap);
     if (o->impl != ATTN_SDPA_AUTO && o->impl != ATTN_SDPA_FUSED && o->impl != ATTN_SDPA_REF)
         return attn__fail(ATTN_ERR_ARG, "sdpa_varlen: impl %d is none of ATTN_SDPA_AUTO, _FUSED, _REF", (int)o->impl);
     const attn_window *w = &o->window;
-    if (w->on && (w->left < -1 || w->right < -1))
-        return attn__fail(ATTN_ERR_ARG, "sdpa_varlen: window (%lld, %lld), expected bounds >= 0 or -1 (unbounded)",
-                          (long long)w->left, (long long)w->right);
+    if (attn__sdpa_check_features(w, o->softcap, "sdpa_varlen") != ATTN_OK) return attn_last_status();
     sdpa_problem *p = &s->base;
     /* causal is FlashAttention's, bottom-right per sequence: the window's right bound 0 */
     p->windowed = w->on || o->causal;

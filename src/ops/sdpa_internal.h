@@ -9,4 +9,8 @@
  * needs (grads: q, k or v needs a gradient); op names the caller in messages. */
 attn_status attn__sdpa_prepare_mods(sdpa_problem *p, const attn_score_mods *m, bool grads, const char *op);
 
+/* The window's bounds (>= -1) and softcap (0, or a normal float32: a denormal's reciprocal
+ * overflows) of attn_sdpa's and attn_sdpa_varlen's options; op names the caller in messages. */
+attn_status attn__sdpa_check_features(const attn_window *w, float softcap, const char *op);
+
 #endif
