@@ -239,6 +239,7 @@ static const config_field config_fields[] = {
     {"norm_first", CONFIG_BOOL, C(norm_first), 0, 1},
     {"sinusoidal", CONFIG_BOOL, C(sinusoidal), 0, 1},
     {"mask_padding", CONFIG_BOOL, C(mask_padding), 0, 1},
+    {"additive_hidden", CONFIG_I64, C(additive_hidden), 0, 4096, .optional = true}, /* 0: embed_dim */
 };
 #undef C
 #define N_CONFIG_FIELDS (int)(sizeof config_fields / sizeof config_fields[0])
@@ -287,7 +288,8 @@ static attn_vocab *saved_vocab(const classify_options *o, const attn_st_file *f)
     return v;
 }
 
-static int build_model(classify_run *run, classify_options *o)
+/* The model of o; from: the checkpoint that sizes it (params_for), NULL for a new one */
+static int build_model(classify_run *run, classify_options *o, const attn_st_file *from)
 {
     attn_rng rng;
     attn_rng_seed(&rng, (uint64_t)o->train.seed);
@@ -296,9 +298,9 @@ static int build_model(classify_run *run, classify_options *o)
      * full IMDB, docs/results.md), unless --no-pack */
     o->model.pack = o->model.mask_padding &&
                     (o->model.attention == ATTN_CLASSIFIER_SOFTMAX || o->model.num_blocks > 0) && !o->no_pack;
-    run->params = attn_params_new();
+    run->params = params_for(from);
     if (!run->params || attn_classifier_init(&run->model, run->params, &o->model, &rng) != ATTN_OK)
-        return cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
+        return model_build_failed("classify", from, o->train.checkpoint);
     run->model_ready = true;
     return CLI_OK;
 }
@@ -314,7 +316,7 @@ static int load_model(classify_run *run, classify_options *o)
     else if (code == CLI_OK && attn_vocab_size(run->vocab) != o->model.vocab_size)
         code = cli_fail(CLI_ERR_DATA, "classify", "%s: its vocabulary has %lld tokens but its model expects %lld",
                         o->train.checkpoint, (long long)attn_vocab_size(run->vocab), (long long)o->model.vocab_size);
-    if (code == CLI_OK) code = build_model(run, o);
+    if (code == CLI_OK) code = build_model(run, o, f);
     if (code == CLI_OK && attn_checkpoint_load_file(f, run->params, NULL, true) != ATTN_OK)
         code = cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
     attn_st_close(f);
@@ -354,7 +356,9 @@ static int open_resumed(classify_run *run, classify_options *o)
     int code = CLI_OK;
     if (dist_rank() == 0) {
         size_t len;
-        if (!(run->resume = checkpoint_open("classify", ck, NULL)) || !(run->vocab = saved_vocab(o, run->resume)))
+        if (!(run->resume = checkpoint_open("classify", ck, NULL)) ||
+            checkpoint_model_check("classify", run->resume, ck, "attn-classifier", "classifier") != CLI_OK ||
+            !(run->vocab = saved_vocab(o, run->resume)))
             return CLI_ERR_DATA; /* the other ranks wait in share_text until the job stops */
         if (!(text = attn_vocab_text(run->vocab, &len)))
             return cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
@@ -399,7 +403,7 @@ static int do_train(classify_run *run, classify_options *o)
                (long long)train.count, (long long)test.count, o->data, (long long)attn_vocab_size(run->vocab),
                now_seconds() - t0);
     }
-    if (code == CLI_OK) code = build_model(run, o);
+    if (code == CLI_OK) code = build_model(run, o, run->resume);
     if (code == CLI_OK) {
         printf("model: %s attention, %d blocks, %lld parameters\n", attention_names[o->model.attention],
                o->model.num_blocks, (long long)attn_params_numel(run->params));

@@ -3,6 +3,9 @@
  * can be compared with PyTorch on identical inputs. */
 #include "op_io.h"
 
+#include <errno.h>
+#include <float.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +26,7 @@ static const cli_option options[] = {
      "sdpa, mha: FlashAttention's local window, bottom-right aligned (-1: unbounded; W keys: W-1,0)"},
     {"--alibi", NULL, O(CLI_FLAG, alibi), 0, 0, NULL, NULL,
      "sdpa, mha: ALiBi with the paper's slopes (a tensor alibi_slopes, (H) or (B,H), in IN gives others)"},
-    {"--softcap", "C", O(CLI_FLOAT, softcap), 1e-30, 1e30, NULL, NULL, "sdpa, mha: scores become C tanh(s / C)"},
+    {"--softcap", "C", O(CLI_FLOAT, softcap), FLT_MIN, FLT_MAX, NULL, NULL, "sdpa, mha: scores become C tanh(s / C)"},
     {"--num-heads", "N", O(CLI_LONG, num_heads), 1, 4096, NULL, NULL, "heads (mha, conv_attention; required there)"},
     {"--need-weights", NULL, O(CLI_FLAG, need_weights), 0, 0, NULL, NULL, "also write `weights`"},
     {"--no-average-weights", NULL, O(CLI_FLAG, per_head_weights), 0, 0, NULL, NULL,
@@ -85,7 +88,29 @@ const cli_spec op_spec = {
 };
 
 /* Options that do not apply to the mechanism are errors, as are missing required ones. */
-static int validate(const op_args *a, const op_mechanism *mech)
+/* One bound of --window: an integer in [-1, INT64_MAX], the whole text (n bytes of it) */
+static bool window_bound(const char *text, size_t n, int64_t *out)
+{
+    char buf[32];
+    if (n == 0 || n >= sizeof buf) return false;
+    memcpy(buf, text, n), buf[n] = '\0';
+    errno = 0;
+    const long long v = strtoll(buf, NULL, 10);
+    if (!cli_integer_form(buf) || errno || v < -1) return false;
+    *out = v;
+    return true;
+}
+
+/* --window LEFT,RIGHT */
+static bool parse_window(const char *text, attn_window *w)
+{
+    const char *comma = strchr(text, ',');
+    *w = (attn_window){.on = true};
+    return comma && window_bound(text, (size_t)(comma - text), &w->left) &&
+           window_bound(comma + 1, strlen(comma + 1), &w->right);
+}
+
+static int validate(op_args *a, const op_mechanism *mech)
 {
     const char *n = mech->name;
     bool heads = !strcmp(n, "mha") || !strcmp(n, "conv_attention");
@@ -110,6 +135,10 @@ static int validate(const op_args *a, const op_mechanism *mech)
     if (!heads && a->num_heads > 0) return cli_fail(CLI_ERR_USAGE, "op", "--num-heads does not apply to %s", n);
     if (!a->in_path || !a->out_path)
         return cli_fail(CLI_ERR_USAGE, "op", "--in and --out are required (see attn op --help)");
+    if (a->window && !parse_window(a->window, &a->window_parsed))
+        return cli_fail(CLI_ERR_USAGE, "op",
+                        "--window \"%s\": expected LEFT,RIGHT, each an integer from -1 (unbounded) to %lld", a->window,
+                        (long long)INT64_MAX);
     return cli_check_paths(&op_spec, a, NULL);
 }
 
@@ -133,14 +162,6 @@ int cmd_op(int argc, char **argv)
                         "conv_attention",
                         a.name);
     if ((code = validate(&a, mech)) != CLI_OK) return code;
-    if (a.window) {
-        char extra;
-        long long left, right;
-        if (sscanf(a.window, "%lld,%lld%c", &left, &right, &extra) != 2 || left < -1 || right < -1)
-            return cli_fail(CLI_ERR_USAGE, "op", "--window \"%s\": expected LEFT,RIGHT, each >= 0 or -1 (unbounded)",
-                            a.window);
-        a.window_parsed = (attn_window){true, left, right};
-    }
     if (a.threads > 0) cli_set_threads((int)a.threads);
     cli_set_matmul_precision((attn_precision)a.matmul_precision);
     op_run run = {0};

@@ -123,14 +123,9 @@ static int select_offset(const plot_args *a, const attn_tensor *t, int keep, int
 }
 
 /* One panel per matrix of (panels, rows, cols), titled by --panel-titles or "head 1", "head 2",
- * ...; two rows of panels from 4 panels on. */
+ * ... (attn_plot_heatmap_heads' layout). */
 static int plot_grid(plot_args *a, const float *values, int64_t panels, int64_t rows, int64_t cols)
 {
-    enum {
-        MAX_PANELS = 4096
-    }; /* the most attn_plot_heatmap_grid draws */
-    if (panels < 1 || panels > MAX_PANELS)
-        return cli_fail(CLI_ERR_DATA, "plot", "--grid: %lld panels; expected 1 to %d", (long long)panels, MAX_PANELS);
     char *store = NULL;
     const char **titles = NULL;
     int code = CLI_OK;
@@ -139,17 +134,8 @@ static int plot_grid(plot_args *a, const float *values, int64_t panels, int64_t 
         if (n != panels)
             code =
                 cli_fail(CLI_ERR_USAGE, "plot", "%lld --panel-titles for %lld panels", (long long)n, (long long)panels);
-    } else if ((store = malloc((size_t)panels * 16)) && (titles = malloc((size_t)panels * sizeof *titles))) {
-        for (int64_t i = 0; i < panels; i++) {
-            snprintf(store + i * 16, 16, "head %lld", (long long)i + 1);
-            titles[i] = store + i * 16;
-        }
-    } else {
-        code = cli_fail(CLI_ERR_DATA, "plot", "out of memory");
     }
-    int gc = panels >= 4 ? (int)(panels + 1) / 2 : (int)panels, gr = panels % gc ? 1 : (int)panels / gc;
-    if (panels % gc) gc = (int)panels;
-    if (code == CLI_OK && attn_plot_heatmap_grid(a->out, values, gr, gc, rows, cols, titles, &a->opts) != ATTN_OK)
+    if (code == CLI_OK && attn_plot_heatmap_heads(a->out, values, panels, rows, cols, titles, &a->opts) != ATTN_OK)
         code = cli_fail(CLI_ERR_DATA, "plot", "%s", attn_last_error());
     free(titles);
     free(store);

@@ -213,7 +213,9 @@ static attn_vocab *build_vocab(const translate_options *o, char *const *texts, i
 static int load_split(translate_split *out, const translate_run *run, const char *split, long limit)
 {
     memset(out, 0, sizeof *out);
-    attn_status st = load_pairs(&out->text, run->opt, split);
+    if (load_pairs(&out->text, run->opt, split) != ATTN_OK)
+        return cli_fail(CLI_ERR_DATA, "translate", "--data %s: %s", run->opt->data, attn_last_error());
+    attn_status st = ATTN_OK;
     /* the first `limit` pairs are used; text keeps them all, so that it frees them all */
     const int64_t n = limit > 0 && out->text.count > limit ? limit : out->text.count;
     if (st == ATTN_OK)
@@ -301,25 +303,26 @@ static void config_from_vocabs(const translate_run *run, attn_seq2seq_config *c)
     c->eos_id = attn_vocab_find(run->tgt_vocab, "<eos>");
 }
 
-static int build_model(translate_run *run, translate_options *o)
+/* The model of o; from: the checkpoint that sizes it (params_for), NULL for a new one */
+static int build_model(translate_run *run, translate_options *o, const attn_st_file *from)
 {
     attn_seq2seq_config *c = &o->model;
     config_from_vocabs(run, c);
     attn_rng rng;
     attn_rng_seed(&rng, (uint64_t)o->train.seed);
-    run->params = attn_params_new();
+    run->params = params_for(from);
     if (!run->params || attn_seq2seq_init(&run->model, run->params, c, &rng) != ATTN_OK)
-        return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+        return model_build_failed("translate", from, o->train.checkpoint);
     run->model_ready = true;
     return CLI_OK;
 }
 
+/* Every field a checkpoint stores (config_fields) equal: a new field is compared as soon as it is stored */
 static bool same_model(const attn_seq2seq_config *a, const attn_seq2seq_config *b)
 {
-    return a->kind == b->kind && a->src_vocab == b->src_vocab && a->tgt_vocab == b->tgt_vocab &&
-           a->d_model == b->d_model && a->num_heads == b->num_heads && a->dim_feedforward == b->dim_feedforward &&
-           a->enc_layers == b->enc_layers && a->dec_layers == b->dec_layers && a->max_len == b->max_len &&
-           a->pad_id == b->pad_id && a->bos_id == b->bos_id && a->eos_id == b->eos_id;
+    for (int i = 0; i < N_CONFIG_FIELDS; i++)
+        if (config_value(&config_fields[i], a) != config_value(&config_fields[i], b)) return false;
+    return true;
 }
 
 /* true unless f carries vocabularies that are not the model's (a file without them, written by an
@@ -422,7 +425,7 @@ static int load_model(translate_run *run, translate_options *o)
                      (long long)files.pad_id, (long long)files.bos_id, (long long)files.eos_id, (long long)m->src_vocab,
                      (long long)m->tgt_vocab, (long long)m->pad_id, (long long)m->bos_id, (long long)m->eos_id);
     if (code == CLI_OK) code = check_beam(o, run);
-    if (code == CLI_OK) code = build_model(run, o);
+    if (code == CLI_OK) code = build_model(run, o, f);
     if (code == CLI_OK && attn_checkpoint_load_file(f, run->params, NULL, true) != ATTN_OK)
         code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
     attn_st_close(f);
@@ -441,7 +444,9 @@ static int open_resumed(translate_run *run, translate_options *o)
     if (dist_rank() == 0) {
         size_t len;
         if (!(run->resume = checkpoint_open("translate", ck, NULL))) return CLI_ERR_DATA;
-        if ((code = load_vocabs(run, run->resume, ck)) != CLI_OK) return code; /* the others wait in share_text */
+        if ((code = checkpoint_model_check("translate", run->resume, ck, "attn-seq2seq", "translation")) != CLI_OK ||
+            (code = load_vocabs(run, run->resume, ck)) != CLI_OK)
+            return code; /* the others wait in share_text */
         if (!(text[0] = attn_vocab_text(run->src_vocab, &len)) || !(text[1] = attn_vocab_text(run->tgt_vocab, &len)))
             code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
         config_from_vocabs(run, &o->model);
@@ -482,7 +487,7 @@ static int do_train(translate_run *run, translate_options *o)
         code = open_resumed(run, o);
     } else {
         if (load_pairs(&pairs, o, "train") != ATTN_OK)
-            return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
+            return cli_fail(CLI_ERR_DATA, "translate", "--data %s: %s", o->data, attn_last_error());
         run->src_vocab = build_vocab(o, pairs.src, pairs.count);
         run->tgt_vocab = run->src_vocab ? build_vocab(o, pairs.tgt, pairs.count) : NULL;
         attn_text_pairs_free(&pairs);
@@ -492,7 +497,7 @@ static int do_train(translate_run *run, translate_options *o)
         if (!run->vocab_text[1]) code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
     }
     if (code == CLI_OK) code = check_beam(o, run);
-    if (code == CLI_OK) code = build_model(run, o);
+    if (code == CLI_OK) code = build_model(run, o, run->resume);
     if (code == CLI_OK) code = load_split(&train, run, "train", 0);
     if (code == CLI_OK) code = load_split(&val, run, "val", 0);
     if (code == CLI_OK) code = load_split(&test, run, o->split, o->eval_limit);
@@ -549,8 +554,7 @@ static int draw(const translate_options *o, const attn_tensor *w, const attn_tok
             st = attn_plot_heatmap(o->out, mean, T, S, &ho);
         } else {
             ho.title = "cross-attention per head (last decoder layer)";
-            int cols = H >= 4 ? (int)(H / 2) : (int)H;
-            st = attn_plot_heatmap_grid(o->out, w->data, (int)(H / cols), cols, T, S, NULL, &ho);
+            st = attn_plot_heatmap_heads(o->out, w->data, H, T, S, NULL, &ho);
         }
         if (st != ATTN_OK)
             code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());

@@ -3,6 +3,7 @@
 #include "options.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -80,6 +81,12 @@ static bool set_value(const char *cmd, const cli_option *o, void *opts, const ch
     }
     if (v < o->min || v > o->max) {
         cli_fail(CLI_ERR_USAGE, cmd, "%s must be in [%g, %g], got %g", o->name, o->min, o->max, v);
+        return false;
+    }
+    const double tiny = o->type == CLI_DOUBLE ? DBL_MIN : FLT_MIN, huge = o->type == CLI_DOUBLE ? DBL_MAX : FLT_MAX;
+    if (v != 0.0 && (fabs(v) < tiny || fabs(v) > huge)) { /* a denormal or an overflow where it is stored */
+        cli_fail(CLI_ERR_USAGE, cmd, "%s %s: %s, whose normal numbers run from %g to %g (and 0)", o->name, text,
+                 o->type == CLI_DOUBLE ? "not a double" : "not a float32 number", tiny, huge);
         return false;
     }
     if (o->type == CLI_DOUBLE)

@@ -73,15 +73,41 @@ bool cli_check_checkpoint(const char *cmd, const char *opt, const char *path)
     return cli_check_output(cmd, opt, path);
 }
 
+/* The file an output path will write: the end of its symlinks (malloc'd; path itself when it is
+ * not a link; NULL when a link cannot be read). */
+static char *written_file(const char *path)
+{
+    char *at = strdup(path);
+    for (int hops = 0; at && hops < 40; hops++) {
+        struct stat st;
+        if (lstat(at, &st) != 0 || !S_ISLNK(st.st_mode)) return at;
+        char link[PATH_MAX];
+        ssize_t n = readlink(at, link, sizeof link - 1);
+        if (n < 0) break;
+        link[n] = '\0';
+        const char *slash = strrchr(at, '/');
+        char *next = NULL;
+        if (link[0] == '/' || !slash) {
+            next = strdup(link);
+        } else if ((next = malloc((size_t)(slash - at) + 2 + (size_t)n))) {
+            memcpy(next, at, (size_t)(slash - at) + 1);
+            memcpy(next + (slash - at) + 1, link, (size_t)n + 1);
+        }
+        free(at);
+        at = next;
+    }
+    free(at);
+    return NULL;
+}
+
 char *cli_checkpoint_sibling(const char *checkpoint, const char *suffix)
 {
-    struct stat st;
-    char *real = lstat(checkpoint, &st) == 0 && S_ISLNK(st.st_mode) ? realpath(checkpoint, NULL) : NULL;
-    const char *file = real ? real : checkpoint; /* a dangling link: as given, until it is written */
+    char *end = written_file(checkpoint); /* a dangling link too: beside the file it will write */
+    const char *file = end ? end : checkpoint;
     size_t n = strlen(file) + strlen(suffix) + 1;
     char *p = malloc(n);
     if (p) snprintf(p, n, "%s%s", file, suffix);
-    free(real);
+    free(end);
     return p;
 }
 
@@ -127,7 +153,8 @@ bool cli_check_input_dir(const char *cmd, const char *opt, const char *path)
 }
 
 /* The file a path names, for telling two paths apart: an existing file by its device and inode
- * (through symlinks, as the outputs are written); a new one by its folder's real path and name. */
+ * (through symlinks, as the outputs are written); a new one, or a dangling link's target, by the
+ * real path of the folder it will be written in and its name. */
 typedef struct file_id {
     bool exists, regular;
     dev_t dev;
@@ -143,15 +170,17 @@ static void identify(const char *path, file_id *id)
         id->exists = true, id->regular = S_ISREG(st.st_mode), id->dev = st.st_dev, id->ino = st.st_ino;
         return;
     }
-    const char *slash = strrchr(path, '/');
+    char *end = written_file(path);
+    const char *file = end ? end : path, *slash = strrchr(file, '/');
     char folder[PATH_MAX];
-    int n = slash ? snprintf(folder, sizeof folder, "%.*s", (int)(slash - path) + (slash == path), path)
+    int n = slash ? snprintf(folder, sizeof folder, "%.*s", (int)(slash - file) + (slash == file), file)
                   : snprintf(folder, sizeof folder, ".");
     char real[PATH_MAX];
     if (n < 0 || (size_t)n >= sizeof folder || !realpath(folder, real))
-        snprintf(id->where, sizeof id->where, "%s", path); /* unresolvable: the text itself */
+        snprintf(id->where, sizeof id->where, "%s", file); /* unresolvable: the text itself */
     else
-        snprintf(id->where, sizeof id->where, "%s/%s", real, slash ? slash + 1 : path);
+        snprintf(id->where, sizeof id->where, "%s/%s", real, slash ? slash + 1 : file);
+    free(end);
 }
 
 bool cli_check_distinct(const char *cmd, const cli_path *paths, int n)
@@ -176,33 +205,6 @@ bool cli_check_distinct(const char *cmd, const cli_path *paths, int n)
         }
     free(ids);
     return ok;
-}
-
-/* The file an output path will write: the end of its symlinks (malloc'd; path itself when it is
- * not a link; NULL when a link cannot be read). */
-static char *written_file(const char *path)
-{
-    char *at = strdup(path);
-    for (int hops = 0; at && hops < 40; hops++) {
-        struct stat st;
-        if (lstat(at, &st) != 0 || !S_ISLNK(st.st_mode)) return at;
-        char link[PATH_MAX];
-        ssize_t n = readlink(at, link, sizeof link - 1);
-        if (n < 0) break;
-        link[n] = '\0';
-        const char *slash = strrchr(at, '/');
-        char *next = NULL;
-        if (link[0] == '/' || !slash) {
-            next = strdup(link);
-        } else if ((next = malloc((size_t)(slash - at) + 2 + (size_t)n))) {
-            memcpy(next, at, (size_t)(slash - at) + 1);
-            memcpy(next + (slash - at) + 1, link, (size_t)n + 1);
-        }
-        free(at);
-        at = next;
-    }
-    free(at);
-    return NULL;
 }
 
 /* The input folder (by device and inode) that holds folder `real` (a real path) or one of its

@@ -97,50 +97,99 @@ static bool rank_rng_parse(const char *s, attn_rng *out)
     return true;
 }
 
-/* Rank 0: the file, with rngs[r] the RNG state of rank r. */
-static attn_status save_root(const char *path, const attn_params *p, const attn_optim *opt, const run_position *pos,
-                             const attn_rng *rngs, const char *const *kv, int n_kv, const checkpoint_extra *x)
+/* Rank 0's metadata of a checkpoint: the run's position and RNG states (rngs[r]: rank r's), its
+ * options and thread count, the model's keys and the vocabularies, as all[2i] = all[2i+1] */
+typedef struct root_meta {
+    char (*vals)[VAL_LEN];
+    char (*names)[32];
+    const char **all;
+    int n_all;
+} root_meta;
+
+static void root_meta_free(root_meta *m)
+{
+    free(m->vals), free(m->names), free(m->all);
+}
+
+static attn_status root_meta_build(root_meta *m, const run_position *pos, const attn_rng *rngs,
+                                   const char *const *kv, int n_kv, const checkpoint_extra *x)
 {
     static const char *const keys[RUN_KEYS] = {"run.epoch",   "run.batch",         "run.global_batch", "run.rng_state",
                                                "run.rng_inc", "run.rng_has_spare", "run.rng_spare"};
     const int ranks = dist_size(), n_opts = x ? x->n_options : 0, n_vocabs = x ? x->n_vocabs : 0;
-    const int n_run = RUN_KEYS + ranks - 1 + n_opts + 1, n_all = n_run + n_kv + n_vocabs; /* + run.threads */
-    char(*vals)[VAL_LEN] = malloc((size_t)n_run * sizeof *vals),
-    (*names)[32] = malloc((size_t)(ranks + n_opts) * sizeof *names);
-    const char **all = malloc((size_t)(2 * n_all) * sizeof *all);
-    attn_status st = vals && names && all ? ATTN_OK : ATTN_ERR_NOMEM;
-    if (st == ATTN_OK) {
-        snprintf(vals[0], VAL_LEN, "%ld", pos->epoch);
-        snprintf(vals[1], VAL_LEN, "%" PRId64, pos->batch);
-        snprintf(vals[2], VAL_LEN, "%" PRId64, pos->global_batch);
-        snprintf(vals[3], VAL_LEN, "%" PRIu64, pos->rng.state);
-        snprintf(vals[4], VAL_LEN, "%" PRIu64, pos->rng.inc);
-        snprintf(vals[5], VAL_LEN, "%d", pos->rng.has_spare);
-        snprintf(vals[6], VAL_LEN, "%a", (double)pos->rng.spare);
-        for (int i = 0; i < RUN_KEYS; i++) all[2 * i] = keys[i], all[2 * i + 1] = vals[i];
-        int at = RUN_KEYS;
-        for (int r = 1; r < ranks; r++, at++) {
-            snprintf(names[r], sizeof names[r], "run.rank%d.rng", r);
-            rank_rng_format(vals[at], &rngs[r]);
-            all[2 * at] = names[r], all[2 * at + 1] = vals[at];
-        }
-        for (int i = 0; i < n_opts; i++, at++) {
-            snprintf(names[ranks + i], sizeof names[ranks + i], "run.%s", x->options[i].opt + 2); /* "--lr": run.lr */
-            snprintf(vals[at], VAL_LEN, "%.17g", x->options[i].value);
-            all[2 * at] = names[ranks + i], all[2 * at + 1] = vals[at];
-        }
-        snprintf(vals[at], VAL_LEN, "%d", cli_threads());
-        all[2 * at] = "run.threads", all[2 * at + 1] = vals[at];
-        at++;
-        memcpy(all + 2 * at, kv, (size_t)(2 * n_kv) * sizeof *kv);
-        at += n_kv;
-        for (int i = 0; i < n_vocabs; i++, at++) all[2 * at] = x->vocab_keys[i], all[2 * at + 1] = x->vocab_texts[i];
-        st = attn_checkpoint_save(path, p, opt, all, n_all);
+    const int n_run = RUN_KEYS + ranks - 1 + n_opts + 1; /* + run.threads */
+    m->n_all = n_run + n_kv + n_vocabs;
+    m->vals = malloc((size_t)n_run * sizeof *m->vals), m->names = malloc((size_t)(ranks + n_opts) * sizeof *m->names);
+    m->all = malloc((size_t)(2 * m->n_all) * sizeof *m->all);
+    if (!m->vals || !m->names || !m->all) return ATTN_ERR_NOMEM;
+    char(*vals)[VAL_LEN] = m->vals, (*names)[32] = m->names;
+    const char **all = m->all;
+    snprintf(vals[0], VAL_LEN, "%ld", pos->epoch);
+    snprintf(vals[1], VAL_LEN, "%" PRId64, pos->batch);
+    snprintf(vals[2], VAL_LEN, "%" PRId64, pos->global_batch);
+    snprintf(vals[3], VAL_LEN, "%" PRIu64, pos->rng.state);
+    snprintf(vals[4], VAL_LEN, "%" PRIu64, pos->rng.inc);
+    snprintf(vals[5], VAL_LEN, "%d", pos->rng.has_spare);
+    snprintf(vals[6], VAL_LEN, "%a", (double)pos->rng.spare);
+    for (int i = 0; i < RUN_KEYS; i++) all[2 * i] = keys[i], all[2 * i + 1] = vals[i];
+    int at = RUN_KEYS;
+    for (int r = 1; r < ranks; r++, at++) {
+        snprintf(names[r], sizeof names[r], "run.rank%d.rng", r);
+        rank_rng_format(vals[at], &rngs[r]);
+        all[2 * at] = names[r], all[2 * at + 1] = vals[at];
     }
-    free(vals);
-    free(names);
-    free(all);
+    for (int i = 0; i < n_opts; i++, at++) {
+        snprintf(names[ranks + i], sizeof names[ranks + i], "run.%s", x->options[i].opt + 2); /* "--lr": run.lr */
+        snprintf(vals[at], VAL_LEN, "%.17g", x->options[i].value);
+        all[2 * at] = names[ranks + i], all[2 * at + 1] = vals[at];
+    }
+    snprintf(vals[at], VAL_LEN, "%d", cli_threads());
+    all[2 * at] = "run.threads", all[2 * at + 1] = vals[at];
+    at++;
+    memcpy(all + 2 * at, kv, (size_t)(2 * n_kv) * sizeof *kv);
+    at += n_kv;
+    for (int i = 0; i < n_vocabs; i++, at++) all[2 * at] = x->vocab_keys[i], all[2 * at + 1] = x->vocab_texts[i];
+    return ATTN_OK;
+}
+
+/* Rank 0: the file, with rngs[r] the RNG state of rank r. */
+static attn_status save_root(const char *path, const attn_params *p, const attn_optim *opt, const run_position *pos,
+                             const attn_rng *rngs, const char *const *kv, int n_kv, const checkpoint_extra *x)
+{
+    root_meta m = {0};
+    attn_status st = root_meta_build(&m, pos, rngs, kv, n_kv, x);
+    if (st == ATTN_OK) st = attn_checkpoint_save(path, p, opt, m.all, m.n_all);
+    root_meta_free(&m);
     return st;
+}
+
+int run_checkpoint_fits(const char *cmd, const char *path, const attn_params *p, const attn_optim *opt,
+                        const run_position *pos, const char *const *kv, int n_kv, const checkpoint_extra *x)
+{
+    size_t bytes = 0;
+    attn_status st = ATTN_OK;
+    if (dist_rank() == 0) { /* every rank's RNG as rank 0's: the same length within a few digits */
+        attn_rng *rngs = malloc((size_t)dist_size() * sizeof *rngs);
+        root_meta m = {0};
+        for (int r = 0; rngs && r < dist_size(); r++) rngs[r] = pos->rng;
+        st = rngs ? root_meta_build(&m, pos, rngs, kv, n_kv, x) : ATTN_ERR_NOMEM;
+        if (st == ATTN_OK) st = attn_checkpoint_header_bytes(p, opt, m.all, m.n_all, &bytes);
+        root_meta_free(&m);
+        free(rngs);
+    }
+    /* room for the numbers that grow as the run goes (steps, epochs, positions) */
+    const bool over = st == ATTN_OK && bytes + 4096 > ATTN_ST_MAX_HEADER;
+    if (dist_any(st != ATTN_OK || over)) {
+        if (st != ATTN_OK) return cli_fail(CLI_ERR_DATA, cmd, "%s", st == ATTN_ERR_NOMEM ? "out of memory" : attn_last_error());
+        if (over)
+            return cli_fail(CLI_ERR_DATA, cmd,
+                            "%s: its header would be %zu bytes (the vocabularies in its metadata), over the %u that "
+                            "safetensors readers take: the checkpoint could not be read back, so nothing is trained; "
+                            "use a smaller vocabulary",
+                            path, bytes, ATTN_ST_MAX_HEADER);
+        return CLI_ERR_DATA; /* another rank failed and said why */
+    }
+    return CLI_OK;
 }
 
 attn_status run_checkpoint_save(const char *path, const attn_params *p, const attn_optim *opt, const run_position *pos,
@@ -399,6 +448,23 @@ const char *const *config_kv(const char *model_name, const config_field *fields,
     return kv;
 }
 
+attn_params *params_for(const attn_st_file *f)
+{
+    attn_params *p = attn_params_new();
+    int64_t held = 0;
+    for (size_t i = 0; f && i < attn_st_count(f); i++) held += attn_st_at(f, i)->numel; /* sums bytes: no overflow */
+    if (p && f) attn_params_set_max_numel(p, held > 0 ? held : 1);
+    return p;
+}
+
+int model_build_failed(const char *cmd, const attn_st_file *f, const char *path)
+{
+    if (f && attn_last_status() == ATTN_ERR_FORMAT)
+        return cli_fail(CLI_ERR_DATA, cmd, "%s: its metadata describes a larger model than its tensors hold: %s", path,
+                        attn_last_error());
+    return cli_fail(CLI_ERR_DATA, cmd, "%s", attn_last_error());
+}
+
 attn_st_file *checkpoint_open(const char *cmd, const char *path, const char *hint)
 {
     attn_st_file *f = attn_st_open(path);
@@ -406,14 +472,22 @@ attn_st_file *checkpoint_open(const char *cmd, const char *path, const char *hin
     return f;
 }
 
+int checkpoint_model_check(const char *cmd, const attn_st_file *f, const char *path, const char *model_name,
+                           const char *what)
+{
+    const char *model = attn_st_metadata(f, "model");
+    if (model && !strcmp(model, model_name)) return CLI_OK;
+    if (model)
+        return cli_fail(CLI_ERR_DATA, cmd, "%s is not a %s checkpoint: its metadata says model=%s, expected %s", path,
+                        what, model, model_name);
+    return cli_fail(CLI_ERR_DATA, cmd, "%s is not a %s checkpoint (its metadata lacks model=%s)", path, what,
+                    model_name);
+}
+
 int config_read(const char *cmd, const attn_st_file *f, const char *path, const char *model_name, const char *what,
                 const config_field *fields, int n_fields, void *cfg)
 {
-    const char *model = attn_st_metadata(f, "model");
-    int code = model && !strcmp(model, model_name)
-                   ? CLI_OK
-                   : cli_fail(CLI_ERR_DATA, cmd, "%s is not a %s checkpoint (its metadata lacks model=%s)", path, what,
-                              model_name);
+    int code = checkpoint_model_check(cmd, f, path, model_name, what);
     for (int i = 0; code == CLI_OK && i < n_fields; i++) {
         const config_field *c = &fields[i];
         long v;

@@ -69,6 +69,11 @@ typedef struct checkpoint_extra {
     int n_vocabs;
 } checkpoint_extra;
 
+/* CLI_OK when a checkpoint of these arguments (at position pos) has a header a safetensors
+ * reader takes (ATTN_ST_MAX_HEADER), with room for its numbers to grow; else the message names
+ * path and the size. The same answer on every rank. */
+int run_checkpoint_fits(const char *cmd, const char *path, const attn_params *p, const attn_optim *opt,
+                        const run_position *pos, const char *const *kv, int n_kv, const checkpoint_extra *x);
 /* Every rank: rank 0 writes the checkpoint with the run position, every rank's RNG state, the
  * thread count (run.threads), x (may be NULL) and the caller's key/values (model config) as
  * metadata; the other ranks return ATTN_OK. */
@@ -133,9 +138,20 @@ enum {
 long config_value(const config_field *field, const void *cfg);
 /* "model" = model_name, then every field of cfg, as key/value pairs in static storage (*n pairs). */
 const char *const *config_kv(const char *model_name, const config_field *fields, int n_fields, const void *cfg, int *n);
+/* The parameter registry of a model that f's metadata sizes: it holds no more elements than f's
+ * tensors do (attn_params_set_max_numel), so an edited header cannot make it allocate more than
+ * the file holds; f NULL: a new model, unbounded. NULL when out of memory. */
+attn_params *params_for(const attn_st_file *f);
+/* The message of a model's init that failed (CLI_ERR_DATA): with f, a model past params_for's
+ * bound is named as metadata that does not fit the file at path. */
+int model_build_failed(const char *cmd, const attn_st_file *f, const char *path);
 /* The checkpoint at path, read once (every later read takes what this one holds); NULL with the
  * message printed, hint (may be NULL) after it. */
 attn_st_file *checkpoint_open(const char *cmd, const char *path, const char *hint);
+/* CLI_OK when f's metadata names model_name (a "what" checkpoint); else the message names what it
+ * is instead. Before anything else is read from f. */
+int checkpoint_model_check(const char *cmd, const attn_st_file *f, const char *path, const char *model_name,
+                           const char *what);
 /* Reads cfg from the metadata of checkpoint f (path: its name): model must be model_name (else
  * "PATH is not a WHAT checkpoint") and every field present (an optional one absent is 0), an
  * integer and in range; otherwise CLI_ERR_DATA with a message naming the key. */

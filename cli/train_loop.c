@@ -30,6 +30,17 @@ static attn_status save(const train_state *s, long epoch, int64_t batch)
     return run_checkpoint_save(m->train->checkpoint, m->params, s->opt, &pos, kv, n_kv, &x);
 }
 
+/* Before the first step: the checkpoint this run writes can be read back (run_checkpoint_fits) */
+static int checkpoint_fits(const train_state *s)
+{
+    const train_model *m = s->m;
+    run_position pos = {.global_batch = s->global_batch, .rng = *attn_ctx_rng(s->ctx)};
+    checkpoint_extra x = {0};
+    int n_kv;
+    const char *const *kv = m->checkpoint_meta(m->self, &n_kv, &x);
+    return run_checkpoint_fits(m->cmd, m->train->checkpoint, m->params, s->opt, &pos, kv, n_kv, &x);
+}
+
 /* One step of every rank, this one on its n rows (0 when a short last batch left it none): the
  * step's learning rate, forward and backward, the sums over the ranks, the gradients averaged by
  * weight, the update. Returns the mean loss over the global batch (NaN on failure on any rank;
@@ -174,6 +185,7 @@ int train_run(const train_model *m)
     s.losses = malloc((size_t)(s.cap_losses + 1) * sizeof *s.losses);
     int code = s.opt && s.ctx ? CLI_OK : cli_fail(CLI_ERR_DATA, m->cmd, "%s", attn_last_error());
     if (code == CLI_OK && !s.losses) code = cli_fail(CLI_ERR_DATA, m->cmd, "out of memory");
+    if (code == CLI_OK && t->checkpoint) code = checkpoint_fits(&s);
     if (code == CLI_OK) code = run_epochs(&s);
     if (code == CLI_OK && m->finish) code = m->finish(m->self);
     if (code == CLI_OK) code = plot_losses(&s);

@@ -343,6 +343,11 @@ ATTN_API attn_params *attn_params_new(void);
 ATTN_API void attn_params_free(attn_params *p); /* frees every parameter tensor too */
 /* A zero-filled parameter with requires_grad; owned by the registry. Duplicate names fail. */
 ATTN_API attn_tensor *attn_params_add(attn_params *p, const char *name, int ndim, const int64_t *shape);
+/* The most elements the registry's parameters may hold together (0, the start: no limit beyond
+ * memory): an attn_params_add past it fails with ATTN_ERR_FORMAT before allocating. For a model
+ * whose sizes come from a file's metadata, the elements of the file's tensors bound it, so an
+ * edited header cannot make the model allocate more than the file holds. */
+ATTN_API attn_status attn_params_set_max_numel(attn_params *p, int64_t max_numel);
 ATTN_API attn_tensor *attn_params_get(const attn_params *p, const char *name); /* NULL if none */
 ATTN_API size_t attn_params_count(const attn_params *p);
 ATTN_API attn_tensor *attn_params_at(const attn_params *p, size_t i);
@@ -1284,8 +1289,15 @@ ATTN_API attn_status attn_st_writer_add_ref(attn_st_writer *w, const char *name,
 ATTN_API attn_status attn_st_writer_add_tensor(attn_st_writer *w, const char *name, const attn_tensor *t);
 ATTN_API attn_status attn_st_writer_set_metadata(attn_st_writer *w, const char *key,
                                                  const char *value); /* replaces an old value */
-/* Writes the file as an output file (see "Output files"): a crash never leaves it half-written. */
+/* Writes the file as an output file (see "Output files"): a crash never leaves it half-written.
+ * A header of more than ATTN_ST_MAX_HEADER bytes, which no safetensors reader takes, is
+ * ATTN_ERR_ARG and writes nothing. */
 ATTN_API attn_status attn_st_writer_save(attn_st_writer *w, const char *path);
+/* The bytes of the header attn_st_writer_save would write now (the JSON with its padding). */
+ATTN_API attn_status attn_st_writer_header_bytes(attn_st_writer *w, size_t *bytes);
+/* The largest header a safetensors file may have (the reference parser's MAX_HEADER_SIZE): the
+ * reader refuses a file that declares more, and the writer never writes more. */
+#define ATTN_ST_MAX_HEADER 100000000u
 
 /* PyTorch state_dicts: a safetensors file of named tensors, as safetensors.torch.save_file(
  * module.state_dict()) writes it, or tools/safetensors_convert.py from a torch.save file (torch
@@ -1314,6 +1326,11 @@ ATTN_API attn_status attn_params_save(const attn_params *p, const char *path, co
  * caller's key/values (meta_kv[2i] = meta_kv[2i+1]; format, version and step are reserved). */
 ATTN_API attn_status attn_checkpoint_save(const char *path, const attn_params *p, const attn_optim *opt,
                                           const char *const *meta_kv, int n_meta);
+/* The header bytes attn_checkpoint_save would write for the same arguments, measured without
+ * copying a tensor or touching a file: a program can refuse, before it trains, a run whose
+ * checkpoint would exceed ATTN_ST_MAX_HEADER (a vocabulary of millions of words in metadata). */
+ATTN_API attn_status attn_checkpoint_header_bytes(const attn_params *p, const attn_optim *opt,
+                                                  const char *const *meta_kv, int n_meta, size_t *bytes);
 /* Loads by name into p (and opt when not NULL). strict: every parameter (and, with opt, every
  * optimizer state buffer and the step) must be present, and every tensor in the file must be one
  * of them (without opt, the optimizer state of p's parameters is skipped: a training checkpoint

@@ -60,6 +60,14 @@ ATTN_API attn_status attn_plot_heatmap_grid(const char *path, const float *value
                                             int64_t rows, int64_t cols, const char *const *panel_titles,
                                             const attn_heatmap_opts *opts);
 
+/* values (panels, rows, cols), one panel per head (or layer), as attn_plot_heatmap_grid draws them:
+ * up to 3 panels in one row; from 4, an even count in two rows of panels / 2, an odd count in one
+ * row, so every panel is drawn. panel_titles has `panels` entries, or is NULL: "head 1",
+ * "head 2", ... ATTN_ERR_ARG for panels < 1. */
+ATTN_API attn_status attn_plot_heatmap_heads(const char *path, const float *values, int64_t panels, int64_t rows,
+                                             int64_t cols, const char *const *panel_titles,
+                                             const attn_heatmap_opts *opts);
+
 /* An opaque colour for attn_series.color. */
 #define ATTN_RGB(r, g, b) (0xff000000u | ((uint32_t)(r) << 16) | ((uint32_t)(g) << 8) | (uint32_t)(b))
 

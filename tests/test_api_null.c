@@ -131,6 +131,7 @@ static void all_null(void)
     EXPECT_STATUS(attn_backward_from(NULL, NULL, NULL));
     EXPECT_NOOP(attn_params_free(NULL));
     EXPECT_NULL(attn_params_add(NULL, NULL, 1, NULL));
+    EXPECT_STATUS(attn_params_set_max_numel(NULL, 1));
     EXPECT_NULL(attn_params_get(NULL, NULL));
     EXPECT_RECORDED(attn_params_count(NULL));
     EXPECT_NULL(attn_params_at(NULL, 1));
@@ -297,6 +298,7 @@ static void all_null(void)
     EXPECT_STATUS(attn_plot_path_check(NULL));
     EXPECT_STATUS(attn_plot_heatmap(NULL, NULL, 1, 1, NULL));
     EXPECT_STATUS(attn_plot_heatmap_grid(NULL, NULL, 1, 1, 1, 1, NULL, NULL));
+    EXPECT_STATUS(attn_plot_heatmap_heads(NULL, NULL, 1, 1, 1, NULL, NULL));
     EXPECT_STATUS(attn_plot_lines(NULL, NULL, 1, NULL));
 #endif
     EXPECT_NULL(attn_st_open(NULL));
@@ -315,10 +317,12 @@ static void all_null(void)
     EXPECT_STATUS(attn_st_writer_add_tensor(NULL, NULL, NULL));
     EXPECT_STATUS(attn_st_writer_set_metadata(NULL, NULL, NULL));
     EXPECT_STATUS(attn_st_writer_save(NULL, NULL));
+    EXPECT_STATUS(attn_st_writer_header_bytes(NULL, NULL));
     EXPECT_STATUS(attn_params_load(NULL, NULL, NULL, false));
     EXPECT_STATUS(attn_params_load_file(NULL, NULL, NULL, false, NULL));
     EXPECT_STATUS(attn_params_save(NULL, NULL, NULL));
     EXPECT_STATUS(attn_checkpoint_save(NULL, NULL, NULL, NULL, 1));
+    EXPECT_STATUS(attn_checkpoint_header_bytes(NULL, NULL, NULL, 1, NULL));
     EXPECT_STATUS(attn_checkpoint_load(NULL, NULL, NULL, false));
     EXPECT_STATUS(attn_checkpoint_load_file(NULL, NULL, NULL, false));
     EXPECT_STATUS(attn_checkpoint_average(NULL, NULL, 1));

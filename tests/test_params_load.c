@@ -279,6 +279,23 @@ static void test_null_arguments(void)
     attn_params_free(p);
 }
 
+/* attn_params_set_max_numel: a registration past the limit fails before it allocates, naming the
+ * parameter; the registry stays as it was */
+static void test_max_numel(void)
+{
+    attn_params *p = attn_params_new();
+    TK_OK(attn_params_set_max_numel(p, 100));
+    TK_NOT_NULL(attn_params_add(p, "a", 2, (int64_t[]){8, 8}));
+    TK_CHECK(!attn_params_add(p, "b", 2, (int64_t[]){1000000000, 1000}) && attn_last_status() == ATTN_ERR_FORMAT &&
+                 strstr(attn_last_error(), "\"b\""),
+             "a parameter past the limit is refused, naming it: %s", attn_last_error());
+    TK_CHECK(attn_params_count(p) == 1 && attn_params_numel(p) == 64, "the refused parameter left the registry as it was");
+    TK_NOT_NULL(attn_params_add(p, "c", 1, (int64_t[]){36})); /* exactly at the limit */
+    TK_CHECK(!attn_params_add(p, "d", 1, (int64_t[]){1}), "one element past the limit is refused");
+    TK_CHECK(attn_params_set_max_numel(p, -1) == ATTN_ERR_ARG, "a negative limit is refused");
+    attn_params_free(p);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/attn-sd-XXXXXX");
@@ -293,6 +310,7 @@ int main(void)
     test_dtypes();
     test_save();
     test_null_arguments();
+    test_max_numel();
     TK_CHECK(rmdir(tmpdir) == 0, "the test left files in %s", tmpdir);
     return tk_finish("test_params_load");
 }

@@ -402,6 +402,12 @@ static void test_malformed(void)
     refuse_json("metadata value not a string", "{\"__metadata__\":{\"k\":1}}", 0);
     refuse_json("metadata not an object", "{\"__metadata__\":\"x\"}", 0);
     refuse_json("duplicate metadata key", "{\"__metadata__\":{\"k\":\"1\",\"k\":\"2\"}}", 0);
+    refuse_json("a key twice in an entry (dtype)",
+                "{\"a\":{\"dtype\":\"U8\",\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,4]}}", 4);
+    refuse_json("a key twice in an entry (shape)",
+                "{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"shape\":[2],\"data_offsets\":[0,4]}}", 4);
+    refuse_json("a key twice in an entry (data_offsets)",
+                "{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4],\"data_offsets\":[0,2]}}", 4);
     refuse_json("trailing bytes after the last tensor", "{" T("a", "F32", "[1]", "0", "4") "}", 8);
     refuse_json("data bytes but no tensors", "{}", 4);
 
@@ -571,6 +577,31 @@ static void test_save_errors(void)
     attn_st_writer_free(w);
     attn_st_writer_free(w2);
     attn_st_writer_free(big);
+
+    /* a header past ATTN_ST_MAX_HEADER, which the reader would refuse, is never written */
+    attn_st_writer *wide = writer_with_value(1.0f, 4);
+    const size_t n = ATTN_ST_MAX_HEADER;
+    char *value = malloc(n + 1);
+    size_t bytes = 0;
+    if (value) {
+        memset(value, 'x', n), value[n] = '\0';
+        TK_OK(attn_st_writer_set_metadata(wide, "vocab", value));
+        TK_OK(attn_st_writer_header_bytes(wide, &bytes));
+        TK_CHECK(bytes > ATTN_ST_MAX_HEADER, "the header of a %zu-byte value measures %zu bytes", n, bytes);
+        TK_CHECK(attn_st_writer_save(wide, path) == ATTN_ERR_ARG && strstr(attn_last_error(), "over the"),
+                 "a header of %zu bytes must be refused, got: %s", bytes, attn_last_error());
+        printf("  save: %.160s\n", attn_last_error());
+        TK_CHECK(stat(path, &st) != 0 && tmp_entries() == 0, "the refused save wrote something");
+        value[n - 200] = '\0'; /* just under: written and read back */
+        TK_OK(attn_st_writer_set_metadata(wide, "vocab", value));
+        TK_OK(attn_st_writer_save(wide, path));
+        attn_st_file *f = attn_st_open(path);
+        TK_CHECK(f && strlen(attn_st_metadata(f, "vocab")) == n - 200, "a header just under the limit reads back");
+        attn_st_close(f);
+        remove(path);
+    }
+    free(value);
+    attn_st_writer_free(wide);
 }
 
 int main(void)

@@ -11,6 +11,7 @@ struct attn_params {
     char **names;
     size_t count, cap;
     int64_t numel;
+    int64_t max_numel; /* 0: no limit (attn_params_set_max_numel) */
     float *data_block; /* after pack: numel floats */
     float *grad_block;
     size_t *index;    /* (index_cap) open-addressing table of names: i + 1 for parameter i, 0 empty */
@@ -74,6 +75,15 @@ void attn_params_free(attn_params *p)
     free(p);
 }
 
+attn_status attn_params_set_max_numel(attn_params *p, int64_t max_numel)
+{
+    if (!p || max_numel < 0)
+        return attn__fail(ATTN_ERR_ARG, "attn_params_set_max_numel: registry NULL or limit %lld < 0",
+                          (long long)max_numel);
+    p->max_numel = max_numel;
+    return ATTN_OK;
+}
+
 attn_tensor *attn_params_add(attn_params *p, const char *name, int ndim, const int64_t *shape)
 {
     if (!p || !name || !*name) return attn__fail_null(ATTN_ERR_ARG, "attn_params_add: registry or name missing");
@@ -92,6 +102,11 @@ attn_tensor *attn_params_add(attn_params *p, const char *name, int ndim, const i
                                "attn_params_add(\"%s\"): %lld more elements make too "
                                "many parameters",
                                name, (long long)numel);
+    if (p->max_numel > 0 && total > p->max_numel)
+        return attn__fail_null(ATTN_ERR_FORMAT,
+                               "attn_params_add(\"%s\"): its %lld elements make %lld in all, past the limit of %lld "
+                               "(attn_params_set_max_numel)",
+                               name, (long long)numel, (long long)total, (long long)p->max_numel);
     if (2 * (p->count + 1) > p->index_cap && !index_rebuild(p, 2 * (p->count + 1)))
         return attn__fail_null(ATTN_ERR_NOMEM, "attn_params_add: out of memory");
     if (p->count == p->cap) {

@@ -8,8 +8,9 @@
  *     written in place, never replaced; a FIFO gets READER_WAIT_MS for a reader to open it, then
  *     fails ("no reader") rather than block; a folder or socket is refused;
  *   - a name of one of this process's descriptors ("/dev/stdout", "/dev/stderr", "/dev/fd/N",
- *     "/proc/self/fd/N", as given) is written through that descriptor, at its offset, as the
- *     shell's redirection would: a log opened for append gets the bytes appended, never replaced;
+ *     "/proc/self/fd/N", "/proc/thread-self/fd/N", "/proc/<pid>/fd/N", or a link to one) is written
+ *     through that descriptor, at its offset, as the shell's redirection would: a log opened for
+ *     append gets the bytes appended, never replaced;
  *   - the temporary file is made so that nothing but this library can take it for its own: where
  *     the file system allows, it is an unnamed file (O_TMPFILE) that gets a name only once it is
  *     complete, just before the rename, so a writer killed while writing leaves nothing behind;
@@ -51,12 +52,47 @@ static attn_status split_path(const char *path, char **dir, char **name)
     return ATTN_OK;
 }
 
+/* The descriptor path names when it is one of this process's, else -1; INT_MAX (never open) for
+ * an N past any descriptor. "/dev/stdout" and "/dev/stderr", and N in any folder that is this
+ * process's descriptor table however it is spelled: /dev/fd, /proc/self/fd, /proc/thread-self/fd,
+ * /proc/<pid>/fd, /proc/<pid>/task/<tid>/fd, or a link to one (their real paths are
+ * /proc/<pid>/fd and /proc/<pid>/task/<tid>/fd). Such a name is a descriptor, never a link to the
+ * file behind it: that file may be a log opened for append, or deleted (a link reads
+ * "<name> (deleted)"). */
+static int descriptor_named(const char *path)
+{
+    if (!strcmp(path, "/dev/stdout")) return STDOUT_FILENO;
+    if (!strcmp(path, "/dev/stderr")) return STDERR_FILENO;
+    const char *slash = strrchr(path, '/'), *n = slash ? slash + 1 : NULL;
+    if (!n || !*n || strspn(n, "0123456789") != strlen(n)) return -1;
+    char folder[PATH_MAX], real[PATH_MAX], own[32];
+    if (snprintf(folder, sizeof folder, "%.*s", (int)(slash - path) + (slash == path), path) >= (int)sizeof folder ||
+        !realpath(folder, real))
+        return -1;
+    const int own_len = snprintf(own, sizeof own, "/proc/%ld/", (long)getpid());
+    if (strncmp(real, own, (size_t)own_len) != 0) return -1;
+    const char *rest = real + own_len;
+    if (!strncmp(rest, "task/", 5)) {
+        rest += 5;
+        const size_t tid = strspn(rest, "0123456789");
+        if (tid == 0) return -1;
+        rest += tid + 1;
+        if (rest[-1] != '/') return -1;
+    }
+    if (strcmp(rest, "fd") != 0) return -1;
+    return strlen(n) > 9 ? INT_MAX : atoi(n);
+}
+
 /* The end of path's symlink chain (malloc'd; path itself when it is not a link), and its stat in
- * *st (*exists false when nothing is there: a new file, or a dangling link's target). */
-static char *resolve_links(const char *path, struct stat *st, bool *exists)
+ * *st (*exists false when nothing is there: a new file, or a dangling link's target). A link that
+ * reaches a name of one of this process's descriptors (descriptor_named) ends there, *descriptor
+ * set to it (else -1). */
+static char *resolve_links(const char *path, struct stat *st, bool *exists, int *descriptor)
 {
     char *at = strdup(path);
+    *descriptor = -1;
     for (int hops = 0; at; hops++) {
+        if ((*descriptor = descriptor_named(at)) >= 0) return at;
         if (lstat(at, st) != 0) {
             if (errno != ENOENT) {
                 attn__fail(ATTN_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
@@ -174,17 +210,6 @@ static bool in_place(mode_t mode)
     return S_ISCHR(mode) || S_ISBLK(mode) || S_ISFIFO(mode);
 }
 
-/* The descriptor path names when it is one of this process's ("/dev/stdout", "/dev/stderr",
- * "/dev/fd/N", "/proc/self/fd/N"), else -1; INT_MAX (never open) for an N past any descriptor. */
-static int descriptor_named(const char *path)
-{
-    if (!strcmp(path, "/dev/stdout")) return STDOUT_FILENO;
-    if (!strcmp(path, "/dev/stderr")) return STDERR_FILENO;
-    const char *n = !strncmp(path, "/dev/fd/", 8) ? path + 8 : !strncmp(path, "/proc/self/fd/", 14) ? path + 14 : NULL;
-    if (!n || !*n || strspn(n, "0123456789") != strlen(n)) return -1;
-    return strlen(n) > 9 ? INT_MAX : atoi(n);
-}
-
 /* ATTN_OK when descriptor fd (named by path) is open for writing. */
 static attn_status descriptor_writable(const char *path, int fd)
 {
@@ -239,7 +264,13 @@ attn_status attn__outfile_open(attn__outfile *o, const char *path)
     struct stat st;
     if (stat(path, &st) == 0 && in_place(st.st_mode)) return open_in_place(o, path, st.st_mode);
     bool exists = false;
-    if (!(o->target = resolve_links(path, &st, &exists))) return attn_last_status();
+    int descriptor;
+    if (!(o->target = resolve_links(path, &st, &exists, &descriptor))) return attn_last_status();
+    if (descriptor >= 0) { /* a link to one of this process's descriptors */
+        free(o->target);
+        o->target = NULL;
+        return open_descriptor(o, path, descriptor);
+    }
     if (exists && !S_ISREG(st.st_mode)) {
         attn_status s = attn__fail(ATTN_ERR_IO, "%s: cannot write: it is %s", path, kind_of(st.st_mode));
         free(o->target);
@@ -380,8 +411,13 @@ attn_status attn_output_check(const char *path)
                    ? ATTN_OK
                    : attn__fail(ATTN_ERR_IO, "%s: cannot write (%s): %s", path, kind_of(st.st_mode), strerror(errno));
     bool exists = false;
-    char *target = resolve_links(path, &st, &exists);
+    int descriptor;
+    char *target = resolve_links(path, &st, &exists, &descriptor);
     if (!target) return attn_last_status();
+    if (descriptor >= 0) { /* a link to one of this process's descriptors */
+        free(target);
+        return descriptor_writable(path, descriptor);
+    }
     attn_status s = ATTN_OK;
     char *dir = NULL, *name = NULL;
     if (exists && !S_ISREG(st.st_mode)) {

@@ -43,6 +43,11 @@ static attn_status read_all(gzFile f, attn__buf *b, size_t expect, const char *p
         }
         b->len += (size_t)n;
     }
+    if (st == ATTN_ERR_NOMEM) /* the buffer's own message names no file */
+        return attn__fail(ATTN_ERR_NOMEM,
+                          "%s: its text passes %zu bytes (%zu on disk) and there is no memory for more; expected a "
+                          "smaller file (a gzip file can hold a thousand times its size)",
+                          path, b->len, expect);
     if (st != ATTN_OK) return st;
     b->data[b->len] = '\0';
     char *fit = realloc(b->data, b->len + 1); /* the room not used goes back */

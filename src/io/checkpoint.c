@@ -45,34 +45,62 @@ static attn_status add_metadata(attn_st_writer *w, const attn_optim *opt, const 
     return s;
 }
 
+/* t under name: copied as little-endian float32, or (borrow: for measuring the header) referenced */
+static attn_status add_one(attn_st_writer *w, const char *name, const attn_tensor *t, bool borrow)
+{
+    return borrow ? attn_st_writer_add_ref(w, name, ATTN_DTYPE_F32, t->ndim, t->shape, t->data)
+                  : attn_st_writer_add_tensor(w, name, t);
+}
+
 /* Every parameter, then every optimizer state buffer as a 1-D tensor. */
-static attn_status add_tensors(attn_st_writer *w, const attn_params *p, const attn_optim *opt)
+static attn_status add_tensors(attn_st_writer *w, const attn_params *p, const attn_optim *opt, bool borrow)
 {
     attn_status s = ATTN_OK;
     for (size_t i = 0; s == ATTN_OK && i < attn_params_count(p); i++)
-        s = attn_st_writer_add_tensor(w, attn_params_name(p, i), attn_params_at(p, i));
+        s = add_one(w, attn_params_name(p, i), attn_params_at(p, i), borrow);
     size_t n_state = opt ? attn_optim_state_count(opt) : 0;
     for (size_t i = 0; s == ATTN_OK && i < n_state; i++) {
         attn_tensor view = {.ndim = 1, .shape = {0, 1, 1, 1}};
         const char *name;
         s = attn_optim_state_at(opt, i, &name, &view.data, &view.numel);
         view.shape[0] = view.numel;
-        if (s == ATTN_OK) s = attn_st_writer_add_tensor(w, name, &view);
+        if (s == ATTN_OK) s = add_one(w, name, &view, borrow);
     }
     return s;
+}
+
+/* The checkpoint's writer (NULL with the error set); borrow as add_one's */
+static attn_st_writer *checkpoint_writer(const char *who, const attn_params *p, const attn_optim *opt,
+                                         const char *const *meta_kv, int n_meta, bool borrow)
+{
+    if (!p || (n_meta > 0 && !meta_kv)) return attn__fail_null(ATTN_ERR_ARG, "%s: params or metadata missing", who);
+    if (n_meta < 0) return attn__fail_null(ATTN_ERR_ARG, "%s: n_meta %d < 0", who, n_meta);
+    attn_st_writer *w = attn_st_writer_new();
+    if (w && (add_metadata(w, opt, meta_kv, n_meta) != ATTN_OK || add_tensors(w, p, opt, borrow) != ATTN_OK)) {
+        attn_st_writer_free(w);
+        return NULL;
+    }
+    return w;
 }
 
 attn_status attn_checkpoint_save(const char *path, const attn_params *p, const attn_optim *opt,
                                  const char *const *meta_kv, int n_meta)
 {
-    if (!path || !p || (n_meta > 0 && !meta_kv))
-        return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_save: path, params or metadata missing");
-    if (n_meta < 0) return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_save: n_meta %d < 0", n_meta);
-    attn_st_writer *w = attn_st_writer_new();
+    if (!path) return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_save: path missing");
+    attn_st_writer *w = checkpoint_writer("attn_checkpoint_save", p, opt, meta_kv, n_meta, false);
     if (!w) return attn_last_status();
-    attn_status s = add_metadata(w, opt, meta_kv, n_meta);
-    if (s == ATTN_OK) s = add_tensors(w, p, opt);
-    if (s == ATTN_OK) s = attn_st_writer_save(w, path);
+    attn_status s = attn_st_writer_save(w, path);
+    attn_st_writer_free(w);
+    return s;
+}
+
+attn_status attn_checkpoint_header_bytes(const attn_params *p, const attn_optim *opt, const char *const *meta_kv,
+                                         int n_meta, size_t *bytes)
+{
+    if (!bytes) return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_header_bytes: bytes is NULL");
+    attn_st_writer *w = checkpoint_writer("attn_checkpoint_header_bytes", p, opt, meta_kv, n_meta, true);
+    if (!w) return attn_last_status();
+    attn_status s = attn_st_writer_header_bytes(w, bytes);
     attn_st_writer_free(w);
     return s;
 }

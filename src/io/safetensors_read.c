@@ -19,7 +19,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define ST_MAX_HEADER 100000000u       /* the reference parser's MAX_HEADER_SIZE */
 #define ST_MAX_EXACT 9007199254740992u /* 2^53: JSON numbers above it are not exact doubles */
 
 struct attn_st_file {
@@ -352,6 +351,29 @@ static attn_status check_size(const char *label, const attn_st_tensor *t, uint64
     return ATTN_OK;
 }
 
+static int cmp_json_keys(const void *a, const void *b)
+{
+    return strcmp((*(const attn__json *const *)a)->name, (*(const attn__json *const *)b)->name);
+}
+
+/* Duplicate keys of one JSON object (the parser keeps them as separate items). */
+static attn_status check_unique_keys(const char *label, const attn__json *obj, const char *what)
+{
+    size_t n = obj->count, i = 0;
+    if (n < 2) return ATTN_OK;
+    const attn__json **keys = malloc(n * sizeof *keys); /* (n) */
+    if (!keys) return attn__fail(ATTN_ERR_NOMEM, "%s: out of memory checking the header", label);
+    for (const attn__json *it = obj->first; it; it = it->next) keys[i++] = it;
+    qsort(keys, n, sizeof *keys, cmp_json_keys);
+    attn_status s = ATTN_OK;
+    for (i = 1; i < n && s == ATTN_OK; i++) {
+        if (strcmp(keys[i - 1]->name, keys[i]->name) == 0)
+            s = attn__fail(ATTN_ERR_FORMAT, "%s: %s \"%s\" appears more than once", label, what, keys[i]->name);
+    }
+    free(keys);
+    return s;
+}
+
 /* One tensor entry; its offsets go to *begin, *end (checked against the layout later). */
 static attn_status parse_entry(const char *label, const attn__json *item, attn_st_tensor *t, uint64_t *begin,
                                uint64_t *end)
@@ -363,6 +385,9 @@ static attn_status parse_entry(const char *label, const attn__json *item, attn_s
                           "%s: tensor \"%s\": expected an object with dtype, "
                           "shape and data_offsets",
                           label, name);
+    char what[96]; /* a key twice in the entry: Python's json would take the last, this reader the first */
+    snprintf(what, sizeof what, "tensor \"%.64s\": key", name);
+    if (check_unique_keys(label, item, what) != ATTN_OK) return attn_last_status();
     const attn__json *dt = attn__json_member(item, "dtype");
     if (!dt || dt->kind != ATTN__JSON_STRING)
         return attn__fail(ATTN_ERR_FORMAT,
@@ -398,28 +423,6 @@ static attn_status check_metadata(const char *label, const attn__json *meta)
     return ATTN_OK;
 }
 
-static int cmp_json_keys(const void *a, const void *b)
-{
-    return strcmp((*(const attn__json *const *)a)->name, (*(const attn__json *const *)b)->name);
-}
-
-/* Duplicate keys of one JSON object (the parser keeps them as separate items). */
-static attn_status check_unique_keys(const char *label, const attn__json *obj, const char *what)
-{
-    size_t n = obj->count, i = 0;
-    if (n < 2) return ATTN_OK;
-    const attn__json **keys = malloc(n * sizeof *keys); /* (n) */
-    if (!keys) return attn__fail(ATTN_ERR_NOMEM, "%s: out of memory checking the header", label);
-    for (const attn__json *it = obj->first; it; it = it->next) keys[i++] = it;
-    qsort(keys, n, sizeof *keys, cmp_json_keys);
-    attn_status s = ATTN_OK;
-    for (i = 1; i < n && s == ATTN_OK; i++) {
-        if (strcmp(keys[i - 1]->name, keys[i]->name) == 0)
-            s = attn__fail(ATTN_ERR_FORMAT, "%s: %s \"%s\" appears more than once", label, what, keys[i]->name);
-    }
-    free(keys);
-    return s;
-}
 
 /* Every value is read as float32: an F64 tensor's finite values must stay finite there (a -1e300
  * mask value would silently become -inf and mask its row). Infinities and NaN pass as they are. */
@@ -546,9 +549,9 @@ static attn_status parse_file(attn_st_file *f)
                           "(the 8-byte header size alone is missing)",
                           f->label, f->len);
     uint64_t n = le64(f->bytes);
-    if (n > ST_MAX_HEADER)
+    if (n > ATTN_ST_MAX_HEADER)
         return attn__fail(ATTN_ERR_FORMAT, "%s: header size %llu is over the limit of %u bytes", f->label,
-                          (unsigned long long)n, ST_MAX_HEADER);
+                          (unsigned long long)n, ATTN_ST_MAX_HEADER);
     if (n > f->len - 8)
         return attn__fail(ATTN_ERR_FORMAT,
                           "%s: header size %llu runs past the end of the file "

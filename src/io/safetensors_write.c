@@ -332,6 +332,22 @@ static int write_file(FILE *fp, const strbuf *header, const attn_st_writer *w, c
     return ok ? 0 : (errno ? errno : EIO);
 }
 
+attn_status attn_st_writer_header_bytes(attn_st_writer *w, size_t *bytes)
+{
+    if (!w || !bytes) return attn__fail(ATTN_ERR_ARG, "attn_st_writer_header_bytes: writer or bytes is NULL");
+    size_t *order = malloc((w->count ? w->count : 1) * sizeof *order); /* (count) */
+    strbuf header = {0};
+    if (order) {
+        layout_data(w, order);
+        build_header(&header, w);
+    }
+    attn_status s = order && !header.failed ? ATTN_OK : attn__fail(ATTN_ERR_NOMEM, "out of memory building the header");
+    *bytes = header.len;
+    free(header.s);
+    free(order);
+    return s;
+}
+
 attn_status attn_st_writer_save(attn_st_writer *w, const char *path)
 {
     if (!w || !path || !*path) return attn__fail(ATTN_ERR_ARG, "attn_st_writer_save: writer or path missing");
@@ -345,6 +361,11 @@ attn_status attn_st_writer_save(attn_st_writer *w, const char *path)
     attn__outfile out;
     if (!order || header.failed) {
         s = attn__fail(ATTN_ERR_NOMEM, "%s: out of memory building the header", path);
+    } else if (header.len > ATTN_ST_MAX_HEADER) {
+        s = attn__fail(ATTN_ERR_ARG,
+                       "%s: the header would be %zu bytes (%zu tensors, %zu metadata keys), over the %u that "
+                       "safetensors readers accept; nothing written",
+                       path, header.len, w->count, w->n_meta, ATTN_ST_MAX_HEADER);
     } else if ((s = attn__outfile_open(&out, path)) == ATTN_OK) {
         int err = write_file(out.fp, &header, w, order);
         s = attn__outfile_close(&out, err ? attn__outfile_write_error(&out, err) : ATTN_OK);

@@ -514,3 +514,23 @@ attn_status attn_plot_heatmap_grid(const char *path, const float *values, int gr
                    .panel_titles = panel_titles};
     return heatmap(&f, path, opts);
 }
+
+attn_status attn_plot_heatmap_heads(const char *path, const float *values, int64_t panels, int64_t rows, int64_t cols,
+                                    const char *const *panel_titles, const attn_heatmap_opts *opts)
+{
+    if (panels < 1 || panels > HM_MAX_PANELS)
+        return attn__fail(ATTN_ERR_ARG, "attn_plot_heatmap_heads: %lld panels; expected 1 to %d", (long long)panels,
+                          HM_MAX_PANELS);
+    const int n = (int)panels, grid_cols = n >= 4 && n % 2 == 0 ? n / 2 : n, grid_rows = n / grid_cols;
+    char(*store)[24] = panel_titles ? NULL : malloc((size_t)n * sizeof *store);
+    const char **titles = panel_titles ? NULL : malloc((size_t)n * sizeof *titles);
+    if (!panel_titles && (!store || !titles)) {
+        free(store), free(titles);
+        return attn__fail(ATTN_ERR_NOMEM, "attn_plot_heatmap_heads: out of memory");
+    }
+    for (int i = 0; titles && i < n; i++) snprintf(store[i], sizeof store[i], "head %d", i + 1), titles[i] = store[i];
+    attn_status s = attn_plot_heatmap_grid(path, values, grid_rows, grid_cols, rows, cols,
+                                           panel_titles ? panel_titles : titles, opts);
+    free(store), free(titles);
+    return s;
+}
