@@ -354,6 +354,8 @@ row "plot: NaN in the matrix (valid: grey cell)"  0 "" -- heat_nan
 source tests/robustness/trust.sh
 # issue 26: nothing of the user's is ever lost (one group of rows per class)
 source tests/robustness/keep.sh
+# issue 37: the fourth hostile round, a row or more per cause
+source tests/robustness/edges.sh
 row "tour: --out-dir is a file"                   2 "--out-dir .*heat_nan.safetensors: it is not a folder" -- "$bin" tour 002/2.2 --out-dir "$in/heat_nan.safetensors"
 tour_save_new() { # a missing --save folder is made (issue 28), and holds the step's tensors
   "$bin" tour 002/2.2 --out-dir "$out" --save "$out/nowhere" >/dev/null || return
