@@ -33,12 +33,8 @@ static bool float_in_file(const op_run *run, const char *name)
 static attn_tensor *input(op_run *run, const char *name, const char *grad_name)
 {
     if (!float_in_file(run, name)) return NULL;
-    attn_tensor *t = attn_st_load(run->file, name, NULL);
-    if (!t) return NULL;
-    if (run->n_inputs == 3 || !op_check_finite(t, name)) {
-        attn_tensor_free(t);
-        return NULL;
-    }
+    attn_tensor *t = attn_st_view(run->file, name, run->ctx); /* the file's bytes: read once */
+    if (!t || run->n_inputs == 3 || !op_check_finite(t, name)) return NULL;
     attn_tensor_set_requires_grad(t, true);
     run->inputs[run->n_inputs] = t;
     run->input_grad_names[run->n_inputs++] = grad_name;
@@ -419,12 +415,10 @@ int op_execute(op_run *run, const op_mechanism *mech)
         return cli_fail(CLI_ERR_DATA, "op", "%s", attn_last_error());
     attn_tensor *g = NULL;
     if (!float_in_file(run, "grad_out")) return CLI_ERR_DATA;
-    if (attn_st_find(run->file, "grad_out") && !(g = attn_st_load(run->file, "grad_out", run->ctx)))
+    if (attn_st_find(run->file, "grad_out") && !(g = attn_st_view(run->file, "grad_out", run->ctx)))
         return cli_fail(CLI_ERR_DATA, "op", "%s", attn_last_error());
     if (g && !op_check_finite(g, "grad_out")) return CLI_ERR_DATA;
-    attn_st_close(run->file); /* everything is loaded: give its bytes back before the backward */
-    run->file = NULL;
-    if (!g) return CLI_OK;
+    if (!g) return CLI_OK; /* the inputs are the file's bytes (attn_st_view): it stays open */
     if (!attn_same_shape(g, out)) {
         char a[64], b[64];
         return cli_fail(CLI_ERR_DATA, "op", "grad_out has shape %s, expected out's shape %s", attn_shape_str(g, a, 64),
@@ -438,7 +432,6 @@ int op_execute(op_run *run, const op_mechanism *mech)
 
 void op_run_free(op_run *run)
 {
-    for (int i = 0; i < run->n_inputs; i++) attn_tensor_free(run->inputs[i]);
     for (int i = 0; i < 4; i++) free(run->mask_storage[i]);
     attn_st_writer_free(run->writer);
     attn_params_free(run->params);

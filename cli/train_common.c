@@ -111,8 +111,8 @@ static void root_meta_free(root_meta *m)
     free(m->vals), free(m->names), free(m->all);
 }
 
-static attn_status root_meta_build(root_meta *m, const run_position *pos, const attn_rng *rngs,
-                                   const char *const *kv, int n_kv, const checkpoint_extra *x)
+static attn_status root_meta_build(root_meta *m, const run_position *pos, const attn_rng *rngs, const char *const *kv,
+                                   int n_kv, const checkpoint_extra *x)
 {
     static const char *const keys[RUN_KEYS] = {"run.epoch",   "run.batch",         "run.global_batch", "run.rng_state",
                                                "run.rng_inc", "run.rng_has_spare", "run.rng_spare"};
@@ -180,7 +180,8 @@ int run_checkpoint_fits(const char *cmd, const char *path, const attn_params *p,
     /* room for the numbers that grow as the run goes (steps, epochs, positions) */
     const bool over = st == ATTN_OK && bytes + 4096 > ATTN_ST_MAX_HEADER;
     if (dist_any(st != ATTN_OK || over)) {
-        if (st != ATTN_OK) return cli_fail(CLI_ERR_DATA, cmd, "%s", st == ATTN_ERR_NOMEM ? "out of memory" : attn_last_error());
+        if (st != ATTN_OK)
+            return cli_fail(CLI_ERR_DATA, cmd, "%s", st == ATTN_ERR_NOMEM ? "out of memory" : attn_last_error());
         if (over)
             return cli_fail(CLI_ERR_DATA, cmd,
                             "%s: its header would be %zu bytes (the vocabularies in its metadata), over the %u that "

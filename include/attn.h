@@ -332,7 +332,10 @@ ATTN_API attn_status attn_precision_from_name(const char *name, attn_precision *
 /* Reverse-mode sweep from a one-element loss (its gradient seeded with 1). Gradients of every
  * tensor with requires_grad accumulate into ->grad. One backward per recorded graph. */
 ATTN_API attn_status attn_backward(attn_ctx *ctx, attn_tensor *loss);
-/* The same, seeded with dout (out->numel floats) instead of 1: a vector-Jacobian product. */
+/* The same, seeded with dout (out->numel floats) instead of 1: a vector-Jacobian product. dout is
+ * read where it is, never written or copied (an op's output of gigabytes costs no second copy):
+ * during the sweep out->grad is dout, and afterwards NULL again. (An out that is a leaf, or that
+ * already holds a gradient, gets dout added into its ->grad, as attn_backward seeds a loss.) */
 ATTN_API attn_status attn_backward_from(attn_ctx *ctx, attn_tensor *out, const float *dout);
 
 /* ---- Parameter registry: named leaves in PyTorch state_dict order and names ---- */
@@ -1269,6 +1272,13 @@ ATTN_API const char *attn_st_metadata(const attn_st_file *f, const char *key); /
  * when ctx is NULL (then free with attn_tensor_free). Error if missing or if it has more than
  * ATTN_MAX_DIMS dims. */
 ATTN_API attn_tensor *attn_st_load(const attn_st_file *f, const char *name, attn_ctx *ctx);
+/* Tensor `name` without a copy where it can be: a tensor in ctx whose data are the file's own
+ * bytes when the tensor is F32, little-endian as this host, and float-aligned in memory (files
+ * written by attn and by safetensors' Python pad their header to 8 bytes, so every F32 tensor
+ * is); otherwise a copy, as attn_st_load into ctx. Loading then costs the file's size once. The
+ * data must not be written (they are f's), and are valid while f is open and until ctx is reset.
+ * ctx must not be NULL. */
+ATTN_API attn_tensor *attn_st_view(const attn_st_file *f, const char *name, attn_ctx *ctx);
 /* Tensor `name` as int64 (from an integer dtype, BOOL, or a float dtype holding integers) into a
  * malloc'd array the caller frees; *numel receives the count. */
 ATTN_API int64_t *attn_st_load_i64(const attn_st_file *f, const char *name, int64_t *numel);

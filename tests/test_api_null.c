@@ -309,6 +309,7 @@ static void all_null(void)
     EXPECT_NULL(attn_st_find(NULL, NULL));
     EXPECT_NULL(attn_st_metadata(NULL, NULL));
     EXPECT_NULL(attn_st_load(NULL, NULL, NULL));
+    EXPECT_NULL(attn_st_view(NULL, NULL, NULL));
     EXPECT_NULL(attn_st_load_i64(NULL, NULL, NULL));
     EXPECT_STATUS(attn_st_copy_into(NULL, NULL, NULL));
     EXPECT_NOOP(attn_st_writer_free(NULL));

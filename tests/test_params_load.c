@@ -289,7 +289,8 @@ static void test_max_numel(void)
     TK_CHECK(!attn_params_add(p, "b", 2, (int64_t[]){1000000000, 1000}) && attn_last_status() == ATTN_ERR_FORMAT &&
                  strstr(attn_last_error(), "\"b\""),
              "a parameter past the limit is refused, naming it: %s", attn_last_error());
-    TK_CHECK(attn_params_count(p) == 1 && attn_params_numel(p) == 64, "the refused parameter left the registry as it was");
+    TK_CHECK(attn_params_count(p) == 1 && attn_params_numel(p) == 64,
+             "the refused parameter left the registry as it was");
     TK_NOT_NULL(attn_params_add(p, "c", 1, (int64_t[]){36})); /* exactly at the limit */
     TK_CHECK(!attn_params_add(p, "d", 1, (int64_t[]){1}), "one element past the limit is refused");
     TK_CHECK(attn_params_set_max_numel(p, -1) == ATTN_ERR_ARG, "a negative limit is refused");

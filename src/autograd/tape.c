@@ -67,20 +67,25 @@ attn_status attn_backward_from(attn_ctx *ctx, attn_tensor *out, const float *dou
     if (!out->requires_grad)
         return attn__fail(ATTN_ERR_STATE, "attn_backward: the output does not depend on any tensor that requires "
                                           "grad (or grad was disabled during the forward)");
-    float *g = attn__grad(ctx, out);
-    if (!g) return attn_last_status();
-    if (dout)
-        for (int64_t i = 0; i < out->numel; i++) g[i] += dout[i];
-    else
-        for (int64_t i = 0; i < out->numel; i++) g[i] += 1.0f;
-    ctx->tape_consumed = true;
-    for (size_t k = ctx->tape_len; k-- > 0;) {
-        attn_node *node = ctx->tape[k];
-        if (!node->out->grad) continue; /* nothing flowed into this op */
-        attn_status st = node->backward(ctx, node);
-        if (st != ATTN_OK) return st;
+    const bool lend = dout && out->node && !out->grad; /* dout is out's gradient for the sweep, read in place */
+    if (lend) {
+        out->grad = (float *)(uintptr_t)dout; /* the backward functions only read it (tape_internal.h) */
+    } else {
+        float *g = attn__grad(ctx, out);
+        if (!g) return attn_last_status();
+        if (dout)
+            for (int64_t i = 0; i < out->numel; i++) g[i] += dout[i];
+        else
+            for (int64_t i = 0; i < out->numel; i++) g[i] += 1.0f;
     }
-    return ATTN_OK;
+    ctx->tape_consumed = true;
+    attn_status st = ATTN_OK;
+    for (size_t k = ctx->tape_len; st == ATTN_OK && k-- > 0;) {
+        attn_node *node = ctx->tape[k];
+        if (node->out->grad) st = node->backward(ctx, node); /* none: nothing flowed into this op */
+    }
+    if (lend) out->grad = NULL;
+    return st;
 }
 
 attn_status attn_backward(attn_ctx *ctx, attn_tensor *loss)

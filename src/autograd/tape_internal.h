@@ -6,7 +6,8 @@
 
 #include "../core/core_internal.h"
 
-/* Propagates node->out->grad into the grads of node->in[i] that require grad (+=). */
+/* Propagates node->out->grad into the grads of node->in[i] that require grad (+=). It reads
+ * node->out->grad and never writes it: attn_backward_from lends the caller's const dout there. */
 typedef attn_status (*attn_backward_fn)(attn_ctx *ctx, attn_node *node);
 
 struct attn_node {

@@ -95,6 +95,8 @@ enum attn_storage {
 
 /* A tensor of x's shape in the arena (uninitialised data). */
 attn_tensor *attn__empty_like(attn_ctx *ctx, const attn_tensor *x);
+/* A tensor of ctx (its struct in the arena, ATTN_STORAGE_VIEW) over data it does not own. */
+attn_tensor *attn__tensor_view(attn_ctx *ctx, int ndim, const int64_t *shape, float *data);
 /* A module init that failed takes back the parameters it registered: attn__params_settle(p, n0,
  * st) with n0 = the count before it (attn_params_count) removes those past n0 when st is an
  * error, and returns st; the error message stays. */

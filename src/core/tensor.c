@@ -73,6 +73,18 @@ attn_tensor *attn_tensor_from(attn_ctx *ctx, int ndim, const int64_t *shape, con
     return t;
 }
 
+attn_tensor *attn__tensor_view(attn_ctx *ctx, int ndim, const int64_t *shape, float *data)
+{
+    int64_t numel;
+    if (attn__shape_numel(ndim, shape, &numel, "tensor") != ATTN_OK) return NULL;
+    attn_tensor *t = attn_arena_alloc(&ctx->arena, sizeof *t);
+    if (!t) return NULL;
+    set_shape(t, ndim, shape, numel);
+    t->data = data;
+    t->storage = ATTN_STORAGE_VIEW;
+    return t;
+}
+
 attn_tensor *attn__empty_like(attn_ctx *ctx, const attn_tensor *x)
 {
     return attn_tensor_empty(ctx, x->ndim, x->shape);

@@ -423,7 +423,6 @@ static attn_status check_metadata(const char *label, const attn__json *meta)
     return ATTN_OK;
 }
 
-
 /* Every value is read as float32: an F64 tensor's finite values must stay finite there (a -1e300
  * mask value would silently become -inf and mask its row). Infinities and NaN pass as they are. */
 static attn_status check_f64_range(const char *label, const attn_st_tensor *t)
@@ -749,6 +748,19 @@ attn_tensor *attn_st_load(const attn_st_file *f, const char *name, attn_ctx *ctx
     attn_tensor *t = ctx ? attn_tensor_empty(ctx, st->ndim, st->shape) : attn_tensor_alloc(st->ndim, st->shape);
     if (t) attn__st_to_f32(t->data, st);
     return t;
+}
+
+attn_tensor *attn_st_view(const attn_st_file *f, const char *name, attn_ctx *ctx)
+{
+    if (!ctx) return attn__fail_null(ATTN_ERR_ARG, "attn_st_view: ctx is NULL");
+    const attn_st_tensor *st = find_or_fail(f, name, "attn_st_view");
+    if (!st) return NULL;
+    const uint16_t one = 1;
+    const bool little = *(const unsigned char *)&one == 1;
+    if (st->dtype != ATTN_DTYPE_F32 || !little || (uintptr_t)st->data % _Alignof(float) != 0 ||
+        st->ndim > ATTN_MAX_DIMS)
+        return attn_st_load(f, name, ctx); /* converted, or the message of too many dims */
+    return attn__tensor_view(ctx, st->ndim, st->shape, (float *)(uintptr_t)st->data);
 }
 
 int64_t *attn_st_load_i64(const attn_st_file *f, const char *name, int64_t *numel)
