@@ -11,6 +11,18 @@
 #include <string.h>
 
 static const char *const impl_names[] = {"auto", "fused", "ref", NULL}; /* attn_sdpa_impl order */
+static const char *const rope_layouts[] = {"halves", "interleaved", NULL};
+static const attn_rope_layout rope_layout_of[] = {ATTN_ROPE_HALVES, ATTN_ROPE_INTERLEAVED};
+
+bool op_rope(const op_args *a, int position_dim, attn_rope_opts *out)
+{
+    if (a->rope_base <= 0.0f) return false;
+    *out = (attn_rope_opts){.layout = rope_layout_of[a->rope_layout],
+                            .base = a->rope_base,
+                            .rotary_dim = a->rope_dim,
+                            .position_dim = position_dim};
+    return true;
+}
 
 #define O(kind, field) CLI_OPT_AT(op_args, kind, field)
 static const cli_option options[] = {
@@ -27,6 +39,12 @@ static const cli_option options[] = {
     {"--alibi", NULL, O(CLI_FLAG, alibi), 0, 0, NULL, NULL,
      "sdpa, mha: ALiBi with the paper's slopes (a tensor alibi_slopes, (H) or (B,H), in IN gives others)"},
     {"--softcap", "C", O(CLI_FLOAT, softcap), FLT_MIN, FLT_MAX, NULL, NULL, "sdpa, mha: scores become C tanh(s / C)"},
+    {"--rope-base", "B", O(CLI_FLOAT, rope_base), 1, 1e9, NULL, NULL,
+     "sdpa, mha: rotary positions on q and k, base B > 1 (positions 0, 1, ... of each sequence)"},
+    {"--rope-layout", NULL, O(CLI_CHOICE, rope_layout), 0, 0, rope_layouts, "halves",
+     "with --rope-base: the pairs turned, (i, i + d/2) as GPT-NeoX and Llama or (2i, 2i + 1) as GPT-J"},
+    {"--rope-dim", "N", O(CLI_LONG, rope_dim), 2, ATTN_ROPE_MAX_DIM, NULL, NULL,
+     "with --rope-base: rotate the first N dims of each head (even; default all)"},
     {"--num-heads", "N", O(CLI_LONG, num_heads), 1, 4096, NULL, NULL, "heads (mha, conv_attention; required there)"},
     {"--need-weights", NULL, O(CLI_FLAG, need_weights), 0, 0, NULL, NULL, "also write `weights`"},
     {"--no-average-weights", NULL, O(CLI_FLAG, per_head_weights), 0, 0, NULL, NULL,
@@ -121,8 +139,15 @@ static int validate(op_args *a, const op_mechanism *mech)
         return cli_fail(CLI_ERR_USAGE, "op",
                         "--enable-gqa applies to sdpa (mha reads its key/value heads off "
                         "k_proj_weight)");
-    if ((a->window || a->alibi || a->softcap != 0) && strcmp(n, "sdpa") && strcmp(n, "mha"))
-        return cli_fail(CLI_ERR_USAGE, "op", "--window, --alibi and --softcap apply to sdpa and mha");
+    if ((a->window || a->alibi || a->softcap != 0 || a->rope_base != 0) && strcmp(n, "sdpa") && strcmp(n, "mha"))
+        return cli_fail(CLI_ERR_USAGE, "op", "--window, --alibi, --softcap and --rope-base apply to sdpa and mha");
+    if (a->rope_base != 0 && a->rope_base <= 1.0f)
+        return cli_fail(CLI_ERR_USAGE, "op", "--rope-base %g: expected a base above 1", (double)a->rope_base);
+    if (a->rope_dim != 0 && a->rope_base == 0)
+        return cli_fail(CLI_ERR_USAGE, "op", "--rope-dim applies with --rope-base");
+    if (a->rope_dim % 2)
+        return cli_fail(CLI_ERR_USAGE, "op", "--rope-dim %ld: expected an even count (dims turn in pairs)",
+                        a->rope_dim);
     if (a->impl != 0 && strcmp(n, "sdpa") && !heads)
         return cli_fail(CLI_ERR_USAGE, "op", "--impl (the SDPA kernel) applies to sdpa, mha and conv_attention only");
     if (a->need_weights && !strcmp(n, "linear"))

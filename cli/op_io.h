@@ -16,7 +16,14 @@ typedef struct op_args {
     long num_heads, threads;
     int matmul_precision; /* an attn_precision */
     int impl;             /* an attn_sdpa_impl */
+    float rope_base;      /* sdpa, mha: rotary positions on q and k (> 1); 0: none */
+    int rope_layout;      /* an index of op_rope_layouts */
+    long rope_dim;        /* the dims rotated (even); 0: all of a head */
 } op_args;
+
+/* --rope-base, --rope-layout and --rope-dim as attn_rope takes them (positions 0, 1, ... of each
+ * sequence along position_dim); false when --rope-base is not given */
+bool op_rope(const op_args *a, int position_dim, attn_rope_opts *out);
 
 /* The masks a mechanism takes from the input file, and whose conventions a bool attn_mask
  * follows: F.scaled_dot_product_attention (true = may attend) or nn.MultiheadAttention (true =

@@ -218,8 +218,18 @@ static attn_tensor *fwd_sdpa(op_run *run, attn_tensor **weights)
     attn_tensor *slopes;
     const int64_t heads = q->ndim == 4 || op_varlen_in(run) ? q->shape[1] : 1; /* (B, H, L, D), (total, H, D) */
     if (!features(run, heads, &opts, &slopes)) return NULL;
-    attn_tensor *out =
-        op_varlen_in(run) ? op_sdpa_varlen(run, q, k, v, &opts, weights) : attn_sdpa(run->ctx, q, k, v, &opts, weights);
+    if (op_varlen_in(run)) {
+        attn_tensor *out = op_sdpa_varlen(run, q, k, v, &opts, weights); /* rotary positions per sequence there */
+        attn_tensor_free(slopes);
+        return out;
+    }
+    attn_rope_opts ro; /* positions along L: (B, H, L, D) or (B, L, D) */
+    if (op_rope(a, q->ndim == 4 ? 2 : 1, &ro) &&
+        (!(q = attn_rope(run->ctx, q, &ro)) || !(k = attn_rope(run->ctx, k, &ro)))) {
+        attn_tensor_free(slopes);
+        return NULL;
+    }
+    attn_tensor *out = attn_sdpa(run->ctx, q, k, v, &opts, weights);
     attn_tensor_free(slopes);
     return out;
 }
@@ -259,10 +269,12 @@ static attn_tensor *fwd_mha(op_run *run, attn_tensor **weights)
     attn_sdpa_opts feat = {0};
     attn_tensor *slopes;
     if (!features(run, m.num_heads, &feat, &slopes)) return NULL;
+    attn_rope_opts ro;
     attn_mha_opts opts = {.mask = run->mask,
                           .average_weights = !run->args->per_head_weights,
                           .impl = (attn_sdpa_impl)run->args->impl,
-                          .features = &feat};
+                          .features = &feat,
+                          .rope = op_rope(run->args, 0, &ro) ? &ro : NULL}; /* the layer's own positions */
     attn_tensor *out =
         attn_mha_forward(run->ctx, &m, seq_first(run, q), seq_first(run, k), seq_first(run, v), &opts, weights);
     attn_tensor_free(slopes);

@@ -38,6 +38,28 @@ static int64_t *offsets(const op_run *run, const char *name, const char *other, 
     return attn_st_load_i64(run->file, name, count);
 }
 
+/* x (total, H, D) with --rope-base: each sequence's rows turned from position 0 (x itself without
+ * it, or when cu is not offsets of x: attn_sdpa_varlen's check names them); NULL on failure */
+static attn_tensor *rotated(op_run *run, attn_tensor *x, const int64_t *cu, int64_t batch)
+{
+    attn_rope_opts ro;
+    if (!op_rope(run->args, 0, &ro)) return x;
+    bool offsets = cu[0] == 0 && cu[batch] == x->shape[0];
+    for (int64_t b = 0; offsets && b < batch; b++) offsets = cu[b] <= cu[b + 1];
+    if (!offsets) return x;
+    int64_t *pos = malloc(sizeof *pos * (size_t)(x->shape[0] ? x->shape[0] : 1)); /* (total) */
+    if (!pos) {
+        attn_set_error(ATTN_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t t = cu[b]; t < cu[b + 1]; t++) pos[t] = t - cu[b];
+    ro.positions = pos, ro.n_positions = x->shape[0];
+    attn_tensor *y = attn_rope(run->ctx, x, &ro);
+    free(pos);
+    return y;
+}
+
 attn_tensor *op_sdpa_varlen(op_run *run, attn_tensor *q, attn_tensor *k, attn_tensor *v, const attn_sdpa_opts *o,
                             attn_tensor **weights)
 {
@@ -60,7 +82,7 @@ attn_tensor *op_sdpa_varlen(op_run *run, attn_tensor *q, attn_tensor *k, attn_te
                 "B >= 1\n",
                 (long long)nq, (long long)nk);
         attn_clear_error();
-    } else if (cu_q && cu_k) {
+    } else if (cu_q && cu_k && (q = rotated(run, q, cu_q, nq - 1)) && (k = rotated(run, k, cu_k, nk - 1))) {
         attn_varlen_opts vo = {.scale = o->scale,
                                .causal = m->causal,
                                .window = o->window,

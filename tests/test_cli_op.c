@@ -8,7 +8,7 @@
  *     attn_mha_kvdim (q/k/v_proj_weight); on mha_gqa_* (grouped- and multi-query attention: the
  *     key/value heads read off k_proj_weight's rows; test_mha_gqa's bound), with --window, --alibi and
  *     --softcap on mha_gqa_feat_*; on mech_mha_seed_names (seed 002's Wq/Wk/Wv/fc_out);
- *     on cli_mha_*: PyTorch's own masks as nn.MultiheadAttention takes them (bool attn_mask
+ *     with --rope-base (both layouts, --rope-dim, packed, mha) on cli_rope_*; on cli_mha_*: PyTorch's own masks as nn.MultiheadAttention takes them (bool attn_mask
  *     (L, S) and (B*H, L, S), true = not allowed; U8; float; bool and float key_padding_mask;
  *     unbatched (L, E) inputs with an (S) key_padding_mask);
  *   - additive, nw, linear (--shen, key padding) and conv_attention (torch and seed naming) on
@@ -102,6 +102,14 @@ static const cli_case cases[] = {
     {.golden = "cli_mha_unbatched_float_kpm",
      .args = "mha --num-heads 4 --need-weights",
      .renames = QKV_RENAMES}, /* (L, E) inputs, a float (S) key_padding_mask */
+    /* rotary positions (tests/golden/make_golden_cli_rope.py): both layouts, partial, 3-D with a
+     * window, packed (each sequence from position 0), the MHA's heads */
+    {.golden = "cli_rope_sdpa_halves", .args = "sdpa --enable-gqa --rope-base 10000"},
+    {.golden = "cli_rope_sdpa_interleaved_partial",
+     .args = "sdpa --causal --rope-base 500 --rope-layout interleaved --rope-dim 8"},
+    {.golden = "cli_rope_sdpa_3d_window", .args = "sdpa --window 2,1 --rope-base 10000 --rope-dim 4"},
+    {.golden = "cli_rope_sdpa_packed", .args = "sdpa --causal --enable-gqa --rope-base 10000"},
+    {.golden = "cli_rope_mha_gqa", .args = "mha --batch-first --num-heads 4 --rope-base 1000"},
     {.golden = "mech_mha_seed_names", .args = "mha --batch-first --num-heads 2 --need-weights --no-average-weights"},
     {.golden = "mech_additive_lens_batch", .args = "additive --need-weights"},
     {.golden = "mech_additive_lens_query", .args = "additive --need-weights"},
@@ -351,8 +359,9 @@ static void compare_one(const cli_case *c, attn_st_file *g, attn_st_file *out, c
         if (fits) {
             tk_tol tol = !strncmp(c->golden, "attn_sdpa_", 10) ? TK_TOL_SDPA
                          : !strncmp(c->golden, "mech_", 5)     ? TK_TOL_MECH
-                         : !strncmp(c->golden, "mha_gqa_", 8)  ? tk_tol_of(1, 160, 4, 8) /* test_mha_gqa's */
-                                                               : TK_TOL_MHA;
+                         : !strncmp(c->golden, "mha_gqa_", 8) || !strncmp(c->golden, "cli_rope_", 9)
+                             ? tk_tol_of(1, 160, 4, 8) /* test_mha_gqa's: a float64 golden, rope's few roundings */
+                             : TK_TOL_MHA;
             tol.scale = tk_key_bias_scale(g, name);
             tk_close_scaled(what, got->data + offset, ref->data, ref->numel, tol);
             covered[index_of(out, st)] += ref->numel;
