@@ -21,9 +21,10 @@ mkdir -p bench/results
 out=bench/results/gemm_$(date -u +%Y%m%dT%H%MZ).jsonl
 env_coretype=${OPENBLAS_CORETYPE:-}
 
+source bench/record.sh
 measure() { # tag, command...: one JSON line per result row, tagged
   local tag=$1; shift
-  "$@" | while read -r line; do printf '{"tag":"%s","result":%s}\n' "$tag" "$line"; done >>"$out"
+  "$@" | record_rows "$tag" "$out"
 }
 
 for threads in 1 2; do

@@ -49,8 +49,9 @@ models=$PWD/bench/ort/ort_models.py
 runner=$PWD/bench/ort/run_ort.js
 bench_ort=$PWD/build/bench_ort
 
-record() { # tag, JSON object: appends {"tag":..., "result":...}
-  printf '{"tag":"%s","result":%s}\n' "$1" "$2" >>"$out"
+source bench/record.sh
+record() { # tag, JSON lines (one object each): appends {"tag":..., "result":...} per line
+  record_rows "$1" "$out" <<<"$2"
 }
 
 # ours: bench_ort; then each ORT variant and its max difference from ours, merged into one result
