@@ -17,6 +17,8 @@
  * mask_block, dropout (its mask is a hash of (seed, b, h, i, j): the reference draws it too),
  * the score scale, large and small scores, HIGHEST and MEDIUM, 1 and 2 threads. The kernel level
  * is the process's (ctest runs the suite at every level, ATTN_CPU_ISA).
+ * Before them, without arguments: the causes issue 37 named, as draws of their own (rows that see
+ * no key, softcap from FLT_MIN to 1e8, windows near INT64_MAX, d 192), and softcaps refused.
  * Usage: test_attention_differential [--draws N] [--seed S] [--verbose]: N draws from seeds S,
  * S + 1, ... (300 from 1 by default); a failure prints its draw and the line that repeats it. */
 #include "kernels/kernels_internal.h" /* attn_hash64: the dropout draws */
@@ -609,6 +611,127 @@ static bool run_draw(const draw *d, char *why, size_t why_n)
     return ok;
 }
 
+/* The causes the issue named, as draws of their own (the random draws reach them too, less often) */
+typedef struct named_case {
+    const char *what;
+    draw d;
+} named_case;
+
+static const named_case named[] = {
+    {"rows that see no key: Lq 6, Lk 1, window (0, 0)",
+     {.batch = 1, .H = 1, .Hkv = 1, .D = 8, .Dv = 8, .lq = {6}, .lk = {1}, .window = true, .q_scale = 1, .threads = 1}},
+    {"packed, causal bottom-right, Lq 6, Lk 1",
+     {.packed = true,
+      .batch = 2,
+      .H = 2,
+      .Hkv = 1,
+      .D = 16,
+      .Dv = 16,
+      .lq = {6, 70},
+      .lk = {1, 3},
+      .causal = true,
+      .q_scale = 1,
+      .threads = 2}},
+    {"softcap 1e5, large scores",
+     {.batch = 1,
+      .H = 2,
+      .Hkv = 2,
+      .D = 64,
+      .Dv = 64,
+      .lq = {70},
+      .lk = {130},
+      .softcap = 1e5f,
+      .q_scale = 16,
+      .threads = 2}},
+    {"softcap 1e7",
+     {.batch = 1,
+      .H = 2,
+      .Hkv = 2,
+      .D = 64,
+      .Dv = 64,
+      .lq = {70},
+      .lk = {130},
+      .softcap = 1e7f,
+      .q_scale = 16,
+      .threads = 1}},
+    {"softcap 1e8",
+     {.batch = 1,
+      .H = 1,
+      .Hkv = 1,
+      .D = 32,
+      .Dv = 32,
+      .lq = {64},
+      .lk = {64},
+      .softcap = 1e8f,
+      .q_scale = 16,
+      .threads = 1}},
+    {"softcap FLT_MIN (the smallest accepted)",
+     {.batch = 1,
+      .H = 1,
+      .Hkv = 1,
+      .D = 8,
+      .Dv = 8,
+      .lq = {9},
+      .lk = {9},
+      .softcap = FLT_MIN,
+      .q_scale = 1,
+      .threads = 1}},
+    {"window (-1, INT64_MAX): hides nothing",
+     {.batch = 2,
+      .H = 1,
+      .Hkv = 1,
+      .D = 8,
+      .Dv = 8,
+      .lq = {65},
+      .lk = {130},
+      .window = true,
+      .left = -1,
+      .right = INT64_MAX,
+      .q_scale = 1,
+      .threads = 1}},
+    {"window (INT64_MAX - 1, 0)",
+     {.batch = 1,
+      .H = 2,
+      .Hkv = 1,
+      .D = 8,
+      .Dv = 8,
+      .lq = {130},
+      .lk = {65},
+      .window = true,
+      .left = INT64_MAX - 1,
+      .right = 0,
+      .q_scale = 1,
+      .threads = 2}},
+    {"d 192, dominant keys",
+     {.batch = 1, .H = 2, .Hkv = 2, .D = 192, .Dv = 192, .lq = {64}, .lk = {64}, .q_scale = 4, .threads = 2}},
+};
+
+/* Every named case, and a denormal softcap refused by both calls (it made NaN) */
+static void named_cases(void)
+{
+    for (size_t i = 0; i < sizeof named / sizeof *named; i++) {
+        draw d = named[i].d;
+        char why[512] = "";
+        const bool ok = run_draw(&d, why, sizeof why);
+        TK_CHECK(ok, "%s: %s", named[i].what, why);
+    }
+    attn_ctx *ctx = attn_ctx_new(0);
+    attn_tensor *x = attn_tensor_zeros(ctx, 4, (int64_t[]){1, 1, 3, 4});
+    attn_tensor *p = attn_tensor_zeros(ctx, 3, (int64_t[]){3, 1, 4});
+    const float denormals[] = {1e-40f, -1.0f, INFINITY, NAN};
+    for (size_t i = 0; i < sizeof denormals / sizeof *denormals; i++) {
+        const attn_sdpa_opts o = {.softcap = denormals[i]};
+        const attn_varlen_opts vo = {.softcap = denormals[i]};
+        TK_CHECK(!attn_sdpa(ctx, x, x, x, &o, NULL) && attn_last_status() == ATTN_ERR_ARG &&
+                     strstr(attn_last_error(), "softcap"),
+                 "attn_sdpa refuses softcap %g: %s", (double)denormals[i], attn_last_error());
+        TK_CHECK(!attn_sdpa_varlen(ctx, p, p, p, (int64_t[]){0, 3}, (int64_t[]){0, 3}, 1, &vo) &&
+                     attn_last_status() == ATTN_ERR_ARG,
+                 "attn_sdpa_varlen refuses softcap %g", (double)denormals[i]);
+    }
+    attn_ctx_free(ctx);
+}
+
 int main(int argc, char **argv)
 {
     int64_t draws = 300;
@@ -626,6 +749,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (argc == 1) named_cases(); /* a reproduction (--seed) runs its draws alone */
     int64_t failed = 0;
     for (int64_t n = 0; n < draws; n++) {
         draw d;
@@ -634,10 +758,11 @@ int main(int argc, char **argv)
         describe(what, sizeof what, &d);
         const bool ok = run_draw(&d, why, sizeof why);
         if (verbose || !ok) printf("draw %llu: %s%s%s\n", (unsigned long long)d.seed, what, ok ? "" : ": ", why);
-        if (!ok)
+        if (!ok) {
             printf("  reproduce: ATTN_CPU_ISA=%s %s --seed %llu --draws 1\n", attn_isa_name(attn_cpu_isa()), argv[0],
-                   (unsigned long long)d.seed),
-                failed++;
+                   (unsigned long long)d.seed);
+            failed++;
+        }
         TK_CHECK(ok, "draw %llu", (unsigned long long)d.seed);
         free_draw(&d);
     }

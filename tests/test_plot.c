@@ -281,6 +281,41 @@ static void test_heatmap_grid(void)
     image_free(&im);
 }
 
+/* attn_plot_heatmap_heads: every panel drawn, titled "head 1"...: the picture of the grid it
+ * names (one row up to 3 and for odd counts, two rows of n/2 for even counts from 4), pixel for
+ * pixel; with 5 heads, 5 panels of 5 colours (translate drew 4, untitled) */
+static void test_heatmap_heads(void)
+{
+    for (int n = 1; n <= 8; n++) {
+        float m[8 * 4]; /* (n, 2, 2): panel p holds p / 7 everywhere */
+        for (int i = 0; i < n * 4; i++) m[i] = (float)(i / 4) / 7.0f;
+        char names[8][16];
+        const char *titles[8];
+        for (int i = 0; i < n; i++) snprintf(names[i], sizeof names[i], "head %d", i + 1), titles[i] = names[i];
+        const int cols = n >= 4 && n % 2 == 0 ? n / 2 : n, rows = n / cols;
+        attn_heatmap_opts o = {.title = "per head", .vmin = 0, .vmax = 1, .annotate = -1, .width = 700, .height = 400};
+        const char *heads = in_dir("heads.png"), *grid = in_dir("heads_grid.png");
+        TK_OK(attn_plot_heatmap_heads(heads, m, n, 2, 2, NULL, &o));
+        TK_OK(attn_plot_heatmap_grid(grid, m, rows, cols, 2, 2, titles, &o));
+        image a, b;
+        if (!image_load(&a, heads) || !image_load(&b, grid)) {
+            TK_CHECK(false, "%d heads: cannot read the pictures back", n);
+            continue;
+        }
+        TK_CHECK(a.w == b.w && a.h == b.h && a.stride == b.stride && !memcmp(a.data, b.data, (size_t)a.h * a.stride),
+                 "%d heads: the picture of a %d x %d grid titled head 1..%d", n, rows, cols, n);
+        for (int p = 0; n == 5 && p < n; p++) {
+            int rgb[3];
+            cmap_rgb255(ATTN_CMAP_VIRIDIS, p / 7.0, rgb);
+            TK_CHECK(largest(&a, rgb, 2).n >= 400, "5 heads: panel %d drawn", p + 1);
+        }
+        image_free(&a), image_free(&b);
+        remove(heads), remove(grid);
+    }
+    TK_CHECK(attn_plot_heatmap_heads(in_dir("none.png"), (float[]){0}, 0, 1, 1, NULL, NULL) == ATTN_ERR_ARG,
+             "0 panels refused");
+}
+
 /* Pixels of colour rgb (within tol) with x in [x0, x1). */
 static int64_t count_colour(const image *im, const int rgb[3], int tol, int x0, int x1)
 {
@@ -545,6 +580,7 @@ int main(void)
     test_heatmap_colours_both();
     test_heatmap_size_and_labels();
     test_heatmap_grid();
+    test_heatmap_heads();
     test_heatmap_panel_range();
     test_heatmap_long_and_nan();
     test_cjk_glyphs();
