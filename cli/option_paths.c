@@ -45,6 +45,7 @@ typedef struct path_roles {
     int n_in, n_out, n_out_dirs;
     cli_path trained; /* the checkpoint train writes: what is there now is checked last */
     char *lists;      /* the copies that CLI_IN_FILES items point into, one after the other */
+    char *lock;       /* the trained checkpoint's lock (cli_checkpoint_sibling), an output too */
 } path_roles;
 
 bool cli_opt_is_path(cli_opt_type t)
@@ -121,9 +122,14 @@ static bool check_each(const cli_spec *spec, const void *opts, const char *actio
             char hint[96] = "";
             if (!trains) snprintf(hint, sizeof hint, " (train a model first: attn %s train)", cmd);
             ok = (trains && !resuming(spec, opts)) || cli_check_input_file(cmd, o->name, v, hint);
-            if (trains)
+            if (trains) { /* the checkpoint, and its lock beside the file it names: no other output may be either */
                 r->out[r->n_out++] = r->trained = p;
-            else
+                if (ok && !(r->lock = cli_checkpoint_sibling(v, ".lock"))) {
+                    cli_fail(CLI_ERR_DATA, cmd, "out of memory");
+                    return false;
+                }
+                if (ok) r->out[r->n_out++] = (cli_path){"(the lock of --checkpoint)", r->lock};
+            } else
                 r->in[r->n_in++] = p;
             break;
         }
@@ -137,7 +143,7 @@ static bool check_each(const cli_spec *spec, const void *opts, const char *actio
 
 int cli_check_paths(const cli_spec *spec, const void *opts, const char *action)
 {
-    size_t slots = 1, text = 1; /* one per path and CLI_IN_FILES item; the lists' copies */
+    size_t slots = 2, text = 1; /* one per path and CLI_IN_FILES item, and a lock; the lists' copies */
     for (size_t i = 0; i < spec->n_options; i++) {
         const cli_option *o = &spec->options[i];
         const char *v = o->name && cli_opt_is_path(o->type) ? value_of(o, opts) : NULL;
@@ -163,5 +169,6 @@ int cli_check_paths(const cli_spec *spec, const void *opts, const char *action)
     free(r.out);
     free(r.out_dirs);
     free(r.lists);
+    free(r.lock);
     return ok ? CLI_OK : CLI_ERR_USAGE;
 }

@@ -79,12 +79,19 @@ static bool set_value(const char *cmd, const cli_option *o, void *opts, const ch
         cli_fail(CLI_ERR_USAGE, cmd, "%s expects a finite number, got \"%s\"", o->name, text);
         return false;
     }
-    if (v < o->min || v > o->max) {
-        cli_fail(CLI_ERR_USAGE, cmd, "%s must be in [%g, %g], got %g", o->name, o->min, o->max, v);
+    /* a float option's range holds for the float it stores (FLT_MAX's 9 digits round to it), and
+     * says its bounds in digits that give them back */
+    const bool single = o->type != CLI_DOUBLE;
+    const double rounds_to_max = FLT_MAX + ldexp(1.0, 103); /* FLT_MAX + half its ulp: the float overflows */
+    const double stored = single && fabs(v) < rounds_to_max ? (double)(float)v : v;
+    if (stored < o->min || stored > o->max) {
+        cli_fail(CLI_ERR_USAGE, cmd, single ? "%s must be in [%.9g, %.9g], got %.9g" : "%s must be in [%g, %g], got %g",
+                 o->name, o->min, o->max, stored);
         return false;
     }
     const double tiny = o->type == CLI_DOUBLE ? DBL_MIN : FLT_MIN, huge = o->type == CLI_DOUBLE ? DBL_MAX : FLT_MAX;
-    if (v != 0.0 && (fabs(v) < tiny || fabs(v) > huge)) { /* a denormal or an overflow where it is stored */
+    if (stored != 0.0 &&
+        (fabs(stored) < tiny || fabs(stored) > huge)) { /* a denormal or an overflow where it is stored */
         cli_fail(CLI_ERR_USAGE, cmd, "%s %s: %s, whose normal numbers run from %g to %g (and 0)", o->name, text,
                  o->type == CLI_DOUBLE ? "not a double" : "not a float32 number", tiny, huge);
         return false;

@@ -37,7 +37,9 @@ row "op sdpa: --window -1,9223372036854775807"                  0 "" -- no_windo
 row "op sdpa: --window 9223372036854775807,9223372036854775807" 0 "" -- no_window 9223372036854775807,9223372036854775807
 row "op sdpa: --window 99999999999999999999999,0"               2 "--window \"99999999999999999999999,0\": expected LEFT,RIGHT, each an integer from -1" "$o" -- "$bin" op sdpa --in "$in/good.safetensors" --out "$o" --window 99999999999999999999999,0
 row "op sdpa: --window 1,2,3"                                   2 "--window \"1,2,3\": expected LEFT,RIGHT" "$o" -- "$bin" op sdpa --in "$in/good.safetensors" --out "$o" --window 1,2,3
-row "op sdpa: --softcap 1e-40 (a denormal float)"               2 "--softcap must be in \[1.17549e-38" "$o" -- "$bin" op sdpa --in "$in/good.safetensors" --out "$o" --softcap 1e-40
+row "op sdpa: --softcap 1e-40 (a denormal float)"               2 "--softcap must be in \[1.17549435e-38, 3.40282347e\+38\]" "$o" -- "$bin" op sdpa --in "$in/good.safetensors" --out "$o" --softcap 1e-40
+row "op sdpa: --softcap 3.40282347e38 (FLT_MAX's 9 digits)"     0 "" -- "$bin" op sdpa --in "$in/good.safetensors" --out "$out/o2.safetensors" --softcap 3.40282347e38
+rm -f "$out/o2.safetensors"
 row "nw: --lr 4.9e-324 (a denormal double)"                    2 "--lr 4.9e-324: not a double" -- "$bin" nw --lr 4.9e-324 --plot none
 
 # ---- paths that meet through dangling links, and descriptors ---------------------------------
@@ -58,6 +60,14 @@ dangling_loss() { # --plot-loss names the checkpoint through a dangling link
   return $rc
 }
 row "classify train: --plot-loss a dangling link to --checkpoint" 2 "the same file as" -- dangling_loss
+lock_loss() { # --plot-loss names the checkpoint's lock through a dangling link: the picture would replace the lock
+  ln -sfn "$out/c.safetensors.lock" "$out/loss.png"
+  "$bin" classify train "${tiny[@]}" --data "$in/imdb" --checkpoint "$out/c.safetensors" --plot-loss "$out/loss.png"
+  local rc=$?
+  rm -f "$out/loss.png" "$out"/c.safetensors*
+  return $rc
+}
+row "classify train: --plot-loss a dangling link to the lock"  2 "the same file as \(the lock of --checkpoint\)" -- lock_loss
 linked_writers() { # one run trains c through a dangling link, another c itself: one lock, the second refused
   local c=$out/target.safetensors
   ln -sfn "$c" "$out/link.safetensors"
