@@ -81,8 +81,10 @@ static attn_status init_classifier(attn_classifier *m, attn_params *p, const att
         return attn_last_status();
     if (init_attention(m, p, rng) != ATTN_OK ||
         attn_linear_init(&m->fc1, p, "classifier.0", cfg->embed_dim, cfg->hidden_dim, true, rng) != ATTN_OK ||
-        attn_linear_init(&m->fc2, p, "classifier.3", cfg->hidden_dim, cfg->num_classes, true, rng) != ATTN_OK)
+        attn_linear_init(&m->fc2, p, "classifier.3", cfg->hidden_dim, cfg->num_classes, true, rng) != ATTN_OK) {
+        attn_classifier_free(m); /* the blocks' array, when a later parameter could not be had */
         return attn_last_status();
+    }
     return ATTN_OK;
 }
 
