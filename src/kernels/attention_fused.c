@@ -395,7 +395,7 @@ static void forward_block(float *out, float *stats, const float *q, const float 
         if (l[r] > 0.0f || isnan(l[r])) { /* NaN in q or k: the row is NaN, as in PyTorch */
             float inv = 1.0f / l[r];
             for (int64_t c = 0; c < Dv; c++) o[c] = ot[c * qw + r] * inv;
-            st_r[0] = m[r], st_r[1] = logf(l[r]);
+            st_r[0] = m[r], st_r[1] = inv;
         } else { /* every key masked: output 0, and P = exp(s - inf) = 0 in the backward */
             memset(o, 0, (size_t)Dv * sizeof(float));
             st_r[0] = INFINITY, st_r[1] = 0.0f;
@@ -431,15 +431,16 @@ void sdpa_forward_fused(float *out, float *stats, const float *q, const float *k
     }
 }
 
-/* st (cols, qw) scores become P^T = exp((S^T - m) - log l) (0 where m = +inf: fully masked
- * query). S - m is exact near the max, where P is large; lse = m + log l rounded to float would
- * shift every P of the row by that rounding, |lse| 2^-24 relative. */
-static void probabilities(float *st, int64_t qw, const float *m, const float *log_l, int64_t cols)
+/* st (cols, qw) scores become P^T = exp(S^T - m) / l, as exp(S^T - m) times 1/l (0 where m = +inf
+ * and 1/l = 0: a fully masked query). S - m is exact near the max, where P is large, and the
+ * product rounds once, as the forward's normalisation: exp((S - m) - log l) would carry log l's
+ * rounding, |log l| 2^-24 relative on every P of the row (5 times float32's 2^-24 at l = 239). */
+static void probabilities(float *st, int64_t qw, const float *m, const float *inv_l, int64_t cols)
 {
     for (int64_t v = 0; v < qw; v += VF_LANES) {
-        vf max = vf_load(m + v), log_sum = vf_load(log_l + v);
+        vf max = vf_load(m + v), inv = vf_load(inv_l + v);
         for (int64_t c = 0; c < cols; c++)
-            vf_store(st + c * qw + v, vf_exp(vf_sub(vf_sub(vf_load(st + c * qw + v), max), log_sum)));
+            vf_store(st + c * qw + v, vf_mul(vf_exp(vf_sub(vf_load(st + c * qw + v), max)), inv));
     }
 }
 
@@ -479,8 +480,8 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
     float *qt = scratch;                       /* (D, ld) Q^T of the head, ld >= Lq */
     float *dot = qt + D * ld;                  /* (Dv, ld) dO^T */
     float *m = dot + Dv * ld;                  /* (Lq') row max of S, +inf past Lq (Lq' = Lq rounded up to vectors) */
-    float *log_l = m + Lqp;                    /* (Lq') log sum exp(S - m), 0 past Lq */
-    float *dsum = log_l + Lqp;                 /* (Lq') D = rowsum(dO * O), 0 past Lq */
+    float *inv_l = m + Lqp;                    /* (Lq') 1 / sum exp(S - m), 0 past Lq */
+    float *dsum = inv_l + Lqp;                 /* (Lq') D = rowsum(dO * O), 0 past Lq */
     float *st = dsum + Lqp;                    /* (BC, qw) S^T, then P^T; qw = rows rounded up to vectors */
     float *dpt = st + SDPA_BC * SDPA_BR;       /* (BC, qw) dP^T, then dS^T */
     float *pd = dpt + SDPA_BC * SDPA_BR;       /* (BC, qw) dropout(P)^T */
@@ -510,7 +511,7 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
     const bool one_key_block = Lk <= SDPA_BC; /* D then comes from the tile (tile_rowsum) */
     for (int64_t i = 0; i < Lqp; i++) {
         m[i] = i < Lq ? stats[2 * (bh * Lq + i)] : INFINITY;
-        log_l[i] = i < Lq ? stats[2 * (bh * Lq + i) + 1] : 0.0f;
+        inv_l[i] = i < Lq ? stats[2 * (bh * Lq + i) + 1] : 0.0f;
         double acc = 0.0;
         for (int64_t c = 0; !one_key_block && i < Lq && c < Dv; c++)
             acc += (double)out[(bh * Lq + i) * Dv + c] * dout[(bh * Lq + i) * Dv + c];
@@ -543,7 +544,7 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
             if (p->softcap > 0.0f) softcap_tiles(st, cap_slope, qw, cols, p->softcap);
             mask_tiles(st, qw, p, &keys, b, h, i0, rows, j0, cols);
             if (tile == TILE_MASK) hide_unkept(st, keep, cols * qw);
-            probabilities(st, qw, m + i0, log_l + i0, cols);
+            probabilities(st, qw, m + i0, inv_l + i0, cols);
             /* dP^T = V_j dO_i^T, and under dropout dropout(P)^T and dropout'(dP)^T in one pass */
             if (p->bf16)
                 product_bf16(p, dpt, qw, vr, hDv, 1, dotp + i0, ld, cols, qw, hDv, 1.0f, false);

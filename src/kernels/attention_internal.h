@@ -5,8 +5,8 @@
  *             cap(s) = softcap tanh(s / softcap) when softcap > 0 (Gemma 2), else s (cap(-inf) =
  *             -inf: a pair that score_mod hides stays hidden);
  *             alibi_ij = -slope_bh |i + Lk - Lq - j| (ALiBi, FlashAttention's alignment)
- *             stats[i] = (m_i, log l_i): m_i = max_j S[i, j], l_i = sum_j exp(S[i, j] - m_i)
- *             (+inf and 0 for a row whose keys are all masked), so P = exp((S - m) - log l)
+ *             stats[i] = (m_i, 1 / l_i): m_i = max_j S[i, j], l_i = sum_j exp(S[i, j] - m_i)
+ *             (+inf and 0 for a row whose keys are all masked), so P = exp(S - m) (1 / l)
  *   backward: dV = dropout(P)^T dO,  dP = dropout'(dO V^T),  D = rowsum(dO * O) = rowsum(P * dP),
  *             dS = P * (dP - D) * cap'(mod(s)) (1 - tanh^2 with softcap) * mod'(s)
  *             (score_mod_grad),  dQ = scale * dS K,

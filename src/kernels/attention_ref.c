@@ -13,7 +13,7 @@
 #include <omp.h>
 #endif
 
-/* Softmax of one row of masked scores in place; stats (2) = max and log sum exp(s - max)
+/* Softmax of one row of masked scores in place; stats (2) = max and 1 / sum exp(s - max)
  * (+inf and 0 for a fully masked row). */
 static void softmax_row(float *stats, float *s, int64_t n)
 {
@@ -26,7 +26,7 @@ static void softmax_row(float *stats, float *s, int64_t n)
     float sum = attn_exp_shift_sum_ref(s, s, m, n);
     float inv = 1.0f / sum;
     for (int64_t j = 0; j < n; j++) s[j] *= inv;
-    stats[0] = m, stats[1] = logf(sum);
+    stats[0] = m, stats[1] = inv;
 }
 
 /* The key/value head (b, sdpa_kv_head(h)) as an index into (B, Hkv) */

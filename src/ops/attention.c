@@ -13,7 +13,7 @@
 typedef struct sdpa_saved {
     sdpa_problem problem;
     bool fused;
-    float *stats;   /* (B, H, Lq, 2) row max and log sum of the softmax */
+    float *stats;   /* (B, H, Lq, 2) row max and 1 / sum of the softmax (attention_internal.h) */
     float *weights; /* (B, H, Lq, Lk) for the reference path */
 } sdpa_saved;
 
