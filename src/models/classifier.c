@@ -190,7 +190,7 @@ static attn_tensor *packed_pooled(attn_ctx *ctx, const attn_classifier *m, const
     for (int64_t b = 0; b < batch; b++) cu[b + 1] = cu[b] + lengths[b]; /* lengths in [1, len]: no overflow */
     const int64_t total = cu[batch];
     int64_t *tokens = attn_arena_alloc(&ctx->arena, sizeof(int64_t) * (size_t)total); /* (total) ids */
-    const int64_t *positions = attn__cu_positions(ctx, cu, batch);                     /* (total) in its sequence */
+    const int64_t *positions = attn__cu_positions(ctx, cu, batch);                    /* (total) in its sequence */
     attn_tensor *mean = attn_tensor_zeros(ctx, 2, (int64_t[]){batch, total});         /* (B, total) */
     if (!tokens || !positions || !mean) return NULL;
     for (int64_t b = 0; b < batch; b++)

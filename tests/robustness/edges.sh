@@ -98,8 +98,8 @@ thread_self_fd() { # a log opened for append, named through /proc/thread-self/fd
   return $rc
 }
 row "nw: --out /proc/thread-self/fd/N (a log opened for append)" 0 "" -- thread_self_fd
-deleted_fd() { # /proc/<pid>/fd/N of a deleted file is that descriptor: no "<name> (deleted)" appears
-  (exec 7>"$out/gone" && rm "$out/gone" && exec "$bin" nw --epochs 1 --plot none --out "/proc/self/fd/7")
+deleted_fd() { # /proc/thread-self/fd/N of a deleted file is that descriptor: no "<name> (deleted)" appears
+  (exec 7>"$out/gone" && rm "$out/gone" && exec "$bin" nw --epochs 1 --plot none --out "/proc/thread-self/fd/7")
   local rc=$?
   compgen -G "$out/gone*" >/dev/null && note="FAIL: $(ls "$out" | grep gone)" || note="nothing named after the link"
   rm -f "$out"/gone*
