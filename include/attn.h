@@ -571,7 +571,7 @@ typedef struct attn_sdpa_opts {
     int alibi_ndim;
     int64_t alibi_shape[2];
     /* > 0: each scaled score s becomes softcap tanh(s / softcap) before ALiBi and the masks
-     * (Gemma 2's logit soft-capping), within 3 ulp of it for any softcap; 0: none. A normal float32
+     * (Gemma 2's logit soft-capping), within 3.5 ulp of it for any softcap; 0: none. A normal float32
      * (FLT_MIN to FLT_MAX) or 0: a denormal, negative, infinite or NaN softcap is ATTN_ERR_ARG */
     float softcap;
     attn_score_mods mods; /* score and mask callbacks (above); zero: none */

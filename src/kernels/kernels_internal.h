@@ -28,7 +28,7 @@ bool attn_gemm_bf16(float *c, int64_t ldc, const float *a, int64_t lda, const fl
 int64_t attn_gemm_bf16_scratch_words(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b);
 /* C (M, N) = alpha * A @ B (+ C when accumulate) on small tiles that fit in cache, without
  * packing: A element (i, p) at a[i * a_rs + p * a_ks] (a transposed A is a_rs = 1), B (K, N)
- * row-major with row stride ldb, C row-major; K summed in chunks of 64 terms (tile_gemm.c). The
+ * row-major with row stride ldb, C row-major; a K past 128 summed in equal chunks (tile_gemm.c). The
  * micro-kernel of the fused attention. */
 void attn_tile_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb,
                     int64_t m, int64_t n, int64_t k, float alpha, bool accumulate);

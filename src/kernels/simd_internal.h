@@ -7,6 +7,7 @@
 #include "bf16_internal.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -98,6 +99,11 @@ static inline vf vf_select_lt(vf a, vf b, vf x, vf lim)
 {
     return _mm512_mask_mov_ps(b, _mm512_cmp_ps_mask(x, lim, _CMP_LT_OQ), a);
 }
+/* whether every lane of x is below lim (a NaN lane is not) */
+static inline bool vf_all_lt(vf x, vf lim)
+{
+    return _mm512_cmp_ps_mask(x, lim, _CMP_LT_OQ) == 0xffff;
+}
 
 #elif defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -177,6 +183,10 @@ static inline vf vf_neginf_outside(vf y, vf x, vf lo, vf hi)
 static inline vf vf_select_lt(vf a, vf b, vf x, vf lim)
 {
     return _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, lim, _CMP_LT_OQ));
+}
+static inline bool vf_all_lt(vf x, vf lim)
+{
+    return _mm256_movemask_ps(_mm256_cmp_ps(x, lim, _CMP_LT_OQ)) == 0xff;
 }
 
 #else
@@ -271,6 +281,12 @@ static inline vf vf_select_lt(vf a, vf b, vf x, vf lim)
 {
     for (int i = 0; i < VF_LANES; i++) b[i] = x[i] < lim[i] ? a[i] : b[i];
     return b;
+}
+static inline bool vf_all_lt(vf x, vf lim)
+{
+    bool all = true;
+    for (int i = 0; i < VF_LANES; i++) all = all && x[i] < lim[i];
+    return all;
 }
 #endif
 

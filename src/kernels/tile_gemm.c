@@ -12,50 +12,40 @@
 enum {
     TILE_MR = 6,
     TILE_NV = VF_LANES == 16 ? 4 : 2,
-    TILE_KC = 64 /* terms of k summed in registers before they join C (block) */
+    TILE_KC = 128 /* the most terms of k one product sums in one chain (attn_tile_gemm) */
 };
 
-/* C[0..mr) x [0..nv vectors) (+)= alpha A B over k, in chunks of TILE_KC terms: each chunk summed
- * in registers, then added into C (alpha times it). A sum of K terms in one chain of roundings
- * errs by up to K u sum |terms|; in chunks, by (TILE_KC + K / TILE_KC) u: the scores of a head of
- * d 192 or 256 sum in 3 or 4 chunks, their error a third of the chain's. mr and nv are constants
- * after inlining. */
+/* C[0..mr) x [0..nv vectors) (+)= alpha A B over k. mr and nv are constants after inlining. */
 static inline __attribute__((always_inline)) void block(float *c, int64_t ldc, const float *a, int64_t a_rs,
                                                         int64_t a_ks, const float *b, int64_t ldb, int mr, int nv,
                                                         int64_t k, float alpha, bool accumulate)
 {
-    const vf va = vf_set1(alpha);
-    int64_t p0 = 0;
-    do { /* once at least: k = 0 writes alpha 0 (+ C) */
-        const int64_t p1 = k - p0 < TILE_KC ? k : p0 + TILE_KC;
-        vf acc[TILE_MR][4];
+    vf acc[TILE_MR][4];
 #pragma GCC unroll 6
-        for (int r = 0; r < mr; r++)
+    for (int r = 0; r < mr; r++)
 #pragma GCC unroll 4
-            for (int v = 0; v < nv; v++) acc[r][v] = vf_set1(0.0f);
-        for (int64_t p = p0; p < p1; p++) {
-            const float *bp = b + p * ldb, *ap = a + p * a_ks;
-            vf bv[4];
+        for (int v = 0; v < nv; v++) acc[r][v] = vf_set1(0.0f);
+    for (int64_t p = 0; p < k; p++) {
+        const float *bp = b + p * ldb, *ap = a + p * a_ks;
+        vf bv[4];
 #pragma GCC unroll 4
-            for (int v = 0; v < nv; v++) bv[v] = vf_load(bp + v * VF_LANES);
+        for (int v = 0; v < nv; v++) bv[v] = vf_load(bp + v * VF_LANES);
 #pragma GCC unroll 6
-            for (int r = 0; r < mr; r++) {
-                vf av = vf_set1(ap[r * a_rs]);
+        for (int r = 0; r < mr; r++) {
+            vf av = vf_set1(ap[r * a_rs]);
 #pragma GCC unroll 4
-                for (int v = 0; v < nv; v++) acc[r][v] = vf_fma(av, bv[v], acc[r][v]);
-            }
+            for (int v = 0; v < nv; v++) acc[r][v] = vf_fma(av, bv[v], acc[r][v]);
         }
-        const bool add = accumulate || p0 > 0;
+    }
+    const vf va = vf_set1(alpha);
 #pragma GCC unroll 6
-        for (int r = 0; r < mr; r++)
+    for (int r = 0; r < mr; r++)
 #pragma GCC unroll 4
-            for (int v = 0; v < nv; v++) {
-                float *cp = c + r * ldc + v * VF_LANES;
-                vf old = add ? vf_load(cp) : vf_set1(0.0f);
-                vf_store(cp, vf_fma(va, acc[r][v], old));
-            }
-        p0 = p1;
-    } while (p0 < k);
+        for (int v = 0; v < nv; v++) {
+            float *cp = c + r * ldc + v * VF_LANES;
+            vf old = accumulate ? vf_load(cp) : vf_set1(0.0f);
+            vf_store(cp, vf_fma(va, acc[r][v], old));
+        }
 }
 
 /* All m rows of one column panel of nv vectors. */
@@ -89,7 +79,8 @@ static inline __attribute__((always_inline)) void panel(float *c, int64_t ldc, c
     }
 }
 
-void attn_tile_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb,
+/* The product over all of k, each element summed in one chain */
+static void product(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb,
                     int64_t m, int64_t n, int64_t k, float alpha, bool accumulate)
 {
     int64_t j = 0;
@@ -103,6 +94,24 @@ void attn_tile_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t
     if (j < n) /* the last columns, fewer than a vector (heads of d < VF_LANES): the reference,
                 * whose double sums cost little at that size */
         attn_tile_gemm_ref(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, n - j, k, alpha, accumulate);
+}
+
+/* A K of more than TILE_KC terms is summed in the fewest equal chunks, each a product of its own
+ * added into C: one chain of K roundings errs by up to K u sum |terms|, n chunks by (K / n + n) u,
+ * so the scores of a head of d 192 (two chunks of 96) or 256 err by about half what one chain
+ * does. A K up to TILE_KC (d 64 and 128, a tile of 128 keys) stays one chain, at no cost. */
+void attn_tile_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb,
+                    int64_t m, int64_t n, int64_t k, float alpha, bool accumulate)
+{
+    const int64_t chunks = (k + TILE_KC - 1) / TILE_KC;
+    if (chunks <= 1) {
+        product(c, ldc, a, a_rs, a_ks, b, ldb, m, n, k, alpha, accumulate);
+        return;
+    }
+    const int64_t chunk = (k + chunks - 1) / chunks;
+    for (int64_t p0 = 0; p0 < k; p0 += chunk)
+        product(c, ldc, a + p0 * a_ks, a_rs, a_ks, b + p0 * ldb, ldb, m, n, k - p0 < chunk ? k - p0 : chunk, alpha,
+                accumulate || p0 > 0);
 }
 
 void attn_tile_gemm_ref(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb,
