@@ -134,17 +134,18 @@ st_meta_set() {
   echo "edges.sh: the classifier for the metadata rows did not train" >&2
 st_meta_set "$in/cls.safetensors" "$in/cls_wide.safetensors" embed_dim 4096
 st_meta_set "$in/cls.safetensors" "$in/cls_deep.safetensors" num_blocks 64
-bounded() { # the memory a run may take: a run past it fails where it allocates (ASan: allocations past 256 MB)
+bounded() { # the memory a run may take: a run past it fails where it allocates (ASan: allocations past 256 MB).
+  # One OpenMP thread: the address space then holds one thread's stack, whatever the machine's core count
   local limit_kb=$1
   shift
   if ldd "$bin" | grep -q libasan; then # its note of each refused allocation is no report of ours
-    ASAN_OPTIONS="$ASAN_OPTIONS:max_allocation_size_mb=256" "$@" 2>"$out/bounded.err"
+    OMP_NUM_THREADS=1 ASAN_OPTIONS="$ASAN_OPTIONS:max_allocation_size_mb=256" "$@" 2>"$out/bounded.err"
     local rc=$?
     grep -v "WARNING: AddressSanitizer failed to allocate" "$out/bounded.err" >&2
     rm -f "$out/bounded.err"
     return $rc
   else
-    (ulimit -v "$limit_kb" && "$@")
+    (ulimit -v "$limit_kb" && OMP_NUM_THREADS=1 "$@")
   fi
 }
 row "classify eval: metadata embed_dim 4096 over 16-wide tensors" 1 "cls_wide.safetensors: its metadata describes a larger model than its tensors hold: .*embedding.weight" -- \
