@@ -383,6 +383,9 @@ ATTN_API attn_tensor *attn_bias_add(attn_ctx *ctx, attn_tensor *x, attn_tensor *
 /* x (..., C) + bias (C) */
 ATTN_API attn_tensor *attn_relu(attn_ctx *ctx, attn_tensor *x); /* max(x, 0); NaN stays NaN */
 ATTN_API attn_tensor *attn_gelu(attn_ctx *ctx, attn_tensor *x); /* x * Phi(x), exact erf */
+/* GPT-2's GELU, torch's F.gelu(x, approximate='tanh'): x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2 */
+ATTN_API attn_tensor *attn_gelu_tanh(attn_ctx *ctx, attn_tensor *x);
+ATTN_API attn_tensor *attn_silu(attn_ctx *ctx, attn_tensor *x); /* x * sigmoid(x), torch's F.silu */
 ATTN_API attn_tensor *attn_tanh(attn_ctx *ctx, attn_tensor *x);
 ATTN_API attn_tensor *attn_sigmoid(attn_ctx *ctx, attn_tensor *x); /* 1 / (1 + exp(-x)) */
 ATTN_API attn_tensor *attn_exp(attn_ctx *ctx, attn_tensor *x);
@@ -393,6 +396,8 @@ ATTN_API attn_tensor *attn_softmax(attn_ctx *ctx, attn_tensor *x, int dim);
 ATTN_API attn_tensor *attn_log_softmax(attn_ctx *ctx, attn_tensor *x, int dim);
 /* (x - mean) / sqrt(var + eps) * weight + bias over the last dim; weight/bias may be NULL. */
 ATTN_API attn_tensor *attn_layer_norm(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias, float eps);
+/* RMSNorm (Llama's): x / sqrt(mean(x^2) + eps) * weight over the last dim; weight may be NULL. */
+ATTN_API attn_tensor *attn_rms_norm(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, float eps);
 /* Training: x times 0 with probability p, else times 1/(1-p) (ctx RNG), a product as in torch
  * (a dropped NaN or inf is NaN). Eval: identity. */
 ATTN_API attn_tensor *attn_dropout(attn_ctx *ctx, attn_tensor *x, float p);

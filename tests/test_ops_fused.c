@@ -23,6 +23,16 @@
 #define DW_ATOL 1e-4f
 #define DW_RTOL 1e-5f
 
+/* The public op that each fused activation stands for, and its name */
+static attn_tensor *act_chain(attn_ctx *ctx, attn__act act, attn_tensor *h)
+{
+    return act == ATTN__ACT_RELU ? attn_relu(ctx, h) : act == ATTN__ACT_GELU ? attn_gelu(ctx, h) : attn_gelu_tanh(ctx, h);
+}
+static const char *act_name(attn__act act)
+{
+    return act == ATTN__ACT_RELU ? "relu" : act == ATTN__ACT_GELU ? "gelu" : "gelu_tanh";
+}
+
 static bool same_float(float a, float b)
 {
     return a == b || (isnan(a) && isnan(b));
@@ -97,7 +107,7 @@ static uint32_t run_linear_act(const fused_case *c, bool fused, attn_tensor *con
             y = attn__linear_act_dropout(ctx, x, w, b, c->act, c->p);
         } else {
             attn_tensor *h = attn_linear(ctx, x, w, b);
-            h = c->act == ATTN__ACT_RELU ? attn_relu(ctx, h) : attn_gelu(ctx, h);
+            h = act_chain(ctx, c->act, h);
             y = attn_dropout(ctx, h, c->p);
         }
         TK_NOT_NULL(y);
@@ -116,7 +126,7 @@ static void test_linear_act(const fused_case *c, uint64_t seed)
 {
     char what[160];
     snprintf(what, sizeof what, "linear_act %s%s p %.1f %s %d thr (%lld, %lld, %lld) -> %lld%s",
-             c->act == ATTN__ACT_RELU ? "relu" : "gelu", c->bias ? " bias" : "", (double)c->p,
+             act_name(c->act), c->bias ? " bias" : "", (double)c->p,
              c->training ? "train" : "eval", c->threads, (long long)c->rows_a, (long long)c->rows_b, (long long)c->in,
              (long long)c->out, c->nonfinite ? " nan/inf" : "");
     const int64_t rows = c->rows_a * c->rows_b, ny = rows * c->out;
@@ -327,11 +337,10 @@ static void test_linear_act_no_grad(attn__act act, uint64_t seed)
     attn_tensor *y = attn__linear_act_dropout(ctx, x, w, b, act, 0.5f);
     attn_rng_seed(attn_ctx_rng(ctx), 20261202); /* the chain draws the same mask */
     attn_tensor *h = attn_linear(ctx, x, w, b);
-    attn_tensor *ref = attn_dropout(ctx, act == ATTN__ACT_RELU ? attn_relu(ctx, h) : attn_gelu(ctx, h), 0.5f);
+    attn_tensor *ref = attn_dropout(ctx, act_chain(ctx, act, h), 0.5f);
     TK_CHECK(y && ref && !y->requires_grad, "linear_act without grad: %s", attn_last_error());
     if (y && ref)
-        check_same(act == ATTN__ACT_RELU ? "linear_act relu, grad off" : "linear_act gelu, grad off", y->data,
-                   ref->data, y->numel);
+        check_same(act_name(act), y->data, ref->data, y->numel);
     attn_ctx_free(ctx);
     attn_tensor_free(x), attn_tensor_free(w), attn_tensor_free(b);
 }
@@ -342,7 +351,7 @@ static void test_cases(void)
 {
     const float ps[3] = {0.0f, 0.3f, 1.0f};
     uint64_t seed = 100;
-    for (int act = 0; act < 2; act++)
+    for (int act = 0; act < 3; act++)
         for (int bias = 0; bias < 2; bias++)
             for (int pi = 0; pi < 3; pi++)
                 for (int training = 0; training < 2; training++)
@@ -351,7 +360,7 @@ static void test_cases(void)
                         test_linear_act(&c, seed += 10);
                         if (act == 0 && bias == 0) test_add_dropout(&c, seed += 10);
                     }
-    for (int act = 0; act < 2; act++)
+    for (int act = 0; act < 3; act++)
         for (int threads = 1; threads <= 2; threads++) {
             fused_case c = {(attn__act)act, true, true, 0.3f, threads, 4, 150, 16, 130, false};
             test_linear_act(&c, seed += 10);
@@ -366,6 +375,7 @@ static void test_cases(void)
     test_linear_blocks(2, 64, 96, 4, 2, 2, seed += 10);
     test_linear_act_no_grad(ATTN__ACT_RELU, seed += 10);
     test_linear_act_no_grad(ATTN__ACT_GELU, seed += 10);
+    test_linear_act_no_grad(ATTN__ACT_GELU_TANH, seed += 10);
     for (int threads = 1; threads <= 2; threads++) {
         test_mha_packed(false, threads, seed += 10);
         test_mha_packed(true, threads, seed += 10);

@@ -1,5 +1,5 @@
-/* Layer norm and dropout.
- * Layer norm: the fast row kernels against their _ref twins (cols = 1, odd cols, a block big
+/* Layer norm, RMSNorm and dropout.
+ * Layer norm and RMSNorm (the kernels with mean NULL): the fast row kernels against their _ref twins (cols = 1, odd cols, a block big
  * enough for the threaded path, weight/bias present or NULL, each gradient present or NULL,
  * accumulation into non-zero gradients); the op against mean/variance computed in double here;
  * gradients of x, weight and bias against central finite differences; bad shapes and eps.
@@ -47,23 +47,25 @@ static float *copy_buf(const float *p, int64_t n)
 
 /* ---- layer norm kernels: fast against _ref ---- */
 
-static void layernorm_pair(int64_t rows, int64_t cols, bool affine, bool grads)
+static void layernorm_pair(int64_t rows, int64_t cols, bool affine, bool grads, bool centred)
 {
     int64_t n = rows * cols;
     float *x = randn_buf(rows * 100 + cols, n, 0.5f, 2.0f);
     float *w = affine ? randn_buf(3, cols, 1.0f, 0.3f) : NULL;
-    float *b = affine ? randn_buf(4, cols, 0.0f, 0.3f) : NULL;
+    float *b_buf = affine ? randn_buf(4, cols, 0.0f, 0.3f) : NULL, *b = b_buf;
     float *y = malloc((size_t)n * sizeof(float)), *y_ref = malloc((size_t)n * sizeof(float));
-    float *mean = malloc((size_t)rows * sizeof(float));
+    float *mean = centred ? malloc((size_t)rows * sizeof(float)) : NULL; /* NULL: RMSNorm */
     float *rstd = malloc((size_t)rows * sizeof(float));
-    float *mean_ref = malloc((size_t)rows * sizeof(float));
+    float *mean_ref = centred ? malloc((size_t)rows * sizeof(float)) : NULL;
     float *rstd_ref = malloc((size_t)rows * sizeof(float));
+    if (!centred) b = NULL;
     attn_layernorm_rows(y, mean, rstd, x, w, b, rows, cols, LN_EPS, 2);
     attn_layernorm_rows_ref(y_ref, mean_ref, rstd_ref, x, w, b, rows, cols, LN_EPS);
     char what[96];
-    snprintf(what, sizeof what, "layernorm %lldx%lld%s", (long long)rows, (long long)cols, affine ? " affine" : "");
+    const char *name = centred ? "layernorm" : "rmsnorm";
+    snprintf(what, sizeof what, "%s %lldx%lld%s", name, (long long)rows, (long long)cols, affine ? " affine" : "");
     tk_close(what, y, y_ref, n, K_ATOL, K_RTOL);
-    tk_close("layernorm mean", mean, mean_ref, rows, K_ATOL, K_RTOL);
+    if (centred) tk_close("layernorm mean", mean, mean_ref, rows, K_ATOL, K_RTOL);
     tk_close("layernorm rstd", rstd, rstd_ref, rows, K_ATOL, K_RTOL);
 
     float *dy = randn_buf(5 + n, n, 0.0f, 1.0f);
@@ -78,12 +80,13 @@ static void layernorm_pair(int64_t rows, int64_t cols, bool affine, bool grads)
         attn_layernorm_rows_backward(NULL, dw, db, dy, x, mean_ref, rstd_ref, w, rows, cols, 2);
         attn_layernorm_rows_backward_ref(NULL, dw_ref, db_ref, dy, x, mean_ref, rstd_ref, w, rows, cols);
     }
-    snprintf(what, sizeof what, "layernorm backward %lldx%lld%s%s", (long long)rows, (long long)cols,
+    snprintf(what, sizeof what, "%s backward %lldx%lld%s%s", name, (long long)rows, (long long)cols,
              affine ? " affine" : "", grads ? "" : " (split calls)");
     tk_close(what, dx, dx_ref, n, K_ATOL, K_RTOL);
     tk_close("layernorm dw", dw, dw_ref, cols, K_ATOL, K_RTOL);
     tk_close("layernorm db", db, db_ref, cols, K_ATOL, K_RTOL);
-    free(x), free(w), free(b), free(y), free(y_ref), free(mean), free(rstd), free(mean_ref);
+    free(x), free(w), free(y), free(y_ref), free(mean), free(rstd), free(mean_ref);
+    free(b_buf);
     free(rstd_ref), free(dy), free(dx), free(dw), free(db), free(dx_ref), free(dw_ref);
     free(db_ref);
 }
@@ -93,7 +96,9 @@ static void test_layernorm_kernels(void)
     static const int64_t shapes[][2] = {{1, 1}, {3, 1}, {3, 7}, {4, 8}, {5, 33}, {2, 130}, {300, 257}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int affine = 0; affine <= 1; affine++)
-            for (int grads = 0; grads <= 1; grads++) layernorm_pair(shapes[s][0], shapes[s][1], affine, grads);
+            for (int grads = 0; grads <= 1; grads++)
+                for (int centred = 0; centred <= 1; centred++)
+                    layernorm_pair(shapes[s][0], shapes[s][1], affine, grads, centred);
 }
 
 /* ---- layer norm op ---- */
@@ -157,6 +162,66 @@ static void test_layernorm_op(void)
     attn_tensor_free(in3[0]);
     attn_tensor_free(in3[1]);
     attn_tensor_free(in3[2]);
+    attn_tensor_free(in4[0]);
+}
+
+/* ---- RMSNorm op ---- */
+
+/* y = x / sqrt(mean(x^2) + eps) * w per row of the last dim, in double (Llama's RMSNorm). */
+static void rmsnorm_direct(float *y, const attn_tensor *x, const attn_tensor *w, float eps)
+{
+    int64_t c = x->shape[x->ndim - 1], rows = x->numel / c;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x->data + r * c;
+        double ms = 0.0;
+        for (int64_t j = 0; j < c; j++) ms += (double)xr[j] * xr[j];
+        ms /= (double)c;
+        for (int64_t j = 0; j < c; j++) y[r * c + j] = (float)(xr[j] / sqrt(ms + eps) * (w ? w->data[j] : 1.0));
+    }
+}
+
+static attn_tensor *rms_fwd(attn_ctx *ctx, attn_tensor **in, void *user)
+{
+    return attn_rms_norm(ctx, in[0], *(const bool *)user ? in[1] : NULL, LN_EPS);
+}
+
+static void test_rmsnorm_op(void)
+{
+    int64_t s3[3] = {3, 5, 7}, s4[4] = {2, 3, 5, 7}, sc[1] = {7};
+    attn_tensor *in3[2] = {tk_randn(61, 3, s3), tk_randn(62, 1, sc)};
+    attn_tensor *in4[2] = {tk_randn(64, 4, s4), in3[1]};
+    float ref[210];
+    char what[64];
+    for (int k = 0; k < 2; k++) {
+        bool weight = k;
+        attn_ctx *ctx = attn_ctx_new(0);
+        attn_tensor *y = rms_fwd(ctx, in4, &weight);
+        TK_NOT_NULL(y);
+        if (y) {
+            rmsnorm_direct(ref, in4[0], weight ? in4[1] : NULL, LN_EPS);
+            snprintf(what, sizeof what, "rms_norm 2x3x5x7 weight %d", weight);
+            tk_close(what, y->data, ref, 210, FWD_ATOL, FWD_RTOL);
+        }
+        attn_ctx_free(ctx);
+        snprintf(what, sizeof what, "rms_norm 3x5x7 weight %d", weight);
+        tk_gradcheck(what, rms_fwd, in3, 1 + weight, &weight, FD_EPS, FD_ATOL, FD_RTOL);
+        snprintf(what, sizeof what, "rms_norm 2x3x5x7 weight %d", weight);
+        tk_gradcheck(what, rms_fwd, in4, 1 + weight, &weight, FD_EPS, FD_ATOL, FD_RTOL);
+    }
+    attn_ctx *ctx = attn_ctx_new(0);
+    int64_t xs[2] = {2, 6}, ws[1] = {5};
+    attn_tensor *x = attn_tensor_zeros(ctx, 2, xs), *w = attn_tensor_zeros(ctx, 1, ws);
+    TK_CHECK(attn_rms_norm(ctx, x, w, LN_EPS) == NULL && attn_last_status() == ATTN_ERR_SHAPE &&
+                 strstr(attn_last_error(), "rms_norm") && strstr(attn_last_error(), "(5)"),
+             "rms_norm weight of the wrong size names it: %s", attn_last_error());
+    TK_CHECK(attn_rms_norm(ctx, x, NULL, -1.0f) == NULL && attn_last_status() == ATTN_ERR_ARG,
+             "rms_norm negative eps: %s", attn_last_error());
+    /* a zero row: 0 / sqrt(eps) = 0, and finite gradients */
+    attn_tensor *y0 = attn_rms_norm(ctx, x, NULL, LN_EPS);
+    TK_CHECK(y0 && y0->data[0] == 0.0f && y0->data[11] == 0.0f, "rms_norm of zeros is zeros");
+    attn_ctx_free(ctx);
+    attn_tensor_free(in3[0]);
+    attn_tensor_free(in3[1]);
     attn_tensor_free(in4[0]);
 }
 
@@ -360,6 +425,7 @@ int main(void)
 {
     test_layernorm_kernels();
     test_layernorm_op();
+    test_rmsnorm_op();
     test_layernorm_stats();
     test_layernorm_errors();
     test_dropout_statistics();

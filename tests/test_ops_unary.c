@@ -1,4 +1,4 @@
-/* relu, gelu, tanh, sigmoid, exp: forward values against the formulas evaluated in double here,
+/* relu, gelu, gelu_tanh, silu, tanh, sigmoid, exp: forward values against the formulas evaluated in double here,
  * extreme inputs that must stay finite, gradients against central finite differences on odd
  * shapes (3x5x7 and 2x3x5x7), and NULL propagation.
  *
@@ -33,6 +33,14 @@ static double gelu_ref(double x)
 {
     return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
 }
+static double gelu_tanh_ref(double x) /* torch's F.gelu(x, approximate='tanh') */
+{
+    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+static double silu_ref(double x)
+{
+    return x / (1.0 + exp(-x));
+}
 static double tanh_ref(double x)
 {
     return tanh(x);
@@ -49,6 +57,7 @@ static double exp_ref(double x)
 static const unary_case cases[] = {
     {"relu", attn_relu, relu_ref},          {"gelu", attn_gelu, gelu_ref}, {"tanh", attn_tanh, tanh_ref},
     {"sigmoid", attn_sigmoid, sigmoid_ref}, {"exp", attn_exp, exp_ref},
+    {"gelu_tanh", attn_gelu_tanh, gelu_tanh_ref},  {"silu", attn_silu, silu_ref},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 

@@ -145,7 +145,8 @@ void attn_log_softmax_rows_backward_ref(float *dx, const float *dy, const float 
  *             y = xhat * w + b           (w, b (cols) or NULL: 1 and 0)
  *   backward: g = dy * w,  dx += rstd * (g - mean(g) - xhat * mean(g * xhat)),
  *             dw += sum_rows dy * xhat,  db += sum_rows dy   (dx, dw, db may each be NULL)
- * mean and rstd (rows) are written by the forward and read by the backward; row and column
+ * mean (NULL: RMSNorm, layer norm without centring: mean 0, rstd = 1 / sqrt(mean(x^2) + eps),
+ * and no mean(g) term) and rstd (rows) are written by the forward and read by the backward; row and column
  * sums are accumulated in double. The fast kernels spread rows (columns for dw, db) over
  * `threads` OpenMP threads; the results do not depend on the count. */
 void attn_layernorm_rows(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,

@@ -3,6 +3,9 @@
  *             xhat = (x - mean) * rstd,  y = xhat * w + b          (w, b NULL: 1 and 0)
  *   backward: g = dy * w,  dx += rstd * (g - mean(g) - xhat * mean(g * xhat)),
  *             dw += sum_rows dy * xhat,  db += sum_rows dy
+ * With mean NULL the same kernels are RMSNorm, layer norm without centring: the mean is 0,
+ * rstd = 1 / sqrt(sum x^2 / C + eps), and the backward's mean(g) term drops out (x was not
+ * centred, so nothing of g is taken away with the mean).
  * Row and column sums are accumulated in double; mean and rstd are kept per row for backward.
  *
  * *_ref is the formula as written, kept forever and tested against the fast one. The fast one
@@ -26,7 +29,7 @@ void attn_layernorm_rows_ref(float *y, float *mean, float *rstd, const float *x,
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * cols;
         double sum = 0.0, sq = 0.0;
-        for (int64_t c = 0; c < cols; c++) sum += xr[c];
+        for (int64_t c = 0; mean && c < cols; c++) sum += xr[c];
         double mu = sum / (double)cols;
         for (int64_t c = 0; c < cols; c++) sq += (xr[c] - mu) * (xr[c] - mu);
         double rs = 1.0 / sqrt(sq / (double)cols + eps);
@@ -36,7 +39,7 @@ void attn_layernorm_rows_ref(float *y, float *mean, float *rstd, const float *x,
             if (b) v += b[c];
             y[r * cols + c] = (float)v;
         }
-        mean[r] = (float)mu;
+        if (mean) mean[r] = (float)mu;
         rstd[r] = (float)rs;
     }
 }
@@ -46,15 +49,16 @@ void attn_layernorm_rows_backward_ref(float *dx, float *dw, float *db, const flo
 {
     for (int64_t r = 0; dx && r < rows; r++) {
         const float *xr = x + r * cols, *dyr = dy + r * cols;
-        double sg = 0.0, sgx = 0.0; /* sum g, sum g * xhat */
+        const double mu = mean ? mean[r] : 0.0;
+        double sg = 0.0, sgx = 0.0; /* sum g (centred only), sum g * xhat */
         for (int64_t c = 0; c < cols; c++) {
-            double xhat = ((double)xr[c] - mean[r]) * rstd[r];
+            double xhat = ((double)xr[c] - mu) * rstd[r];
             double g = (double)dyr[c] * (w ? w[c] : 1.0f);
-            sg += g;
+            if (mean) sg += g;
             sgx += g * xhat;
         }
         for (int64_t c = 0; c < cols; c++) {
-            double xhat = ((double)xr[c] - mean[r]) * rstd[r];
+            double xhat = ((double)xr[c] - mu) * rstd[r];
             double g = (double)dyr[c] * (w ? w[c] : 1.0f);
             dx[r * cols + c] += (float)(rstd[r] * (g - sg / cols - xhat * sgx / cols));
         }
@@ -62,7 +66,7 @@ void attn_layernorm_rows_backward_ref(float *dx, float *dw, float *db, const flo
     for (int64_t c = 0; (dw || db) && c < cols; c++) {
         double sw = 0.0, sb = 0.0; /* sum_rows dy * xhat, sum_rows dy */
         for (int64_t r = 0; r < rows; r++) {
-            sw += (double)dy[r * cols + c] * (((double)x[r * cols + c] - mean[r]) * rstd[r]);
+            sw += (double)dy[r * cols + c] * (((double)x[r * cols + c] - (mean ? mean[r] : 0.0f)) * rstd[r]);
             sb += dy[r * cols + c];
         }
         if (dw) dw[c] += (float)sw;
@@ -128,12 +132,12 @@ static void row_add(float *restrict y, const float *restrict b, int64_t n)
 static void layernorm_row(float *restrict y, float *mean, float *rstd, const float *restrict x, const float *restrict w,
                           const float *restrict b, int64_t n, float eps)
 {
-    double mu = row_sum(x, n) / (double)n;
+    double mu = mean ? row_sum(x, n) / (double)n : 0.0; /* RMSNorm: not centred */
     float m = (float)mu, rs = (float)(1.0 / sqrt(row_sq_dev(x, mu, n) / (double)n + eps));
     row_normalise(y, x, m, rs, n);
     if (w) row_mul(y, w, n);
     if (b) row_add(y, b, n);
-    *mean = m;
+    if (mean) *mean = m;
     *rstd = rs;
 }
 
@@ -141,7 +145,8 @@ void attn_layernorm_rows(float *y, float *mean, float *rstd, const float *x, con
                          int64_t rows, int64_t cols, float eps, int threads)
 {
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)
-    for (int64_t r = 0; r < rows; r++) layernorm_row(y + r * cols, mean + r, rstd + r, x + r * cols, w, b, cols, eps);
+    for (int64_t r = 0; r < rows; r++)
+        layernorm_row(y + r * cols, mean ? mean + r : NULL, rstd + r, x + r * cols, w, b, cols, eps);
 }
 
 /* dx (n) += rstd * (g - mean(g) - xhat * mean(g * xhat)) for one row, g = dy * w (w or NULL),
@@ -153,7 +158,7 @@ void attn_layernorm_rows(float *y, float *mean, float *rstd, const float *x, con
  * Always inlined into calls where w is known NULL or not, so that the loops vectorise. */
 static inline __attribute__((always_inline)) void layernorm_row_dx_w(float *restrict dx, const float *restrict dy,
                                                                      const float *restrict x, const float *restrict w,
-                                                                     float mean, float rstd, int64_t n)
+                                                                     float mean, float rstd, bool centred, int64_t n)
 {
     double sg[LANES] = {0}, sgx[LANES] = {0};
     int64_t c = 0;
@@ -168,7 +173,7 @@ static inline __attribute__((always_inline)) void layernorm_row_dx_w(float *rest
         sg[0] += g;
         sgx[0] += g * (((double)x[c] - mean) * rstd);
     }
-    const double mg = lanes_sum(sg) / (double)n, mgx = lanes_sum(sgx) / (double)n;
+    const double mg = centred ? lanes_sum(sg) / (double)n : 0.0, mgx = lanes_sum(sgx) / (double)n;
     for (c = 0; c + LANES <= n; c += LANES)
         for (int k = 0; k < LANES; k++) {
             double g = w ? (double)dy[c + k] * w[c + k] : dy[c + k];
@@ -181,12 +186,12 @@ static inline __attribute__((always_inline)) void layernorm_row_dx_w(float *rest
 }
 
 static void layernorm_row_dx(float *dx, const float *dy, const float *x, const float *w, float mean, float rstd,
-                             int64_t n)
+                             bool centred, int64_t n)
 {
     if (w)
-        layernorm_row_dx_w(dx, dy, x, w, mean, rstd, n);
+        layernorm_row_dx_w(dx, dy, x, w, mean, rstd, centred, n);
     else
-        layernorm_row_dx_w(dx, dy, x, NULL, mean, rstd, n);
+        layernorm_row_dx_w(dx, dy, x, NULL, mean, rstd, centred, n);
 }
 
 /* dw[c0..c1) += sum_rows dy * xhat, db[c0..c1) += sum_rows dy, summed in double. */
@@ -197,7 +202,7 @@ static void layernorm_cols_dwdb(float *dw, float *db, const float *dy, const flo
     for (int64_t r = 0; r < rows; r++) {
         const float *dyr = dy + r * cols, *xr = x + r * cols;
         for (int64_t c = c0; c < c1; c++) {
-            aw[c - c0] += (double)dyr[c] * ((xr[c] - mean[r]) * rstd[r]);
+            aw[c - c0] += (double)dyr[c] * ((xr[c] - (mean ? mean[r] : 0.0f)) * rstd[r]);
             ab[c - c0] += dyr[c];
         }
     }
@@ -213,7 +218,8 @@ void attn_layernorm_rows_backward(float *dx, float *dw, float *db, const float *
     if (dx) {
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)
         for (int64_t r = 0; r < rows; r++)
-            layernorm_row_dx(dx + r * cols, dy + r * cols, x + r * cols, w, mean[r], rstd[r], cols);
+            layernorm_row_dx(dx + r * cols, dy + r * cols, x + r * cols, w, mean ? mean[r] : 0.0f, rstd[r], mean != NULL,
+                             cols);
     }
     if (dw || db) {
         int64_t blocks = (cols + COL_BLOCK - 1) / COL_BLOCK;

@@ -10,7 +10,8 @@
 
 typedef enum attn__act {
     ATTN__ACT_RELU,
-    ATTN__ACT_GELU
+    ATTN__ACT_GELU,
+    ATTN__ACT_GELU_TANH
 } attn__act;
 
 /* attn_dropout(act(attn_linear(x, weight, bias)), p): x (..., in), weight (out, in), bias (out)

@@ -2,14 +2,18 @@
  *   forward:  xhat = (x - mean) / sqrt(var + eps),  y = xhat * w + b   (biased var, per row)
  *   backward: g = dy * w,  dx += (g - mean(g) - xhat * mean(g * xhat)) / sqrt(var + eps),
  *             dw += sum_rows dy * xhat,  db += sum_rows dy
- * The forward keeps mean and rstd = 1 / sqrt(var + eps) per row for the backward. */
+ * and RMSNorm, the same without centring (no bias):
+ *   forward:  xhat = x / sqrt(mean(x^2) + eps),  y = xhat * w
+ *   backward: g = dy * w,  dx += (g - xhat * mean(g * xhat)) / sqrt(mean(x^2) + eps),
+ *             dw += sum_rows dy * xhat
+ * The forward keeps mean (layer norm only) and rstd per row for the backward. */
 #include "../autograd/tape_internal.h"
 #include "../kernels/kernels_internal.h"
 
 #include <math.h>
 
 typedef struct layernorm_saved {
-    float *mean, *rstd; /* (rows) */
+    float *mean, *rstd; /* (rows); mean NULL: RMSNorm */
     int64_t rows, cols;
 } layernorm_saved;
 
@@ -33,30 +37,44 @@ static bool affine_ok(const attn_tensor *t, int64_t c)
     return !t || (t->ndim == 1 && t->shape[0] == c);
 }
 
-attn_tensor *attn_layer_norm(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias, float eps)
+/* Both norms over x's last dim: centred (layer norm) or not (RMSNorm), `op` naming them in errors. */
+static attn_tensor *norm_rows(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias, float eps,
+                              bool centred, const char *op)
 {
-    if (!ctx || !x) return attn__null_input(__func__);
     char sx[64], sw[64], sb[64];
     if (x->ndim < 1 || !affine_ok(weight, x->shape[x->ndim - 1]) || !affine_ok(bias, x->shape[x->ndim - 1]))
         return attn__fail_null(ATTN_ERR_SHAPE,
-                               "layer_norm: x %s, weight %s, bias %s: x needs at least 1 dim and "
+                               "%s: x %s, weight %s, bias %s: x needs at least 1 dim and "
                                "weight and bias (or NULL) must be 1-D of x's last size",
-                               attn_shape_str(x, sx, 64), attn_shape_str(weight, sw, 64), attn_shape_str(bias, sb, 64));
+                               op, attn_shape_str(x, sx, 64), attn_shape_str(weight, sw, 64),
+                               attn_shape_str(bias, sb, 64));
     if (!(eps >= 0.0f) || isinf(eps))
-        return attn__fail_null(ATTN_ERR_ARG, "layer_norm: eps is %g, expected finite and >= 0", (double)eps);
+        return attn__fail_null(ATTN_ERR_ARG, "%s: eps is %g, expected finite and >= 0", op, (double)eps);
     int64_t cols = x->shape[x->ndim - 1], rows = cols ? x->numel / cols : 0;
     attn_tensor *y = attn__empty_like(ctx, x);
     size_t row_bytes = (size_t)(rows ? rows : 1) * sizeof(float);
-    float *mean = attn_arena_alloc(&ctx->arena, row_bytes); /* (rows) */
-    float *rstd = attn_arena_alloc(&ctx->arena, row_bytes); /* (rows) */
-    if (!y || !mean || !rstd) return NULL;
+    float *mean = centred ? attn_arena_alloc(&ctx->arena, row_bytes) : NULL; /* (rows) */
+    float *rstd = attn_arena_alloc(&ctx->arena, row_bytes);                  /* (rows) */
+    if (!y || (centred && !mean) || !rstd) return NULL;
     attn_layernorm_rows(y->data, mean, rstd, x->data, weight ? weight->data : NULL, bias ? bias->data : NULL, rows,
                         cols, eps, ctx->num_threads);
     attn_tensor *in[3] = {x, weight, bias};
     if (attn__needs_grad(ctx, in, 3)) {
-        attn_node *node = attn__record(ctx, "layer_norm", layernorm_backward, y, in, 3, sizeof(layernorm_saved));
+        attn_node *node = attn__record(ctx, op, layernorm_backward, y, in, 3, sizeof(layernorm_saved));
         if (!node) return NULL;
         *(layernorm_saved *)node->saved = (layernorm_saved){mean, rstd, rows, cols};
     }
     return y;
+}
+
+attn_tensor *attn_layer_norm(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, attn_tensor *bias, float eps)
+{
+    if (!ctx || !x) return attn__null_input(__func__);
+    return norm_rows(ctx, x, weight, bias, eps, true, "layer_norm");
+}
+
+attn_tensor *attn_rms_norm(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, float eps)
+{
+    if (!ctx || !x) return attn__null_input(__func__);
+    return norm_rows(ctx, x, weight, NULL, eps, false, "rms_norm");
 }

@@ -132,6 +132,8 @@ static void act_row(float *y, const float *h, const float *b, attn__act act, int
 {
     if (act == ATTN__ACT_GELU)
         for (int64_t j = 0; j < n; j++) y[j] = attn_gelu_f(b ? h[j] + b[j] : h[j]);
+    else if (act == ATTN__ACT_GELU_TANH)
+        for (int64_t j = 0; j < n; j++) y[j] = attn_gelu_tanh_f(b ? h[j] + b[j] : h[j]);
     else if (b)
         for (int64_t j = 0; j < n; j++) y[j] = attn_relu_f(h[j] + b[j]);
     else
@@ -149,6 +151,8 @@ static void act_grad_row(float *g, const float *h, const float *b, attn__act act
 {
     if (act == ATTN__ACT_GELU)
         for (int64_t j = 0; j < n; j++) g[j] = g[j] * attn_gelu_df(b ? h[j] + b[j] : h[j]);
+    else if (act == ATTN__ACT_GELU_TANH)
+        for (int64_t j = 0; j < n; j++) g[j] = g[j] * attn_gelu_tanh_df(b ? h[j] + b[j] : h[j]);
     else if (b)
         for (int64_t j = 0; j < n; j++) g[j] = attn_relu_grad(h[j] + b[j], g[j]);
     else

@@ -4,6 +4,8 @@
  *                                              x <= 0 adds 0)
  *   gelu:    y = x * Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2
  *                                              dx += dy * (Phi(x) + x * exp(-x^2 / 2) / sqrt(2 pi))
+ *   gelu_tanh: y = x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2   (GPT-2's; activation_internal.h)
+ *   silu:    y = x sigmoid(x)                  dx += dy * s (1 + x (1 - s))
  *   tanh:    y = tanh(x)                       dx += dy * (1 - y^2)
  *   sigmoid: y = 1 / (1 + exp(-x))             dx += dy * y * (1 - y)
  *   exp:     y = exp(x)                        dx += dy * y
@@ -30,6 +32,26 @@ static float gelu_df(float x, float y)
     return attn_gelu_df(x);
 }
 
+static float gelu_tanh_f(float x)
+{
+    return attn_gelu_tanh_f(x);
+}
+static float gelu_tanh_df(float x, float y)
+{
+    (void)y;
+    return attn_gelu_tanh_df(x);
+}
+
+static float silu_f(float x)
+{
+    return attn_silu_f(x);
+}
+static float silu_df(float x, float y)
+{
+    (void)y;
+    return attn_silu_df(x);
+}
+
 static float tanh_f(float x)
 {
     return tanhf(x);
@@ -40,12 +62,9 @@ static float tanh_df(float x, float y)
     return 1.0f - y * y;
 }
 
-/* exp of a non-positive argument only: no overflow for large |x| */
 static float sigmoid_f(float x)
 {
-    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-    float e = expf(x);
-    return e / (1.0f + e);
+    return attn_sigmoid_f(x);
 }
 static float sigmoid_df(float x, float y)
 {
@@ -66,6 +85,8 @@ static float exp_df(float x, float y)
 typedef enum unary_kind {
     UN_RELU,
     UN_GELU,
+    UN_GELU_TANH,
+    UN_SILU,
     UN_TANH,
     UN_SIGMOID,
     UN_EXP
@@ -74,6 +95,8 @@ typedef enum unary_kind {
 static const unary_op unary_ops[] = {
     [UN_RELU] = {"relu", NULL, NULL}, /* written out in forward_flat and backward_flat */
     [UN_GELU] = {"gelu", gelu_f, gelu_df},
+    [UN_GELU_TANH] = {"gelu_tanh", gelu_tanh_f, gelu_tanh_df},
+    [UN_SILU] = {"silu", silu_f, silu_df},
     [UN_TANH] = {"tanh", tanh_f, tanh_df},
     [UN_SIGMOID] = {"sigmoid", sigmoid_f, sigmoid_df},
     [UN_EXP] = {"exp", exp_f, exp_df},
@@ -143,6 +166,14 @@ attn_tensor *attn_relu(attn_ctx *ctx, attn_tensor *x)
 attn_tensor *attn_gelu(attn_ctx *ctx, attn_tensor *x)
 {
     return unary(ctx, x, UN_GELU);
+}
+attn_tensor *attn_gelu_tanh(attn_ctx *ctx, attn_tensor *x)
+{
+    return unary(ctx, x, UN_GELU_TANH);
+}
+attn_tensor *attn_silu(attn_ctx *ctx, attn_tensor *x)
+{
+    return unary(ctx, x, UN_SILU);
 }
 attn_tensor *attn_tanh(attn_ctx *ctx, attn_tensor *x)
 {
