@@ -1161,6 +1161,96 @@ ATTN_API attn_status attn_seq2seq_beam_batch_ref(attn_ctx *ctx, const attn_seq2s
                                                  int64_t *out_lens);
 
 /* ======================================================================================
+ * Language models: a decoder-only Transformer (seed 002 section 4.2's masked self-attention,
+ * stacked), in GPT-2's style or Llama's, trained on documents packed end to end.
+ *   x = wte[ids] (+ wpe[position])            position: each token's place in its sequence
+ *   block i: x = x + drop(attn(norm1(x)));  x = x + drop(ffn(norm2(x)))     (pre-norm)
+ *            attn: causal self-attention within each sequence (LLAMA: q and k rotated, GQA)
+ *            ffn:  GPT2 c_proj(gelu_tanh(c_fc x));  LLAMA w2(silu(w1 x) * w3 x)
+ *   logits = norm_f(x) output^T,  output = wte (tied) or its own (LLAMA untied)
+ * Names: GPT2 nanoGPT's (Linear weights (out, in)): "transformer.wte.weight", "transformer.wpe.weight",
+ * "transformer.h.<i>.ln_1.*", ".attn.c_attn.*" (3E, E), ".attn.c_proj.*", ".ln_2.*", ".mlp.c_fc.*"
+ * (F, E), ".mlp.c_proj.*", "transformer.ln_f.*"; LLAMA llama2.c's: "tok_embeddings.weight",
+ * "layers.<i>.attention_norm.weight", ".attention.wq.weight" (E, E), ".wk.weight" and ".wv.weight"
+ * (Hkv E / H, E), ".wo.weight", ".ffn_norm.weight", ".feed_forward.w1.weight" (F, E), ".w2.weight"
+ * (E, F), ".w3.weight" (F, E), "norm.weight", "output.weight" (untied only). A tied output is
+ * stored once, as the embedding. Init as nanoGPT and llama2.c: N(0, 0.02) weights and embeddings,
+ * N(0, 0.02 / sqrt(2 layers)) for c_proj (GPT2) or wo and w3 (LLAMA), zero biases, unit norms.
+ * ====================================================================================== */
+
+typedef enum attn_lm_style {
+    ATTN_LM_GPT2,  /* learned positions, LayerNorm with bias, GELU (tanh), biases, tied output */
+    ATTN_LM_LLAMA, /* RoPE, RMSNorm, SwiGLU, GQA, no biases, tied or untied output */
+} attn_lm_style;
+
+typedef struct attn_lm_config {
+    attn_lm_style style;
+    int64_t vocab_size;
+    int64_t context; /* the most tokens of one sequence (GPT2: wpe's rows) */
+    int64_t d_model, num_layers, num_heads;
+    int64_t num_kv_heads; /* LLAMA: key/value heads, dividing num_heads (0: num_heads); GPT2: 0 */
+    int64_t ffn_hidden;   /* 0: GPT2 4 d_model; LLAMA llama2.c's rule, 2/3 of 4 d_model rounded up to
+                             a multiple of multiple_of */
+    int64_t multiple_of;  /* LLAMA's rounding of ffn_hidden (0: 32, llama2.c's train.py) */
+    float norm_eps;       /* 0: 1e-5 */
+    float rope_base;      /* LLAMA (0: 10000), > 1 */
+    bool rope_interleaved; /* LLAMA: pairs (2i, 2i + 1) as Meta's and llama2.c's code; false: halves
+                              (i, i + d/2), Hugging Face's rotate_half */
+    bool untied;          /* LLAMA: "output.weight" of its own; GPT2 is always tied */
+    float dropout;        /* embeddings, attention weights and residual branches, while training */
+} attn_lm_config;
+
+/* One block: norm1, norm2 (GPT2 LayerNorm; LLAMA RMSNorm, bias NULL), the attention, and the FFN's
+ * linears: w_in (GPT2 c_fc, LLAMA w1: the activated one), w_up (LLAMA w3, the factor; GPT2 unused),
+ * w_out (GPT2 c_proj, LLAMA w2). */
+typedef struct attn_lm_block {
+    attn_layer_norm_layer norm1, norm2;
+    attn_mha_layer attn;
+    attn_linear_layer w_in, w_up, w_out;
+} attn_lm_block;
+
+typedef struct attn_lm {
+    attn_lm_config cfg;   /* with its zeros resolved (ffn_hidden, norm_eps, ...) */
+    attn_tensor *wte;     /* (V, E) */
+    attn_tensor *wpe;     /* (context, E) GPT2; NULL for LLAMA */
+    attn_lm_block *blocks; /* (num_layers), owned */
+    attn_layer_norm_layer norm_f;
+    attn_tensor *output;  /* (V, E): wte, or LLAMA's untied "output.weight" */
+} attn_lm;
+
+/* The FFN width cfg gives (its ffn_hidden, or the style's rule); 0 for a config without d_model. */
+ATTN_API int64_t attn_lm_ffn_hidden(const attn_lm_config *cfg);
+/* Registers the model's parameters in p (rng NULL: no random init) and checks the config
+ * (ATTN_ERR_ARG naming the field). attn_lm_free frees the blocks' array; params stay in p. */
+ATTN_API attn_status attn_lm_init(attn_lm *m, attn_params *p, const attn_lm_config *cfg, attn_rng *rng);
+ATTN_API void attn_lm_free(attn_lm *m);
+/* ids (total) holds `batch` sequences packed end to end, sequence b in [cu_seqlens[b],
+ * cu_seqlens[b+1]), each of at most cfg.context tokens, ids in [0, V) -> logits (total, V). Each
+ * sequence attends causally to itself alone and counts its positions from 0: the model of each
+ * sequence run alone. Differentiable in the parameters. */
+ATTN_API attn_tensor *attn_lm_forward(attn_ctx *ctx, const attn_lm *m, const int64_t *ids, const int64_t *cu_seqlens,
+                                      int64_t batch);
+/* The same forward that also gives each layer's attention weights: *weights (may be NULL)
+ * receives (layers, H, n, n) for one sequence ids (n), in ctx's arena (the unfused path). */
+ATTN_API attn_tensor *attn_lm_forward_weights(attn_ctx *ctx, const attn_lm *m, const int64_t *ids, int64_t n,
+                                              attn_tensor **weights);
+
+/* Decoding with a key/value cache: `rows` independent sequences, each up to `capacity` tokens
+ * (<= cfg.context). attn_lm_decoder_feed appends counts[r] tokens to row r (tokens holds them row
+ * after row, sum counts in all; a count may be 0) and writes the logits of each row's last token
+ * so far into logits (rows, V) (a row of no tokens yet: zeros): a prompt is fed whole, then one
+ * token per step, each row at its own length. The logits equal the last row of attn_lm_forward
+ * over the row's tokens up to float32 rounding. ATTN_ERR_ARG when a row would pass capacity (the
+ * decoder is left as it was). Inference only: no grad, no dropout. m must outlive the decoder. */
+typedef struct attn_lm_decoder attn_lm_decoder;
+ATTN_API attn_lm_decoder *attn_lm_decoder_new(const attn_lm *m, int64_t rows, int64_t capacity);
+ATTN_API attn_status attn_lm_decoder_feed(attn_lm_decoder *d, float *logits, const int64_t *tokens,
+                                          const int64_t *counts);
+ATTN_API int64_t attn_lm_decoder_length(const attn_lm_decoder *d, int64_t row); /* tokens fed to row, or -1 */
+ATTN_API attn_status attn_lm_decoder_set_num_threads(attn_lm_decoder *d, int n);
+ATTN_API void attn_lm_decoder_free(attn_lm_decoder *d); /* NULL is fine */
+
+/* ======================================================================================
  * Optimizers: the exact update rules of torch.optim (1.13, single-tensor path).
  * ====================================================================================== */
 
