@@ -217,6 +217,16 @@ static void all_null(void)
     EXPECT_STATUS(attn_classifier_init(NULL, NULL, NULL, NULL));
     EXPECT_NOOP(attn_classifier_free(NULL));
     EXPECT_NULL(attn_classifier_forward(NULL, NULL, NULL, NULL, 1, 1, NULL));
+    EXPECT_RECORDED(attn_lm_ffn_hidden(NULL));
+    EXPECT_STATUS(attn_lm_init(NULL, NULL, NULL, NULL));
+    EXPECT_NOOP(attn_lm_free(NULL));
+    EXPECT_NULL(attn_lm_forward(NULL, NULL, NULL, NULL, 1));
+    EXPECT_NULL(attn_lm_forward_weights(NULL, NULL, NULL, 1, NULL));
+    EXPECT_NULL(attn_lm_decoder_new(NULL, 1, 1));
+    EXPECT_STATUS(attn_lm_decoder_feed(NULL, NULL, NULL, NULL));
+    EXPECT_RECORDED(attn_lm_decoder_length(NULL, 0));
+    EXPECT_STATUS(attn_lm_decoder_set_num_threads(NULL, 1));
+    EXPECT_NOOP(attn_lm_decoder_free(NULL));
     EXPECT_STATUS(attn_seq2seq_init(NULL, NULL, NULL, NULL));
     EXPECT_NOOP(attn_seq2seq_free(NULL));
     EXPECT_NULL(attn_seq2seq_forward(NULL, NULL, NULL, NULL, 1, 1, NULL, NULL, 1, NULL));

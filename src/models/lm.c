@@ -16,7 +16,11 @@
 
 int64_t attn_lm_ffn_hidden(const attn_lm_config *cfg)
 {
-    if (!cfg || cfg->d_model < 1) return 0;
+    if (!cfg) {
+        attn__fail(ATTN_ERR_ARG, "lm_ffn_hidden: NULL config");
+        return 0;
+    }
+    if (cfg->d_model < 1) return 0;
     if (cfg->ffn_hidden > 0) return cfg->ffn_hidden;
     if (cfg->style == ATTN_LM_GPT2) return 4 * cfg->d_model;
     const int64_t multiple = cfg->multiple_of > 0 ? cfg->multiple_of : 32, hidden = 2 * (4 * cfg->d_model) / 3;

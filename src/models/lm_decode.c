@@ -68,7 +68,11 @@ void attn_lm_decoder_free(attn_lm_decoder *d)
 
 int64_t attn_lm_decoder_length(const attn_lm_decoder *d, int64_t row)
 {
-    return d && row >= 0 && row < d->rows ? d->len[row] : -1;
+    if (!d) {
+        attn__fail(ATTN_ERR_ARG, "lm_decoder_length: NULL decoder");
+        return -1;
+    }
+    return row >= 0 && row < d->rows ? d->len[row] : -1;
 }
 
 attn_status attn_lm_decoder_set_num_threads(attn_lm_decoder *d, int n)
