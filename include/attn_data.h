@@ -243,6 +243,47 @@ ATTN_API double attn_bleu_score(const attn_bleu_stats *s, double *precisions, do
 ATTN_API double attn_bleu_d2l(const char *const *pred, int64_t n_pred, const char *const *label, int64_t n_label,
                               int k);
 
+/* ---- byte-level BPE (GPT-2's scheme), trained by attn ----
+ * Text is split into pieces by GPT-2's pattern (regex module syntax)
+ *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ * over UTF-8, where a byte that starts no valid UTF-8 sequence is a character of none of those
+ * classes; each piece starts as its bytes (ids 0..255) and takes the merges in rank order (merge i
+ * joins two adjacent ids into id 256 + i). Id 256 + merges is <|endoftext|>, which text never
+ * encodes to (it marks where documents end). Every byte string encodes, and decoding its ids gives
+ * it back byte for byte; the text "<|endoftext|>" is encoded as ordinary bytes. */
+enum {
+    ATTN_BPE_MAX_MERGES = 1 << 20
+};
+typedef struct attn_bpe attn_bpe;
+typedef struct attn_bpe_trainer attn_bpe_trainer;
+
+/* Training: the trainer counts the distinct pieces of every text added; finish learns merges from
+ * them, each the most frequent adjacent pair of ids over the corpus at its turn (ties: the smaller
+ * pair (first id, then second)), until vocab_size ids (bytes, merges and <|endoftext|>) or no pair
+ * occurs twice (fewer merges then). The trainer stays usable; the tokenizer is the caller's. */
+ATTN_API attn_bpe_trainer *attn_bpe_trainer_new(void);
+ATTN_API attn_status attn_bpe_trainer_add(attn_bpe_trainer *t, const char *text, size_t len);
+ATTN_API attn_bpe *attn_bpe_trainer_finish(const attn_bpe_trainer *t, int64_t vocab_size);
+ATTN_API void attn_bpe_trainer_free(attn_bpe_trainer *t); /* NULL is fine */
+/* A tokenizer from its merges (n_merges, 2) (as attn_bpe_merges gives them): ATTN_ERR_FORMAT for a
+ * merge that names an id not made before it or repeats an earlier one. */
+ATTN_API attn_bpe *attn_bpe_from_merges(const int64_t *merges, int64_t n_merges);
+ATTN_API void attn_bpe_free(attn_bpe *b); /* NULL is fine */
+/* The merges (*n_merges, 2), owned by b */
+ATTN_API const int64_t *attn_bpe_merges(const attn_bpe *b, int64_t *n_merges);
+ATTN_API int64_t attn_bpe_vocab_size(const attn_bpe *b); /* 256 + merges + 1 */
+ATTN_API int64_t attn_bpe_eot(const attn_bpe *b);        /* <|endoftext|>'s id, the last */
+/* text[0..len) -> ids (room for len: a byte gives at most one id); returns the count, -1 on error */
+ATTN_API int64_t attn_bpe_encode(const attn_bpe *b, const char *text, size_t len, int64_t *ids);
+/* ids (n) -> their bytes into out (cap bytes; whole tokens while they fit); returns the bytes all
+ * of them take (more than cap: decode again with that room), -1 for an id outside the vocabulary */
+ATTN_API int64_t attn_bpe_decode(const attn_bpe *b, const int64_t *ids, int64_t n, char *out, int64_t cap);
+/* Token id's bytes (*len of them, not NUL-terminated), owned by b */
+ATTN_API const char *attn_bpe_token_bytes(const attn_bpe *b, int64_t id, size_t *len);
+/* The pre-split alone: the pieces of text[0..len), each's end offset in ends (room for len; may be
+ * NULL to count); returns the count */
+ATTN_API int64_t attn_bpe_pieces(const char *text, size_t len, size_t *ends);
+
 #ifdef __cplusplus
 }
 #endif

@@ -60,6 +60,7 @@ static void note(const char *call)
 
 /* Functions without a pointer argument: nothing to pass NULL to. */
 static const char *const no_pointer_arguments[] = {"attn_version",
+                                                   "attn_bpe_trainer_new",
                                                    "attn_version_number",
                                                    "attn_last_error",
                                                    "attn_last_status",
@@ -306,6 +307,18 @@ static void all_null(void)
     EXPECT_STATUS(attn_bleu_add(NULL, NULL, NULL));
     EXPECT_RECORDED(attn_bleu_score(NULL, NULL, NULL));
     EXPECT_RECORDED(attn_bleu_d2l(NULL, 1, NULL, 1, 1));
+    EXPECT_STATUS(attn_bpe_trainer_add(NULL, NULL, 0));
+    EXPECT_NULL(attn_bpe_trainer_finish(NULL, 300));
+    EXPECT_NOOP(attn_bpe_trainer_free(NULL));
+    EXPECT_NULL(attn_bpe_from_merges(NULL, 1));
+    EXPECT_NOOP(attn_bpe_free(NULL));
+    EXPECT_NULL(attn_bpe_merges(NULL, NULL));
+    EXPECT_RECORDED(attn_bpe_vocab_size(NULL));
+    EXPECT_RECORDED(attn_bpe_eot(NULL));
+    EXPECT_RECORDED(attn_bpe_encode(NULL, NULL, 1, NULL));
+    EXPECT_RECORDED(attn_bpe_decode(NULL, NULL, 1, NULL, 1));
+    EXPECT_NULL(attn_bpe_token_bytes(NULL, 0, NULL));
+    EXPECT_RECORDED(attn_bpe_pieces(NULL, 1, NULL));
 #endif
 #ifdef ATTN_TEST_PLOT
     EXPECT_STATUS(attn_plot_path_check(NULL));

@@ -43,6 +43,8 @@ typedef struct attn__case_special {
 } attn__case_special;
 
 extern const attn__cp_range attn__space_ranges[], attn__word_ranges[];
+extern const attn__cp_range attn__letter_ranges[], attn__number_ranges[], attn__bpe_space_ranges[];
+extern const size_t attn__letter_count, attn__number_count, attn__bpe_space_count;
 extern const attn__cp_range attn__case_ignorable_ranges[], attn__cased_ranges[];
 extern const size_t attn__space_count, attn__word_count;
 extern const size_t attn__case_ignorable_count, attn__cased_count;
@@ -64,6 +66,10 @@ size_t attn__utf8_put(char *out, uint32_t cp);
 
 bool attn__is_space(uint32_t cp); /* str.isspace(): re's \s, str.split() */
 bool attn__is_word(uint32_t cp);  /* str.isalnum() or '_': re's \w */
+/* The classes of GPT-2's pre-splitting pattern, as the regex module has them */
+bool attn__is_letter(uint32_t cp);    /* \p{L} */
+bool attn__is_number(uint32_t cp);    /* \p{N} */
+bool attn__is_bpe_space(uint32_t cp); /* \s: str.isspace() but U+001C..U+001F */
 
 /* Python's str.lower() of valid UTF-8 s[0..len) appended to *out (see attn_utf8_lower). */
 attn_status attn__lower_into(attn__buf *out, const char *s, size_t len);

@@ -13,6 +13,8 @@ Tables (all sorted by code point, searched by bisection in utf8.c):
     The only code point whose lowercase is longer is U+0130 (-> U+0069 U+0307), handled in utf8.c.
   * upper: the same for str.upper(); the code points whose uppercase is longer (e.g. U+00DF -> SS)
     are listed with their UTF-8 expansion.
+  * letter, number, bpe_space: the regex module's \\p{L}, \\p{N} and \\s, the classes of GPT-2's
+    pre-splitting pattern (it is written for regex, not re; Debian's python3-regex).
   * case_ignorable and cased (non-ignorable): the two properties str.lower() consults for the
     Greek final sigma (U+03A3 -> U+03C2 at the end of a word). Python does not export them, so
     they are read off lower() itself: with x between a capital alpha and a sigma, the sigma is
@@ -21,6 +23,8 @@ Tables (all sorted by code point, searched by bisection in utf8.c):
 """
 import sys
 import unicodedata
+
+import regex
 
 MAXCP = 0x110000
 SIGMA, ALPHA, FINAL = "\u03a3", "\u0391", "\u03c2"
@@ -99,6 +103,10 @@ def main():
     print('#include "data_internal.h"\n')
     emit_ranges("space", ranges(lambda c: chr(c).isspace()))
     emit_ranges("word", ranges(lambda c: chr(c).isalnum() or c == 0x5F))
+    letter, number, space = regex.compile(r"\p{L}"), regex.compile(r"\p{N}"), regex.compile(r"\s")
+    emit_ranges("letter", ranges(lambda c: letter.match(chr(c)) is not None))
+    emit_ranges("number", ranges(lambda c: number.match(chr(c)) is not None))
+    emit_ranges("bpe_space", ranges(lambda c: space.match(chr(c)) is not None))
     emit_ranges("case_ignorable", ranges(lambda c: final_mid[c] and not final_first[c]))
     emit_ranges("cased", ranges(lambda c: final_first[c]))
     emit_runs("lower", case_runs(str.lower), str.lower)

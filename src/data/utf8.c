@@ -167,6 +167,24 @@ bool attn__is_word(uint32_t cp)
     return in_ranges(attn__word_ranges, attn__word_count, cp);
 }
 
+bool attn__is_letter(uint32_t cp)
+{
+    if (cp < 0x80) return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z');
+    return in_ranges(attn__letter_ranges, attn__letter_count, cp);
+}
+
+bool attn__is_number(uint32_t cp)
+{
+    if (cp < 0x80) return cp >= '0' && cp <= '9';
+    return in_ranges(attn__number_ranges, attn__number_count, cp);
+}
+
+bool attn__is_bpe_space(uint32_t cp)
+{
+    if (cp < 0x80) return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20;
+    return in_ranges(attn__bpe_space_ranges, attn__bpe_space_count, cp);
+}
+
 /* cp through the case runs (unchanged when no run covers it). */
 static uint32_t case_map(const attn__case_run *r, size_t n, uint32_t cp)
 {
