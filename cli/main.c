@@ -17,6 +17,7 @@
     X(nw, "seed 003: Nadaraya-Watson kernel regression trained with SGD, with its plot")                               \
     X(classify, "seed 002: the self-attention IMDB classifier (train, eval, predict, explain)")                        \
     X(translate, "translation with attention: Transformer or Bahdanau GRU, Multi30k en->fr, BLEU")                     \
+    X(lm, "a GPT-2 or Llama style language model with its BPE tokenizer (train, eval, generate, explain)")            \
     X(plot, "draw a saved attention matrix (e.g. attn op's weights) as a heatmap")                                     \
     X(bench, "validate, then time the kernels and training steps (GFLOP/s, ms, memory)")                               \
     X(op, "run one attention mechanism on tensors from a safetensors file")                                            \

@@ -43,7 +43,7 @@ static int checkpoint_fits(const train_state *s)
 
 /* One step of every rank, this one on its n rows (0 when a short last batch left it none): the
  * step's learning rate, forward and backward, the sums over the ranks, the gradients averaged by
- * weight, the update. Returns the mean loss over the global batch (NaN on failure on any rank;
+ * weight (every rank then holds the same, so each clips them alike), the update. Returns the mean loss over the global batch (NaN on failure on any rank;
  * the rank that failed has the message in attn_last_error); sums: the step's, over all ranks. */
 static double step(train_state *s, const int64_t *rows, int64_t n, double sums[TRAIN_N_SUMS])
 {
@@ -56,6 +56,7 @@ static double step(train_state *s, const int64_t *rows, int64_t n, double sums[T
     const double loss = sums[TRAIN_SUM_LOSS] / sums[TRAIN_SUM_WEIGHT];
     if (!isfinite(loss)) return loss;
     dist_average_grads(attn_params_grad_block(m->params), attn_params_numel(m->params), weight, sums[TRAIN_SUM_WEIGHT]);
+    if (m->clip_norm > 0 && !isfinite(attn_clip_grad_norm(m->params, m->clip_norm))) return NAN;
     return attn_optim_step(s->opt) == ATTN_OK ? loss : NAN;
 }
 

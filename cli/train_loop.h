@@ -38,6 +38,7 @@ typedef struct train_model {
     int64_t examples;      /* in the training split */
     attn_optim_config optim;
     attn_lr_schedule schedule; /* the learning rate of each step */
+    float clip_norm;           /* > 0: the gradients' global norm clipped to it before each update */
     double budget_seconds;     /* 0: no time budget */
     const char *plot_title, *plot_ylabel;
     void *self; /* the model's run, passed to each hook */

@@ -1,0 +1,400 @@
+/* attn lm train|eval|generate|explain: a decoder-only language model (GPT-2 or Llama style) and
+ * the byte-level BPE tokenizer it is trained with, saved together in one checkpoint. */
+#include "lm.h"
+#include "dist.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const style_names[] = {"gpt2", "llama", NULL};
+static const char *const action_names[] = {"train", "eval", "generate", "explain", NULL};
+enum {
+    TRAIN,
+    EVAL,
+    GENERATE,
+    EXPLAIN
+};
+
+#define O(kind, field) CLI_OPT_AT(lm_options, kind, field)
+static const cli_option options[] = {
+    {"--data", "DIR", O(CLI_IN_DIR, data), 0, 0, NULL, NULL,
+     "an aclImdb folder (its reviews: train, and test to validate) or a folder of .txt files (each a document; "
+     "the last 5% validate); default the shipped aclImdb_mini",
+     "train eval"},
+    {"--text", "FILE", O(CLI_IN_FILE, text), 0, 0, NULL, NULL,
+     "a text file instead, its paragraphs (blocks between empty lines) the documents", "train eval"},
+    {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "model (train; the others read it from the checkpoint):"},
+    {"--style", NULL, O(CLI_CHOICE, style), 0, 0, style_names, "gpt2",
+     "gpt2 (learned positions, LayerNorm, GELU, tied output) or llama (RoPE, RMSNorm, SwiGLU, GQA)", "train"},
+    {"--vocab", "N", O(CLI_LONG, vocab), 257, 257 + ATTN_BPE_MAX_MERGES, NULL, "4096",
+     "tokenizer size: 256 bytes, the merges learnt from the training text, <|endoftext|>", "train"},
+    {"--context", "N", O(CLI_LONG, train.max_len), 2, 65536, NULL, "128", "tokens a sequence holds", "train"},
+    {"--d-model", "N", O(CLI_LONG, d_model), 2, 8192, NULL, "192", "model width", "train"},
+    {"--layers", "N", O(CLI_LONG, layers), 1, 256, NULL, "4", "Transformer blocks", "train"},
+    {"--heads", "N", O(CLI_LONG, heads), 1, 256, NULL, "6", "attention heads (must divide --d-model)", "train"},
+    {"--kv-heads", "N", O(CLI_LONG, kv_heads), 1, 256, NULL, NULL,
+     "llama: key/value heads, dividing --heads (grouped-query attention; default --heads)", "train"},
+    {"--ffn", "N", O(CLI_LONG, ffn), 1, 262144, NULL, NULL,
+     "feed-forward width (default gpt2 4 x --d-model; llama 2/3 of that, rounded up to 32)", "train"},
+    {"--rope-base", "B", O(CLI_LONG, rope_base), 2, 100000000, NULL, "10000", "llama: the rotary positions' base",
+     "train"},
+    {"--untied", NULL, O(CLI_FLAG, untied), 0, 0, NULL, NULL, "llama: an output projection of its own", "train"},
+    {"--dropout", "X", O(CLI_DOUBLE, dropout), 0, 0.9, NULL, "0", "dropout (embeddings, attention, residuals)",
+     "train"},
+    {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "optimisation (AdamW, betas 0.9 and 0.95):"},
+    {"--warmup", "N", O(CLI_LONG, warmup), 1, 1000000, NULL, "100",
+     "linear warm-up steps, then a cosine down to a tenth of --lr", "train"},
+    {"--weight-decay", "X", O(CLI_DOUBLE, weight_decay), 0, 10, NULL, "0.01", "AdamW's decoupled weight decay",
+     "train"},
+    {"--clip", "X", O(CLI_DOUBLE, clip), 0, 1e6, NULL, "1", "gradient norm clipping (0: none)", "train"},
+    {"--budget-min", "M", O(CLI_LONG, budget_min), 1, 100000, NULL, NULL, "stop training after M minutes",
+     "train"},
+    {"--val-tokens", "N", O(CLI_LONG, val_tokens), 0, 1099511627776.0, NULL, "131072",
+     "validate on the first N tokens of the held-out text (0: all of it)", "train eval"},
+    {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "generation (generate, explain; the prompt: arguments or stdin):"},
+    {"--max-new-tokens", "N", O(CLI_LONG, max_new_tokens), 0, 1000000, NULL, "100",
+     "stop after N tokens (or at <|endoftext|>, or a full context)", "generate"},
+    {"--greedy", NULL, O(CLI_FLAG, greedy), 0, 0, NULL, NULL, "take the most likely token each time", "generate"},
+    {"--temperature", "T", O(CLI_DOUBLE, temperature), 0, 100, NULL, "0.8", "sampling temperature (0: greedy)",
+     "generate"},
+    {"--top-k", "K", O(CLI_LONG, top_k), 0, 1000000000, NULL, "0", "sample among the K most likely (0: all)",
+     "generate"},
+    {"--top-p", "P", O(CLI_DOUBLE, top_p), 1e-6, 1, NULL, "0.95",
+     "nucleus: among the most likely whose mass reaches P", "generate"},
+    {"--sample-seed", "S", O(CLI_LONG, sample_seed), 0, 2147483647.0, NULL, "0", "the same seed, the same text",
+     "generate"},
+    {"--truncate", NULL, O(CLI_FLAG, truncate), 0, 0, NULL, NULL,
+     "a prompt longer than the context keeps its last tokens (default: an error)", "generate explain"},
+    {"--out", "FILE", O(CLI_PICTURE, out), 0, 0, NULL, "lm_attention.png",
+     "explain: every layer's and head's attention over the prompt", "explain"},
+    CLI_TRAIN_OPTIONS(lm_options, "1", "16", "0.001", "128", "lm.safetensors"),
+};
+#undef O
+
+const cli_spec lm_spec = {
+    .cmd = "lm",
+    .synopsis = "train|eval|generate|explain [options] [PROMPT ...]",
+    .about = "A decoder-only language model (the masked self-attention of seed 002 and of seed 003's\n"
+             "decoder, stacked): GPT-2 or Llama style, with a byte-level BPE tokenizer learnt from\n"
+             "the training text; model and tokenizer are one checkpoint.",
+    .actions = "  train             learn the tokenizer, then the model, on --data (the shipped reviews by\n"
+               "                    default); validation loss and bits per byte after each epoch\n"
+               "  eval              loss, perplexity and bits per byte on the held-out text\n"
+               "  generate [TEXT]   continue a prompt (arguments, or all of stdin), streamed\n"
+               "  explain [TEXT]    draw the attention of every layer and head over a prompt\n",
+    CLI_OPTIONS(options),
+    .notes = "--max-len is --context here. Bits per byte: the loss in bits over the UTF-8 bytes of the\n"
+             "predicted tokens (<|endoftext|> counts no bytes). Weight decay applies to every parameter.\n",
+};
+
+/* ---- model config in checkpoints ---- */
+
+_Static_assert(sizeof(attn_lm_style) == sizeof(int), "enums are read as int");
+#define C(field) offsetof(attn_lm_config, field)
+static const config_field config_fields[] = {
+    {"style", CONFIG_INT, C(style), 0, ATTN_LM_LLAMA},
+    {"vocab_size", CONFIG_I64, C(vocab_size), 257, 257 + ATTN_BPE_MAX_MERGES},
+    {"context", CONFIG_I64, C(context), 2, 65536},
+    {"d_model", CONFIG_I64, C(d_model), 2, 8192},
+    {"num_layers", CONFIG_I64, C(num_layers), 1, 256},
+    {"num_heads", CONFIG_I64, C(num_heads), 1, 256},
+    {"num_kv_heads", CONFIG_I64, C(num_kv_heads), 1, 256},
+    {"ffn_hidden", CONFIG_I64, C(ffn_hidden), 1, 262144},
+    {"rope_base", CONFIG_F32, C(rope_base), 0, 100000000},
+    {"untied", CONFIG_BOOL, C(untied), 0, 1},
+};
+#undef C
+#define N_CONFIG_FIELDS (int)(sizeof config_fields / sizeof config_fields[0])
+
+const char *const *lm_config_kv(const attn_lm_config *c, int *n)
+{
+    return config_kv("attn-lm", config_fields, N_CONFIG_FIELDS, c, n);
+}
+
+const run_option *lm_run_options(const lm_options *o, int *n)
+{
+    static _Thread_local run_option opts[8];
+    opts[0] = (run_option){"--seed", (double)o->train.seed};
+    opts[1] = (run_option){"--lr", o->train.lr};
+    opts[2] = (run_option){"--dropout", o->dropout};
+    opts[3] = (run_option){"--warmup", (double)o->warmup};
+    opts[4] = (run_option){"--weight-decay", o->weight_decay};
+    opts[5] = (run_option){"--clip", o->clip};
+    opts[6] = (run_option){"--matmul-precision", (double)o->train.matmul_precision};
+    opts[7] = (run_option){"--epochs", (double)o->train.epochs}; /* the cosine's length */
+    *n = 8;
+    return opts;
+}
+
+/* The config --style and the sizes give, for a tokenizer of vocab ids */
+static attn_lm_config config_of(const lm_options *o, int64_t vocab)
+{
+    attn_lm_config c = {.style = (attn_lm_style)o->style,
+                        .vocab_size = vocab,
+                        .context = o->train.max_len,
+                        .d_model = o->d_model,
+                        .num_layers = o->layers,
+                        .num_heads = o->heads,
+                        .num_kv_heads = o->kv_heads ? o->kv_heads : o->heads,
+                        .ffn_hidden = o->ffn,
+                        .rope_base = o->style == ATTN_LM_LLAMA ? (float)o->rope_base : 0.0f,
+                        .untied = o->untied,
+                        .dropout = (float)o->dropout};
+    c.ffn_hidden = attn_lm_ffn_hidden(&c);
+    return c;
+}
+
+/* The model of cfg; from: the checkpoint that sizes it (params_for), NULL for a new one */
+static int build_model(lm_run *run, const attn_lm_config *cfg, const attn_st_file *from, const char *path)
+{
+    attn_rng rng;
+    attn_rng_seed(&rng, (uint64_t)run->opt->train.seed);
+    run->params = params_for(from);
+    if (!run->params || attn_lm_init(&run->model, run->params, cfg, &rng) != ATTN_OK)
+        return model_build_failed("lm", from, path);
+    run->model_ready = true;
+    return CLI_OK;
+}
+
+/* The tokenizer checkpoint f carries, with as many ids as its model's vocabulary */
+static int load_tokenizer(lm_run *run, const attn_st_file *f, const char *path, int64_t vocab)
+{
+    const char *text = attn_st_metadata(f, "tokenizer.bpe");
+    if (!text) return cli_fail(CLI_ERR_DATA, "lm", "%s: no tokenizer (metadata tokenizer.bpe)", path);
+    if (!(run->bpe = lm_bpe_parse(text, path)) || !(run->bpe_text = strdup(text))) return CLI_ERR_DATA;
+    if (attn_bpe_vocab_size(run->bpe) != vocab)
+        return cli_fail(CLI_ERR_DATA, "lm", "%s: the tokenizer has %lld ids, the model %lld", path,
+                        (long long)attn_bpe_vocab_size(run->bpe), (long long)vocab);
+    return CLI_OK;
+}
+
+/* eval, generate, explain: the saved model and its tokenizer, from one reading of the checkpoint */
+static int load_model(lm_run *run, const lm_options *o)
+{
+    const char *ck = o->train.checkpoint;
+    attn_st_file *f = checkpoint_open("lm", ck, " (train a model first: attn lm train)");
+    if (!f) return CLI_ERR_DATA;
+    attn_lm_config c = {0};
+    int code = checkpoint_model_check("lm", f, ck, "attn-lm", "language model");
+    if (code == CLI_OK) code = config_read("lm", f, ck, "attn-lm", "language model", config_fields, N_CONFIG_FIELDS, &c);
+    if (code == CLI_OK) code = load_tokenizer(run, f, ck, c.vocab_size);
+    if (code == CLI_OK) code = build_model(run, &c, f, ck);
+    if (code == CLI_OK && attn_checkpoint_load_file(f, run->params, NULL, true) != ATTN_OK)
+        code = cli_fail(CLI_ERR_DATA, "lm", "%s", attn_last_error());
+    attn_st_close(f);
+    return code;
+}
+
+/* ---- actions ---- */
+
+static int load_stream(lm_stream *s, const lm_run *run, const lm_options *o, const char *split)
+{
+    lm_docs docs;
+    int code = lm_docs_load(&docs, o, split);
+    if (code == CLI_OK) code = lm_stream_build(s, run->bpe, &docs);
+    lm_docs_free(&docs);
+    return code;
+}
+
+/* A new tokenizer learnt from the training documents, the same on every rank (rank 0 learns it) */
+static int learn_tokenizer(lm_run *run, const lm_options *o, const lm_docs *docs)
+{
+    char *text = NULL;
+    if (dist_rank() == 0) {
+        double t0 = now_seconds();
+        attn_bpe_trainer *t = attn_bpe_trainer_new();
+        attn_status st = t ? ATTN_OK : attn_last_status();
+        for (int64_t i = 0; st == ATTN_OK && i < docs->count; i++) st = attn_bpe_trainer_add(t, docs->text[i], docs->len[i]);
+        attn_bpe *b = st == ATTN_OK ? attn_bpe_trainer_finish(t, o->vocab) : NULL;
+        attn_bpe_trainer_free(t);
+        text = b ? lm_bpe_text(b) : NULL;
+        if (b)
+            printf("tokenizer: %lld ids (%lld merges) from %.1f MB in %.1f s\n", (long long)attn_bpe_vocab_size(b),
+                   (long long)attn_bpe_vocab_size(b) - 257, (double)docs->bytes / 1e6, now_seconds() - t0);
+        attn_bpe_free(b);
+        if (!text) cli_fail(CLI_ERR_DATA, "lm", "tokenizer: %s", attn_last_error());
+    }
+    run->bpe_text = share_text(text);
+    free(text);
+    if (!run->bpe_text) return CLI_ERR_DATA;
+    run->bpe = lm_bpe_parse(run->bpe_text, "the new tokenizer");
+    return run->bpe ? CLI_OK : CLI_ERR_DATA;
+}
+
+/* --resume: the checkpoint (rank 0 reads it) must hold the model these options build, and the run;
+ * its tokenizer goes to every rank */
+static int open_resumed(lm_run *run, const lm_options *o, attn_lm_config *cfg)
+{
+    const char *ck = o->train.checkpoint;
+    char *text = NULL;
+    int code = CLI_OK;
+    if (dist_rank() == 0) {
+        if (!(run->resume = checkpoint_open("lm", ck, NULL))) return CLI_ERR_DATA;
+        if ((code = checkpoint_model_check("lm", run->resume, ck, "attn-lm", "language model")) != CLI_OK) return code;
+        const char *t = attn_st_metadata(run->resume, "tokenizer.bpe");
+        attn_bpe *b = t ? lm_bpe_parse(t, ck) : NULL;
+        if (!t) return cli_fail(CLI_ERR_DATA, "lm", "%s: no tokenizer (metadata tokenizer.bpe)", ck);
+        if (!b) return CLI_ERR_DATA;
+        *cfg = config_of(o, attn_bpe_vocab_size(b));
+        attn_bpe_free(b);
+        attn_lm_config saved = *cfg;
+        int n;
+        const run_option *ro = lm_run_options(o, &n);
+        code = config_check_resumed("lm", run->resume, ck, "attn-lm", "language model", config_fields,
+                                    N_CONFIG_FIELDS, cfg, &saved, " (--context)");
+        if (code == CLI_OK) code = run_options_check("lm", run->resume, ck, ro, n);
+        if (code != CLI_OK) return code;
+        text = strdup(t);
+    }
+    run->bpe_text = share_text(text);
+    free(text);
+    if (!run->bpe_text || !(run->bpe = lm_bpe_parse(run->bpe_text, ck))) return CLI_ERR_DATA;
+    *cfg = config_of(o, attn_bpe_vocab_size(run->bpe));
+    return CLI_OK;
+}
+
+static int do_train(lm_run *run, const lm_options *o)
+{
+    if (checkpoint_lock_take("lm", o->train.checkpoint, &run->lock) != CLI_OK) return CLI_ERR_DATA;
+    const double t0 = now_seconds();
+    lm_docs docs = {0};
+    lm_stream train = {0}, val = {0};
+    attn_lm_config cfg;
+    int code = o->train.resume ? open_resumed(run, o, &cfg) : lm_docs_load(&docs, o, "train");
+    if (code == CLI_OK && !o->train.resume) {
+        code = learn_tokenizer(run, o, &docs);
+        cfg = config_of(o, run->bpe ? attn_bpe_vocab_size(run->bpe) : 0);
+    }
+    if (code == CLI_OK && o->train.resume) code = lm_docs_load(&docs, o, "train");
+    if (code == CLI_OK) code = lm_stream_build(&train, run->bpe, &docs);
+    lm_docs_free(&docs);
+    if (code == CLI_OK) code = load_stream(&val, run, o, "test");
+    if (code == CLI_OK) code = build_model(run, &cfg, run->resume, o->train.checkpoint);
+    if (code == CLI_OK) {
+        printf("data: %lld documents, %lld tokens (%.2f bytes each) to train on, %lld documents, %lld tokens held "
+               "out (%.1f s)\n",
+               (long long)train.docs, (long long)train.n, (double)train.bytes / (double)train.n, (long long)val.docs,
+               (long long)val.n, now_seconds() - t0);
+        printf("model: %s, %lld layers, d %lld, %lld heads (%lld key/value), ffn %lld, context %lld, %lld "
+               "parameters\n",
+               style_names[cfg.style], (long long)cfg.num_layers, (long long)cfg.d_model, (long long)cfg.num_heads,
+               (long long)run->model.cfg.num_kv_heads, (long long)run->model.cfg.ffn_hidden, (long long)cfg.context,
+               (long long)attn_params_numel(run->params));
+        fflush(stdout);
+        code = lm_train(run, &train, &val);
+    }
+    lm_stream_free(&train);
+    lm_stream_free(&val);
+    return code;
+}
+
+static int do_eval(lm_run *run, const lm_options *o)
+{
+    lm_stream s = {0};
+    int code = load_model(run, o);
+    if (code == CLI_OK) code = load_stream(&s, run, o, "test");
+    double loss, bpb;
+    int64_t tokens;
+    if (code == CLI_OK) code = lm_score(run, &s, o->val_tokens, &loss, &bpb, &tokens);
+    if (code == CLI_OK)
+        printf("%lld tokens held out: loss %.4f, perplexity %.2f, %.4f bits per byte\n", (long long)tokens, loss,
+               exp(loss), bpb);
+    lm_stream_free(&s);
+    return code;
+}
+
+/* The prompt: the arguments joined by spaces, or all of standard input */
+static char *prompt_text(const char **args, int n, size_t *len)
+{
+    size_t cap = 1, at = 0;
+    for (int i = 0; i < n; i++) cap += strlen(args[i]) + 1;
+    char *text = malloc(cap);
+    if (!text) return NULL;
+    for (int i = 0; i < n; i++) at += (size_t)sprintf(text + at, "%s%s", i ? " " : "", args[i]);
+    if (n == 0) {
+        size_t got;
+        char buf[65536];
+        while ((got = fread(buf, 1, sizeof buf, stdin)) > 0) {
+            char *more = realloc(text, at + got + 1);
+            if (!more) {
+                free(text);
+                return NULL;
+            }
+            text = more;
+            memcpy(text + at, buf, got);
+            at += got;
+        }
+        if (ferror(stdin)) {
+            free(text);
+            cli_fail(CLI_ERR_DATA, "lm", "standard input: read failed");
+            return NULL;
+        }
+    }
+    text[at] = '\0';
+    *len = at;
+    return text;
+}
+
+static int validate(const lm_options *o, int action, int n_args)
+{
+    if ((action == TRAIN || action == EVAL) && n_args)
+        return cli_fail(CLI_ERR_USAGE, "lm", "%s takes no PROMPT arguments", action_names[action]);
+    if (cli_check_paths(&lm_spec, o, action_names[action]) != CLI_OK) return CLI_ERR_USAGE;
+    if (o->data && o->text) return cli_fail(CLI_ERR_USAGE, "lm", "--data and --text: give one of them");
+    if (action != TRAIN) return CLI_OK;
+    if (o->d_model % o->heads)
+        return cli_fail(CLI_ERR_USAGE, "lm", "--heads %ld must divide --d-model %ld", o->heads, o->d_model);
+    if (o->style == ATTN_LM_GPT2 && (o->kv_heads || o->untied))
+        return cli_fail(CLI_ERR_USAGE, "lm", "%s: GPT-2 style has as many key/value heads as heads and a tied output "
+                                             "(--style llama has both)",
+                        o->kv_heads ? "--kv-heads" : "--untied");
+    if (o->kv_heads && o->heads % o->kv_heads)
+        return cli_fail(CLI_ERR_USAGE, "lm", "--kv-heads %ld must divide --heads %ld", o->kv_heads, o->heads);
+    if (o->style == ATTN_LM_LLAMA && (o->d_model / o->heads) % 2)
+        return cli_fail(CLI_ERR_USAGE, "lm", "--style llama: rotary positions turn pairs of dims; the head width "
+                                             "--d-model / --heads = %ld is odd",
+                        o->d_model / o->heads);
+    return CLI_OK;
+}
+
+int cmd_lm(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        cli_help(&lm_spec, argc < 2 ? stderr : stdout);
+        return argc < 2 ? CLI_ERR_USAGE : CLI_OK;
+    }
+    lm_options o;
+    memset(&o, 0, sizeof o);
+    int action = 0, n_args = 0;
+    for (; action_names[action] && strcmp(argv[1], action_names[action]); action++) {}
+    if (!action_names[action])
+        return cli_fail(CLI_ERR_USAGE, "lm", "unknown action \"%s\"; expected train, eval, generate or explain",
+                        argv[1]);
+    const char **args = calloc((size_t)argc, sizeof *args);
+    int code = args ? cli_parse(&lm_spec, &o, argc, argv, 2, args, &n_args) : cli_fail(CLI_ERR_DATA, "lm", "out of memory");
+    if (code == CLI_OK && !o.data && !o.text) o.data = cli_default_data("aclImdb_mini");
+    if (code == CLI_OK) code = validate(&o, action, n_args);
+    if (code == CLI_OK && o.train.threads > 0) cli_set_threads((int)o.train.threads);
+    cli_set_matmul_precision((attn_precision)o.train.matmul_precision);
+    lm_run run = {.opt = &o, .lock = {.fd = -1}};
+    if (code == CLI_OK && action == TRAIN) code = do_train(&run, &o);
+    if (code == CLI_OK && action == EVAL) code = do_eval(&run, &o);
+    if (code == CLI_OK && (action == GENERATE || action == EXPLAIN)) {
+        size_t len = 0;
+        char *prompt = NULL;
+        code = load_model(&run, &o);
+        if (code == CLI_OK && !(prompt = prompt_text(args, n_args, &len))) code = CLI_ERR_DATA;
+        if (code == CLI_OK) code = action == GENERATE ? lm_generate(&run, prompt, len) : lm_explain(&run, prompt, len);
+        free(prompt);
+    }
+    free(args);
+    if (run.model_ready) attn_lm_free(&run.model);
+    attn_params_free(run.params);
+    attn_bpe_free(run.bpe);
+    free(run.bpe_text);
+    attn_st_close(run.resume);
+    checkpoint_lock_release(&run.lock);
+    return code == CLI_HELP_SHOWN ? CLI_OK : code;
+}

@@ -1,0 +1,75 @@
+/* attn lm: a decoder-only language model (attn_lm, GPT-2 or Llama style) with a byte-level BPE
+ * tokenizer trained on the corpus: the pieces shared by the corpus (lm_corpus.c), the training
+ * loop (lm_train.c), sampling and pictures (lm_generate.c) and the rest (cmd_lm.c). */
+#ifndef ATTN_CLI_LM_H
+#define ATTN_CLI_LM_H
+
+#include "options.h"
+#include "train_common.h"
+
+typedef struct lm_options {
+    train_options train;
+    const char *data, *text, *out;
+    int style;                           /* --style: an attn_lm_style */
+    long vocab, d_model, layers, heads, kv_heads, ffn, rope_base, warmup, budget_min, val_tokens;
+    long max_new_tokens, top_k, sample_seed;
+    double dropout, weight_decay, clip, temperature, top_p;
+    bool untied, greedy, truncate;
+} lm_options;
+
+/* A corpus as one stream of token ids: each document is <|endoftext|> then its tokens (so a
+ * sequence starts at each <|endoftext|>), documents end to end; bytes counts the text's bytes. */
+typedef struct lm_stream {
+    int32_t *ids; /* (n) */
+    int64_t n, bytes, docs;
+} lm_stream;
+
+typedef struct lm_run {
+    const lm_options *opt;
+    attn_bpe *bpe;
+    char *bpe_text; /* the tokenizer as the checkpoint carries it (lm_bpe_text) */
+    attn_params *params;
+    attn_lm model;
+    bool model_ready;
+    checkpoint_lock lock; /* train: held on the checkpoint for the run */
+    attn_st_file *resume; /* train --resume: the checkpoint, read once (rank 0) */
+} lm_run;
+
+/* ---- the corpus (lm_corpus.c) ---- */
+
+/* The documents of --text FILE (paragraphs: blocks of lines between empty lines) or of --data
+ * DIR (an aclImdb folder: the reviews of `split`, "train" (train/{pos,neg,unsup}) or "test"; any
+ * other folder: each .txt file under it, in name order, split "train" the first 95%, "test" the
+ * rest). "<br />" becomes a newline. docs is a malloc'd array of malloc'd strings. */
+typedef struct lm_docs {
+    char **text;
+    size_t *len;
+    int64_t count;
+    size_t bytes;
+} lm_docs;
+int lm_docs_load(lm_docs *out, const lm_options *o, const char *split);
+void lm_docs_free(lm_docs *d);
+/* The stream of docs under tokenizer b (2 threads where given); limit > 0: at most that many ids */
+int lm_stream_build(lm_stream *out, const attn_bpe *b, const lm_docs *docs);
+void lm_stream_free(lm_stream *s);
+/* The tokenizer's merges as checkpoint text ("attn-bpe 1\n" then "A B\n" per merge), malloc'd */
+char *lm_bpe_text(const attn_bpe *b);
+/* That text back, every line checked (a clear message naming the line, path its file) */
+attn_bpe *lm_bpe_parse(const char *text, const char *path);
+
+/* ---- training and evaluation (lm_train.c) ---- */
+
+int lm_train(lm_run *run, const lm_stream *train, const lm_stream *val);
+/* Mean loss per token (nats) and bits per byte of the model over up to `limit` tokens of s
+ * (0: all), in chunks of the context; every rank scores its share. */
+int lm_score(lm_run *run, const lm_stream *s, int64_t limit, double *loss, double *bpb, int64_t *tokens);
+/* The options of a training run that decide its losses (*n of them) */
+const run_option *lm_run_options(const lm_options *o, int *n);
+const char *const *lm_config_kv(const attn_lm_config *c, int *n);
+
+/* ---- generation and pictures (lm_generate.c) ---- */
+
+int lm_generate(lm_run *run, const char *prompt, size_t len);
+int lm_explain(lm_run *run, const char *prompt, size_t len);
+
+#endif

@@ -1,0 +1,279 @@
+/* attn lm's corpus: documents from a text file, a folder of .txt files or an aclImdb folder, one
+ * stream of token ids (<|endoftext|> before each document), and the tokenizer as checkpoint text. */
+#include "lm.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAX_DOC_BYTES (64u << 20) /* one document; a corpus is many */
+
+void lm_docs_free(lm_docs *d)
+{
+    for (int64_t i = 0; i < d->count; i++) free(d->text[i]);
+    free(d->text), free(d->len);
+    memset(d, 0, sizeof *d);
+}
+
+/* Appends text[0..n) as a document (copied, "<br />" as a newline) */
+static int add_doc(lm_docs *d, const char *text, size_t n)
+{
+    if ((d->count & (d->count - 1)) == 0) { /* grow at powers of two */
+        size_t cap = d->count ? 2 * (size_t)d->count : 64;
+        char **t = realloc(d->text, cap * sizeof *t);
+        if (t) d->text = t;
+        size_t *l = realloc(d->len, cap * sizeof *l);
+        if (l) d->len = l;
+        if (!t || !l) return cli_fail(CLI_ERR_DATA, "lm", "out of memory for %lld documents", (long long)d->count);
+    }
+    char *copy = malloc(n + 1);
+    if (!copy) return cli_fail(CLI_ERR_DATA, "lm", "out of memory");
+    size_t out = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (text[i] == '<' && n - i >= 6 && !memcmp(text + i, "<br />", 6)) {
+            copy[out++] = '\n';
+            i += 5;
+        } else {
+            copy[out++] = text[i];
+        }
+    }
+    copy[out] = '\0';
+    d->text[d->count] = copy, d->len[d->count++] = out, d->bytes += out;
+    return CLI_OK;
+}
+
+/* The bytes of the regular file at path, malloc'd (NUL after them) */
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    struct stat st;
+    if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > MAX_DOC_BYTES * 16ull) {
+        cli_fail(CLI_ERR_DATA, "lm", "%s: %s", path,
+                 !f ? strerror(errno) : !S_ISREG(st.st_mode) ? "not a regular file" : "larger than 1 GiB");
+        if (f) fclose(f);
+        return NULL;
+    }
+    char *buf = malloc((size_t)st.st_size + 1);
+    size_t got = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
+    bool bad = !buf || ferror(f) || got != (size_t)st.st_size;
+    fclose(f);
+    if (bad) {
+        cli_fail(CLI_ERR_DATA, "lm", "%s: %s", path, buf ? "read failed (the file changed while read)" : "out of memory");
+        free(buf);
+        return NULL;
+    }
+    buf[got] = '\0';
+    *len = got;
+    return buf;
+}
+
+/* --text FILE: paragraphs (blocks of lines between empty lines) as documents */
+static int load_text_file(lm_docs *d, const char *path)
+{
+    size_t n;
+    char *buf = read_all(path, &n);
+    if (!buf) return CLI_ERR_DATA;
+    int code = CLI_OK;
+    size_t start = 0;
+    for (size_t i = 0; code == CLI_OK && i <= n; i++) {
+        const bool blank = i + 1 < n && buf[i] == '\n' && buf[i + 1] == '\n';
+        if (i == n || blank) {
+            size_t a = start, b = i;
+            while (a < b && buf[a] == '\n') a++;
+            if (b > a) code = add_doc(d, buf + a, b - a);
+            start = i + 1;
+        }
+    }
+    free(buf);
+    return code;
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+    return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/* Every .txt file under dir, in name order, as documents */
+static int load_txt_tree(lm_docs *d, const char *dir, int depth)
+{
+    struct dirent **names;
+    int n = scandir(dir, &names, NULL, by_name);
+    if (n < 0) return cli_fail(CLI_ERR_DATA, "lm", "%s: %s", dir, strerror(errno));
+    int code = CLI_OK;
+    for (int i = 0; i < n; i++) {
+        const char *name = names[i]->d_name;
+        const size_t len = strlen(name);
+        char path[4096];
+        struct stat st;
+        if (code == CLI_OK && name[0] != '.' && snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path &&
+            stat(path, &st) == 0) {
+            if (S_ISDIR(st.st_mode) && depth < 8) {
+                code = load_txt_tree(d, path, depth + 1);
+            } else if (S_ISREG(st.st_mode) && len > 4 && !strcmp(name + len - 4, ".txt") && strncmp(name, "urls_", 5)) {
+                size_t m;
+                char *text = read_all(path, &m);
+                code = text ? add_doc(d, text, m) : CLI_ERR_DATA;
+                free(text);
+            }
+        }
+        free(names[i]);
+    }
+    free(names);
+    return code;
+}
+
+static bool is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* An aclImdb folder: the reviews of split (train: train/{neg,pos} and train/unsup when there) */
+static int load_imdb(lm_docs *d, const char *root, const char *split)
+{
+    attn_labeled_texts t = {0};
+    if (attn_imdb_load(&t, root, split) != ATTN_OK)
+        return cli_fail(CLI_ERR_DATA, "lm", "--data %s: %s", root, attn_last_error());
+    int code = CLI_OK;
+    for (int64_t i = 0; code == CLI_OK && i < t.count; i++) code = add_doc(d, t.texts[i], strlen(t.texts[i]));
+    attn_labeled_texts_free(&t);
+    char unsup[4096];
+    snprintf(unsup, sizeof unsup, "%s/train/unsup", root);
+    if (code == CLI_OK && !strcmp(split, "train") && is_dir(unsup)) code = load_txt_tree(d, unsup, 7);
+    return code;
+}
+
+int lm_docs_load(lm_docs *out, const lm_options *o, const char *split)
+{
+    memset(out, 0, sizeof *out);
+    int code;
+    char probe[4096];
+    snprintf(probe, sizeof probe, "%s/train/pos", o->data ? o->data : "");
+    if (o->text) {
+        code = load_text_file(out, o->text);
+    } else if (is_dir(probe)) {
+        return load_imdb(out, o->data, split);
+    } else {
+        code = load_txt_tree(out, o->data, 0);
+    }
+    if (code != CLI_OK) return code;
+    if (out->count < 2)
+        return cli_fail(CLI_ERR_DATA, "lm", "%s: %lld documents; expected at least 2 (one to train on, one to validate)",
+                        o->text ? o->text : o->data, (long long)out->count);
+    /* not an aclImdb folder: the first 95% of the documents train, the rest validate */
+    const int64_t cut = out->count - (out->count + 19) / 20, from = !strcmp(split, "train") ? 0 : cut;
+    const int64_t to = !strcmp(split, "train") ? cut : out->count;
+    lm_docs kept = {0};
+    for (int64_t i = 0; i < out->count; i++) {
+        if (i >= from && i < to) {
+            if ((kept.count & (kept.count - 1)) == 0) {
+                size_t cap = kept.count ? 2 * (size_t)kept.count : 64;
+                char **t = realloc(kept.text, cap * sizeof *t);
+                size_t *l = t ? realloc(kept.len, cap * sizeof *l) : NULL;
+                if (t) kept.text = t;
+                if (!t || !l) {
+                    lm_docs_free(&kept);
+                    lm_docs_free(out);
+                    return cli_fail(CLI_ERR_DATA, "lm", "out of memory");
+                }
+                kept.len = l;
+            }
+            kept.text[kept.count] = out->text[i], kept.len[kept.count++] = out->len[i], kept.bytes += out->len[i];
+        } else {
+            free(out->text[i]);
+        }
+    }
+    free(out->text), free(out->len);
+    *out = kept;
+    return CLI_OK;
+}
+
+void lm_stream_free(lm_stream *s)
+{
+    free(s->ids);
+    memset(s, 0, sizeof *s);
+}
+
+int lm_stream_build(lm_stream *out, const attn_bpe *b, const lm_docs *docs)
+{
+    memset(out, 0, sizeof *out);
+    const int64_t eot = attn_bpe_eot(b), D = docs->count;
+    int64_t *counts = calloc((size_t)D + 1, sizeof *counts); /* (D) each document's ids, then offsets */
+    int64_t **ids = calloc((size_t)D + 1, sizeof *ids);       /* (D) each document's ids */
+    bool failed = !counts || !ids;
+#pragma omp parallel for schedule(dynamic, 16) num_threads(cli_threads())
+    for (int64_t i = 0; i < D; i++) {
+        if (failed) continue;
+        if (!(ids[i] = malloc((docs->len[i] + 1) * sizeof **ids))) {
+            failed = true;
+            continue;
+        }
+        counts[i] = attn_bpe_encode(b, docs->text[i], docs->len[i], ids[i]);
+    }
+    int64_t total = 0;
+    for (int64_t i = 0; !failed && i < D; i++) total += 1 + counts[i];
+    out->ids = failed ? NULL : malloc((size_t)(total ? total : 1) * sizeof *out->ids);
+    int code = out->ids ? CLI_OK : cli_fail(CLI_ERR_DATA, "lm", "out of memory for the token stream");
+    for (int64_t i = 0, at = 0; code == CLI_OK && i < D; i++) {
+        out->ids[at++] = (int32_t)eot;
+        for (int64_t k = 0; k < counts[i]; k++) out->ids[at++] = (int32_t)ids[i][k];
+    }
+    for (int64_t i = 0; ids && i < D; i++) free(ids[i]);
+    free(ids), free(counts);
+    out->n = code == CLI_OK ? total : 0, out->bytes = (int64_t)docs->bytes, out->docs = D;
+    return code;
+}
+
+/* ---- the tokenizer as checkpoint text ---- */
+
+char *lm_bpe_text(const attn_bpe *b)
+{
+    int64_t n;
+    const int64_t *m = attn_bpe_merges(b, &n);
+    char *text = m ? malloc((size_t)n * 16 + 32) : NULL;
+    if (!text) return NULL;
+    size_t at = (size_t)sprintf(text, "attn-bpe 1\n");
+    for (int64_t i = 0; i < n; i++) at += (size_t)sprintf(text + at, "%lld %lld\n", (long long)m[2 * i], (long long)m[2 * i + 1]);
+    return text;
+}
+
+attn_bpe *lm_bpe_parse(const char *text, const char *path)
+{
+    static const char head[] = "attn-bpe 1\n";
+    if (strncmp(text, head, sizeof head - 1)) {
+        cli_fail(CLI_ERR_DATA, "lm", "%s: metadata tokenizer.bpe does not start with \"attn-bpe 1\"", path);
+        return NULL;
+    }
+    const char *p = text + sizeof head - 1;
+    int64_t lines = 0;
+    for (const char *q = p; *q; q++) lines += *q == '\n';
+    if (lines > ATTN_BPE_MAX_MERGES) {
+        cli_fail(CLI_ERR_DATA, "lm", "%s: tokenizer.bpe has %lld merges; at most %d", path, (long long)lines,
+                 ATTN_BPE_MAX_MERGES);
+        return NULL;
+    }
+    int64_t *merges = malloc((size_t)(2 * lines + 1) * sizeof *merges), n = 0;
+    if (!merges) {
+        cli_fail(CLI_ERR_DATA, "lm", "out of memory");
+        return NULL;
+    }
+    while (*p) {
+        long long a, b;
+        int used = 0;
+        if (sscanf(p, "%lld %lld%n", &a, &b, &used) != 2 || p[used] != '\n' || memchr(p, '\n', (size_t)used) || a < 0 ||
+            b < 0 || a > INT32_MAX || b > INT32_MAX) {
+            cli_fail(CLI_ERR_DATA, "lm", "%s: tokenizer.bpe line %lld: expected two token ids", path, (long long)n + 2);
+            free(merges);
+            return NULL;
+        }
+        merges[2 * n] = a, merges[2 * n + 1] = b, n++;
+        p += used + 1;
+    }
+    attn_bpe *bpe = attn_bpe_from_merges(merges, n);
+    if (!bpe) cli_fail(CLI_ERR_DATA, "lm", "%s: tokenizer.bpe: %s", path, attn_last_error());
+    free(merges);
+    return bpe;
+}
