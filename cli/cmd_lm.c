@@ -51,6 +51,8 @@ static const cli_option options[] = {
     {"--clip", "X", O(CLI_DOUBLE, clip), 0, 1e6, NULL, "1", "gradient norm clipping (0: none)", "train"},
     {"--budget-min", "M", O(CLI_LONG, budget_min), 1, 100000, NULL, NULL, "stop training after M minutes",
      "train"},
+    {"--export-tokens", "DIR", O(CLI_OUT_DIR, export_tokens), 0, 0, NULL, NULL,
+     "also write the token streams as llm.c's train.bin and val.bin (and token_bytes.bin) into DIR", "train"},
     {"--val-tokens", "N", O(CLI_LONG, val_tokens), 0, 1099511627776.0, NULL, "131072",
      "validate on the first N tokens of the held-out text (0: all of it)", "train eval"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "generation (generate, explain; the prompt: arguments or stdin):"},
@@ -69,7 +71,7 @@ static const cli_option options[] = {
      "a prompt longer than the context keeps its last tokens (default: an error)", "generate explain"},
     {"--out", "FILE", O(CLI_PICTURE, out), 0, 0, NULL, "lm_attention.png",
      "explain: every layer's and head's attention over the prompt", "explain"},
-    CLI_TRAIN_OPTIONS(lm_options, "1", "16", "0.001", "128", "lm.safetensors"),
+    CLI_TRAIN_OPTIONS(lm_options, "2", "16", "0.001", "128", "lm.safetensors"),
 };
 #undef O
 
@@ -271,6 +273,8 @@ static int do_train(lm_run *run, const lm_options *o)
     if (code == CLI_OK) code = lm_stream_build(&train, run->bpe, &docs);
     lm_docs_free(&docs);
     if (code == CLI_OK) code = load_stream(&val, run, o, "test");
+    if (code == CLI_OK && o->export_tokens && dist_rank() == 0)
+        code = lm_export_tokens(o->export_tokens, run->bpe, &train, &val);
     if (code == CLI_OK) code = build_model(run, &cfg, run->resume, o->train.checkpoint);
     if (code == CLI_OK) {
         printf("data: %lld documents, %lld tokens (%.2f bytes each) to train on, %lld documents, %lld tokens held "

@@ -9,7 +9,7 @@
 
 typedef struct lm_options {
     train_options train;
-    const char *data, *text, *out;
+    const char *data, *text, *out, *export_tokens;
     int style;                           /* --style: an attn_lm_style */
     long vocab, d_model, layers, heads, kv_heads, ffn, rope_base, warmup, budget_min, val_tokens;
     long max_new_tokens, top_k, sample_seed;
@@ -52,6 +52,11 @@ void lm_docs_free(lm_docs *d);
 /* The stream of docs under tokenizer b (2 threads where given); limit > 0: at most that many ids */
 int lm_stream_build(lm_stream *out, const attn_bpe *b, const lm_docs *docs);
 void lm_stream_free(lm_stream *s);
+/* llm.c's token files of the two streams in dir: train.bin and val.bin (a 256-int32 header: magic
+ * 20240520, version 1, the count; then uint16 ids), token_bytes.bin (int32 per id: its byte count,
+ * <|endoftext|> 0) and vocab_bytes.bin (every id's bytes back to back), so that another program
+ * trains on the same tokens and reads its samples */
+int lm_export_tokens(const char *dir, const attn_bpe *b, const lm_stream *train, const lm_stream *val);
 /* The tokenizer's merges as checkpoint text ("attn-bpe 1\n" then "A B\n" per merge), malloc'd */
 char *lm_bpe_text(const attn_bpe *b);
 /* That text back, every line checked (a clear message naming the line, path its file) */

@@ -227,6 +227,52 @@ int lm_stream_build(lm_stream *out, const attn_bpe *b, const lm_docs *docs)
     return code;
 }
 
+/* ---- token files ---- */
+
+static int write_file(const char *dir, const char *name, const void *head, size_t head_bytes, const void *data,
+                      size_t bytes)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(head, 1, head_bytes, f) == head_bytes && fwrite(data, 1, bytes, f) == bytes;
+    if (f && fclose(f) != 0) ok = false;
+    if (!ok) remove(path);
+    return ok ? CLI_OK : cli_fail(CLI_ERR_DATA, "lm", "--export-tokens: %s: %s", path, strerror(errno));
+}
+
+int lm_export_tokens(const char *dir, const attn_bpe *b, const lm_stream *train, const lm_stream *val)
+{
+    const int64_t V = attn_bpe_vocab_size(b);
+    if (V > 65536) return cli_fail(CLI_ERR_USAGE, "lm", "--export-tokens: llm.c's files hold ids below 65536, not %lld", (long long)V);
+    const lm_stream *s[2] = {train, val};
+    static const char *const names[2] = {"train.bin", "val.bin"};
+    int code = CLI_OK;
+    for (int k = 0; k < 2 && code == CLI_OK; k++) {
+        int32_t head[256] = {20240520, 1, (int32_t)s[k]->n};
+        uint16_t *ids = malloc((size_t)(s[k]->n ? s[k]->n : 1) * sizeof *ids);
+        if (!ids || s[k]->n > INT32_MAX) code = cli_fail(CLI_ERR_DATA, "lm", "--export-tokens: %lld ids", (long long)s[k]->n);
+        for (int64_t i = 0; code == CLI_OK && i < s[k]->n; i++) ids[i] = (uint16_t)s[k]->ids[i];
+        if (code == CLI_OK) code = write_file(dir, names[k], head, sizeof head, ids, (size_t)s[k]->n * sizeof *ids);
+        free(ids);
+    }
+    int32_t *bytes = code == CLI_OK ? malloc((size_t)V * sizeof *bytes) : NULL;
+    for (int64_t t = 0; bytes && t < V; t++) {
+        size_t len;
+        attn_bpe_token_bytes(b, t, &len);
+        bytes[t] = t == attn_bpe_eot(b) ? 0 : (int32_t)len;
+    }
+    if (code == CLI_OK) code = bytes ? write_file(dir, "token_bytes.bin", "", 0, bytes, (size_t)V * sizeof *bytes)
+                                     : cli_fail(CLI_ERR_DATA, "lm", "out of memory");
+    free(bytes);
+    size_t all;
+    const char *first = attn_bpe_token_bytes(b, 0, &all), *last = attn_bpe_token_bytes(b, V - 2, &all);
+    if (code == CLI_OK) /* the tokens' bytes back to back (ids 0..V-2: the table is contiguous) */
+        code = write_file(dir, "vocab_bytes.bin", "", 0, first, (size_t)(last - first) + all);
+    if (code == CLI_OK) printf("wrote %s/train.bin, val.bin, token_bytes.bin and vocab_bytes.bin\n", dir);
+    return code;
+}
+
 /* ---- the tokenizer as checkpoint text ---- */
 
 char *lm_bpe_text(const attn_bpe *b)

@@ -19,7 +19,8 @@ and tests/ linked), with `attn` on the PATH and build/attn both a wrapper that r
 the arguments as given and, to keep the run to a few minutes, caps what a training command costs
 when the command does not set it itself: `classify train` gets --max-steps 2 --max-len 64
 --batch-size 8, `translate train` --max-steps 2 --batch-size 8 --eval-limit 8 --beam 1,
-`translate eval` --eval-limit 8. The
+`translate eval` --eval-limit 8, `lm train` --max-steps 2 --val-tokens 4096, `lm eval`
+--val-tokens 4096. The
 README's first command runs with ATTN_BIN=build/attn (run.sh then skips the Debian packages, the
 build and the install: the build is the one under test) and ATTN_RUN_MAX_STEPS=2. mpirun gets the
 environment docs/mpi.md names for root in a container. Every command must exit 0. The output a
@@ -51,6 +52,8 @@ case "${1:-} ${2:-}" in
   "classify train") add --max-steps 2; add --max-len 64; add --batch-size 8 ;;
   "translate train") add --max-steps 2; add --batch-size 8; add --eval-limit 8; add --beam 1 ;;
   "translate eval") add --eval-limit 8 ;;
+  "lm train") add --max-steps 2; add --val-tokens 4096 ;;
+  "lm eval") add --val-tokens 4096 ;;
 esac
 exec "$ATTN_REAL_BIN" "${args[@]}"
 '''
