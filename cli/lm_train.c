@@ -146,7 +146,9 @@ static int validate(void *self)
     return code;
 }
 
-/* Linear warm-up over the first steps, then a cosine from --lr down to a tenth of it at the last */
+/* Linear warm-up over the first steps, then a cosine from --lr down to a tenth of it at the last
+ * step of --epochs (the stop rules, --max-steps and the time budget, end a run without changing
+ * its rates: a run resumed to the same step takes the same steps) */
 static float warmup_cosine(int64_t step, void *user)
 {
     const lm_trainer *t = user;
@@ -177,8 +179,7 @@ int lm_train(lm_run *run, const lm_stream *train, const lm_stream *val)
     lm_trainer t = {.run = run, .train = train, .val = val};
     const int64_t examples = chunks_of(train, run->model.cfg.context, 0);
     const int64_t global = o->train.batch_size * dist_size(), per_epoch = (examples + global - 1) / global;
-    t.total_steps = o->train.max_steps > 0 && o->train.max_steps < per_epoch * o->train.epochs ? o->train.max_steps
-                                                                                                 : per_epoch * o->train.epochs;
+    t.total_steps = per_epoch * o->train.epochs; /* --max-steps and the budget stop a run, never reshape it */
     if (examples < 1)
         return cli_fail(CLI_ERR_DATA, "lm", "the training text holds %lld tokens: not one chunk of --context %lld",
                         (long long)train->n, (long long)run->model.cfg.context);

@@ -5,6 +5,8 @@
 #   2. translate (a small Transformer on the first 660 Multi30k pairs): a whole epoch of 21 steps
 #      the same, the short batch of 20 pairs included (16 + 4 pairs, gradients weighted by target
 #      tokens)
+#   2b. lm (a tiny GPT-2 on the shipped reviews, its tokenizer learnt by rank 0 and shared): 12
+#      step losses of 2 ranks x 4 chunks the same as 1 rank x 8
 #   3. resume under MPI, dropout on: 10 steps, then --resume to 20, give the losses and the
 #      byte-identical checkpoint of 20 steps at once
 #   4. a rank killed with SIGKILL mid-run stops the job within 10 s with a non-zero status, and
@@ -66,6 +68,15 @@ timeout 120 "${mpi[@]}" "$bin" "${mt[@]}" --batch-size 16 --checkpoint "$dir/t2.
 rel=$(max_rel "$dir/t1.log" "$dir/t2.log" 21)
 echo "translate: 21 step losses, 2 ranks x 16 against 1 x 32: max relative difference $rel"
 within "$rel" 1e-5; check "translate 2x16 == 1x32 (dropout off, 21 steps, a short last batch)" $?
+
+# 2b. lm: the same for the language model (packed documents, the tokenizer from rank 0)
+lm=(lm train --data data/aclImdb_mini --vocab 300 --context 32 --d-model 32 --heads 2 --layers 1 --threads 1
+    --val-tokens 256 --warmup 4 --max-steps 12 --log-steps)
+"$bin" "${lm[@]}" --batch-size 8 --checkpoint "$dir/l1.safetensors" >"$dir/l1.log" 2>&1
+timeout 120 "${mpi[@]}" "$bin" "${lm[@]}" --batch-size 4 --checkpoint "$dir/l2.safetensors" </dev/null >"$dir/l2.log" 2>&1
+rel=$(max_rel "$dir/l1.log" "$dir/l2.log" 12)
+echo "lm: 12 step losses, 2 ranks x 4 against 1 x 8: max relative difference $rel"
+within "$rel" 1e-5; check "lm 2x4 == 1x8 (12 steps)" $?
 
 # 3. resume under MPI, dropout on (every rank's dropout stream is in the checkpoint)
 timeout 120 "${mpi[@]}" "$bin" "${imdb[@]}" --batch-size 16 --max-steps 20 --log-steps \
