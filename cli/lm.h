@@ -37,10 +37,11 @@ typedef struct lm_run {
 
 /* ---- the corpus (lm_corpus.c) ---- */
 
-/* The documents of --text FILE (paragraphs: blocks of lines between empty lines) or of --data
- * DIR (an aclImdb folder: the reviews of `split`, "train" (train/{pos,neg,unsup}) or "test"; any
- * other folder: each .txt file under it, in name order, split "train" the first 95%, "test" the
- * rest). "<br />" becomes a newline. docs is a malloc'd array of malloc'd strings. */
+/* The documents of `split` ("train" or "test"): from --data DIR, an aclImdb folder's reviews
+ * (train: train/{neg,pos} and train/unsup when there; test: test/{neg,pos}); from any other
+ * folder, every .txt file under it in name order, or from --text FILE, its paragraphs (blocks of
+ * lines between empty lines): the first 95% train, the rest test. "<br />" becomes a newline.
+ * Every text is malloc'd. */
 typedef struct lm_docs {
     char **text;
     size_t *len;
@@ -49,7 +50,7 @@ typedef struct lm_docs {
 } lm_docs;
 int lm_docs_load(lm_docs *out, const lm_options *o, const char *split);
 void lm_docs_free(lm_docs *d);
-/* The stream of docs under tokenizer b (2 threads where given); limit > 0: at most that many ids */
+/* The stream of docs under tokenizer b, the documents encoded on --threads threads */
 int lm_stream_build(lm_stream *out, const attn_bpe *b, const lm_docs *docs);
 void lm_stream_free(lm_stream *s);
 /* llm.c's token files of the two streams in dir: train.bin and val.bin (a 256-int32 header: magic

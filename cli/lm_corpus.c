@@ -163,31 +163,17 @@ int lm_docs_load(lm_docs *out, const lm_options *o, const char *split)
     if (out->count < 2)
         return cli_fail(CLI_ERR_DATA, "lm", "%s: %lld documents; expected at least 2 (one to train on, one to validate)",
                         o->text ? o->text : o->data, (long long)out->count);
-    /* not an aclImdb folder: the first 95% of the documents train, the rest validate */
-    const int64_t cut = out->count - (out->count + 19) / 20, from = !strcmp(split, "train") ? 0 : cut;
-    const int64_t to = !strcmp(split, "train") ? cut : out->count;
-    lm_docs kept = {0};
+    /* not an aclImdb folder: the first 95% of the documents train, the rest test */
+    const bool train = !strcmp(split, "train");
+    const int64_t cut = out->count - (out->count + 19) / 20, from = train ? 0 : cut, to = train ? cut : out->count;
+    out->bytes = 0;
     for (int64_t i = 0; i < out->count; i++) {
-        if (i >= from && i < to) {
-            if ((kept.count & (kept.count - 1)) == 0) {
-                size_t cap = kept.count ? 2 * (size_t)kept.count : 64;
-                char **t = realloc(kept.text, cap * sizeof *t);
-                size_t *l = t ? realloc(kept.len, cap * sizeof *l) : NULL;
-                if (t) kept.text = t;
-                if (!t || !l) {
-                    lm_docs_free(&kept);
-                    lm_docs_free(out);
-                    return cli_fail(CLI_ERR_DATA, "lm", "out of memory");
-                }
-                kept.len = l;
-            }
-            kept.text[kept.count] = out->text[i], kept.len[kept.count++] = out->len[i], kept.bytes += out->len[i];
-        } else {
-            free(out->text[i]);
-        }
+        if (i < from || i >= to) free(out->text[i]);
+        else out->bytes += out->len[i];
     }
-    free(out->text), free(out->len);
-    *out = kept;
+    memmove(out->text, out->text + from, (size_t)(to - from) * sizeof *out->text);
+    memmove(out->len, out->len + from, (size_t)(to - from) * sizeof *out->len);
+    out->count = to - from;
     return CLI_OK;
 }
 

@@ -136,7 +136,7 @@ def read_tokens(path):
 @torch.no_grad()
 def validate(model, val, C, limit, token_bytes, eot):
     model.eval()
-    n = min(len(val), limit + 1 if limit else len(val))
+    n = min(len(val), limit if limit else len(val))  # as attn lm's --val-tokens
     chunks = (n - 1) // C
     nats, count, nbytes = 0.0, 0, 0
     for c0 in range(0, chunks, 8):
@@ -188,8 +188,32 @@ def cmd_train(a):
     print(json.dumps({"impl": "torch", "steps": s, "tokens": seen, "seconds": round(secs, 1),
                       "tokens_s": round(seen / secs), "val_loss": round(vloss, 4), "val_bpb": round(bpb, 4),
                       "val_tokens": n, "threads": torch.get_num_threads()}), flush=True)
+    with open(os.path.join(a.tokens, "vocab_bytes.bin"), "rb") as f:
+        table = f.read()
+    offsets = np.concatenate([[0], np.cumsum(token_bytes.numpy())])
+    for k in range(3):  # unconditional samples: after <|endoftext|>, temperature 0.8, top-p 0.95
+        ids = sample(model, eot, C, 80, 0.8, 0.95, torch.Generator().manual_seed(k))
+        text = b"".join(table[offsets[i]:offsets[i + 1]] for i in ids).decode("utf-8", "replace")
+        print(json.dumps({"sample": k, "text": text}), flush=True)
     if a.save:
         torch.save(model.state_dict(), a.save)
+
+
+@torch.no_grad()
+def sample(model, eot, C, n, temperature, top_p, gen):
+    model.eval()
+    caches, tok, out = [[] for _ in model.h], torch.tensor([[eot]]), []
+    for t in range(min(n, C - 1)):
+        p = torch.softmax(model(tok, caches, t)[0, -1] / temperature, -1)
+        ps, order = p.sort(descending=True)
+        keep = int((ps.cumsum(0) < top_p).sum().item()) + 1
+        nxt = order[torch.multinomial(ps[:keep] / ps[:keep].sum(), 1, generator=gen)].item()
+        if nxt == eot:
+            break
+        out.append(nxt)
+        tok = torch.tensor([[nxt]])
+    model.train()
+    return out
 
 
 def main():
