@@ -264,8 +264,51 @@ static void check_weights(lm_run *r)
     attn_tensor_free(ref);
 }
 
+/* Refusals of attn_lm_init, each naming its field, and a struct of garbage left freeable */
+static void check_init_refusals(void)
+{
+    static const struct {
+        attn_lm_config cfg;
+        const char *needle;
+    } bad[] = {
+        {{.style = ATTN_LM_GPT2, .vocab_size = 10, .context = 4, .d_model = 6, .num_layers = 1, .num_heads = 4},
+         "multiple of num_heads"},
+        {{.style = ATTN_LM_LLAMA, .vocab_size = 10, .context = 4, .d_model = 8, .num_layers = 1, .num_heads = 4,
+          .num_kv_heads = 3},
+         "num_kv_heads"},
+        {{.style = ATTN_LM_GPT2, .vocab_size = 10, .context = 4, .d_model = 8, .num_layers = 1, .num_heads = 4,
+          .untied = true},
+         "tied"},
+        {{.style = ATTN_LM_LLAMA, .vocab_size = 10, .context = 4, .d_model = 12, .num_layers = 1, .num_heads = 4},
+         "even head width"},
+        {{.style = ATTN_LM_GPT2, .vocab_size = 10, .context = 4, .d_model = 8, .num_layers = 1, .num_heads = 4,
+          .dropout = 1.0f},
+         "dropout"},
+        {{.style = ATTN_LM_LLAMA, .vocab_size = 10, .context = 4, .d_model = 8, .num_layers = 1, .num_heads = 4,
+          .rope_base = 0.5f},
+         "rope_base"},
+        {{.style = (attn_lm_style)7, .vocab_size = 10, .context = 4, .d_model = 8, .num_layers = 1, .num_heads = 4},
+         "style"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        attn_params *p = attn_params_new();
+        attn_lm m;
+        memset(&m, 0xA5, sizeof m);
+        TK_CHECK(attn_lm_init(&m, p, &bad[i].cfg, NULL) == ATTN_ERR_ARG && strstr(attn_last_error(), bad[i].needle) &&
+                     attn_params_count(p) == 0,
+                 "lm_init refusal %zu names %s and registers nothing: %s", i, bad[i].needle, attn_last_error());
+        attn_lm_free(&m);
+        attn_params_free(p);
+    }
+    attn_lm m;
+    memset(&m, 0xA5, sizeof m);
+    TK_CHECK(attn_lm_init(&m, NULL, &bad[0].cfg, NULL) == ATTN_ERR_ARG, "lm_init without a registry");
+    attn_lm_free(&m); /* a struct of garbage before the call: freeable after it */
+}
+
 int main(void)
 {
+    check_init_refusals();
     for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
         lm_run r;
         if (open_run(&r, CASES[i])) {

@@ -134,8 +134,8 @@ static attn_status init_llama_block(attn_lm_block *blk, attn_params *p, const at
 
 static attn_status init_lm(attn_lm *m, attn_params *p, const attn_lm_config *cfg, attn_rng *rng)
 {
+    if (m) memset(m, 0, sizeof *m); /* attn_lm_free after a failure frees only what was made */
     if (!m || !p || !cfg) return attn__fail(ATTN_ERR_ARG, "lm_init: NULL argument");
-    memset(m, 0, sizeof *m);
     if (resolve_config(&m->cfg, cfg) != ATTN_OK) return attn_last_status();
     const attn_lm_config *c = &m->cfg;
     const bool gpt2 = c->style == ATTN_LM_GPT2;
