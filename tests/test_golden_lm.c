@@ -9,7 +9,13 @@
  *     different sizes per row (counts of 0 too), gives at each feed each row's last logits, equal to
  *     the golden row of that position;
  *   - attn_lm_forward_weights: the same logits for one sequence, and per-layer, per-head weights that
- *     are causal (0 above the diagonal) and sum to 1 per row.
+ *     are causal (0 above the diagonal) and sum to 1 per row;
+ *   - finite differences: every parameter's gradient of a tiny model of each style (GQA and untied
+ *     for Llama) over two packed sequences, central differences with eps 1e-3 within 2e-3 + 2e-2
+ *     relative (test_ops_norm's bound: float32 differences of a probe loss over ~100 outputs of size
+ *     ~1, which weights of N(0, 0.2) give; at 0.4 the logits grow to ~5 and the differences' own
+ *     rounding, |loss| u / eps, reaches the bound);
+ *   - attn_lm_init's refusals, each naming its field.
  * Every parameter is overwritten from the file by its name; the registry must hold exactly the
  * file's parameter names.
  *
@@ -264,6 +270,45 @@ static void check_weights(lm_run *r)
     attn_tensor_free(ref);
 }
 
+typedef struct fd_model {
+    attn_lm *m;
+    const int64_t *ids, *cu;
+} fd_model;
+
+/* The model's logits; its parameters are tk_gradcheck's inputs, perturbed in place */
+static attn_tensor *fd_forward(attn_ctx *ctx, attn_tensor **in, void *user)
+{
+    (void)in;
+    const fd_model *f = user;
+    return attn_lm_forward(ctx, f->m, f->ids, f->cu, 2);
+}
+
+static void check_finite_differences(attn_lm_style style)
+{
+    attn_lm_config c = {.style = style, .vocab_size = 13, .context = 6, .d_model = 8, .num_layers = 2, .num_heads = 2,
+                        .ffn_hidden = 12};
+    if (style == ATTN_LM_LLAMA) c.num_kv_heads = 1, c.untied = true, c.rope_base = 100.0f;
+    attn_params *p = attn_params_new();
+    attn_lm m;
+    attn_rng rng;
+    attn_rng_seed(&rng, 5);
+    TK_CHECK(attn_lm_init(&m, p, &c, &rng) == ATTN_OK, "tiny model: %s", attn_last_error());
+    attn_tensor *in[32];
+    const int n = (int)attn_params_count(p);
+    for (int i = 0; i < n && i < 32; i++) { /* random norms and biases too, so that none is at a special point */
+        const char *name = attn_params_name(p, i);
+        const bool norm = strstr(name, "norm") || strstr(name, "ln_");
+        in[i] = attn_params_at(p, i);
+        attn_tensor_fill_normal(in[i], &rng, norm ? 1.0f : 0.0f, 0.2f);
+    }
+    const int64_t ids[9] = {1, 5, 12, 0, 7, 7, 3, 11, 2}, cu[3] = {0, 5, 9};
+    fd_model f = {&m, ids, cu};
+    tk_gradcheck(style == ATTN_LM_GPT2 ? "lm gpt2 finite differences" : "lm llama (GQA, untied) finite differences",
+                 fd_forward, in, n < 32 ? n : 32, &f, 1e-3f, 2e-3f, 2e-2f);
+    attn_lm_free(&m);
+    attn_params_free(p);
+}
+
 /* Refusals of attn_lm_init, each naming its field, and a struct of garbage left freeable */
 static void check_init_refusals(void)
 {
@@ -309,6 +354,8 @@ static void check_init_refusals(void)
 int main(void)
 {
     check_init_refusals();
+    check_finite_differences(ATTN_LM_GPT2);
+    check_finite_differences(ATTN_LM_LLAMA);
     for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
         lm_run r;
         if (open_run(&r, CASES[i])) {
