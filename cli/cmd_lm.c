@@ -7,14 +7,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *const style_names[] = {"gpt2", "llama", NULL};
-static const char *const action_names[] = {"train", "eval", "generate", "explain", NULL};
+static const char *const action_names[] = {"train", "eval", "generate", "explain", "export", NULL};
+static const char *const format_names[] = {"llama2c", "llama2c-v1", NULL}; /* llama2.c's versions 0 and 1 */
 enum {
     TRAIN,
     EVAL,
     GENERATE,
-    EXPLAIN
+    EXPLAIN,
+    EXPORT
 };
 
 #define O(kind, field) CLI_OPT_AT(lm_options, kind, field)
@@ -71,13 +74,19 @@ static const cli_option options[] = {
      "a prompt longer than the context keeps its last tokens (default: an error)", "generate explain"},
     {"--out", "FILE", O(CLI_PICTURE, out), 0, 0, NULL, "lm_attention.png",
      "explain: every layer's and head's attention over the prompt", "explain"},
+    {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "export (a llama-style model to another program's files):"},
+    {"--format", NULL, O(CLI_CHOICE, format), 0, 0, format_names, "llama2c",
+     "llama2c (llama2.c's run.c reads it: version 0) or llama2c-v1 (its export.py's version 1)", "export"},
+    {"--model-out", "FILE", O(CLI_OUT_FILE, model_out), 0, 0, NULL, NULL, "the model's file (required)", "export"},
+    {"--tokenizer-out", "FILE", O(CLI_OUT_FILE, tokenizer_out), 0, 0, NULL, NULL,
+     "the tokenizer as llama2.c's tokenizer.bin (the model's ids are laid out for it either way)", "export"},
     CLI_TRAIN_OPTIONS(lm_options, "2", "16", "0.001", "128", "lm.safetensors"),
 };
 #undef O
 
 const cli_spec lm_spec = {
     .cmd = "lm",
-    .synopsis = "train|eval|generate|explain [options] [PROMPT ...]",
+    .synopsis = "train|eval|generate|explain|export [options] [PROMPT ...]",
     .about = "A decoder-only language model (the masked self-attention of seed 002 and of seed 003's\n"
              "decoder, stacked): GPT-2 or Llama style, with a byte-level BPE tokenizer learnt from\n"
              "the training text; model and tokenizer are one checkpoint.",
@@ -85,7 +94,8 @@ const cli_spec lm_spec = {
                "                    default); validation loss and bits per byte after each epoch\n"
                "  eval              loss, perplexity and bits per byte on the held-out text\n"
                "  generate [TEXT]   continue a prompt (arguments, or all of stdin), streamed\n"
-               "  explain [TEXT]    draw the attention of every layer and head over a prompt\n",
+               "  explain [TEXT]    draw the attention of every layer and head over a prompt\n"
+               "  export            write a llama-style model and its tokenizer as llama2.c's files\n",
     CLI_OPTIONS(options),
     .notes = "--max-len is --context here. Bits per byte: the loss in bits over the UTF-8 bytes of the\n"
              "predicted tokens (<|endoftext|> counts no bytes). Weight decay applies to every parameter.\n",
@@ -309,6 +319,35 @@ static int do_eval(lm_run *run, const lm_options *o)
     return code;
 }
 
+/* The model and its tokenizer as llama2.c's files, the ids in llama2.c's order for both. What
+ * llama2.c cannot hold is refused before either is written; the tokenizer is written first, and
+ * removed (when a regular file) if the model then fails. */
+static int do_export(lm_run *run, const lm_options *o)
+{
+    int code = load_model(run, o);
+    if (code != CLI_OK) return code;
+    const attn_lm_config *c = &run->model.cfg;
+    if (c->style != ATTN_LM_LLAMA || c->rope_base != 10000.0f)
+        return cli_fail(CLI_ERR_DATA, "lm", "%s: %s; llama2.c runs llama-style models of --rope-base 10000",
+                        o->train.checkpoint, c->style != ATTN_LM_LLAMA ? "a gpt2-style model" : "another rotary base");
+    const int64_t V = attn_bpe_vocab_size(run->bpe);
+    int64_t *order = malloc(sizeof *order * (size_t)V);
+    if (!order) return cli_fail(CLI_ERR_DATA, "lm", "out of memory");
+    bool tokenizer_written = false;
+    if (attn_bpe_llama2c_order(run->bpe, order) != ATTN_OK ||
+        (o->tokenizer_out && !(tokenizer_written = attn_bpe_save_llama2c(run->bpe, o->tokenizer_out) == ATTN_OK)) ||
+        attn_lm_save_llama2c(&run->model, o->model_out, o->format, order) != ATTN_OK) {
+        code = cli_fail(CLI_ERR_DATA, "lm", "export: %s", attn_last_error());
+        struct stat sb;
+        if (tokenizer_written && stat(o->tokenizer_out, &sb) == 0 && S_ISREG(sb.st_mode)) remove(o->tokenizer_out);
+    }
+    free(order);
+    if (code == CLI_OK)
+        printf("%s: llama2.c version %d, %lld ids%s%s\n", o->model_out, o->format, (long long)V,
+               o->tokenizer_out ? "; tokenizer " : "", o->tokenizer_out ? o->tokenizer_out : "");
+    return code;
+}
+
 /* The prompt: the arguments joined by spaces, or all of standard input */
 static char *prompt_text(const char **args, int n, size_t *len)
 {
@@ -343,8 +382,9 @@ static char *prompt_text(const char **args, int n, size_t *len)
 
 static int validate(const lm_options *o, int action, int n_args)
 {
-    if ((action == TRAIN || action == EVAL) && n_args)
+    if ((action == TRAIN || action == EVAL || action == EXPORT) && n_args)
         return cli_fail(CLI_ERR_USAGE, "lm", "%s takes no PROMPT arguments", action_names[action]);
+    if (action == EXPORT && !o->model_out) return cli_fail(CLI_ERR_USAGE, "lm", "export needs --model-out FILE");
     if (cli_check_paths(&lm_spec, o, action_names[action]) != CLI_OK) return CLI_ERR_USAGE;
     if (o->data && o->text) return cli_fail(CLI_ERR_USAGE, "lm", "--data and --text: give one of them");
     if (action != TRAIN) return CLI_OK;
@@ -374,7 +414,7 @@ int cmd_lm(int argc, char **argv)
     int action = 0, n_args = 0;
     for (; action_names[action] && strcmp(argv[1], action_names[action]); action++) {}
     if (!action_names[action])
-        return cli_fail(CLI_ERR_USAGE, "lm", "unknown action \"%s\"; expected train, eval, generate or explain",
+        return cli_fail(CLI_ERR_USAGE, "lm", "unknown action \"%s\"; expected train, eval, generate, explain or export",
                         argv[1]);
     const char **args = calloc((size_t)argc, sizeof *args);
     int code = args ? cli_parse(&lm_spec, &o, argc, argv, 2, args, &n_args) : cli_fail(CLI_ERR_DATA, "lm", "out of memory");
@@ -385,6 +425,7 @@ int cmd_lm(int argc, char **argv)
     lm_run run = {.opt = &o, .lock = {.fd = -1}};
     if (code == CLI_OK && action == TRAIN) code = do_train(&run, &o);
     if (code == CLI_OK && action == EVAL) code = do_eval(&run, &o);
+    if (code == CLI_OK && action == EXPORT) code = do_export(&run, &o);
     if (code == CLI_OK && (action == GENERATE || action == EXPLAIN)) {
         size_t len = 0;
         char *prompt = NULL;

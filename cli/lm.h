@@ -9,8 +9,9 @@
 
 typedef struct lm_options {
     train_options train;
-    const char *data, *text, *out, *export_tokens;
+    const char *data, *text, *out, *export_tokens, *model_out, *tokenizer_out;
     int style;                           /* --style: an attn_lm_style */
+    int format;                          /* --format: llama2.c's version (0, 1) */
     long vocab, d_model, layers, heads, kv_heads, ffn, rope_base, warmup, budget_min, val_tokens;
     long max_new_tokens, top_k, sample_seed;
     double dropout, weight_decay, clip, temperature, top_p;

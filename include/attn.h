@@ -1250,6 +1250,27 @@ ATTN_API int64_t attn_lm_decoder_length(const attn_lm_decoder *d, int64_t row); 
 ATTN_API attn_status attn_lm_decoder_set_num_threads(attn_lm_decoder *d, int n);
 ATTN_API void attn_lm_decoder_free(attn_lm_decoder *d); /* NULL is fine */
 
+/* llama2.c's checkpoints (its run.c reads version 0; its export.py writes 0 and 1), little-endian:
+ *   v0: int32 dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size (negative: an output of
+ *       its own), max_seq_len; float32 tok_embeddings, then per kind over the layers attention_norm,
+ *       wq, wk, wv, wo, ffn_norm, w1, w2, w3; norm; two (max_seq_len, head / 2) tables of the rotary
+ *       cos and sin (run.c skips them); output.weight when untied
+ *   v1: uint32 0x616b3432 ("ak42"), int32 1, the 7 ints (vocab_size positive), uint8 1 when the
+ *       output is the embedding, zeros to byte 256; float32 attention_norm x L, ffn_norm x L, norm,
+ *       tok_embeddings, wq x L, wk x L, wv x L, wo x L, w1 x L, w2 x L, w3 x L, output when untied
+ * Every matrix is (out, in) as PyTorch's Linear, as attn_lm's. attn_lm_save_llama2c takes a LLAMA
+ * model of rope_base 10000 and norm_eps 1e-5 (run.c's constants; ATTN_ERR_ARG otherwise); a model of
+ * rotated halves has its wq and wk rows reordered into llama2.c's pairs (the same scores).
+ * token_order (V entries, NULL: the same ids) puts the model's token token_order[i] at the file's
+ * id i, embedding and output alike; it must be a permutation. attn_lm_load_llama2c registers a LLAMA
+ * model (pairs rotated, base 10000, eps 1e-5, untied when the file has an output) in p and fills it,
+ * with token_order as for saving (file id i is the model's token_order[i]). A header whose sizes
+ * do not give the file's exact size, a version other than 0 or 1, or a weight that is NaN or Inf is
+ * ATTN_ERR_FORMAT or ATTN_ERR_NUMERIC naming what, before any allocation that the sizes make; on any
+ * failure p is left as it was and m holds nothing. The file is written as attn_st_save writes. */
+ATTN_API attn_status attn_lm_save_llama2c(const attn_lm *m, const char *path, int version, const int64_t *token_order);
+ATTN_API attn_status attn_lm_load_llama2c(attn_lm *m, attn_params *p, const char *path, const int64_t *token_order);
+
 /* ======================================================================================
  * Optimizers: the exact update rules of torch.optim (1.13, single-tensor path).
  * ====================================================================================== */

@@ -284,6 +284,20 @@ ATTN_API const char *attn_bpe_token_bytes(const attn_bpe *b, int64_t id, size_t 
  * NULL to count); returns the count */
 ATTN_API int64_t attn_bpe_pieces(const char *text, size_t len, size_t *ends);
 
+/* llama2.c's tokenizer.bin: uint32 the longest token's bytes, then for each id float32 score,
+ * int32 length, the bytes (little-endian; as many ids as the model has, which run.c takes from its
+ * checkpoint). attn_bpe_llama2c_order gives the file's ids (token_order: vocab_size entries, file id
+ * i is attn's token_order[i]): 1 is <|endoftext|> (llama2.c's BOS, written "\n<s>\n": every
+ * prompt starts after it and generation stops at it, as attn's do), 3 + b is byte b (run.c's
+ * fallback for a character it does not find), 0 and 2 are the first two merges (llama2.c's
+ * <unk> and EOS, which run.c's generation never makes), then the other merges in order; it needs
+ * two merges (ATTN_ERR_ARG). A merge of rank r scores -r (run.c merges the highest score first,
+ * so attn's order), the others 0. Pass the same order to attn_lm_save_llama2c. run.c's encoder
+ * starts from a dummy space and whole UTF-8 characters, with no pre-split: on ASCII text with
+ * single spaces it gives attn's ids; its printing skips lone non-printable bytes. */
+ATTN_API attn_status attn_bpe_llama2c_order(const attn_bpe *b, int64_t *token_order);
+ATTN_API attn_status attn_bpe_save_llama2c(const attn_bpe *b, const char *path);
+
 #ifdef __cplusplus
 }
 #endif

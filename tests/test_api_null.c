@@ -228,6 +228,8 @@ static void all_null(void)
     EXPECT_RECORDED(attn_lm_decoder_length(NULL, 0));
     EXPECT_STATUS(attn_lm_decoder_set_num_threads(NULL, 1));
     EXPECT_NOOP(attn_lm_decoder_free(NULL));
+    EXPECT_STATUS(attn_lm_save_llama2c(NULL, NULL, 0, NULL));
+    EXPECT_STATUS(attn_lm_load_llama2c(NULL, NULL, NULL, NULL));
     EXPECT_STATUS(attn_seq2seq_init(NULL, NULL, NULL, NULL));
     EXPECT_NOOP(attn_seq2seq_free(NULL));
     EXPECT_NULL(attn_seq2seq_forward(NULL, NULL, NULL, NULL, 1, 1, NULL, NULL, 1, NULL));
@@ -319,6 +321,8 @@ static void all_null(void)
     EXPECT_RECORDED(attn_bpe_decode(NULL, NULL, 1, NULL, 1));
     EXPECT_NULL(attn_bpe_token_bytes(NULL, 0, NULL));
     EXPECT_RECORDED(attn_bpe_pieces(NULL, 1, NULL));
+    EXPECT_STATUS(attn_bpe_llama2c_order(NULL, NULL));
+    EXPECT_STATUS(attn_bpe_save_llama2c(NULL, NULL));
 #endif
 #ifdef ATTN_TEST_PLOT
     EXPECT_STATUS(attn_plot_path_check(NULL));

@@ -243,6 +243,56 @@ static void test_resume(void)
              "and the same checkpoint bytes");
 }
 
+/* export of the checkpoint lm.safetensors: want_ok, or exit 1 naming needle with nothing written */
+static void test_export(bool want_ok, const char *needle)
+{
+    char args[1024];
+    snprintf(args, sizeof args,
+             "export --checkpoint %s/lm.safetensors --model-out %s/lm_model.bin --tokenizer-out %s/lm_tokenizer.bin",
+             dir, dir, dir);
+    if (!want_ok) {
+        expect_refused(needle, args, 1, needle);
+        TK_CHECK(tk_run("test -e %s/lm_model.bin || test -e %s/lm_tokenizer.bin", dir, dir) != 0,
+                 "a refused export writes nothing");
+        return;
+    }
+    int st = lm(args);
+    char *out = file_text("out.txt"), *err = file_text("err.txt");
+    TK_CHECK(st == 0 && strstr(out, "llama2.c version 0, 300 ids"), "export: exit %d: %s%s", st, out, err);
+    free(out), free(err);
+    char path[256];
+    snprintf(path, sizeof path, "%s/lm_model.bin", dir);
+    attn_params *p = attn_params_new();
+    attn_lm m;
+    TK_CHECK(attn_lm_load_llama2c(&m, p, path, NULL) == ATTN_OK && m.cfg.vocab_size == 300 && m.cfg.context == 16,
+             "the exported model loads: %s", attn_last_error());
+    attn_lm_free(&m);
+    attn_params_free(p);
+    snprintf(path, sizeof path, "%s/lm_tokenizer.bin", dir);
+    FILE *f = fopen(path, "rb");
+    uint32_t longest = 0;
+    int ids = 0, bos = 0, byte_a = 0;
+    if (f && fread(&longest, 4, 1, f) == 1) {
+        struct {
+            float score;
+            int32_t len;
+        } e;
+        char piece[64];
+        for (; fread(&e, 8, 1, f) == 1 && e.len >= 0 && e.len < 64 && fread(piece, 1, (size_t)e.len, f) == (size_t)e.len;
+             ids++) {
+            bos += ids == 1 && e.len == 5 && !memcmp(piece, "\n<s>\n", 5);
+            byte_a += ids == 3 + 'a' && e.len == 1 && piece[0] == 'a';
+        }
+        TK_CHECK(feof(f) && ids == 300 && bos && byte_a && longest >= 5,
+                 "the tokenizer: 300 ids (%d), BOS at 1, byte 'a' at 3 + 'a', nothing after", ids);
+    }
+    TK_CHECK(f != NULL, "the tokenizer file is there");
+    if (f) fclose(f);
+    expect_refused("export with a PROMPT", "export --model-out x.bin hello", 2, "PROMPT");
+    expect_refused("export without --model-out", "export", 2, "--model-out");
+    tk_run("rm -f %s/lm_model.bin %s/lm_tokenizer.bin", dir, dir);
+}
+
 int main(void)
 {
     bin = getenv("ATTN_BIN");
@@ -251,7 +301,11 @@ int main(void)
     if (!bin || !mkdtemp(dir)) return tk_finish("test_cli_lm");
     write_corpus();
     test_style("--style gpt2");
+    test_export(false, "gpt2-style");
     test_style("--style llama --kv-heads 2 --untied --rope-base 500");
+    test_export(false, "another rotary base");
+    test_style("--style llama --kv-heads 2");
+    test_export(true, NULL);
     test_resume();
     tk_run("rm -rf %s", dir);
     return tk_finish("test_cli_lm");
