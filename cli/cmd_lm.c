@@ -10,14 +10,15 @@
 #include <sys/stat.h>
 
 static const char *const style_names[] = {"gpt2", "llama", NULL};
-static const char *const action_names[] = {"train", "eval", "generate", "explain", "export", NULL};
+static const char *const action_names[] = {"train", "eval", "generate", "explain", "export", "import", NULL};
 static const char *const format_names[] = {"llama2c", "llama2c-v1", NULL}; /* llama2.c's versions 0 and 1 */
 enum {
     TRAIN,
     EVAL,
     GENERATE,
     EXPLAIN,
-    EXPORT
+    EXPORT,
+    IMPORT
 };
 
 #define O(kind, field) CLI_OPT_AT(lm_options, kind, field)
@@ -70,6 +71,8 @@ static const cli_option options[] = {
      "nucleus: among the most likely whose mass reaches P", "generate"},
     {"--sample-seed", "S", O(CLI_LONG, sample_seed), 0, 2147483647.0, NULL, "0", "the same seed, the same text",
      "generate"},
+    {"--ids", NULL, O(CLI_FLAG, ids), 0, 0, NULL, NULL,
+     "print token ids (the prompt's after the start, then each new one) instead of text", "generate"},
     {"--truncate", NULL, O(CLI_FLAG, truncate), 0, 0, NULL, NULL,
      "a prompt longer than the context keeps its last tokens (default: an error)", "generate explain"},
     {"--out", "FILE", O(CLI_PICTURE, out), 0, 0, NULL, "lm_attention.png",
@@ -80,13 +83,21 @@ static const cli_option options[] = {
     {"--model-out", "FILE", O(CLI_OUT_FILE, model_out), 0, 0, NULL, NULL, "the model's file (required)", "export"},
     {"--tokenizer-out", "FILE", O(CLI_OUT_FILE, tokenizer_out), 0, 0, NULL, NULL,
      "the tokenizer as llama2.c's tokenizer.bin (the model's ids are laid out for it either way)", "export"},
+    {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "import (another program's files to a checkpoint; train --init-from tunes it):"},
+    {"--model-in", "FILE", O(CLI_IN_FILE, model_in), 0, 0, NULL, NULL,
+     "a llama2.c checkpoint, version 0 or 1 (required)", "import"},
+    {"--tokenizer-in", "FILE", O(CLI_IN_FILE, tokenizer_in), 0, 0, NULL, NULL,
+     "its tokenizer.bin (required): llama2.c's own, or one attn lm export wrote", "import"},
+    {"--init-from", "FILE", O(CLI_IN_FILE, init_from), 0, 0, NULL, NULL,
+     "train: start from this checkpoint's model and tokenizer (fine-tuning; its config, not the options above)",
+     "train"},
     CLI_TRAIN_OPTIONS(lm_options, "2", "16", "0.001", "128", "lm.safetensors"),
 };
 #undef O
 
 const cli_spec lm_spec = {
     .cmd = "lm",
-    .synopsis = "train|eval|generate|explain|export [options] [PROMPT ...]",
+    .synopsis = "train|eval|generate|explain|export|import [options] [PROMPT ...]",
     .about = "A decoder-only language model (the masked self-attention of seed 002 and of seed 003's\n"
              "decoder, stacked): GPT-2 or Llama style, with a byte-level BPE tokenizer learnt from\n"
              "the training text; model and tokenizer are one checkpoint.",
@@ -95,7 +106,8 @@ const cli_spec lm_spec = {
                "  eval              loss, perplexity and bits per byte on the held-out text\n"
                "  generate [TEXT]   continue a prompt (arguments, or all of stdin), streamed\n"
                "  explain [TEXT]    draw the attention of every layer and head over a prompt\n"
-               "  export            write a llama-style model and its tokenizer as llama2.c's files\n",
+               "  export            write a llama-style model and its tokenizer as llama2.c's files\n"
+               "  import            a llama2.c model and tokenizer as a checkpoint (generate, eval, tune)\n",
     CLI_OPTIONS(options),
     .notes = "--max-len is --context here. Bits per byte: the loss in bits over the UTF-8 bytes of the\n"
              "predicted tokens (<|endoftext|> counts no bytes). Weight decay applies to every parameter.\n",
@@ -116,6 +128,7 @@ static const config_field config_fields[] = {
     {"ffn_hidden", CONFIG_I64, C(ffn_hidden), 1, 262144},
     {"rope_base", CONFIG_F32, C(rope_base), 0, 100000000},
     {"untied", CONFIG_BOOL, C(untied), 0, 1},
+    {"rope_interleaved", CONFIG_BOOL, C(rope_interleaved), 0, 1, .optional = true}, /* imported from llama2.c */
 };
 #undef C
 #define N_CONFIG_FIELDS (int)(sizeof config_fields / sizeof config_fields[0])
@@ -170,31 +183,25 @@ static int build_model(lm_run *run, const attn_lm_config *cfg, const attn_st_fil
     return CLI_OK;
 }
 
-/* The tokenizer checkpoint f carries, with as many ids as its model's vocabulary */
-static int load_tokenizer(lm_run *run, const attn_st_file *f, const char *path, int64_t vocab)
+/* The model config and tokenizer of checkpoint f (path), the model built and loaded from it */
+static int model_from(lm_run *run, attn_st_file *f, const char *path)
 {
-    const char *text = attn_st_metadata(f, "tokenizer.bpe");
-    if (!text) return cli_fail(CLI_ERR_DATA, "lm", "%s: no tokenizer (metadata tokenizer.bpe)", path);
-    if (!(run->bpe = lm_bpe_parse(text, path)) || !(run->bpe_text = strdup(text))) return CLI_ERR_DATA;
-    if (attn_bpe_vocab_size(run->bpe) != vocab)
-        return cli_fail(CLI_ERR_DATA, "lm", "%s: the tokenizer has %lld ids, the model %lld", path,
-                        (long long)attn_bpe_vocab_size(run->bpe), (long long)vocab);
-    return CLI_OK;
-}
-
-/* eval, generate, explain: the saved model and its tokenizer, from one reading of the checkpoint */
-static int load_model(lm_run *run, const lm_options *o)
-{
-    const char *ck = o->train.checkpoint;
-    attn_st_file *f = checkpoint_open("lm", ck, " (train a model first: attn lm train)");
-    if (!f) return CLI_ERR_DATA;
     attn_lm_config c = {0};
-    int code = checkpoint_model_check("lm", f, ck, "attn-lm", "language model");
-    if (code == CLI_OK) code = config_read("lm", f, ck, "attn-lm", "language model", config_fields, N_CONFIG_FIELDS, &c);
-    if (code == CLI_OK) code = load_tokenizer(run, f, ck, c.vocab_size);
-    if (code == CLI_OK) code = build_model(run, &c, f, ck);
+    int code = config_read("lm", f, path, "attn-lm", "language model", config_fields, N_CONFIG_FIELDS, &c);
+    if (code == CLI_OK) code = lm_tok_from_checkpoint(&run->tok, f, path, c.vocab_size);
+    if (code == CLI_OK) code = build_model(run, &c, f, path);
     if (code == CLI_OK && attn_checkpoint_load_file(f, run->params, NULL, true) != ATTN_OK)
         code = cli_fail(CLI_ERR_DATA, "lm", "%s", attn_last_error());
+    return code;
+}
+
+/* eval, generate, explain, export, train --init-from: the saved model and its tokenizer, from one
+ * reading of the checkpoint */
+static int load_model(lm_run *run, const char *path)
+{
+    attn_st_file *f = checkpoint_open("lm", path, " (train a model first: attn lm train)");
+    if (!f) return CLI_ERR_DATA;
+    int code = model_from(run, f, path);
     attn_st_close(f);
     return code;
 }
@@ -205,7 +212,7 @@ static int load_stream(lm_stream *s, const lm_run *run, const lm_options *o, con
 {
     lm_docs docs;
     int code = lm_docs_load(&docs, o, split);
-    if (code == CLI_OK) code = lm_stream_build(s, run->bpe, &docs);
+    if (code == CLI_OK) code = lm_stream_build(s, &run->tok, &docs);
     lm_docs_free(&docs);
     return code;
 }
@@ -213,7 +220,7 @@ static int load_stream(lm_stream *s, const lm_run *run, const lm_options *o, con
 /* A new tokenizer learnt from the training documents, the same on every rank (rank 0 learns it) */
 static int learn_tokenizer(lm_run *run, const lm_options *o, const lm_docs *docs)
 {
-    char *text = NULL;
+    lm_tokenizer learnt = {0};
     if (dist_rank() == 0) {
         double t0 = now_seconds();
         attn_bpe_trainer *t = attn_bpe_trainer_new();
@@ -221,50 +228,59 @@ static int learn_tokenizer(lm_run *run, const lm_options *o, const lm_docs *docs
         for (int64_t i = 0; st == ATTN_OK && i < docs->count; i++) st = attn_bpe_trainer_add(t, docs->text[i], docs->len[i]);
         attn_bpe *b = st == ATTN_OK ? attn_bpe_trainer_finish(t, o->vocab) : NULL;
         attn_bpe_trainer_free(t);
-        text = b ? lm_bpe_text(b) : NULL;
-        if (b)
+        if (b && lm_tok_set_bpe(&learnt, b, NULL, "the new tokenizer") == CLI_OK)
             printf("tokenizer: %lld ids (%lld merges) from %.1f MB in %.1f s\n", (long long)attn_bpe_vocab_size(b),
                    (long long)attn_bpe_vocab_size(b) - 257, (double)docs->bytes / 1e6, now_seconds() - t0);
+        else if (!b)
+            cli_fail(CLI_ERR_DATA, "lm", "tokenizer: %s", attn_last_error());
         attn_bpe_free(b);
-        if (!text) cli_fail(CLI_ERR_DATA, "lm", "tokenizer: %s", attn_last_error());
     }
-    run->bpe_text = share_text(text);
+    char *text = share_text(learnt.text);
+    lm_tok_free(&learnt);
+    int code = text ? lm_tok_set_bpe(&run->tok, NULL, text, "the new tokenizer") : CLI_ERR_DATA;
     free(text);
-    if (!run->bpe_text) return CLI_ERR_DATA;
-    run->bpe = lm_bpe_parse(run->bpe_text, "the new tokenizer");
-    return run->bpe ? CLI_OK : CLI_ERR_DATA;
+    return code;
 }
 
-/* --resume: the checkpoint (rank 0 reads it) must hold the model these options build, and the run;
- * its tokenizer goes to every rank */
+/* --resume: the checkpoint (rank 0 reads it) must hold the model this run builds (the options', or
+ * --init-from's), and the run, and a tokenizer: --init-from's, or one that goes to every rank */
 static int open_resumed(lm_run *run, const lm_options *o, attn_lm_config *cfg)
 {
     const char *ck = o->train.checkpoint;
-    char *text = NULL;
+    lm_tokenizer saved = {0};
     int code = CLI_OK;
     if (dist_rank() == 0) {
+        long vocab = 0;
         if (!(run->resume = checkpoint_open("lm", ck, NULL))) return CLI_ERR_DATA;
         if ((code = checkpoint_model_check("lm", run->resume, ck, "attn-lm", "language model")) != CLI_OK) return code;
-        const char *t = attn_st_metadata(run->resume, "tokenizer.bpe");
-        attn_bpe *b = t ? lm_bpe_parse(t, ck) : NULL;
-        if (!t) return cli_fail(CLI_ERR_DATA, "lm", "%s: no tokenizer (metadata tokenizer.bpe)", ck);
-        if (!b) return CLI_ERR_DATA;
-        *cfg = config_of(o, attn_bpe_vocab_size(b));
-        attn_bpe_free(b);
-        attn_lm_config saved = *cfg;
+        if (!checkpoint_meta_long(run->resume, "vocab_size", &vocab))
+            return cli_fail(CLI_ERR_DATA, "lm", "%s: metadata vocab_size is missing or not an integer", ck);
+        if ((code = lm_tok_from_checkpoint(&saved, run->resume, ck, vocab)) != CLI_OK) return code;
+        if (o->init_from && strcmp(saved.text, run->tok.text))
+            code = cli_fail(CLI_ERR_USAGE, "lm", "%s holds another tokenizer than --init-from %s", ck, o->init_from);
+        else if (!o->init_from && saved.l2c)
+            code = cli_fail(CLI_ERR_USAGE, "lm", "%s was tuned from an imported model: resume it with --init-from", ck);
+        *cfg = o->init_from ? run->model.cfg : config_of(o, lm_tok_size(&saved));
+        attn_lm_config wanted = *cfg;
         int n;
         const run_option *ro = lm_run_options(o, &n);
-        code = config_check_resumed("lm", run->resume, ck, "attn-lm", "language model", config_fields,
-                                    N_CONFIG_FIELDS, cfg, &saved, " (--context)");
+        if (code == CLI_OK)
+            code = config_check_resumed("lm", run->resume, ck, "attn-lm", "language model", config_fields,
+                                        N_CONFIG_FIELDS, cfg, &wanted, " (--context)");
         if (code == CLI_OK) code = run_options_check("lm", run->resume, ck, ro, n);
-        if (code != CLI_OK) return code;
-        text = strdup(t);
+        if (code != CLI_OK) return lm_tok_free(&saved), code;
     }
-    run->bpe_text = share_text(text);
+    if (o->init_from) { /* every rank has its tokenizer and model already */
+        lm_tok_free(&saved);
+        *cfg = run->model.cfg;
+        return CLI_OK;
+    }
+    char *text = share_text(saved.text);
+    lm_tok_free(&saved);
+    code = text ? lm_tok_set_bpe(&run->tok, NULL, text, ck) : CLI_ERR_DATA;
     free(text);
-    if (!run->bpe_text || !(run->bpe = lm_bpe_parse(run->bpe_text, ck))) return CLI_ERR_DATA;
-    *cfg = config_of(o, attn_bpe_vocab_size(run->bpe));
-    return CLI_OK;
+    if (code == CLI_OK) *cfg = config_of(o, lm_tok_size(&run->tok));
+    return code;
 }
 
 static int do_train(lm_run *run, const lm_options *o)
@@ -274,18 +290,23 @@ static int do_train(lm_run *run, const lm_options *o)
     lm_docs docs = {0};
     lm_stream train = {0}, val = {0};
     attn_lm_config cfg;
-    int code = o->train.resume ? open_resumed(run, o, &cfg) : lm_docs_load(&docs, o, "train");
+    int code = o->init_from ? load_model(run, o->init_from) : CLI_OK; /* the model and tokenizer to tune */
+    if (code == CLI_OK && o->init_from) { /* its config, with this run's dropout */
+        run->model.cfg.dropout = (float)o->dropout;
+        for (int64_t i = 0; i < run->model.cfg.num_layers; i++) run->model.blocks[i].attn.dropout = (float)o->dropout;
+    }
+    if (code == CLI_OK) code = o->train.resume ? open_resumed(run, o, &cfg) : lm_docs_load(&docs, o, "train");
     if (code == CLI_OK && !o->train.resume) {
-        code = learn_tokenizer(run, o, &docs);
-        cfg = config_of(o, run->bpe ? attn_bpe_vocab_size(run->bpe) : 0);
+        if (!o->init_from) code = learn_tokenizer(run, o, &docs);
+        cfg = o->init_from ? run->model.cfg : config_of(o, lm_tok_size(&run->tok));
     }
     if (code == CLI_OK && o->train.resume) code = lm_docs_load(&docs, o, "train");
-    if (code == CLI_OK) code = lm_stream_build(&train, run->bpe, &docs);
+    if (code == CLI_OK) code = lm_stream_build(&train, &run->tok, &docs);
     lm_docs_free(&docs);
     if (code == CLI_OK) code = load_stream(&val, run, o, "test");
     if (code == CLI_OK && o->export_tokens && dist_rank() == 0)
-        code = lm_export_tokens(o->export_tokens, run->bpe, &train, &val);
-    if (code == CLI_OK) code = build_model(run, &cfg, run->resume, o->train.checkpoint);
+        code = lm_export_tokens(o->export_tokens, &run->tok, &train, &val);
+    if (code == CLI_OK && !o->init_from) code = build_model(run, &cfg, run->resume, o->train.checkpoint);
     if (code == CLI_OK) {
         printf("data: %lld documents, %lld tokens (%.2f bytes each) to train on, %lld documents, %lld tokens held "
                "out (%.1f s)\n",
@@ -307,7 +328,7 @@ static int do_train(lm_run *run, const lm_options *o)
 static int do_eval(lm_run *run, const lm_options *o)
 {
     lm_stream s = {0};
-    int code = load_model(run, o);
+    int code = load_model(run, o->train.checkpoint);
     if (code == CLI_OK) code = load_stream(&s, run, o, "test");
     double loss, bpb;
     int64_t tokens;
@@ -319,24 +340,29 @@ static int do_eval(lm_run *run, const lm_options *o)
     return code;
 }
 
-/* The model and its tokenizer as llama2.c's files, the ids in llama2.c's order for both. What
- * llama2.c cannot hold is refused before either is written; the tokenizer is written first, and
- * removed (when a regular file) if the model then fails. */
+/* The model and its tokenizer as llama2.c's files, the ids in llama2.c's order for both (attn's BPE
+ * laid out for llama2.c, or the imported tokenizer as it was). What llama2.c cannot hold is refused
+ * before either is written; the tokenizer is written first, and removed (when a regular file) if
+ * the model then fails. */
 static int do_export(lm_run *run, const lm_options *o)
 {
-    int code = load_model(run, o);
+    int code = load_model(run, o->train.checkpoint);
     if (code != CLI_OK) return code;
     const attn_lm_config *c = &run->model.cfg;
     if (c->style != ATTN_LM_LLAMA || c->rope_base != 10000.0f)
         return cli_fail(CLI_ERR_DATA, "lm", "%s: %s; llama2.c runs llama-style models of --rope-base 10000",
                         o->train.checkpoint, c->style != ATTN_LM_LLAMA ? "a gpt2-style model" : "another rotary base");
-    const int64_t V = attn_bpe_vocab_size(run->bpe);
+    const int64_t V = lm_tok_size(&run->tok);
     int64_t *order = malloc(sizeof *order * (size_t)V);
     if (!order) return cli_fail(CLI_ERR_DATA, "lm", "out of memory");
+    if (lm_tok_save_llama2c(&run->tok, NULL, order) != CLI_OK) /* the order alone: refusals before writing */
+        code = cli_fail(CLI_ERR_DATA, "lm", "export: %s", attn_last_error());
     bool tokenizer_written = false;
-    if (attn_bpe_llama2c_order(run->bpe, order) != ATTN_OK ||
-        (o->tokenizer_out && !(tokenizer_written = attn_bpe_save_llama2c(run->bpe, o->tokenizer_out) == ATTN_OK)) ||
-        attn_lm_save_llama2c(&run->model, o->model_out, o->format, order) != ATTN_OK) {
+    if (code == CLI_OK && o->tokenizer_out) {
+        if (lm_tok_save_llama2c(&run->tok, o->tokenizer_out, order) == CLI_OK) tokenizer_written = true;
+        else code = cli_fail(CLI_ERR_DATA, "lm", "export: %s", attn_last_error());
+    }
+    if (code == CLI_OK && attn_lm_save_llama2c(&run->model, o->model_out, o->format, order) != ATTN_OK) {
         code = cli_fail(CLI_ERR_DATA, "lm", "export: %s", attn_last_error());
         struct stat sb;
         if (tokenizer_written && stat(o->tokenizer_out, &sb) == 0 && S_ISREG(sb.st_mode)) remove(o->tokenizer_out);
@@ -346,6 +372,32 @@ static int do_export(lm_run *run, const lm_options *o)
         printf("%s: llama2.c version %d, %lld ids%s%s\n", o->model_out, o->format, (long long)V,
                o->tokenizer_out ? "; tokenizer " : "", o->tokenizer_out ? o->tokenizer_out : "");
     return code;
+}
+
+/* A llama2.c model and its tokenizer as an attn checkpoint (the model's config, its tokenizer) */
+static int do_import(lm_run *run, const lm_options *o)
+{
+    const char *ck = o->train.checkpoint;
+    if (checkpoint_lock_take("lm", ck, &run->lock) != CLI_OK) return CLI_ERR_DATA;
+    if (!(run->params = attn_params_new()) || attn_lm_load_llama2c(&run->model, run->params, o->model_in, NULL) != ATTN_OK)
+        return cli_fail(CLI_ERR_DATA, "lm", "%s", run->params ? attn_last_error() : "out of memory");
+    run->model_ready = true;
+    int code = lm_tok_set_llama2c(&run->tok, o->tokenizer_in, run->model.cfg.vocab_size);
+    if (code != CLI_OK) return code;
+    int n_kv;
+    const char *const *cfg = lm_config_kv(&run->model.cfg, &n_kv);
+    const char *kv[2 * (CONFIG_MAX_FIELDS + 2)];
+    memcpy(kv, cfg, sizeof *kv * (size_t)(2 * n_kv));
+    kv[2 * n_kv] = lm_tok_key(&run->tok), kv[2 * n_kv + 1] = run->tok.text;
+    if (attn_checkpoint_save(ck, run->params, NULL, kv, n_kv + 1) != ATTN_OK)
+        return cli_fail(CLI_ERR_DATA, "lm", "%s", attn_last_error());
+    const attn_lm_config *c = &run->model.cfg;
+    printf("%s: llama, %lld layers, d %lld, %lld heads (%lld key/value), ffn %lld, context %lld, %lld ids%s, "
+           "%lld parameters\n",
+           ck, (long long)c->num_layers, (long long)c->d_model, (long long)c->num_heads, (long long)c->num_kv_heads,
+           (long long)c->ffn_hidden, (long long)c->context, (long long)c->vocab_size, c->untied ? ", untied" : "",
+           (long long)attn_params_numel(run->params));
+    return CLI_OK;
 }
 
 /* The prompt: the arguments joined by spaces, or all of standard input */
@@ -382,12 +434,14 @@ static char *prompt_text(const char **args, int n, size_t *len)
 
 static int validate(const lm_options *o, int action, int n_args)
 {
-    if ((action == TRAIN || action == EVAL || action == EXPORT) && n_args)
+    if ((action == TRAIN || action == EVAL || action == EXPORT || action == IMPORT) && n_args)
         return cli_fail(CLI_ERR_USAGE, "lm", "%s takes no PROMPT arguments", action_names[action]);
     if (action == EXPORT && !o->model_out) return cli_fail(CLI_ERR_USAGE, "lm", "export needs --model-out FILE");
+    if (action == IMPORT && (!o->model_in || !o->tokenizer_in))
+        return cli_fail(CLI_ERR_USAGE, "lm", "import needs --model-in FILE and --tokenizer-in FILE");
     if (cli_check_paths(&lm_spec, o, action_names[action]) != CLI_OK) return CLI_ERR_USAGE;
     if (o->data && o->text) return cli_fail(CLI_ERR_USAGE, "lm", "--data and --text: give one of them");
-    if (action != TRAIN) return CLI_OK;
+    if (action != TRAIN || o->init_from) return CLI_OK; /* --init-from: the model's options are its */
     if (o->d_model % o->heads)
         return cli_fail(CLI_ERR_USAGE, "lm", "--heads %ld must divide --d-model %ld", o->heads, o->d_model);
     if (o->style == ATTN_LM_GPT2 && (o->kv_heads || o->untied))
@@ -414,7 +468,7 @@ int cmd_lm(int argc, char **argv)
     int action = 0, n_args = 0;
     for (; action_names[action] && strcmp(argv[1], action_names[action]); action++) {}
     if (!action_names[action])
-        return cli_fail(CLI_ERR_USAGE, "lm", "unknown action \"%s\"; expected train, eval, generate, explain or export",
+        return cli_fail(CLI_ERR_USAGE, "lm", "unknown action \"%s\"; expected train, eval, generate, explain, export or import",
                         argv[1]);
     const char **args = calloc((size_t)argc, sizeof *args);
     int code = args ? cli_parse(&lm_spec, &o, argc, argv, 2, args, &n_args) : cli_fail(CLI_ERR_DATA, "lm", "out of memory");
@@ -426,10 +480,11 @@ int cmd_lm(int argc, char **argv)
     if (code == CLI_OK && action == TRAIN) code = do_train(&run, &o);
     if (code == CLI_OK && action == EVAL) code = do_eval(&run, &o);
     if (code == CLI_OK && action == EXPORT) code = do_export(&run, &o);
+    if (code == CLI_OK && action == IMPORT) code = do_import(&run, &o);
     if (code == CLI_OK && (action == GENERATE || action == EXPLAIN)) {
         size_t len = 0;
         char *prompt = NULL;
-        code = load_model(&run, &o);
+        code = load_model(&run, o.train.checkpoint);
         if (code == CLI_OK && !(prompt = prompt_text(args, n_args, &len))) code = CLI_ERR_DATA;
         if (code == CLI_OK) code = action == GENERATE ? lm_generate(&run, prompt, len) : lm_explain(&run, prompt, len);
         free(prompt);
@@ -437,8 +492,7 @@ int cmd_lm(int argc, char **argv)
     free(args);
     if (run.model_ready) attn_lm_free(&run.model);
     attn_params_free(run.params);
-    attn_bpe_free(run.bpe);
-    free(run.bpe_text);
+    lm_tok_free(&run.tok);
     attn_st_close(run.resume);
     checkpoint_lock_release(&run.lock);
     return code == CLI_HELP_SHOWN ? CLI_OK : code;

@@ -9,13 +9,13 @@
 
 typedef struct lm_options {
     train_options train;
-    const char *data, *text, *out, *export_tokens, *model_out, *tokenizer_out;
+    const char *data, *text, *out, *export_tokens, *model_out, *tokenizer_out, *model_in, *tokenizer_in, *init_from;
     int style;                           /* --style: an attn_lm_style */
     int format;                          /* --format: llama2.c's version (0, 1) */
     long vocab, d_model, layers, heads, kv_heads, ffn, rope_base, warmup, budget_min, val_tokens;
     long max_new_tokens, top_k, sample_seed;
     double dropout, weight_decay, clip, temperature, top_p;
-    bool untied, greedy, truncate;
+    bool untied, greedy, truncate, ids;
 } lm_options;
 
 /* A corpus as one stream of token ids: each document is <|endoftext|> then its tokens (so a
@@ -25,10 +25,37 @@ typedef struct lm_stream {
     int64_t n, bytes, docs;
 } lm_stream;
 
+/* The model's tokenizer (lm_tokenizer.c): attn's byte-level BPE, learnt by train, or a llama2.c
+ * tokenizer.bin, brought in by import; text is either as the checkpoint keeps it under
+ * lm_tok_key (tokenizer.bpe: "attn-bpe 1\n" then "A B\n" per merge; tokenizer.llama2c:
+ * "attn-llama2c 1\n" then the file's bytes in hexadecimal). */
+typedef struct lm_tokenizer {
+    attn_bpe *bpe;
+    attn_llama2c_vocab *l2c;
+    char *text;
+} lm_tokenizer;
+const char *lm_tok_key(const lm_tokenizer *t);
+int64_t lm_tok_size(const lm_tokenizer *t);
+/* The id each document starts after and generation stops at: <|endoftext|>, or llama2.c's BOS (1) */
+int64_t lm_tok_start(const lm_tokenizer *t);
+/* text's ids without the start (room for len + 1: llama2.c's dummy space); -1 on error */
+int64_t lm_tok_encode(const lm_tokenizer *t, const char *text, size_t len, int64_t *ids);
+/* Token id's bytes after token prev (the start: none); NULL for an id outside the vocabulary */
+const char *lm_tok_bytes(const lm_tokenizer *t, int64_t prev, int64_t id, size_t *len);
+/* The BPE learnt (or, learnt NULL, the one text holds; path names it in messages) */
+int lm_tok_set_bpe(lm_tokenizer *t, const attn_bpe *learnt, const char *text, const char *path);
+/* A llama2.c tokenizer.bin of vocab ids */
+int lm_tok_set_llama2c(lm_tokenizer *t, const char *file, int64_t vocab);
+/* The tokenizer checkpoint f carries, with exactly vocab ids */
+int lm_tok_from_checkpoint(lm_tokenizer *t, const attn_st_file *f, const char *path, int64_t vocab);
+/* As llama2.c's tokenizer.bin at path (NULL: none), and the order of the model's ids that goes with
+ * it (lm_tok_size entries: attn_bpe_llama2c_order's, or the same ids); attn_last_error() on failure */
+int lm_tok_save_llama2c(const lm_tokenizer *t, const char *path, int64_t *token_order);
+void lm_tok_free(lm_tokenizer *t);
+
 typedef struct lm_run {
     const lm_options *opt;
-    attn_bpe *bpe;
-    char *bpe_text; /* the tokenizer as the checkpoint carries it (lm_bpe_text) */
+    lm_tokenizer tok;
     attn_params *params;
     attn_lm model;
     bool model_ready;
@@ -51,18 +78,14 @@ typedef struct lm_docs {
 } lm_docs;
 int lm_docs_load(lm_docs *out, const lm_options *o, const char *split);
 void lm_docs_free(lm_docs *d);
-/* The stream of docs under tokenizer b, the documents encoded on --threads threads */
-int lm_stream_build(lm_stream *out, const attn_bpe *b, const lm_docs *docs);
+/* The stream of docs under tokenizer t, the documents encoded on --threads threads */
+int lm_stream_build(lm_stream *out, const lm_tokenizer *t, const lm_docs *docs);
 void lm_stream_free(lm_stream *s);
 /* llm.c's token files of the two streams in dir: train.bin and val.bin (a 256-int32 header: magic
  * 20240520, version 1, the count; then uint16 ids), token_bytes.bin (int32 per id: its byte count,
  * <|endoftext|> 0) and vocab_bytes.bin (every id's bytes back to back), so that another program
  * trains on the same tokens and reads its samples */
-int lm_export_tokens(const char *dir, const attn_bpe *b, const lm_stream *train, const lm_stream *val);
-/* The tokenizer's merges as checkpoint text ("attn-bpe 1\n" then "A B\n" per merge), malloc'd */
-char *lm_bpe_text(const attn_bpe *b);
-/* That text back, every line checked (a clear message naming the line, path its file) */
-attn_bpe *lm_bpe_parse(const char *text, const char *path);
+int lm_export_tokens(const char *dir, const lm_tokenizer *t, const lm_stream *train, const lm_stream *val);
 
 /* ---- training and evaluation (lm_train.c) ---- */
 

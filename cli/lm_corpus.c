@@ -183,26 +183,24 @@ void lm_stream_free(lm_stream *s)
     memset(s, 0, sizeof *s);
 }
 
-int lm_stream_build(lm_stream *out, const attn_bpe *b, const lm_docs *docs)
+int lm_stream_build(lm_stream *out, const lm_tokenizer *t, const lm_docs *docs)
 {
     memset(out, 0, sizeof *out);
-    const int64_t eot = attn_bpe_eot(b), D = docs->count;
+    const int64_t eot = lm_tok_start(t), D = docs->count;
     int64_t *counts = calloc((size_t)D + 1, sizeof *counts); /* (D) each document's ids, then offsets */
     int64_t **ids = calloc((size_t)D + 1, sizeof *ids);       /* (D) each document's ids */
     bool failed = !counts || !ids;
 #pragma omp parallel for schedule(dynamic, 16) num_threads(cli_threads())
     for (int64_t i = 0; i < D; i++) {
         if (failed) continue;
-        if (!(ids[i] = malloc((docs->len[i] + 1) * sizeof **ids))) {
+        if (!(ids[i] = malloc((docs->len[i] + 1) * sizeof **ids)) ||
+            (counts[i] = lm_tok_encode(t, docs->text[i], docs->len[i], ids[i])) < 0)
             failed = true;
-            continue;
-        }
-        counts[i] = attn_bpe_encode(b, docs->text[i], docs->len[i], ids[i]);
     }
     int64_t total = 0;
     for (int64_t i = 0; !failed && i < D; i++) total += 1 + counts[i];
     out->ids = failed ? NULL : malloc((size_t)(total ? total : 1) * sizeof *out->ids);
-    int code = out->ids ? CLI_OK : cli_fail(CLI_ERR_DATA, "lm", "out of memory for the token stream");
+    int code = out->ids ? CLI_OK : cli_fail(CLI_ERR_DATA, "lm", "the token stream: %s", attn_last_error());
     for (int64_t i = 0, at = 0; code == CLI_OK && i < D; i++) {
         out->ids[at++] = (int32_t)eot;
         for (int64_t k = 0; k < counts[i]; k++) out->ids[at++] = (int32_t)ids[i][k];
@@ -227,9 +225,9 @@ static int write_file(const char *dir, const char *name, const void *head, size_
     return ok ? CLI_OK : cli_fail(CLI_ERR_DATA, "lm", "--export-tokens: %s: %s", path, strerror(errno));
 }
 
-int lm_export_tokens(const char *dir, const attn_bpe *b, const lm_stream *train, const lm_stream *val)
+int lm_export_tokens(const char *dir, const lm_tokenizer *t, const lm_stream *train, const lm_stream *val)
 {
-    const int64_t V = attn_bpe_vocab_size(b);
+    const int64_t V = lm_tok_size(t);
     if (V > 65536) return cli_fail(CLI_ERR_USAGE, "lm", "--export-tokens: llm.c's files hold ids below 65536, not %lld", (long long)V);
     const lm_stream *s[2] = {train, val};
     static const char *const names[2] = {"train.bin", "val.bin"};
@@ -243,69 +241,24 @@ int lm_export_tokens(const char *dir, const attn_bpe *b, const lm_stream *train,
         free(ids);
     }
     int32_t *bytes = code == CLI_OK ? malloc((size_t)V * sizeof *bytes) : NULL;
-    for (int64_t t = 0; bytes && t < V; t++) {
+    char *all = NULL;
+    size_t n_all = 0;
+    for (int64_t id = 0; bytes && id < V; id++) { /* every token's bytes, after no particular token */
         size_t len;
-        attn_bpe_token_bytes(b, t, &len);
-        bytes[t] = t == attn_bpe_eot(b) ? 0 : (int32_t)len;
+        const char *b = lm_tok_bytes(t, -1, id, &len);
+        char *more = realloc(all, n_all + len + 1);
+        if (!more) {
+            free(bytes), bytes = NULL;
+            break;
+        }
+        all = more;
+        memcpy(all + n_all, b, len);
+        n_all += len, bytes[id] = (int32_t)len;
     }
-    if (code == CLI_OK) code = bytes ? write_file(dir, "token_bytes.bin", "", 0, bytes, (size_t)V * sizeof *bytes)
-                                     : cli_fail(CLI_ERR_DATA, "lm", "out of memory");
-    free(bytes);
-    size_t all;
-    const char *first = attn_bpe_token_bytes(b, 0, &all), *last = attn_bpe_token_bytes(b, V - 2, &all);
-    if (code == CLI_OK) /* the tokens' bytes back to back (ids 0..V-2: the table is contiguous) */
-        code = write_file(dir, "vocab_bytes.bin", "", 0, first, (size_t)(last - first) + all);
+    if (code == CLI_OK && !bytes) code = cli_fail(CLI_ERR_DATA, "lm", "out of memory");
+    if (code == CLI_OK) code = write_file(dir, "token_bytes.bin", "", 0, bytes, (size_t)V * sizeof *bytes);
+    if (code == CLI_OK) code = write_file(dir, "vocab_bytes.bin", "", 0, all, n_all); /* back to back */
+    free(bytes), free(all);
     if (code == CLI_OK) printf("wrote %s/train.bin, val.bin, token_bytes.bin and vocab_bytes.bin\n", dir);
     return code;
-}
-
-/* ---- the tokenizer as checkpoint text ---- */
-
-char *lm_bpe_text(const attn_bpe *b)
-{
-    int64_t n;
-    const int64_t *m = attn_bpe_merges(b, &n);
-    char *text = m ? malloc((size_t)n * 16 + 32) : NULL;
-    if (!text) return NULL;
-    size_t at = (size_t)sprintf(text, "attn-bpe 1\n");
-    for (int64_t i = 0; i < n; i++) at += (size_t)sprintf(text + at, "%lld %lld\n", (long long)m[2 * i], (long long)m[2 * i + 1]);
-    return text;
-}
-
-attn_bpe *lm_bpe_parse(const char *text, const char *path)
-{
-    static const char head[] = "attn-bpe 1\n";
-    if (strncmp(text, head, sizeof head - 1)) {
-        cli_fail(CLI_ERR_DATA, "lm", "%s: metadata tokenizer.bpe does not start with \"attn-bpe 1\"", path);
-        return NULL;
-    }
-    const char *p = text + sizeof head - 1;
-    int64_t lines = 0;
-    for (const char *q = p; *q; q++) lines += *q == '\n';
-    if (lines > ATTN_BPE_MAX_MERGES) {
-        cli_fail(CLI_ERR_DATA, "lm", "%s: tokenizer.bpe has %lld merges; at most %d", path, (long long)lines,
-                 ATTN_BPE_MAX_MERGES);
-        return NULL;
-    }
-    int64_t *merges = malloc((size_t)(2 * lines + 1) * sizeof *merges), n = 0;
-    if (!merges) {
-        cli_fail(CLI_ERR_DATA, "lm", "out of memory");
-        return NULL;
-    }
-    while (*p) {
-        long long a, b;
-        int used = 0;
-        if (sscanf(p, "%lld %lld%n", &a, &b, &used) != 2 || p[used] != '\n' || memchr(p, '\n', (size_t)used) || a < 0 ||
-            b < 0 || a > INT32_MAX || b > INT32_MAX) {
-            cli_fail(CLI_ERR_DATA, "lm", "%s: tokenizer.bpe line %lld: expected two token ids", path, (long long)n + 2);
-            free(merges);
-            return NULL;
-        }
-        merges[2 * n] = a, merges[2 * n + 1] = b, n++;
-        p += used + 1;
-    }
-    attn_bpe *bpe = attn_bpe_from_merges(merges, n);
-    if (!bpe) cli_fail(CLI_ERR_DATA, "lm", "%s: tokenizer.bpe: %s", path, attn_last_error());
-    free(merges);
-    return bpe;
 }

@@ -1,4 +1,5 @@
-/* attn lm generate and explain: a prompt (after <|endoftext|>, where every document starts)
+/* attn lm generate and explain: a prompt (after the start, <|endoftext|> or llama2.c's BOS, where
+ * every document starts)
  * continued token by token through the key/value-cache decoder, greedy or sampled (temperature,
  * top-k, top-p, a seed: the same seed, the same text), streamed to stdout as tokens come; and the
  * attention of every layer and head over a prompt as a grid of heatmaps, tokens as labels. */
@@ -9,22 +10,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The prompt's ids after <|endoftext|> into *ids (malloc'd), *n of them, within `room` tokens:
+/* The prompt's ids after the start into *ids (malloc'd), *n of them, within `room` tokens:
  * longer is an error, or with --truncate its last tokens */
 static int prompt_ids(const lm_run *run, const char *prompt, size_t len, int64_t room, int64_t **ids, int64_t *n)
 {
-    int64_t *all = malloc((len + 1) * sizeof *all);
+    int64_t *all = malloc((len + 2) * sizeof *all);
     if (!all) return cli_fail(CLI_ERR_DATA, "lm", "out of memory");
-    all[0] = attn_bpe_eot(run->bpe);
-    *n = 1 + attn_bpe_encode(run->bpe, prompt, len, all + 1);
+    all[0] = lm_tok_start(&run->tok);
+    const int64_t got = lm_tok_encode(&run->tok, prompt, len, all + 1);
+    if (got < 0) {
+        free(all);
+        return cli_fail(CLI_ERR_DATA, "lm", "%s", attn_last_error());
+    }
+    *n = 1 + got;
     if (*n > room && !run->opt->truncate) {
         free(all);
         return cli_fail(CLI_ERR_USAGE, "lm",
-                        "the prompt is %lld tokens (with <|endoftext|> before it); the model's context leaves room "
+                        "the prompt is %lld tokens (with the start before it); the model's context leaves room "
                         "for %lld; shorten it, or --truncate to keep its last tokens",
                         (long long)*n, (long long)room);
     }
-    if (*n > room) { /* --truncate: <|endoftext|> dropped too, as the text's start is */
+    if (*n > room) { /* --truncate: the start token dropped too, as the text's start is */
         memmove(all, all + *n - room, (size_t)room * sizeof *all);
         *n = room;
     }
@@ -73,7 +79,7 @@ int lm_generate(lm_run *run, const char *prompt, size_t len)
 {
     const lm_options *o = run->opt;
     const attn_lm *m = &run->model;
-    const int64_t V = m->cfg.vocab_size, C = m->cfg.context, eot = attn_bpe_eot(run->bpe);
+    const int64_t V = m->cfg.vocab_size, C = m->cfg.context, eot = lm_tok_start(&run->tok);
     int64_t *ids = NULL, n = 0;
     int code = prompt_ids(run, prompt, len, C, &ids, &n);
     if (code != CLI_OK) return code;
@@ -84,8 +90,11 @@ int lm_generate(lm_run *run, const char *prompt, size_t len)
     if (code == CLI_OK) attn_lm_decoder_set_num_threads(d, cli_threads());
     attn_rng rng;
     attn_rng_seed(&rng, (uint64_t)o->sample_seed);
-    fwrite(prompt, 1, len, stdout);
-    int64_t count = n, made = 0;
+    if (o->ids)
+        for (int64_t i = 1; i < n; i++) printf("%s%lld", i > 1 ? " " : "", (long long)ids[i]);
+    else
+        fwrite(prompt, 1, len, stdout);
+    int64_t count = n, made = 0, prev = ids[n - 1];
     while (code == CLI_OK && made < o->max_new_tokens) {
         if (attn_lm_decoder_feed(d, logits, ids, &count) != ATTN_OK) {
             code = cli_fail(CLI_ERR_DATA, "lm", "%s", attn_last_error());
@@ -94,8 +103,10 @@ int lm_generate(lm_run *run, const char *prompt, size_t len)
         const int64_t next = pick(logits, V, o, &rng, order);
         if (next == eot) break;
         size_t bytes;
-        const char *text = attn_bpe_token_bytes(run->bpe, next, &bytes);
-        fwrite(text, 1, bytes, stdout);
+        const char *text = lm_tok_bytes(&run->tok, prev, next, &bytes);
+        if (o->ids) printf("%s%lld", made || n > 1 ? " " : "", (long long)next);
+        else fwrite(text, 1, bytes, stdout);
+        prev = next;
         fflush(stdout);
         made++;
         if (attn_lm_decoder_length(d, 0) >= C) break; /* the context is full */
@@ -109,10 +120,10 @@ int lm_generate(lm_run *run, const char *prompt, size_t len)
 
 /* A token as a tick label: its bytes, with a space shown as U+2423, newline and tab escaped, a byte
  * that is not UTF-8 as \xNN; into out (room n) */
-static void token_label(const attn_bpe *b, int64_t id, char *out, size_t n)
+static void token_label(const lm_tokenizer *t, int64_t prev, int64_t id, char *out, size_t n)
 {
     size_t len, at = 0;
-    const unsigned char *s = (const unsigned char *)attn_bpe_token_bytes(b, id, &len);
+    const unsigned char *s = (const unsigned char *)lm_tok_bytes(t, prev, id, &len);
     for (size_t i = 0; s && i < len && at + 8 < n; i++) {
         const unsigned char c = s[i];
         size_t seq = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
@@ -148,7 +159,7 @@ int lm_explain(lm_run *run, const char *prompt, size_t len)
     if (code == CLI_OK) {
         for (int64_t i = 0; i < n; i++) {
             ticks[i] = labels + 64 * i;
-            token_label(run->bpe, ids[i], ticks[i], 64);
+            token_label(&run->tok, i ? ids[i - 1] : -1, ids[i], ticks[i], 64);
         }
         for (int64_t l = 0; l < L; l++)
             for (int64_t h = 0; h < H; h++) {

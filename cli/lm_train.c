@@ -76,7 +76,7 @@ static bool forward_backward(void *self, attn_ctx *ctx, const int64_t *rows, int
     lm_trainer *t = self;
     const attn_lm *m = &t->run->model;
     const int64_t T = m->cfg.context;
-    if (batch_fill(&t->batch, t->train, rows, n, T, attn_bpe_eot(t->run->bpe)) != ATTN_OK) return false;
+    if (batch_fill(&t->batch, t->train, rows, n, T, lm_tok_start(&t->run->tok)) != ATTN_OK) return false;
     attn_tensor *logits = attn_lm_forward(ctx, m, t->batch.ids, t->batch.cu, t->batch.batch);
     attn_tensor *loss = logits ? attn_cross_entropy(ctx, logits, t->batch.targets, -100, 0.0f) : NULL;
     if (!loss || attn_backward(ctx, loss) != ATTN_OK) return false;
@@ -89,7 +89,7 @@ static bool forward_backward(void *self, attn_ctx *ctx, const int64_t *rows, int
 int lm_score(lm_run *run, const lm_stream *s, int64_t limit, double *loss, double *bpb, int64_t *tokens)
 {
     const attn_lm *m = &run->model;
-    const int64_t T = m->cfg.context, chunks = chunks_of(s, T, limit), per = 8, eot = attn_bpe_eot(run->bpe);
+    const int64_t T = m->cfg.context, chunks = chunks_of(s, T, limit), per = 8, eot = lm_tok_start(&run->tok);
     attn_ctx *ctx = cli_ctx_new(0);
     lm_batch b = {0};
     int64_t *rows = malloc((size_t)per * sizeof *rows);
@@ -110,7 +110,7 @@ int lm_score(lm_run *run, const lm_stream *s, int64_t limit, double *loss, doubl
         sums[0] += l->data[0] * (double)(n * T), sums[1] += (double)(n * T);
         for (int64_t i = 0; i < n * T; i++) {
             size_t len = 0;
-            if (b.targets[i] != eot) attn_bpe_token_bytes(run->bpe, b.targets[i], &len);
+            if (b.targets[i] != eot) lm_tok_bytes(&run->tok, b.ids[i], b.targets[i], &len);
             sums[2] += (double)len;
         }
         attn_ctx_reset(ctx);
@@ -158,17 +158,17 @@ static float warmup_cosine(int64_t step, void *user)
     return (float)(base * (MIN_LR_FRACTION + (1.0 - MIN_LR_FRACTION) * 0.5 * (1.0 + cos(M_PI * progress))));
 }
 
-static const char *const bpe_key[1] = {"tokenizer.bpe"};
-
 static const char *const *checkpoint_meta(void *self, int *n_kv, checkpoint_extra *x)
 {
     const lm_run *run = ((const lm_trainer *)self)->run;
+    static _Thread_local const char *key[1];
+    key[0] = lm_tok_key(&run->tok);
     int n_opts;
     const run_option *ro = lm_run_options(run->opt, &n_opts);
     *x = (checkpoint_extra){.options = ro,
                             .n_options = n_opts,
-                            .vocab_keys = bpe_key,
-                            .vocab_texts = (const char *const *)&run->bpe_text,
+                            .vocab_keys = key,
+                            .vocab_texts = (const char *const *)&run->tok.text,
                             .n_vocabs = 1};
     return lm_config_kv(&run->model.cfg, n_kv);
 }

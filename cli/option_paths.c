@@ -74,7 +74,7 @@ static bool resuming(const cli_spec *spec, const void *opts)
 static bool check_each(const cli_spec *spec, const void *opts, const char *action, path_roles *r)
 {
     const char *cmd = spec->cmd;
-    const bool trains = action && !strcmp(action, "train");
+    const bool trains = action && (!strcmp(action, "train") || !strcmp(action, "import")); /* write --checkpoint */
     char *list_at = r->lists;
     for (size_t i = 0; i < spec->n_options; i++) {
         const cli_option *o = &spec->options[i];

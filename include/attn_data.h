@@ -298,6 +298,32 @@ ATTN_API int64_t attn_bpe_pieces(const char *text, size_t len, size_t *ends);
 ATTN_API attn_status attn_bpe_llama2c_order(const attn_bpe *b, int64_t *token_order);
 ATTN_API attn_status attn_bpe_save_llama2c(const attn_bpe *b, const char *path);
 
+/* A llama2.c tokenizer.bin (any: Llama 2's own, or attn_bpe_save_llama2c's) of vocab_size ids
+ * (the model's: the file has no count; >= 259, for <unk>, BOS, EOS and the bytes at 3 + b). The
+ * file must hold exactly that many tokens, none longer than its header's longest (ATTN_ERR_FORMAT
+ * naming name). Pieces are strings up to their first NUL, as run.c reads them; of equal pieces the
+ * first id is the one found. */
+typedef struct attn_llama2c_vocab attn_llama2c_vocab;
+ATTN_API attn_llama2c_vocab *attn_llama2c_vocab_read(const void *data, size_t size, int64_t vocab_size,
+                                                     const char *name);
+ATTN_API attn_llama2c_vocab *attn_llama2c_vocab_load(const char *path, int64_t vocab_size);
+ATTN_API void attn_llama2c_vocab_free(attn_llama2c_vocab *v); /* NULL is fine */
+ATTN_API int64_t attn_llama2c_vocab_size(const attn_llama2c_vocab *v);
+/* The file's bytes as read (*size of them; owned by v), and those bytes written to path */
+ATTN_API const void *attn_llama2c_vocab_bytes(const attn_llama2c_vocab *v, size_t *size);
+ATTN_API attn_status attn_llama2c_vocab_save(const attn_llama2c_vocab *v, const char *path);
+/* run.c's encode: BOS (1) first when bos; then, for text not empty, the id of " " (byte fallback
+ * when the vocabulary has none, where run.c would write -1); each UTF-8 character (a byte and up to
+ * 3 continuation bytes after it) as its piece, or its bytes at 3 + b when it is not one; then the
+ * adjacent pair whose joined piece scores highest (above -1e10) merged, the leftmost of equal
+ * scores, until no joined pair is a piece. ids needs room for len + 2; returns the count, -1 on
+ * error. A NUL byte is encoded as its byte here; run.c's C string ends at it. */
+ATTN_API int64_t attn_llama2c_encode(const attn_llama2c_vocab *v, const char *text, size_t len, bool bos, int64_t *ids);
+/* run.c's decode: token id's bytes after token prev (*len of them; owned by v): without its leading
+ * space after BOS (prev 1), and a piece "<0xHH>" is the byte HH. (run.c also prints nothing for a
+ * lone byte that is neither printable nor white space; attn prints every byte.) */
+ATTN_API const char *attn_llama2c_piece(const attn_llama2c_vocab *v, int64_t prev, int64_t id, size_t *len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -323,6 +323,14 @@ static void all_null(void)
     EXPECT_RECORDED(attn_bpe_pieces(NULL, 1, NULL));
     EXPECT_STATUS(attn_bpe_llama2c_order(NULL, NULL));
     EXPECT_STATUS(attn_bpe_save_llama2c(NULL, NULL));
+    EXPECT_NULL(attn_llama2c_vocab_read(NULL, 0, 300, NULL));
+    EXPECT_NULL(attn_llama2c_vocab_load(NULL, 300));
+    EXPECT_NOOP(attn_llama2c_vocab_free(NULL));
+    EXPECT_RECORDED(attn_llama2c_vocab_size(NULL));
+    EXPECT_NULL(attn_llama2c_vocab_bytes(NULL, NULL));
+    EXPECT_STATUS(attn_llama2c_vocab_save(NULL, NULL));
+    EXPECT_RECORDED(attn_llama2c_encode(NULL, NULL, 1, false, NULL));
+    EXPECT_NULL(attn_llama2c_piece(NULL, 0, 0, NULL));
 #endif
 #ifdef ATTN_TEST_PLOT
     EXPECT_STATUS(attn_plot_path_check(NULL));

@@ -293,6 +293,76 @@ static void test_export(bool want_ok, const char *needle)
     tk_run("rm -f %s/lm_model.bin %s/lm_tokenizer.bin", dir, dir);
 }
 
+/* The exported lm_model.bin and lm_tokenizer.bin imported, used, tuned and exported back: the same
+ * files; hostile imports refused with nothing left */
+static void test_import(void)
+{
+    char args[1024];
+    snprintf(args, sizeof args,
+             "export --checkpoint %s/lm.safetensors --model-out %s/lm_model.bin --tokenizer-out %s/lm_tokenizer.bin",
+             dir, dir, dir);
+    TK_CHECK(lm(args) == 0, "export");
+    snprintf(args, sizeof args,
+             "import --model-in %s/lm_model.bin --tokenizer-in %s/lm_tokenizer.bin --checkpoint %s/lm_imported.safetensors",
+             dir, dir, dir);
+    int st = lm(args);
+    char *out = file_text("out.txt");
+    TK_CHECK(st == 0 && strstr(out, "300 ids"), "import: exit %d: %s", st, out);
+    free(out);
+    snprintf(args, sizeof args,
+             "export --checkpoint %s/lm_imported.safetensors --model-out %s/lm_back.bin --tokenizer-out %s/lm_back_tok.bin",
+             dir, dir, dir);
+    TK_CHECK(lm(args) == 0, "export the imported model");
+    TK_CHECK(tk_run("cmp -s %s/lm_model.bin %s/lm_back.bin && cmp -s %s/lm_tokenizer.bin %s/lm_back_tok.bin", dir, dir,
+                    dir, dir) == 0,
+             "imported and exported back: the same model and tokenizer files byte for byte");
+    snprintf(args, sizeof args, "generate --checkpoint %s/lm_imported.safetensors --greedy --max-new-tokens 5 The film",
+             dir);
+    st = lm(args);
+    out = file_text("out.txt");
+    TK_CHECK(st == 0 && !strncmp(out, "The film", 8), "generate with the imported tokenizer: exit %d: %s", st, out);
+    free(out);
+    const char *tune = "train --text %s/corpus.txt --init-from %s/lm_imported.safetensors --batch-size 4 --warmup 2 "
+                       "--val-tokens 256 --threads 2 --checkpoint %s/lm_tuned.safetensors --max-steps %d%s";
+    snprintf(args, sizeof args, tune, dir, dir, dir, 2, "");
+    st = lm(args);
+    out = file_text("out.txt");
+    TK_CHECK(st == 0 && strstr(out, "llama, 2 layers, d 16") && !strstr(out, "tokenizer:"),
+             "train --init-from: the imported model and tokenizer tuned: exit %d: %s", st, out);
+    free(out);
+    snprintf(args, sizeof args, tune, dir, dir, dir, 3, " --resume");
+    TK_CHECK(lm(args) == 0, "and resumed");
+    snprintf(args, sizeof args,
+             "train --text %s/corpus.txt --resume --max-steps 4 --threads 2 --checkpoint %s/lm_tuned.safetensors", dir,
+             dir);
+    expect_refused("resumed without --init-from", args, 2, "--init-from");
+    nothing_left("after import and tuning");
+
+    /* hostile files: exit 1 naming the problem, no checkpoint and no lock */
+    tk_run("head -c 1000 %s/lm_model.bin > %s/bad_model.bin", dir, dir);
+    snprintf(args, sizeof args,
+             "import --model-in %s/bad_model.bin --tokenizer-in %s/lm_tokenizer.bin --checkpoint %s/out.safetensors", dir,
+             dir, dir);
+    expect_refused("a cut model", args, 1, "needs");
+    tk_run("head -c 2000 %s/lm_tokenizer.bin > %s/bad_tok.bin", dir, dir);
+    snprintf(args, sizeof args,
+             "import --model-in %s/lm_model.bin --tokenizer-in %s/bad_tok.bin --checkpoint %s/out.safetensors", dir, dir,
+             dir);
+    expect_refused("a cut tokenizer", args, 1, "bad_tok.bin");
+    tk_run("cp %s/lm_model.bin %s/bad_nan.bin && printf '\\000\\000\\300\\177' | dd of=%s/bad_nan.bin bs=1 "
+           "seek=2000 conv=notrunc 2>/dev/null",
+           dir, dir, dir);
+    snprintf(args, sizeof args,
+             "import --model-in %s/bad_nan.bin --tokenizer-in %s/lm_tokenizer.bin --checkpoint %s/out.safetensors", dir,
+             dir, dir);
+    expect_refused("a NaN weight", args, 1, "NaN");
+    snprintf(args, sizeof args, "import --model-in %s/lm_model.bin --checkpoint %s/out.safetensors", dir, dir);
+    expect_refused("no --tokenizer-in", args, 2, "--tokenizer-in");
+    TK_CHECK(tk_run("test -e %s/out.safetensors || test -e %s/out.safetensors.lock", dir, dir) != 0,
+             "refused imports leave no checkpoint and no lock");
+    tk_run("rm -f %s/lm_*.bin %s/bad_*.bin %s/lm_imported.safetensors %s/lm_tuned.safetensors", dir, dir, dir, dir);
+}
+
 int main(void)
 {
     bin = getenv("ATTN_BIN");
@@ -306,6 +376,7 @@ int main(void)
     test_export(false, "another rotary base");
     test_style("--style llama --kv-heads 2");
     test_export(true, NULL);
+    test_import();
     test_resume();
     tk_run("rm -rf %s", dir);
     return tk_finish("test_cli_lm");

@@ -34,8 +34,8 @@ typedef enum piece_kind {
 } piece_kind;
 
 typedef struct piece {
-    char what[48];    /* messages: "layers.3.attention.wq.weight" */
-    float *data;      /* (rows, cols) in the model; NULL for the frequency tables */
+    char what[48]; /* messages: "layers.3.attention.wq.weight" */
+    float *data;   /* (rows, cols) in the model; NULL for the frequency tables */
     int64_t rows, cols;
     piece_kind kind;
 } piece;
@@ -142,8 +142,10 @@ static attn_status check_order(const int64_t *order, int64_t V, const char *who)
     if (!seen) return attn__fail(ATTN_ERR_NOMEM, "%s: out of memory", who);
     int64_t bad = -1;
     for (int64_t i = 0; i < V && bad < 0; i++) {
-        if (order[i] < 0 || order[i] >= V || seen[order[i]]) bad = i;
-        else seen[order[i]] = 1;
+        if (order[i] < 0 || order[i] >= V || seen[order[i]])
+            bad = i;
+        else
+            seen[order[i]] = 1;
     }
     free(seen);
     if (bad >= 0)
@@ -156,11 +158,13 @@ static attn_status check_exportable(const attn_lm *m)
 {
     const attn_lm_config *c = &m->cfg;
     const char *bad = NULL;
-    if (c->style != ATTN_LM_LLAMA) bad = "llama2.c holds LLAMA-style models (a GPT2 model goes to llm.c's format)";
-    else if (c->rope_base != ROPE_BASE) bad = "llama2.c's run.c rotates with base 10000 alone";
-    else if (c->norm_eps != NORM_EPS) bad = "llama2.c's run.c normalises with eps 1e-5 alone";
-    else if (c->vocab_size > INT32_MAX || c->context > INT32_MAX || c->d_model > INT32_MAX ||
-             c->ffn_hidden > INT32_MAX)
+    if (c->style != ATTN_LM_LLAMA)
+        bad = "llama2.c holds LLAMA-style models (a GPT2 model goes to llm.c's format)";
+    else if (c->rope_base != ROPE_BASE)
+        bad = "llama2.c's run.c rotates with base 10000 alone";
+    else if (c->norm_eps != NORM_EPS)
+        bad = "llama2.c's run.c normalises with eps 1e-5 alone";
+    else if (c->vocab_size > INT32_MAX || c->context > INT32_MAX || c->d_model > INT32_MAX || c->ffn_hidden > INT32_MAX)
         bad = "a size is past llama2.c's int32 header";
     if (bad) return attn__fail(ATTN_ERR_ARG, "lm_save_llama2c: %s", bad);
     return ATTN_OK;
@@ -182,10 +186,11 @@ attn_status attn_lm_save_llama2c(const attn_lm *m, const char *path, int version
     }
     layout(&f, version);
     unsigned char header[HEADER_V1] = {0};
-    const int32_t ints[7] = {(int32_t)c->d_model,     (int32_t)c->ffn_hidden,   (int32_t)c->num_layers,
-                             (int32_t)c->num_heads,   (int32_t)c->num_kv_heads,
-                             (int32_t)(version == 0 && c->untied ? -c->vocab_size : c->vocab_size),
-                             (int32_t)c->context};
+    const int32_t ints[7] = {
+        (int32_t)c->d_model,      (int32_t)c->ffn_hidden,
+        (int32_t)c->num_layers,   (int32_t)c->num_heads,
+        (int32_t)c->num_kv_heads, (int32_t)(version == 0 && c->untied ? -c->vocab_size : c->vocab_size),
+        (int32_t)c->context};
     size_t at = 0;
     if (version == 1) put_u32(header, MAGIC_V1), put_u32(header + 4, 1), at = 8;
     for (int i = 0; i < 7; i++) put_u32(header + at + 4 * i, (uint32_t)ints[i]);
@@ -202,8 +207,10 @@ attn_status attn_lm_save_llama2c(const attn_lm *m, const char *path, int version
     for (int k = 0; k < f.n && st == ATTN_OK; k++) {
         const piece *p = &f.pieces[k];
         for (int64_t r = 0; r < p->rows && st == ATTN_OK; r++) {
-            if (p->data) memcpy(row, p->data + row_of(&f, p, r) * p->cols, sizeof(float) * (size_t)p->cols);
-            else freq_row(&f, p, r, row);
+            if (p->data)
+                memcpy(row, p->data + row_of(&f, p, r) * p->cols, sizeof(float) * (size_t)p->cols);
+            else
+                freq_row(&f, p, r, row);
             swap_floats(row, p->cols);
             if (fwrite(row, sizeof(float), (size_t)p->cols, out.fp) != (size_t)p->cols)
                 st = attn__outfile_write_error(&out, errno);
@@ -239,8 +246,8 @@ static attn_status read_header(FILE *fp, const char *path, int64_t file_bytes, a
     for (int i = 0; i < 7; i++) x[i] = (int32_t)get_u32(h + at + 4 * i);
     const bool shared = *version == 1 ? h[at + 28] != 0 : x[5] > 0;
     if (*version == 0 && x[5] < 0) x[5] = -x[5];
-    static const char *const names[7] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size",
-                                         "max_seq_len"};
+    static const char *const names[7] = {"dim",        "hidden_dim", "n_layers",   "n_heads",
+                                         "n_kv_heads", "vocab_size", "max_seq_len"};
     for (int i = 0; i < 7; i++)
         if (x[i] < 1)
             return attn__fail(ATTN_ERR_FORMAT, "%s: header %s = %lld; expected >= 1", path, names[i], (long long)x[i]);
@@ -249,9 +256,18 @@ static attn_status read_header(FILE *fp, const char *path, int64_t file_bytes, a
                           "%s: header dim %lld, n_heads %lld, n_kv_heads %lld; expected n_heads dividing dim into "
                           "even heads, n_kv_heads dividing n_heads",
                           path, (long long)x[0], (long long)x[3], (long long)x[4]);
-    *c = (attn_lm_config){.style = ATTN_LM_LLAMA, .d_model = x[0], .ffn_hidden = x[1], .num_layers = x[2],
-                          .num_heads = x[3], .num_kv_heads = x[4], .vocab_size = x[5], .context = x[6],
-                          .norm_eps = NORM_EPS, .rope_base = ROPE_BASE, .rope_interleaved = true, .untied = !shared};
+    *c = (attn_lm_config){.style = ATTN_LM_LLAMA,
+                          .d_model = x[0],
+                          .ffn_hidden = x[1],
+                          .num_layers = x[2],
+                          .num_heads = x[3],
+                          .num_kv_heads = x[4],
+                          .vocab_size = x[5],
+                          .context = x[6],
+                          .norm_eps = NORM_EPS,
+                          .rope_base = ROPE_BASE,
+                          .rope_interleaved = true,
+                          .untied = !shared};
     const __int128 E = x[0], F = x[1], L = x[2], V = x[5], T = x[6], Ekv = x[0] / x[3] * x[4];
     __int128 floats = V * E + L * (2 * E + 2 * E * E + 2 * E * Ekv + 3 * E * F) + E + (shared ? 0 : V * E);
     if (*version == 0) floats += T * (E / x[3]); /* the two frequency tables */
