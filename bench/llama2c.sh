@@ -141,7 +141,7 @@ int main(int argc, char **argv) /* model tokenizer: each line of stdin encoded, 
 EOF
   gcc -O2 -I"$LLAMA2C_DIR" -o "$work/encode" "$work/encode.c" -lm
   find data/aclImdb_mini -name '*.txt' | sort | head -200 | xargs cat | tr -d '\r' | sed 's/<br \/>/\n/g' |
-    grep -v '^$' | head -300 >"$work/lines.txt"
+    grep -v '^$' | head -300 >"$work/lines.txt" || true # head closes the pipe early
   sets=("$work/back.safetensors $work/model.bin $work/tok.bin")
   [[ -f $work/rand_v0.safetensors ]] && sets+=("$work/rand_v0.safetensors $work/rand_v0.bin $LLAMA2C_DIR/tokenizer.bin")
   for set in "${sets[@]}"; do

@@ -11,7 +11,12 @@
 
 static const char *const style_names[] = {"gpt2", "llama", NULL};
 static const char *const action_names[] = {"train", "eval", "generate", "explain", "export", "import", NULL};
-static const char *const format_names[] = {"llama2c", "llama2c-v1", NULL}; /* llama2.c's versions 0 and 1 */
+static const char *const format_names[] = {"llama2c", "llama2c-v1", "llmc", NULL};
+enum {
+    LLAMA2C_V0, /* llama2.c's checkpoint versions 0 and 1 */
+    LLAMA2C_V1,
+    LLMC        /* llm.c's GPT-2 checkpoint (version 3) */
+};
 enum {
     TRAIN,
     EVAL,
@@ -79,10 +84,14 @@ static const cli_option options[] = {
      "explain: every layer's and head's attention over the prompt", "explain"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "export (a llama-style model to another program's files):"},
     {"--format", NULL, O(CLI_CHOICE, format), 0, 0, format_names, "llama2c",
-     "llama2c (llama2.c's run.c reads it: version 0) or llama2c-v1 (its export.py's version 1)", "export"},
+     "a llama-style model as llama2c (llama2.c's run.c reads it: version 0) or llama2c-v1 (its export.py's "
+     "version 1); a gpt2-style one as llmc (llm.c's train_gpt2.c and test_gpt2.c read it)",
+     "export"},
     {"--model-out", "FILE", O(CLI_OUT_FILE, model_out), 0, 0, NULL, NULL, "the model's file (required)", "export"},
     {"--tokenizer-out", "FILE", O(CLI_OUT_FILE, tokenizer_out), 0, 0, NULL, NULL,
-     "the tokenizer as llama2.c's tokenizer.bin (the model's ids are laid out for it either way)", "export"},
+     "the tokenizer as llama2.c's tokenizer.bin (the model's ids are laid out for it either way) or llm.c's "
+     "gpt2_tokenizer.bin",
+     "export"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "import (another program's files to a checkpoint; train --init-from tunes it):"},
     {"--model-in", "FILE", O(CLI_IN_FILE, model_in), 0, 0, NULL, NULL,
      "a llama2.c checkpoint, version 0 or 1 (required)", "import"},
@@ -106,7 +115,7 @@ const cli_spec lm_spec = {
                "  eval              loss, perplexity and bits per byte on the held-out text\n"
                "  generate [TEXT]   continue a prompt (arguments, or all of stdin), streamed\n"
                "  explain [TEXT]    draw the attention of every layer and head over a prompt\n"
-               "  export            write a llama-style model and its tokenizer as llama2.c's files\n"
+               "  export            write the model and its tokenizer as llama2.c's or llm.c's files\n"
                "  import            a llama2.c model and tokenizer as a checkpoint (generate, eval, tune)\n",
     CLI_OPTIONS(options),
     .notes = "--max-len is --context here. Bits per byte: the loss in bits over the UTF-8 bytes of the\n"
@@ -340,18 +349,43 @@ static int do_eval(lm_run *run, const lm_options *o)
     return code;
 }
 
+/* A gpt2-style model and its tokenizer as llm.c's files (attn's ids as they are) */
+static int export_llmc(lm_run *run, const lm_options *o)
+{
+    if (run->model.cfg.style != ATTN_LM_GPT2 || !run->tok.bpe)
+        return cli_fail(CLI_ERR_DATA, "lm", "%s: a llama-style model; llm.c runs gpt2-style ones (--format llmc)",
+                        o->train.checkpoint);
+    bool tokenizer_written = false;
+    int code = CLI_OK;
+    if (o->tokenizer_out) {
+        if (attn_bpe_save_llmc(run->tok.bpe, o->tokenizer_out) == ATTN_OK) tokenizer_written = true;
+        else code = cli_fail(CLI_ERR_DATA, "lm", "export: %s", attn_last_error());
+    }
+    if (code == CLI_OK && attn_lm_save_llmc(&run->model, o->model_out) != ATTN_OK) {
+        code = cli_fail(CLI_ERR_DATA, "lm", "export: %s", attn_last_error());
+        struct stat sb;
+        if (tokenizer_written && stat(o->tokenizer_out, &sb) == 0 && S_ISREG(sb.st_mode)) remove(o->tokenizer_out);
+    }
+    if (code == CLI_OK)
+        printf("%s: llm.c version 3, %lld ids%s%s\n", o->model_out, (long long)lm_tok_size(&run->tok),
+               o->tokenizer_out ? "; tokenizer " : "", o->tokenizer_out ? o->tokenizer_out : "");
+    return code;
+}
+
 /* The model and its tokenizer as llama2.c's files, the ids in llama2.c's order for both (attn's BPE
- * laid out for llama2.c, or the imported tokenizer as it was). What llama2.c cannot hold is refused
- * before either is written; the tokenizer is written first, and removed (when a regular file) if
- * the model then fails. */
+ * laid out for llama2.c, or the imported tokenizer as it was), or as llm.c's. What the other
+ * program cannot hold is refused before either file is written; the tokenizer is written first,
+ * and removed (when a regular file) if the model then fails. */
 static int do_export(lm_run *run, const lm_options *o)
 {
     int code = load_model(run, o->train.checkpoint);
     if (code != CLI_OK) return code;
+    if (o->format == LLMC) return export_llmc(run, o);
     const attn_lm_config *c = &run->model.cfg;
     if (c->style != ATTN_LM_LLAMA || c->rope_base != 10000.0f)
-        return cli_fail(CLI_ERR_DATA, "lm", "%s: %s; llama2.c runs llama-style models of --rope-base 10000",
-                        o->train.checkpoint, c->style != ATTN_LM_LLAMA ? "a gpt2-style model" : "another rotary base");
+        return cli_fail(CLI_ERR_DATA, "lm", "%s: %s; llama2.c runs llama-style models of --rope-base 10000%s",
+                        o->train.checkpoint, c->style != ATTN_LM_LLAMA ? "a gpt2-style model" : "another rotary base",
+                        c->style != ATTN_LM_LLAMA ? " (--format llmc writes llm.c's files)" : "");
     const int64_t V = lm_tok_size(&run->tok);
     int64_t *order = malloc(sizeof *order * (size_t)V);
     if (!order) return cli_fail(CLI_ERR_DATA, "lm", "out of memory");

@@ -1271,6 +1271,23 @@ ATTN_API void attn_lm_decoder_free(attn_lm_decoder *d); /* NULL is fine */
 ATTN_API attn_status attn_lm_save_llama2c(const attn_lm *m, const char *path, int version, const int64_t *token_order);
 ATTN_API attn_status attn_lm_load_llama2c(attn_lm *m, attn_params *p, const char *path, const int64_t *token_order);
 
+/* llm.c's GPT-2 checkpoint (version 3, float32, as its train_gpt2.c and test_gpt2.c read it),
+ * little-endian: int32 x 256 (20240326, 3, max_seq_len, vocab_size, num_layers, num_heads,
+ * channels, padded_vocab_size, zeros), then float32 wte (padded_vocab_size, C: the rows past
+ * vocab_size zeros), wpe (max_seq_len, C), and over the layers ln1w, ln1b, qkvw (3C, C), qkvb,
+ * attprojw (C, C), attprojb, ln2w, ln2b, fcw (4C, C), fcb, fcprojw (C, 4C), fcprojb, then lnfw, lnfb.
+ * attn_lm_save_llmc takes a GPT2 model of norm_eps 1e-5 and ffn_hidden 4 d_model (llm.c's; ATTN_ERR_ARG
+ * otherwise) and pads the vocabulary to a multiple of 128, as llm.c's train_gpt2.py does;
+ * attn_lm_load_llmc registers and fills one (the padded rows read, checked finite and dropped),
+ * with the refusals of attn_lm_load_llama2c. attn_lm_save_llmc_state writes test_gpt2.c's debug
+ * state for the batch x, y (B, T) whose logits (B, T, V) and mean loss the caller computed, and
+ * the model's gradients of that loss (ATTN_ERR_STATE without them): int32 x 256 (20240327, 2, B, T,
+ * zeros), int32 x, int32 y, float32 logits, the loss, the gradients laid out as the checkpoint. */
+ATTN_API attn_status attn_lm_save_llmc(const attn_lm *m, const char *path);
+ATTN_API attn_status attn_lm_load_llmc(attn_lm *m, attn_params *p, const char *path);
+ATTN_API attn_status attn_lm_save_llmc_state(const attn_lm *m, const char *path, const int64_t *x, const int64_t *y,
+                                             int64_t B, int64_t T, const float *logits, float loss);
+
 /* ======================================================================================
  * Optimizers: the exact update rules of torch.optim (1.13, single-tensor path).
  * ====================================================================================== */

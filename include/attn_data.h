@@ -297,6 +297,10 @@ ATTN_API int64_t attn_bpe_pieces(const char *text, size_t len, size_t *ends);
  * single spaces it gives attn's ids; its printing skips lone non-printable bytes. */
 ATTN_API attn_status attn_bpe_llama2c_order(const attn_bpe *b, int64_t *token_order);
 ATTN_API attn_status attn_bpe_save_llama2c(const attn_bpe *b, const char *path);
+/* llm.c's gpt2_tokenizer.bin (version 2), which its programs decode samples with: uint32 x 256
+ * (20240328, 2, vocab_size, <|endoftext|>'s id, zeros), then per id uint8 length and its bytes
+ * (<|endoftext|> as that text); ATTN_ERR_ARG for a token past 255 bytes. */
+ATTN_API attn_status attn_bpe_save_llmc(const attn_bpe *b, const char *path);
 
 /* A llama2.c tokenizer.bin (any: Llama 2's own, or attn_bpe_save_llama2c's) of vocab_size ids
  * (the model's: the file has no count; >= 259, for <unk>, BOS, EOS and the bytes at 3 + b). The

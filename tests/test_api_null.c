@@ -230,6 +230,9 @@ static void all_null(void)
     EXPECT_NOOP(attn_lm_decoder_free(NULL));
     EXPECT_STATUS(attn_lm_save_llama2c(NULL, NULL, 0, NULL));
     EXPECT_STATUS(attn_lm_load_llama2c(NULL, NULL, NULL, NULL));
+    EXPECT_STATUS(attn_lm_save_llmc(NULL, NULL));
+    EXPECT_STATUS(attn_lm_load_llmc(NULL, NULL, NULL));
+    EXPECT_STATUS(attn_lm_save_llmc_state(NULL, NULL, NULL, NULL, 1, 1, NULL, 0.0f));
     EXPECT_STATUS(attn_seq2seq_init(NULL, NULL, NULL, NULL));
     EXPECT_NOOP(attn_seq2seq_free(NULL));
     EXPECT_NULL(attn_seq2seq_forward(NULL, NULL, NULL, NULL, 1, 1, NULL, NULL, 1, NULL));
@@ -323,6 +326,7 @@ static void all_null(void)
     EXPECT_RECORDED(attn_bpe_pieces(NULL, 1, NULL));
     EXPECT_STATUS(attn_bpe_llama2c_order(NULL, NULL));
     EXPECT_STATUS(attn_bpe_save_llama2c(NULL, NULL));
+    EXPECT_STATUS(attn_bpe_save_llmc(NULL, NULL));
     EXPECT_NULL(attn_llama2c_vocab_read(NULL, 0, 300, NULL));
     EXPECT_NULL(attn_llama2c_vocab_load(NULL, 300));
     EXPECT_NOOP(attn_llama2c_vocab_free(NULL));

@@ -10,7 +10,7 @@
  *     another rotary base or eps, version 2, an order that is no permutation, a missing folder; on
  *     loading, files cut at several places, headers whose sizes do not give the file's size or that
  *     are not a model, a NaN weight, version 2, a folder, a missing file.
- *   - golden files (tests/golden/make_golden_llama2c.py: version 0 GQA untied, version 1 tied, laid
+ *   - golden files (tests/golden/make_golden_lm_files.py: version 0 GQA untied, version 1 tied, laid
  *     out from llama2.c's export.py, the logits of make_golden_lm.py's composition of llama2.c's
  *     model in float64) load and give torch's logits within test_golden_lm's bound (one side). */
 #include "testkit.h"

@@ -1,8 +1,9 @@
-/* A byte-level BPE tokenizer as llama2.c's tokenizer.bin (format in attn_data.h): the ids laid out
- * as llama2.c's code expects them (1 its BOS, where every prompt starts and generation stops; the
- * bytes at 3 + byte, where its encoder falls back for a character it cannot find), and scores that
- * make its encoder (merge the adjacent pair of the highest score first) take attn's merges in
- * attn's order. */
+/* A byte-level BPE tokenizer as other programs' tokenizer files (formats in attn_data.h):
+ *   - llama2.c's tokenizer.bin: the ids laid out as llama2.c's code expects them (1 its BOS, where
+ *     every prompt starts and generation stops; the bytes at 3 + byte, where its encoder falls back
+ *     for a character it cannot find), and scores that make its encoder (merge the adjacent pair of
+ *     the highest score first) take attn's merges in attn's order;
+ *   - llm.c's gpt2_tokenizer.bin, which its programs decode samples with: attn's ids as they are. */
 #include "data_internal.h"
 
 #include <errno.h>
@@ -71,5 +72,32 @@ attn_status attn_bpe_save_llama2c(const attn_bpe *b, const char *path)
         err = write_token(out.fp, id < 256 ? 0.0f : -(float)(id - 256), bytes, len); /* the earliest merge highest */
     }
     free(order);
+    return attn__outfile_close(&out, err ? attn__outfile_write_error(&out, err) : ATTN_OK);
+}
+
+attn_status attn_bpe_save_llmc(const attn_bpe *b, const char *path)
+{
+    if (!b || !path) return attn__fail(ATTN_ERR_ARG, "bpe_save_llmc: NULL argument");
+    const int64_t V = attn_bpe_vocab_size(b), eot = attn_bpe_eot(b);
+    for (int64_t id = 0; id < eot; id++) {
+        size_t len;
+        attn_bpe_token_bytes(b, id, &len);
+        if (len > 255)
+            return attn__fail(ATTN_ERR_ARG, "bpe_save_llmc: token %lld is %zu bytes; llm.c's file holds 255 at most",
+                              (long long)id, len);
+    }
+    unsigned char head[1024] = {0};
+    put_u32(head, 20240328), put_u32(head + 4, 2), put_u32(head + 8, (uint32_t)V), put_u32(head + 12, (uint32_t)eot);
+    attn__outfile out;
+    attn_status st = attn__outfile_open(&out, path);
+    if (st != ATTN_OK) return st;
+    int err = fwrite(head, 1, sizeof head, out.fp) == sizeof head ? 0 : errno;
+    for (int64_t id = 0; id < V && !err; id++) {
+        static const char eot_text[] = "<|endoftext|>";
+        size_t len = sizeof eot_text - 1;
+        const char *bytes = id == eot ? eot_text : attn_bpe_token_bytes(b, id, &len);
+        const unsigned char n = (unsigned char)len;
+        if (fwrite(&n, 1, 1, out.fp) != 1 || fwrite(bytes, 1, len, out.fp) != len) err = errno ? errno : EIO;
+    }
     return attn__outfile_close(&out, err ? attn__outfile_write_error(&out, err) : ATTN_OK);
 }
