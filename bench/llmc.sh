@@ -139,7 +139,7 @@ for shape in "6 384 256" "12 768 64"; do
   read -r layers width T <<<"$shape"
   STEPS=1 model_for "$layers" "$width" "$T"
   for ((r = 1; r <= rounds; r++)); do
-    (cd "$work" && OMP_NUM_THREADS=2 ./llmc_driver time 4 "$T" 5) | sed "s/^{/{\"round\": $r, /" >>"$out"
+    (cd "$work" && OMP_NUM_THREADS=2 ./llmc_driver time 4 "$T" 5) | grep '^{' | sed "s/^{/{\"round\": $r, /" >>"$out"
     (cd "$work" && "$oracle" time gpt2_124M.bin train.bin 4 "$T" 5) | sed "s/^{/{\"round\": $r, /" >>"$out"
   done
 done

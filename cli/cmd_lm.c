@@ -11,11 +11,12 @@
 
 static const char *const style_names[] = {"gpt2", "llama", NULL};
 static const char *const action_names[] = {"train", "eval", "generate", "explain", "export", "import", NULL};
-static const char *const format_names[] = {"llama2c", "llama2c-v1", "llmc", NULL};
+static const char *const format_names[] = {"llama2c", "llama2c-v1", "llmc", "hf", NULL};
 enum {
     LLAMA2C_V0, /* llama2.c's checkpoint versions 0 and 1 */
     LLAMA2C_V1,
-    LLMC        /* llm.c's GPT-2 checkpoint (version 3) */
+    LLMC,       /* llm.c's GPT-2 checkpoint (version 3) */
+    HF          /* Hugging Face's GPT2LMHeadModel or LlamaForCausalLM folder */
 };
 enum {
     TRAIN,
@@ -85,7 +86,10 @@ static const cli_option options[] = {
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "export (a llama-style model to another program's files):"},
     {"--format", NULL, O(CLI_CHOICE, format), 0, 0, format_names, "llama2c",
      "a llama-style model as llama2c (llama2.c's run.c reads it: version 0) or llama2c-v1 (its export.py's "
-     "version 1); a gpt2-style one as llmc (llm.c's train_gpt2.c and test_gpt2.c read it)",
+     "version 1); a gpt2-style one as llmc (llm.c's train_gpt2.c and test_gpt2.c read it); either as hf "
+     "(Hugging Face's GPT2LMHeadModel or LlamaForCausalLM: config.json and model.safetensors in --hf-out)",
+     "export"},
+    {"--hf-out", "DIR", O(CLI_OUT_DIR, hf_out), 0, 0, NULL, NULL, "--format hf: the folder (made if missing)",
      "export"},
     {"--model-out", "FILE", O(CLI_OUT_FILE, model_out), 0, 0, NULL, NULL, "the model's file (required)", "export"},
     {"--tokenizer-out", "FILE", O(CLI_OUT_FILE, tokenizer_out), 0, 0, NULL, NULL,
@@ -93,10 +97,14 @@ static const cli_option options[] = {
      "gpt2_tokenizer.bin",
      "export"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "import (another program's files to a checkpoint; train --init-from tunes it):"},
-    {"--model-in", "FILE", O(CLI_IN_FILE, model_in), 0, 0, NULL, NULL,
-     "a llama2.c checkpoint, version 0 or 1 (required)", "import"},
+    {"--model-in", "FILE", O(CLI_IN_FILE, model_in), 0, 0, NULL, NULL, "a llama2.c checkpoint, version 0 or 1",
+     "import"},
+    {"--hf-in", "DIR", O(CLI_IN_DIR, hf_in), 0, 0, NULL, NULL,
+     "or a Hugging Face LlamaForCausalLM folder (config.json, model.safetensors)", "import"},
     {"--tokenizer-in", "FILE", O(CLI_IN_FILE, tokenizer_in), 0, 0, NULL, NULL,
-     "its tokenizer.bin (required): llama2.c's own, or one attn lm export wrote", "import"},
+     "its tokenizer as llama2.c's tokenizer.bin (required): llama2.c's own, one its tokenizer.py made from a "
+     "model's tokenizer.model, or one attn lm export wrote",
+     "import"},
     {"--init-from", "FILE", O(CLI_IN_FILE, init_from), 0, 0, NULL, NULL,
      "train: start from this checkpoint's model and tokenizer (fine-tuning; its config, not the options above)",
      "train"},
@@ -116,7 +124,7 @@ const cli_spec lm_spec = {
                "  generate [TEXT]   continue a prompt (arguments, or all of stdin), streamed\n"
                "  explain [TEXT]    draw the attention of every layer and head over a prompt\n"
                "  export            write the model and its tokenizer as llama2.c's or llm.c's files\n"
-               "  import            a llama2.c model and tokenizer as a checkpoint (generate, eval, tune)\n",
+               "  import            a llama2.c or Hugging Face llama model and a tokenizer.bin as a checkpoint\n",
     CLI_OPTIONS(options),
     .notes = "--max-len is --context here. Bits per byte: the loss in bits over the UTF-8 bytes of the\n"
              "predicted tokens (<|endoftext|> counts no bytes). Weight decay applies to every parameter.\n",
@@ -138,6 +146,7 @@ static const config_field config_fields[] = {
     {"rope_base", CONFIG_F32, C(rope_base), 0, 100000000},
     {"untied", CONFIG_BOOL, C(untied), 0, 1},
     {"rope_interleaved", CONFIG_BOOL, C(rope_interleaved), 0, 1, .optional = true}, /* imported from llama2.c */
+    {"norm_eps", CONFIG_F32, C(norm_eps), 0, 1, .optional = true, .absent = 1e-5f}, /* as attn_lm_init's */
 };
 #undef C
 #define N_CONFIG_FIELDS (int)(sizeof config_fields / sizeof config_fields[0])
@@ -173,6 +182,7 @@ static attn_lm_config config_of(const lm_options *o, int64_t vocab)
                         .num_heads = o->heads,
                         .num_kv_heads = o->kv_heads ? o->kv_heads : o->heads,
                         .ffn_hidden = o->ffn,
+                        .norm_eps = 1e-5f, /* attn_lm_init's default, as the checkpoint keeps it */
                         .rope_base = o->style == ATTN_LM_LLAMA ? (float)o->rope_base : 0.0f,
                         .untied = o->untied,
                         .dropout = (float)o->dropout};
@@ -381,6 +391,15 @@ static int do_export(lm_run *run, const lm_options *o)
     int code = load_model(run, o->train.checkpoint);
     if (code != CLI_OK) return code;
     if (o->format == LLMC) return export_llmc(run, o);
+    if (o->format == HF) {
+        if (cli_make_dir("lm", "--hf-out", o->hf_out) != CLI_OK) return CLI_ERR_DATA;
+        if (attn_lm_save_hf(&run->model, o->hf_out) != ATTN_OK)
+            return cli_fail(CLI_ERR_DATA, "lm", "export: %s", attn_last_error());
+        printf("%s: config.json and model.safetensors (%s), %lld ids; the tokenizer stays in %s\n", o->hf_out,
+               run->model.cfg.style == ATTN_LM_GPT2 ? "GPT2LMHeadModel" : "LlamaForCausalLM",
+               (long long)lm_tok_size(&run->tok), o->train.checkpoint);
+        return CLI_OK;
+    }
     const attn_lm_config *c = &run->model.cfg;
     if (c->style != ATTN_LM_LLAMA || c->rope_base != 10000.0f)
         return cli_fail(CLI_ERR_DATA, "lm", "%s: %s; llama2.c runs llama-style models of --rope-base 10000%s",
@@ -413,9 +432,16 @@ static int do_import(lm_run *run, const lm_options *o)
 {
     const char *ck = o->train.checkpoint;
     if (checkpoint_lock_take("lm", ck, &run->lock) != CLI_OK) return CLI_ERR_DATA;
-    if (!(run->params = attn_params_new()) || attn_lm_load_llama2c(&run->model, run->params, o->model_in, NULL) != ATTN_OK)
-        return cli_fail(CLI_ERR_DATA, "lm", "%s", run->params ? attn_last_error() : "out of memory");
+    if (!(run->params = attn_params_new())) return cli_fail(CLI_ERR_DATA, "lm", "out of memory");
+    if ((o->hf_in ? attn_lm_load_hf(&run->model, run->params, o->hf_in)
+                  : attn_lm_load_llama2c(&run->model, run->params, o->model_in, NULL)) != ATTN_OK)
+        return cli_fail(CLI_ERR_DATA, "lm", "%s", attn_last_error());
     run->model_ready = true;
+    if (run->model.cfg.style != ATTN_LM_LLAMA)
+        return cli_fail(CLI_ERR_DATA, "lm",
+                        "%s: a GPT2LMHeadModel; attn imports llama models alone (their tokenizer as llama2.c's "
+                        "tokenizer.bin), as it does not read GPT-2's vocab.json and merges.txt",
+                        o->hf_in);
     int code = lm_tok_set_llama2c(&run->tok, o->tokenizer_in, run->model.cfg.vocab_size);
     if (code != CLI_OK) return code;
     int n_kv;
@@ -470,9 +496,14 @@ static int validate(const lm_options *o, int action, int n_args)
 {
     if ((action == TRAIN || action == EVAL || action == EXPORT || action == IMPORT) && n_args)
         return cli_fail(CLI_ERR_USAGE, "lm", "%s takes no PROMPT arguments", action_names[action]);
-    if (action == EXPORT && !o->model_out) return cli_fail(CLI_ERR_USAGE, "lm", "export needs --model-out FILE");
-    if (action == IMPORT && (!o->model_in || !o->tokenizer_in))
-        return cli_fail(CLI_ERR_USAGE, "lm", "import needs --model-in FILE and --tokenizer-in FILE");
+    if (action == EXPORT && o->format != HF && !o->model_out)
+        return cli_fail(CLI_ERR_USAGE, "lm", "export needs --model-out FILE");
+    if (action == EXPORT && o->format == HF && (!o->hf_out || o->model_out || o->tokenizer_out))
+        return cli_fail(CLI_ERR_USAGE, "lm", "export --format hf writes --hf-out DIR alone");
+    if (action == EXPORT && o->format != HF && o->hf_out)
+        return cli_fail(CLI_ERR_USAGE, "lm", "--hf-out goes with --format hf");
+    if (action == IMPORT && (!o->model_in == !o->hf_in || !o->tokenizer_in))
+        return cli_fail(CLI_ERR_USAGE, "lm", "import needs --model-in FILE or --hf-in DIR (one), and --tokenizer-in FILE");
     if (cli_check_paths(&lm_spec, o, action_names[action]) != CLI_OK) return CLI_ERR_USAGE;
     if (o->data && o->text) return cli_fail(CLI_ERR_USAGE, "lm", "--data and --text: give one of them");
     if (action != TRAIN || o->init_from) return CLI_OK; /* --init-from: the model's options are its */

@@ -98,25 +98,6 @@ const cli_spec tour_spec = {
              "to its step; docs/seeds.md names the three tutorials and where they are published.\n",
 };
 
-/* mkdir -p dir, after cli_check_paths (cli_check_output_dir) said it can be done; prints what it made. */
-static int make_dir(const char *opt, const char *dir)
-{
-    struct stat st;
-    if (stat(dir, &st) == 0) return CLI_OK;
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s", dir);
-    for (char *p = path + 1;; p++) {
-        if (*p != '/' && *p != '\0') continue;
-        char c = *p;
-        *p = '\0';
-        if (mkdir(path, 0777) != 0 && errno != EEXIST)
-            return cli_fail(CLI_ERR_DATA, "tour", "%s %s: cannot make %s: %s", opt, dir, path, strerror(errno));
-        *p = c;
-        if (!c) break;
-    }
-    return CLI_OK;
-}
-
 /* --lang auto: the locale's language, as gettext reads it (LC_ALL, then LC_MESSAGES, then LANG). */
 static bool locale_is_chinese(void)
 {
@@ -221,8 +202,8 @@ int cmd_tour(int argc, char **argv)
         return CLI_OK;
     }
     /* the folders, made only now that every option is known to be good */
-    if ((code = make_dir("--out-dir", o.out_dir)) != CLI_OK ||
-        (o.save_dir && (code = make_dir("--save", o.save_dir)) != CLI_OK))
+    if ((code = cli_make_dir("tour", "--out-dir", o.out_dir)) != CLI_OK ||
+        (o.save_dir && (code = cli_make_dir("tour", "--save", o.save_dir)) != CLI_OK))
         return code;
     tour_run t = {.out_dir = o.out_dir,
                   .data_dir = o.data_dir,

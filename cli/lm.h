@@ -9,7 +9,7 @@
 
 typedef struct lm_options {
     train_options train;
-    const char *data, *text, *out, *export_tokens, *model_out, *tokenizer_out, *model_in, *tokenizer_in, *init_from;
+    const char *data, *text, *out, *export_tokens, *model_out, *tokenizer_out, *model_in, *tokenizer_in, *init_from, *hf_out, *hf_in;
     int style;                           /* --style: an attn_lm_style */
     int format;                          /* --format: llama2.c's version (0, 1) */
     long vocab, d_model, layers, heads, kv_heads, ffn, rope_base, warmup, budget_min, val_tokens;

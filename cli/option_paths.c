@@ -3,11 +3,31 @@
  * output among what the run reads. */
 #include "options.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+int cli_make_dir(const char *cmd, const char *opt, const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) == 0) return CLI_OK;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p != '\0') continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST)
+            return cli_fail(CLI_ERR_DATA, cmd, "%s %s: cannot make %s: %s", opt, dir, path, strerror(errno));
+        *p = c;
+        if (!c) break;
+    }
+    return CLI_OK;
+}
 
 bool cli_check_output_dir(const char *cmd, const char *opt, const char *dir)
 {

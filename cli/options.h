@@ -170,6 +170,8 @@ bool cli_check_input_dir(const char *cmd, const char *opt, const char *path);
 /* A folder the command writes into: it exists and is writable, or it can be made (its nearest
  * existing parent is a writable folder); room is left for the names put in it. */
 bool cli_check_output_dir(const char *cmd, const char *opt, const char *dir);
+/* mkdir -p dir, after cli_check_output_dir said it can be done (CLI_ERR_DATA naming opt if not) */
+int cli_make_dir(const char *cmd, const char *opt, const char *dir);
 
 /* A path a command reads or writes, named by its option (a checkpoint's vocabulary by the
  * checkpoint's). */

@@ -254,20 +254,28 @@ bool checkpoint_meta_long(const attn_st_file *f, const char *key, long *out)
     return true;
 }
 
-long config_value(const config_field *field, const void *cfg)
+double config_value(const config_field *field, const void *cfg)
 {
     const char *at = (const char *)cfg + field->offset;
     switch (field->type) {
     case CONFIG_I64:
-        return (long)*(const int64_t *)at;
+        return (double)*(const int64_t *)at;
     case CONFIG_INT:
         return *(const int *)at;
     case CONFIG_BOOL:
         return *(const bool *)at;
     case CONFIG_F32:
-        return (long)*(const float *)at; /* whole numbers (the option that sets it is an integer) */
+        return *(const float *)at;
     }
     return 0;
+}
+
+/* A field's value as metadata text: integers as digits, a float in 9 significant digits (which
+ * give the float back exactly) */
+static void config_text(const config_field *field, const void *cfg, char *out, size_t n)
+{
+    if (field->type == CONFIG_F32) snprintf(out, n, "%.9g", config_value(field, cfg));
+    else snprintf(out, n, "%.0f", config_value(field, cfg));
 }
 
 /* ---- vocabularies inside the checkpoint ---- */
@@ -424,10 +432,11 @@ int config_check_resumed(const char *cmd, const attn_st_file *f, const char *pat
     int code = config_read(cmd, f, path, model_name, what, fields, n_fields, saved);
     for (int i = 0; code == CLI_OK && i < n_fields; i++) {
         const char *key = fields[i].key;
-        const long was = config_value(&fields[i], saved), now = config_value(&fields[i], cfg);
-        if (was != now)
+        char was[32], now[32];
+        config_text(&fields[i], saved, was, sizeof was), config_text(&fields[i], cfg, now, sizeof now);
+        if (config_value(&fields[i], saved) != config_value(&fields[i], cfg))
             code = cli_fail(CLI_ERR_USAGE, cmd,
-                            "resume: %s has %s %ld in its metadata, these options give %ld%s: "
+                            "resume: %s has %s %s in its metadata, these options give %s%s: "
                             "resume with the options it was trained with",
                             path, key, was, now, max_len_note && !strcmp(key, "max_len") ? max_len_note : "");
     }
@@ -441,7 +450,7 @@ const char *const *config_kv(const char *model_name, const config_field *fields,
     kv[0] = "model";
     kv[1] = model_name;
     for (int i = 0; i < n_fields && i < CONFIG_MAX_FIELDS; i++) {
-        snprintf(vals[i], sizeof vals[i], "%ld", config_value(&fields[i], cfg));
+        config_text(&fields[i], cfg, vals[i], sizeof vals[i]);
         kv[2 * i + 2] = fields[i].key;
         kv[2 * i + 3] = vals[i];
     }
@@ -491,20 +500,26 @@ int config_read(const char *cmd, const attn_st_file *f, const char *path, const 
     int code = checkpoint_model_check(cmd, f, path, model_name, what);
     for (int i = 0; code == CLI_OK && i < n_fields; i++) {
         const config_field *c = &fields[i];
-        long v;
-        if (c->optional && !attn_st_metadata(f, c->key)) {
-            v = 0; /* written before the field was */
-        } else if (!checkpoint_meta_long(f, c->key, &v)) {
-            const char *text = attn_st_metadata(f, c->key);
-            code = cli_fail(CLI_ERR_DATA, cmd, "%s: metadata %s is %s%s%s; expected an integer in [%ld, %ld]", path,
-                            c->key, text ? "\"" : "", text ? text : "missing", text ? "\"" : "", c->min, c->max);
-        } else if (v < c->min || v > c->max) {
-            code = cli_fail(CLI_ERR_DATA, cmd, "%s: metadata %s = %ld is out of range [%ld, %ld]", path, c->key, v,
+        const char *text = attn_st_metadata(f, c->key);
+        long whole = 0;
+        double v = 0.0;
+        char *end = NULL;
+        bool read = c->type == CONFIG_F32 ? text && (v = strtod(text, &end), end != text && !*end && isfinite(v))
+                                          : checkpoint_meta_long(f, c->key, &whole);
+        if (c->type != CONFIG_F32) v = (double)whole;
+        if (c->optional && !text) {
+            v = c->absent; /* written before the field was */
+        } else if (!read) {
+            code = cli_fail(CLI_ERR_DATA, cmd, "%s: metadata %s is %s%s%s; expected %s in [%ld, %ld]", path, c->key,
+                            text ? "\"" : "", text ? text : "missing", text ? "\"" : "",
+                            c->type == CONFIG_F32 ? "a number" : "an integer", c->min, c->max);
+        } else if (v < (double)c->min || v > (double)c->max) {
+            code = cli_fail(CLI_ERR_DATA, cmd, "%s: metadata %s = %s is out of range [%ld, %ld]", path, c->key, text,
                             c->min, c->max);
         } else {
             char *at = (char *)cfg + c->offset;
             if (c->type == CONFIG_I64)
-                *(int64_t *)at = v;
+                *(int64_t *)at = (int64_t)v;
             else if (c->type == CONFIG_INT)
                 *(int *)at = (int)v;
             else if (c->type == CONFIG_F32)

@@ -128,14 +128,15 @@ typedef struct config_field {
     config_type type;
     size_t offset; /* in the config struct */
     long min, max;
-    bool optional; /* absent (written before the field was): 0 */
+    bool optional; /* may be absent (written before the field was): then `absent` */
+    double absent;
 } config_field;
 
 enum {
     CONFIG_MAX_FIELDS = 16
 };
 /* The value of one field of cfg. */
-long config_value(const config_field *field, const void *cfg);
+double config_value(const config_field *field, const void *cfg);
 /* "model" = model_name, then every field of cfg, as key/value pairs in static storage (*n pairs). */
 const char *const *config_kv(const char *model_name, const config_field *fields, int n_fields, const void *cfg, int *n);
 /* The parameter registry of a model that f's metadata sizes: it holds no more elements than f's

@@ -1284,6 +1284,28 @@ ATTN_API attn_status attn_lm_load_llama2c(attn_lm *m, attn_params *p, const char
  * the model's gradients of that loss (ATTN_ERR_STATE without them): int32 x 256 (20240327, 2, B, T,
  * zeros), int32 x, int32 y, float32 logits, the loss, the gradients laid out as the checkpoint. */
 ATTN_API attn_status attn_lm_save_llmc(const attn_lm *m, const char *path);
+/* Hugging Face's layouts, a folder of config.json and model.safetensors as GPT2LMHeadModel and
+ * LlamaForCausalLM save them (float32; loading takes any dtype attn_st_load does):
+ *   GPT2: attn's names under "transformer.", the c_attn, c_proj and c_fc weights transposed (HF's
+ *         Conv1D keeps (in, out)); config n_positions, n_embd, n_layer, n_head, n_inner (null: 4
+ *         n_embd), layer_norm_epsilon; activation_function gelu_new (or gelu_pytorch_tanh),
+ *         scale_attn_weights true, no cross-attention, no scaling by layer, tied. Names without
+ *         "transformer." (GPT2Model's) load too; lm_head.weight (tied) and the attn.bias buffers
+ *         are passed over;
+ *   LLAMA: model.embed_tokens, model.layers.<i>.{input_layernorm, self_attn.{q,k,v,o}_proj,
+ *         post_attention_layernorm, mlp.{gate,up,down}_proj}, model.norm, lm_head (untied) weights;
+ *         config hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
+ *         num_key_value_heads, max_position_embeddings, rms_norm_eps, rope_theta,
+ *         tie_word_embeddings; hidden_act silu, no attention or MLP bias, rope_scaling null,
+ *         head_dim hidden_size / heads. HF rotates halves: a model of pairs has its q and k rows
+ *         reordered into halves on the way out (the same scores), and a loaded model rotates halves.
+ * A config field of another value than these is ATTN_ERR_FORMAT naming it; so is a tensor that is
+ * missing, of another shape, or no parameter, and a config whose sizes the file's tensors do not
+ * hold (checked before the model is allocated); a NaN or Inf weight is ATTN_ERR_NUMERIC; on failure
+ * p is as it was. attn_lm_save_hf writes both files into dir (which must exist), each as
+ * attn_st_save writes. */
+ATTN_API attn_status attn_lm_save_hf(const attn_lm *m, const char *dir);
+ATTN_API attn_status attn_lm_load_hf(attn_lm *m, attn_params *p, const char *dir);
 ATTN_API attn_status attn_lm_load_llmc(attn_lm *m, attn_params *p, const char *path);
 ATTN_API attn_status attn_lm_save_llmc_state(const attn_lm *m, const char *path, const int64_t *x, const int64_t *y,
                                              int64_t B, int64_t T, const float *logits, float loss);

@@ -231,6 +231,8 @@ static void all_null(void)
     EXPECT_STATUS(attn_lm_save_llama2c(NULL, NULL, 0, NULL));
     EXPECT_STATUS(attn_lm_load_llama2c(NULL, NULL, NULL, NULL));
     EXPECT_STATUS(attn_lm_save_llmc(NULL, NULL));
+    EXPECT_STATUS(attn_lm_save_hf(NULL, NULL));
+    EXPECT_STATUS(attn_lm_load_hf(NULL, NULL, NULL));
     EXPECT_STATUS(attn_lm_load_llmc(NULL, NULL, NULL));
     EXPECT_STATUS(attn_lm_save_llmc_state(NULL, NULL, NULL, NULL, 1, 1, NULL, 0.0f));
     EXPECT_STATUS(attn_seq2seq_init(NULL, NULL, NULL, NULL));

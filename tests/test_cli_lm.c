@@ -316,6 +316,31 @@ static void test_import(void)
     TK_CHECK(tk_run("cmp -s %s/lm_model.bin %s/lm_back.bin && cmp -s %s/lm_tokenizer.bin %s/lm_back_tok.bin", dir, dir,
                     dir, dir) == 0,
              "imported and exported back: the same model and tokenizer files byte for byte");
+    /* through Hugging Face's layout: the imported model (rotary pairs) as halves, imported again, and
+     * exported again: the same folder */
+    snprintf(args, sizeof args, "export --checkpoint %s/lm_imported.safetensors --format hf --hf-out %s/lm_hf1", dir, dir);
+    st = lm(args);
+    out = file_text("out.txt");
+    TK_CHECK(st == 0 && strstr(out, "LlamaForCausalLM"), "export --format hf: exit %d: %s", st, out);
+    free(out);
+    snprintf(args, sizeof args,
+             "import --hf-in %s/lm_hf1 --tokenizer-in %s/lm_tokenizer.bin --checkpoint %s/lm_fromhf.safetensors", dir,
+             dir, dir);
+    TK_CHECK(lm(args) == 0, "import --hf-in");
+    snprintf(args, sizeof args, "export --checkpoint %s/lm_fromhf.safetensors --format hf --hf-out %s/lm_hf2", dir, dir);
+    TK_CHECK(lm(args) == 0, "and exported again");
+    TK_CHECK(tk_run("cmp -s %s/lm_hf1/model.safetensors %s/lm_hf2/model.safetensors && cmp -s %s/lm_hf1/config.json "
+                    "%s/lm_hf2/config.json",
+                    dir, dir, dir, dir) == 0,
+             "Hugging Face's folder, imported and exported again: the same files");
+    snprintf(args, sizeof args, "export --checkpoint %s/lm_fromhf.safetensors --format hf --hf-out %s/x --model-out %s/y",
+             dir, dir, dir);
+    expect_refused("--format hf with --model-out", args, 2, "--hf-out DIR alone");
+    snprintf(args, sizeof args, "import --hf-in %s/lm_hf1 --model-in %s/lm_model.bin --tokenizer-in %s/lm_tokenizer.bin "
+             "--checkpoint %s/x.safetensors", dir, dir, dir, dir);
+    expect_refused("import of two models", args, 2, "(one)");
+    tk_run("rm -rf %s/lm_hf1 %s/lm_hf2 %s/lm_fromhf.safetensors", dir, dir, dir);
+
     snprintf(args, sizeof args, "generate --checkpoint %s/lm_imported.safetensors --greedy --max-new-tokens 5 The film",
              dir);
     st = lm(args);
