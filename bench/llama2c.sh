@@ -9,8 +9,9 @@
 #          2. a model of llama2.c's own model.py with random weights written by its export.py (version
 #             0 and 1, needs python3-torch), with llama2.c's tokenizer.bin, imported by attn lm import:
 #             the same ids as run.c for every prompt, and exported back: version 1 byte for byte;
-#          3. the tokenizer: run.c's encode of every line of the shipped reviews against attn's
-#             (generate --ids --max-new-tokens 0), with llama2.c's tokenizer.bin and with attn's own.
+#          3. the tokenizer: run.c's encode against attn's (generate --ids --max-new-tokens 0) on 300
+#             lines of the shipped reviews (their first 200 bytes, within the context), with
+#             llama2.c's tokenizer.bin and with attn's own.
 #   speed  decoding at batch 1 over the whole context, greedy: llama2.c's OpenMP build (its Makefile's
 #          runomp flags: -Ofast -fopenmp -march=native) and attn (bench_lm --llama2c), both at 2
 #          threads, in turns, ROUNDS each, medians; on the exported model of check 1 (CKPT) and on a
@@ -141,7 +142,7 @@ int main(int argc, char **argv) /* model tokenizer: each line of stdin encoded, 
 EOF
   gcc -O2 -I"$LLAMA2C_DIR" -o "$work/encode" "$work/encode.c" -lm
   find data/aclImdb_mini -name '*.txt' | sort | head -200 | xargs cat | tr -d '\r' | sed 's/<br \/>/\n/g' |
-    grep -v '^$' | head -300 >"$work/lines.txt" || true # head closes the pipe early
+    grep -v '^$' | head -300 | cut -b1-200 >"$work/lines.txt" || true # within the context; head closes the pipe early
   sets=("$work/back.safetensors $work/model.bin $work/tok.bin")
   [[ -f $work/rand_v0.safetensors ]] && sets+=("$work/rand_v0.safetensors $work/rand_v0.bin $LLAMA2C_DIR/tokenizer.bin")
   for set in "${sets[@]}"; do

@@ -83,7 +83,7 @@ static const cli_option options[] = {
      "a prompt longer than the context keeps its last tokens (default: an error)", "generate explain"},
     {"--out", "FILE", O(CLI_PICTURE, out), 0, 0, NULL, "lm_attention.png",
      "explain: every layer's and head's attention over the prompt", "explain"},
-    {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "export (a llama-style model to another program's files):"},
+    {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "export (the model to another program's files):"},
     {"--format", NULL, O(CLI_CHOICE, format), 0, 0, format_names, "llama2c",
      "a llama-style model as llama2c (llama2.c's run.c reads it: version 0) or llama2c-v1 (its export.py's "
      "version 1); a gpt2-style one as llmc (llm.c's train_gpt2.c and test_gpt2.c read it); either as hf "
@@ -91,7 +91,8 @@ static const cli_option options[] = {
      "export"},
     {"--hf-out", "DIR", O(CLI_OUT_DIR, hf_out), 0, 0, NULL, NULL, "--format hf: the folder (made if missing)",
      "export"},
-    {"--model-out", "FILE", O(CLI_OUT_FILE, model_out), 0, 0, NULL, NULL, "the model's file (required)", "export"},
+    {"--model-out", "FILE", O(CLI_OUT_FILE, model_out), 0, 0, NULL, NULL,
+     "the model's file (required, but with --format hf)", "export"},
     {"--tokenizer-out", "FILE", O(CLI_OUT_FILE, tokenizer_out), 0, 0, NULL, NULL,
      "the tokenizer as llama2.c's tokenizer.bin (the model's ids are laid out for it either way) or llm.c's "
      "gpt2_tokenizer.bin",
@@ -442,6 +443,13 @@ static int do_import(lm_run *run, const lm_options *o)
                         "%s: a GPT2LMHeadModel; attn imports llama models alone (their tokenizer as llama2.c's "
                         "tokenizer.bin), as it does not read GPT-2's vocab.json and merges.txt",
                         o->hf_in);
+    for (int i = 0; i < N_CONFIG_FIELDS; i++) { /* what a checkpoint of attn lm holds */
+        const double v = config_value(&config_fields[i], &run->model.cfg);
+        if (v < (double)config_fields[i].min || v > (double)config_fields[i].max)
+            return cli_fail(CLI_ERR_DATA, "lm", "%s: %s %.9g is past what attn lm keeps, [%ld, %ld]",
+                            o->hf_in ? o->hf_in : o->model_in, config_fields[i].key, v, config_fields[i].min,
+                            config_fields[i].max);
+    }
     int code = lm_tok_set_llama2c(&run->tok, o->tokenizer_in, run->model.cfg.vocab_size);
     if (code != CLI_OK) return code;
     int n_kv;

@@ -3,7 +3,8 @@
  *   - every transpose combination on odd shapes (m, n, k in 1..130), row strides wider than the
  *     rows (C's padding must stay untouched), alpha 0.37, beta 0, 1 and -0.5; K = 0 (C = beta C);
  *   - products big enough to be cut into blocks over 2 threads, by rows (m >= n) and by columns
- *     (m < n), each transposed both ways, and the same product called twice: bit-identical;
+ *     (m < n), each transposed both ways, and the same product called twice: bit-identical; and
+ *     products of 1 to 4 rows past 2^16 m n k (a decoder's token), cut by columns;
  *   - calls from inside an OpenMP parallel region (the library then runs on that thread alone);
  *   - attn_gemm_backend names the library.
  * Tolerance: |fast - ref| <= 1e-5 + 1e-5 |ref| + 2e-6 (sum_p |a_ip b_pj| + |beta c_ij|): float
@@ -136,13 +137,14 @@ static void empty_k(void)
              (double)d[1]);
 }
 
-/* Products of at least 2^21 m n k, split over 2 threads by rows and by columns; the same product
- * twice gives the same bits. */
+/* Products of at least 2^21 m n k (2^16 for at most 4 rows), split over 2 threads by rows and by
+ * columns; the same product twice gives the same bits. */
 static void split_products(void)
 {
     const gemm_case cases[] = {
-        {301, 170, 45, false, false, 0.0f}, {301, 170, 45, true, true, 1.0f}, {40, 700, 81, false, true, 0.0f},
-        {40, 700, 81, true, false, -0.5f},  {64, 64, 700, true, false, 1.0f},
+        {301, 170, 45, false, false, 0.0f}, {301, 170, 45, true, true, 1.0f},  {40, 700, 81, false, true, 0.0f},
+        {40, 700, 81, true, false, -0.5f},  {64, 64, 700, true, false, 1.0f},  {1, 384, 384, false, true, 0.0f},
+        {4, 1000, 70, false, true, 1.0f},   {3, 129, 700, true, false, -0.5f},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const gemm_case *g = &cases[i];

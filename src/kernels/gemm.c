@@ -27,6 +27,10 @@
 #endif
 
 #define SPLIT_MIN_WORK (1 << 21) /* m n k below which one thread does the whole GEMM */
+/* the same for a product of a few rows (a decoder's token): the weights' bytes, not the
+ * arithmetic, cost it, and two threads read them at twice the rate of one */
+#define SPLIT_MIN_WORK_FEW_ROWS (1 << 16)
+#define FEW_ROWS 4
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static char backend_name[128];
@@ -86,7 +90,8 @@ void attn_gemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *
 #ifdef _OPENMP
     if (omp_in_parallel()) threads = 1;
 #endif
-    if (threads < 2 || (double)m * (double)n * (double)k < SPLIT_MIN_WORK) {
+    const double min_work = m <= FEW_ROWS ? SPLIT_MIN_WORK_FEW_ROWS : SPLIT_MIN_WORK;
+    if (threads < 2 || (double)m * (double)n * (double)k < min_work) {
         sgemm(c, ldc, a, lda, b, ldb, m, n, k, trans_a, trans_b, alpha, beta);
         return;
     }
