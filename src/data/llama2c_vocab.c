@@ -202,6 +202,7 @@ static void consider(const attn_llama2c_vocab *v, symbols *s, cand *heap, int64_
 /* ids[0..n) merged in place; returns the new count */
 static int64_t merge_all(const attn_llama2c_vocab *v, int64_t *ids, int64_t n)
 {
+    if (n < 2) return n; /* no pair */
     size_t longest = 0;
     for (int64_t i = 0; i < v->n; i++) longest = v->len[i] > longest ? v->len[i] : longest;
     symbols s = {malloc(sizeof(int64_t) * (size_t)n), malloc(sizeof(int64_t) * (size_t)n),
