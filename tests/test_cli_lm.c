@@ -8,7 +8,11 @@
  * model, one without a tokenizer, and tokenizers with a repeated merge, a merge of an id not made
  * yet, a line that is not two ids, and more ids than the model: exit 1 naming the problem, and
  * nothing is left behind. A run of 6 steps, and one of 3 resumed to 6, give the same losses and the
- * same checkpoint bytes. */
+ * same checkpoint bytes. export: a llama model as llama2.c's files (they load back, the tokenizer
+ * in llama2.c's id layout); a gpt2 model and another rotary base refused with nothing written.
+ * import of those files, generate with the imported tokenizer, train --init-from and its resume
+ * (and a resume without it refused), exported back byte for byte; through Hugging Face's layout
+ * and back, the same folder; cut models and tokenizers and a NaN weight refused, nothing left. */
 #include "testkit.h"
 
 #include <dirent.h>
