@@ -200,7 +200,7 @@ int lm_stream_build(lm_stream *out, const lm_tokenizer *t, const lm_docs *docs)
     int64_t total = 0;
     for (int64_t i = 0; !failed && i < D; i++) total += 1 + counts[i];
     out->ids = failed ? NULL : malloc((size_t)(total ? total : 1) * sizeof *out->ids);
-    int code = out->ids ? CLI_OK : cli_fail(CLI_ERR_DATA, "lm", "the token stream: %s", attn_last_error());
+    int code = out->ids ? CLI_OK : cli_fail(CLI_ERR_DATA, "lm", "out of memory for the token stream");
     for (int64_t i = 0, at = 0; code == CLI_OK && i < D; i++) {
         out->ids[at++] = (int32_t)eot;
         for (int64_t k = 0; k < counts[i]; k++) out->ids[at++] = (int32_t)ids[i][k];
