@@ -76,22 +76,15 @@ static char *path_of(const char *name)
 
 static unsigned char *slurp(const char *path, long *n)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    *n = ftell(f);
-    rewind(f);
-    unsigned char *b = malloc((size_t)*n + 1);
-    if (b && fread(b, 1, (size_t)*n, f) != (size_t)*n) free(b), b = NULL;
-    fclose(f);
+    size_t len = 0;
+    unsigned char *b = (unsigned char *)tk_read_bytes(path, &len);
+    *n = (long)len;
     return b;
 }
 
 static void spill(const char *path, const unsigned char *b, long n)
 {
-    FILE *f = fopen(path, "wb");
-    TK_CHECK(f && fwrite(b, 1, (size_t)n, f) == (size_t)n, "write %s", path);
-    if (f) fclose(f);
+    TK_CHECK(tk_write_bytes(path, b, (size_t)n), "write %s", path);
 }
 
 static int32_t int_at(const unsigned char *b, long at)

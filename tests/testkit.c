@@ -338,7 +338,7 @@ int tk_run(const char *fmt, ...)
     return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-char *tk_read_text(const char *path)
+char *tk_read_bytes(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -354,7 +354,20 @@ char *tk_read_text(const char *path)
     }
     fclose(f);
     if (buf) buf[len] = '\0';
+    if (n) *n = len;
     return buf;
+}
+
+char *tk_read_text(const char *path)
+{
+    return tk_read_bytes(path, NULL);
+}
+
+bool tk_write_bytes(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    const bool ok = f && fwrite(data, 1, n, f) == n;
+    return f && fclose(f) == 0 && ok;
 }
 
 /* A number starts at p: a digit, or a minus before one, not inside a word like "x1". */

@@ -127,6 +127,11 @@ attn_tensor *tk_randn(uint64_t seed, int ndim, const int64_t *shape);
 int tk_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A whole file, NUL-terminated, malloc'd; NULL when it cannot be read. */
 char *tk_read_text(const char *path);
+/* The whole file's bytes (malloc'd, NUL after them) and their count in *n (may be NULL); NULL if
+ * it cannot be read */
+char *tk_read_bytes(const char *path, size_t *n);
+/* path replaced by data (n bytes); false on any failure */
+bool tk_write_bytes(const char *path, const void *data, size_t n);
 /* A few ulps: how near a rounding boundary a value must lie for its printing to differ by a
  * last digit between two runs of this program on two hosts (capped by the value's bound). Those
  * runs differ by float32 rounding of the same computation: the values attn tour prints differ
