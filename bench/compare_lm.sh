@@ -6,6 +6,8 @@
 # own threads either way), so both see the same load; PyTorch's best setting is its faster median.
 # Appends every JSON line to bench/results/lm_<time>.jsonl and prints the medians and ratios.
 #   bash bench/compare_lm.sh [ROUNDS]     (default 3; needs python3-torch and libopenblas0-pthread)
+# With LLMC_DIR or LLAMA2C_DIR naming a checkout of llm.c or llama2.c, it then runs bench/llmc.sh
+# speed (training steps against llm.c's) and bench/llama2c.sh speed (decoding against llama2.c's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -35,3 +37,5 @@ print(f"decode at batch 1: attn {attn_dec:.1f} tokens/s, PyTorch {best_dec[0]:.1
       f"{attn_dec / best_dec[0]:.2f}x")
 print(f"results: {sys.argv[1]}")
 PY
+if [[ -n ${LLMC_DIR:-} ]]; then ROUNDS=$rounds bash bench/llmc.sh speed; fi
+if [[ -n ${LLAMA2C_DIR:-} ]]; then ROUNDS=$rounds bash bench/llama2c.sh speed; fi
