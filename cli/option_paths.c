@@ -34,6 +34,13 @@ bool cli_check_output_dir(const char *cmd, const char *opt, const char *dir)
     struct stat st;
     if (!*dir) return cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a folder", opt), false;
     if (strlen(dir) > PATH_MAX - 64) return cli_fail(CLI_ERR_USAGE, cmd, "%s: the path is too long", opt), false;
+    for (const char *part = dir; *part;) { /* each folder's name must fit NAME_MAX, as mkdir will need */
+        const size_t len = strcspn(part, "/");
+        if (len > NAME_MAX)
+            return cli_fail(CLI_ERR_USAGE, cmd, "%s: a folder name of %zu bytes; at most %d fit", opt, len, NAME_MAX),
+                   false;
+        part += len + (part[len] == '/');
+    }
     char parent[PATH_MAX];
     snprintf(parent, sizeof parent, "%s", dir);
     while (stat(parent, &st) != 0) { /* up to the nearest part that exists */

@@ -1300,7 +1300,7 @@ ATTN_API attn_status attn_lm_save_llmc(const attn_lm *m, const char *path);
  *         head_dim hidden_size / heads. HF rotates halves: a model of pairs has its q and k rows
  *         reordered into halves on the way out (the same scores), and a loaded model rotates halves.
  * A config field of another value than these is ATTN_ERR_FORMAT naming it; so is a tensor that is
- * missing, of another shape, or no parameter, and a config whose sizes the file's tensors do not
+ * missing, of another shape, of an integer or bool dtype, or no parameter, and a config whose sizes the file's tensors do not
  * hold (checked before the model is allocated); a NaN or Inf weight is ATTN_ERR_NUMERIC; on failure
  * p is as it was. attn_lm_save_hf writes both files into dir (which must exist), each as
  * attn_st_save writes. */

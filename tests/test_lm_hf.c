@@ -11,7 +11,7 @@
  *   - refusals naming what, the registry as it was: config fields attn does not implement (another
  *     model_type, rope_scaling, hidden_act, attention_bias, a bias-free GPT-2 scaling, a cross-
  *     attention GPT-2), a config that claims more parameters than the file holds, a missing tensor,
- *     an unknown tensor, a tensor of another shape, a NaN weight, a missing folder. */
+ *     an unknown tensor, a tensor of another shape, an integer tensor, a NaN weight, a missing folder. */
 #include "testkit.h"
 
 #include <math.h>
@@ -181,7 +181,7 @@ static void bad_copy(const char *from, const char *find, const char *put,
     }
 }
 
-static const char *edit_skip, *edit_rename, *edit_nan;
+static const char *edit_skip, *edit_rename, *edit_nan, *edit_int;
 static bool edit_add;
 
 static void editor(attn_st_writer *w, attn_st_file *f)
@@ -192,7 +192,11 @@ static void editor(attn_st_writer *w, attn_st_file *f)
         const attn_st_tensor *t = attn_st_at(f, i);
         if (edit_skip && !strcmp(t->name, edit_skip)) continue;
         const char *name = edit_rename && !strcmp(t->name, edit_rename) ? "model.layers.0.mlp.extra.weight" : t->name;
-        if (edit_nan && !strcmp(t->name, edit_nan)) {
+        if (edit_int && !strcmp(t->name, edit_int)) { /* the same shape, as integers */
+            int64_t *v = calloc((size_t)t->numel, sizeof *v);
+            attn_st_writer_add(w, name, ATTN_DTYPE_I64, t->ndim, t->shape, v);
+            free(v);
+        } else if (edit_nan && !strcmp(t->name, edit_nan)) {
             float *v = malloc(t->nbytes);
             memcpy(v, t->data, t->nbytes);
             v[3] = NAN;
@@ -253,7 +257,10 @@ static void test_refusals(void)
     edit_rename = NULL, edit_nan = "model.layers.0.self_attn.k_proj.weight";
     bad_copy("llama", NULL, NULL, editor);
     expect_refused("a NaN weight", ATTN_ERR_NUMERIC, "NaN");
-    edit_nan = NULL;
+    edit_nan = NULL, edit_int = "model.norm.weight";
+    bad_copy("llama", NULL, NULL, editor);
+    expect_refused("an integer weight", ATTN_ERR_FORMAT, "model.norm.weight is I64");
+    edit_int = NULL;
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s/bad", dir);
     TK_CHECK(system(cmd) == 0, "clean");

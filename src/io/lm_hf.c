@@ -325,6 +325,10 @@ static attn_status fill(const attn_st_file *f, const char *path, const hf_param 
     const attn_st_tensor *t = attn_st_find(f, name);
     if (!t && !strncmp(name, "transformer.", 12)) t = attn_st_find(f, name += 12);
     if (!t) return attn__fail(ATTN_ERR_FORMAT, "%s: no tensor %s", path, p->name);
+    if (t->dtype != ATTN_DTYPE_F32 && t->dtype != ATTN_DTYPE_F64 && t->dtype != ATTN_DTYPE_F16 &&
+        t->dtype != ATTN_DTYPE_BF16)
+        return attn__fail(ATTN_ERR_FORMAT, "%s: tensor %s is %s; expected a float dtype (F32, F64, F16, BF16)", path,
+                          name, attn_dtype_name(t->dtype));
     const attn_tensor *dst = p->t;
     const int64_t rows = dst->ndim == 2 ? dst->shape[0] : 1, cols = dst->shape[dst->ndim - 1];
     const bool tr = p->order == TRANSPOSE;
