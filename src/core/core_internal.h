@@ -13,6 +13,18 @@
  * prefix says what they are: private, no promise of ABI, for the sibling libraries alone. */
 #define ATTN__SIBLING __attribute__((visibility("default")))
 
+/* ---- little-endian words of the file formats, whatever the host's byte order ---- */
+
+static inline uint32_t attn__le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline void attn__put_le32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
 /* ---- errors ---- */
 
 /* Records status and a printf-style message for attn_last_error(); returns status. */

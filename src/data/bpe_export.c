@@ -27,18 +27,13 @@ attn_status attn_bpe_llama2c_order(const attn_bpe *b, int64_t *token_order)
     return ATTN_OK;
 }
 
-static void put_u32(unsigned char *at, uint32_t v) /* little-endian on any host */
-{
-    for (int i = 0; i < 4; i++) at[i] = (unsigned char)(v >> (8 * i));
-}
-
 /* float score, int32 len, the bytes; 0 or errno */
 static int write_token(FILE *fp, float score, const char *bytes, size_t len)
 {
     unsigned char head[8];
     uint32_t bits;
     memcpy(&bits, &score, 4);
-    put_u32(head, bits), put_u32(head + 4, (uint32_t)len);
+    attn__put_le32(head, bits), attn__put_le32(head + 4, (uint32_t)len);
     return fwrite(head, 1, 8, fp) == 8 && fwrite(bytes, 1, len, fp) == len ? 0 : errno;
 }
 
@@ -59,7 +54,7 @@ attn_status attn_bpe_save_llama2c(const attn_bpe *b, const char *path)
     attn_status st = attn__outfile_open(&out, path);
     if (st != ATTN_OK) return free(order), st;
     unsigned char head[4];
-    put_u32(head, longest);
+    attn__put_le32(head, longest);
     int err = fwrite(head, 1, 4, out.fp) == 4 ? 0 : errno;
     for (int64_t i = 0; i < V && !err; i++) {
         const int64_t id = order[i];
@@ -87,7 +82,7 @@ attn_status attn_bpe_save_llmc(const attn_bpe *b, const char *path)
                               (long long)id, len);
     }
     unsigned char head[1024] = {0};
-    put_u32(head, 20240328), put_u32(head + 4, 2), put_u32(head + 8, (uint32_t)V), put_u32(head + 12, (uint32_t)eot);
+    attn__put_le32(head, 20240328), attn__put_le32(head + 4, 2), attn__put_le32(head + 8, (uint32_t)V), attn__put_le32(head + 12, (uint32_t)eot);
     attn__outfile out;
     attn_status st = attn__outfile_open(&out, path);
     if (st != ATTN_OK) return st;

@@ -40,11 +40,6 @@ int64_t attn_llama2c_vocab_size(const attn_llama2c_vocab *v)
     return v->n;
 }
 
-static uint32_t u32_at(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static int64_t lookup(const attn_llama2c_vocab *v, const char *s, size_t len)
 {
     const int64_t k = attn__strtab_find(&v->tab, s, len);
@@ -55,13 +50,13 @@ static int64_t lookup(const attn_llama2c_vocab *v, const char *s, size_t len)
 static attn_status parse(attn_llama2c_vocab *v, const unsigned char *data, size_t size, const char *name)
 {
     if (size < 4) return attn__fail(ATTN_ERR_FORMAT, "%s: %zu bytes; a tokenizer.bin starts with 4", name, size);
-    const uint32_t longest = u32_at(data);
+    const uint32_t longest = attn__le32(data);
     size_t at = 4, longest_seen = 0;
     for (int64_t i = 0; i < v->n; i++) {
         if (size - at < 8)
             return attn__fail(ATTN_ERR_FORMAT, "%s: ends at token %lld of the model's %lld", name, (long long)i,
                               (long long)v->n);
-        uint32_t bits = u32_at(data + at), len = u32_at(data + at + 4);
+        uint32_t bits = attn__le32(data + at), len = attn__le32(data + at + 4);
         memcpy(&v->score[i], &bits, 4);
         at += 8;
         if (len > size - at)

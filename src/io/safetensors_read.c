@@ -73,14 +73,9 @@ static uint16_t le16(const unsigned char *p)
     return (uint16_t)(p[0] | p[1] << 8);
 }
 
-static uint32_t le32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static uint64_t le64(const unsigned char *p)
 {
-    return le32(p) | (uint64_t)le32(p + 4) << 32;
+    return attn__le32(p) | (uint64_t)attn__le32(p + 4) << 32;
 }
 
 static float f32_from_bits(uint32_t u)
@@ -122,7 +117,7 @@ void attn__st_to_f32(float *out, const attn_st_tensor *t)
     size_t n = (size_t)t->numel;
     switch (t->dtype) {
     case ATTN_DTYPE_F32:
-        for (size_t i = 0; i < n; i++) out[i] = f32_from_bits(le32(p + 4 * i));
+        for (size_t i = 0; i < n; i++) out[i] = f32_from_bits(attn__le32(p + 4 * i));
         break;
     case ATTN_DTYPE_F64:
         for (size_t i = 0; i < n; i++) out[i] = (float)f64_from_bits(le64(p + 8 * i));
@@ -131,7 +126,7 @@ void attn__st_to_f32(float *out, const attn_st_tensor *t)
         for (size_t i = 0; i < n; i++) out[i] = (float)(int64_t)le64(p + 8 * i);
         break;
     case ATTN_DTYPE_I32:
-        for (size_t i = 0; i < n; i++) out[i] = (float)(int32_t)le32(p + 4 * i);
+        for (size_t i = 0; i < n; i++) out[i] = (float)(int32_t)attn__le32(p + 4 * i);
         break;
     case ATTN_DTYPE_I16:
         for (size_t i = 0; i < n; i++) out[i] = (float)(int16_t)le16(p + 2 * i);
@@ -164,7 +159,7 @@ static bool element_i64(const attn_st_tensor *t, size_t i, int64_t *out, double 
         *out = (int64_t)le64(p);
         return true;
     case ATTN_DTYPE_I32:
-        *out = (int32_t)le32(p);
+        *out = (int32_t)attn__le32(p);
         return true;
     case ATTN_DTYPE_I16:
         *out = (int16_t)le16(p);
@@ -179,7 +174,7 @@ static bool element_i64(const attn_st_tensor *t, size_t i, int64_t *out, double 
         *out = p[0] != 0;
         return true;
     case ATTN_DTYPE_F32:
-        d = f32_from_bits(le32(p));
+        d = f32_from_bits(attn__le32(p));
         break;
     case ATTN_DTYPE_F64:
         d = f64_from_bits(le64(p));

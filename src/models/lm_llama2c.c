@@ -124,16 +124,6 @@ static void swap_floats(float *x, int64_t n) /* little-endian <-> host on a big-
     }
 }
 
-static void put_u32(unsigned char *at, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) at[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_u32(const unsigned char *at)
-{
-    return (uint32_t)at[0] | (uint32_t)at[1] << 8 | (uint32_t)at[2] << 16 | (uint32_t)at[3] << 24;
-}
-
 /* token_order (V entries) must be a permutation of [0, V) */
 static attn_status check_order(const int64_t *order, int64_t V, const char *who)
 {
@@ -192,8 +182,8 @@ attn_status attn_lm_save_llama2c(const attn_lm *m, const char *path, int version
         (int32_t)c->num_kv_heads, (int32_t)(version == 0 && c->untied ? -c->vocab_size : c->vocab_size),
         (int32_t)c->context};
     size_t at = 0;
-    if (version == 1) put_u32(header, MAGIC_V1), put_u32(header + 4, 1), at = 8;
-    for (int i = 0; i < 7; i++) put_u32(header + at + 4 * i, (uint32_t)ints[i]);
+    if (version == 1) attn__put_le32(header, MAGIC_V1), attn__put_le32(header + 4, 1), at = 8;
+    for (int i = 0; i < 7; i++) attn__put_le32(header + at + 4 * i, (uint32_t)ints[i]);
     if (version == 1) header[at + 28] = !c->untied;
 
     attn__outfile out;
@@ -234,16 +224,16 @@ static attn_status read_header(FILE *fp, const char *path, int64_t file_bytes, a
                           path, got);
     size_t at = 0;
     *version = 0;
-    if (get_u32(h) == MAGIC_V1) {
+    if (attn__le32(h) == MAGIC_V1) {
         if (got < HEADER_V1)
             return attn__fail(ATTN_ERR_FORMAT, "%s: a version 1 header is 256 bytes; the file has %zu", path, got);
-        const int32_t v = (int32_t)get_u32(h + 4);
+        const int32_t v = (int32_t)attn__le32(h + 4);
         if (v != 1)
             return attn__fail(ATTN_ERR_FORMAT, "%s: llama2.c version %d; expected 0 or 1 (float32)", path, (int)v);
         *version = 1, at = 8;
     }
     int64_t x[7];
-    for (int i = 0; i < 7; i++) x[i] = (int32_t)get_u32(h + at + 4 * i);
+    for (int i = 0; i < 7; i++) x[i] = (int32_t)attn__le32(h + at + 4 * i);
     const bool shared = *version == 1 ? h[at + 28] != 0 : x[5] > 0;
     if (*version == 0 && x[5] < 0) x[5] = -x[5];
     static const char *const names[7] = {"dim",        "hidden_dim", "n_layers",   "n_heads",

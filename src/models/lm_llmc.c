@@ -65,16 +65,6 @@ static int64_t padded(int64_t V)
     return (V + PAD_VOCAB - 1) / PAD_VOCAB * PAD_VOCAB;
 }
 
-static void put_i32(unsigned char *at, int32_t v)
-{
-    for (int i = 0; i < 4; i++) at[i] = (unsigned char)((uint32_t)v >> (8 * i));
-}
-
-static int32_t get_i32(const unsigned char *at)
-{
-    return (int32_t)((uint32_t)at[0] | (uint32_t)at[1] << 8 | (uint32_t)at[2] << 16 | (uint32_t)at[3] << 24);
-}
-
 /* n floats little-endian (x NULL: zeros); 0 or errno */
 static int write_floats(FILE *fp, const float *x, int64_t n)
 {
@@ -84,7 +74,7 @@ static int write_floats(FILE *fp, const float *x, int64_t n)
         for (int64_t i = 0; i < k; i++) {
             uint32_t u = 0;
             if (x) memcpy(&u, &x[at + i], 4);
-            put_i32(buf + 4 * i, (int32_t)u);
+            attn__put_le32(buf + 4 * i, u);
         }
         if (fwrite(buf, 4, (size_t)k, fp) != (size_t)k) return errno ? errno : EIO;
         at += k;
@@ -136,7 +126,7 @@ attn_status attn_lm_save_llmc(const attn_lm *m, const char *path)
                              (int32_t)c->num_heads,
                              (int32_t)c->d_model,
                              (int32_t)padded(c->vocab_size)};
-    for (int i = 0; i < 8; i++) put_i32(h + 4 * i, ints[i]);
+    for (int i = 0; i < 8; i++) attn__put_le32(h + 4 * i, (uint32_t)ints[i]);
     attn__outfile out;
     attn_status st = attn__outfile_open(&out, path);
     if (st != ATTN_OK) return st;
@@ -167,7 +157,8 @@ attn_status attn_lm_save_llmc_state(const attn_lm *m, const char *path, const in
     }
     free(p);
     unsigned char h[4 * HEADER_INTS] = {0};
-    put_i32(h, STATE_MAGIC), put_i32(h + 4, STATE_VERSION), put_i32(h + 8, (int32_t)B), put_i32(h + 12, (int32_t)T);
+    attn__put_le32(h, (uint32_t)STATE_MAGIC), attn__put_le32(h + 4, (uint32_t)STATE_VERSION),
+        attn__put_le32(h + 8, (uint32_t)(int32_t)B), attn__put_le32(h + 12, (uint32_t)(int32_t)T);
     attn__outfile out;
     attn_status st = attn__outfile_open(&out, path);
     if (st != ATTN_OK) return st;
@@ -176,7 +167,7 @@ attn_status attn_lm_save_llmc_state(const attn_lm *m, const char *path, const in
         const int64_t *ids = k ? y : x;
         for (int64_t i = 0; i < B * T && !err; i++) {
             unsigned char b[4];
-            put_i32(b, (int32_t)ids[i]);
+            attn__put_le32(b, (uint32_t)(int32_t)ids[i]);
             if (fwrite(b, 1, 4, out.fp) != 4) err = errno ? errno : EIO;
         }
     }
@@ -194,17 +185,17 @@ static attn_status read_header(FILE *fp, const char *path, int64_t file_bytes, a
     if (fread(h, 1, sizeof h, fp) != sizeof h)
         return attn__fail(ATTN_ERR_FORMAT, "%s: %lld bytes; an llm.c checkpoint starts with a header of 1024", path,
                           (long long)file_bytes);
-    if (get_i32(h) != MODEL_MAGIC)
-        return attn__fail(ATTN_ERR_FORMAT, "%s: magic %d; an llm.c GPT-2 checkpoint's is %d", path, get_i32(h),
-                          MODEL_MAGIC);
-    if (get_i32(h + 4) != MODEL_VERSION)
+    if ((int32_t)attn__le32(h) != MODEL_MAGIC)
+        return attn__fail(ATTN_ERR_FORMAT, "%s: magic %d; an llm.c GPT-2 checkpoint's is %d", path,
+                          (int32_t)attn__le32(h), MODEL_MAGIC);
+    if ((int32_t)attn__le32(h + 4) != MODEL_VERSION)
         return attn__fail(ATTN_ERR_FORMAT, "%s: llm.c version %d; expected 3 (float32; 5, bf16, is not read)", path,
-                          get_i32(h + 4));
+                          (int32_t)attn__le32(h + 4));
     int64_t x[6];
     static const char *const names[6] = {"max_seq_len", "vocab_size", "num_layers",
                                          "num_heads",   "channels",   "padded_vocab_size"};
     for (int i = 0; i < 6; i++) {
-        x[i] = get_i32(h + 8 + 4 * i);
+        x[i] = (int32_t)attn__le32(h + 8 + 4 * i);
         if (x[i] < 1)
             return attn__fail(ATTN_ERR_FORMAT, "%s: header %s = %lld; expected >= 1", path, names[i], (long long)x[i]);
     }
@@ -251,7 +242,7 @@ static attn_status read_pieces(FILE *fp, const char *path, const attn_lm *m, int
                 break;
             }
             for (int64_t i = 0; i < chunk && st == ATTN_OK; i++) {
-                const uint32_t u = (uint32_t)get_i32(buf + 4 * i);
+                const uint32_t u = attn__le32(buf + 4 * i);
                 memcpy(&dst[i], &u, 4);
                 if (!isfinite(dst[i]))
                     st = attn__fail_nonfinite(path, p[k].what, dst[i], 2, (int64_t[]){p[k].rows, p[k].cols}, at + i);
