@@ -7,17 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char *const style_names[] = {"gpt2", "llama", NULL};
 static const char *const action_names[] = {"train", "eval", "generate", "explain", "export", "import", NULL};
-static const char *const format_names[] = {"llama2c", "llama2c-v1", "llmc", "hf", NULL};
-enum {
-    LLAMA2C_V0, /* llama2.c's checkpoint versions 0 and 1 */
-    LLAMA2C_V1,
-    LLMC,       /* llm.c's GPT-2 checkpoint (version 3) */
-    HF          /* Hugging Face's GPT2LMHeadModel or LlamaForCausalLM folder */
-};
+static const char *const format_names[] = {"llama2c", "llama2c-v1", "llmc", "hf", NULL}; /* lm_format */
 enum {
     TRAIN,
     EVAL,
@@ -152,6 +145,17 @@ static const config_field config_fields[] = {
 #undef C
 #define N_CONFIG_FIELDS (int)(sizeof config_fields / sizeof config_fields[0])
 
+int lm_config_fits(const attn_lm_config *c, const char *path)
+{
+    for (int i = 0; i < N_CONFIG_FIELDS; i++) {
+        const double v = config_value(&config_fields[i], c);
+        if (v < (double)config_fields[i].min || v > (double)config_fields[i].max)
+            return cli_fail(CLI_ERR_DATA, "lm", "%s: %s %.9g is past what attn lm keeps, [%ld, %ld]", path,
+                            config_fields[i].key, v, config_fields[i].min, config_fields[i].max);
+    }
+    return CLI_OK;
+}
+
 const char *const *lm_config_kv(const attn_lm_config *c, int *n)
 {
     return config_kv("attn-lm", config_fields, N_CONFIG_FIELDS, c, n);
@@ -217,7 +221,7 @@ static int model_from(lm_run *run, attn_st_file *f, const char *path)
 
 /* eval, generate, explain, export, train --init-from: the saved model and its tokenizer, from one
  * reading of the checkpoint */
-static int load_model(lm_run *run, const char *path)
+int lm_load_model(lm_run *run, const char *path)
 {
     attn_st_file *f = checkpoint_open("lm", path, " (train a model first: attn lm train)");
     if (!f) return CLI_ERR_DATA;
@@ -310,7 +314,7 @@ static int do_train(lm_run *run, const lm_options *o)
     lm_docs docs = {0};
     lm_stream train = {0}, val = {0};
     attn_lm_config cfg;
-    int code = o->init_from ? load_model(run, o->init_from) : CLI_OK; /* the model and tokenizer to tune */
+    int code = o->init_from ? lm_load_model(run, o->init_from) : CLI_OK; /* the model and tokenizer to tune */
     if (code == CLI_OK && o->init_from) { /* its config, with this run's dropout */
         run->model.cfg.dropout = (float)o->dropout;
         for (int64_t i = 0; i < run->model.cfg.num_layers; i++) run->model.blocks[i].attn.dropout = (float)o->dropout;
@@ -348,7 +352,7 @@ static int do_train(lm_run *run, const lm_options *o)
 static int do_eval(lm_run *run, const lm_options *o)
 {
     lm_stream s = {0};
-    int code = load_model(run, o->train.checkpoint);
+    int code = lm_load_model(run, o->train.checkpoint);
     if (code == CLI_OK) code = load_stream(&s, run, o, "test");
     double loss, bpb;
     int64_t tokens;
@@ -358,114 +362,6 @@ static int do_eval(lm_run *run, const lm_options *o)
                exp(loss), bpb);
     lm_stream_free(&s);
     return code;
-}
-
-/* A gpt2-style model and its tokenizer as llm.c's files (attn's ids as they are) */
-static int export_llmc(lm_run *run, const lm_options *o)
-{
-    if (run->model.cfg.style != ATTN_LM_GPT2 || !run->tok.bpe)
-        return cli_fail(CLI_ERR_DATA, "lm", "%s: a llama-style model; llm.c runs gpt2-style ones (--format llmc)",
-                        o->train.checkpoint);
-    bool tokenizer_written = false;
-    int code = CLI_OK;
-    if (o->tokenizer_out) {
-        if (attn_bpe_save_llmc(run->tok.bpe, o->tokenizer_out) == ATTN_OK) tokenizer_written = true;
-        else code = cli_fail(CLI_ERR_DATA, "lm", "export: %s", attn_last_error());
-    }
-    if (code == CLI_OK && attn_lm_save_llmc(&run->model, o->model_out) != ATTN_OK) {
-        code = cli_fail(CLI_ERR_DATA, "lm", "export: %s", attn_last_error());
-        struct stat sb;
-        if (tokenizer_written && stat(o->tokenizer_out, &sb) == 0 && S_ISREG(sb.st_mode)) remove(o->tokenizer_out);
-    }
-    if (code == CLI_OK)
-        printf("%s: llm.c version 3, %lld ids%s%s\n", o->model_out, (long long)lm_tok_size(&run->tok),
-               o->tokenizer_out ? "; tokenizer " : "", o->tokenizer_out ? o->tokenizer_out : "");
-    return code;
-}
-
-/* The model and its tokenizer as llama2.c's files, the ids in llama2.c's order for both (attn's BPE
- * laid out for llama2.c, or the imported tokenizer as it was), or as llm.c's. What the other
- * program cannot hold is refused before either file is written; the tokenizer is written first,
- * and removed (when a regular file) if the model then fails. */
-static int do_export(lm_run *run, const lm_options *o)
-{
-    int code = load_model(run, o->train.checkpoint);
-    if (code != CLI_OK) return code;
-    if (o->format == LLMC) return export_llmc(run, o);
-    if (o->format == HF) {
-        if (cli_make_dir("lm", "--hf-out", o->hf_out) != CLI_OK) return CLI_ERR_DATA;
-        if (attn_lm_save_hf(&run->model, o->hf_out) != ATTN_OK)
-            return cli_fail(CLI_ERR_DATA, "lm", "export: %s", attn_last_error());
-        printf("%s: config.json and model.safetensors (%s), %lld ids; the tokenizer stays in %s\n", o->hf_out,
-               run->model.cfg.style == ATTN_LM_GPT2 ? "GPT2LMHeadModel" : "LlamaForCausalLM",
-               (long long)lm_tok_size(&run->tok), o->train.checkpoint);
-        return CLI_OK;
-    }
-    const attn_lm_config *c = &run->model.cfg;
-    if (c->style != ATTN_LM_LLAMA || c->rope_base != 10000.0f)
-        return cli_fail(CLI_ERR_DATA, "lm", "%s: %s; llama2.c runs llama-style models of --rope-base 10000%s",
-                        o->train.checkpoint, c->style != ATTN_LM_LLAMA ? "a gpt2-style model" : "another rotary base",
-                        c->style != ATTN_LM_LLAMA ? " (--format llmc writes llm.c's files)" : "");
-    const int64_t V = lm_tok_size(&run->tok);
-    int64_t *order = malloc(sizeof *order * (size_t)V);
-    if (!order) return cli_fail(CLI_ERR_DATA, "lm", "out of memory");
-    if (lm_tok_save_llama2c(&run->tok, NULL, order) != CLI_OK) /* the order alone: refusals before writing */
-        code = cli_fail(CLI_ERR_DATA, "lm", "export: %s", attn_last_error());
-    bool tokenizer_written = false;
-    if (code == CLI_OK && o->tokenizer_out) {
-        if (lm_tok_save_llama2c(&run->tok, o->tokenizer_out, order) == CLI_OK) tokenizer_written = true;
-        else code = cli_fail(CLI_ERR_DATA, "lm", "export: %s", attn_last_error());
-    }
-    if (code == CLI_OK && attn_lm_save_llama2c(&run->model, o->model_out, o->format, order) != ATTN_OK) {
-        code = cli_fail(CLI_ERR_DATA, "lm", "export: %s", attn_last_error());
-        struct stat sb;
-        if (tokenizer_written && stat(o->tokenizer_out, &sb) == 0 && S_ISREG(sb.st_mode)) remove(o->tokenizer_out);
-    }
-    free(order);
-    if (code == CLI_OK)
-        printf("%s: llama2.c version %d, %lld ids%s%s\n", o->model_out, o->format, (long long)V,
-               o->tokenizer_out ? "; tokenizer " : "", o->tokenizer_out ? o->tokenizer_out : "");
-    return code;
-}
-
-/* A llama2.c model and its tokenizer as an attn checkpoint (the model's config, its tokenizer) */
-static int do_import(lm_run *run, const lm_options *o)
-{
-    const char *ck = o->train.checkpoint;
-    if (checkpoint_lock_take("lm", ck, &run->lock) != CLI_OK) return CLI_ERR_DATA;
-    if (!(run->params = attn_params_new())) return cli_fail(CLI_ERR_DATA, "lm", "out of memory");
-    if ((o->hf_in ? attn_lm_load_hf(&run->model, run->params, o->hf_in)
-                  : attn_lm_load_llama2c(&run->model, run->params, o->model_in, NULL)) != ATTN_OK)
-        return cli_fail(CLI_ERR_DATA, "lm", "%s", attn_last_error());
-    run->model_ready = true;
-    if (run->model.cfg.style != ATTN_LM_LLAMA)
-        return cli_fail(CLI_ERR_DATA, "lm",
-                        "%s: a GPT2LMHeadModel; attn imports llama models alone (their tokenizer as llama2.c's "
-                        "tokenizer.bin), as it does not read GPT-2's vocab.json and merges.txt",
-                        o->hf_in);
-    for (int i = 0; i < N_CONFIG_FIELDS; i++) { /* what a checkpoint of attn lm holds */
-        const double v = config_value(&config_fields[i], &run->model.cfg);
-        if (v < (double)config_fields[i].min || v > (double)config_fields[i].max)
-            return cli_fail(CLI_ERR_DATA, "lm", "%s: %s %.9g is past what attn lm keeps, [%ld, %ld]",
-                            o->hf_in ? o->hf_in : o->model_in, config_fields[i].key, v, config_fields[i].min,
-                            config_fields[i].max);
-    }
-    int code = lm_tok_set_llama2c(&run->tok, o->tokenizer_in, run->model.cfg.vocab_size);
-    if (code != CLI_OK) return code;
-    int n_kv;
-    const char *const *cfg = lm_config_kv(&run->model.cfg, &n_kv);
-    const char *kv[2 * (CONFIG_MAX_FIELDS + 2)];
-    memcpy(kv, cfg, sizeof *kv * (size_t)(2 * n_kv));
-    kv[2 * n_kv] = lm_tok_key(&run->tok), kv[2 * n_kv + 1] = run->tok.text;
-    if (attn_checkpoint_save(ck, run->params, NULL, kv, n_kv + 1) != ATTN_OK)
-        return cli_fail(CLI_ERR_DATA, "lm", "%s", attn_last_error());
-    const attn_lm_config *c = &run->model.cfg;
-    printf("%s: llama, %lld layers, d %lld, %lld heads (%lld key/value), ffn %lld, context %lld, %lld ids%s, "
-           "%lld parameters\n",
-           ck, (long long)c->num_layers, (long long)c->d_model, (long long)c->num_heads, (long long)c->num_kv_heads,
-           (long long)c->ffn_hidden, (long long)c->context, (long long)c->vocab_size, c->untied ? ", untied" : "",
-           (long long)attn_params_numel(run->params));
-    return CLI_OK;
 }
 
 /* The prompt: the arguments joined by spaces, or all of standard input */
@@ -504,11 +400,11 @@ static int validate(const lm_options *o, int action, int n_args)
 {
     if ((action == TRAIN || action == EVAL || action == EXPORT || action == IMPORT) && n_args)
         return cli_fail(CLI_ERR_USAGE, "lm", "%s takes no PROMPT arguments", action_names[action]);
-    if (action == EXPORT && o->format != HF && !o->model_out)
+    if (action == EXPORT && o->format != LM_HF && !o->model_out)
         return cli_fail(CLI_ERR_USAGE, "lm", "export needs --model-out FILE");
-    if (action == EXPORT && o->format == HF && (!o->hf_out || o->model_out || o->tokenizer_out))
+    if (action == EXPORT && o->format == LM_HF && (!o->hf_out || o->model_out || o->tokenizer_out))
         return cli_fail(CLI_ERR_USAGE, "lm", "export --format hf writes --hf-out DIR alone");
-    if (action == EXPORT && o->format != HF && o->hf_out)
+    if (action == EXPORT && o->format != LM_HF && o->hf_out)
         return cli_fail(CLI_ERR_USAGE, "lm", "--hf-out goes with --format hf");
     if (action == IMPORT && (!o->model_in == !o->hf_in || !o->tokenizer_in))
         return cli_fail(CLI_ERR_USAGE, "lm", "import needs --model-in FILE or --hf-in DIR (one), and --tokenizer-in FILE");
@@ -552,12 +448,12 @@ int cmd_lm(int argc, char **argv)
     lm_run run = {.opt = &o, .lock = {.fd = -1}};
     if (code == CLI_OK && action == TRAIN) code = do_train(&run, &o);
     if (code == CLI_OK && action == EVAL) code = do_eval(&run, &o);
-    if (code == CLI_OK && action == EXPORT) code = do_export(&run, &o);
-    if (code == CLI_OK && action == IMPORT) code = do_import(&run, &o);
+    if (code == CLI_OK && action == EXPORT) code = lm_export(&run, &o);
+    if (code == CLI_OK && action == IMPORT) code = lm_import(&run, &o);
     if (code == CLI_OK && (action == GENERATE || action == EXPLAIN)) {
         size_t len = 0;
         char *prompt = NULL;
-        code = load_model(&run, o.train.checkpoint);
+        code = lm_load_model(&run, o.train.checkpoint);
         if (code == CLI_OK && !(prompt = prompt_text(args, n_args, &len))) code = CLI_ERR_DATA;
         if (code == CLI_OK) code = action == GENERATE ? lm_generate(&run, prompt, len) : lm_explain(&run, prompt, len);
         free(prompt);

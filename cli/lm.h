@@ -7,11 +7,19 @@
 #include "options.h"
 #include "train_common.h"
 
+/* export's --format: the llama2.c versions are the numbers its files carry */
+typedef enum lm_format {
+    LM_LLAMA2C_V0, /* llama2.c's checkpoint, version 0 (run.c's) and 1 */
+    LM_LLAMA2C_V1,
+    LM_LLMC,       /* llm.c's GPT-2 checkpoint (version 3) */
+    LM_HF          /* Hugging Face's GPT2LMHeadModel or LlamaForCausalLM folder */
+} lm_format;
+
 typedef struct lm_options {
     train_options train;
     const char *data, *text, *out, *export_tokens, *model_out, *tokenizer_out, *model_in, *tokenizer_in, *init_from, *hf_out, *hf_in;
     int style;                           /* --style: an attn_lm_style */
-    int format;                          /* --format: llama2.c's version (0, 1) */
+    int format;                          /* --format: an lm_format */
     long vocab, d_model, layers, heads, kv_heads, ffn, rope_base, warmup, budget_min, val_tokens;
     long max_new_tokens, top_k, sample_seed;
     double dropout, weight_decay, clip, temperature, top_p;
@@ -96,6 +104,17 @@ int lm_score(lm_run *run, const lm_stream *s, int64_t limit, double *loss, doubl
 /* The options of a training run that decide its losses (*n of them) */
 const run_option *lm_run_options(const lm_options *o, int *n);
 const char *const *lm_config_kv(const attn_lm_config *c, int *n);
+
+/* The model and tokenizer of checkpoint path, from one reading of it (cmd_lm.c) */
+int lm_load_model(lm_run *run, const char *path);
+/* CLI_OK when every field of c is within what an attn lm checkpoint keeps; else a message naming
+ * path and the field (cmd_lm.c) */
+int lm_config_fits(const attn_lm_config *c, const char *path);
+
+/* ---- export and import (lm_exchange.c) ---- */
+
+int lm_export(lm_run *run, const lm_options *o);
+int lm_import(lm_run *run, const lm_options *o);
 
 /* ---- generation and pictures (lm_generate.c) ---- */
 
