@@ -195,8 +195,7 @@ attn_status attn_params_pack(attn_params *p)
     if (!p) return attn__fail(ATTN_ERR_ARG, "attn_params_pack: registry is NULL");
     if (p->data_block) return ATTN_OK;
     size_t n = (size_t)(p->numel ? p->numel : 1);
-    float *data = malloc(n * sizeof(float));
-    float *grad = calloc(n, sizeof(float));
+    float *data = attn__calloc_floats(n), *grad = attn__calloc_floats(n);
     if (!data || !grad) {
         free(data);
         free(grad);

@@ -81,6 +81,15 @@ void attn__clear(void *p, size_t bytes, int threads)
     }
 }
 
+float *attn__calloc_floats(size_t n)
+{
+    if (n > SIZE_MAX / sizeof(float) - ARENA_ALIGN) return NULL;
+    const size_t bytes = ((n ? n : 1) * sizeof(float) + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    float *p = aligned_alloc(ARENA_ALIGN, bytes);
+    if (p) memset(p, 0, bytes);
+    return p;
+}
+
 void *attn_arena_calloc(attn_arena *a, size_t bytes, int threads)
 {
     void *p = attn_arena_alloc(a, bytes);

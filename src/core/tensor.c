@@ -95,7 +95,7 @@ attn_tensor *attn_tensor_alloc(int ndim, const int64_t *shape)
     int64_t numel;
     if (attn__shape_numel(ndim, shape, &numel, "tensor") != ATTN_OK) return NULL;
     attn_tensor *t = malloc(sizeof *t);
-    float *data = calloc((size_t)(numel ? numel : 1), sizeof(float));
+    float *data = attn__calloc_floats((size_t)numel);
     if (!t || !data) {
         free(t);
         free(data);

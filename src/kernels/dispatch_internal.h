@@ -58,6 +58,22 @@
     X(void, attn_bf16_pack_col_pairs_ref,                                                                              \
       (uint32_t * dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols),                      \
       (dst, ld, src, ld_src, rows, cols))                                                                              \
+    X(void, attn_gemv_rows,                                                                                            \
+      (float *y, int64_t ldy, const float *w, int64_t ldw, const float *x, int64_t ldx, const float *bias, int64_t n,  \
+       int64_t r0, int64_t r1, int64_t cols, bool accumulate),                                                         \
+      (y, ldy, w, ldw, x, ldx, bias, n, r0, r1, cols, accumulate))                                                     \
+    X(void, attn_gemv_rows_ref,                                                                                        \
+      (float *y, int64_t ldy, const float *w, int64_t ldw, const float *x, int64_t ldx, const float *bias, int64_t n,  \
+       int64_t r0, int64_t r1, int64_t cols, bool accumulate),                                                         \
+      (y, ldy, w, ldw, x, ldx, bias, n, r0, r1, cols, accumulate))                                                     \
+    X(void, attn_attend_one,                                                                                           \
+      (float *o, float *scores, const float *q, const float *k, const float *v, int64_t ld, int64_t n, int64_t dh,     \
+       float scale),                                                                                                   \
+      (o, scores, q, k, v, ld, n, dh, scale))                                                                          \
+    X(void, attn_attend_one_ref,                                                                                       \
+      (float *o, float *scores, const float *q, const float *k, const float *v, int64_t ld, int64_t n, int64_t dh,     \
+       float scale),                                                                                                   \
+      (o, scores, q, k, v, ld, n, dh, scale))                                                                          \
     X(void, attn_add_into, (float *y, const float *x, int64_t n, int threads), (y, x, n, threads))                     \
     X(void, attn_col_sums_add, (float *sums, const float *x, int64_t rows, int64_t cols, int threads),                 \
       (sums, x, rows, cols, threads))                                                                                  \

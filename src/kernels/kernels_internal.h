@@ -63,6 +63,22 @@ void attn_bf16_pack_col_pairs(uint32_t *dst, int64_t ld, const float *src, int64
 void attn_bf16_pack_col_pairs_ref(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
                                   int64_t cols);
 
+/* ---- one new token of the cached language-model decoder (decode.c) ---- */
+
+/* y[v, i] = (accumulate ? y[v, i] : 0) + (w[i, :] . x[v, :] + bias[i]) for the rows i in [r0, r1)
+ * of w (rows, cols; row stride ldw) and the n vectors x (n, cols; stride ldx); y (n, ldy); bias
+ * (rows) or NULL. On the calling thread: a caller splits the rows over its threads. */
+void attn_gemv_rows(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x, int64_t ldx, const float *bias,
+                    int64_t n, int64_t r0, int64_t r1, int64_t cols, bool accumulate);
+void attn_gemv_rows_ref(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x, int64_t ldx,
+                        const float *bias, int64_t n, int64_t r0, int64_t r1, int64_t cols, bool accumulate);
+/* o (dh) = softmax(scale q K^T) V for one query q (dh) over n >= 1 keys and values, key j at
+ * k + j ld and v + j ld (one head of a cache); scores (n) is scratch */
+void attn_attend_one(float *o, float *scores, const float *q, const float *k, const float *v, int64_t ld, int64_t n,
+                     int64_t dh, float scale);
+void attn_attend_one_ref(float *o, float *scores, const float *q, const float *k, const float *v, int64_t ld,
+                         int64_t n, int64_t dh, float scale);
+
 /* ---- elementwise helpers, threaded over big blocks (threads: the caller's ctx's count); every
  * element summed in the same order whatever the thread count ---- */
 

@@ -144,7 +144,12 @@ static void layernorm_row(float *restrict y, float *mean, float *rstd, const flo
 void attn_layernorm_rows(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,
                          int64_t rows, int64_t cols, float eps, int threads)
 {
-#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)
+    if (threads <= 1 || rows == 1 || rows * cols < ATTN_PARALLEL_MIN / 2) { /* no team to start (the decoder's step) */
+        for (int64_t r = 0; r < rows; r++)
+            layernorm_row(y + r * cols, mean ? mean + r : NULL, rstd + r, x + r * cols, w, b, cols, eps);
+        return;
+    }
+#pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t r = 0; r < rows; r++)
         layernorm_row(y + r * cols, mean ? mean + r : NULL, rstd + r, x + r * cols, w, b, cols, eps);
 }

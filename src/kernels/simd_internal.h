@@ -104,6 +104,11 @@ static inline bool vf_all_lt(vf x, vf lim)
 {
     return _mm512_cmp_ps_mask(x, lim, _CMP_LT_OQ) == 0xffff;
 }
+/* the sum of x's lanes */
+static inline float vf_sum(vf x)
+{
+    return _mm512_reduce_add_ps(x);
+}
 
 #elif defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -187,6 +192,12 @@ static inline vf vf_select_lt(vf a, vf b, vf x, vf lim)
 static inline bool vf_all_lt(vf x, vf lim)
 {
     return _mm256_movemask_ps(_mm256_cmp_ps(x, lim, _CMP_LT_OQ)) == 0xff;
+}
+static inline float vf_sum(vf x)
+{
+    const __m128 quad = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+    const __m128 pair = _mm_add_ps(quad, _mm_movehl_ps(quad, quad));
+    return _mm_cvtss_f32(_mm_add_ss(pair, _mm_movehdup_ps(pair)));
 }
 
 #else
@@ -287,6 +298,10 @@ static inline bool vf_all_lt(vf x, vf lim)
     bool all = true;
     for (int i = 0; i < VF_LANES; i++) all = all && x[i] < lim[i];
     return all;
+}
+static inline float vf_sum(vf x)
+{
+    return (x[0] + x[2]) + (x[1] + x[3]);
 }
 #endif
 

@@ -6,19 +6,11 @@
  *   [0, len_r + j] of row r;  logits of each row's last new token = head(x)
  * what attn_lm_forward computes for the row's whole prefix, at its last position. */
 #include "../nn/nn_internal.h"
+#include "../ops/rope_internal.h"
 #include "lm_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-struct attn_lm_decoder {
-    const attn_lm *m;
-    int64_t rows, cap;
-    int64_t *len;          /* (rows) tokens fed to each row */
-    float *last;           /* (rows, V) logits of each row's last token, zeros before any */
-    attn_tensor **k, **v;  /* (layers) each (rows cap, Hkv, Dh), heap */
-    attn_ctx *work;        /* one feed's activations, reset at every feed */
-};
 
 attn_lm_decoder *attn_lm_decoder_new(const attn_lm *m, int64_t rows, int64_t capacity)
 {
@@ -40,7 +32,10 @@ attn_lm_decoder *attn_lm_decoder_new(const attn_lm *m, int64_t rows, int64_t cap
     d->k = calloc((size_t)c->num_layers, sizeof *d->k);
     d->v = calloc((size_t)c->num_layers, sizeof *d->v);
     d->work = attn_ctx_new(0);
-    bool ok = d->len && d->last && d->k && d->v && d->work;
+    const int64_t rope_floats = c->style == ATTN_LM_LLAMA ? capacity * Dh : 0; /* (cap, Dh / 2, 2) */
+    d->rope_cs = rope_floats ? malloc((size_t)rope_floats * sizeof *d->rope_cs) : NULL;
+    bool ok = d->len && d->last && d->k && d->v && d->work && (d->rope_cs || !rope_floats);
+    if (ok && d->rope_cs) attn__rope_table(d->rope_cs, NULL, capacity, Dh, c->rope_base);
     const int64_t shape[3] = {rows * capacity, c->num_kv_heads, Dh};
     for (int64_t i = 0; ok && i < c->num_layers; i++)
         ok = (d->k[i] = attn_tensor_alloc(3, shape)) && (d->v[i] = attn_tensor_alloc(3, shape));
@@ -61,7 +56,7 @@ void attn_lm_decoder_free(attn_lm_decoder *d)
         attn_tensor_free(d->k[i]);
         attn_tensor_free(d->v[i]);
     }
-    free(d->k), free(d->v), free(d->len), free(d->last);
+    free(d->k), free(d->v), free(d->len), free(d->last), free(d->rope_cs);
     attn_ctx_free(d->work);
     free(d);
 }
@@ -184,19 +179,28 @@ static attn_status feed(attn_lm_decoder *d, const int64_t *tokens, const int64_t
     if (!logits) return attn_last_status();
     for (int64_t r = 0, a = 0; r < d->rows; r++)
         if (counts[r]) memcpy(d->last + r * V, logits->data + a++ * V, (size_t)V * sizeof(float));
-    for (int64_t r = 0; r < d->rows; r++) d->len[r] += counts[r];
     return ATTN_OK;
 }
 
-attn_status attn_lm_decoder_feed(attn_lm_decoder *d, float *logits, const int64_t *tokens, const int64_t *counts)
+attn_status attn__lm_decoder_feed_path(attn_lm_decoder *d, float *logits, const int64_t *tokens, const int64_t *counts,
+                                       attn__lm_path path)
 {
     if (!d || !counts) return attn__fail(ATTN_ERR_ARG, "lm_decoder_feed: NULL decoder or counts");
     int64_t total;
     if (check_feed(d, tokens, counts, &total) != ATTN_OK) return attn_last_status();
+    bool one_each = path == ATTN__LM_PATH_ANY && d->work->matmul_precision == ATTN_PRECISION_HIGHEST;
+    for (int64_t r = 0; r < d->rows; r++) one_each = one_each && counts[r] <= 1;
     attn_ctx_reset(d->work);
-    attn_status st = total ? feed(d, tokens, counts, total) : ATTN_OK;
-    if (st == ATTN_OK && logits)
-        memcpy(logits, d->last, (size_t)(d->rows * d->m->cfg.vocab_size) * sizeof *logits);
+    attn_status st = !total ? ATTN_OK : one_each ? attn__lm_decode_step(d, tokens, counts) : feed(d, tokens, counts, total);
+    if (st == ATTN_OK) {
+        for (int64_t r = 0; r < d->rows; r++) d->len[r] += counts[r];
+        if (logits) memcpy(logits, d->last, (size_t)(d->rows * d->m->cfg.vocab_size) * sizeof *logits);
+    }
     attn_ctx_reset(d->work);
     return st;
+}
+
+attn_status attn_lm_decoder_feed(attn_lm_decoder *d, float *logits, const int64_t *tokens, const int64_t *counts)
+{
+    return attn__lm_decoder_feed_path(d, logits, tokens, counts, ATTN__LM_PATH_ANY);
 }

@@ -11,6 +11,7 @@
  * kept for the backward. */
 #include "../autograd/tape_internal.h"
 #include "../kernels/kernels_internal.h"
+#include "rope_internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -22,8 +23,19 @@ typedef struct rope_saved {
     attn_rope_layout layout;
 } rope_saved;
 
-/* One row: y = R(theta) x, or R(-theta) when inverse; y may be x. */
-static void rotate_row(float *y, const float *x, const float *cs, int64_t d, int64_t rot, attn_rope_layout layout,
+void attn__rope_table(float *cs, const int64_t *positions, int64_t n_pos, int64_t rot, float base)
+{
+    const int64_t half = rot / 2;
+    for (int64_t p = 0; p < n_pos; p++) {
+        const int64_t pos = positions ? positions[p] : p;
+        for (int64_t i = 0; i < half; i++) {
+            const double theta = (double)pos * pow((double)base, -2.0 * (double)i / (double)rot);
+            cs[(p * half + i) * 2] = (float)cos(theta), cs[(p * half + i) * 2 + 1] = (float)sin(theta);
+        }
+    }
+}
+
+void attn__rope_rotate_row(float *y, const float *x, const float *cs, int64_t d, int64_t rot, attn_rope_layout layout,
                        bool inverse)
 {
     const int64_t half = rot / 2;
@@ -48,7 +60,7 @@ static attn_status rope_backward(attn_ctx *ctx, attn_node *node)
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (s->rows * s->d > ATTN_PARALLEL_MIN)
     for (int64_t r = 0; r < s->rows; r++) {
         float tmp[8192]; /* d <= ATTN_ROPE_MAX_DIM */
-        rotate_row(tmp, dy + r * s->d, s->cs + s->row_pos[r] * half * 2, s->d, s->rot, s->layout, true);
+        attn__rope_rotate_row(tmp, dy + r * s->d, s->cs + s->row_pos[r] * half * 2, s->d, s->rot, s->layout, true);
         for (int64_t c = 0; c < s->d; c++) gx[r * s->d + c] += tmp[c];
     }
     return ATTN_OK;
@@ -85,23 +97,18 @@ attn_tensor *attn_rope(attn_ctx *ctx, attn_tensor *x, const attn_rope_opts *opts
     int64_t *row_pos = attn_arena_alloc(&ctx->arena, (size_t)(rows + 1) * sizeof(int64_t));
     attn_tensor *y = attn__empty_like(ctx, x);
     if (!cs || !row_pos || !y) return NULL;
-    for (int64_t p = 0; p < n_pos; p++) {
-        const int64_t pos = opts->positions ? opts->positions[p] : p;
-        if (pos < 0)
+    for (int64_t p = 0; opts->positions && p < n_pos; p++)
+        if (opts->positions[p] < 0)
             return attn__fail_null(ATTN_ERR_ARG, "rope: position %lld is %lld; expected >= 0", (long long)p,
-                                   (long long)pos);
-        for (int64_t i = 0; i < half; i++) {
-            const double theta = (double)pos * pow((double)opts->base, -2.0 * (double)i / (double)rot);
-            cs[(p * half + i) * 2] = (float)cos(theta), cs[(p * half + i) * 2 + 1] = (float)sin(theta);
-        }
-    }
+                                   (long long)opts->positions[p]);
+    attn__rope_table(cs, opts->positions, n_pos, rot, opts->base);
     /* the row of flat index r sits at index (r / inner) % n_pos of the position dim */
     int64_t inner = 1;
     for (int i = pd + 1; i < nd - 1; i++) inner *= x->shape[i];
     for (int64_t r = 0; r < rows; r++) row_pos[r] = r / inner % n_pos;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (x->numel > ATTN_PARALLEL_MIN)
     for (int64_t r = 0; r < rows; r++)
-        rotate_row(y->data + r * d, x->data + r * d, cs + row_pos[r] * half * 2, d, rot, opts->layout, false);
+        attn__rope_rotate_row(y->data + r * d, x->data + r * d, cs + row_pos[r] * half * 2, d, rot, opts->layout, false);
     if (attn__needs_grad(ctx, &x, 1)) {
         attn_node *node = attn__record(ctx, "rope", rope_backward, y, &x, 1, sizeof(rope_saved));
         if (!node) return NULL;
