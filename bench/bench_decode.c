@@ -7,12 +7,10 @@
  *   bench_decode --checkpoint CK [--data DIR] [--src en] [--tgt fr] [--split NAME] [--beam K]
  *                [--length-penalty A] [--threads N] [--decoder default|ref] [--out FILE]
  *                [--limit N] (the first N sentences only)
- * --decoder default uses attn_seq2seq_greedy / attn_seq2seq_beam (CACHED since the key/value
- * cache), ref attn_seq2seq_greedy_ref / attn_seq2seq_beam_ref (RECOMPUTE); a build with
- * -DBENCH_DECODE_DEFAULT_ONLY (against a library that has no such twins) takes only the default. */
-/* It times the entry points attn_seq2seq_decode replaces too (and builds against older revisions,
- * which have those alone) */
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+ * --decoder default decodes with attn_seq2seq_decode's CACHED decoder, ref with RECOMPUTE. A build
+ * with -DBENCH_DECODE_DEFAULT_ONLY, against a library of a revision from before
+ * attn_seq2seq_decode (bench/decode_speed.sh's BASE_REV), calls that library's attn_seq2seq_greedy
+ * and attn_seq2seq_beam instead and takes only the default. */
 #include <attn.h>
 #include <attn_data.h>
 
@@ -20,10 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#ifdef BENCH_DECODE_DEFAULT_ONLY /* a library from before the reference twins: never called */
-#define attn_seq2seq_greedy_ref attn_seq2seq_greedy
-#endif
 
 typedef struct options {
     const char *checkpoint, *data, *src, *tgt, *split, *decoder, *out;
@@ -86,25 +80,28 @@ static int parse(options *o, int argc, char **argv)
     return 0;
 }
 
-/* Beam search of a batch as attn translate eval runs it: each sentence's max_out is its length
- * + 10 (out rows of out_width); one batched search where the library has it, otherwise one
- * search per sentence. */
-static attn_status beam_search(attn_ctx *ctx, const attn_seq2seq *m, const options *o, bool ref, const int64_t *src,
-                               const int64_t *lens, int64_t n, int64_t width, int64_t out_width, int64_t *out,
-                               int64_t *out_lens)
+/* One batch decoded as attn translate eval decodes it: greedy (beam 1) to out_width tokens, or beam
+ * search with each sentence's limit its length + 10 (out rows of out_width) */
+static attn_status decode_batch(attn_ctx *ctx, const attn_seq2seq *m, const options *o, bool ref, const int64_t *src,
+                                const int64_t *lens, int64_t n, int64_t width, int64_t out_width, int64_t *out,
+                                int64_t *out_lens)
 {
     int64_t max_out[100];
     for (int64_t i = 0; i < n; i++) max_out[i] = lens[i] + out_width - width;
-#ifdef BENCH_DECODE_DEFAULT_ONLY
+#ifdef BENCH_DECODE_DEFAULT_ONLY /* the older library's calls, one beam search per sentence */
     (void)ref;
+    if (o->beam == 1) return attn_seq2seq_greedy(ctx, m, src, lens, n, width, out_width, out, out_lens);
     attn_status st = ATTN_OK;
     for (int64_t i = 0; st == ATTN_OK && i < n; i++)
         st = attn_seq2seq_beam(ctx, m, src + i * width, lens[i], o->beam, o->alpha, max_out[i], out + i * out_width,
                                &out_lens[i], NULL);
     return st;
 #else
-    return (ref ? attn_seq2seq_beam_batch_ref : attn_seq2seq_beam_batch)(ctx, m, src, lens, n, width, o->beam, o->alpha,
-                                                                         max_out, out_width, out, out_lens);
+    const attn_seq2seq_decode_opts d = {.beam_size = o->beam,
+                                        .length_penalty = o->alpha,
+                                        .max_out = o->beam > 1 ? max_out : NULL,
+                                        .impl = ref ? ATTN_SEQ2SEQ_DECODE_RECOMPUTE : ATTN_SEQ2SEQ_DECODE_CACHED};
+    return attn_seq2seq_decode(ctx, m, src, lens, n, width, &d, out_width, out, out_lens);
 #endif
 }
 
@@ -199,13 +196,8 @@ int main(int argc, char **argv)
         if (attn_batch_pad(src, lens, &ids, rows, &pad, n, width) != ATTN_OK) return fail("pad");
         for (int64_t i = 0; i < n; i++) lens[i] = lens[i] < 1 ? 1 : lens[i];
         const int64_t max_out = width + max_extra;
-        attn_status st = ATTN_OK;
         double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-        if (o.beam == 1)
-            st = (ref ? attn_seq2seq_greedy_ref : attn_seq2seq_greedy)(ctx, &m, src, lens, n, width, max_out, out,
-                                                                       out_lens);
-        else
-            st = beam_search(ctx, &m, &o, ref, src, lens, n, width, max_out, out, out_lens);
+        attn_status st = decode_batch(ctx, &m, &o, ref, src, lens, n, width, max_out, out, out_lens);
         seconds += clock_s(CLOCK_MONOTONIC) - t0;
         cpu_seconds += clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
         if (st != ATTN_OK) return fail("decode");

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# Decoding speed and identity on a trained translator: the cached decoder (attn_seq2seq_greedy /
-# attn_seq2seq_beam) against its reference twin (the *_ref functions: the whole prefix again at
-# every step) and, given BASE_REV, against the decoder of that git revision (e.g. the last commit
+# Decoding speed and identity on a trained translator: attn_seq2seq_decode's cached decoder against
+# its reference twin (ATTN_SEQ2SEQ_DECODE_RECOMPUTE: the whole prefix again at every step) and, given BASE_REV, against the decoder of that git revision (e.g. the last commit
 # before the cache, ccb5c06), built from `git archive` in a temporary folder. Every decoder runs
 # bench_decode on the whole split as `attn translate eval` decodes it (greedy over batches of 100,
 # beam search per sentence, max_out = source length + 10), one after the other, same checkpoint,

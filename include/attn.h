@@ -23,8 +23,8 @@
  * version, attn_version_number() the library's; a program can compare them at start. While the
  * major version is 0, every minor release may change the API and the ABI (a change is listed in
  * the commit that makes it), and patch releases change neither: the shared library's soname
- * carries MAJOR.MINOR (libattn.so.0.2), and find_package(attn 0.2) accepts only 0.2.x, so a
- * program built against 0.1 never loads 0.2 by mistake. From 1.0 on, the usual rule: the ABI
+ * carries MAJOR.MINOR (libattn.so.0.3), and find_package(attn 0.3) accepts only 0.3.x, so a
+ * program built against 0.2 never loads 0.3 by mistake. From 1.0 on, the usual rule: the ABI
  * changes only with the major version.
  *
  * Conventions (read once, they hold everywhere):
@@ -81,19 +81,16 @@ extern "C" {
 #endif
 #if defined(__GNUC__)
 #define ATTN_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
-/* A name kept for programs written against an earlier release; msg says what replaces it */
-#define ATTN_DEPRECATED(msg) __attribute__((deprecated(msg)))
 #else
 #define ATTN_PRINTF(fmt, args)
-#define ATTN_DEPRECATED(msg)
 #endif
 
 #define ATTN_VERSION_MAJOR 0
-#define ATTN_VERSION_MINOR 2
+#define ATTN_VERSION_MINOR 3
 #define ATTN_VERSION_PATCH 0
-#define ATTN_VERSION_NUMBER (ATTN_VERSION_MAJOR * 10000 + ATTN_VERSION_MINOR * 100 + ATTN_VERSION_PATCH) /* 200 */
-ATTN_API const char *attn_version(void); /* the library's version, "0.2.0" */
-ATTN_API int attn_version_number(void);  /* the library's ATTN_VERSION_NUMBER, 200 */
+#define ATTN_VERSION_NUMBER (ATTN_VERSION_MAJOR * 10000 + ATTN_VERSION_MINOR * 100 + ATTN_VERSION_PATCH) /* 300 */
+ATTN_API const char *attn_version(void); /* the library's version, "0.3.0" */
+ATTN_API int attn_version_number(void);  /* the library's ATTN_VERSION_NUMBER, 300 */
 
 /* ======================================================================================
  * Errors
@@ -1131,35 +1128,6 @@ ATTN_API attn_status attn_seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, c
                                          const attn_seq2seq_decode_opts *opts, int64_t out_width, int64_t *out,
                                          int64_t *out_lens);
 
-/* The entry points attn_seq2seq_decode replaces, as they were: greedy's out (B, max_out) keeps
- * <eos> (then pad); the beam searches' do not; the _ref twins use RECOMPUTE. */
-ATTN_DEPRECATED("attn_seq2seq_decode")
-ATTN_API attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                                         const int64_t *src_lens, int64_t batch, int64_t src_len, int64_t max_out,
-                                         int64_t *out, int64_t *out_lens);
-ATTN_DEPRECATED("attn_seq2seq_decode with .impl = ATTN_SEQ2SEQ_DECODE_RECOMPUTE")
-ATTN_API attn_status attn_seq2seq_greedy_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                                             const int64_t *src_lens, int64_t batch, int64_t src_len, int64_t max_out,
-                                             int64_t *out, int64_t *out_lens);
-ATTN_DEPRECATED("attn_seq2seq_decode with .beam_size and .cross_weights")
-ATTN_API attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, int64_t src_len,
-                                       int beam_size, float alpha, int64_t max_out, int64_t *out, int64_t *out_len,
-                                       attn_tensor **cross_weights);
-ATTN_DEPRECATED("attn_seq2seq_decode with .beam_size, .cross_weights and .impl = ATTN_SEQ2SEQ_DECODE_RECOMPUTE")
-ATTN_API attn_status attn_seq2seq_beam_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, int64_t src_len,
-                                           int beam_size, float alpha, int64_t max_out, int64_t *out, int64_t *out_len,
-                                           attn_tensor **cross_weights);
-ATTN_DEPRECATED("attn_seq2seq_decode with .beam_size and .max_out")
-ATTN_API attn_status attn_seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                                             const int64_t *src_lens, int64_t batch, int64_t src_len, int beam_size,
-                                             float alpha, const int64_t *max_out, int64_t out_width, int64_t *out,
-                                             int64_t *out_lens);
-ATTN_DEPRECATED("attn_seq2seq_decode with .beam_size, .max_out and .impl = ATTN_SEQ2SEQ_DECODE_RECOMPUTE")
-ATTN_API attn_status attn_seq2seq_beam_batch_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                                                 const int64_t *src_lens, int64_t batch, int64_t src_len, int beam_size,
-                                                 float alpha, const int64_t *max_out, int64_t out_width, int64_t *out,
-                                                 int64_t *out_lens);
-
 /* ======================================================================================
  * Language models: a decoder-only Transformer (seed 002 section 4.2's masked self-attention,
  * stacked), in GPT-2's style or Llama's, trained on documents packed end to end.
@@ -1342,8 +1310,6 @@ ATTN_API attn_status attn_optim_step(attn_optim *opt); /* uses the lr set for th
 ATTN_API attn_status attn_optim_set_num_threads(attn_optim *opt, int n);
 ATTN_API attn_status attn_optim_set_lr(attn_optim *opt, float lr); /* lr >= 0, else refused */
 ATTN_API float attn_optim_lr(const attn_optim *opt);               /* the lr set (NaN for NULL) */
-ATTN_DEPRECATED("attn_optim_lr (getters have no verb)")
-ATTN_API float attn_optim_get_lr(const attn_optim *opt);
 ATTN_API int64_t attn_optim_step_count(const attn_optim *opt); /* steps taken */
 /* The state as named tensors ("exp_avg.<param>", "exp_avg_sq.<param>", "momentum_buffer.<param>")
  * for checkpoints; the step count travels as metadata. Pointers into the optimizer, valid until

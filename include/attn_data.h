@@ -63,8 +63,6 @@ typedef enum attn_tokenizer {
 ATTN_API const char *attn_tokenizer_name(attn_tokenizer kind); /* "basic_english", "words", ... */
 /* *kind = the tokenizer of that name; ATTN_ERR_ARG naming the known ones for any other */
 ATTN_API attn_status attn_tokenizer_parse(const char *name, attn_tokenizer *kind);
-ATTN_DEPRECATED("attn_tokenizer_parse (an attn_status, as every function that can fail)")
-ATTN_API int attn_tokenizer_from_name(const char *name); /* the kind, or -1 */
 /* Appends the tokens of text[0..len) to out (out is not cleared). Invalid UTF-8 or a NUL byte
  * (tokens are C strings): ATTN_ERR_FORMAT "text: invalid UTF-8 at byte offset N ..." or "text: a
  * NUL byte at byte offset N ...", and out unchanged. */

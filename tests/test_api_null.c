@@ -10,9 +10,6 @@
  * A last check reads include/attn.h (and attn_data.h, attn_plot.h when this build has those
  * libraries): every ATTN_API function must be called here (or be listed as taking no pointer),
  * so a new function cannot skip the contract. */
-/* This test holds the entry points that attn_seq2seq_decode replaces to their behaviour: they stay,
- * deprecated, for programs written against 0.2 */
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #include "testkit.h"
 
 #include <stdlib.h>
@@ -240,25 +237,18 @@ static void all_null(void)
     EXPECT_NULL(attn_seq2seq_forward(NULL, NULL, NULL, NULL, 1, 1, NULL, NULL, 1, NULL));
     EXPECT_NULL(attn_seq2seq_forward_packed(NULL, NULL, NULL, NULL, NULL, NULL, 1));
     EXPECT_STATUS(attn_seq2seq_decode(NULL, NULL, NULL, NULL, 1, 1, NULL, 1, NULL, NULL));
-    EXPECT_STATUS(attn_seq2seq_greedy(NULL, NULL, NULL, NULL, 1, 1, 1, NULL, NULL));
-    EXPECT_STATUS(attn_seq2seq_beam(NULL, NULL, NULL, 1, 1, 1.0f, 1, NULL, NULL, NULL));
     EXPECT_NULL(attn_seq2seq_decoder_new(NULL, NULL, NULL, 1, 1, 1, 1, ATTN_SEQ2SEQ_DECODE_CACHED));
     EXPECT_STATUS(attn_seq2seq_decoder_step(NULL, NULL, NULL));
     EXPECT_STATUS(attn_seq2seq_decoder_reorder(NULL, NULL));
     EXPECT_STATUS(attn_seq2seq_decoder_select(NULL, NULL, 1));
     EXPECT_STATUS(attn_seq2seq_decoder_set_num_threads(NULL, 1));
     EXPECT_NOOP(attn_seq2seq_decoder_free(NULL));
-    EXPECT_STATUS(attn_seq2seq_greedy_ref(NULL, NULL, NULL, NULL, 1, 1, 1, NULL, NULL));
-    EXPECT_STATUS(attn_seq2seq_beam_ref(NULL, NULL, NULL, 1, 1, 1.0f, 1, NULL, NULL, NULL));
-    EXPECT_STATUS(attn_seq2seq_beam_batch(NULL, NULL, NULL, NULL, 1, 1, 1, 1.0f, NULL, 1, NULL, NULL));
-    EXPECT_STATUS(attn_seq2seq_beam_batch_ref(NULL, NULL, NULL, NULL, 1, 1, 1, 1.0f, NULL, 1, NULL, NULL));
     EXPECT_NULL(attn_optim_new(NULL, NULL));
     EXPECT_NOOP(attn_optim_free(NULL));
     EXPECT_STATUS(attn_optim_step(NULL));
     EXPECT_STATUS(attn_optim_set_num_threads(NULL, 1));
     EXPECT_STATUS(attn_optim_set_lr(NULL, 1.0f));
     EXPECT_RECORDED(attn_optim_lr(NULL));
-    EXPECT_RECORDED(attn_optim_get_lr(NULL));
     EXPECT_RECORDED(attn_optim_step_count(NULL));
     EXPECT_RECORDED(attn_optim_state_count(NULL));
     EXPECT_STATUS(attn_optim_state_at(NULL, 1, NULL, NULL, NULL));
@@ -272,7 +262,6 @@ static void all_null(void)
     EXPECT_STATUS(attn_tokens_push(NULL, NULL, 1));
     EXPECT_RECORDED(attn_tokens_clear(NULL));
     EXPECT_NOOP(attn_tokens_free(NULL));
-    EXPECT_RECORDED(attn_tokenizer_from_name(NULL));
     EXPECT_STATUS(attn_tokenizer_parse(NULL, NULL));
     EXPECT_STATUS(attn_tokenize(NULL, (attn_tokenizer)0, NULL, 1));
     EXPECT_NULL(attn_detokenize(NULL, 1));

@@ -4,8 +4,6 @@
  * (written by tests/data/make_tokenizer_cases.py), and CRC-32s of str.lower(), str.upper(), \w
  * and \s over every code point. Also: invalid UTF-8 is an error naming the byte offset, and a
  * failed call leaves the token list unchanged. */
-/* Also holds the deprecated names (attn_optim_get_lr, attn_tokenizer_from_name) to what they did */
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #include "testkit.h"
 #include "data/data_internal.h"
 #include "data/tokenizer_cases.h"
@@ -177,10 +175,9 @@ static void test_tokens_api(void)
              "1 MB text: last tokens");
     free(big);
 
-    TK_CHECK(attn_tokenizer_from_name("basic_english") == ATTN_TOKENIZER_BASIC_ENGLISH, "name");
-    TK_CHECK(attn_tokenizer_from_name("13a") == ATTN_TOKENIZER_13A, "name 13a");
-    TK_CHECK(attn_tokenizer_from_name("bpe") == -1, "unknown name");
-    attn_tokenizer kind = ATTN_TOKENIZER_BASIC_ENGLISH;
+    attn_tokenizer kind = ATTN_TOKENIZER_CHARS;
+    TK_CHECK(attn_tokenizer_parse("basic_english", &kind) == ATTN_OK && kind == ATTN_TOKENIZER_BASIC_ENGLISH, "name");
+    TK_CHECK(attn_tokenizer_parse("13a", &kind) == ATTN_OK && kind == ATTN_TOKENIZER_13A, "name 13a");
     TK_CHECK(attn_tokenizer_parse("chars", &kind) == ATTN_OK && kind == ATTN_TOKENIZER_CHARS, "checked: chars");
     TK_CHECK(attn_tokenizer_parse("bpe", &kind) == ATTN_ERR_ARG && kind == ATTN_TOKENIZER_CHARS &&
                  strstr(attn_last_error(), "\"bpe\" is not basic_english, words, chars or 13a"),

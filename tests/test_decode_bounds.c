@@ -2,9 +2,6 @@
  * longer than the model's positional table allows (decoding stops there, the rest is padding).
  * It used to write rows of the shortened width, so callers read uninitialised ids (valgrind, in
  * attn translate's BLEU evaluation). Beam search stays within max_out too. */
-/* This test holds the entry points that attn_seq2seq_decode replaces to their behaviour: they stay,
- * deprecated, for programs written against 0.2 */
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #include "testkit.h"
 
 #include <math.h>
@@ -35,16 +32,20 @@ static void hostile_beams(void)
     attn_seq2seq m;
     TK_OK(attn_seq2seq_init(&m, p, &cfg, &rng));
     attn_ctx *ctx = attn_ctx_new(1);
-    const int64_t src[5] = {3, 4, 5, 6, 7};
+    const int64_t src[5] = {3, 4, 5, 6, 7}, src_len = 5;
     int64_t out[7], len = -1;
     const float refused[3] = {NAN, INFINITY, -INFINITY};
     for (int i = 0; i < 3; i++)
-        TK_CHECK(attn_seq2seq_beam(ctx, &m, src, 5, 1, refused[i], 7, out, &len, NULL) == ATTN_ERR_ARG,
+        TK_CHECK(attn_seq2seq_decode(ctx, &m, src, &src_len, 1, 5,
+                                     &(attn_seq2seq_decode_opts){.beam_size = 2, .length_penalty = refused[i]}, 7, out,
+                                     &len) == ATTN_ERR_ARG,
                  "beam alpha %g is refused", (double)refused[i]);
     const float extreme[2] = {-1e30f, 1e30f};
     for (int i = 0; i < 2; i++) {
         len = -1;
-        TK_OK(attn_seq2seq_beam(ctx, &m, src, 5, 2, extreme[i], 7, out, &len, NULL));
+        TK_OK(attn_seq2seq_decode(ctx, &m, src, &src_len, 1, 5,
+                                  &(attn_seq2seq_decode_opts){.beam_size = 2, .length_penalty = extreme[i]}, 7, out,
+                                  &len));
         TK_CHECK(len >= 0 && len <= 7, "beam alpha %g: length %lld", (double)extreme[i], (long long)len);
     }
     attn_ctx_free(ctx);
@@ -86,7 +87,7 @@ int main(void)
         const int64_t src[B * S] = {4, 5, 3, 6, 3, 1, 4, 4, 3}, src_lens[B] = {3, 2, 3};
         int64_t out[B * MAX_OUT], out_lens[B];
         for (int i = 0; i < B * MAX_OUT; i++) out[i] = -7; /* a sentinel no decoder writes */
-        TK_OK(attn_seq2seq_greedy(ctx, &m, src, src_lens, B, S, MAX_OUT, out, out_lens));
+        TK_OK(attn_seq2seq_decode(ctx, &m, src, src_lens, B, S, NULL, MAX_OUT, out, out_lens));
         for (int b = 0; b < B; b++) {
             TK_CHECK(out_lens[b] >= 0 && out_lens[b] <= cfg.max_len - 1, "kind %d: row %d length %lld", kind, b,
                      (long long)out_lens[b]);
@@ -96,14 +97,17 @@ int main(void)
         }
         int64_t beam_out[MAX_OUT], beam_len = -1;
         for (int i = 0; i < MAX_OUT; i++) beam_out[i] = -7;
-        TK_OK(attn_seq2seq_beam(ctx, &m, src, S, 2, 0.6f, MAX_OUT, beam_out, &beam_len, NULL));
+        const int64_t first_len = S;
+        const attn_seq2seq_decode_opts beams2 = {.beam_size = 2, .length_penalty = 0.6f};
+        TK_OK(attn_seq2seq_decode(ctx, &m, src, &first_len, 1, S, &beams2, MAX_OUT, beam_out, &beam_len));
         TK_CHECK(beam_len >= 0 && beam_len <= cfg.max_len - 1, "kind %d: beam length %lld", kind, (long long)beam_len);
         for (int64_t t = 0; t < beam_len; t++)
             TK_CHECK(beam_out[t] >= 0 && beam_out[t] < cfg.tgt_vocab, "kind %d: beam token %lld", kind, (long long)t);
-        /* max_out = INT64_MAX must not overflow (max_out + 1) */
-        int64_t one[8]; /* the decoder writes at most max_len - 1 tokens */
+        /* a limit of INT64_MAX is refused (past out_width), not overflowed (limit + 1) */
         int64_t one_len;
-        TK_OK(attn_seq2seq_beam(ctx, &m, src, S, 1, 0.6f, INT64_MAX, one, &one_len, NULL));
+        const attn_seq2seq_decode_opts huge = {.beam_size = 2, .max_out = (const int64_t[]){INT64_MAX}};
+        TK_CHECK(attn_seq2seq_decode(ctx, &m, src, &first_len, 1, S, &huge, MAX_OUT, beam_out, &one_len) == ATTN_ERR_ARG,
+                 "kind %d: a limit of INT64_MAX is refused: %s", kind, attn_last_error());
         attn_ctx_free(ctx);
         attn_seq2seq_free(&m);
         attn_params_free(p);

@@ -13,13 +13,14 @@
  *     outputs and h_n, gradients of loss = sum(out * g) + sum(h_n * g2) (one attn_backward).
  *   - s2s_transformer, s2s_bahdanau: attn_seq2seq_forward (teacher forcing) against the torch
  *     twins of src/models/seq2seq_{transformer,bahdanau}.c: logits and every parameter's gradient;
- *     then decoding: attn_seq2seq_greedy on the batch must give torch's greedy ids exactly (the
- *     models were trained briefly on a copy task, so rows stop at different lengths); per
- *     sentence (batch 1, unpadded) greedy must equal its batch row for the Transformer (padding is
- *     masked everywhere; D2L's GRU encoder reads the padding, so not for Bahdanau),
- *     attn_seq2seq_beam with beam 1 must give greedy's answer, and beam 3 (alpha 0 and 0.75) an
- *     answer whose length-penalised log-probability (computed here by a teacher-forced forward)
- *     is >= greedy's.
+ *     then decoding: attn_seq2seq_decode's greedy search on the batch must give torch's greedy ids
+ *     exactly (the models were trained briefly on a copy task, so rows stop at different lengths:
+ *     the same lengths, the same tokens, and <eos> in torch's row where ours stops short of the
+ *     limit); per sentence (batch 1, unpadded) greedy must equal its batch row for the Transformer
+ *     (padding is masked everywhere; D2L's GRU encoder reads the padding, so not for Bahdanau),
+ *     beam search with 1 beam (a call with cross_weights takes it) greedy's answer, and beam
+ *     search with 3 beams (alpha 0 and 0.75) an answer whose length-penalised
+ *     log-probability (computed here by a teacher-forced forward) is >= greedy's.
  * Every module is built with its init into an attn_params and every parameter is overwritten from
  * the file by its registered name; the registry must hold exactly the file's parameter names.
  *
@@ -35,9 +36,6 @@
  * + 1e-4 |ref_i| (2e-5 for s2s_transformer), which s2s_bahdanau missed on AVX-512 hosts at that
  * cancelling element: oneDNN sums in another order there (|got - ref| = 1.2e-5 = 10 u * 19.6).
  * An error of 2e-4 max|ref| in any one element fails every bound (checked every time). */
-/* This test holds the entry points that attn_seq2seq_decode replaces to their behaviour: they stay,
- * deprecated, for programs written against 0.2 */
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #include "testkit.h"
 
 #include <math.h>
@@ -404,7 +402,7 @@ static void run_golden(model_run *r)
 /* ---- seq2seq decoding ---- */
 
 /* log p(tokens | src) of one sentence by teacher forcing: tokens[0..n) (its <eos> included when
- * it has one) after <bos>, divided by ((5 + n) / 6)^alpha as attn_seq2seq_beam ranks them. */
+ * it has one) after <bos>, divided by ((5 + n) / 6)^alpha as beam search ranks them. */
 static double penalized_logp(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, int64_t src_len,
                              const int64_t *tokens, int64_t n, float alpha)
 {
@@ -431,6 +429,20 @@ static int64_t with_eos(int64_t *dst, const int64_t *answer, int64_t len, int64_
     return len;
 }
 
+/* Our rows out (B, W) without <eos>, then padding, against torch's rows ref (B, W), which keep
+ * it: the same lengths and tokens, and torch's <eos> where ours stops short of W */
+static bool same_as_torch(const int64_t *out, const int64_t *lens, const int64_t *ref, const int64_t *ref_lens,
+                          int64_t B, int64_t W)
+{
+    bool same = memcmp(lens, ref_lens, (size_t)B * sizeof *lens) == 0;
+    for (int64_t b = 0; same && b < B; b++) {
+        same = memcmp(out + b * W, ref + b * W, (size_t)lens[b] * sizeof *out) == 0 &&
+               (lens[b] == W || ref[b * W + lens[b]] == S2S_EOS);
+        for (int64_t t = lens[b]; t < W; t++) same = same && out[b * W + t] == S2S_PAD;
+    }
+    return same;
+}
+
 /* Greedy on the batch against torch's ids; then per sentence (batch 1, no padding): greedy,
  * which for the Transformer must equal its batch row (padding is masked everywhere; D2L's GRU
  * encoder reads the padding, so the Bahdanau state legitimately differs), beam 1 = greedy, and
@@ -440,25 +452,26 @@ static void check_decoding(attn_ctx *ctx, const model_run *r, int64_t max_out, c
 {
     const model_case *c = r->c;
     const int64_t B = r->batch, S = r->src_len;
-    TK_OK(attn_seq2seq_greedy(ctx, &r->s2s, r->ids[SRC], r->ids[SRC_LENS], B, S, max_out, out, lens));
-    TK_CHECK(memcmp(out, ref, (size_t)(B * max_out) * sizeof *out) == 0 &&
-                 memcmp(lens, ref_lens, (size_t)B * sizeof *lens) == 0,
-             "%s: greedy ids differ from torch's", c->name);
+    TK_OK(attn_seq2seq_decode(ctx, &r->s2s, r->ids[SRC], r->ids[SRC_LENS], B, S, NULL, max_out, out, lens));
+    TK_CHECK(same_as_torch(out, lens, ref, ref_lens, B, max_out), "%s: greedy ids differ from torch's", c->name);
     for (int64_t b = 0; b < B; b++) {
         const int64_t *src = r->ids[SRC] + b * S, src_len = r->ids[SRC_LENS][b];
         int64_t one[S2S_MAX_LEN], one_len = -1, beam[S2S_MAX_LEN], beam_len = -1;
         int64_t seq[S2S_MAX_LEN], gseq[S2S_MAX_LEN];
-        TK_OK(attn_seq2seq_greedy(ctx, &r->s2s, src, &src_len, 1, src_len, max_out, one, &one_len));
+        TK_OK(attn_seq2seq_decode(ctx, &r->s2s, src, &src_len, 1, src_len, NULL, max_out, one, &one_len));
         if (c->s2s == ATTN_SEQ2SEQ_TRANSFORMER)
             TK_CHECK(one_len == lens[b] && memcmp(one, out + b * max_out, (size_t)max_out * sizeof *one) == 0,
                      "%s: sentence %lld: greedy alone differs from its batch row", c->name, (long long)b);
-        TK_OK(attn_seq2seq_beam(ctx, &r->s2s, src, src_len, 1, 0.75f, max_out, beam, &beam_len, NULL));
+        attn_tensor *w = NULL; /* with cross_weights, one sentence goes through beam search even at 1 beam */
+        const attn_seq2seq_decode_opts beam1 = {.beam_size = 1, .length_penalty = 0.75f, .cross_weights = &w};
+        TK_OK(attn_seq2seq_decode(ctx, &r->s2s, src, &src_len, 1, src_len, &beam1, max_out, beam, &beam_len));
         TK_CHECK(beam_len == one_len && memcmp(beam, one, (size_t)one_len * sizeof *beam) == 0,
-                 "%s: sentence %lld: beam 1 differs from greedy", c->name, (long long)b);
+                 "%s: sentence %lld: beam search with 1 beam differs from greedy", c->name, (long long)b);
         int64_t gn = with_eos(gseq, one, one_len, max_out);
         for (int a = 0; a < 2; a++) { /* no length penalty, and the usual one */
-            float alpha = a ? 0.75f : 0.0f;
-            TK_OK(attn_seq2seq_beam(ctx, &r->s2s, src, src_len, BEAM_WIDE, alpha, max_out, beam, &beam_len, NULL));
+            const attn_seq2seq_decode_opts wide_beam = {.beam_size = BEAM_WIDE, .length_penalty = a ? 0.75f : 0.0f};
+            const float alpha = wide_beam.length_penalty;
+            TK_OK(attn_seq2seq_decode(ctx, &r->s2s, src, &src_len, 1, src_len, &wide_beam, max_out, beam, &beam_len));
             int64_t n = with_eos(seq, beam, beam_len, max_out);
             double wide = penalized_logp(ctx, &r->s2s, src, src_len, seq, n, alpha);
             double narrow = penalized_logp(ctx, &r->s2s, src, src_len, gseq, gn, alpha);

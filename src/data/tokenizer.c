@@ -175,13 +175,6 @@ attn_status attn_tokenizer_parse(const char *name, attn_tokenizer *kind)
     return attn__fail(ATTN_ERR_ARG, "attn_tokenizer_parse: \"%s\" is not basic_english, words, chars or 13a", name);
 }
 
-int attn_tokenizer_from_name(const char *name)
-{
-    if (!name) return attn__null_arg("attn_tokenizer_from_name"), -1;
-    attn_tokenizer kind;
-    return attn_tokenizer_parse(name, &kind) == ATTN_OK ? (int)kind : (attn_clear_error(), -1);
-}
-
 attn_status attn_tokenize(attn_tokens *out, attn_tokenizer kind, const char *text, size_t len)
 {
     if (!out || (!text && len)) return attn__fail(ATTN_ERR_ARG, "attn_tokenize: NULL argument");

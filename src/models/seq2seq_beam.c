@@ -4,7 +4,7 @@
  * continuations and the decoder's rows follow them (reorder). A sentence stops when k of its
  * hypotheses have ended (<eos> or its max_out); the ended sentences leave the decoder (select)
  * once they are an eighth of those in it.
- * attn_seq2seq_beam is the batch of one sentence. Bahdanau sentences of different lengths are
+ * attn__seq2seq_beam_one is the batch of one sentence. Bahdanau sentences of different lengths are
  * searched in groups of one length (beam_batch). */
 #include "seq2seq_internal.h"
 
@@ -293,23 +293,6 @@ attn_status attn__seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const
     return st;
 }
 
-attn_status attn_seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
-                                    int64_t batch, int64_t src_len, int beam_size, float alpha, const int64_t *max_out,
-                                    int64_t out_width, int64_t *out, int64_t *out_lens)
-{
-    return attn__seq2seq_beam_batch(ctx, m, src, src_lens, batch, src_len, beam_size, alpha, max_out, out_width, out,
-                                    out_lens, ATTN_SEQ2SEQ_DECODE_CACHED);
-}
-
-attn_status attn_seq2seq_beam_batch_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src,
-                                        const int64_t *src_lens, int64_t batch, int64_t src_len, int beam_size,
-                                        float alpha, const int64_t *max_out, int64_t out_width, int64_t *out,
-                                        int64_t *out_lens)
-{
-    return attn__seq2seq_beam_batch(ctx, m, src, src_lens, batch, src_len, beam_size, alpha, max_out, out_width, out,
-                                    out_lens, ATTN_SEQ2SEQ_DECODE_RECOMPUTE);
-}
-
 /* One sentence; with cross_weights, one teacher-forced pass over <bos> + the answer, in eval
  * mode, gives its cross-attention. */
 attn_status attn__seq2seq_beam_one(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, int64_t src_len,
@@ -340,19 +323,4 @@ attn_status attn__seq2seq_beam_one(attn_ctx *ctx, const attn_seq2seq *m, const i
     attn_ctx_set_grad_enabled(ctx, grad);
     attn_ctx_set_training(ctx, training);
     return st;
-}
-
-attn_status attn_seq2seq_beam(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, int64_t src_len, int beam_size,
-                              float alpha, int64_t max_out, int64_t *out, int64_t *out_len, attn_tensor **cross_weights)
-{
-    return attn__seq2seq_beam_one(ctx, m, src, src_len, beam_size, alpha, max_out, out, out_len, cross_weights,
-                                  ATTN_SEQ2SEQ_DECODE_CACHED);
-}
-
-attn_status attn_seq2seq_beam_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, int64_t src_len,
-                                  int beam_size, float alpha, int64_t max_out, int64_t *out, int64_t *out_len,
-                                  attn_tensor **cross_weights)
-{
-    return attn__seq2seq_beam_one(ctx, m, src, src_len, beam_size, alpha, max_out, out, out_len, cross_weights,
-                                  ATTN_SEQ2SEQ_DECODE_RECOMPUTE);
 }

@@ -74,19 +74,6 @@ static attn_status greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *s
     return st;
 }
 
-attn_status attn_seq2seq_greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
-                                int64_t batch, int64_t src_len, int64_t max_out, int64_t *out, int64_t *out_lens)
-{
-    return greedy(ctx, m, src, src_lens, batch, src_len, max_out, max_out, out, out_lens, ATTN_SEQ2SEQ_DECODE_CACHED);
-}
-
-attn_status attn_seq2seq_greedy_ref(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
-                                    int64_t batch, int64_t src_len, int64_t max_out, int64_t *out, int64_t *out_lens)
-{
-    return greedy(ctx, m, src, src_lens, batch, src_len, max_out, max_out, out, out_lens,
-                  ATTN_SEQ2SEQ_DECODE_RECOMPUTE);
-}
-
 /* Each sentence's limit (opts->max_out, or out_width for every one), checked: (batch), malloc'd */
 static int64_t *limits_of(const attn_seq2seq_decode_opts *o, int64_t batch, int64_t out_width)
 {

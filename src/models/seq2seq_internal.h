@@ -40,8 +40,8 @@ attn_status attn__seq2seq_encode(attn_ctx *ctx, const attn_seq2seq *m, const int
 attn_tensor *attn__seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem, const int64_t *tgt,
                                   const int64_t *tgt_lens, int64_t tgt_len, attn_tensor **cross_weights);
 
-/* The beam searches of attn_seq2seq_beam_batch and attn_seq2seq_beam (one sentence, with its
- * cross-attention) with either decoder (seq2seq_beam.c) */
+/* attn_seq2seq_decode's beam searches: a batch, and one sentence with its cross-attention, with
+ * either decoder (seq2seq_beam.c) */
 attn_status attn__seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
                                      int64_t batch, int64_t src_len, int beam_size, float alpha, const int64_t *max_out,
                                      int64_t out_width, int64_t *out, int64_t *out_lens, attn_seq2seq_decode_impl impl);

@@ -240,10 +240,6 @@ float attn_optim_lr(const attn_optim *opt)
     return opt ? opt->cfg.lr : (attn__null_arg("attn_optim_lr"), NAN);
 }
 
-float attn_optim_get_lr(const attn_optim *opt)
-{
-    return attn_optim_lr(opt);
-}
 int64_t attn_optim_step_count(const attn_optim *opt)
 {
     return opt ? opt->steps : (attn__null_arg("attn_optim_step_count"), 0);

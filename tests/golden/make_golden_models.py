@@ -51,7 +51,7 @@ Cases (options in the metadata and mirrored in the C test's table):
   an untrained model's greedy decode repeats one token, a trained one stops with <eos> at
   different lengths, so the decoding checks exercise the stopping rules.
   Both seq2seq files also hold greedy.out (B, greedy_max_out) and greedy.lens (B) as I64: a
-  greedy decode of src done here with attn_seq2seq_greedy's rules (start from <bos>, decode the
+  greedy decode of src done here with the rules of attn_seq2seq_decode's greedy search (start from <bos>, decode the
   whole prefix again each step without target padding mask, argmax (first maximum), a finished row
   is padded; lengths without <eos>), and metadata greedy_margin, the smallest gap between the best
   and second-best logit over those decisions (the script asserts it is far above float noise).
@@ -333,7 +333,7 @@ class Seq2SeqBahdanau(nn.Module):
 
 
 def greedy(model, src, src_lens, max_out):
-    """attn_seq2seq_greedy's rules; returns out (B, max_out), lens (B), the smallest argmax gap."""
+    """the rules of attn_seq2seq_decode's greedy search (the row keeps <eos>); returns out (B, max_out), lens (B), the smallest argmax gap."""
     b = src.shape[0]
     prefix = torch.full((b, 1), BOS, dtype=torch.int64)
     out = torch.full((b, max_out), PAD, dtype=torch.int64)
