@@ -97,7 +97,8 @@ int main(int argc, char **argv)
     }
     int64_t *ids = malloc(c.len * sizeof *ids), n_ids = 0;
     double t3 = now();
-    for (size_t i = 0, at = 0; ids && i < c.n; at = c.ends[i++]) n_ids += attn_bpe_encode(b, c.text + at, c.ends[i] - at, ids);
+    for (size_t i = 0, at = 0; ids && i < c.n; at = c.ends[i++])
+        n_ids += attn_bpe_encode(b, c.text + at, c.ends[i] - at, ids);
     double t4 = now();
     int64_t merges;
     attn_bpe_merges(b, &merges);

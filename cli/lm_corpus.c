@@ -52,7 +52,9 @@ static char *read_all(const char *path, size_t *len)
     struct stat st;
     if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > MAX_DOC_BYTES * 16ull) {
         cli_fail(CLI_ERR_DATA, "lm", "%s: %s", path,
-                 !f ? strerror(errno) : !S_ISREG(st.st_mode) ? "not a regular file" : "larger than 1 GiB");
+                 !f                     ? strerror(errno)
+                 : !S_ISREG(st.st_mode) ? "not a regular file"
+                                        : "larger than 1 GiB");
         if (f) fclose(f);
         return NULL;
     }
@@ -61,7 +63,8 @@ static char *read_all(const char *path, size_t *len)
     bool bad = !buf || ferror(f) || got != (size_t)st.st_size;
     fclose(f);
     if (bad) {
-        cli_fail(CLI_ERR_DATA, "lm", "%s: %s", path, buf ? "read failed (the file changed while read)" : "out of memory");
+        cli_fail(CLI_ERR_DATA, "lm", "%s: %s", path,
+                 buf ? "read failed (the file changed while read)" : "out of memory");
         free(buf);
         return NULL;
     }
@@ -161,15 +164,18 @@ int lm_docs_load(lm_docs *out, const lm_options *o, const char *split)
     }
     if (code != CLI_OK) return code;
     if (out->count < 2)
-        return cli_fail(CLI_ERR_DATA, "lm", "%s: %lld documents; expected at least 2 (one to train on, one to validate)",
+        return cli_fail(CLI_ERR_DATA, "lm",
+                        "%s: %lld documents; expected at least 2 (one to train on, one to validate)",
                         o->text ? o->text : o->data, (long long)out->count);
     /* not an aclImdb folder: the first 95% of the documents train, the rest test */
     const bool train = !strcmp(split, "train");
     const int64_t cut = out->count - (out->count + 19) / 20, from = train ? 0 : cut, to = train ? cut : out->count;
     out->bytes = 0;
     for (int64_t i = 0; i < out->count; i++) {
-        if (i < from || i >= to) free(out->text[i]);
-        else out->bytes += out->len[i];
+        if (i < from || i >= to)
+            free(out->text[i]);
+        else
+            out->bytes += out->len[i];
     }
     memmove(out->text, out->text + from, (size_t)(to - from) * sizeof *out->text);
     memmove(out->len, out->len + from, (size_t)(to - from) * sizeof *out->len);
@@ -188,7 +194,7 @@ int lm_stream_build(lm_stream *out, const lm_tokenizer *t, const lm_docs *docs)
     memset(out, 0, sizeof *out);
     const int64_t eot = lm_tok_start(t), D = docs->count;
     int64_t *counts = calloc((size_t)D + 1, sizeof *counts); /* (D) each document's ids, then offsets */
-    int64_t **ids = calloc((size_t)D + 1, sizeof *ids);       /* (D) each document's ids */
+    int64_t **ids = calloc((size_t)D + 1, sizeof *ids);      /* (D) each document's ids */
     bool failed = !counts || !ids;
 #pragma omp parallel for schedule(dynamic, 16) num_threads(cli_threads())
     for (int64_t i = 0; i < D; i++) {
@@ -228,14 +234,17 @@ static int write_file(const char *dir, const char *name, const void *head, size_
 int lm_export_tokens(const char *dir, const lm_tokenizer *t, const lm_stream *train, const lm_stream *val)
 {
     const int64_t V = lm_tok_size(t);
-    if (V > 65536) return cli_fail(CLI_ERR_USAGE, "lm", "--export-tokens: llm.c's files hold ids below 65536, not %lld", (long long)V);
+    if (V > 65536)
+        return cli_fail(CLI_ERR_USAGE, "lm", "--export-tokens: llm.c's files hold ids below 65536, not %lld",
+                        (long long)V);
     const lm_stream *s[2] = {train, val};
     static const char *const names[2] = {"train.bin", "val.bin"};
     int code = CLI_OK;
     for (int k = 0; k < 2 && code == CLI_OK; k++) {
         int32_t head[256] = {20240520, 1, (int32_t)s[k]->n};
         uint16_t *ids = malloc((size_t)(s[k]->n ? s[k]->n : 1) * sizeof *ids);
-        if (!ids || s[k]->n > INT32_MAX) code = cli_fail(CLI_ERR_DATA, "lm", "--export-tokens: %lld ids", (long long)s[k]->n);
+        if (!ids || s[k]->n > INT32_MAX)
+            code = cli_fail(CLI_ERR_DATA, "lm", "--export-tokens: %lld ids", (long long)s[k]->n);
         for (int64_t i = 0; code == CLI_OK && i < s[k]->n; i++) ids[i] = (uint16_t)s[k]->ids[i];
         if (code == CLI_OK) code = write_file(dir, names[k], head, sizeof head, ids, (size_t)s[k]->n * sizeof *ids);
         free(ids);

@@ -66,7 +66,8 @@ static int64_t pick(const float *logits, int64_t V, const lm_options *o, attn_rn
     if (o->top_p < 1.0) {
         double mass = 0.0;
         int64_t cut = 0;
-        while (cut < keep && mass < o->top_p * sum) mass += exp(((double)s[cut++].logit - logits[best]) / o->temperature);
+        while (cut < keep && mass < o->top_p * sum)
+            mass += exp(((double)s[cut++].logit - logits[best]) / o->temperature);
         keep = cut, sum = mass;
     }
     double u = attn_rng_uniform(rng) * sum;
@@ -104,8 +105,10 @@ int lm_generate(lm_run *run, const char *prompt, size_t len)
         if (next == eot) break;
         size_t bytes;
         const char *text = lm_tok_bytes(&run->tok, prev, next, &bytes);
-        if (o->ids) printf("%s%lld", made || n > 1 ? " " : "", (long long)next);
-        else fwrite(text, 1, bytes, stdout);
+        if (o->ids)
+            printf("%s%lld", made || n > 1 ? " " : "", (long long)next);
+        else
+            fwrite(text, 1, bytes, stdout);
         prev = next;
         fflush(stdout);
         made++;
@@ -126,13 +129,21 @@ static void token_label(const lm_tokenizer *t, int64_t prev, int64_t id, char *o
     const unsigned char *s = (const unsigned char *)lm_tok_bytes(t, prev, id, &len);
     for (size_t i = 0; s && i < len && at + 8 < n; i++) {
         const unsigned char c = s[i];
-        size_t seq = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        size_t seq = c < 0x80                 ? 1
+                     : c >= 0xC2 && c <= 0xDF ? 2
+                     : c >= 0xE0 && c <= 0xEF ? 3
+                     : c >= 0xF0 && c <= 0xF4 ? 4
+                                              : 0;
         bool whole = seq > 0 && i + seq <= len;
         for (size_t k = 1; whole && k < seq; k++) whole = (s[i + k] & 0xC0) == 0x80;
-        if (c == ' ') at += (size_t)snprintf(out + at, n - at, "\u2423");
-        else if (c == '\n') at += (size_t)snprintf(out + at, n - at, "\\n");
-        else if (c == '\t') at += (size_t)snprintf(out + at, n - at, "\\t");
-        else if (c < 0x20 || c == 0x7F || !whole) at += (size_t)snprintf(out + at, n - at, "\\x%02X", c);
+        if (c == ' ')
+            at += (size_t)snprintf(out + at, n - at, "\u2423");
+        else if (c == '\n')
+            at += (size_t)snprintf(out + at, n - at, "\\n");
+        else if (c == '\t')
+            at += (size_t)snprintf(out + at, n - at, "\\t");
+        else if (c < 0x20 || c == 0x7F || !whole)
+            at += (size_t)snprintf(out + at, n - at, "\\x%02X", c);
         else {
             memcpy(out + at, s + i, seq);
             at += seq, i += seq - 1;

@@ -99,9 +99,8 @@ int lm_score(lm_run *run, const lm_stream *s, int64_t limit, double *loss, doubl
     for (int64_t first = (int64_t)dist_rank() * per; code == CLI_OK && first < chunks; first += per * dist_size()) {
         const int64_t n = chunks - first < per ? chunks - first : per;
         for (int64_t i = 0; i < n; i++) rows[i] = first + i;
-        attn_tensor *logits = batch_fill(&b, s, rows, n, T, eot) == ATTN_OK
-                                  ? attn_lm_forward(ctx, m, b.ids, b.cu, b.batch)
-                                  : NULL;
+        attn_tensor *logits =
+            batch_fill(&b, s, rows, n, T, eot) == ATTN_OK ? attn_lm_forward(ctx, m, b.ids, b.cu, b.batch) : NULL;
         attn_tensor *l = logits ? attn_cross_entropy(ctx, logits, b.targets, -100, 0.0f) : NULL;
         if (!l) {
             code = cli_fail(CLI_ERR_DATA, "lm", "%s", attn_last_error());

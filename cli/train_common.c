@@ -274,8 +274,10 @@ double config_value(const config_field *field, const void *cfg)
  * give the float back exactly) */
 static void config_text(const config_field *field, const void *cfg, char *out, size_t n)
 {
-    if (field->type == CONFIG_F32) snprintf(out, n, "%.9g", config_value(field, cfg));
-    else snprintf(out, n, "%.0f", config_value(field, cfg));
+    if (field->type == CONFIG_F32)
+        snprintf(out, n, "%.9g", config_value(field, cfg));
+    else
+        snprintf(out, n, "%.0f", config_value(field, cfg));
 }
 
 /* ---- vocabularies inside the checkpoint ---- */

@@ -1156,16 +1156,16 @@ typedef struct attn_lm_config {
     int64_t vocab_size;
     int64_t context; /* the most tokens of one sequence (GPT2: wpe's rows) */
     int64_t d_model, num_layers, num_heads;
-    int64_t num_kv_heads; /* LLAMA: key/value heads, dividing num_heads (0: num_heads); GPT2: 0 */
-    int64_t ffn_hidden;   /* 0: GPT2 4 d_model; LLAMA llama2.c's rule, 2/3 of 4 d_model rounded up to
+    int64_t num_kv_heads;  /* LLAMA: key/value heads, dividing num_heads (0: num_heads); GPT2: 0 */
+    int64_t ffn_hidden;    /* 0: GPT2 4 d_model; LLAMA llama2.c's rule, 2/3 of 4 d_model rounded up to
                              a multiple of multiple_of */
-    int64_t multiple_of;  /* LLAMA's rounding of ffn_hidden (0: 32, llama2.c's train.py) */
-    float norm_eps;       /* 0: 1e-5 */
-    float rope_base;      /* LLAMA (0: 10000), > 1 */
+    int64_t multiple_of;   /* LLAMA's rounding of ffn_hidden (0: 32, llama2.c's train.py) */
+    float norm_eps;        /* 0: 1e-5 */
+    float rope_base;       /* LLAMA (0: 10000), > 1 */
     bool rope_interleaved; /* LLAMA: pairs (2i, 2i + 1) as Meta's and llama2.c's code; false: halves
                               (i, i + d/2), Hugging Face's rotate_half */
-    bool untied;          /* LLAMA: "output.weight" of its own; GPT2 is always tied */
-    float dropout;        /* embeddings, attention weights and residual branches, while training */
+    bool untied;           /* LLAMA: "output.weight" of its own; GPT2 is always tied */
+    float dropout;         /* embeddings, attention weights and residual branches, while training */
 } attn_lm_config;
 
 /* One block: norm1, norm2 (GPT2 LayerNorm; LLAMA RMSNorm, bias NULL), the attention, and the FFN's
@@ -1178,12 +1178,12 @@ typedef struct attn_lm_block {
 } attn_lm_block;
 
 typedef struct attn_lm {
-    attn_lm_config cfg;   /* with its zeros resolved (ffn_hidden, norm_eps, ...) */
-    attn_tensor *wte;     /* (V, E) */
-    attn_tensor *wpe;     /* (context, E) GPT2; NULL for LLAMA */
+    attn_lm_config cfg;    /* with its zeros resolved (ffn_hidden, norm_eps, ...) */
+    attn_tensor *wte;      /* (V, E) */
+    attn_tensor *wpe;      /* (context, E) GPT2; NULL for LLAMA */
     attn_lm_block *blocks; /* (num_layers), owned */
     attn_layer_norm_layer norm_f;
-    attn_tensor *output;  /* (V, E): wte, or LLAMA's untied "output.weight" */
+    attn_tensor *output; /* (V, E): wte, or LLAMA's untied "output.weight" */
 } attn_lm;
 
 /* The FFN width cfg gives (its ffn_hidden, or the style's rule); 0 for a config without d_model. */
@@ -1310,7 +1310,7 @@ ATTN_API attn_status attn_optim_step(attn_optim *opt); /* uses the lr set for th
 ATTN_API attn_status attn_optim_set_num_threads(attn_optim *opt, int n);
 ATTN_API attn_status attn_optim_set_lr(attn_optim *opt, float lr); /* lr >= 0, else refused */
 ATTN_API float attn_optim_lr(const attn_optim *opt);               /* the lr set (NaN for NULL) */
-ATTN_API int64_t attn_optim_step_count(const attn_optim *opt); /* steps taken */
+ATTN_API int64_t attn_optim_step_count(const attn_optim *opt);     /* steps taken */
 /* The state as named tensors ("exp_avg.<param>", "exp_avg_sq.<param>", "momentum_buffer.<param>")
  * for checkpoints; the step count travels as metadata. Pointers into the optimizer, valid until
  * attn_optim_free. */

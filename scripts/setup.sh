@@ -14,8 +14,9 @@ esac
 # zlib: libattn_data; cairo, Pango and the CJK font: libattn_plot (the core needs neither)
 packages=(build-essential cmake pkg-config "$gemm" zlib1g-dev
           libcairo2-dev libpango1.0-dev fonts-wqy-zenhei time openmpi-bin libopenmpi-dev
-          clang libclang-rt-14-dev valgrind python3-numpy) # clang + its runtime: libFuzzer
-          # (fuzz/); valgrind; numpy: tools/safetensors_convert.py, read back in a test
+          clang libclang-rt-14-dev clang-format valgrind python3-numpy) # clang + its runtime:
+          # libFuzzer (fuzz/); clang-format: tests/format_check.sh; valgrind; numpy:
+          # tools/safetensors_convert.py, read back in a test
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -75,9 +75,9 @@ static void nothing_left(const char *when)
  * left out), the rest as it was */
 static void damaged_copy(const char *key, const char *value, const char *model)
 {
-    static const char *const keys[] = {"format", "version", "model", "style", "vocab_size", "context", "d_model",
-                                       "num_layers", "num_heads", "num_kv_heads", "ffn_hidden", "rope_base", "untied",
-                                       "tokenizer.bpe"};
+    static const char *const keys[] = {"format",     "version",   "model",      "style",        "vocab_size",
+                                       "context",    "d_model",   "num_layers", "num_heads",    "num_kv_heads",
+                                       "ffn_hidden", "rope_base", "untied",     "tokenizer.bpe"};
     char path[256];
     snprintf(path, sizeof path, "%s/lm.safetensors", dir);
     attn_st_file *f = attn_st_open(path);
@@ -89,7 +89,9 @@ static void damaged_copy(const char *key, const char *value, const char *model)
         attn_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data);
     }
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
-        const char *v = !strcmp(keys[i], key) ? value : !strcmp(keys[i], "model") && model ? model : attn_st_metadata(f, keys[i]);
+        const char *v = !strcmp(keys[i], key)                ? value
+                        : !strcmp(keys[i], "model") && model ? model
+                                                             : attn_st_metadata(f, keys[i]);
         if (v) attn_st_writer_set_metadata(w, keys[i], v);
     }
     snprintf(path, sizeof path, "%s/bad.safetensors", dir);
@@ -102,8 +104,8 @@ static void expect_refused(const char *what, const char *args, int code, const c
 {
     int st = lm(args);
     char *err = file_text("err.txt");
-    TK_CHECK(st == code && strstr(err, needle), "%s: exit %d (want %d), stderr names \"%s\": %s", what, st, code, needle,
-             err);
+    TK_CHECK(st == code && strstr(err, needle), "%s: exit %d (want %d), stderr names \"%s\": %s", what, st, code,
+             needle, err);
     free(err);
 }
 
@@ -163,8 +165,8 @@ static void test_style(const char *style)
     char got[sizeof raw] = {0};
     size_t n = f ? fread(got, 1, sizeof got, f) : 0;
     if (f) fclose(f);
-    TK_CHECK(st == 0 && n == sizeof raw && !memcmp(got, raw, sizeof raw), "a NUL and invalid UTF-8 in the prompt: exit %d",
-             st);
+    TK_CHECK(st == 0 && n == sizeof raw && !memcmp(got, raw, sizeof raw),
+             "a NUL and invalid UTF-8 in the prompt: exit %d", st);
 
     snprintf(args, sizeof args,
              "generate %s The film was great the film was great the film was great the film was great the film", ck);
@@ -242,7 +244,8 @@ static void test_resume(void)
     TK_CHECK(lm(args) == 0, "resumed to 6 steps");
     step_losses(more, sizeof more);
     strncat(parts, more, sizeof parts - strlen(parts) - 1);
-    TK_CHECK(strlen(whole) > 6 && !strcmp(whole, parts), "3 steps + resume == 6 steps: \"%s\" and \"%s\"", whole, parts);
+    TK_CHECK(strlen(whole) > 6 && !strcmp(whole, parts), "3 steps + resume == 6 steps: \"%s\" and \"%s\"", whole,
+             parts);
     TK_CHECK(tk_run("cmp -s %s/lm_whole.safetensors %s/lm_part.safetensors", dir, dir) == 0,
              "and the same checkpoint bytes");
 }
@@ -282,7 +285,8 @@ static void test_export(bool want_ok, const char *needle)
             int32_t len;
         } e;
         char piece[64];
-        for (; fread(&e, 8, 1, f) == 1 && e.len >= 0 && e.len < 64 && fread(piece, 1, (size_t)e.len, f) == (size_t)e.len;
+        for (;
+             fread(&e, 8, 1, f) == 1 && e.len >= 0 && e.len < 64 && fread(piece, 1, (size_t)e.len, f) == (size_t)e.len;
              ids++) {
             bos += ids == 1 && e.len == 5 && !memcmp(piece, "\n<s>\n", 5);
             byte_a += ids == 3 + 'a' && e.len == 1 && piece[0] == 'a';
@@ -306,23 +310,26 @@ static void test_import(void)
              "export --checkpoint %s/lm.safetensors --model-out %s/lm_model.bin --tokenizer-out %s/lm_tokenizer.bin",
              dir, dir, dir);
     TK_CHECK(lm(args) == 0, "export");
-    snprintf(args, sizeof args,
-             "import --model-in %s/lm_model.bin --tokenizer-in %s/lm_tokenizer.bin --checkpoint %s/lm_imported.safetensors",
-             dir, dir, dir);
+    snprintf(
+        args, sizeof args,
+        "import --model-in %s/lm_model.bin --tokenizer-in %s/lm_tokenizer.bin --checkpoint %s/lm_imported.safetensors",
+        dir, dir, dir);
     int st = lm(args);
     char *out = file_text("out.txt");
     TK_CHECK(st == 0 && strstr(out, "300 ids"), "import: exit %d: %s", st, out);
     free(out);
-    snprintf(args, sizeof args,
-             "export --checkpoint %s/lm_imported.safetensors --model-out %s/lm_back.bin --tokenizer-out %s/lm_back_tok.bin",
-             dir, dir, dir);
+    snprintf(
+        args, sizeof args,
+        "export --checkpoint %s/lm_imported.safetensors --model-out %s/lm_back.bin --tokenizer-out %s/lm_back_tok.bin",
+        dir, dir, dir);
     TK_CHECK(lm(args) == 0, "export the imported model");
     TK_CHECK(tk_run("cmp -s %s/lm_model.bin %s/lm_back.bin && cmp -s %s/lm_tokenizer.bin %s/lm_back_tok.bin", dir, dir,
                     dir, dir) == 0,
              "imported and exported back: the same model and tokenizer files byte for byte");
     /* through Hugging Face's layout: the imported model (rotary pairs) as halves, imported again, and
      * exported again: the same folder */
-    snprintf(args, sizeof args, "export --checkpoint %s/lm_imported.safetensors --format hf --hf-out %s/lm_hf1", dir, dir);
+    snprintf(args, sizeof args, "export --checkpoint %s/lm_imported.safetensors --format hf --hf-out %s/lm_hf1", dir,
+             dir);
     st = lm(args);
     out = file_text("out.txt");
     TK_CHECK(st == 0 && strstr(out, "LlamaForCausalLM"), "export --format hf: exit %d: %s", st, out);
@@ -331,17 +338,20 @@ static void test_import(void)
              "import --hf-in %s/lm_hf1 --tokenizer-in %s/lm_tokenizer.bin --checkpoint %s/lm_fromhf.safetensors", dir,
              dir, dir);
     TK_CHECK(lm(args) == 0, "import --hf-in");
-    snprintf(args, sizeof args, "export --checkpoint %s/lm_fromhf.safetensors --format hf --hf-out %s/lm_hf2", dir, dir);
+    snprintf(args, sizeof args, "export --checkpoint %s/lm_fromhf.safetensors --format hf --hf-out %s/lm_hf2", dir,
+             dir);
     TK_CHECK(lm(args) == 0, "and exported again");
     TK_CHECK(tk_run("cmp -s %s/lm_hf1/model.safetensors %s/lm_hf2/model.safetensors && cmp -s %s/lm_hf1/config.json "
                     "%s/lm_hf2/config.json",
                     dir, dir, dir, dir) == 0,
              "Hugging Face's folder, imported and exported again: the same files");
-    snprintf(args, sizeof args, "export --checkpoint %s/lm_fromhf.safetensors --format hf --hf-out %s/x --model-out %s/y",
-             dir, dir, dir);
+    snprintf(args, sizeof args,
+             "export --checkpoint %s/lm_fromhf.safetensors --format hf --hf-out %s/x --model-out %s/y", dir, dir, dir);
     expect_refused("--format hf with --model-out", args, 2, "--hf-out DIR alone");
-    snprintf(args, sizeof args, "import --hf-in %s/lm_hf1 --model-in %s/lm_model.bin --tokenizer-in %s/lm_tokenizer.bin "
-             "--checkpoint %s/x.safetensors", dir, dir, dir, dir);
+    snprintf(args, sizeof args,
+             "import --hf-in %s/lm_hf1 --model-in %s/lm_model.bin --tokenizer-in %s/lm_tokenizer.bin "
+             "--checkpoint %s/x.safetensors",
+             dir, dir, dir, dir);
     expect_refused("import of two models", args, 2, "(one)");
     tk_run("rm -rf %s/lm_hf1 %s/lm_hf2 %s/lm_fromhf.safetensors", dir, dir, dir);
 
@@ -370,13 +380,13 @@ static void test_import(void)
     /* hostile files: exit 1 naming the problem, no checkpoint and no lock */
     tk_run("head -c 1000 %s/lm_model.bin > %s/bad_model.bin", dir, dir);
     snprintf(args, sizeof args,
-             "import --model-in %s/bad_model.bin --tokenizer-in %s/lm_tokenizer.bin --checkpoint %s/out.safetensors", dir,
-             dir, dir);
+             "import --model-in %s/bad_model.bin --tokenizer-in %s/lm_tokenizer.bin --checkpoint %s/out.safetensors",
+             dir, dir, dir);
     expect_refused("a cut model", args, 1, "needs");
     tk_run("head -c 2000 %s/lm_tokenizer.bin > %s/bad_tok.bin", dir, dir);
     snprintf(args, sizeof args,
-             "import --model-in %s/lm_model.bin --tokenizer-in %s/bad_tok.bin --checkpoint %s/out.safetensors", dir, dir,
-             dir);
+             "import --model-in %s/lm_model.bin --tokenizer-in %s/bad_tok.bin --checkpoint %s/out.safetensors", dir,
+             dir, dir);
     expect_refused("a cut tokenizer", args, 1, "bad_tok.bin");
     tk_run("cp %s/lm_model.bin %s/bad_nan.bin && printf '\\000\\000\\300\\177' | dd of=%s/bad_nan.bin bs=1 "
            "seek=2000 conv=notrunc 2>/dev/null",

@@ -37,8 +37,9 @@ static void test_pieces(attn_st_file *f)
     int64_t got = attn_bpe_pieces((const char *)text, (size_t)n, ends), first_bad = -1;
     for (int64_t i = 0; i < got && i < n_ends && first_bad < 0; i++)
         if ((int64_t)ends[i] != want[i]) first_bad = i;
-    TK_CHECK(got == n_ends && first_bad < 0, "pre-split: %lld pieces (GPT-2's pattern: %lld), first difference at piece %lld",
-             (long long)got, (long long)n_ends, (long long)first_bad);
+    TK_CHECK(got == n_ends && first_bad < 0,
+             "pre-split: %lld pieces (GPT-2's pattern: %lld), first difference at piece %lld", (long long)got,
+             (long long)n_ends, (long long)first_bad);
     free(text), free(want), free(ends);
 }
 
@@ -58,8 +59,9 @@ static attn_bpe *test_training(attn_st_file *f)
         const int64_t *got = attn_bpe_merges(b, &got_n);
         for (int64_t i = 0; i < 2 * got_n && i < 2 * (n_merges / 2) && first_bad < 0; i++)
             if (got[i] != want[i]) first_bad = i / 2;
-        TK_CHECK(2 * got_n == n_merges && first_bad < 0, "merges: %lld (the naive trainer's: %lld), first difference at %lld",
-                 (long long)got_n, (long long)(n_merges / 2), (long long)first_bad);
+        TK_CHECK(2 * got_n == n_merges && first_bad < 0,
+                 "merges: %lld (the naive trainer's: %lld), first difference at %lld", (long long)got_n,
+                 (long long)(n_merges / 2), (long long)first_bad);
         TK_CHECK(attn_bpe_vocab_size(b) == 256 + got_n + 1 && attn_bpe_eot(b) == 256 + got_n,
                  "vocab_size = 256 + merges + 1, <|endoftext|> last");
     }
@@ -100,8 +102,17 @@ static void test_random_bytes(const attn_bpe *b)
 {
     attn_rng rng;
     attn_rng_seed(&rng, 20261204);
-    static const char *const nasty[] = {"\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xE2\x82", "\xF0\x9F\x98",
-                                        "\x80\x80", "\xFF\xFE", "a\x00" "b", "' \xC3", "\xC3 '"};
+    static const char *const nasty[] = {"\xC0\xAF",
+                                        "\xED\xA0\x80",
+                                        "\xF4\x90\x80\x80",
+                                        "\xE2\x82",
+                                        "\xF0\x9F\x98",
+                                        "\x80\x80",
+                                        "\xFF\xFE",
+                                        "a\x00"
+                                        "b",
+                                        "' \xC3",
+                                        "\xC3 '"};
     int bad = 0;
     for (size_t i = 0; i < sizeof nasty / sizeof *nasty; i++)
         bad += !round_trip(b, nasty[i], i == 7 ? 3 : strlen(nasty[i])); /* 7: a, NUL, b */
@@ -110,7 +121,7 @@ static void test_random_bytes(const attn_bpe *b)
         const size_t n = attn_rng_below(&rng, sizeof buf);
         for (size_t i = 0; i < n; i++) { /* bytes, biased to ASCII letters, spaces and lead bytes */
             uint32_t r = attn_rng_u32(&rng);
-            buf[i] = (char)(r % 4 == 0 ? (uint32_t)"ab 'sx\n\t"[r / 4 % 8] : r % 4 == 1 ? 0xC0 + r / 4 % 64 : r / 4);
+            buf[i] = (char)(r % 4 == 0 ? (uint32_t) "ab 'sx\n\t"[r / 4 % 8] : r % 4 == 1 ? 0xC0 + r / 4 % 64 : r / 4);
         }
         bad += !round_trip(b, buf, n);
     }
@@ -159,7 +170,8 @@ static void test_hostile(const attn_bpe *b)
 {
     const int64_t dup[4] = {'a', 'b', 'a', 'b'}, ahead[2] = {'a', 256}, neg[2] = {-1, 'a'};
     const int64_t fine[4] = {'a', 'b', 256, 'c'};
-    TK_CHECK(!attn_bpe_from_merges(dup, 2) && attn_last_status() == ATTN_ERR_FORMAT && strstr(attn_last_error(), "repeats"),
+    TK_CHECK(!attn_bpe_from_merges(dup, 2) && attn_last_status() == ATTN_ERR_FORMAT &&
+                 strstr(attn_last_error(), "repeats"),
              "a repeated merge is refused: %s", attn_last_error());
     TK_CHECK(!attn_bpe_from_merges(ahead, 1) && attn_last_status() == ATTN_ERR_FORMAT &&
                  strstr(attn_last_error(), "not made before"),

@@ -106,7 +106,8 @@ int main(void)
         /* a limit of INT64_MAX is refused (past out_width), not overflowed (limit + 1) */
         int64_t one_len;
         const attn_seq2seq_decode_opts huge = {.beam_size = 2, .max_out = (const int64_t[]){INT64_MAX}};
-        TK_CHECK(attn_seq2seq_decode(ctx, &m, src, &first_len, 1, S, &huge, MAX_OUT, beam_out, &one_len) == ATTN_ERR_ARG,
+        TK_CHECK(attn_seq2seq_decode(ctx, &m, src, &first_len, 1, S, &huge, MAX_OUT, beam_out, &one_len) ==
+                     ATTN_ERR_ARG,
                  "kind %d: a limit of INT64_MAX is refused: %s", kind, attn_last_error());
         attn_ctx_free(ctx);
         attn_seq2seq_free(&m);

@@ -69,7 +69,8 @@ static void gemv(void)
 static void attend_case(attn_rng *rng, int64_t n, int64_t dh, float score_std, bool nan_key)
 {
     const int64_t ld = dh + 5;
-    float *q = randn(rng, dh, score_std / sqrtf((float)dh)), *k = randn(rng, n * ld, 1.0f), *v = randn(rng, n * ld, 1.0f);
+    float *q = randn(rng, dh, score_std / sqrtf((float)dh)), *k = randn(rng, n * ld, 1.0f),
+          *v = randn(rng, n * ld, 1.0f);
     float *o = malloc((size_t)dh * sizeof *o), *ref = malloc((size_t)dh * sizeof *ref);
     float *scores = malloc((size_t)n * sizeof *scores);
     if (nan_key) k[(n / 2) * ld] = NAN;
@@ -86,7 +87,8 @@ static void attend_case(attn_rng *rng, int64_t n, int64_t dh, float score_std, b
         double max = -INFINITY, sum = 0.0, size = 0.0, weighted = 0.0;
         for (int64_t j = 0; j < n; j++) {
             double s = 0.0, terms = 0.0;
-            for (int64_t c = 0; c < dh; c++) s += (double)q[c] * k[j * ld + c], terms += fabs((double)q[c] * k[j * ld + c]);
+            for (int64_t c = 0; c < dh; c++)
+                s += (double)q[c] * k[j * ld + c], terms += fabs((double)q[c] * k[j * ld + c]);
             scores[j] = (float)s, max = s > max ? s : max, size = terms > size ? terms : size;
         }
         for (int64_t j = 0; j < n; j++) sum += exp(scores[j] - max);

@@ -52,7 +52,8 @@ static void run_case(const lm_case *c, int threads)
     float *a = malloc((size_t)(ROWS * V) * sizeof *a), *b = malloc((size_t)(ROWS * V) * sizeof *b);
     int64_t tokens[CAPACITY * ROWS], counts[ROWS] = {3, 0, 5}, total = 8;
     for (int64_t i = 0; i < total; i++) tokens[i] = attn_rng_below(&rng, (uint32_t)V);
-    const tk_tol tol = tk_tol_of(2, (double)(m.cfg.num_layers * (3 * E + m.cfg.ffn_hidden + 2 * CAPACITY) + 2 * E), 4, 8);
+    const tk_tol tol =
+        tk_tol_of(2, (double)(m.cfg.num_layers * (3 * E + m.cfg.ffn_hidden + 2 * CAPACITY) + 2 * E), 4, 8);
     bool ok = step && ops && a && b;
     ok = ok && attn__lm_decoder_feed_path(step, a, tokens, counts, ATTN__LM_PATH_OPS) == ATTN_OK &&
          attn__lm_decoder_feed_path(ops, b, tokens, counts, ATTN__LM_PATH_OPS) == ATTN_OK;
@@ -83,12 +84,25 @@ static void run_case(const lm_case *c, int threads)
 int main(void)
 {
     const lm_case cases[] = {
-        {"gpt2", {.style = ATTN_LM_GPT2, .vocab_size = 61, .context = 32, .d_model = 48, .num_layers = 2, .num_heads = 4}},
+        {"gpt2",
+         {.style = ATTN_LM_GPT2, .vocab_size = 61, .context = 32, .d_model = 48, .num_layers = 2, .num_heads = 4}},
         {"llama gqa untied interleaved",
-         {.style = ATTN_LM_LLAMA, .vocab_size = 67, .context = 32, .d_model = 48, .num_layers = 2, .num_heads = 6,
-          .num_kv_heads = 2, .untied = true, .rope_interleaved = true}},
+         {.style = ATTN_LM_LLAMA,
+          .vocab_size = 67,
+          .context = 32,
+          .d_model = 48,
+          .num_layers = 2,
+          .num_heads = 6,
+          .num_kv_heads = 2,
+          .untied = true,
+          .rope_interleaved = true}},
         {"llama mqa tied halves",
-         {.style = ATTN_LM_LLAMA, .vocab_size = 53, .context = 32, .d_model = 40, .num_layers = 2, .num_heads = 4,
+         {.style = ATTN_LM_LLAMA,
+          .vocab_size = 53,
+          .context = 32,
+          .d_model = 40,
+          .num_layers = 2,
+          .num_heads = 4,
           .num_kv_heads = 1}},
     };
     for (int i = 0; i < 3; i++)

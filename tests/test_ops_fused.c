@@ -26,7 +26,9 @@
 /* The public op that each fused activation stands for, and its name */
 static attn_tensor *act_chain(attn_ctx *ctx, attn__act act, attn_tensor *h)
 {
-    return act == ATTN__ACT_RELU ? attn_relu(ctx, h) : act == ATTN__ACT_GELU ? attn_gelu(ctx, h) : attn_gelu_tanh(ctx, h);
+    return act == ATTN__ACT_RELU   ? attn_relu(ctx, h)
+           : act == ATTN__ACT_GELU ? attn_gelu(ctx, h)
+                                   : attn_gelu_tanh(ctx, h);
 }
 static const char *act_name(attn__act act)
 {
@@ -125,10 +127,9 @@ static uint32_t run_linear_act(const fused_case *c, bool fused, attn_tensor *con
 static void test_linear_act(const fused_case *c, uint64_t seed)
 {
     char what[160];
-    snprintf(what, sizeof what, "linear_act %s%s p %.1f %s %d thr (%lld, %lld, %lld) -> %lld%s",
-             act_name(c->act), c->bias ? " bias" : "", (double)c->p,
-             c->training ? "train" : "eval", c->threads, (long long)c->rows_a, (long long)c->rows_b, (long long)c->in,
-             (long long)c->out, c->nonfinite ? " nan/inf" : "");
+    snprintf(what, sizeof what, "linear_act %s%s p %.1f %s %d thr (%lld, %lld, %lld) -> %lld%s", act_name(c->act),
+             c->bias ? " bias" : "", (double)c->p, c->training ? "train" : "eval", c->threads, (long long)c->rows_a,
+             (long long)c->rows_b, (long long)c->in, (long long)c->out, c->nonfinite ? " nan/inf" : "");
     const int64_t rows = c->rows_a * c->rows_b, ny = rows * c->out;
     attn_tensor *src[3] = {tk_randn(seed, 3, (int64_t[]){c->rows_a, c->rows_b, c->in}),
                            tk_randn(seed + 1, 2, (int64_t[]){c->out, c->in}),
@@ -339,8 +340,7 @@ static void test_linear_act_no_grad(attn__act act, uint64_t seed)
     attn_tensor *h = attn_linear(ctx, x, w, b);
     attn_tensor *ref = attn_dropout(ctx, act_chain(ctx, act, h), 0.5f);
     TK_CHECK(y && ref && !y->requires_grad, "linear_act without grad: %s", attn_last_error());
-    if (y && ref)
-        check_same(act_name(act), y->data, ref->data, y->numel);
+    if (y && ref) check_same(act_name(act), y->data, ref->data, y->numel);
     attn_ctx_free(ctx);
     attn_tensor_free(x), attn_tensor_free(w), attn_tensor_free(b);
 }

@@ -56,8 +56,8 @@ static double exp_ref(double x)
 
 static const unary_case cases[] = {
     {"relu", attn_relu, relu_ref},          {"gelu", attn_gelu, gelu_ref}, {"tanh", attn_tanh, tanh_ref},
-    {"sigmoid", attn_sigmoid, sigmoid_ref}, {"exp", attn_exp, exp_ref},
-    {"gelu_tanh", attn_gelu_tanh, gelu_tanh_ref},  {"silu", attn_silu, silu_ref},
+    {"sigmoid", attn_sigmoid, sigmoid_ref}, {"exp", attn_exp, exp_ref},    {"gelu_tanh", attn_gelu_tanh, gelu_tanh_ref},
+    {"silu", attn_silu, silu_ref},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 

@@ -37,10 +37,14 @@ static char_class char_at(const uint8_t *s, size_t n, size_t i, size_t *len)
         if (c >= '0' && c <= '9') return CC_NUMBER;
         return (c >= 0x09 && c <= 0x0D) || c == ' ' ? CC_SPACE : CC_OTHER;
     }
-    if (c >= 0xC2 && c <= 0xDF) need = 1, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF) need = 2, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4) need = 3, cp = c & 0x07;
-    else return CC_OTHER;
+    if (c >= 0xC2 && c <= 0xDF)
+        need = 1, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+        need = 2, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+        need = 3, cp = c & 0x07;
+    else
+        return CC_OTHER;
     if (i + need >= n) return CC_OTHER;
     for (size_t k = 1; k <= need; k++) {
         if ((s[i + k] & 0xC0) != 0x80) return CC_OTHER;
@@ -49,8 +53,10 @@ static char_class char_at(const uint8_t *s, size_t n, size_t i, size_t *len)
     if ((need == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (need == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
         return CC_OTHER;
     *len = need + 1;
-    return attn__is_letter(cp) ? CC_LETTER : attn__is_number(cp) ? CC_NUMBER : attn__is_bpe_space(cp) ? CC_SPACE
-                                                                                                        : CC_OTHER;
+    return attn__is_letter(cp)      ? CC_LETTER
+           : attn__is_number(cp)    ? CC_NUMBER
+           : attn__is_bpe_space(cp) ? CC_SPACE
+                                    : CC_OTHER;
 }
 
 /* The end of the run of characters of class cls from i (OTHER: of none of the other classes) */
@@ -161,10 +167,10 @@ static void map_free(pair_map *m)
 
 struct attn_bpe {
     int64_t n_merges;
-    int64_t *merges;  /* (n_merges, 2) */
-    pair_map rank;    /* pair -> merge index */
-    pair_map whole;   /* hash of a token's bytes -> the token, for tokens that encode to themselves */
-    size_t *tok_off;  /* (V + 1) token t's bytes are tok_bytes[tok_off[t], tok_off[t+1]) */
+    int64_t *merges; /* (n_merges, 2) */
+    pair_map rank;   /* pair -> merge index */
+    pair_map whole;  /* hash of a token's bytes -> the token, for tokens that encode to themselves */
+    size_t *tok_off; /* (V + 1) token t's bytes are tok_bytes[tok_off[t], tok_off[t+1]) */
     char *tok_bytes;
 };
 
@@ -192,8 +198,9 @@ static attn_status token_bytes(attn_bpe *b)
     if (!len) return attn__fail(ATTN_ERR_NOMEM, "bpe: out of memory");
     size_t total = 0;
     for (int64_t t = 0; t < V; t++) {
-        len[t] = t < N_BYTES ? 1 : t == V - 1 ? sizeof EOT_TEXT - 1
-                                             : len[b->merges[2 * (t - N_BYTES)]] + len[b->merges[2 * (t - N_BYTES) + 1]];
+        len[t] = t < N_BYTES  ? 1
+                 : t == V - 1 ? sizeof EOT_TEXT - 1
+                              : len[b->merges[2 * (t - N_BYTES)]] + len[b->merges[2 * (t - N_BYTES) + 1]];
         total += len[t];
     }
     if (!(b->tok_bytes = malloc(total))) {
@@ -259,7 +266,7 @@ attn_bpe *attn_bpe_from_merges(const int64_t *merges, int64_t n_merges)
     }
     for (int64_t i = 0; i < n_merges; i++) {
         const int64_t x = merges[2 * i], y = merges[2 * i + 1], id = N_BYTES + i;
-        const char *why = x < 0 || y < 0 || x >= id || y >= id ? "refers to a token not made before it"
+        const char *why = x < 0 || y < 0 || x >= id || y >= id     ? "refers to a token not made before it"
                           : map_get(&b->rank, pair_key(x, y)) >= 0 ? "repeats an earlier merge"
                                                                    : NULL;
         if (why) {
@@ -399,11 +406,11 @@ int64_t attn_bpe_decode(const attn_bpe *b, const int64_t *ids, int64_t n, char *
 
 /* Distinct pieces of the corpus with their counts: bytes in one buffer, a hash of (offset, len) */
 struct attn_bpe_trainer {
-    attn__buf bytes;        /* the distinct pieces back to back */
-    size_t *off, *len;      /* (n) */
-    int64_t *count;         /* (n) */
+    attn__buf bytes;   /* the distinct pieces back to back */
+    size_t *off, *len; /* (n) */
+    int64_t *count;    /* (n) */
     int64_t n, cap;
-    int64_t *slots;         /* (n_slots) piece index + 1, 0 empty */
+    int64_t *slots; /* (n_slots) piece index + 1, 0 empty */
     size_t n_slots;
 };
 
@@ -505,8 +512,8 @@ typedef struct merge_state {
     int64_t n_stats, cap_stats;
     heap_item *heap;
     int64_t n_heap, cap_heap;
-    int64_t *seen;            /* (pieces) the merge that last rewrote it */
-    int64_t *touched;         /* pairs whose count rose in this merge */
+    int64_t *seen;                               /* (pieces) the merge that last rewrote it */
+    int64_t *touched;                            /* pairs whose count rose in this merge */
     int64_t n_touched, cap_touched, *touched_at; /* touched_at (stats): the merge that touched it */
 } merge_state;
 
@@ -656,7 +663,8 @@ static attn_status learn_merges(const attn_bpe_trainer *t, int64_t want, int64_t
     m.start = malloc((size_t)(W + 1) * sizeof *m.start);
     m.n = malloc((size_t)(W + 1) * sizeof *m.n);
     m.seen = malloc((size_t)(W + 1) * sizeof *m.seen);
-    attn_status st = m.sym && m.start && m.n && m.seen ? ATTN_OK : attn__fail(ATTN_ERR_NOMEM, "bpe_trainer: out of memory");
+    attn_status st =
+        m.sym && m.start && m.n && m.seen ? ATTN_OK : attn__fail(ATTN_ERR_NOMEM, "bpe_trainer: out of memory");
     for (int64_t w = 0; w < W && st == ATTN_OK; w++) {
         m.start[w] = (int64_t)t->off[w], m.n[w] = (int64_t)t->len[w], m.seen[w] = -1;
         for (size_t i = 0; i < t->len[w]; i++) m.sym[t->off[w] + i] = (uint8_t)t->bytes.data[t->off[w] + i];
@@ -685,8 +693,9 @@ attn_bpe *attn_bpe_trainer_finish(const attn_bpe_trainer *t, int64_t vocab_size)
 {
     if (!t) return attn__fail_null(ATTN_ERR_ARG, "bpe_trainer_finish: NULL trainer");
     if (vocab_size < N_BYTES + 1 || vocab_size > N_BYTES + 1 + ATTN_BPE_MAX_MERGES)
-        return attn__fail_null(ATTN_ERR_ARG, "bpe_trainer_finish: vocab_size %lld; expected %d (the bytes and "
-                                             "<|endoftext|>) to %d",
+        return attn__fail_null(ATTN_ERR_ARG,
+                               "bpe_trainer_finish: vocab_size %lld; expected %d (the bytes and "
+                               "<|endoftext|>) to %d",
                                (long long)vocab_size, N_BYTES + 1, N_BYTES + 1 + ATTN_BPE_MAX_MERGES);
     const int64_t want = vocab_size - N_BYTES - 1;
     int64_t *merges = malloc((size_t)(2 * want + 1) * sizeof *merges), n = 0;

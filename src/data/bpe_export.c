@@ -82,7 +82,8 @@ attn_status attn_bpe_save_llmc(const attn_bpe *b, const char *path)
                               (long long)id, len);
     }
     unsigned char head[1024] = {0};
-    attn__put_le32(head, 20240328), attn__put_le32(head + 4, 2), attn__put_le32(head + 8, (uint32_t)V), attn__put_le32(head + 12, (uint32_t)eot);
+    attn__put_le32(head, 20240328), attn__put_le32(head + 4, 2), attn__put_le32(head + 8, (uint32_t)V),
+        attn__put_le32(head + 12, (uint32_t)eot);
     attn__outfile out;
     attn_status st = attn__outfile_open(&out, path);
     if (st != ATTN_OK) return st;

@@ -46,7 +46,8 @@ static inline float attn_gelu_tanh_f(float x)
 static inline float attn_gelu_tanh_df(float x)
 {
     float t = tanhf(ATTN_SQRT_2_OVER_PI * (x + ATTN_GELU_TANH_C * x * x * x));
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * ATTN_SQRT_2_OVER_PI * (1.0f + 3.0f * ATTN_GELU_TANH_C * x * x);
+    return 0.5f * (1.0f + t) +
+           0.5f * x * (1.0f - t * t) * ATTN_SQRT_2_OVER_PI * (1.0f + 3.0f * ATTN_GELU_TANH_C * x * x);
 }
 
 /* sigmoid through exp of a non-positive argument only: no overflow for large |x| */

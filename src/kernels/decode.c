@@ -83,8 +83,8 @@ void attn_attend_one(float *o, float *scores, const float *q, const float *k, co
     for (int64_t c = 0; c < dh; c++) o[c] *= inv;
 }
 
-void attn_attend_one_ref(float *o, float *scores, const float *q, const float *k, const float *v, int64_t ld,
-                         int64_t n, int64_t dh, float scale)
+void attn_attend_one_ref(float *o, float *scores, const float *q, const float *k, const float *v, int64_t ld, int64_t n,
+                         int64_t dh, float scale)
 {
     double max = -INFINITY, sum = 0.0;
     for (int64_t j = 0; j < n; j++) {

@@ -76,8 +76,8 @@ void attn_gemv_rows_ref(float *y, int64_t ldy, const float *w, int64_t ldw, cons
  * k + j ld and v + j ld (one head of a cache); scores (n) is scratch */
 void attn_attend_one(float *o, float *scores, const float *q, const float *k, const float *v, int64_t ld, int64_t n,
                      int64_t dh, float scale);
-void attn_attend_one_ref(float *o, float *scores, const float *q, const float *k, const float *v, int64_t ld,
-                         int64_t n, int64_t dh, float scale);
+void attn_attend_one_ref(float *o, float *scores, const float *q, const float *k, const float *v, int64_t ld, int64_t n,
+                         int64_t dh, float scale);
 
 /* ---- elementwise helpers, threaded over big blocks (threads: the caller's ctx's count); every
  * element summed in the same order whatever the thread count ---- */

@@ -223,8 +223,8 @@ void attn_layernorm_rows_backward(float *dx, float *dw, float *db, const float *
     if (dx) {
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)
         for (int64_t r = 0; r < rows; r++)
-            layernorm_row_dx(dx + r * cols, dy + r * cols, x + r * cols, w, mean ? mean[r] : 0.0f, rstd[r], mean != NULL,
-                             cols);
+            layernorm_row_dx(dx + r * cols, dy + r * cols, x + r * cols, w, mean ? mean[r] : 0.0f, rstd[r],
+                             mean != NULL, cols);
     }
     if (dw || db) {
         int64_t blocks = (cols + COL_BLOCK - 1) / COL_BLOCK;

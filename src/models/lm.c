@@ -32,18 +32,24 @@ static attn_status resolve_config(attn_lm_config *c, const attn_lm_config *in)
 {
     *c = *in;
     const char *bad = NULL;
-    if ((unsigned)c->style > ATTN_LM_LLAMA) bad = "style is not an attn_lm_style";
+    if ((unsigned)c->style > ATTN_LM_LLAMA)
+        bad = "style is not an attn_lm_style";
     else if (c->vocab_size < 1 || c->context < 1 || c->d_model < 1 || c->num_layers < 1 || c->num_heads < 1)
         bad = "vocab_size, context, d_model, num_layers and num_heads must be >= 1";
-    else if (c->d_model % c->num_heads) bad = "d_model must be a multiple of num_heads";
+    else if (c->d_model % c->num_heads)
+        bad = "d_model must be a multiple of num_heads";
     else if (c->num_kv_heads < 0 || (c->num_kv_heads && c->num_heads % c->num_kv_heads))
         bad = "num_kv_heads must divide num_heads (0: num_heads)";
     else if (c->style == ATTN_LM_GPT2 && c->num_kv_heads && c->num_kv_heads != c->num_heads)
         bad = "GPT2 has as many key/value heads as heads (num_kv_heads 0)";
-    else if (c->style == ATTN_LM_GPT2 && c->untied) bad = "GPT2's output is tied to its embedding";
-    else if (c->ffn_hidden < 0 || c->multiple_of < 0) bad = "ffn_hidden and multiple_of must be >= 0";
-    else if (!(c->norm_eps >= 0.0f) || !isfinite(c->norm_eps)) bad = "norm_eps must be finite and >= 0";
-    else if (!(c->dropout >= 0.0f && c->dropout < 1.0f)) bad = "dropout must be in [0, 1)";
+    else if (c->style == ATTN_LM_GPT2 && c->untied)
+        bad = "GPT2's output is tied to its embedding";
+    else if (c->ffn_hidden < 0 || c->multiple_of < 0)
+        bad = "ffn_hidden and multiple_of must be >= 0";
+    else if (!(c->norm_eps >= 0.0f) || !isfinite(c->norm_eps))
+        bad = "norm_eps must be finite and >= 0";
+    else if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
+        bad = "dropout must be in [0, 1)";
     else if (c->rope_base != 0.0f && !(c->rope_base > 1.0f && isfinite(c->rope_base)))
         bad = "rope_base must be finite and > 1 (0: 10000)";
     else if (c->style == ATTN_LM_LLAMA && (c->d_model / c->num_heads) % 2)
@@ -140,8 +146,8 @@ static attn_status init_lm(attn_lm *m, attn_params *p, const attn_lm_config *cfg
     const attn_lm_config *c = &m->cfg;
     const bool gpt2 = c->style == ATTN_LM_GPT2;
     const int64_t V = c->vocab_size, E = c->d_model;
-    if (!(m->wte = param(p, rng, INIT_STD, 2, (int64_t[]){V, E}, gpt2 ? "transformer.wte.weight" : "tok_embeddings.weight",
-                         0)))
+    if (!(m->wte = param(p, rng, INIT_STD, 2, (int64_t[]){V, E},
+                         gpt2 ? "transformer.wte.weight" : "tok_embeddings.weight", 0)))
         return attn_last_status();
     if (gpt2 && !(m->wpe = param(p, rng, INIT_STD, 2, (int64_t[]){c->context, E}, "transformer.wpe.weight", 0)))
         return attn_last_status();
@@ -238,8 +244,7 @@ attn_tensor *attn_lm_forward(attn_ctx *ctx, const attn_lm *m, const int64_t *ids
     if (!ctx || !m) return attn__null_input(__func__);
     if (check_ids(m, ids, cu_seqlens, batch) != ATTN_OK) return NULL;
     const int64_t total = cu_seqlens[batch];
-    if (total == 0)
-        return attn__fail_null(ATTN_ERR_ARG, "lm_forward: the batch holds no tokens");
+    if (total == 0) return attn__fail_null(ATTN_ERR_ARG, "lm_forward: the batch holds no tokens");
     const int64_t *positions = attn__cu_positions(ctx, cu_seqlens, batch); /* (total) */
     if (!positions) return NULL;
     const float p = m->cfg.dropout;

@@ -16,8 +16,9 @@ attn_lm_decoder *attn_lm_decoder_new(const attn_lm *m, int64_t rows, int64_t cap
 {
     if (!m || !m->blocks) return attn__fail_null(ATTN_ERR_ARG, "lm_decoder_new: no model");
     if (rows < 1 || capacity < 1 || capacity > m->cfg.context)
-        return attn__fail_null(ATTN_ERR_ARG, "lm_decoder_new: rows %lld and capacity %lld; expected >= 1 and a "
-                                             "capacity of at most the context, %lld",
+        return attn__fail_null(ATTN_ERR_ARG,
+                               "lm_decoder_new: rows %lld and capacity %lld; expected >= 1 and a "
+                               "capacity of at most the context, %lld",
                                (long long)rows, (long long)capacity, (long long)m->cfg.context);
     const attn_lm_config *c = &m->cfg;
     const int64_t Dh = c->d_model / c->num_heads;
@@ -118,14 +119,15 @@ static attn_tensor *layer_attention(attn_ctx *ctx, attn_lm_decoder *d, int64_t l
         attn_tensor *vr = attn_narrow(ctx, d->v[layer], 0, r * d->cap, keys);
         attn_tensor *qr = attn_narrow(ctx, q, 0, offsets[r], counts[r]);
         /* bottom-right causal: new query j sees keys [0, len_r + j] */
-        outs[n] = kr && vr && qr ? attn_sdpa_varlen(ctx, qr, kr, vr, (int64_t[]){0, counts[r]}, (int64_t[]){0, keys},
-                                                    1, &o)
-                                 : NULL;
+        outs[n] = kr && vr && qr
+                      ? attn_sdpa_varlen(ctx, qr, kr, vr, (int64_t[]){0, counts[r]}, (int64_t[]){0, keys}, 1, &o)
+                      : NULL;
         if (!outs[n++]) return NULL;
     }
     attn_tensor *o_heads = n == 1 ? outs[0] : attn_concat(ctx, outs, n, 0); /* (total, H, Dh) */
-    return o_heads ? attn_linear_forward(ctx, &a->out_proj, attn_reshape(ctx, o_heads, 2, (int64_t[]){total, a->embed_dim}))
-                   : NULL;
+    return o_heads
+               ? attn_linear_forward(ctx, &a->out_proj, attn_reshape(ctx, o_heads, 2, (int64_t[]){total, a->embed_dim}))
+               : NULL;
 }
 
 /* tokens and counts against the rows, the capacity and the vocabulary; the total in *total */
@@ -152,9 +154,9 @@ static attn_status feed(attn_lm_decoder *d, const int64_t *tokens, const int64_t
     attn_ctx *ctx = d->work;
     const attn_lm *m = d->m;
     const int64_t E = m->cfg.d_model, V = m->cfg.vocab_size;
-    int64_t *offsets = attn_arena_alloc(&ctx->arena, (size_t)d->rows * sizeof *offsets);  /* (rows) */
+    int64_t *offsets = attn_arena_alloc(&ctx->arena, (size_t)d->rows * sizeof *offsets);   /* (rows) */
     int64_t *positions = attn_arena_alloc(&ctx->arena, (size_t)total * sizeof *positions); /* (total) */
-    int64_t *lasts = attn_arena_alloc(&ctx->arena, (size_t)d->rows * sizeof *lasts);      /* (active rows) */
+    int64_t *lasts = attn_arena_alloc(&ctx->arena, (size_t)d->rows * sizeof *lasts);       /* (active rows) */
     if (!offsets || !positions || !lasts) return attn_last_status();
     int64_t at = 0, active = 0;
     for (int64_t r = 0; r < d->rows; r++) {
@@ -191,7 +193,9 @@ attn_status attn__lm_decoder_feed_path(attn_lm_decoder *d, float *logits, const 
     bool one_each = path == ATTN__LM_PATH_ANY && d->work->matmul_precision == ATTN_PRECISION_HIGHEST;
     for (int64_t r = 0; r < d->rows; r++) one_each = one_each && counts[r] <= 1;
     attn_ctx_reset(d->work);
-    attn_status st = !total ? ATTN_OK : one_each ? attn__lm_decode_step(d, tokens, counts) : feed(d, tokens, counts, total);
+    attn_status st = !total     ? ATTN_OK
+                     : one_each ? attn__lm_decode_step(d, tokens, counts)
+                                : feed(d, tokens, counts, total);
     if (st == ATTN_OK) {
         for (int64_t r = 0; r < d->rows; r++) d->len[r] += counts[r];
         if (logits) memcpy(logits, d->last, (size_t)(d->rows * d->m->cfg.vocab_size) * sizeof *logits);

@@ -58,8 +58,7 @@ static void product(float *y, int64_t ldy, const stacked *parts, int n_parts, co
     share(rows, t, threads, &r0, &r1);
     for (int i = 0, at = 0; i < n_parts; at += (int)parts[i++].rows) {
         const int64_t lo = r0 > at ? r0 - at : 0, hi = r1 - at < parts[i].rows ? r1 - at : parts[i].rows;
-        if (lo < hi)
-            attn_gemv_rows(y + at, ldy, parts[i].w, cols, x, cols, parts[i].bias, n, lo, hi, cols, accumulate);
+        if (lo < hi) attn_gemv_rows(y + at, ldy, parts[i].w, cols, x, cols, parts[i].bias, n, lo, hi, cols, accumulate);
     }
 }
 
@@ -95,8 +94,8 @@ static void attend(const step *s, int64_t layer, int64_t i, int64_t hd, float *s
                               s->m->cfg.rope_interleaved ? ATTN_ROPE_INTERLEAVED : ATTN_ROPE_HALVES, false);
         q = q_rot;
     }
-    attn_attend_one(s->o + i * s->E + hd * s->Dh, scores, q, s->d->k[layer]->data + first,
-                    s->d->v[layer]->data + first, s->Ekv, s->pos[i] + 1, s->Dh, 1.0f / sqrtf((float)s->Dh));
+    attn_attend_one(s->o + i * s->E + hd * s->Dh, scores, q, s->d->k[layer]->data + first, s->d->v[layer]->data + first,
+                    s->Ekv, s->pos[i] + 1, s->Dh, 1.0f / sqrtf((float)s->Dh));
 }
 
 static void layer(const step *s, int64_t l, int t, int threads)
@@ -164,7 +163,12 @@ attn_status attn__lm_decode_step(attn_lm_decoder *d, const int64_t *tokens, cons
     const attn_lm *m = d->m;
     const attn_lm_config *c = &m->cfg;
     const int threads = d->work->num_threads;
-    step s = {.m = m, .d = d, .E = c->d_model, .F = c->ffn_hidden, .V = c->vocab_size, .H = c->num_heads,
+    step s = {.m = m,
+              .d = d,
+              .E = c->d_model,
+              .F = c->ffn_hidden,
+              .V = c->vocab_size,
+              .H = c->num_heads,
               .Hkv = c->num_kv_heads};
     s.Dh = s.E / s.H, s.Ekv = s.Dh * s.Hkv;
     for (int64_t r = 0; r < d->rows; r++) s.n += counts[r];

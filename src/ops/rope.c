@@ -36,7 +36,7 @@ void attn__rope_table(float *cs, const int64_t *positions, int64_t n_pos, int64_
 }
 
 void attn__rope_rotate_row(float *y, const float *x, const float *cs, int64_t d, int64_t rot, attn_rope_layout layout,
-                       bool inverse)
+                           bool inverse)
 {
     const int64_t half = rot / 2;
     for (int64_t i = 0; i < half; i++) {
@@ -108,7 +108,8 @@ attn_tensor *attn_rope(attn_ctx *ctx, attn_tensor *x, const attn_rope_opts *opts
     for (int64_t r = 0; r < rows; r++) row_pos[r] = r / inner % n_pos;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (x->numel > ATTN_PARALLEL_MIN)
     for (int64_t r = 0; r < rows; r++)
-        attn__rope_rotate_row(y->data + r * d, x->data + r * d, cs + row_pos[r] * half * 2, d, rot, opts->layout, false);
+        attn__rope_rotate_row(y->data + r * d, x->data + r * d, cs + row_pos[r] * half * 2, d, rot, opts->layout,
+                              false);
     if (attn__needs_grad(ctx, &x, 1)) {
         attn_node *node = attn__record(ctx, "rope", rope_backward, y, &x, 1, sizeof(rope_saved));
         if (!node) return NULL;
