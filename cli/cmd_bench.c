@@ -26,18 +26,6 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-const char *const bench_mode_names[] = {"fwd", "fwdbwd", NULL};
-
-attn_tensor *bench_randn(attn_rng *rng, int ndim, const int64_t *shape, bool requires_grad)
-{
-    attn_tensor *t = attn_tensor_alloc(ndim, shape);
-    if (t) {
-        attn_tensor_fill_normal(t, rng, 0, 1);
-        attn_tensor_set_requires_grad(t, requires_grad);
-    }
-    return t;
-}
-
 /* ---- sdpa ---- */
 
 /* --mods: the features as the callbacks a user would write (attn_score_mods), with a block

@@ -52,8 +52,7 @@ static const cli_option options[] = {
     {"--weight-decay", "X", O(CLI_DOUBLE, weight_decay), 0, 10, NULL, "0.01", "AdamW's decoupled weight decay",
      "train"},
     {"--clip", "X", O(CLI_DOUBLE, clip), 0, 1e6, NULL, "1", "gradient norm clipping (0: none)", "train"},
-    {"--budget-min", "M", O(CLI_LONG, budget_min), 1, 100000, NULL, NULL, "stop training after M minutes",
-     "train"},
+    {"--budget-min", "M", O(CLI_LONG, budget_min), 1, 100000, NULL, NULL, "stop training after M minutes", "train"},
     {"--export-tokens", "DIR", O(CLI_OUT_DIR, export_tokens), 0, 0, NULL, NULL,
      "also write the token streams as llm.c's train.bin and val.bin (and token_bytes.bin) into DIR", "train"},
     {"--val-tokens", "N", O(CLI_LONG, val_tokens), 0, 1099511627776.0, NULL, "131072",
@@ -66,8 +65,8 @@ static const cli_option options[] = {
      "generate"},
     {"--top-k", "K", O(CLI_LONG, top_k), 0, 1000000000, NULL, "0", "sample among the K most likely (0: all)",
      "generate"},
-    {"--top-p", "P", O(CLI_DOUBLE, top_p), 1e-6, 1, NULL, "0.95",
-     "nucleus: among the most likely whose mass reaches P", "generate"},
+    {"--top-p", "P", O(CLI_DOUBLE, top_p), 1e-6, 1, NULL, "0.95", "nucleus: among the most likely whose mass reaches P",
+     "generate"},
     {"--sample-seed", "S", O(CLI_LONG, sample_seed), 0, 2147483647.0, NULL, "0", "the same seed, the same text",
      "generate"},
     {"--ids", NULL, O(CLI_FLAG, ids), 0, 0, NULL, NULL,
@@ -90,7 +89,8 @@ static const cli_option options[] = {
      "the tokenizer as llama2.c's tokenizer.bin (the model's ids are laid out for it either way) or llm.c's "
      "gpt2_tokenizer.bin",
      "export"},
-    {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "import (another program's files to a checkpoint; train --init-from tunes it):"},
+    {NULL, NULL, 0, 0, 0, 0, NULL, NULL,
+     "import (another program's files to a checkpoint; train --init-from tunes it):"},
     {"--model-in", "FILE", O(CLI_IN_FILE, model_in), 0, 0, NULL, NULL, "a llama2.c checkpoint, version 0 or 1",
      "import"},
     {"--hf-in", "DIR", O(CLI_IN_DIR, hf_in), 0, 0, NULL, NULL,
@@ -124,58 +124,6 @@ const cli_spec lm_spec = {
              "predicted tokens (<|endoftext|> counts no bytes). Weight decay applies to every parameter.\n",
 };
 
-/* ---- model config in checkpoints ---- */
-
-_Static_assert(sizeof(attn_lm_style) == sizeof(int), "enums are read as int");
-#define C(field) offsetof(attn_lm_config, field)
-static const config_field config_fields[] = {
-    {"style", CONFIG_INT, C(style), 0, ATTN_LM_LLAMA},
-    {"vocab_size", CONFIG_I64, C(vocab_size), 257, 257 + ATTN_BPE_MAX_MERGES},
-    {"context", CONFIG_I64, C(context), 2, 65536},
-    {"d_model", CONFIG_I64, C(d_model), 2, 8192},
-    {"num_layers", CONFIG_I64, C(num_layers), 1, 256},
-    {"num_heads", CONFIG_I64, C(num_heads), 1, 256},
-    {"num_kv_heads", CONFIG_I64, C(num_kv_heads), 1, 256},
-    {"ffn_hidden", CONFIG_I64, C(ffn_hidden), 1, 262144},
-    {"rope_base", CONFIG_F32, C(rope_base), 0, 100000000},
-    {"untied", CONFIG_BOOL, C(untied), 0, 1},
-    {"rope_interleaved", CONFIG_BOOL, C(rope_interleaved), 0, 1, .optional = true}, /* imported from llama2.c */
-    {"norm_eps", CONFIG_F32, C(norm_eps), 0, 1, .optional = true, .absent = 1e-5f}, /* as attn_lm_init's */
-};
-#undef C
-#define N_CONFIG_FIELDS (int)(sizeof config_fields / sizeof config_fields[0])
-
-int lm_config_fits(const attn_lm_config *c, const char *path)
-{
-    for (int i = 0; i < N_CONFIG_FIELDS; i++) {
-        const double v = config_value(&config_fields[i], c);
-        if (v < (double)config_fields[i].min || v > (double)config_fields[i].max)
-            return cli_fail(CLI_ERR_DATA, "lm", "%s: %s %.9g is past what attn lm keeps, [%ld, %ld]", path,
-                            config_fields[i].key, v, config_fields[i].min, config_fields[i].max);
-    }
-    return CLI_OK;
-}
-
-const char *const *lm_config_kv(const attn_lm_config *c, int *n)
-{
-    return config_kv("attn-lm", config_fields, N_CONFIG_FIELDS, c, n);
-}
-
-const run_option *lm_run_options(const lm_options *o, int *n)
-{
-    static _Thread_local run_option opts[8];
-    opts[0] = (run_option){"--seed", (double)o->train.seed};
-    opts[1] = (run_option){"--lr", o->train.lr};
-    opts[2] = (run_option){"--dropout", o->dropout};
-    opts[3] = (run_option){"--warmup", (double)o->warmup};
-    opts[4] = (run_option){"--weight-decay", o->weight_decay};
-    opts[5] = (run_option){"--clip", o->clip};
-    opts[6] = (run_option){"--matmul-precision", (double)o->train.matmul_precision};
-    opts[7] = (run_option){"--epochs", (double)o->train.epochs}; /* the cosine's length */
-    *n = 8;
-    return opts;
-}
-
 /* The config --style and the sizes give, for a tokenizer of vocab ids */
 static attn_lm_config config_of(const lm_options *o, int64_t vocab)
 {
@@ -193,41 +141,6 @@ static attn_lm_config config_of(const lm_options *o, int64_t vocab)
                         .dropout = (float)o->dropout};
     c.ffn_hidden = attn_lm_ffn_hidden(&c);
     return c;
-}
-
-/* The model of cfg; from: the checkpoint that sizes it (params_for), NULL for a new one */
-static int build_model(lm_run *run, const attn_lm_config *cfg, const attn_st_file *from, const char *path)
-{
-    attn_rng rng;
-    attn_rng_seed(&rng, (uint64_t)run->opt->train.seed);
-    run->params = params_for(from);
-    if (!run->params || attn_lm_init(&run->model, run->params, cfg, &rng) != ATTN_OK)
-        return model_build_failed("lm", from, path);
-    run->model_ready = true;
-    return CLI_OK;
-}
-
-/* The model config and tokenizer of checkpoint f (path), the model built and loaded from it */
-static int model_from(lm_run *run, attn_st_file *f, const char *path)
-{
-    attn_lm_config c = {0};
-    int code = config_read("lm", f, path, "attn-lm", "language model", config_fields, N_CONFIG_FIELDS, &c);
-    if (code == CLI_OK) code = lm_tok_from_checkpoint(&run->tok, f, path, c.vocab_size);
-    if (code == CLI_OK) code = build_model(run, &c, f, path);
-    if (code == CLI_OK && attn_checkpoint_load_file(f, run->params, NULL, true) != ATTN_OK)
-        code = cli_fail(CLI_ERR_DATA, "lm", "%s", attn_last_error());
-    return code;
-}
-
-/* eval, generate, explain, export, train --init-from: the saved model and its tokenizer, from one
- * reading of the checkpoint */
-int lm_load_model(lm_run *run, const char *path)
-{
-    attn_st_file *f = checkpoint_open("lm", path, " (train a model first: attn lm train)");
-    if (!f) return CLI_ERR_DATA;
-    int code = model_from(run, f, path);
-    attn_st_close(f);
-    return code;
 }
 
 /* ---- actions ---- */
@@ -249,7 +162,8 @@ static int learn_tokenizer(lm_run *run, const lm_options *o, const lm_docs *docs
         double t0 = now_seconds();
         attn_bpe_trainer *t = attn_bpe_trainer_new();
         attn_status st = t ? ATTN_OK : attn_last_status();
-        for (int64_t i = 0; st == ATTN_OK && i < docs->count; i++) st = attn_bpe_trainer_add(t, docs->text[i], docs->len[i]);
+        for (int64_t i = 0; st == ATTN_OK && i < docs->count; i++)
+            st = attn_bpe_trainer_add(t, docs->text[i], docs->len[i]);
         attn_bpe *b = st == ATTN_OK ? attn_bpe_trainer_finish(t, o->vocab) : NULL;
         attn_bpe_trainer_free(t);
         if (b && lm_tok_set_bpe(&learnt, b, NULL, "the new tokenizer") == CLI_OK)
@@ -288,9 +202,7 @@ static int open_resumed(lm_run *run, const lm_options *o, attn_lm_config *cfg)
         attn_lm_config wanted = *cfg;
         int n;
         const run_option *ro = lm_run_options(o, &n);
-        if (code == CLI_OK)
-            code = config_check_resumed("lm", run->resume, ck, "attn-lm", "language model", config_fields,
-                                        N_CONFIG_FIELDS, cfg, &wanted, " (--context)");
+        if (code == CLI_OK) code = lm_check_resumed(run->resume, ck, cfg, &wanted);
         if (code == CLI_OK) code = run_options_check("lm", run->resume, ck, ro, n);
         if (code != CLI_OK) return lm_tok_free(&saved), code;
     }
@@ -315,7 +227,7 @@ static int do_train(lm_run *run, const lm_options *o)
     lm_stream train = {0}, val = {0};
     attn_lm_config cfg;
     int code = o->init_from ? lm_load_model(run, o->init_from) : CLI_OK; /* the model and tokenizer to tune */
-    if (code == CLI_OK && o->init_from) { /* its config, with this run's dropout */
+    if (code == CLI_OK && o->init_from) {                                /* its config, with this run's dropout */
         run->model.cfg.dropout = (float)o->dropout;
         for (int64_t i = 0; i < run->model.cfg.num_layers; i++) run->model.blocks[i].attn.dropout = (float)o->dropout;
     }
@@ -330,7 +242,7 @@ static int do_train(lm_run *run, const lm_options *o)
     if (code == CLI_OK) code = load_stream(&val, run, o, "test");
     if (code == CLI_OK && o->export_tokens && dist_rank() == 0)
         code = lm_export_tokens(o->export_tokens, &run->tok, &train, &val);
-    if (code == CLI_OK && !o->init_from) code = build_model(run, &cfg, run->resume, o->train.checkpoint);
+    if (code == CLI_OK && !o->init_from) code = lm_build_model(run, &cfg, run->resume, o->train.checkpoint);
     if (code == CLI_OK) {
         printf("data: %lld documents, %lld tokens (%.2f bytes each) to train on, %lld documents, %lld tokens held "
                "out (%.1f s)\n",
@@ -407,21 +319,24 @@ static int validate(const lm_options *o, int action, int n_args)
     if (action == EXPORT && o->format != LM_HF && o->hf_out)
         return cli_fail(CLI_ERR_USAGE, "lm", "--hf-out goes with --format hf");
     if (action == IMPORT && (!o->model_in == !o->hf_in || !o->tokenizer_in))
-        return cli_fail(CLI_ERR_USAGE, "lm", "import needs --model-in FILE or --hf-in DIR (one), and --tokenizer-in FILE");
+        return cli_fail(CLI_ERR_USAGE, "lm",
+                        "import needs --model-in FILE or --hf-in DIR (one), and --tokenizer-in FILE");
     if (cli_check_paths(&lm_spec, o, action_names[action]) != CLI_OK) return CLI_ERR_USAGE;
     if (o->data && o->text) return cli_fail(CLI_ERR_USAGE, "lm", "--data and --text: give one of them");
     if (action != TRAIN || o->init_from) return CLI_OK; /* --init-from: the model's options are its */
     if (o->d_model % o->heads)
         return cli_fail(CLI_ERR_USAGE, "lm", "--heads %ld must divide --d-model %ld", o->heads, o->d_model);
     if (o->style == ATTN_LM_GPT2 && (o->kv_heads || o->untied))
-        return cli_fail(CLI_ERR_USAGE, "lm", "%s: GPT-2 style has as many key/value heads as heads and a tied output "
-                                             "(--style llama has both)",
+        return cli_fail(CLI_ERR_USAGE, "lm",
+                        "%s: GPT-2 style has as many key/value heads as heads and a tied output "
+                        "(--style llama has both)",
                         o->kv_heads ? "--kv-heads" : "--untied");
     if (o->kv_heads && o->heads % o->kv_heads)
         return cli_fail(CLI_ERR_USAGE, "lm", "--kv-heads %ld must divide --heads %ld", o->kv_heads, o->heads);
     if (o->style == ATTN_LM_LLAMA && (o->d_model / o->heads) % 2)
-        return cli_fail(CLI_ERR_USAGE, "lm", "--style llama: rotary positions turn pairs of dims; the head width "
-                                             "--d-model / --heads = %ld is odd",
+        return cli_fail(CLI_ERR_USAGE, "lm",
+                        "--style llama: rotary positions turn pairs of dims; the head width "
+                        "--d-model / --heads = %ld is odd",
                         o->d_model / o->heads);
     return CLI_OK;
 }
@@ -437,10 +352,11 @@ int cmd_lm(int argc, char **argv)
     int action = 0, n_args = 0;
     for (; action_names[action] && strcmp(argv[1], action_names[action]); action++) {}
     if (!action_names[action])
-        return cli_fail(CLI_ERR_USAGE, "lm", "unknown action \"%s\"; expected train, eval, generate, explain, export or import",
-                        argv[1]);
+        return cli_fail(CLI_ERR_USAGE, "lm",
+                        "unknown action \"%s\"; expected train, eval, generate, explain, export or import", argv[1]);
     const char **args = calloc((size_t)argc, sizeof *args);
-    int code = args ? cli_parse(&lm_spec, &o, argc, argv, 2, args, &n_args) : cli_fail(CLI_ERR_DATA, "lm", "out of memory");
+    int code =
+        args ? cli_parse(&lm_spec, &o, argc, argv, 2, args, &n_args) : cli_fail(CLI_ERR_DATA, "lm", "out of memory");
     if (code == CLI_OK && !o.data && !o.text) o.data = cli_default_data("aclImdb_mini");
     if (code == CLI_OK) code = validate(&o, action, n_args);
     if (code == CLI_OK && o.train.threads > 0) cli_set_threads((int)o.train.threads);

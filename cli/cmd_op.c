@@ -12,17 +12,6 @@
 
 static const char *const impl_names[] = {"auto", "fused", "ref", NULL}; /* attn_sdpa_impl order */
 static const char *const rope_layouts[] = {"halves", "interleaved", NULL};
-static const attn_rope_layout rope_layout_of[] = {ATTN_ROPE_HALVES, ATTN_ROPE_INTERLEAVED};
-
-bool op_rope(const op_args *a, int position_dim, attn_rope_opts *out)
-{
-    if (a->rope_base <= 0.0f) return false;
-    *out = (attn_rope_opts){.layout = rope_layout_of[a->rope_layout],
-                            .base = a->rope_base,
-                            .rotary_dim = a->rope_dim,
-                            .position_dim = position_dim};
-    return true;
-}
 
 #define O(kind, field) CLI_OPT_AT(op_args, kind, field)
 static const cli_option options[] = {

@@ -234,65 +234,6 @@ static void free_split(translate_split *s)
 
 /* ---- model config, checkpoints ---- */
 
-/* The model config in checkpoint metadata; the ranges are those of the options that set it. */
-_Static_assert(sizeof(attn_seq2seq_kind) == sizeof(int), "enums are read as int");
-_Static_assert(ATTN_GRU_MAX_LAYERS == 8, "read_config's message names the GRU's most layers");
-#define C(field) offsetof(attn_seq2seq_config, field)
-static const config_field config_fields[] = {
-    {"kind", CONFIG_INT, C(kind), 0, ATTN_SEQ2SEQ_BAHDANAU},
-    {"src_vocab", CONFIG_I64, C(src_vocab), 4, 100000000},
-    {"tgt_vocab", CONFIG_I64, C(tgt_vocab), 4, 100000000},
-    {"d_model", CONFIG_I64, C(d_model), 2, 8192},
-    {"num_heads", CONFIG_I64, C(num_heads), 1, 256},
-    {"dim_feedforward", CONFIG_I64, C(dim_feedforward), 1, 65536},
-    {"enc_layers", CONFIG_INT, C(enc_layers), 1, 64},
-    {"dec_layers", CONFIG_INT, C(dec_layers), 1, 64},
-    {"max_len", CONFIG_I64, C(max_len), 2, 100002},
-    {"pad_id", CONFIG_I64, C(pad_id), 0, 100000000},
-    {"bos_id", CONFIG_I64, C(bos_id), 0, 100000000},
-    {"eos_id", CONFIG_I64, C(eos_id), 0, 100000000},
-    {"rope_base", CONFIG_F32, C(rope_base), 0, 10000000, .optional = true},
-};
-#undef C
-#define N_CONFIG_FIELDS (int)(sizeof config_fields / sizeof config_fields[0])
-
-const char *const *translate_config_kv(const attn_seq2seq_config *c, int *n)
-{
-    return config_kv("attn-seq2seq", config_fields, N_CONFIG_FIELDS, c, n);
-}
-
-const run_option *translate_run_options(const translate_options *o, int *n)
-{
-    static _Thread_local run_option opts[8];
-    opts[0] = (run_option){"--seed", (double)o->train.seed};
-    opts[1] = (run_option){"--lr", o->train.lr};
-    opts[2] = (run_option){"--dropout", (double)o->model.dropout};
-    opts[3] = (run_option){"--label-smoothing", o->label_smoothing};
-    opts[4] = (run_option){"--warmup", (double)o->warmup};
-    opts[5] = (run_option){"--min-freq", (double)o->min_freq};
-    opts[6] = (run_option){"--matmul-precision", (double)o->train.matmul_precision};
-    opts[7] = (run_option){"--no-pack", o->no_pack ? 1.0 : 0.0}; /* dropout draws differ */
-    *n = 8;
-    return opts;
-}
-
-/* The config of a saved model (checkpoint f at path), range-checked and consistent before anything
- * is built from it. */
-static int read_config(const attn_st_file *f, const char *path, attn_seq2seq_config *c)
-{
-    int code = config_read("translate", f, path, "attn-seq2seq", "translation", config_fields, N_CONFIG_FIELDS, c);
-    if (code != CLI_OK) return code;
-    const char *why = c->kind == ATTN_SEQ2SEQ_TRANSFORMER && c->d_model % c->num_heads
-                          ? "num_heads does not divide d_model"
-                      : c->kind == ATTN_SEQ2SEQ_BAHDANAU &&
-                              (c->enc_layers > ATTN_GRU_MAX_LAYERS || c->dec_layers > ATTN_GRU_MAX_LAYERS)
-                          ? "the Bahdanau GRU has at most 8 layers"
-                      : c->pad_id >= c->tgt_vocab || c->bos_id >= c->tgt_vocab || c->eos_id >= c->tgt_vocab
-                          ? "pad_id, bos_id and eos_id must be below tgt_vocab"
-                          : NULL;
-    return why ? cli_fail(CLI_ERR_DATA, "translate", "%s: metadata: %s", path, why) : CLI_OK;
-}
-
 /* The sizes and special ids a model of these vocabularies has (an id -1: the token is missing). */
 static void config_from_vocabs(const translate_run *run, attn_seq2seq_config *c)
 {
@@ -315,14 +256,6 @@ static int build_model(translate_run *run, translate_options *o, const attn_st_f
         return model_build_failed("translate", from, o->train.checkpoint);
     run->model_ready = true;
     return CLI_OK;
-}
-
-/* Every field a checkpoint stores (config_fields) equal: a new field is compared as soon as it is stored */
-static bool same_model(const attn_seq2seq_config *a, const attn_seq2seq_config *b)
-{
-    for (int i = 0; i < N_CONFIG_FIELDS; i++)
-        if (config_value(&config_fields[i], a) != config_value(&config_fields[i], b)) return false;
-    return true;
 }
 
 /* true unless f carries vocabularies that are not the model's (a file without them, written by an
@@ -354,16 +287,17 @@ static int average_checkpoints(translate_run *run, const translate_options *o)
          path = strtok_r(NULL, ",", &save)) {
         attn_seq2seq_config c = o->model;
         attn_st_file *f = checkpoint_open("translate", path, " (--average)");
-        if (!f || (code = read_config(f, path, &c)) != CLI_OK) {
+        if (!f || (code = translate_read_config(f, path, &c)) != CLI_OK) {
             attn_st_close(f);
             code = CLI_ERR_DATA;
             break;
         }
-        if (!same_model(&c, &o->model) || !same_vocabs(f, run))
+        if (!translate_same_config(&c, &o->model) || !same_vocabs(f, run))
             code = cli_fail(CLI_ERR_DATA, "translate",
                             "--average: %s holds a different model%s than %s; expected "
                             "checkpoints of the same run",
-                            path, same_model(&c, &o->model) ? " (other vocabularies)" : "", o->train.checkpoint);
+                            path, translate_same_config(&c, &o->model) ? " (other vocabularies)" : "",
+                            o->train.checkpoint);
         attn_st_close(f);
         paths[n++] = path;
     }
@@ -412,11 +346,11 @@ static int load_model(translate_run *run, translate_options *o)
 {
     attn_st_file *f = checkpoint_open("translate", o->train.checkpoint, " (train a model first: attn translate train)");
     if (!f) return CLI_ERR_DATA;
-    int code = read_config(f, o->train.checkpoint, &o->model);
+    int code = translate_read_config(f, o->train.checkpoint, &o->model);
     if (code == CLI_OK) code = load_vocabs(run, f, o->train.checkpoint);
     attn_seq2seq_config files = o->model, *m = &o->model;
     if (code == CLI_OK) config_from_vocabs(run, &files);
-    if (code == CLI_OK && !same_model(&files, m))
+    if (code == CLI_OK && !translate_same_config(&files, m))
         code =
             cli_fail(CLI_ERR_DATA, "translate",
                      "%s: its vocabularies (%lld and %lld tokens; <pad> %lld, "
@@ -453,9 +387,7 @@ static int open_resumed(translate_run *run, translate_options *o)
         attn_seq2seq_config saved = o->model; /* the model these options build must be the saved one */
         int n;
         const run_option *ro = translate_run_options(o, &n);
-        if (code == CLI_OK)
-            code = config_check_resumed("translate", run->resume, ck, "attn-seq2seq", "translation", config_fields,
-                                        N_CONFIG_FIELDS, &o->model, &saved, " (--max-len + 2)");
+        if (code == CLI_OK) code = translate_check_resumed(run->resume, ck, &o->model, &saved);
         if (code == CLI_OK) code = run_options_check("translate", run->resume, ck, ro, n);
         if (code != CLI_OK) {
             free(text[0]);

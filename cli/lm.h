@@ -11,15 +11,16 @@
 typedef enum lm_format {
     LM_LLAMA2C_V0, /* llama2.c's checkpoint, version 0 (run.c's) and 1 */
     LM_LLAMA2C_V1,
-    LM_LLMC,       /* llm.c's GPT-2 checkpoint (version 3) */
-    LM_HF          /* Hugging Face's GPT2LMHeadModel or LlamaForCausalLM folder */
+    LM_LLMC, /* llm.c's GPT-2 checkpoint (version 3) */
+    LM_HF    /* Hugging Face's GPT2LMHeadModel or LlamaForCausalLM folder */
 } lm_format;
 
 typedef struct lm_options {
     train_options train;
-    const char *data, *text, *out, *export_tokens, *model_out, *tokenizer_out, *model_in, *tokenizer_in, *init_from, *hf_out, *hf_in;
-    int style;                           /* --style: an attn_lm_style */
-    int format;                          /* --format: an lm_format */
+    const char *data, *text, *out, *export_tokens, *model_out, *tokenizer_out, *model_in, *tokenizer_in, *init_from,
+        *hf_out, *hf_in;
+    int style;  /* --style: an attn_lm_style */
+    int format; /* --format: an lm_format */
     long vocab, d_model, layers, heads, kv_heads, ffn, rope_base, warmup, budget_min, val_tokens;
     long max_new_tokens, top_k, sample_seed;
     double dropout, weight_decay, clip, temperature, top_p;
@@ -101,15 +102,24 @@ int lm_train(lm_run *run, const lm_stream *train, const lm_stream *val);
 /* Mean loss per token (nats) and bits per byte of the model over up to `limit` tokens of s
  * (0: all), in chunks of the context; every rank scores its share. */
 int lm_score(lm_run *run, const lm_stream *s, int64_t limit, double *loss, double *bpb, int64_t *tokens);
+
+/* ---- the model, its config in checkpoints (lm_model.c) ---- */
+
 /* The options of a training run that decide its losses (*n of them) */
 const run_option *lm_run_options(const lm_options *o, int *n);
+/* The model config as checkpoint metadata key/values (static storage, n pairs) */
 const char *const *lm_config_kv(const attn_lm_config *c, int *n);
-
-/* The model and tokenizer of checkpoint path, from one reading of it (cmd_lm.c) */
+/* The model of cfg in run (run->params, run->model); from: the checkpoint that sizes it
+ * (params_for), NULL for a new one */
+int lm_build_model(lm_run *run, const attn_lm_config *cfg, const attn_st_file *from, const char *path);
+/* The model and tokenizer of checkpoint path, from one reading of it */
 int lm_load_model(lm_run *run, const char *path);
 /* CLI_OK when every field of c is within what an attn lm checkpoint keeps; else a message naming
- * path and the field (cmd_lm.c) */
+ * path and the field */
 int lm_config_fits(const attn_lm_config *c, const char *path);
+/* config_check_resumed (train_common.h) for the model config: cfg, the model a resumed run builds,
+ * against the checkpoint f's (wanted) */
+int lm_check_resumed(const attn_st_file *f, const char *path, const attn_lm_config *cfg, attn_lm_config *wanted);
 
 /* ---- export and import (lm_exchange.c) ---- */
 

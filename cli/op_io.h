@@ -17,7 +17,7 @@ typedef struct op_args {
     int matmul_precision; /* an attn_precision */
     int impl;             /* an attn_sdpa_impl */
     float rope_base;      /* sdpa, mha: rotary positions on q and k (> 1); 0: none */
-    int rope_layout;      /* an index of op_rope_layouts */
+    int rope_layout;      /* an index of --rope-layout's names: halves, interleaved */
     long rope_dim;        /* the dims rotated (even); 0: all of a head */
 } op_args;
 

@@ -1,12 +1,26 @@
-/* attn op: masks and lengths from the input file. Each mechanism says which masks it takes and
- * whose conventions its bool attn_mask follows (op_io.h); dtypes are those that PyTorch API
- * accepts, and the shapes are checked by the library against the tensors they apply to. */
+/* attn op: masks and lengths from the input file, and the rotary positions of the options. Each
+ * mechanism says which masks it takes and whose conventions its bool attn_mask follows (op_io.h);
+ * dtypes are those that PyTorch API accepts, and the shapes are checked by the library against
+ * the tensors they apply to. */
 #include "op_io.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* --rope-layout's names in cmd_op.c's order */
+static const attn_rope_layout rope_layout_of[] = {ATTN_ROPE_HALVES, ATTN_ROPE_INTERLEAVED};
+
+bool op_rope(const op_args *a, int position_dim, attn_rope_opts *out)
+{
+    if (a->rope_base <= 0.0f) return false;
+    *out = (attn_rope_opts){.layout = rope_layout_of[a->rope_layout],
+                            .base = a->rope_base,
+                            .rotary_dim = a->rope_dim,
+                            .position_dim = position_dim};
+    return true;
+}
 
 bool op_float_dtype(attn_dtype t)
 {

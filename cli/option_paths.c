@@ -75,12 +75,6 @@ typedef struct path_roles {
     char *lock;       /* the trained checkpoint's lock (cli_checkpoint_sibling), an output too */
 } path_roles;
 
-bool cli_opt_is_path(cli_opt_type t)
-{
-    return t == CLI_IN_FILE || t == CLI_IN_FILES || t == CLI_IN_DIR || t == CLI_OUT_FILE || t == CLI_PICTURE ||
-           t == CLI_OUT_DIR || t == CLI_CHECKPOINT;
-}
-
 static const char *value_of(const cli_option *o, const void *opts)
 {
     return *(const char *const *)((const char *)opts + o->offset);

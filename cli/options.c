@@ -111,6 +111,12 @@ static const cli_option *find(const cli_spec *spec, const char *name)
 }
 
 /* true when `word` is one of the space-separated words of `words` */
+bool cli_opt_is_path(cli_opt_type t)
+{
+    return t == CLI_IN_FILE || t == CLI_IN_FILES || t == CLI_IN_DIR || t == CLI_OUT_FILE || t == CLI_PICTURE ||
+           t == CLI_OUT_DIR || t == CLI_CHECKPOINT;
+}
+
 bool cli_option_applies(const cli_option *o, const char *action)
 {
     if (!o->only || !action) return true;

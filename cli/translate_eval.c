@@ -1,4 +1,4 @@
-/* attn translate: padded batches, the validation loss, and decoding (greedy or beam search) of a
+/* attn translate: padded batches, the loss (packed or padded), the validation loss, and decoding (greedy or beam search) of a
  * split scored with corpus BLEU (sacrebleu 13a on detokenised text, lowercased, and on tokens). */
 #include "dist.h"
 #include "translate.h"
@@ -6,6 +6,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+bool translate_packs(const translate_run *run)
+{
+    return run->model.cfg.kind == ATTN_SEQ2SEQ_TRANSFORMER && !run->opt->no_pack;
+}
+
+attn_tensor *translate_loss(attn_ctx *ctx, const translate_run *run, const translate_batch *b)
+{
+    const attn_seq2seq_config *c = &run->model.cfg;
+    if (translate_packs(run)) {
+        attn_tensor *logits = attn_seq2seq_forward_packed(ctx, &run->model, b->src_packed, b->cu_src, b->tgt_in_packed,
+                                                          b->cu_tgt, b->n); /* (total_t, V) */
+        return attn_cross_entropy(ctx, logits, b->tgt_out_packed, c->pad_id, (float)run->opt->label_smoothing);
+    }
+    attn_tensor *logits = attn_seq2seq_forward(ctx, &run->model, b->src, b->src_lens, b->n, b->src_width, b->tgt_in,
+                                               b->tgt_lens, b->tgt_width, NULL);
+    attn_tensor *flat = attn_reshape(ctx, logits, 2, (int64_t[]){b->n * b->tgt_width, c->tgt_vocab});
+    return attn_cross_entropy(ctx, flat, b->tgt_out, c->pad_id, (float)run->opt->label_smoothing);
+}
 
 void translate_batch_free(translate_batch *b)
 {

@@ -76,11 +76,6 @@ attn_status attn__lower_into(attn__buf *out, const char *s, size_t len);
 /* Python's str.upper() of one code point appended to *out (it may expand: U+00DF -> "SS"). */
 attn_status attn__upper_into(attn__buf *out, uint32_t cp);
 
-/* ---- tokenizers ---- */
-
-/* sacrebleu's 13a tokenization of valid UTF-8 text[0..len), appended to out (bleu.c). */
-attn_status attn__tokenize_13a(attn_tokens *out, const char *text, size_t len);
-
 /* ---- string hash table: interned byte strings with ids 0, 1, ... in insertion order ---- */
 
 typedef struct attn__strtab {

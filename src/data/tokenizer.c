@@ -1,6 +1,6 @@
 /* Token lists and the tokenizers: torchtext's basic_english, the seq2seq word tokenizer
- * (\w+|[^\w\s] on lowercased text), one token per code point, and the dispatch that also
- * reaches sacrebleu's 13a (bleu.c).
+ * (\w+|[^\w\s] on lowercased text), one token per code point, sacrebleu's 13a, and the
+ * dispatch between them.
  *
  * basic_english in one pass. torchtext applies 12 regex substitutions in order to line.lower():
  *   1 ' -> " '  "   2 " -> ""   3 . -> " . "   4 <br /> -> " "   5 , -> " , "
@@ -154,6 +154,137 @@ static attn_status chars(attn_tokens *out, const char *s, size_t len)
     return st;
 }
 
+/* ---- 13a ----
+ * 13a (sacrebleu tokenizer_13a.py) on a line: drop "<skipped>", drop "-\n", "\n" -> " "; when
+ * the line has "&": &quot; &amp; &lt; &gt; -> " & < > (in that order); pad with a space on
+ * each side; then the regex substitutions, in order,
+ *   r1 ([\{-\~\[-\` -\&\(-\+\:-\@\/]) -> " \1 "   (ASCII punctuation except ' - . ,)
+ *   r2 ([^0-9])([\.,]) -> "\1 \2 "                 (. , not preceded by a digit)
+ *   r3 ([\.,])([^0-9]) -> " \1 \2"                 (. , not followed by a digit)
+ *   r4 ([0-9])(-) -> "\1 \2 "                      (- after a digit)
+ * and str.split(). r2-r4 are emulated byte by byte: the characters they look for are ASCII,
+ * so a multi-byte character can only stand in for [^0-9], and scanning it byte by byte gives
+ * the same matches and the same output as scanning it as one code point. */
+
+/* dst = src with every non-overlapping `from` (leftmost first) replaced by `to`. */
+static attn_status replace_all(attn__buf *dst, const attn__buf *src, const char *from, const char *to)
+{
+    size_t nf = strlen(from), nt = strlen(to);
+    dst->len = 0;
+    attn_status st = attn__buf_reserve(dst, src->len);
+    for (size_t i = 0; i < src->len && st == ATTN_OK;) {
+        if (src->len - i >= nf && memcmp(src->data + i, from, nf) == 0) {
+            st = attn__buf_append(dst, to, nt);
+            i += nf;
+        } else {
+            st = attn__buf_append(dst, src->data + i, 1);
+            i++;
+        }
+    }
+    return st;
+}
+
+/* Applies the replacements in order, swapping the two buffers; the result ends in *a. */
+static attn_status replace_seq(attn__buf *a, attn__buf *b, const char *const *pairs, int n)
+{
+    attn_status st = ATTN_OK;
+    for (int k = 0; k < n && st == ATTN_OK; k++) {
+        st = replace_all(b, a, pairs[2 * k], pairs[2 * k + 1]);
+        attn__buf t = *a;
+        *a = *b;
+        *b = t;
+    }
+    return st;
+}
+
+static bool r1_class(unsigned char c)
+{
+    return (c >= '{' && c <= '~') || (c >= '[' && c <= '`') || (c >= ' ' && c <= '&') || (c >= '(' && c <= '+') ||
+           (c >= ':' && c <= '@') || c == '/';
+}
+
+static bool digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+static bool dot_comma(unsigned char c)
+{
+    return c == '.' || c == ',';
+}
+
+/* One of r2-r4 as re.sub does it: left to right, a match consumes both characters. */
+static attn_status regex_pass(attn__buf *dst, const attn__buf *src, int rule)
+{
+    dst->len = 0;
+    attn_status st = attn__buf_reserve(dst, src->len * 2);
+    const unsigned char *s = (const unsigned char *)src->data;
+    for (size_t i = 0; i < src->len && st == ATTN_OK; i++) {
+        unsigned char c = s[i], d = i + 1 < src->len ? s[i + 1] : 0;
+        bool has_d = i + 1 < src->len;
+        char out[4] = {(char)c, ' ', (char)d, ' '};
+        if (rule == 2 && has_d && !digit(c) && dot_comma(d)) {
+            st = attn__buf_append(dst, out, 4); /* "\1 \2 " */
+            i++;
+        } else if (rule == 3 && has_d && dot_comma(c) && !digit(d)) {
+            char o3[4] = {' ', (char)c, ' ', (char)d}; /* " \1 \2" */
+            st = attn__buf_append(dst, o3, 4);
+            i++;
+        } else if (rule == 4 && has_d && digit(c) && d == '-') {
+            st = attn__buf_append(dst, out, 4);
+            i++;
+        } else {
+            st = attn__buf_append(dst, out, 1);
+        }
+    }
+    return st;
+}
+
+/* " " + a + " " with r1 applied, into b. */
+static attn_status pad_and_r1(attn__buf *b, const attn__buf *a)
+{
+    b->len = 0;
+    attn_status st = attn__buf_append(b, "   ", 3); /* the padding space through r1 */
+    for (size_t i = 0; i < a->len && st == ATTN_OK; i++) {
+        char c = a->data[i], spaced[3] = {' ', c, ' '};
+        st = r1_class((unsigned char)c) ? attn__buf_append(b, spaced, 3) : attn__buf_append(b, &c, 1);
+    }
+    return st == ATTN_OK ? attn__buf_append(b, "   ", 3) : st;
+}
+
+static attn_status split_space(attn_tokens *out, const char *s, size_t len)
+{
+    attn_status st = ATTN_OK;
+    size_t start = 0;
+    for (size_t i = 0; i < len && st == ATTN_OK;) {
+        size_t at = i;
+        if (attn__is_space(attn__utf8_next(s, &i))) {
+            if (at > start) st = attn_tokens_push(out, s + start, at - start);
+            start = i;
+        }
+    }
+    if (st == ATTN_OK && len > start) st = attn_tokens_push(out, s + start, len - start);
+    return st;
+}
+
+/* sacrebleu's 13a tokenization of valid UTF-8 text[0..len), appended to out */
+static attn_status tokenize_13a(attn_tokens *out, const char *text, size_t len)
+{
+    static const char *const cleanup[] = {"<skipped>", "", "-\n", "", "\n", " "};
+    static const char *const entities[] = {"&quot;", "\"", "&amp;", "&", "&lt;", "<", "&gt;", ">"};
+    attn__buf a = {0}, b = {0};
+    attn_status st = attn__buf_append(&a, text, len);
+    if (st == ATTN_OK) st = replace_seq(&a, &b, cleanup, 3);
+    if (st == ATTN_OK && memchr(a.data, '&', a.len)) st = replace_seq(&a, &b, entities, 4);
+    if (st == ATTN_OK) st = pad_and_r1(&b, &a);
+    if (st == ATTN_OK) st = regex_pass(&a, &b, 2);
+    if (st == ATTN_OK) st = regex_pass(&b, &a, 3);
+    if (st == ATTN_OK) st = regex_pass(&a, &b, 4);
+    if (st == ATTN_OK) st = split_space(out, a.data, a.len);
+    attn__buf_free(&a);
+    attn__buf_free(&b);
+    return st;
+}
+
 /* ---- dispatch ---- */
 
 static const char *const tokenizer_names[] = {"basic_english", "words", "chars", "13a"};
@@ -196,7 +327,7 @@ attn_status attn_tokenize(attn_tokens *out, attn_tokenizer kind, const char *tex
         st = chars(out, text, len);
         break;
     case ATTN_TOKENIZER_13A:
-        st = attn__tokenize_13a(out, text, len);
+        st = tokenize_13a(out, text, len);
         break;
     }
     if (st != ATTN_OK) { /* leave out as it was */

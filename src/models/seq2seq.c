@@ -6,15 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint8_t *attn__seq2seq_padding(attn_ctx *ctx, const int64_t *lens, int64_t batch, int64_t len)
-{
-    uint8_t *pad = attn_arena_alloc(&ctx->arena, (size_t)(batch * len));
-    if (pad)
-        for (int64_t b = 0; b < batch; b++)
-            for (int64_t j = 0; j < len; j++) pad[b * len + j] = j >= lens[b];
-    return pad;
-}
-
 static attn_status init_seq2seq(attn_seq2seq *m, attn_params *p, const attn_seq2seq_config *cfg, attn_rng *rng)
 {
     if (!m || !p || !cfg) return attn__fail(ATTN_ERR_ARG, "seq2seq_init: NULL argument");

@@ -7,14 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int64_t attn__seq2seq_argmax(const float *x, int64_t n)
-{
-    int64_t best = 0;
-    for (int64_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
-
 /* out (batch, stride) receives up to max_out tokens per row (<eos> included), then pad */
 static attn_status greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
                           int64_t batch, int64_t src_len, int64_t max_out, int64_t stride, int64_t *out,

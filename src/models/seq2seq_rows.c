@@ -1,8 +1,26 @@
-/* Moving the rows of the decoder's state (seq2seq_internal.h): gathering them after a beam
- * re-selection, keeping some and packing them after sentences are dropped. */
+/* Rows of a batch (seq2seq_internal.h): the padding mask of its lengths, the argmax of a row of
+ * logits, and moving the rows of the decoder's state: gathering them after a beam re-selection,
+ * keeping some and packing them after sentences are dropped. */
 #include "seq2seq_internal.h"
 
 #include <string.h>
+
+uint8_t *attn__seq2seq_padding(attn_ctx *ctx, const int64_t *lens, int64_t batch, int64_t len)
+{
+    uint8_t *pad = attn_arena_alloc(&ctx->arena, (size_t)(batch * len));
+    if (pad)
+        for (int64_t b = 0; b < batch; b++)
+            for (int64_t j = 0; j < len; j++) pad[b * len + j] = j >= lens[b];
+    return pad;
+}
+
+int64_t attn__seq2seq_argmax(const float *x, int64_t n)
+{
+    int64_t best = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
 
 int64_t attn__seq2seq_rows_width(const seq2seq_rows *b)
 {
