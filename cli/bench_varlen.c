@@ -35,15 +35,15 @@ static int64_t seq_len(const bench_args *a, int64_t b)
 static void options_of(varlen_state *s, const bench_args *a, attn_sdpa_impl impl, int64_t heads)
 {
     const bool gqa = a->kv_heads > 0 && a->kv_heads != heads;
-    s->vo = (attn_varlen_opts){.causal = a->causal, .enable_gqa = gqa, .softcap = a->softcap, .impl = impl};
-    s->so = (attn_sdpa_opts){.enable_gqa = gqa, .softcap = a->softcap, .impl = impl};
+    s->vo = (attn_varlen_opts){.causal = a->causal, .enable_gqa = gqa, .features.softcap = a->softcap, .impl = impl};
+    s->so = (attn_sdpa_opts){.enable_gqa = gqa, .features.softcap = a->softcap, .impl = impl};
     s->so.mask.causal = a->causal; /* top-left: bottom-right too, as every sequence's Lq = Lk */
     s->so.mask.valid_lens = (attn_lens){s->lens, 1, {a->B, 0}};
-    if (a->window > 0) s->vo.window = s->so.window = (attn_window){true, a->window - 1, 0};
+    if (a->window > 0) s->vo.features.window = s->so.features.window = (attn_window){true, a->window - 1, 0};
     if (a->alibi && attn_alibi_slopes(s->slopes, heads) == ATTN_OK) {
-        s->vo.alibi_slopes = s->so.alibi_slopes = s->slopes;
-        s->vo.alibi_ndim = s->so.alibi_ndim = 1;
-        s->vo.alibi_shape[0] = s->so.alibi_shape[0] = heads;
+        s->vo.features.alibi_slopes = s->so.features.alibi_slopes = s->slopes;
+        s->vo.features.alibi_ndim = s->so.features.alibi_ndim = 1;
+        s->vo.features.alibi_shape[0] = s->so.features.alibi_shape[0] = heads;
     }
 }
 

@@ -101,15 +101,16 @@ static attn_sdpa_opts sdpa_opts_of(const bench_args *a, attn_sdpa_impl impl, flo
     const bool alibi = a->alibi && attn_alibi_slopes(slopes, heads) == ATTN_OK;
     if (a->mods) {
         *mods = (sdpa_mods){alibi ? slopes : NULL, a->softcap, a->causal, a->window};
-        o.mods.user = mods;
-        if (alibi || a->softcap > 0.0f) o.mods.score_mod = mods_score, o.mods.score_mod_grad = mods_score_grad;
-        if (a->causal || a->window > 0) o.mods.mask_mod = mods_mask, o.mods.mask_block = mods_block;
+        o.features.mods.user = mods;
+        if (alibi || a->softcap > 0.0f)
+            o.features.mods.score_mod = mods_score, o.features.mods.score_mod_grad = mods_score_grad;
+        if (a->causal || a->window > 0) o.features.mods.mask_mod = mods_mask, o.features.mods.mask_block = mods_block;
         return o;
     }
-    o.softcap = a->softcap;
+    o.features.softcap = a->softcap;
     o.mask.causal = a->causal;
-    if (a->window > 0) o.window = (attn_window){true, a->window - 1, 0}; /* W keys up to the diagonal */
-    if (alibi) o.alibi_slopes = slopes, o.alibi_ndim = 1, o.alibi_shape[0] = heads;
+    if (a->window > 0) o.features.window = (attn_window){true, a->window - 1, 0}; /* W keys up to the diagonal */
+    if (alibi) o.features.alibi_slopes = slopes, o.features.alibi_ndim = 1, o.features.alibi_shape[0] = heads;
     return o;
 }
 

@@ -177,10 +177,10 @@ static attn_status mha_from_file(op_run *run, attn_mha_layer *m, const char *pre
 /* The attention features of the command line into opts: --window, --softcap, and ALiBi's slopes,
  * the paper's for `heads` query heads (--alibi) or the file's alibi_slopes ((H) or (B, H)); *slopes
  * holds what opts points to (NULL: none; the caller frees it). false with a message. */
-static bool features(op_run *run, int64_t heads, attn_sdpa_opts *opts, attn_tensor **slopes)
+static bool features(op_run *run, int64_t heads, attn_score_features *f, attn_tensor **slopes)
 {
     const op_args *a = run->args;
-    opts->window = a->window_parsed, opts->softcap = a->softcap;
+    f->window = a->window_parsed, f->softcap = a->softcap;
     *slopes = NULL;
     const attn_st_tensor *t = attn_st_find(run->file, "alibi_slopes");
     if (t && a->alibi) {
@@ -202,8 +202,8 @@ static bool features(op_run *run, int64_t heads, attn_sdpa_opts *opts, attn_tens
     }
     if ((t || a->alibi) && !*slopes) return false;
     if (*slopes) {
-        opts->alibi_slopes = (*slopes)->data, opts->alibi_ndim = (*slopes)->ndim;
-        for (int i = 0; i < (*slopes)->ndim && i < 2; i++) opts->alibi_shape[i] = (*slopes)->shape[i];
+        f->alibi_slopes = (*slopes)->data, f->alibi_ndim = (*slopes)->ndim;
+        for (int i = 0; i < (*slopes)->ndim && i < 2; i++) f->alibi_shape[i] = (*slopes)->shape[i];
     }
     return true;
 }
@@ -217,7 +217,7 @@ static attn_tensor *fwd_sdpa(op_run *run, attn_tensor **weights)
         .scale = a->scale, .mask = run->mask, .impl = (attn_sdpa_impl)a->impl, .enable_gqa = a->enable_gqa};
     attn_tensor *slopes;
     const int64_t heads = q->ndim == 4 || op_varlen_in(run) ? q->shape[1] : 1; /* (B, H, L, D), (total, H, D) */
-    if (!features(run, heads, &opts, &slopes)) return NULL;
+    if (!features(run, heads, &opts.features, &slopes)) return NULL;
     if (op_varlen_in(run)) {
         attn_tensor *out = op_sdpa_varlen(run, q, k, v, &opts, weights); /* rotary positions per sequence there */
         attn_tensor_free(slopes);
@@ -266,7 +266,7 @@ static attn_tensor *fwd_mha(op_run *run, attn_tensor **weights)
             ATTN_OK ||
         (seed_names && load_seed_mha(run, "", &m) != ATTN_OK) || load_params(run, seed_names ? "" : NULL) != ATTN_OK)
         return NULL;
-    attn_sdpa_opts feat = {0};
+    attn_score_features feat = {0};
     attn_tensor *slopes;
     if (!features(run, m.num_heads, &feat, &slopes)) return NULL;
     attn_rope_opts ro;

@@ -85,14 +85,15 @@ attn_tensor *op_sdpa_varlen(op_run *run, attn_tensor *q, attn_tensor *k, attn_te
     } else if (cu_q && cu_k && (q = rotated(run, q, cu_q, nq - 1)) && (k = rotated(run, k, cu_k, nk - 1))) {
         attn_varlen_opts vo = {.scale = o->scale,
                                .causal = m->causal,
-                               .window = o->window,
+                               .features.window = o->features.window,
                                .enable_gqa = o->enable_gqa,
-                               .alibi_slopes = o->alibi_slopes,
-                               .alibi_ndim = o->alibi_ndim,
-                               .softcap = o->softcap,
+                               .features.alibi_slopes = o->features.alibi_slopes,
+                               .features.alibi_ndim = o->features.alibi_ndim,
+                               .features.softcap = o->features.softcap,
                                .dropout_p = o->dropout_p,
                                .impl = o->impl};
-        vo.alibi_shape[0] = o->alibi_shape[0], vo.alibi_shape[1] = o->alibi_shape[1];
+        vo.features.alibi_shape[0] = o->features.alibi_shape[0],
+        vo.features.alibi_shape[1] = o->features.alibi_shape[1];
         out = attn_sdpa_varlen(run->ctx, q, k, v, cu_q, cu_k, nq - 1, &vo);
     }
     free(cu_q), free(cu_k);

@@ -501,7 +501,7 @@ typedef struct attn_window {
 } attn_window;
 
 /* FlexAttention's score_mod and mask_mod (torch.nn.attention.flex_attention) as C callbacks, for
- * attn_sdpa_opts.mods. Indices: b the batch row, h the query head (under GQA too; 0 for 3-D
+ * attn_score_features.mods. Indices: b the batch row, h the query head (under GQA too; 0 for 3-D
  * inputs), q in [0, Lq) and kv in [0, Lk) the positions; user is mods.user.
  *   score_mod(score, b, h, q, kv, user): the new score of a pair from its scaled score
  *     s = scale q . k (what FlexAttention's score_mod sees). With it, score_mod_grad(score, ...)
@@ -556,6 +556,26 @@ typedef struct attn_score_mods {
     void *user;
 } attn_score_mods;
 
+/* What changes the scores before the softmax beyond the masks of attn_mask: the built-in score
+ * modifiers and the callbacks, one struct that attn_sdpa, attn_sdpa_varlen and the multi-head
+ * layers take alike (attn_sdpa_opts.features, attn_varlen_opts.features, attn_mha_opts.features).
+ * The zero value: none. Order on each scaled score: mods.score_mod, softcap, ALiBi, the masks. */
+typedef struct attn_score_features {
+    attn_window window; /* FlashAttention's local window (above); on false: none */
+    /* ALiBi slopes, (H) (alibi_ndim 1: every batch or sequence) or (B, H) (2): the bias
+     * -slope |i + Lk - Lq - j| is added to each scaled (capped) score, FlashAttention's
+     * alibi_slopes; positive slopes (attn_alibi_slopes: the paper's). Finite values; NULL: none.
+     * Copied. */
+    const float *alibi_slopes;
+    int alibi_ndim;
+    int64_t alibi_shape[2];
+    /* > 0: each scaled score s becomes softcap tanh(s / softcap) before ALiBi and the masks
+     * (Gemma 2's logit soft-capping), within 3.5 ulp of it for any softcap; 0: none. A normal float32
+     * (FLT_MIN to FLT_MAX) or 0: a denormal, negative, infinite or NaN softcap is ATTN_ERR_ARG */
+    float softcap;
+    attn_score_mods mods; /* score and mask callbacks (above); zero: none */
+} attn_score_features;
+
 typedef struct attn_sdpa_opts {
     float scale; /* 0: 1/sqrt(D) */
     attn_mask mask;
@@ -565,18 +585,7 @@ typedef struct attn_sdpa_opts {
      * H; query head h attends with key/value head h / (H / H_kv) (PyTorch's repeat_interleave).
      * Without it the heads must be equal. 4-D inputs only. */
     bool enable_gqa;
-    attn_window window;
-    /* ALiBi slopes, (H) (alibi_ndim 1: every batch) or (B, H) (2): the bias -slope |i + Lk - Lq - j|
-     * is added to each scaled (capped) score, FlashAttention's alibi_slopes; positive slopes
-     * (attn_alibi_slopes: the paper's). Finite values; NULL: none. Copied. */
-    const float *alibi_slopes;
-    int alibi_ndim;
-    int64_t alibi_shape[2];
-    /* > 0: each scaled score s becomes softcap tanh(s / softcap) before ALiBi and the masks
-     * (Gemma 2's logit soft-capping), within 3.5 ulp of it for any softcap; 0: none. A normal float32
-     * (FLT_MIN to FLT_MAX) or 0: a denormal, negative, infinite or NaN softcap is ATTN_ERR_ARG */
-    float softcap;
-    attn_score_mods mods; /* score and mask callbacks (above); zero: none */
+    attn_score_features features; /* window, ALiBi, softcap, callbacks (above); zero: none */
 } attn_sdpa_opts;
 
 /* slopes (heads): ALiBi's slopes as the paper's code makes them: for heads a power of 2,
@@ -600,17 +609,13 @@ typedef struct attn_varlen_opts {
      * sees keys j <= i + Lk_b - Lq_b (with Lq_b = Lk_b, PyTorch's is_causal); the same as a
      * window's right bound 0, with which it combines */
     bool causal;
-    attn_window window;        /* as attn_sdpa's, per sequence */
-    bool enable_gqa;           /* k and v may have H_kv heads dividing H, as attn_sdpa's */
-    const float *alibi_slopes; /* (H) (alibi_ndim 1) or (batch, H) (2), as attn_sdpa's; copied */
-    int alibi_ndim;
-    int64_t alibi_shape[2];
-    float softcap;       /* as attn_sdpa's; 0: none */
+    bool enable_gqa;     /* k and v may have H_kv heads dividing H, as attn_sdpa's */
     float dropout_p;     /* on the attention weights, only while the ctx is training */
     attn_sdpa_impl impl; /* AUTO and FUSED: the fused kernel; REF: its reference twin */
-    /* score and mask callbacks, as attn_sdpa's, in each sequence's own frame: b is the sequence's
-     * index, q and kv positions in it (mask_block's blocks from its first query and key) */
-    attn_score_mods mods;
+    /* as attn_sdpa's, in each sequence's own frame: the window per sequence, ALiBi's (batch, H)
+     * slopes per sequence, and the callbacks' b the sequence's index, q and kv positions in it
+     * (mask_block's blocks from its first query and key) */
+    attn_score_features features;
 } attn_varlen_opts;
 
 /* Scaled dot-product attention over a batch of sequences of different lengths packed end to end,
@@ -712,9 +717,8 @@ typedef struct attn_mha_opts {
      * 0, 1, 2, ... (Lq of the queries, Lk of the keys): position_dim and positions are ignored */
     const struct attn_rope_opts *rope;
     /* the attention's window, ALiBi slopes, softcap and score/mask callbacks, as attn_sdpa takes
-     * them on the heads (B, H, Lq, Lk): those four fields of it are used, the others ignored;
-     * NULL: none */
-    const attn_sdpa_opts *features;
+     * them on the heads (B, H, Lq, Lk); NULL: none */
+    const attn_score_features *features;
 } attn_mha_opts;
 
 /* query (B, Lq, E), key (B, Lk, kdim), value (B, Lk, vdim) -> (B, Lq, E). Self-attention passes

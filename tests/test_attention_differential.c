@@ -476,24 +476,24 @@ static bool run_library(const draw *d, const tensors *t, attn_sdpa_impl impl, re
     if (ok && d->packed) {
         attn_varlen_opts o = {.scale = d->scale,
                               .causal = d->causal,
-                              .window = window,
+                              .features.window = window,
                               .enable_gqa = Hkv != H,
-                              .softcap = d->softcap,
+                              .features.softcap = d->softcap,
                               .dropout_p = d->dropout,
                               .impl = impl,
-                              .mods = mods};
+                              .features.mods = mods};
         if (d->alibi)
-            o.alibi_slopes = d->slopes, o.alibi_ndim = d->alibi, o.alibi_shape[0] = d->alibi == 2 ? B : H,
-            o.alibi_shape[1] = H;
+            o.features.alibi_slopes = d->slopes, o.features.alibi_ndim = d->alibi,
+            o.features.alibi_shape[0] = d->alibi == 2 ? B : H, o.features.alibi_shape[1] = H;
         out = attn_sdpa_varlen(ctx, q, k, v, t->cu_q, t->cu_k, B, &o);
     } else if (ok) {
         attn_sdpa_opts o = {.scale = d->scale,
                             .dropout_p = d->dropout,
                             .impl = impl,
                             .enable_gqa = Hkv != H,
-                            .window = window,
-                            .softcap = d->softcap,
-                            .mods = mods};
+                            .features.window = window,
+                            .features.softcap = d->softcap,
+                            .features.mods = mods};
         o.mask.causal = d->causal;
         if (d->lens) o.mask.valid_lens = (attn_lens){d->lens_data, d->lens, {B, Lq}};
         if (d->key_padding)
@@ -505,8 +505,8 @@ static bool run_library(const draw *d, const tensors *t, attn_sdpa_impl impl, re
             memcpy(o.mask.additive_shape, d->additive.shape, sizeof o.mask.additive_shape);
         }
         if (d->alibi)
-            o.alibi_slopes = d->slopes, o.alibi_ndim = d->alibi, o.alibi_shape[0] = d->alibi == 2 ? B : H,
-            o.alibi_shape[1] = H;
+            o.features.alibi_slopes = d->slopes, o.features.alibi_ndim = d->alibi,
+            o.features.alibi_shape[0] = d->alibi == 2 ? B : H, o.features.alibi_shape[1] = H;
         out = attn_sdpa(ctx, q, k, v, &o, NULL);
     }
     ok = ok && out && attn_backward_from(ctx, out, t->dout) == ATTN_OK;
@@ -720,8 +720,8 @@ static void named_cases(void)
     attn_tensor *p = attn_tensor_zeros(ctx, 3, (int64_t[]){3, 1, 4});
     const float denormals[] = {1e-40f, -1.0f, INFINITY, NAN};
     for (size_t i = 0; i < sizeof denormals / sizeof *denormals; i++) {
-        const attn_sdpa_opts o = {.softcap = denormals[i]};
-        const attn_varlen_opts vo = {.softcap = denormals[i]};
+        const attn_sdpa_opts o = {.features.softcap = denormals[i]};
+        const attn_varlen_opts vo = {.features.softcap = denormals[i]};
         TK_CHECK(!attn_sdpa(ctx, x, x, x, &o, NULL) && attn_last_status() == ATTN_ERR_ARG &&
                      strstr(attn_last_error(), "softcap"),
                  "attn_sdpa refuses softcap %g: %s", (double)denormals[i], attn_last_error());

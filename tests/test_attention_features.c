@@ -97,14 +97,14 @@ static void reference(const problem *p, const int64_t *lens, const float *slopes
 
 static attn_sdpa_opts opts_of(const problem *p, const int64_t *lens, const float *slopes, attn_sdpa_impl impl)
 {
-    attn_sdpa_opts o = {.impl = impl, .enable_gqa = p->Hkv != p->H, .softcap = p->softcap};
+    attn_sdpa_opts o = {.impl = impl, .enable_gqa = p->Hkv != p->H, .features.softcap = p->softcap};
     o.mask.causal = p->causal;
     if (p->lens) o.mask.valid_lens = (attn_lens){lens, 1, {p->B, 0}};
-    if (p->window) o.window = (attn_window){true, p->left, p->right};
+    if (p->window) o.features.window = (attn_window){true, p->left, p->right};
     if (p->alibi) {
-        o.alibi_slopes = slopes;
-        o.alibi_ndim = p->alibi_per_batch ? 2 : 1;
-        o.alibi_shape[0] = p->alibi_per_batch ? p->B : p->H, o.alibi_shape[1] = p->H;
+        o.features.alibi_slopes = slopes;
+        o.features.alibi_ndim = p->alibi_per_batch ? 2 : 1;
+        o.features.alibi_shape[0] = p->alibi_per_batch ? p->B : p->H, o.features.alibi_shape[1] = p->H;
     }
     return o;
 }
@@ -211,7 +211,7 @@ static void twins_and_gradchecks(void)
     const problem s = {1, 4, 2, 5, 9, 6, 5, true, false, true, 2, 1, true, true, 2.0f};
     for (int impl = ATTN_SDPA_FUSED; impl <= ATTN_SDPA_REF; impl++) {
         fd_user u = {opts_of(&s, NULL, slopes, (attn_sdpa_impl)impl)};
-        u.opts.alibi_shape[0] = 1; /* (B, H) with B = 1 */
+        u.opts.features.alibi_shape[0] = 1; /* (B, H) with B = 1 */
         attn_tensor *in[3] = {tk_randn(41, 4, (int64_t[]){1, 4, 5, 6}), tk_randn(42, 4, (int64_t[]){1, 2, 9, 6}),
                               tk_randn(43, 4, (int64_t[]){1, 2, 9, 5})};
         char what[96];
@@ -250,14 +250,14 @@ static void slopes_and_refusals(void)
     TK_CHECK(attn_sdpa(ctx, q, k2, k2, &o, NULL) != NULL, "6 query heads over 2 key heads with enable_gqa");
     TK_CHECK(!attn_sdpa(ctx, q, k4, k4, &o, NULL) && attn_last_status() == ATTN_ERR_SHAPE,
              "4 key heads do not divide 6");
-    o = (attn_sdpa_opts){.window = {true, -2, 0}};
+    o = (attn_sdpa_opts){.features.window = {true, -2, 0}};
     TK_CHECK(!attn_sdpa(ctx, q, q, q, &o, NULL) && attn_last_status() == ATTN_ERR_ARG, "a window bound of -2 refused");
-    o = (attn_sdpa_opts){.softcap = NAN};
+    o = (attn_sdpa_opts){.features.softcap = NAN};
     TK_CHECK(!attn_sdpa(ctx, q, q, q, &o, NULL) && attn_last_status() == ATTN_ERR_ARG, "a NaN softcap refused");
     float bad[6] = {0.5f, NAN, 0.1f, 0.1f, 0.1f, 0.1f};
-    o = (attn_sdpa_opts){.alibi_slopes = bad, .alibi_ndim = 1, .alibi_shape = {6}};
+    o = (attn_sdpa_opts){.features.alibi_slopes = bad, .features.alibi_ndim = 1, .features.alibi_shape = {6}};
     TK_CHECK(!attn_sdpa(ctx, q, q, q, &o, NULL) && attn_last_status() == ATTN_ERR_NUMERIC, "a NaN slope refused");
-    o.alibi_shape[0] = 4;
+    o.features.alibi_shape[0] = 4;
     TK_CHECK(!attn_sdpa(ctx, q, q, q, &o, NULL) && attn_last_status() == ATTN_ERR_SHAPE,
              "slopes of 4 heads for 6 refused");
     attn_ctx_free(ctx);
@@ -293,12 +293,12 @@ static void against_torch(void)
             for (int i = 0; i < 3; i++) attn_tensor_set_requires_grad(in[i], true), attn_tensor_zero_grad(in[i]);
             attn_sdpa_opts o = {.impl = (attn_sdpa_impl)impl,
                                 .enable_gqa = in[1]->shape[1] != in[0]->shape[1],
-                                .softcap = cases[c].softcap};
+                                .features.softcap = cases[c].softcap};
             o.mask.causal = cases[c].causal;
-            if (cases[c].window) o.window = (attn_window){true, cases[c].window_left, cases[c].window_right};
+            if (cases[c].window) o.features.window = (attn_window){true, cases[c].window_left, cases[c].window_right};
             if (slopes) {
-                o.alibi_slopes = slopes->data, o.alibi_ndim = slopes->ndim;
-                for (int i = 0; i < slopes->ndim; i++) o.alibi_shape[i] = slopes->shape[i];
+                o.features.alibi_slopes = slopes->data, o.features.alibi_ndim = slopes->ndim;
+                for (int i = 0; i < slopes->ndim; i++) o.features.alibi_shape[i] = slopes->shape[i];
             }
             attn_ctx *ctx = attn_ctx_new(1);
             attn_tensor *w = NULL, *out = attn_sdpa(ctx, in[0], in[1], in[2], &o, impl == ATTN_SDPA_REF ? &w : NULL);

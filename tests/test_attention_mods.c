@@ -98,15 +98,16 @@ static attn_sdpa_opts opts_of(const problem *p, features *f, const int64_t *lens
     attn_sdpa_opts o = {.impl = impl, .enable_gqa = p->Hkv != p->H, .dropout_p = p->dropout_p};
     if (p->lens) o.mask.valid_lens = (attn_lens){lens, 1, {p->B, 0}};
     if (form == BUILT_IN) {
-        o.mask.causal = f->causal, o.softcap = f->softcap;
-        if (f->window) o.window = (attn_window){true, f->left, f->right};
-        if (f->slopes) o.alibi_slopes = f->slopes, o.alibi_ndim = 1, o.alibi_shape[0] = p->H;
+        o.mask.causal = f->causal, o.features.softcap = f->softcap;
+        if (f->window) o.features.window = (attn_window){true, f->left, f->right};
+        if (f->slopes) o.features.alibi_slopes = f->slopes, o.features.alibi_ndim = 1, o.features.alibi_shape[0] = p->H;
         return o;
     }
-    o.mods.user = f;
-    if (f->slopes || f->softcap > 0.0f) o.mods.score_mod = score_mod, o.mods.score_mod_grad = score_mod_grad;
-    if (f->causal || f->window) o.mods.mask_mod = mask_mod;
-    if (form == CALLBACKS_BLOCKS && o.mods.mask_mod) o.mods.mask_block = mask_block;
+    o.features.mods.user = f;
+    if (f->slopes || f->softcap > 0.0f)
+        o.features.mods.score_mod = score_mod, o.features.mods.score_mod_grad = score_mod_grad;
+    if (f->causal || f->window) o.features.mods.mask_mod = mask_mod;
+    if (form == CALLBACKS_BLOCKS && o.features.mods.mask_mod) o.features.mods.mask_block = mask_block;
     return o;
 }
 
@@ -253,7 +254,8 @@ static void nonlinear(void)
                           tk_randn(63, 4, (int64_t[]){B, Hkv, Lk, Dv})};
     attn_tensor *g = tk_randn(64, 4, (int64_t[]){B, H, Lq, Dv});
     const tk_tol tol = tk_tol_of(2, (double)(D + Lk + Dv + Lq + 16), 4, 8);
-    attn_sdpa_opts base = {.enable_gqa = true, .softcap = 3.0f, .mods = {wavy, wavy_grad, sparse, checkered, NULL}};
+    attn_sdpa_opts base = {
+        .enable_gqa = true, .features.softcap = 3.0f, .features.mods = {wavy, wavy_grad, sparse, checkered, NULL}};
     result r[2], one_mask;
     for (int impl = 0; impl < 2; impl++) {
         attn_sdpa_opts o = base;
@@ -265,7 +267,7 @@ static void nonlinear(void)
     }
     compare("nonlinear score_mod, sparse mask_mod, checkered blocks, softcap: fused against ref", &r[0], &r[1], tol);
     attn_sdpa_opts o = base;
-    o.impl = ATTN_SDPA_FUSED, o.mods.mask_mod = sparse_checkered, o.mods.mask_block = NULL;
+    o.impl = ATTN_SDPA_FUSED, o.features.mods.mask_mod = sparse_checkered, o.features.mods.mask_block = NULL;
     if (run(&one_mask, "the blocks in mask_mod", in, g, &o, ATTN_PRECISION_HIGHEST))
         compare("checkered blocks: as a mask_mod that hides them", &r[0], &one_mask, tol);
     TK_CHECK(r[0].t[0] && tk_max_abs(r[0].t[0], r[0].n[0]) > 0.1, "the nonlinear problem leaves keys visible");
@@ -390,7 +392,7 @@ static void refusals_and_edges(void)
     attn_tensor *in[3] = {tk_randn(91, 4, shape), tk_randn(92, 4, shape), tk_randn(93, 4, shape)};
     attn_tensor *g = tk_randn(94, 4, shape);
     attn_ctx *ctx = attn_ctx_new(1);
-    attn_sdpa_opts o = {.mods = {.score_mod = wavy}};
+    attn_sdpa_opts o = {.features.mods = {.score_mod = wavy}};
     TK_CHECK(!attn_sdpa(ctx, in[0], in[1], in[2], &o, NULL) && attn_last_status() == ATTN_ERR_ARG &&
                  strstr(attn_last_error(), "score_mod_grad"),
              "score_mod without its derivative, q requiring grad: refused, naming score_mod_grad (%s)",
@@ -402,7 +404,7 @@ static void refusals_and_edges(void)
     attn_tensor *plain = attn_tensor_zeros(ctx, 4, shape);
     TK_CHECK(attn_sdpa(ctx, plain, plain, plain, &o, NULL) != NULL, "the same on inputs that need no gradient: %s",
              attn_last_error());
-    o = (attn_sdpa_opts){.mods = {.score_mod_grad = wavy_grad}};
+    o = (attn_sdpa_opts){.features.mods = {.score_mod_grad = wavy_grad}};
     TK_CHECK(!attn_sdpa(ctx, in[0], in[1], in[2], &o, NULL) && attn_last_status() == ATTN_ERR_ARG,
              "a derivative without score_mod refused (%s)", attn_last_error());
     attn_ctx_free(ctx);
@@ -412,9 +414,9 @@ static void refusals_and_edges(void)
         const char *name = impl ? "ref" : "fused";
         result a, b;
         /* an unknown answer of the predicate counts as PARTIAL */
-        o = (attn_sdpa_opts){.impl = which, .mods = {.mask_mod = sparse}};
+        o = (attn_sdpa_opts){.impl = which, .features.mods = {.mask_mod = sparse}};
         attn_sdpa_opts o42 = o;
-        o42.mods.mask_block = answer_42;
+        o42.features.mods.mask_block = answer_42;
         if (run(&a, "sparse", in, g, &o, ATTN_PRECISION_HIGHEST) &&
             run(&b, "sparse, blocks answer 42", in, g, &o42, ATTN_PRECISION_HIGHEST)) {
             char what[96];
@@ -423,14 +425,14 @@ static void refusals_and_edges(void)
         }
         result_free(&a), result_free(&b);
         /* a predicate alone, hiding everything: zeros, no NaN */
-        o = (attn_sdpa_opts){.impl = which, .mods = {.mask_block = all_empty}};
+        o = (attn_sdpa_opts){.impl = which, .features.mods = {.mask_block = all_empty}};
         if (run(&a, "every block empty", in, g, &o, ATTN_PRECISION_HIGHEST))
             TK_CHECK(all_zero(a.t[0], a.n[0]) && all_zero(a.t[1], a.n[1]) && all_zero(a.t[2], a.n[2]) &&
                          all_zero(a.t[3], a.n[3]),
                      "every block empty (a predicate alone): output and gradients 0 [%s]", name);
         result_free(&a);
         /* a query row hidden whole: its output 0, the others not */
-        o = (attn_sdpa_opts){.impl = which, .mods = {.mask_mod = hide_row_3}};
+        o = (attn_sdpa_opts){.impl = which, .features.mods = {.mask_mod = hide_row_3}};
         if (run(&a, "row 3 hidden", in, g, &o, ATTN_PRECISION_HIGHEST)) {
             bool ok = true;
             for (int64_t bh = 0; bh < 6; bh++)
@@ -440,8 +442,8 @@ static void refusals_and_edges(void)
         }
         result_free(&a);
         /* -inf from score_mod hides the pair, as mask_mod does (its derivative's value unused) */
-        o = (attn_sdpa_opts){.impl = which, .mods = {.score_mod = hide_even_keys, .score_mod_grad = one}};
-        attn_sdpa_opts odd = {.impl = which, .mods = {.mask_mod = odd_keys}};
+        o = (attn_sdpa_opts){.impl = which, .features.mods = {.score_mod = hide_even_keys, .score_mod_grad = one}};
+        attn_sdpa_opts odd = {.impl = which, .features.mods = {.mask_mod = odd_keys}};
         if (run(&a, "-inf from score_mod", in, g, &o, ATTN_PRECISION_HIGHEST) &&
             run(&b, "odd keys", in, g, &odd, ATTN_PRECISION_HIGHEST)) {
             char what[96];
@@ -454,13 +456,13 @@ static void refusals_and_edges(void)
     ctx = attn_ctx_new(1);
     attn_tensor *x = attn_tensor_alloc(3, (int64_t[]){2, 5, 4});
     for (int64_t i = 0; x && i < x->numel; i++) x->data[i] = 1.0f;
-    o = (attn_sdpa_opts){.mods = {.mask_mod = head_0_only}};
+    o = (attn_sdpa_opts){.features.mods = {.mask_mod = head_0_only}};
     attn_tensor *y = x ? attn_sdpa(ctx, x, x, x, &o, NULL) : NULL;
     TK_CHECK(y && y->data[0] == 1.0f && y->data[y->numel - 1] == 1.0f, "3-D inputs: mask_mod sees head 0 (%s)",
              attn_last_error());
     /* the reference's weights: rows sum to 1 over the kept keys, 0 elsewhere */
     attn_tensor *w = NULL;
-    o = (attn_sdpa_opts){.impl = ATTN_SDPA_REF, .mods = {.mask_mod = odd_keys}};
+    o = (attn_sdpa_opts){.impl = ATTN_SDPA_REF, .features.mods = {.mask_mod = odd_keys}};
     attn_ctx_set_grad_enabled(ctx, false);
     y = attn_sdpa(ctx, in[0], in[1], in[2], &o, &w);
     bool ok = y && w;

@@ -54,11 +54,12 @@ static int64_t offsets(int64_t *cu, const int64_t *len, int64_t batch)
 
 static attn_varlen_opts opts_of(const vcase *c, const float *slopes, attn_sdpa_impl impl)
 {
-    attn_varlen_opts o = {.causal = c->causal, .enable_gqa = c->Hkv != c->H, .softcap = c->softcap, .impl = impl};
-    if (c->window) o.window = (attn_window){true, c->left, c->right};
+    attn_varlen_opts o = {
+        .causal = c->causal, .enable_gqa = c->Hkv != c->H, .features.softcap = c->softcap, .impl = impl};
+    if (c->window) o.features.window = (attn_window){true, c->left, c->right};
     if (c->alibi) {
-        o.alibi_slopes = slopes, o.alibi_ndim = c->alibi_per_seq ? 2 : 1;
-        o.alibi_shape[0] = c->alibi_per_seq ? c->batch : c->H, o.alibi_shape[1] = c->H;
+        o.features.alibi_slopes = slopes, o.features.alibi_ndim = c->alibi_per_seq ? 2 : 1;
+        o.features.alibi_shape[0] = c->alibi_per_seq ? c->batch : c->H, o.features.alibi_shape[1] = c->H;
     }
     return o;
 }
@@ -235,11 +236,11 @@ static void against_padded(const vcase *c)
         TK_OK(attn_ctx_set_num_threads(pctx, c->threads));
         attn_tensor *all[6] = {pq, pk, pv, q, k, v};
         for (int i = 0; i < 6; i++) attn_tensor_zero_grad(all[i]);
-        attn_sdpa_opts po = {.impl = (attn_sdpa_impl)impl, .enable_gqa = Hkv != H, .softcap = c->softcap};
+        attn_sdpa_opts po = {.impl = (attn_sdpa_impl)impl, .enable_gqa = Hkv != H, .features.softcap = c->softcap};
         po.mask.causal = c->causal; /* top-left, the same as bottom-right when Lq = Lk */
         po.mask.valid_lens = (attn_lens){c->lq, 1, {B, 0}};
-        if (c->window) po.window = (attn_window){true, c->left, c->right};
-        if (c->alibi) po.alibi_slopes = slopes, po.alibi_ndim = 1, po.alibi_shape[0] = H;
+        if (c->window) po.features.window = (attn_window){true, c->left, c->right};
+        if (c->alibi) po.features.alibi_slopes = slopes, po.features.alibi_ndim = 1, po.features.alibi_shape[0] = H;
         attn_varlen_opts vo = opts_of(c, slopes, (attn_sdpa_impl)impl);
         attn_tensor *pout = attn_sdpa(pctx, pq, pk, pv, &po, NULL);
         attn_tensor *out = attn_sdpa_varlen(ctx, q, k, v, cu, cu, B, &vo);
@@ -531,14 +532,14 @@ static void callbacks_as_built_ins(int threads)
             TK_OK(attn_ctx_set_num_threads(ctx, threads));
             attn_varlen_opts o = {.enable_gqa = true, .impl = (attn_sdpa_impl)impl};
             if (form == 0) {
-                o.window = (attn_window){true, frames.left, frames.right};
-                o.alibi_slopes = slopes, o.alibi_ndim = 1, o.alibi_shape[0] = H;
+                o.features.window = (attn_window){true, frames.left, frames.right};
+                o.features.alibi_slopes = slopes, o.features.alibi_ndim = 1, o.features.alibi_shape[0] = H;
             } else {
-                o.mods = (attn_score_mods){.score_mod = alibi_mod,
-                                           .score_mod_grad = alibi_mod_grad,
-                                           .mask_mod = window_mask,
-                                           .mask_block = window_blocks,
-                                           .user = &frames};
+                o.features.mods = (attn_score_mods){.score_mod = alibi_mod,
+                                                    .score_mod_grad = alibi_mod_grad,
+                                                    .mask_mod = window_mask,
+                                                    .mask_block = window_blocks,
+                                                    .user = &frames};
             }
             for (int i = 0; i < 3; i++) attn_tensor_zero_grad(in[i]);
             attn_tensor *out = attn_sdpa_varlen(ctx, q, k, v, cq, ck, NB, &o);
@@ -616,32 +617,33 @@ static void refusals(void)
             "v with other rows than k");
     refused(attn_sdpa_varlen(ctx, q, k5, v, cq, ck, 2, &gqa), ATTN_ERR_SHAPE, "k (7, 2, 5)", "k of another D");
     refused(attn_sdpa_varlen(ctx, q4, k4, k4, cq, ck, 2, NULL), ATTN_ERR_SHAPE, "q (1, 5, 4, 8)", "4-D q");
-    attn_varlen_opts o = {.enable_gqa = true, .window = {true, -2, 0}};
+    attn_varlen_opts o = {.enable_gqa = true, .features.window = {true, -2, 0}};
     refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_ARG, "window (-2, 0)", "a window bound of -2");
     o = (attn_varlen_opts){.enable_gqa = true, .dropout_p = 1.5f};
     refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_ARG, "dropout_p = 1.5", "dropout 1.5");
-    o = (attn_varlen_opts){.enable_gqa = true, .softcap = -1.0f};
+    o = (attn_varlen_opts){.enable_gqa = true, .features.softcap = -1.0f};
     refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_ARG, "softcap = -1", "a negative softcap");
     o = (attn_varlen_opts){.enable_gqa = true, .scale = NAN};
     refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_ARG, "scale = nan", "a NaN scale");
     o = (attn_varlen_opts){.enable_gqa = true, .impl = (attn_sdpa_impl)7};
     refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_ARG, "impl 7", "an unknown kernel");
     float slopes[8] = {0.5f, 0.25f, NAN, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f};
-    o = (attn_varlen_opts){.enable_gqa = true, .alibi_slopes = slopes, .alibi_ndim = 1, .alibi_shape = {3}};
+    o = (attn_varlen_opts){
+        .enable_gqa = true, .features.alibi_slopes = slopes, .features.alibi_ndim = 1, .features.alibi_shape = {3}};
     refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_SHAPE, "expected (H) = (4)",
             "slopes of 3 heads for 4");
-    o.alibi_ndim = 2, o.alibi_shape[0] = 3, o.alibi_shape[1] = 4;
+    o.features.alibi_ndim = 2, o.features.alibi_shape[0] = 3, o.features.alibi_shape[1] = 4;
     refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_SHAPE, "(batch, H) = (2, 4)",
             "slopes of 3 sequences for 2");
-    o.alibi_ndim = 1, o.alibi_shape[0] = 4;
+    o.features.alibi_ndim = 1, o.features.alibi_shape[0] = 4;
     refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_NUMERIC, "alibi slope 2 is nan", "a NaN slope");
-    o = (attn_varlen_opts){.enable_gqa = true, .mods = {.score_mod = alibi_mod}};
+    o = (attn_varlen_opts){.enable_gqa = true, .features.mods = {.score_mod = alibi_mod}};
     attn_tensor_set_requires_grad(q, true);
     refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_ARG,
             "sdpa_varlen: mods.score_mod without "
             "mods.score_mod_grad",
             "a score_mod without its derivative, q needing a gradient");
-    o.mods = (attn_score_mods){.score_mod_grad = alibi_mod_grad};
+    o.features.mods = (attn_score_mods){.score_mod_grad = alibi_mod_grad};
     refused(attn_sdpa_varlen(ctx, q, k, v, cq, ck, 2, &o), ATTN_ERR_ARG, "score_mod_grad is set without",
             "a derivative alone");
     attn_ctx_free(ctx);

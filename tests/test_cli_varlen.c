@@ -62,12 +62,12 @@ static void end_to_end(attn_tensor *const t[4])
     float slopes[H];
     TK_OK(attn_alibi_slopes(slopes, H));
     attn_varlen_opts o = {.causal = true,
-                          .window = {true, 5, -1},
+                          .features.window = {true, 5, -1},
                           .enable_gqa = true,
-                          .alibi_slopes = slopes,
-                          .alibi_ndim = 1,
-                          .alibi_shape = {H},
-                          .softcap = 3.0f};
+                          .features.alibi_slopes = slopes,
+                          .features.alibi_ndim = 1,
+                          .features.alibi_shape = {H},
+                          .features.softcap = 3.0f};
     attn_ctx *ctx = attn_ctx_new(1);
     TK_OK(attn_ctx_set_num_threads(ctx, 1));
     for (int i = 0; i < 3; i++) attn_tensor_zero_grad(t[i]);

@@ -41,8 +41,8 @@ typedef struct rope_case {
     const char *what;
     bool self;
     int64_t lq, lk, kv_heads;
-    attn_rope_opts rope;            /* base 0: none */
-    const attn_sdpa_opts *features; /* NULL: none */
+    attn_rope_opts rope;                 /* base 0: none */
+    const attn_score_features *features; /* NULL: none */
 } rope_case;
 
 /* Input i (0 q, 1 k, 2 v) of the layer projected by its rows of the weights and bias and split
@@ -60,13 +60,14 @@ static attn_tensor *projected_heads(attn_ctx *ctx, const attn_mha_layer *m, attn
 
 /* The layer composed from public ops: out_proj(merge(sdpa(rope(q), rope(k), v))) */
 static attn_tensor *composed(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *query, attn_tensor *key,
-                             attn_tensor *value, const attn_rope_opts *rope, const attn_sdpa_opts *features)
+                             attn_tensor *value, const attn_rope_opts *rope, const attn_score_features *features)
 {
     attn_tensor *in[3] = {query, key, value}, *heads[3];
     for (int i = 0; i < 3; i++) heads[i] = projected_heads(ctx, m, in[i], i);
     attn_rope_opts r = *rope;
     r.position_dim = 2;
-    attn_sdpa_opts so = features ? *features : (attn_sdpa_opts){0};
+    attn_sdpa_opts so = {0};
+    if (features) so.features = *features;
     so.enable_gqa = m->num_kv_heads != H;
     attn_tensor *q = rope->base > 0.0f ? attn_rope(ctx, heads[0], &r) : heads[0];
     attn_tensor *k = rope->base > 0.0f ? attn_rope(ctx, heads[1], &r) : heads[1];
@@ -249,11 +250,11 @@ static void refusals(void)
     static const float three_slopes[3] = {0.5f, 0.25f, 0.125f}, nan_slopes[H] = {0.5f, NAN, 0.1f, 0.1f};
     const attn_rope_opts rope_bad_base = {.base = 0.5f}, rope_odd = {.base = 100.0f, .rotary_dim = 3},
                          rope_bad_layout = {.layout = (attn_rope_layout)9, .base = 100.0f};
-    const attn_sdpa_opts alibi_3 = {.alibi_slopes = three_slopes, .alibi_ndim = 1, .alibi_shape = {3}},
-                         alibi_nan = {.alibi_slopes = nan_slopes, .alibi_ndim = 1, .alibi_shape = {H}},
-                         cap_nan = {.softcap = NAN}, cap_neg = {.softcap = -1.0f},
-                         window_bad = {.window = {.on = true, .left = -5, .right = 0}},
-                         mod_no_grad = {.mods = {.score_mod = distance_bias}};
+    const attn_score_features alibi_3 = {.alibi_slopes = three_slopes, .alibi_ndim = 1, .alibi_shape = {3}},
+                              alibi_nan = {.alibi_slopes = nan_slopes, .alibi_ndim = 1, .alibi_shape = {H}},
+                              cap_nan = {.softcap = NAN}, cap_neg = {.softcap = -1.0f},
+                              window_bad = {.window = {.on = true, .left = -5, .right = 0}},
+                              mod_no_grad = {.mods = {.score_mod = distance_bias}};
     const struct {
         const char *what;
         attn_mha_opts opts;
@@ -301,9 +302,10 @@ static bool near_or_even(int64_t b, int64_t h, int64_t q, int64_t kv, void *user
 int main(void)
 {
     static const float slopes[H] = {0.5f, 0.25f, 0.125f, 0.0625f};
-    const attn_sdpa_opts window = {.window = {.on = true, .left = 2, .right = 1}};
-    const attn_sdpa_opts alibi_softcap = {.alibi_slopes = slopes, .alibi_ndim = 1, .alibi_shape = {H}, .softcap = 2.5f};
-    const attn_sdpa_opts mods = {
+    const attn_score_features window = {.window = {.on = true, .left = 2, .right = 1}};
+    const attn_score_features alibi_softcap = {
+        .alibi_slopes = slopes, .alibi_ndim = 1, .alibi_shape = {H}, .softcap = 2.5f};
+    const attn_score_features mods = {
         .mods = {.score_mod = distance_bias, .score_mod_grad = distance_bias_grad, .mask_mod = near_or_even}};
     const rope_case cases[] = {
         {"self, halves, full rotation", true, 6, 6, H, {.layout = ATTN_ROPE_HALVES, .base = 10000.0f}, NULL},

@@ -60,7 +60,7 @@ static void golden_case(const char *name)
         for (int i = 0; i < 3; i++) attn_tensor_set_requires_grad(in[i], true), attn_tensor_zero_grad(in[i]);
         attn_params_zero_grad(params);
         attn_mha_opts o = {.impl = (attn_sdpa_impl)impl};
-        attn_sdpa_opts feat = {.softcap = (float)atof(meta_of(f, "softcap"))}; /* the feat_* cases' metadata */
+        attn_score_features feat = {.softcap = (float)atof(meta_of(f, "softcap"))}; /* the feat_* cases' metadata */
         float slopes[16];
         if (*meta_of(f, "window_left") && strcmp(meta_of(f, "window_left"), "none"))
             feat.window = (attn_window){true, atoll(meta_of(f, "window_left")), atoll(meta_of(f, "window_right"))};

@@ -215,6 +215,20 @@ static void hide_unkept(float *st, const uint8_t *keep, int64_t n)
         if (!keep[e]) st[e] = -INFINITY;
 }
 
+/* The scaled scores of tile st (cols, qw) through the features in their order (attn.h's
+ * attn_score_features): score_mod, softcap, ALiBi and the masks, then the pairs mask_mod hides;
+ * mod_slope and cap_slope (cols, qw), when not NULL (the backward), receive score_mod's and
+ * softcap's derivatives. Both passes call it, so that they score a pair alike. */
+static void features_tile(float *st, float *mod_slope, float *cap_slope, const uint8_t *keep, enum tile_mods tile,
+                          const sdpa_problem *p, const key_range *keys, int64_t qw, int64_t b, int64_t h, int64_t i0,
+                          int64_t rows, int64_t j0, int64_t cols)
+{
+    if (p->mods.score_mod) score_mod_tiles(st, mod_slope, keep, qw, p, b, h, i0, j0, cols);
+    if (p->softcap > 0.0f) softcap_tiles(st, cap_slope, qw, cols, p->softcap);
+    mask_tiles(st, qw, p, keys, b, h, i0, rows, j0, cols);
+    if (tile == TILE_MASK) hide_unkept(st, keep, cols * qw);
+}
+
 /* Dropout on transposed tiles of qw <= SDPA_BR query lanes (query i0 + r, key j0 + c at
  * [c * qw + r]): dst = src times the keep factors (src may be dst), and `also`, when not NULL,
  * times the same factors in place (the backward's dP, with one draw per element for both). The
@@ -376,10 +390,7 @@ static void forward_block(float *out, float *stats, const float *q, const float 
             product_bf16(p, st, qw, kh + j0 * hD, hD, 1, qp, qw, cols, qw, hD, p->scale, false);
         else
             attn_tile_gemm(st, qw, kj, D, 1, qt, qw, cols, qw, D, p->scale, false);
-        if (p->mods.score_mod) score_mod_tiles(st, NULL, keep, qw, p, b, h, i0, j0, cols);
-        if (p->softcap > 0.0f) softcap_tiles(st, NULL, qw, cols, p->softcap);
-        mask_tiles(st, qw, p, &keys, b, h, i0, rows, j0, cols);
-        if (tile == TILE_MASK) hide_unkept(st, keep, cols * qw);
+        features_tile(st, NULL, NULL, keep, tile, p, &keys, qw, b, h, i0, rows, j0, cols);
         const bool drop = p->dropout_p > 0.0f, fused_pack = p->bf16 && !drop; /* P^T straight into pp */
         online_softmax(st, fused_pack ? pp : NULL, ot, m, l, qw, cols, Dv);
         if (drop) dropout_tiles(st, st, NULL, qw, p, b, h, i0, j0, cols);
@@ -547,10 +558,7 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
                 product_bf16(p, st, qw, kr, hD, 1, qtp + i0, ld, cols, qw, hD, p->scale, false);
             else
                 attn_tile_gemm(st, qw, kj, D, 1, qt + i0, ld, cols, qw, D, p->scale, false);
-            if (p->mods.score_mod) score_mod_tiles(st, mod_slope, keep, qw, p, b, h, i0, j0, cols);
-            if (p->softcap > 0.0f) softcap_tiles(st, cap_slope, qw, cols, p->softcap);
-            mask_tiles(st, qw, p, &keys, b, h, i0, rows, j0, cols);
-            if (tile == TILE_MASK) hide_unkept(st, keep, cols * qw);
+            features_tile(st, mod_slope, cap_slope, keep, tile, p, &keys, qw, b, h, i0, rows, j0, cols);
             probabilities(st, qw, m + i0, inv_l + i0, cols);
             /* dP^T = V_j dO_i^T, and under dropout dropout(P)^T and dropout'(dP)^T in one pass */
             if (p->bf16)

@@ -231,12 +231,7 @@ attn_tensor *attn_mha_forward(attn_ctx *ctx, const attn_mha_layer *m, attn_tenso
     if (!opts) opts = &defaults;
     attn_sdpa_opts so = {
         .mask = opts->mask, .dropout_p = m->dropout, .impl = opts->impl, .enable_gqa = kv_heads(m) != m->num_heads};
-    if (opts->features) {
-        const attn_sdpa_opts *f = opts->features;
-        so.window = f->window, so.softcap = f->softcap, so.mods = f->mods;
-        so.alibi_slopes = f->alibi_slopes, so.alibi_ndim = f->alibi_ndim;
-        memcpy(so.alibi_shape, f->alibi_shape, sizeof so.alibi_shape);
-    }
+    if (opts->features) so.features = *opts->features;
     const int64_t B = query->shape[0], H = m->num_heads, Lq = query->shape[1], Lk = key->shape[1];
     if (per_head_4d("attend", &so.mask.attend_ndim, so.mask.attend_shape, B, H, Lq, Lk) != ATTN_OK ||
         per_head_4d("blocked", &so.mask.blocked_ndim, so.mask.blocked_shape, B, H, Lq, Lk) != ATTN_OK ||

@@ -138,46 +138,17 @@ static attn_status check_shapes(const attn_tensor *q, const attn_tensor *k, cons
     return ATTN_OK;
 }
 
-/* The window, ALiBi and soft-capping of opts into p, after checking them (slopes copied) */
-static attn_status prepare_scores(attn_ctx *ctx, sdpa_problem *p, const attn_sdpa_opts *o, bool one_head)
+attn_status attn__sdpa_prepare_features(attn_ctx *ctx, sdpa_problem *p, const attn_score_features *f, bool grads,
+                                        const char *op)
 {
-    const attn_window *w = &o->window;
-    if (attn__sdpa_check_features(w, o->softcap, "sdpa") != ATTN_OK) return attn_last_status();
-    p->windowed = w->on, p->window_left = w->left, p->window_right = w->right;
-    p->softcap = o->softcap;
-    if (!o->alibi_slopes) return ATTN_OK;
-    const bool per_batch = o->alibi_ndim == 2;
-    if ((o->alibi_ndim != 1 && !per_batch) || o->alibi_shape[per_batch] != p->heads ||
-        (per_batch && o->alibi_shape[0] != p->batch) || (one_head && p->heads != 1))
-        return attn__fail(ATTN_ERR_SHAPE,
-                          "sdpa: alibi_slopes of %d dims (%lld, %lld), expected (H) = (%lld) or "
-                          "(B, H) = (%lld, %lld)",
-                          o->alibi_ndim, (long long)o->alibi_shape[0], (long long)o->alibi_shape[1],
-                          (long long)p->heads, (long long)p->batch, (long long)p->heads);
-    const int64_t n = per_batch ? p->batch * p->heads : p->heads;
-    float *slopes = arena_copy(ctx, o->alibi_slopes, (size_t)n * sizeof(float));
-    if (!slopes) return attn_last_status();
-    for (int64_t i = 0; i < n; i++)
-        if (!isfinite(slopes[i]))
-            return attn__fail(ATTN_ERR_NUMERIC, "sdpa: alibi slope %lld is %g; expected a finite value", (long long)i,
-                              slopes[i]);
-    p->alibi = slopes, p->alibi_batch_stride = per_batch ? p->heads : 0;
-    return ATTN_OK;
-}
-
-attn_status attn__sdpa_check_features(const attn_window *w, float softcap, const char *op)
-{
+    const attn_window *w = &f->window;
+    const attn_score_mods *m = &f->mods;
     if (w->on && (w->left < -1 || w->right < -1))
         return attn__fail(ATTN_ERR_ARG, "%s: window (%lld, %lld), expected bounds >= 0 or -1 (unbounded)", op,
                           (long long)w->left, (long long)w->right);
-    if (softcap != 0.0f && !(softcap >= FLT_MIN && softcap <= FLT_MAX))
+    if (f->softcap != 0.0f && !(f->softcap >= FLT_MIN && f->softcap <= FLT_MAX))
         return attn__fail(ATTN_ERR_ARG, "%s: softcap = %g, expected 0 (none) or a float32 normal value in [%g, %g]", op,
-                          (double)softcap, (double)FLT_MIN, (double)FLT_MAX);
-    return ATTN_OK;
-}
-
-attn_status attn__sdpa_prepare_mods(sdpa_problem *p, const attn_score_mods *m, bool grads, const char *op)
-{
+                          (double)f->softcap, (double)FLT_MIN, (double)FLT_MAX);
     if (m->score_mod_grad && !m->score_mod)
         return attn__fail(ATTN_ERR_ARG,
                           "%s: mods.score_mod_grad is set without mods.score_mod (the derivative of "
@@ -189,7 +160,26 @@ attn_status attn__sdpa_prepare_mods(sdpa_problem *p, const attn_score_mods *m, b
                           "which the backward needs: q, k or v requires a gradient. Give its derivative, or run "
                           "without gradients (attn_ctx_set_grad_enabled(ctx, false))",
                           op);
+    p->windowed = w->on, p->window_left = w->left, p->window_right = w->right;
+    p->softcap = f->softcap;
     p->mods = *m;
+    if (!f->alibi_slopes) return ATTN_OK;
+    const bool per_batch = f->alibi_ndim == 2;
+    if ((f->alibi_ndim != 1 && !per_batch) || f->alibi_shape[per_batch] != p->heads ||
+        (per_batch && f->alibi_shape[0] != p->batch))
+        return attn__fail(ATTN_ERR_SHAPE,
+                          "%s: alibi_slopes of %d dims (%lld, %lld), expected (H) = (%lld) or "
+                          "(batch, H) = (%lld, %lld)",
+                          op, f->alibi_ndim, (long long)f->alibi_shape[0], (long long)f->alibi_shape[1],
+                          (long long)p->heads, (long long)p->batch, (long long)p->heads);
+    const int64_t n = per_batch ? p->batch * p->heads : p->heads;
+    float *slopes = arena_copy(ctx, f->alibi_slopes, (size_t)n * sizeof(float));
+    if (!slopes) return attn_last_status();
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(slopes[i]))
+            return attn__fail(ATTN_ERR_NUMERIC, "%s: alibi slope %lld is %g; expected a finite value", op, (long long)i,
+                              slopes[i]);
+    p->alibi = slopes, p->alibi_batch_stride = per_batch ? p->heads : 0;
     return ATTN_OK;
 }
 
@@ -289,8 +279,8 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
     }
     attn_tensor *in[3] = {q, k, v};
     const bool grads = attn__needs_grad(ctx, in, 3);
-    if (prepare_masks(ctx, &p, &opts->mask, nd == 3) != ATTN_OK || prepare_scores(ctx, &p, opts, nd == 3) != ATTN_OK ||
-        attn__sdpa_prepare_mods(&p, &opts->mods, grads, "sdpa") != ATTN_OK)
+    if (prepare_masks(ctx, &p, &opts->mask, nd == 3) != ATTN_OK ||
+        attn__sdpa_prepare_features(ctx, &p, &opts->features, grads, "sdpa") != ATTN_OK)
         return NULL;
 
     int64_t out_shape[4], w_shape[4], w_numel;

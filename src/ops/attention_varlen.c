@@ -31,13 +31,11 @@ typedef struct varlen_saved {
     int64_t batch, heads, heads_kv, total_q;
     const int64_t *cu_q, *cu_k; /* (batch + 1) each, copies */
     const int64_t *order;       /* (batch) sequences by decreasing Lq_b Lk_b */
-    const float *alibi;         /* (H) or (B, H) slopes, copied; NULL: none */
-    bool alibi_per_seq;
-    bool fused, outer;        /* the kernel; the sequences as the parallel loop (file comment) */
-    float *qb, *kb, *vb, *ob; /* q, k, v, out in blocks: (H, Lq_b, D), (Hkv, Lk_b, D), ... */
-    float *stats;             /* (H, Lq_b, 2) per sequence at 2 H cu_q[b] */
-    float *weights;           /* reference path: (H, Lq_b, Lk_b) per sequence at weight_at[b] */
-    const int64_t *weight_at; /* (batch) */
+    bool fused, outer;          /* the kernel; the sequences as the parallel loop (file comment) */
+    float *qb, *kb, *vb, *ob;   /* q, k, v, out in blocks: (H, Lq_b, D), (Hkv, Lk_b, D), ... */
+    float *stats;               /* (H, Lq_b, 2) per sequence at 2 H cu_q[b] */
+    float *weights;             /* reference path: (H, Lq_b, Lk_b) per sequence at weight_at[b] */
+    const int64_t *weight_at;   /* (batch) */
 } varlen_saved;
 
 static int thread_id(void)
@@ -79,7 +77,7 @@ static sdpa_problem seq_problem(const varlen_saved *s, int64_t b, int threads)
     sdpa_problem p = s->base;
     p.lq = s->cu_q[b + 1] - s->cu_q[b], p.lk = s->cu_k[b + 1] - s->cu_k[b];
     p.threads = threads;
-    if (s->alibi) p.alibi = s->alibi + (s->alibi_per_seq ? b * s->heads : 0), p.alibi_batch_stride = 0;
+    if (p.alibi) p.alibi += b * p.alibi_batch_stride, p.alibi_batch_stride = 0;  /* (batch, H) slopes: its row */
     p.dropout_seed = s->base.dropout_seed + (uint64_t)b * 0x9E3779B97F4A7C15ull; /* hashed again by the kernels */
     p.mods_batch = b; /* the callbacks see the sequence's index */
     return p;
@@ -115,7 +113,6 @@ static attn_status check_shapes(const attn_tensor *q, const attn_tensor *k, cons
 /* The options into s->base after checking them; the slopes copied. grads: q, k or v needs a gradient */
 static attn_status prepare(attn_ctx *ctx, varlen_saved *s, const attn_varlen_opts *o, bool grads)
 {
-    if (attn__sdpa_prepare_mods(&s->base, &o->mods, grads, "sdpa_varlen") != ATTN_OK) return attn_last_status();
     if (!(o->dropout_p >= 0.0f && o->dropout_p <= 1.0f))
         return attn__fail(ATTN_ERR_ARG, "sdpa_varlen: dropout_p = %g, expected in [0, 1]", o->dropout_p);
     if (!isfinite(o->scale) || o->scale < 0.0f)
@@ -123,32 +120,14 @@ static attn_status prepare(attn_ctx *ctx, varlen_saved *s, const attn_varlen_opt
                           o->scale);
     if (o->impl != ATTN_SDPA_AUTO && o->impl != ATTN_SDPA_FUSED && o->impl != ATTN_SDPA_REF)
         return attn__fail(ATTN_ERR_ARG, "sdpa_varlen: impl %d is none of ATTN_SDPA_AUTO, _FUSED, _REF", (int)o->impl);
-    const attn_window *w = &o->window;
-    if (attn__sdpa_check_features(w, o->softcap, "sdpa_varlen") != ATTN_OK) return attn_last_status();
     sdpa_problem *p = &s->base;
-    /* causal is FlashAttention's, bottom-right per sequence: the window's right bound 0 */
-    p->windowed = w->on || o->causal;
-    p->window_left = w->on ? w->left : -1;
-    p->window_right = o->causal ? 0 : w->on ? w->right : -1;
-    p->softcap = o->softcap;
-    if (o->alibi_slopes) {
-        const bool per_seq = o->alibi_ndim == 2;
-        if ((o->alibi_ndim != 1 && !per_seq) || o->alibi_shape[per_seq] != s->heads ||
-            (per_seq && o->alibi_shape[0] != s->batch))
-            return attn__fail(ATTN_ERR_SHAPE,
-                              "sdpa_varlen: alibi_slopes of %d dims (%lld, %lld), expected (H) = (%lld) "
-                              "or (batch, H) = (%lld, %lld)",
-                              o->alibi_ndim, (long long)o->alibi_shape[0], (long long)o->alibi_shape[1],
-                              (long long)s->heads, (long long)s->batch, (long long)s->heads);
-        const int64_t n = per_seq ? s->batch * s->heads : s->heads;
-        float *slopes = attn_arena_alloc(&ctx->arena, (size_t)n * sizeof(float));
-        if (!slopes) return attn_last_status();
-        memcpy(slopes, o->alibi_slopes, (size_t)n * sizeof(float));
-        for (int64_t i = 0; i < n; i++)
-            if (!isfinite(slopes[i]))
-                return attn__fail(ATTN_ERR_NUMERIC, "sdpa_varlen: alibi slope %lld is %g; expected a finite value",
-                                  (long long)i, slopes[i]);
-        s->alibi = slopes, s->alibi_per_seq = per_seq;
+    p->batch = s->batch; /* ALiBi's (batch, H) slopes: a row per sequence; then each problem is one row */
+    const attn_status st = attn__sdpa_prepare_features(ctx, p, &o->features, grads, "sdpa_varlen");
+    p->batch = 1;
+    if (st != ATTN_OK) return st;
+    if (o->causal) { /* FlashAttention's, bottom-right per sequence: the window's right bound 0 */
+        if (!p->windowed) p->window_left = -1;
+        p->windowed = true, p->window_right = 0;
     }
     return ATTN_OK;
 }

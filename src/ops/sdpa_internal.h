@@ -5,12 +5,13 @@
 #include "../core/core_internal.h"
 #include "../kernels/attention_internal.h"
 
-/* The score and mask callbacks m into p, after checking that the backward will have what it
- * needs (grads: q, k or v needs a gradient); op names the caller in messages. */
-attn_status attn__sdpa_prepare_mods(sdpa_problem *p, const attn_score_mods *m, bool grads, const char *op);
-
-/* The window's bounds (>= -1) and softcap (0, or a normal float32: a denormal's reciprocal
- * overflows) of attn_sdpa's and attn_sdpa_varlen's options; op names the caller in messages. */
-attn_status attn__sdpa_check_features(const attn_window *w, float softcap, const char *op);
+/* The score features f (window, softcap, the callbacks, ALiBi) into p after checking them, for
+ * attn_sdpa, attn_sdpa_varlen and, through them, the multi-head layers: the window's bounds
+ * (>= -1), softcap (0, or a normal float32: a denormal's reciprocal overflows), callbacks the
+ * backward can run (grads: q, k or v needs a gradient), ALiBi's slopes of shape (H) or
+ * (p->batch, H), finite, copied into the arena (p->alibi_batch_stride H for (B, H) slopes). op
+ * names the caller in messages. */
+attn_status attn__sdpa_prepare_features(attn_ctx *ctx, sdpa_problem *p, const attn_score_features *f, bool grads,
+                                        const char *op);
 
 #endif
