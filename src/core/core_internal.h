@@ -8,6 +8,29 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* The calling thread's number in its OpenMP team and the team's size (0 and 1 without OpenMP, or
+ * outside a parallel region) */
+static inline int attn__thread_num(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+static inline int attn__team_size(void)
+{
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
 /* Marks the few internals that libattn_data and libattn_plot call: exported from libattn.so for
  * them (the shared libraries beside it link it), as every other internal is hidden. Their attn__
  * prefix says what they are: private, no promise of ABI, for the sibling libraries alone. */

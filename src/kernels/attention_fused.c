@@ -9,7 +9,8 @@
  * (b, h); key blocks outermost so dK_j and dV_j stay in cache, P recomputed from the saved row
  * statistics. Extra memory: a few tiles per thread in the
  * forward, Q^T and dO^T of one head per thread in the backward. */
-#include "dispatch_internal.h" /* built once per level (attn_cpu_isa) */
+#include "dispatch_internal.h"     /* built once per level (attn_cpu_isa) */
+#include "../core/core_internal.h" /* attn__thread_num */
 #include "attention_internal.h"
 #include "kernels_internal.h"
 #include "simd_internal.h"
@@ -17,10 +18,6 @@
 #include <float.h>
 #include <math.h>
 #include <string.h>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 /* SDPA_BR queries (a multiple of every VF_LANES) by SDPA_BC keys: the blocks that mask_block
  * answers for (attn.h) */
@@ -32,15 +29,6 @@ enum {
 enum {
     KEEP_FLOATS = SDPA_BC * SDPA_BR / 4
 };
-
-static int thread_id(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
 
 static int64_t round_up(int64_t n, int64_t to)
 {
@@ -445,7 +433,7 @@ void sdpa_forward_fused(float *out, float *stats, const float *q, const float *k
         const int64_t g = t % group, blk = blocks - 1 - t / group % blocks, bhk = t / group / blocks;
         const int64_t b = bhk / (p->heads / group), h = bhk % (p->heads / group) * group + g;
         int64_t i0 = blk * SDPA_BR, rows = p->lq - i0 < SDPA_BR ? p->lq - i0 : SDPA_BR;
-        forward_block(out, stats, q, k, v, scratch + thread_id() * per_thread, p, b, h, i0, rows);
+        forward_block(out, stats, q, k, v, scratch + attn__thread_num() * per_thread, p, b, h, i0, rows);
     }
 }
 
@@ -608,6 +596,6 @@ void sdpa_backward_fused(float *dq, float *dk, float *dv, const float *dout, con
 #pragma omp parallel for schedule(dynamic, 1) num_threads(p->threads) if (sdpa_parallel(p))
     for (int64_t bhk = 0; bhk < p->batch * (p->heads / group); bhk++)
         for (int64_t g = 0; g < group; g++)
-            backward_head(dq, dk, dv, dout, q, k, v, out, stats, scratch + thread_id() * per_thread, p,
+            backward_head(dq, dk, dv, dout, q, k, v, out, stats, scratch + attn__thread_num() * per_thread, p,
                           bhk / (p->heads / group), bhk % (p->heads / group) * group + g);
 }

@@ -1,17 +1,14 @@
 /* Reference scaled dot-product attention: materialises the (Lq, Lk) weights of each (b, h) with
  * GEMMs and plain row loops. It is the need_weights path and the twin the fused kernel is
  * tested against. Math in attention_internal.h. */
-#include "dispatch_internal.h" /* built once per level (attn_cpu_isa) */
+#include "dispatch_internal.h"     /* built once per level (attn_cpu_isa) */
+#include "../core/core_internal.h" /* attn__thread_num */
 #include "attention_internal.h"
 #include "kernels_internal.h"
 #include "vmath_internal.h"
 
 #include <math.h>
 #include <string.h>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 /* Softmax of one row of masked scores in place; stats (2) = max and 1 / sum exp(s - max)
  * (+inf and 0 for a fully masked row). */
@@ -113,10 +110,7 @@ void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const
 #pragma omp parallel for schedule(dynamic, 1) num_threads(p->threads) if (sdpa_parallel(p))
     for (int64_t bhk = 0; bhk < p->batch * (H / group); bhk++)
         for (int64_t g = 0; g < group; g++) {
-            int tid = 0;
-#ifdef _OPENMP
-            tid = omp_get_thread_num();
-#endif
+            const int tid = attn__thread_num();
             const int64_t b = bhk / (H / group), h = bhk % (H / group) * group + g, bh = b * H + h;
             const float *P = weights + bh * Lq * Lk;                       /* (Lq, Lk) softmax */
             float *pd = scratch + (int64_t)tid * per_thread;               /* (Lq, Lk) dropout(P) */

@@ -18,10 +18,6 @@
 #include <math.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 /* Rows of a weight stacked as one: the rows [0, rows) of w (row stride = cols), bias or NULL */
 typedef struct stacked {
     const float *w, *bias;
@@ -145,11 +141,7 @@ static void run(const step *s, int threads_asked)
 {
 #pragma omp parallel num_threads(threads_asked)
     {
-#ifdef _OPENMP
-        const int t = omp_get_thread_num(), threads = omp_get_num_threads();
-#else
-        const int t = 0, threads = 1;
-#endif
+        const int t = attn__thread_num(), threads = attn__team_size();
         for (int64_t l = 0; l < s->m->cfg.num_layers; l++) layer(s, l, t, threads);
         float *h = s->h + t * s->n * s->E;
         norm(s, &s->m->norm_f, h, s->stats + t * 2 * s->n, s->x);

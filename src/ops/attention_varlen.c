@@ -22,10 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 typedef struct varlen_saved {
     sdpa_problem base; /* every sequence's options: batch 1, lq and lk set per sequence */
     int64_t batch, heads, heads_kv, total_q;
@@ -37,15 +33,6 @@ typedef struct varlen_saved {
     float *weights;             /* reference path: (H, Lq_b, Lk_b) per sequence at weight_at[b] */
     const int64_t *weight_at;   /* (batch) */
 } varlen_saved;
-
-static int thread_id(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
 
 /* dst in blocks from src (total, heads, width), or src in blocks added into / copied to dst
  * (to_blocks false): sequence b's rows [cu[b], cu[b+1]) <-> its (heads, L_b, width) block */
@@ -260,7 +247,7 @@ static void each_sequence(const varlen_saved *s, float *scratch, int64_t per_thr
     }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (int64_t n = 0; n < s->batch; n++) {
-        float *mine = scratch + (int64_t)thread_id() * per_thread;
+        float *mine = scratch + (int64_t)attn__thread_num() * per_thread;
         if (dq)
             backward_seq(s, s->order[n], dq, dk, dv, dout, mine, 1);
         else
