@@ -202,16 +202,16 @@ static void every_level(void)
     for (int l = 0; l < ATTN_ISA_COUNT; l++) {
         const attn__kernel_table *k = attn__kernels_at((attn_isa)l);
         if (!k) continue;
-        k->attn_tile_gemm_ref(ref, N, a, K, 1, b, N, M, N, K, 0.5f, false);
-        k->attn_tile_gemm(c, N, a, K, 1, b, N, M, N, K, 0.5f, false);
-        k->attn_tile_gemm(c2, N, a, K, 1, b, N, M, N, K, 0.5f, false);
+        k->attn__tile_gemm_ref(ref, N, a, K, 1, b, N, M, N, K, 0.5f, false);
+        k->attn__tile_gemm(c, N, a, K, 1, b, N, M, N, K, 0.5f, false);
+        k->attn__tile_gemm(c2, N, a, K, 1, b, N, M, N, K, 0.5f, false);
         char what[64];
         snprintf(what, sizeof what, "tile GEMM at %s", attn_isa_name((attn_isa)l));
         tk_close(what, c, ref, M * N, 0.5f * K * K * 0x1p-24f + 0x1p-24f * 8, 0.0f);
         TK_CHECK(!memcmp(c, c2, sizeof c), "%s: the same bits twice", what);
         float y[M * N], y_ref[M * N];
-        k->attn_softmax_rows(y, c, M, N, 1);
-        k->attn_softmax_rows_ref(y_ref, c, M, N);
+        k->attn__softmax_rows(y, c, M, N, 1);
+        k->attn__softmax_rows_ref(y_ref, c, M, N);
         snprintf(what, sizeof what, "softmax at %s", attn_isa_name((attn_isa)l));
         tk_close(what, y, y_ref, M * N, 1e-6f, 1e-5f);
     }

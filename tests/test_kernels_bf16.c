@@ -107,16 +107,16 @@ static void conversions_every_level(void)
         for (int64_t cols = 1; cols <= COLS; cols += 4) {
             uint32_t got[ROWS * LD], want[ROWS * LD];
             memset(got, 0xab, sizeof got), memset(want, 0xab, sizeof want);
-            k->attn_bf16_pack_row_pairs(got, LD, src, COLS, ROWS, cols);
-            k->attn_bf16_pack_row_pairs_ref(want, LD, src, COLS, ROWS, cols);
+            k->attn__bf16_pack_row_pairs(got, LD, src, COLS, ROWS, cols);
+            k->attn__bf16_pack_row_pairs_ref(want, LD, src, COLS, ROWS, cols);
             TK_CHECK(!memcmp(got, want, sizeof got),
                      "%s: pack_row_pairs of %d x %lld equals the reference (padding included)",
                      attn_isa_name((attn_isa)l), ROWS, (long long)cols);
             uint32_t pgot[5 * LD], pwant[5 * LD];
             for (int64_t rows = 1; rows <= ROWS; rows += 3) {
                 memset(pgot, 0xab, sizeof pgot), memset(pwant, 0xab, sizeof pwant);
-                k->attn_bf16_pack_col_pairs(pgot, LD, src, COLS, rows, cols);
-                k->attn_bf16_pack_col_pairs_ref(pwant, LD, src, COLS, rows, cols);
+                k->attn__bf16_pack_col_pairs(pgot, LD, src, COLS, rows, cols);
+                k->attn__bf16_pack_col_pairs_ref(pwant, LD, src, COLS, rows, cols);
                 TK_CHECK(!memcmp(pgot, pwant, sizeof pgot), "%s: pack_col_pairs of %lld x %lld equals the reference",
                          attn_isa_name((attn_isa)l), (long long)rows, (long long)cols);
             }
@@ -146,9 +146,9 @@ static void gemm_every_level(void)
         fill(a, m * k, &rng, false), fill(b, k * n, &rng, false), fill(c0, m * n, &rng, false);
         for (int64_t i = 0; i < m; i++)
             for (int64_t p = 0; p < k; p++) at[p * m + i] = a[i * k + p];
-        attn_bf16_pack_row_pairs_ref(ar, kp, a, k, m, k);
-        attn_bf16_pack_col_pairs_ref(ac, m, at, m, k, m);
-        attn_bf16_pack_col_pairs_ref(bp, n, b, n, k, n);
+        attn__bf16_pack_row_pairs_ref(ar, kp, a, k, m, k);
+        attn__bf16_pack_col_pairs_ref(ac, m, at, m, k, m);
+        attn__bf16_pack_col_pairs_ref(bp, n, b, n, k, n);
         const uint32_t *a_rows = ar;
         for (int l = 0; l < ATTN_ISA_COUNT; l++) {
             const attn__kernel_table *t = attn__kernels_at((attn_isa)l);
@@ -157,9 +157,9 @@ static void gemm_every_level(void)
             const struct {
                 const char *name;
                 bf16_gemm_fn *fast, *ref;
-            } pairs[] = {{"bf16 (VDPBF16PS)", t->attn_tile_gemm_bf16, t->attn_tile_gemm_bf16_ref},
+            } pairs[] = {{"bf16 (VDPBF16PS)", t->attn__tile_gemm_bf16, t->attn__tile_gemm_bf16_ref},
                          {attn__amx_usable() ? "AMX (tiles)" : "AMX (no AMX here: the reference)",
-                          t->attn_tile_gemm_amx, t->attn_tile_gemm_amx_ref}};
+                          t->attn__tile_gemm_amx, t->attn__tile_gemm_amx_ref}};
             for (size_t f = 0; f < sizeof pairs / sizeof *pairs; f++)
                 for (int acc = 0; acc < 2; acc++)
                     for (int layout = 0; layout < 2; layout++) {
@@ -178,8 +178,8 @@ static void gemm_every_level(void)
          * in any order, is within 2 kp u sum|a b| (u = 2^-24) of the exact one, and alpha rounds once
          * more */
         for (int amx = 0; amx < 2; amx++) {
-            (amx ? attn_tile_gemm_amx_ref : attn_tile_gemm_bf16_ref)(got, n, a_rows, kp, 1, bp, n, m, n, kp, 0.75f,
-                                                                     false);
+            (amx ? attn__tile_gemm_amx_ref : attn__tile_gemm_bf16_ref)(got, n, a_rows, kp, 1, bp, n, m, n, kp, 0.75f,
+                                                                       false);
             int bad = 0;
             for (int64_t i = 0; i < m; i++)
                 for (int64_t j = 0; j < n; j++) {
@@ -200,7 +200,7 @@ static void gemm_every_level(void)
     }
 }
 
-/* attn_gemm_bf16 (the GEMM library's bf16 matmul) against float64 sums of the same bf16 values,
+/* attn__gemm_bf16 (the GEMM library's bf16 matmul) against float64 sums of the same bf16 values,
  * every transpose, alpha and beta, odd sizes and strides: its float32 sums of K terms in any order
  * are within K u sum|a b| (u = 2^-24), and alpha and beta round twice more. When the library has
  * no bf16 GEMM (OpenBLAS), it must say so and leave C alone. */
@@ -218,11 +218,11 @@ static void library_gemm(void)
             const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 1, ldc = n + 2; /* padded rows */
             float *a = malloc(sizeof(float) * (ta ? k : m) * lda), *b = malloc(sizeof(float) * (tb ? n : k) * ldb);
             float *c = malloc(sizeof(float) * m * ldc), *c0 = malloc(sizeof(float) * m * ldc);
-            uint32_t *scratch = malloc(sizeof(uint32_t) * (size_t)attn_gemm_bf16_scratch_words(m, n, k, ta, tb));
+            uint32_t *scratch = malloc(sizeof(uint32_t) * (size_t)attn__gemm_bf16_scratch_words(m, n, k, ta, tb));
             fill(a, (ta ? k : m) * lda, &rng, false), fill(b, (tb ? n : k) * ldb, &rng, false),
                 fill(c0, m * ldc, &rng, false);
             memcpy(c, c0, sizeof(float) * m * ldc);
-            if (!attn_gemm_bf16(c, ldc, a, lda, b, ldb, m, n, k, ta, tb, alpha, beta, scratch, 2)) {
+            if (!attn__gemm_bf16(c, ldc, a, lda, b, ldb, m, n, k, ta, tb, alpha, beta, scratch, 2)) {
                 declined++;
                 TK_CHECK(!memcmp(c, c0, sizeof(float) * m * ldc), "a declined bf16 GEMM leaves C as it was");
             } else {
@@ -288,8 +288,8 @@ static void amx_rule(void)
                            attn_bf16_pair(0.0f, 0x1p-24f)};
     const uint32_t b[3] = {attn_bf16_pair(1.0f, 1.0f), attn_bf16_pair(1.0f, 1.0f), attn_bf16_pair(1.0f, 1.0f)};
     float vdp = 0.0f, amx = 0.0f;
-    attn_tile_gemm_bf16_ref(&vdp, 1, a, 3, 1, b, 1, 1, 1, 3, 1.0f, false);
-    attn_tile_gemm_amx_ref(&amx, 1, a, 3, 1, b, 1, 1, 1, 3, 1.0f, false);
+    attn__tile_gemm_bf16_ref(&vdp, 1, a, 3, 1, b, 1, 1, 1, 3, 1.0f, false);
+    attn__tile_gemm_amx_ref(&amx, 1, a, 3, 1, b, 1, 1, 1, 3, 1.0f, false);
     TK_CHECK(vdp == 2.0f && amx == 2.0f + 0x1p-22f,
              "three pairs whose odd products are 2^-24: VDPBF16PS's rule gives 2 (got %a), AMX's 2 + 2^-22 (got %a)",
              (double)vdp, (double)amx);
@@ -302,15 +302,15 @@ static void amx_rule(void)
         float *want = malloc(sizeof(float) * m * n), *got = malloc(sizeof(float) * m * n);
         uint32_t *ap = malloc(sizeof(uint32_t) * m * kp), *bp = malloc(sizeof(uint32_t) * kp * n);
         fill_edges(x, m * k, &rng), fill_edges(y, k * n, &rng);
-        attn_bf16_pack_row_pairs_ref(ap, kp, x, k, m, k);
-        attn_bf16_pack_col_pairs_ref(bp, n, y, n, k, n);
+        attn__bf16_pack_row_pairs_ref(ap, kp, x, k, m, k);
+        attn__bf16_pack_col_pairs_ref(bp, n, y, n, k, n);
         for (int l = 0; l < ATTN_ISA_COUNT; l++) {
             const attn__kernel_table *t = attn__kernels_at((attn_isa)l);
             if (!t) continue;
             fill_edges(want, m * n, &rng);
             memcpy(got, want, sizeof(float) * m * n);
-            t->attn_tile_gemm_amx_ref(want, n, ap, kp, 1, bp, n, m, n, kp, 1.0f, true);
-            t->attn_tile_gemm_amx(got, n, ap, kp, 1, bp, n, m, n, kp, 1.0f, true);
+            t->attn__tile_gemm_amx_ref(want, n, ap, kp, 1, bp, n, m, n, kp, 1.0f, true);
+            t->attn__tile_gemm_amx(got, n, ap, kp, 1, bp, n, m, n, kp, 1.0f, true);
             TK_CHECK(same_or_nan(got, want, m * n),
                      "%s: AMX tile GEMM %lld x %lld x %lld on denormals, overflows, zeros, inf and NaN equals its "
                      "reference (%s)",

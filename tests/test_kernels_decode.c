@@ -1,8 +1,8 @@
 /* The cached decoder's kernels (kernels/decode.c) against their double-precision twins:
- *   - attn_gemv_rows over widths around the vector and unroll lengths (1 to 200 columns), 1 to 3
+ *   - attn__gemv_rows over widths around the vector and unroll lengths (1 to 200 columns), 1 to 3
  *     vectors, row slices [r0, r1) of a weight with a wider row stride, with and without a bias,
  *     writing and accumulating; rows outside the slice and columns past n untouched;
- *   - attn_attend_one over 1 to 300 keys of head widths 4 to 130, a cache row stride wider than
+ *   - attn__attend_one over 1 to 300 keys of head widths 4 to 130, a cache row stride wider than
  *     the head, scores from -60 to 60 (one key far ahead: a softmax of one), and a NaN key giving
  *     NaN.
  * Bounds (testkit.h): a K-term dot product summed in another order, one float32 side against a
@@ -33,8 +33,8 @@ static void gemv_case(attn_rng *rng, int64_t rows, int64_t cols, int64_t n, bool
     float *w = randn(rng, rows * ldw, 1.0f), *x = randn(rng, n * ldx, 1.0f), *b = randn(rng, rows, 1.0f);
     float *y = randn(rng, n * ldy, 1.0f), *ref = malloc((size_t)(n * ldy) * sizeof *ref);
     memcpy(ref, y, (size_t)(n * ldy) * sizeof *ref);
-    attn_gemv_rows(y, ldy, w, ldw, x, ldx, bias ? b : NULL, n, r0, r1, cols, accumulate);
-    attn_gemv_rows_ref(ref, ldy, w, ldw, x, ldx, bias ? b : NULL, n, r0, r1, cols, accumulate);
+    attn__gemv_rows(y, ldy, w, ldw, x, ldx, bias ? b : NULL, n, r0, r1, cols, accumulate);
+    attn__gemv_rows_ref(ref, ldy, w, ldw, x, ldx, bias ? b : NULL, n, r0, r1, cols, accumulate);
     int64_t outside = 0, untouched = 0;
     for (int64_t v = 0; v < n; v++)
         for (int64_t i = 0; i < ldy; i++) {
@@ -74,8 +74,8 @@ static void attend_case(attn_rng *rng, int64_t n, int64_t dh, float score_std, b
     float *o = malloc((size_t)dh * sizeof *o), *ref = malloc((size_t)dh * sizeof *ref);
     float *scores = malloc((size_t)n * sizeof *scores);
     if (nan_key) k[(n / 2) * ld] = NAN;
-    attn_attend_one(o, scores, q, k, v, ld, n, dh, 1.0f);
-    attn_attend_one_ref(ref, scores, q, k, v, ld, n, dh, 1.0f);
+    attn__attend_one(o, scores, q, k, v, ld, n, dh, 1.0f);
+    attn__attend_one_ref(ref, scores, q, k, v, ld, n, dh, 1.0f);
     char what[96];
     snprintf(what, sizeof what, "attend_one %lld keys of width %lld%s", (long long)n, (long long)dh,
              nan_key ? ", a NaN key" : "");

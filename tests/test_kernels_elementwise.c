@@ -1,10 +1,10 @@
 /* The threaded elementwise kernels against their one-thread twins:
- *   - attn_dropout_mask against attn_dropout_mask_ref bit for bit (lengths around its block of
+ *   - attn__dropout_mask against attn__dropout_mask_ref bit for bit (lengths around its block of
  *     64 and past the threading threshold; p 1e-7, 0.1, 0.5, 0.999, 1), the same mask on 1 and 2
  *     threads, a kept fraction within 5 standard deviations of 1 - p, different keys giving
  *     different masks, and the fused attention's dropout drawing the same bits for the same key;
- *   - attn_col_sums_add and attn_add_into against plain loops, bit for bit (same order of sums);
- *   - attn_cross_entropy_rows (+ backward) against the double-precision twin on rows of 1, 7, 17
+ *   - attn__col_sums_add and attn__add_into against plain loops, bit for bit (same order of sums);
+ *   - attn__cross_entropy_rows (+ backward) against the double-precision twin on rows of 1, 7, 17
  *     and 6434 classes with label smoothing 0 and 0.1, ignored rows, logits of +-80, a row of
  *     -inf with one finite logit, and a NaN row (NaN in both).
  * Cross-entropy tolerance: loss atol 2e-6 + rtol 2e-6 per row (the fast sum of exps is float:
@@ -27,9 +27,9 @@ static void dropout_masks(void)
     for (int li = 0; li < 6; li++)
         for (int pi = 0; pi < 5; pi++) {
             const int64_t n = lens[li];
-            attn_dropout_mask(fast, n, 0x1234u + (uint64_t)pi, ps[pi], 1);
-            attn_dropout_mask(two, n, 0x1234u + (uint64_t)pi, ps[pi], 2);
-            attn_dropout_mask_ref(ref, n, 0x1234u + (uint64_t)pi, ps[pi]);
+            attn__dropout_mask(fast, n, 0x1234u + (uint64_t)pi, ps[pi], 1);
+            attn__dropout_mask(two, n, 0x1234u + (uint64_t)pi, ps[pi], 2);
+            attn__dropout_mask_ref(ref, n, 0x1234u + (uint64_t)pi, ps[pi]);
             mismatches += memcmp(fast, ref, (size_t)n) != 0 || memcmp(two, ref, (size_t)n) != 0;
             total++;
             if (n < 200003) continue;
@@ -42,18 +42,18 @@ static void dropout_masks(void)
         }
     TK_CHECK(mismatches == 0, "dropout masks: %d of %d differ from the reference or between thread counts", mismatches,
              total);
-    attn_dropout_mask(fast, 1000, 1, 0.5f, 2);
-    attn_dropout_mask(two, 1000, 2, 0.5f, 2);
+    attn__dropout_mask(fast, 1000, 1, 0.5f, 2);
+    attn__dropout_mask(two, 1000, 2, 0.5f, 2);
     TK_CHECK(memcmp(fast, two, 1000) != 0, "dropout masks: keys 1 and 2 give the same mask");
     /* the fused attention's element (b, h, i, j) is index ((b H + h) Lq + i) Lk + j of one mask */
     sdpa_problem p = {.batch = 2, .heads = 3, .lq = 5, .lk = 7, .dropout_p = 0.3f, .dropout_seed = 99};
-    attn_dropout_mask(fast, 2 * 3 * 5 * 7, 99, 0.3f, 2);
+    attn__dropout_mask(fast, 2 * 3 * 5 * 7, 99, 0.3f, 2);
     int same = 0;
     for (int64_t idx = 0; idx < 2 * 3 * 5 * 7; idx++) {
         int64_t j = idx % 7, i = idx / 7 % 5, h = idx / 35 % 3, b = idx / 105;
         same += (sdpa_dropout_scale(&p, b, h, i, j) != 0.0f) == fast[idx];
     }
-    TK_CHECK(same == 210, "the fused attention's dropout differs from attn_dropout_mask at %d of 210", 210 - same);
+    TK_CHECK(same == 210, "the fused attention's dropout differs from attn__dropout_mask at %d of 210", 210 - same);
     free(fast), free(ref), free(two);
 }
 
@@ -67,13 +67,13 @@ static void sums(void)
     attn_rng_seed(&rng, 3);
     for (int64_t i = 0; i < rows * cols; i++) x[i] = attn_rng_normal(&rng), y[i] = y_ref[i] = attn_rng_normal(&rng);
     for (int64_t c = 0; c < cols; c++) fast[c] = ref[c] = (float)c;
-    attn_col_sums_add(fast, x, rows, cols, 2);
+    attn__col_sums_add(fast, x, rows, cols, 2);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) ref[c] += x[r * cols + c];
-    TK_CHECK(!memcmp(fast, ref, sizeof fast), "attn_col_sums_add differs from the row-by-row loop");
-    attn_add_into(y, x, rows * cols, 2);
+    TK_CHECK(!memcmp(fast, ref, sizeof fast), "attn__col_sums_add differs from the row-by-row loop");
+    attn__add_into(y, x, rows * cols, 2);
     for (int64_t i = 0; i < rows * cols; i++) y_ref[i] += x[i];
-    TK_CHECK(!memcmp(y, y_ref, (size_t)(rows * cols) * sizeof(float)), "attn_add_into differs from the loop");
+    TK_CHECK(!memcmp(y, y_ref, (size_t)(rows * cols) * sizeof(float)), "attn__add_into differs from the loop");
     free(x), free(y), free(y_ref);
 }
 
@@ -99,21 +99,21 @@ static void cross_entropy_case(int64_t classes, double eps)
         t[r] = r == 5 ? -100 : (int64_t)attn_rng_below(&rng, (uint32_t)classes); /* row 5 ignored */
         if (r == 4) t[r] = classes / 2;
     }
-    attn_cross_entropy_rows(max, sum, loss, z, t, ROWS, classes, -100, eps, 2);
-    attn_cross_entropy_rows_ref(max_ref, sum_ref, loss_ref, z, t, ROWS, classes, -100, eps);
+    attn__cross_entropy_rows(max, sum, loss, z, t, ROWS, classes, -100, eps, 2);
+    attn__cross_entropy_rows_ref(max_ref, sum_ref, loss_ref, z, t, ROWS, classes, -100, eps);
     char what[96];
     float lf[ROWS], lr[ROWS];
     for (int r = 0; r < ROWS; r++) lf[r] = (float)loss[r], lr[r] = (float)loss_ref[r];
     snprintf(what, sizeof what, "cross entropy C %lld eps %g: loss", (long long)classes, eps);
     tk_close(what, lf, lr, ROWS, 2e-6f, 2e-6f);
-    attn_cross_entropy_rows_backward(dz, z, max, sum, t, ROWS, classes, -100, eps, 1.0, 2);
-    attn_cross_entropy_rows_backward_ref(dz_ref, z, max_ref, sum_ref, t, ROWS, classes, -100, eps, 1.0);
+    attn__cross_entropy_rows_backward(dz, z, max, sum, t, ROWS, classes, -100, eps, 1.0, 2);
+    attn__cross_entropy_rows_backward_ref(dz_ref, z, max_ref, sum_ref, t, ROWS, classes, -100, eps, 1.0);
     snprintf(what, sizeof what, "cross entropy C %lld eps %g: gradient", (long long)classes, eps);
     tk_close(what, dz, dz_ref, ROWS * classes, 1e-7f, 2e-5f);
     /* a NaN logit: NaN loss and gradients in both */
     z[2 * classes] = NAN;
-    attn_cross_entropy_rows(max, sum, loss, z, t, ROWS, classes, -100, eps, 2);
-    attn_cross_entropy_rows_ref(max_ref, sum_ref, loss_ref, z, t, ROWS, classes, -100, eps);
+    attn__cross_entropy_rows(max, sum, loss, z, t, ROWS, classes, -100, eps, 2);
+    attn__cross_entropy_rows_ref(max_ref, sum_ref, loss_ref, z, t, ROWS, classes, -100, eps);
     TK_CHECK(isnan(loss[2]) && isnan(loss_ref[2]), "cross entropy C %lld: a NaN logit gives loss %g (reference %g)",
              (long long)classes, loss[2], loss_ref[2]);
     free(z), free(dz), free(dz_ref);

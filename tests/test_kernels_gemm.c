@@ -1,5 +1,5 @@
-/* attn_gemm (the GEMM library chosen at configure time, split over threads for big products)
- * against its reference twin attn_gemm_ref (double sums):
+/* attn__gemm (the GEMM library chosen at configure time, split over threads for big products)
+ * against its reference twin attn__gemm_ref (double sums):
  *   - every transpose combination on odd shapes (m, n, k in 1..130), row strides wider than the
  *     rows (C's padding must stay untouched), alpha 0.37, beta 0, 1 and -0.5; K = 0 (C = beta C);
  *   - products big enough to be cut into blocks over 2 threads, by rows (m >= n) and by columns
@@ -96,9 +96,9 @@ static void describe(char *buf, size_t size, const gemm_case *g, const char *whe
 static bool run_case(const gemm_case *g, int threads)
 {
     gemm_data d = make_data(g);
-    attn_gemm(d.c_fast, d.ldc, d.a, d.lda, d.b, d.ldb, g->m, g->n, g->k, g->trans_a, g->trans_b, 0.37f, g->beta,
-              threads);
-    attn_gemm_ref(d.c_ref, d.ldc, d.a, d.lda, d.b, d.ldb, g->m, g->n, g->k, g->trans_a, g->trans_b, 0.37f, g->beta);
+    attn__gemm(d.c_fast, d.ldc, d.a, d.lda, d.b, d.ldb, g->m, g->n, g->k, g->trans_a, g->trans_b, 0.37f, g->beta,
+               threads);
+    attn__gemm_ref(d.c_ref, d.ldc, d.a, d.lda, d.b, d.ldb, g->m, g->n, g->k, g->trans_a, g->trans_b, 0.37f, g->beta);
     char what[128];
     describe(what, sizeof what, g, threads > 1 ? "2 threads" : "1 thread");
     bool ok = gemm_close(g, &d, what);
@@ -127,12 +127,12 @@ static void odd_shapes(void)
 static void empty_k(void)
 {
     float c[6] = {1.0f, -2.0f, NAN, 4.0f, 5.0f, 6.0f}, a = 0.0f, b = 0.0f;
-    attn_gemm(c, 3, &a, 1, &b, 3, 2, 3, 0, false, false, 1.0f, 0.0f, 1);
+    attn__gemm(c, 3, &a, 1, &b, 3, 2, 3, 0, false, false, 1.0f, 0.0f, 1);
     bool zero = true;
     for (int i = 0; i < 6; i++) zero = zero && c[i] == 0.0f;
     TK_CHECK(zero, "k = 0, beta 0: C is not all zeros");
     float d[2] = {3.0f, -4.0f};
-    attn_gemm(d, 2, &a, 1, &b, 2, 1, 2, 0, true, true, 1.0f, 0.5f, 1);
+    attn__gemm(d, 2, &a, 1, &b, 2, 1, 2, 0, true, true, 1.0f, 0.5f, 1);
     TK_CHECK(d[0] == 1.5f && d[1] == -2.0f, "k = 0, beta 0.5: C = (%g, %g), expected (1.5, -2)", (double)d[0],
              (double)d[1]);
 }
@@ -154,8 +154,9 @@ static void split_products(void)
         gemm_data d = make_data(g);
         float *again = malloc((size_t)(g->m * d.ldc) * sizeof(float));
         memcpy(again, d.c0, (size_t)(g->m * d.ldc) * sizeof(float));
-        attn_gemm(d.c_fast, d.ldc, d.a, d.lda, d.b, d.ldb, g->m, g->n, g->k, g->trans_a, g->trans_b, 0.37f, g->beta, 2);
-        attn_gemm(again, d.ldc, d.a, d.lda, d.b, d.ldb, g->m, g->n, g->k, g->trans_a, g->trans_b, 0.37f, g->beta, 2);
+        attn__gemm(d.c_fast, d.ldc, d.a, d.lda, d.b, d.ldb, g->m, g->n, g->k, g->trans_a, g->trans_b, 0.37f, g->beta,
+                   2);
+        attn__gemm(again, d.ldc, d.a, d.lda, d.b, d.ldb, g->m, g->n, g->k, g->trans_a, g->trans_b, 0.37f, g->beta, 2);
         TK_CHECK(!memcmp(again, d.c_fast, (size_t)(g->m * d.ldc) * sizeof(float)), "%s: two calls differ", what);
         free(again);
         free_data(&d);
@@ -170,10 +171,10 @@ static void inside_parallel_region(void)
     gemm_data d[2] = {make_data(&g), make_data(&g)};
 #pragma omp parallel for num_threads(2) schedule(static)
     for (int t = 0; t < 2; t++) {
-        attn_gemm(d[t].c_fast, d[t].ldc, d[t].a, d[t].lda, d[t].b, d[t].ldb, g.m, g.n, g.k, g.trans_a, g.trans_b, 0.37f,
-                  g.beta, 2);
-        attn_gemm_ref(d[t].c_ref, d[t].ldc, d[t].a, d[t].lda, d[t].b, d[t].ldb, g.m, g.n, g.k, g.trans_a, g.trans_b,
-                      0.37f, g.beta);
+        attn__gemm(d[t].c_fast, d[t].ldc, d[t].a, d[t].lda, d[t].b, d[t].ldb, g.m, g.n, g.k, g.trans_a, g.trans_b,
+                   0.37f, g.beta, 2);
+        attn__gemm_ref(d[t].c_ref, d[t].ldc, d[t].a, d[t].lda, d[t].b, d[t].ldb, g.m, g.n, g.k, g.trans_a, g.trans_b,
+                       0.37f, g.beta);
     }
     for (int t = 0; t < 2; t++) {
         ok[t] = gemm_close(&g, &d[t], "gemm inside a parallel region");

@@ -1,6 +1,6 @@
-/* The fused attention's building blocks against their reference twins: attn_tile_gemm (register
+/* The fused attention's building blocks against their reference twins: attn__tile_gemm (register
  * blocks of 6 rows by 4, 2 or 1 vectors, the row remainders 1..5 and the column tail under one
- * vector) against attn_tile_gemm_ref on every combination of m 1..13, n in {1, 3, 8, 15, 16, 17,
+ * vector) against attn__tile_gemm_ref on every combination of m 1..13, n in {1, 3, 8, 15, 16, 17,
  * 24, 32, 40, 48, 64, 65, 80, 100}, k in {0, 1, 7, 64}, A read straight or transposed, with and
  * without accumulation into C, alpha 0.37; and vf_exp (simd_internal.h) lane by lane against
  * attn_exp_nonpos on normal values, the clamp at -87.34, -inf (0), 0 and small positive values
@@ -62,8 +62,8 @@ static bool tile_gemm_case(int64_t m, int64_t n, int64_t k, bool trans, bool acc
     fill(b, k1 * ldb, state);
     fill(c_fast, m * ldc, state);
     memcpy(c_ref, c_fast, (size_t)(m * ldc) * sizeof(float));
-    attn_tile_gemm(c_fast, ldc, a, a_rs, a_ks, b, ldb, m, n, k, 0.37f, accumulate);
-    attn_tile_gemm_ref(c_ref, ldc, a, a_rs, a_ks, b, ldb, m, n, k, 0.37f, accumulate);
+    attn__tile_gemm(c_fast, ldc, a, a_rs, a_ks, b, ldb, m, n, k, 0.37f, accumulate);
+    attn__tile_gemm_ref(c_ref, ldc, a, a_rs, a_ks, b, ldb, m, n, k, 0.37f, accumulate);
     char what[96];
     snprintf(what, sizeof what, "tile gemm m %lld n %lld k %lld%s%s", (long long)m, (long long)n, (long long)k,
              trans ? " A^T" : "", accumulate ? " C +=" : "");

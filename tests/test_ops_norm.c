@@ -59,8 +59,8 @@ static void layernorm_pair(int64_t rows, int64_t cols, bool affine, bool grads, 
     float *mean_ref = centred ? malloc((size_t)rows * sizeof(float)) : NULL;
     float *rstd_ref = malloc((size_t)rows * sizeof(float));
     if (!centred) b = NULL;
-    attn_layernorm_rows(y, mean, rstd, x, w, b, rows, cols, LN_EPS, 2);
-    attn_layernorm_rows_ref(y_ref, mean_ref, rstd_ref, x, w, b, rows, cols, LN_EPS);
+    attn__layernorm_rows(y, mean, rstd, x, w, b, rows, cols, LN_EPS, 2);
+    attn__layernorm_rows_ref(y_ref, mean_ref, rstd_ref, x, w, b, rows, cols, LN_EPS);
     char what[96];
     const char *name = centred ? "layernorm" : "rmsnorm";
     snprintf(what, sizeof what, "%s %lldx%lld%s", name, (long long)rows, (long long)cols, affine ? " affine" : "");
@@ -73,12 +73,13 @@ static void layernorm_pair(int64_t rows, int64_t cols, bool affine, bool grads, 
     float *db = randn_buf(8, cols, 0.0f, 1.0f);
     float *dx_ref = copy_buf(dx, n), *dw_ref = copy_buf(dw, cols), *db_ref = copy_buf(db, cols);
     /* grads: all three; otherwise dx only, then dw and db only */
-    attn_layernorm_rows_backward(dx, grads ? dw : NULL, grads ? db : NULL, dy, x, mean_ref, rstd_ref, w, rows, cols, 2);
-    attn_layernorm_rows_backward_ref(dx_ref, grads ? dw_ref : NULL, grads ? db_ref : NULL, dy, x, mean_ref, rstd_ref, w,
-                                     rows, cols);
+    attn__layernorm_rows_backward(dx, grads ? dw : NULL, grads ? db : NULL, dy, x, mean_ref, rstd_ref, w, rows, cols,
+                                  2);
+    attn__layernorm_rows_backward_ref(dx_ref, grads ? dw_ref : NULL, grads ? db_ref : NULL, dy, x, mean_ref, rstd_ref,
+                                      w, rows, cols);
     if (!grads) {
-        attn_layernorm_rows_backward(NULL, dw, db, dy, x, mean_ref, rstd_ref, w, rows, cols, 2);
-        attn_layernorm_rows_backward_ref(NULL, dw_ref, db_ref, dy, x, mean_ref, rstd_ref, w, rows, cols);
+        attn__layernorm_rows_backward(NULL, dw, db, dy, x, mean_ref, rstd_ref, w, rows, cols, 2);
+        attn__layernorm_rows_backward_ref(NULL, dw_ref, db_ref, dy, x, mean_ref, rstd_ref, w, rows, cols);
     }
     snprintf(what, sizeof what, "%s backward %lldx%lld%s%s", name, (long long)rows, (long long)cols,
              affine ? " affine" : "", grads ? "" : " (split calls)");

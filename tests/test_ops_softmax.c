@@ -99,10 +99,10 @@ static void test_kernels(void)
         for (int masked = 0; masked <= 1; masked++) {
             int64_t r = shapes[s][0], c = shapes[s][1];
             if (masked && r < 2) continue;
-            kernel_pair("softmax", attn_softmax_rows, attn_softmax_rows_ref, attn_softmax_rows_backward,
-                        attn_softmax_rows_backward_ref, r, c, masked);
-            kernel_pair("log_softmax", attn_log_softmax_rows, attn_log_softmax_rows_ref, attn_log_softmax_rows_backward,
-                        attn_log_softmax_rows_backward_ref, r, c, masked);
+            kernel_pair("softmax", attn__softmax_rows, attn__softmax_rows_ref, attn__softmax_rows_backward,
+                        attn__softmax_rows_backward_ref, r, c, masked);
+            kernel_pair("log_softmax", attn__log_softmax_rows, attn__log_softmax_rows_ref,
+                        attn__log_softmax_rows_backward, attn__log_softmax_rows_backward_ref, r, c, masked);
         }
 }
 
@@ -112,14 +112,14 @@ static void test_kernel_values(void)
 {
     float x[8] = {5.0f, 5.0f, 5.0f, 5.0f, 1000.0f, -INFINITY, 1000.0f, -1000.0f}, y[8];
     float expect[8] = {0.25f, 0.25f, 0.25f, 0.25f, 0.5f, 0.0f, 0.5f, 0.0f};
-    attn_softmax_rows(y, x, 2, 4, 1);
+    attn__softmax_rows(y, x, 2, 4, 1);
     tk_close("softmax known rows (fast)", y, expect, 8, 1e-7f, 0.0f);
-    attn_softmax_rows_ref(y, x, 2, 4);
+    attn__softmax_rows_ref(y, x, 2, 4);
     tk_close("softmax known rows (ref)", y, expect, 8, 1e-7f, 0.0f);
     float one = 3.0f, out;
-    attn_softmax_rows(&out, &one, 1, 1, 1);
+    attn__softmax_rows(&out, &one, 1, 1, 1);
     TK_CHECK(out == 1.0f, "softmax of one column is 1, got %g", (double)out);
-    attn_log_softmax_rows(&out, &one, 1, 1, 1);
+    attn__log_softmax_rows(&out, &one, 1, 1, 1);
     TK_CHECK(out == 0.0f, "log_softmax of one column is 0, got %g", (double)out);
 }
 

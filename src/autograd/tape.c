@@ -29,9 +29,9 @@ attn_node *attn__record(attn_ctx *ctx, const char *op, attn_backward_fn backward
         ctx->tape = tape;
         ctx->tape_cap = cap;
     }
-    attn_node *node = attn_arena_alloc(&ctx->arena, sizeof *node);
-    attn_tensor **ins = attn_arena_alloc(&ctx->arena, (size_t)n_in * sizeof *ins);
-    void *saved = saved_bytes ? attn_arena_calloc(&ctx->arena, saved_bytes, 1) : NULL;
+    attn_node *node = attn__arena_alloc(&ctx->arena, sizeof *node);
+    attn_tensor **ins = attn__arena_alloc(&ctx->arena, (size_t)n_in * sizeof *ins);
+    void *saved = saved_bytes ? attn__arena_calloc(&ctx->arena, saved_bytes, 1) : NULL;
     if (!node || !ins || (saved_bytes && !saved)) return NULL;
     memcpy(ins, in, (size_t)n_in * sizeof *ins);
     node->op = op;

@@ -36,7 +36,7 @@ static attn_arena_chunk *chunk_new(size_t size)
     return c;
 }
 
-void *attn_arena_alloc(attn_arena *a, size_t bytes)
+void *attn__arena_alloc(attn_arena *a, size_t bytes)
 {
     if (bytes > SIZE_MAX / 2) return attn__fail_null(ATTN_ERR_NOMEM, "arena: request of %zu bytes is too large", bytes);
     size_t need = (bytes + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
@@ -90,21 +90,21 @@ float *attn__calloc_floats(size_t n)
     return p;
 }
 
-void *attn_arena_calloc(attn_arena *a, size_t bytes, int threads)
+void *attn__arena_calloc(attn_arena *a, size_t bytes, int threads)
 {
-    void *p = attn_arena_alloc(a, bytes);
+    void *p = attn__arena_alloc(a, bytes);
     if (p) attn__clear(p, bytes, threads);
     return p;
 }
 
-void attn_arena_reset(attn_arena *a)
+void attn__arena_reset(attn_arena *a)
 {
     for (attn_arena_chunk *c = a->head; c; c = c->next) c->used = 0;
     a->cur = a->head;
     a->used = 0;
 }
 
-bool attn_arena_owns(const attn_arena *a, const void *p)
+bool attn__arena_owns(const attn_arena *a, const void *p)
 {
     const unsigned char *q = p;
     for (const attn_arena_chunk *c = a->head; c; c = c->next)
@@ -112,7 +112,7 @@ bool attn_arena_owns(const attn_arena *a, const void *p)
     return false;
 }
 
-void attn_arena_release(attn_arena *a)
+void attn__arena_release(attn_arena *a)
 {
     attn_arena_chunk *c = a->head;
     while (c) {

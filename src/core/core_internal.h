@@ -86,18 +86,18 @@ typedef struct attn_arena {
     size_t capacity;        /* bytes in all chunks */
 } attn_arena;
 
-void *attn_arena_alloc(attn_arena *a, size_t bytes); /* NULL + error on failure */
+void *attn__arena_alloc(attn_arena *a, size_t bytes); /* NULL + error on failure */
 /* Zero-filled, cleared over `threads` threads (the ctx's count) from 1 MiB on. */
-void *attn_arena_calloc(attn_arena *a, size_t bytes, int threads);
+void *attn__arena_calloc(attn_arena *a, size_t bytes, int threads);
 /* memset(p, 0, bytes), spread over `threads` threads from 1 MiB on (gradients, activations) */
 void attn__clear(void *p, size_t bytes, int threads);
 /* n zeroed floats on the heap, 64-byte aligned (the vector loads of a row never straddle a cache
  * line where rows are whole vectors); free() frees them; NULL (no error set) when out of memory */
 float *attn__calloc_floats(size_t n);
-void attn_arena_reset(attn_arena *a);
-void attn_arena_release(attn_arena *a);
+void attn__arena_reset(attn_arena *a);
+void attn__arena_release(attn_arena *a);
 /* true when p lies in what the arena handed out since its last reset */
-bool attn_arena_owns(const attn_arena *a, const void *p);
+bool attn__arena_owns(const attn_arena *a, const void *p);
 
 /* ---- threads ---- */
 

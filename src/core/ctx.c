@@ -22,7 +22,7 @@ attn_ctx *attn_ctx_new(uint64_t seed)
 void attn_ctx_free(attn_ctx *ctx)
 {
     if (!ctx) return;
-    attn_arena_release(&ctx->arena);
+    attn__arena_release(&ctx->arena);
     free(ctx->tape);
     free(ctx->bf16_words);
     free(ctx);
@@ -34,7 +34,7 @@ void attn_ctx_reset(attn_ctx *ctx)
         attn__null_arg("attn_ctx_reset");
         return;
     }
-    attn_arena_reset(&ctx->arena);
+    attn__arena_reset(&ctx->arena);
     ctx->tape_len = 0;
     ctx->tape_consumed = false;
 }

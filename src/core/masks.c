@@ -73,7 +73,7 @@ attn_status attn__cu_seqlens_check(const int64_t *cu, int64_t batch, int64_t tot
 
 int64_t *attn__cu_positions(attn_ctx *ctx, const int64_t *cu, int64_t batch)
 {
-    int64_t *pos = attn_arena_alloc(&ctx->arena, sizeof *pos * (size_t)(cu[batch] > 0 ? cu[batch] : 1)); /* (total) */
+    int64_t *pos = attn__arena_alloc(&ctx->arena, sizeof *pos * (size_t)(cu[batch] > 0 ? cu[batch] : 1)); /* (total) */
     if (pos)
         for (int64_t b = 0; b < batch; b++)
             for (int64_t i = cu[b]; i < cu[b + 1]; i++) pos[i] = i - cu[b];

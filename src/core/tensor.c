@@ -48,7 +48,7 @@ attn_tensor *attn_tensor_empty(attn_ctx *ctx, int ndim, const int64_t *shape)
     int64_t numel;
     if (attn__shape_numel(ndim, shape, &numel, "tensor") != ATTN_OK) return NULL;
     size_t head = (sizeof(attn_tensor) + 63) & ~(size_t)63;
-    unsigned char *p = attn_arena_alloc(&ctx->arena, head + (size_t)numel * sizeof(float));
+    unsigned char *p = attn__arena_alloc(&ctx->arena, head + (size_t)numel * sizeof(float));
     if (!p) return NULL;
     attn_tensor *t = (attn_tensor *)p;
     set_shape(t, ndim, shape, numel);
@@ -77,7 +77,7 @@ attn_tensor *attn__tensor_view(attn_ctx *ctx, int ndim, const int64_t *shape, fl
 {
     int64_t numel;
     if (attn__shape_numel(ndim, shape, &numel, "tensor") != ATTN_OK) return NULL;
-    attn_tensor *t = attn_arena_alloc(&ctx->arena, sizeof *t);
+    attn_tensor *t = attn__arena_alloc(&ctx->arena, sizeof *t);
     if (!t) return NULL;
     set_shape(t, ndim, shape, numel);
     t->data = data;
@@ -117,7 +117,7 @@ void attn_tensor_free(attn_tensor *t)
 
 bool attn__foreign(const attn_ctx *ctx, const attn_tensor *t)
 {
-    return (t->storage == ATTN_STORAGE_ARENA || t->storage == ATTN_STORAGE_VIEW) && !attn_arena_owns(&ctx->arena, t);
+    return (t->storage == ATTN_STORAGE_ARENA || t->storage == ATTN_STORAGE_VIEW) && !attn__arena_owns(&ctx->arena, t);
 }
 
 float *attn__grad(attn_ctx *ctx, attn_tensor *t)
@@ -128,7 +128,7 @@ float *attn__grad(attn_ctx *ctx, attn_tensor *t)
         t->grad = calloc(1, bytes);
         if (!t->grad) return attn__fail_null(ATTN_ERR_NOMEM, "could not allocate a gradient of %zu bytes", bytes);
     } else {
-        t->grad = attn_arena_calloc(&ctx->arena, bytes, ctx->num_threads);
+        t->grad = attn__arena_calloc(&ctx->arena, bytes, ctx->num_threads);
     }
     return t->grad;
 }

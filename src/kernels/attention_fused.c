@@ -1,7 +1,7 @@
 /* Fused scaled dot-product attention (FlashAttention-2 schedule on the CPU). Math in
  * attention_internal.h. Tiles are kept transposed, queries along the vector lanes: S^T (keys, queries), so
  * the online softmax's per-query max and sum are lane-wise vector operations, and every product
- * is an attn_tile_gemm on operands read in place (only Q^T and dO^T are transposed, once).
+ * is an attn__tile_gemm on operands read in place (only Q^T and dO^T are transposed, once).
  * Forward: one task per (b, h, query block of SDPA_BR rows); key blocks of SDPA_BC columns
  * stream through an online softmax (running max m and sum l per query, the output accumulator
  * rescaled when m grows); key blocks that causal, valid_lens, the window or the mask callbacks
@@ -278,13 +278,13 @@ static inline void product_bf16(const sdpa_problem *p, float *c, int64_t ldc, co
                                 int64_t a_ks, const uint32_t *b, int64_t ldb, int64_t m, int64_t n, int64_t kp,
                                 float alpha, bool accumulate)
 {
-    (p->amx ? attn_tile_gemm_amx : attn_tile_gemm_bf16)(c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate);
+    (p->amx ? attn__tile_gemm_amx : attn__tile_gemm_bf16)(c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate);
 }
 
 /* One online-softmax step over a block of cols keys for qw queries: st (cols, qw) scores become
  * exp(s - m_new), and per query m = m_new, l = l alpha + sum, ot (Dv, qw) *= alpha with
  * alpha = exp(m - m_new). With pp, the exponentials go to pp ((cols + 1) / 2, qw) as bf16 pairs of
- * rows (attn_bf16_pack_col_pairs' layout, the odd count's last row paired with 0) instead of st:
+ * rows (attn__bf16_pack_col_pairs' layout, the odd count's last row paired with 0) instead of st:
  * the bf16 product's operand in the same pass.
  * A query with nothing visible so far keeps m = -inf and gets zeros; a NaN score gives NaN
  * through exp (and so a NaN output, as in PyTorch). */
@@ -350,12 +350,12 @@ static void forward_block(float *out, float *stats, const float *q, const float 
     uint32_t *vpt = vt + Dv * hLk; /* amx: (Dv, BC/2) vp transposed */
     transpose_padded(qt, qw, q + (bh * p->lq + i0) * D, rows, D);
     if (p->bf16) {
-        attn_bf16_pack_col_pairs(qp, qw, qt, qw, D, qw);
+        attn__bf16_pack_col_pairs(qp, qw, qt, qw, D, qw);
         int64_t packed;
         memcpy(&packed, mark, sizeof packed);
         if (packed != bhk) { /* once per key/value head and thread, not once per query block */
-            attn_bf16_pack_row_pairs(kh, hD, k + bhk * Lk * D, D, Lk, D);
-            attn_bf16_pack_col_pairs(vh, Dv, v + bhk * Lk * Dv, Dv, Lk, Dv);
+            attn__bf16_pack_row_pairs(kh, hD, k + bhk * Lk * D, D, Lk, D);
+            attn__bf16_pack_col_pairs(vh, Dv, v + bhk * Lk * Dv, Dv, Lk, Dv);
             if (p->amx) transpose_words(vt, hLk, vh, Dv, hLk, Dv);
             memcpy(mark, &bhk, sizeof bhk);
         }
@@ -377,7 +377,7 @@ static void forward_block(float *out, float *stats, const float *q, const float 
         if (p->bf16)
             product_bf16(p, st, qw, kh + j0 * hD, hD, 1, qp, qw, cols, qw, hD, p->scale, false);
         else
-            attn_tile_gemm(st, qw, kj, D, 1, qt, qw, cols, qw, D, p->scale, false);
+            attn__tile_gemm(st, qw, kj, D, 1, qt, qw, cols, qw, D, p->scale, false);
         features_tile(st, NULL, NULL, keep, tile, p, &keys, qw, b, h, i0, rows, j0, cols);
         const bool drop = p->dropout_p > 0.0f, fused_pack = p->bf16 && !drop; /* P^T straight into pp */
         online_softmax(st, fused_pack ? pp : NULL, ot, m, l, qw, cols, Dv);
@@ -386,15 +386,15 @@ static void forward_block(float *out, float *stats, const float *q, const float 
             /* an odd tile cut short by a mask would pair its last key with a hidden one, whose V
              * (NaN, inf) must not meet a 0 of P: that tile's V packed on its own */
             const bool odd_cut = (cols & 1) && j0 + cols < Lk;
-            if (odd_cut) attn_bf16_pack_col_pairs(vp, Dv, vj, Dv, cols, Dv);
-            if (!fused_pack) attn_bf16_pack_col_pairs(pp, qw, st, qw, cols, qw);
+            if (odd_cut) attn__bf16_pack_col_pairs(vp, Dv, vj, Dv, cols, Dv);
+            if (!fused_pack) attn__bf16_pack_col_pairs(pp, qw, st, qw, cols, qw);
             if (p->amx && odd_cut) transpose_words(vpt, half_up(cols), vp, Dv, half_up(cols), Dv);
             /* V^T's word (i, p): in vt (vpt) by rows for AMX, in vh (vp) by columns */
             const uint32_t *va = p->amx ? (odd_cut ? vpt : vt + j0 / 2) : (odd_cut ? vp : vh + j0 / 2 * Dv);
             const int64_t va_rs = p->amx ? (odd_cut ? half_up(cols) : hLk) : 1, va_ks = p->amx ? 1 : Dv;
             product_bf16(p, ot, qw, va, va_rs, va_ks, pp, qw, Dv, qw, half_up(cols), 1.0f, true);
         } else
-            attn_tile_gemm(ot, qw, vj, 1, Dv, st, qw, Dv, qw, cols, 1.0f, true);
+            attn__tile_gemm(ot, qw, vj, 1, Dv, st, qw, Dv, qw, cols, 1.0f, true);
     }
     for (int64_t r = 0; r < rows; r++) {
         float *o = out + (bh * p->lq + i0 + r) * Dv, *st_r = stats + 2 * (bh * p->lq + i0 + r);
@@ -509,10 +509,10 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
     transpose_padded(qt, ld, q + bh * Lq * D, Lq, D);
     transpose_padded(dot, ld, dout + bh * Lq * Dv, Lq, Dv);
     if (p->bf16) {
-        attn_bf16_pack_col_pairs(qtp, ld, qt, ld, D, ld);
-        attn_bf16_pack_col_pairs(dotp, ld, dot, ld, Dv, ld);
-        attn_bf16_pack_col_pairs(qc, D, q + bh * Lq * D, D, Lq, D);
-        attn_bf16_pack_col_pairs(doc, Dv, dout + bh * Lq * Dv, Dv, Lq, Dv);
+        attn__bf16_pack_col_pairs(qtp, ld, qt, ld, D, ld);
+        attn__bf16_pack_col_pairs(dotp, ld, dot, ld, Dv, ld);
+        attn__bf16_pack_col_pairs(qc, D, q + bh * Lq * D, D, Lq, D);
+        attn__bf16_pack_col_pairs(doc, Dv, dout + bh * Lq * Dv, Dv, Lq, Dv);
     }
     const bool one_key_block = Lk <= SDPA_BC; /* D then comes from the tile (tile_rowsum) */
     for (int64_t i = 0; i < Lqp; i++) {
@@ -529,9 +529,9 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
         const float *kj = k + (bhk * Lk + j0) * D, *vj = v + (bhk * Lk + j0) * Dv;
         float *dkj = dk + (bhk * Lk + j0) * D, *dvj = dv + (bhk * Lk + j0) * Dv;
         if (p->bf16) {
-            attn_bf16_pack_row_pairs(kr, hD, kj, D, cols, D);
-            attn_bf16_pack_col_pairs(kc, D, kj, D, cols, D);
-            attn_bf16_pack_row_pairs(vr, hDv, vj, Dv, cols, Dv);
+            attn__bf16_pack_row_pairs(kr, hD, kj, D, cols, D);
+            attn__bf16_pack_col_pairs(kc, D, kj, D, cols, D);
+            attn__bf16_pack_row_pairs(vr, hDv, vj, Dv, cols, Dv);
         }
         int64_t first, last; /* the queries that can see these keys */
         sdpa_query_range(p, j0, cols, &first, &last);
@@ -545,22 +545,22 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
             if (p->bf16)
                 product_bf16(p, st, qw, kr, hD, 1, qtp + i0, ld, cols, qw, hD, p->scale, false);
             else
-                attn_tile_gemm(st, qw, kj, D, 1, qt + i0, ld, cols, qw, D, p->scale, false);
+                attn__tile_gemm(st, qw, kj, D, 1, qt + i0, ld, cols, qw, D, p->scale, false);
             features_tile(st, mod_slope, cap_slope, keep, tile, p, &keys, qw, b, h, i0, rows, j0, cols);
             probabilities(st, qw, m + i0, inv_l + i0, cols);
             /* dP^T = V_j dO_i^T, and under dropout dropout(P)^T and dropout'(dP)^T in one pass */
             if (p->bf16)
                 product_bf16(p, dpt, qw, vr, hDv, 1, dotp + i0, ld, cols, qw, hDv, 1.0f, false);
             else
-                attn_tile_gemm(dpt, qw, vj, Dv, 1, dot + i0, ld, cols, qw, Dv, 1.0f, false);
+                attn__tile_gemm(dpt, qw, vj, Dv, 1, dot + i0, ld, cols, qw, Dv, 1.0f, false);
             if (drop) dropout_tiles(pd, st, dpt, qw, p, b, h, i0, j0, cols);
             /* dV_j += dropout(P)^T dO_i */
             if (p->bf16) {
-                attn_bf16_pack_row_pairs(pr, SDPA_BR / 2, drop ? pd : st, qw, cols, rows);
+                attn__bf16_pack_row_pairs(pr, SDPA_BR / 2, drop ? pd : st, qw, cols, rows);
                 product_bf16(p, dvj, Dv, pr, SDPA_BR / 2, 1, doc + i0 / 2 * Dv, Dv, cols, Dv, half_up(rows), 1.0f,
                              true);
             } else
-                attn_tile_gemm(dvj, Dv, drop ? pd : st, qw, 1, doi, Dv, cols, Dv, rows, 1.0f, true);
+                attn__tile_gemm(dvj, Dv, drop ? pd : st, qw, 1, doi, Dv, cols, Dv, rows, 1.0f, true);
             if (one_key_block) tile_rowsum(dsum + i0, st, dpt, qw, cols);
             score_gradient(dpt, st, qw, dsum + i0, cols);
             if (p->softcap > 0.0f) /* through the cap: dS *= 1 - tanh^2 */
@@ -571,8 +571,8 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
                     vf_store(dpt + e, vf_mul(vf_load(dpt + e), vf_load(mod_slope + e)));
             /* dQ_i += scale dS K_j;  dK_j += scale dS^T Q_i */
             if (p->bf16) {
-                attn_bf16_pack_col_pairs(dsc, qw, dpt, qw, cols, qw);
-                attn_bf16_pack_row_pairs(dsr, SDPA_BR / 2, dpt, qw, cols, rows);
+                attn__bf16_pack_col_pairs(dsc, qw, dpt, qw, cols, qw);
+                attn__bf16_pack_row_pairs(dsr, SDPA_BR / 2, dpt, qw, cols, rows);
                 const int64_t hc = half_up(cols);
                 /* dS's word (r, p): AMX loads A by rows, so dsc transposed into pr (read already) */
                 if (p->amx) transpose_words(pr, hc, dsc, qw, hc, rows);
@@ -581,8 +581,8 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
                 product_bf16(p, dkj, D, dsr, SDPA_BR / 2, 1, qc + i0 / 2 * D, D, cols, D, half_up(rows), p->scale,
                              true);
             } else {
-                attn_tile_gemm(dq + (bh * Lq + i0) * D, D, dpt, 1, qw, kj, D, rows, D, cols, p->scale, true);
-                attn_tile_gemm(dkj, D, dpt, qw, 1, qi, D, cols, D, rows, p->scale, true);
+                attn__tile_gemm(dq + (bh * Lq + i0) * D, D, dpt, 1, qw, kj, D, rows, D, cols, p->scale, true);
+                attn__tile_gemm(dkj, D, dpt, qw, 1, qi, D, cols, D, rows, p->scale, true);
             }
         }
     }

@@ -64,10 +64,10 @@ typedef struct sdpa_problem {
     int threads;           /* OpenMP threads of the (b, h) loops (the ctx's count); the scratch
                                holds one slice per thread */
     bool bf16;             /* the fused kernel's products (S = Q K^T, O += P V and the backward's)
-                               take bf16 operands with float32 sums (attn_tile_gemm_bf16): MEDIUM
+                               take bf16 operands with float32 sums (attn__tile_gemm_bf16): MEDIUM
                                precision; softmax statistics, masks and dropout stay float32 */
     bool amx;              /* with bf16: the products summed as AMX's TDPBF16PS sums
-                               (attn_tile_gemm_amx), where attn__amx_usable */
+                               (attn__tile_gemm_amx), where attn__amx_usable */
 } sdpa_problem;
 
 /* The key/value head of query head h. */

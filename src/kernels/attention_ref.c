@@ -14,13 +14,13 @@
  * (+inf and 0 for a fully masked row). */
 static void softmax_row(float *stats, float *s, int64_t n)
 {
-    float m = attn_row_max(s, n);
+    float m = attn__row_max(s, n);
     if (m == -INFINITY) {
         memset(s, 0, (size_t)n * sizeof(float));
         stats[0] = INFINITY, stats[1] = 0.0f;
         return;
     }
-    float sum = attn_exp_shift_sum_ref(s, s, m, n);
+    float sum = attn__exp_shift_sum_ref(s, s, m, n);
     float inv = 1.0f / sum;
     for (int64_t j = 0; j < n; j++) s[j] *= inv;
     stats[0] = m, stats[1] = inv;
@@ -70,14 +70,14 @@ void sdpa_forward_ref(float *out, float *stats, float *weights, const float *q, 
         int64_t b = bh / H, h = bh % H, bhk = kv_index(p, b, h);
         float *w = weights + bh * Lq * Lk; /* (Lq, Lk) */
         float *o = out + bh * Lq * Dv;     /* (Lq, Dv) */
-        attn_gemm(w, Lk, q + bh * Lq * D, D, k + bhk * Lk * D, D, Lq, Lk, D, false, true, p->scale, 0, 1);
+        attn__gemm(w, Lk, q + bh * Lq * D, D, k + bhk * Lk * D, D, Lq, Lk, D, false, true, p->scale, 0, 1);
         if (p->mods.score_mod) apply_score_mod(w, NULL, p, b, h);
         sdpa_softcap_tile(w, NULL, Lk, 1, p, Lq, Lk);
         sdpa_mask_tile(w, Lk, 1, p, b, h, 0, Lq, 0, Lk);
         if (p->mods.mask_mod || p->mods.mask_block) apply_mask_mods(w, p, b, h);
         for (int64_t i = 0; i < Lq; i++) softmax_row(stats + 2 * (bh * Lq + i), w + i * Lk, Lk);
         if (p->dropout_p <= 0.0f) {
-            attn_gemm(o, Dv, w, Lk, v + bhk * Lk * Dv, Dv, Lq, Dv, Lk, false, false, 1, 0, 1);
+            attn__gemm(o, Dv, w, Lk, v + bhk * Lk * Dv, Dv, Lq, Dv, Lk, false, false, 1, 0, 1);
             continue;
         }
         memset(o, 0, (size_t)(Lq * Dv) * sizeof(float));
@@ -124,14 +124,14 @@ void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const
                 for (int64_t i = 0; i < Lq; i++)
                     for (int64_t j = 0; j < Lk; j++) pd[i * Lk + j] = P[i * Lk + j] * sdpa_dropout_scale(p, b, h, i, j);
             if (p->softcap > 0.0f || p->mods.score_mod) { /* the scaled scores again, for the derivatives */
-                attn_gemm(ds, Lk, qh, D, kh, D, Lq, Lk, D, false, true, p->scale, 0, 1);
+                attn__gemm(ds, Lk, qh, D, kh, D, Lq, Lk, D, false, true, p->scale, 0, 1);
                 if (p->mods.score_mod) apply_score_mod(ds, mod_slope, p, b, h);
                 sdpa_softcap_tile(ds, slope, Lk, 1, p, Lq, Lk);
             }
             /* dV += dropout(P)^T dO */
-            attn_gemm(dv + bhk * Lk * Dv, Dv, drop ? pd : P, Lk, doh, Dv, Lk, Dv, Lq, true, false, 1, 1, 1);
+            attn__gemm(dv + bhk * Lk * Dv, Dv, drop ? pd : P, Lk, doh, Dv, Lk, Dv, Lq, true, false, 1, 1, 1);
             /* dP = dropout'(dO V^T) */
-            attn_gemm(ds, Lk, doh, Dv, vh, Dv, Lq, Lk, Dv, false, true, 1, 0, 1);
+            attn__gemm(ds, Lk, doh, Dv, vh, Dv, Lq, Lk, Dv, false, true, 1, 0, 1);
             for (int64_t i = 0; i < Lq; i++) {
                 double dsum = 0.0; /* D_i = rowsum(dO * O) */
                 for (int64_t c = 0; c < Dv; c++) dsum += (double)doh[i * Dv + c] * oh[i * Dv + c];
@@ -143,7 +143,7 @@ void sdpa_backward_ref(float *dq, float *dk, float *dv, const float *dout, const
                     if (p->mods.score_mod) ds[i * Lk + j] *= mod_slope[i * Lk + j];
                 }
             }
-            attn_gemm(dq + bh * Lq * D, D, ds, Lk, kh, D, Lq, D, Lk, false, false, p->scale, 1, 1);
-            attn_gemm(dk + bhk * Lk * D, D, ds, Lk, qh, D, Lk, D, Lq, true, false, p->scale, 1, 1);
+            attn__gemm(dq + bh * Lq * D, D, ds, Lk, kh, D, Lq, D, Lk, false, false, p->scale, 1, 1);
+            attn__gemm(dk + bhk * Lk * D, D, ds, Lk, qh, D, Lk, D, Lq, true, false, p->scale, 1, 1);
         }
 }

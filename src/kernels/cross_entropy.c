@@ -1,6 +1,6 @@
 /* Cross-entropy rows with label smoothing (math in kernels_internal.h), forward and backward side by
  * side. The reference is the formula in double with libm's exp; the fast pair runs rows in
- * parallel, exp on simd_internal.h's vectors (attn_exp_shift_sum) with the row max from attn_row_max,
+ * parallel, exp on simd_internal.h's vectors (attn__exp_shift_sum) with the row max from attn__row_max,
  * and the backward's probabilities as exp(z - m) / s: z - m is exact near the max, where the
  * probabilities are large (exp(z - lse) with lse rounded to float would carry |lse| 2^-24). */
 #include "dispatch_internal.h" /* built once per level (attn_cpu_isa) */
@@ -12,8 +12,8 @@
 
 /* ---- reference ---- */
 
-void attn_cross_entropy_rows_ref(float *max, double *sum, double *loss, const float *z, const int64_t *t, int64_t rows,
-                                 int64_t classes, int64_t ignore_index, double eps)
+void attn__cross_entropy_rows_ref(float *max, double *sum, double *loss, const float *z, const int64_t *t, int64_t rows,
+                                  int64_t classes, int64_t ignore_index, double eps)
 {
     for (int64_t i = 0; i < rows; i++) {
         const float *zi = z + i * classes;
@@ -28,9 +28,9 @@ void attn_cross_entropy_rows_ref(float *max, double *sum, double *loss, const fl
     }
 }
 
-void attn_cross_entropy_rows_backward_ref(float *dz, const float *z, const float *max, const double *sum,
-                                          const int64_t *t, int64_t rows, int64_t classes, int64_t ignore_index,
-                                          double eps, double scale)
+void attn__cross_entropy_rows_backward_ref(float *dz, const float *z, const float *max, const double *sum,
+                                           const int64_t *t, int64_t rows, int64_t classes, int64_t ignore_index,
+                                           double eps, double scale)
 {
     const double off = eps / (double)classes, hit = 1.0 - eps;
     for (int64_t i = 0; i < rows; i++) {
@@ -59,15 +59,15 @@ static double row_sum(const float *x, int64_t n)
     return s;
 }
 
-void attn_cross_entropy_rows(float *max, double *sum, double *loss, const float *z, const int64_t *t, int64_t rows,
-                             int64_t classes, int64_t ignore_index, double eps, int threads)
+void attn__cross_entropy_rows(float *max, double *sum, double *loss, const float *z, const int64_t *t, int64_t rows,
+                              int64_t classes, int64_t ignore_index, double eps, int threads)
 {
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows * classes > ATTN_PARALLEL_MIN)
     for (int64_t i = 0; i < rows; i++) {
         const float *zi = z + i * classes;
-        float m = attn_row_max(zi, classes); /* NaN when a logit is: the loss is NaN */
+        float m = attn__row_max(zi, classes); /* NaN when a logit is: the loss is NaN */
         max[i] = m;
-        sum[i] = m > -INFINITY || isnan(m) ? attn_exp_shift_sum(NULL, zi, m, classes) : 0.0;
+        sum[i] = m > -INFINITY || isnan(m) ? attn__exp_shift_sum(NULL, zi, m, classes) : 0.0;
         loss[i] = 0.0;
         if (t[i] == ignore_index) continue;
         double lse = m + log(sum[i]);
@@ -76,9 +76,9 @@ void attn_cross_entropy_rows(float *max, double *sum, double *loss, const float 
     }
 }
 
-void attn_cross_entropy_rows_backward(float *dz, const float *z, const float *max, const double *sum, const int64_t *t,
-                                      int64_t rows, int64_t classes, int64_t ignore_index, double eps, double scale,
-                                      int threads)
+void attn__cross_entropy_rows_backward(float *dz, const float *z, const float *max, const double *sum, const int64_t *t,
+                                       int64_t rows, int64_t classes, int64_t ignore_index, double eps, double scale,
+                                       int threads)
 {
     const double off = scale * eps / (double)classes, hit = scale * (1.0 - eps);
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows * classes > ATTN_PARALLEL_MIN)

@@ -1,8 +1,8 @@
 /* One new token's arithmetic for the language model's cached decoder (models/lm_decode_step.c),
  * where every product is a matrix times a few vectors and the weights are read once per token:
- *   attn_gemv_rows:  y[v, i] = (accumulate ? y[v, i] : 0) + (w[i, :] . x[v, :] + bias[i])
+ *   attn__gemv_rows:  y[v, i] = (accumulate ? y[v, i] : 0) + (w[i, :] . x[v, :] + bias[i])
  *                    for the rows i in [r0, r1) of w and the n vectors x[v]
- *   attn_attend_one: o = softmax(scale q K^T) V over the n keys and values of one head's cache
+ *   attn__attend_one: o = softmax(scale q K^T) V over the n keys and values of one head's cache
  * The weights stream once, in memory order: a row at a time, four accumulators over it (a row
  * of a few hundred floats is too short for the prefetcher to follow four rows at once, which
  * halved the bandwidth); the _ref twins sum in double. */
@@ -31,8 +31,8 @@ static void store(float *y, float dot_product, const float *bias, int64_t i, boo
     *y = accumulate ? *y + value : value;
 }
 
-void attn_gemv_rows(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x, int64_t ldx, const float *bias,
-                    int64_t n, int64_t r0, int64_t r1, int64_t cols, bool accumulate)
+void attn__gemv_rows(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x, int64_t ldx, const float *bias,
+                     int64_t n, int64_t r0, int64_t r1, int64_t cols, bool accumulate)
 {
     const int64_t unrolled_end = cols - cols % (4 * VF_LANES);
     for (int64_t i = r0; i < r1; i++) {
@@ -55,8 +55,8 @@ void attn_gemv_rows(float *y, int64_t ldy, const float *w, int64_t ldw, const fl
     }
 }
 
-void attn_gemv_rows_ref(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x, int64_t ldx,
-                        const float *bias, int64_t n, int64_t r0, int64_t r1, int64_t cols, bool accumulate)
+void attn__gemv_rows_ref(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x, int64_t ldx,
+                         const float *bias, int64_t n, int64_t r0, int64_t r1, int64_t cols, bool accumulate)
 {
     for (int64_t i = r0; i < r1; i++)
         for (int64_t v = 0; v < n; v++) {
@@ -66,11 +66,11 @@ void attn_gemv_rows_ref(float *y, int64_t ldy, const float *w, int64_t ldw, cons
         }
 }
 
-void attn_attend_one(float *o, float *scores, const float *q, const float *k, const float *v, int64_t ld, int64_t n,
-                     int64_t dh, float scale)
+void attn__attend_one(float *o, float *scores, const float *q, const float *k, const float *v, int64_t ld, int64_t n,
+                      int64_t dh, float scale)
 {
     for (int64_t j = 0; j < n; j++) scores[j] = dot(q, k + j * ld, dh) * scale;
-    const float sum = attn_exp_shift_sum(scores, scores, attn_row_max(scores, n), n);
+    const float sum = attn__exp_shift_sum(scores, scores, attn__row_max(scores, n), n);
     for (int64_t c = 0; c < dh; c++) o[c] = 0.0f;
     for (int64_t j = 0; j < n; j++) {
         const float *vj = v + j * ld;
@@ -83,8 +83,8 @@ void attn_attend_one(float *o, float *scores, const float *q, const float *k, co
     for (int64_t c = 0; c < dh; c++) o[c] *= inv;
 }
 
-void attn_attend_one_ref(float *o, float *scores, const float *q, const float *k, const float *v, int64_t ld, int64_t n,
-                         int64_t dh, float scale)
+void attn__attend_one_ref(float *o, float *scores, const float *q, const float *k, const float *v, int64_t ld,
+                          int64_t n, int64_t dh, float scale)
 {
     double max = -INFINITY, sum = 0.0;
     for (int64_t j = 0; j < n; j++) {

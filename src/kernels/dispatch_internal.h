@@ -22,115 +22,116 @@
 #include "attn.h" /* attn_cpu_isa */
 
 #define ATTN_KERNELS(X)                                                                                                \
-    X(void, attn_tile_gemm,                                                                                            \
+    X(void, attn__tile_gemm,                                                                                           \
       (float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb, int64_t m,      \
        int64_t n, int64_t k, float alpha, bool accumulate),                                                            \
       (c, ldc, a, a_rs, a_ks, b, ldb, m, n, k, alpha, accumulate))                                                     \
-    X(void, attn_tile_gemm_ref,                                                                                        \
+    X(void, attn__tile_gemm_ref,                                                                                       \
       (float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb, int64_t m,      \
        int64_t n, int64_t k, float alpha, bool accumulate),                                                            \
       (c, ldc, a, a_rs, a_ks, b, ldb, m, n, k, alpha, accumulate))                                                     \
-    X(void, attn_tile_gemm_bf16,                                                                                       \
+    X(void, attn__tile_gemm_bf16,                                                                                      \
       (float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b, int64_t ldb,           \
        int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate),                                                \
       (c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate))                                                    \
-    X(void, attn_tile_gemm_bf16_ref,                                                                                   \
+    X(void, attn__tile_gemm_bf16_ref,                                                                                  \
       (float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b, int64_t ldb,           \
        int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate),                                                \
       (c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate))                                                    \
-    X(void, attn_tile_gemm_amx,                                                                                        \
+    X(void, attn__tile_gemm_amx,                                                                                       \
       (float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b, int64_t ldb,           \
        int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate),                                                \
       (c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate))                                                    \
-    X(void, attn_tile_gemm_amx_ref,                                                                                    \
+    X(void, attn__tile_gemm_amx_ref,                                                                                   \
       (float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b, int64_t ldb,           \
        int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate),                                                \
       (c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate))                                                    \
-    X(void, attn_bf16_pack_row_pairs,                                                                                  \
+    X(void, attn__bf16_pack_row_pairs,                                                                                 \
       (uint32_t * dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols),                      \
       (dst, ld, src, ld_src, rows, cols))                                                                              \
-    X(void, attn_bf16_pack_row_pairs_ref,                                                                              \
+    X(void, attn__bf16_pack_row_pairs_ref,                                                                             \
       (uint32_t * dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols),                      \
       (dst, ld, src, ld_src, rows, cols))                                                                              \
-    X(void, attn_bf16_pack_col_pairs,                                                                                  \
+    X(void, attn__bf16_pack_col_pairs,                                                                                 \
       (uint32_t * dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols),                      \
       (dst, ld, src, ld_src, rows, cols))                                                                              \
-    X(void, attn_bf16_pack_col_pairs_ref,                                                                              \
+    X(void, attn__bf16_pack_col_pairs_ref,                                                                             \
       (uint32_t * dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols),                      \
       (dst, ld, src, ld_src, rows, cols))                                                                              \
-    X(void, attn_gemv_rows,                                                                                            \
+    X(void, attn__gemv_rows,                                                                                           \
       (float *y, int64_t ldy, const float *w, int64_t ldw, const float *x, int64_t ldx, const float *bias, int64_t n,  \
        int64_t r0, int64_t r1, int64_t cols, bool accumulate),                                                         \
       (y, ldy, w, ldw, x, ldx, bias, n, r0, r1, cols, accumulate))                                                     \
-    X(void, attn_gemv_rows_ref,                                                                                        \
+    X(void, attn__gemv_rows_ref,                                                                                       \
       (float *y, int64_t ldy, const float *w, int64_t ldw, const float *x, int64_t ldx, const float *bias, int64_t n,  \
        int64_t r0, int64_t r1, int64_t cols, bool accumulate),                                                         \
       (y, ldy, w, ldw, x, ldx, bias, n, r0, r1, cols, accumulate))                                                     \
-    X(void, attn_attend_one,                                                                                           \
+    X(void, attn__attend_one,                                                                                          \
       (float *o, float *scores, const float *q, const float *k, const float *v, int64_t ld, int64_t n, int64_t dh,     \
        float scale),                                                                                                   \
       (o, scores, q, k, v, ld, n, dh, scale))                                                                          \
-    X(void, attn_attend_one_ref,                                                                                       \
+    X(void, attn__attend_one_ref,                                                                                      \
       (float *o, float *scores, const float *q, const float *k, const float *v, int64_t ld, int64_t n, int64_t dh,     \
        float scale),                                                                                                   \
       (o, scores, q, k, v, ld, n, dh, scale))                                                                          \
-    X(void, attn_add_into, (float *y, const float *x, int64_t n, int threads), (y, x, n, threads))                     \
-    X(void, attn_col_sums_add, (float *sums, const float *x, int64_t rows, int64_t cols, int threads),                 \
+    X(void, attn__add_into, (float *y, const float *x, int64_t n, int threads), (y, x, n, threads))                    \
+    X(void, attn__col_sums_add, (float *sums, const float *x, int64_t rows, int64_t cols, int threads),                \
       (sums, x, rows, cols, threads))                                                                                  \
-    X(void, attn_dropout_mask, (uint8_t * keep, int64_t n, uint64_t key, float p, int threads),                        \
+    X(void, attn__dropout_mask, (uint8_t * keep, int64_t n, uint64_t key, float p, int threads),                       \
       (keep, n, key, p, threads))                                                                                      \
-    X(void, attn_dropout_mask_ref, (uint8_t * keep, int64_t n, uint64_t key, float p), (keep, n, key, p))              \
-    X(void, attn_cross_entropy_rows,                                                                                   \
+    X(void, attn__dropout_mask_ref, (uint8_t * keep, int64_t n, uint64_t key, float p), (keep, n, key, p))             \
+    X(void, attn__cross_entropy_rows,                                                                                  \
       (float *max, double *sum, double *loss, const float *z, const int64_t *t, int64_t rows, int64_t classes,         \
        int64_t ignore_index, double eps, int threads),                                                                 \
       (max, sum, loss, z, t, rows, classes, ignore_index, eps, threads))                                               \
-    X(void, attn_cross_entropy_rows_ref,                                                                               \
+    X(void, attn__cross_entropy_rows_ref,                                                                              \
       (float *max, double *sum, double *loss, const float *z, const int64_t *t, int64_t rows, int64_t classes,         \
        int64_t ignore_index, double eps),                                                                              \
       (max, sum, loss, z, t, rows, classes, ignore_index, eps))                                                        \
-    X(void, attn_cross_entropy_rows_backward,                                                                          \
+    X(void, attn__cross_entropy_rows_backward,                                                                         \
       (float *dz, const float *z, const float *max, const double *sum, const int64_t *t, int64_t rows,                 \
        int64_t classes, int64_t ignore_index, double eps, double scale, int threads),                                  \
       (dz, z, max, sum, t, rows, classes, ignore_index, eps, scale, threads))                                          \
-    X(void, attn_cross_entropy_rows_backward_ref,                                                                      \
+    X(void, attn__cross_entropy_rows_backward_ref,                                                                     \
       (float *dz, const float *z, const float *max, const double *sum, const int64_t *t, int64_t rows,                 \
        int64_t classes, int64_t ignore_index, double eps, double scale),                                               \
       (dz, z, max, sum, t, rows, classes, ignore_index, eps, scale))                                                   \
-    X(void, attn_softmax_rows, (float *y, const float *x, int64_t rows, int64_t cols, int threads),                    \
+    X(void, attn__softmax_rows, (float *y, const float *x, int64_t rows, int64_t cols, int threads),                   \
       (y, x, rows, cols, threads))                                                                                     \
-    X(void, attn_softmax_rows_ref, (float *y, const float *x, int64_t rows, int64_t cols), (y, x, rows, cols))         \
-    X(void, attn_softmax_rows_backward,                                                                                \
+    X(void, attn__softmax_rows_ref, (float *y, const float *x, int64_t rows, int64_t cols), (y, x, rows, cols))        \
+    X(void, attn__softmax_rows_backward,                                                                               \
       (float *dx, const float *dy, const float *y, int64_t rows, int64_t cols, int threads),                           \
       (dx, dy, y, rows, cols, threads))                                                                                \
-    X(void, attn_softmax_rows_backward_ref, (float *dx, const float *dy, const float *y, int64_t rows, int64_t cols),  \
+    X(void, attn__softmax_rows_backward_ref, (float *dx, const float *dy, const float *y, int64_t rows, int64_t cols), \
       (dx, dy, y, rows, cols))                                                                                         \
-    X(void, attn_log_softmax_rows, (float *y, const float *x, int64_t rows, int64_t cols, int threads),                \
+    X(void, attn__log_softmax_rows, (float *y, const float *x, int64_t rows, int64_t cols, int threads),               \
       (y, x, rows, cols, threads))                                                                                     \
-    X(void, attn_log_softmax_rows_ref, (float *y, const float *x, int64_t rows, int64_t cols), (y, x, rows, cols))     \
-    X(void, attn_log_softmax_rows_backward,                                                                            \
+    X(void, attn__log_softmax_rows_ref, (float *y, const float *x, int64_t rows, int64_t cols), (y, x, rows, cols))    \
+    X(void, attn__log_softmax_rows_backward,                                                                           \
       (float *dx, const float *dy, const float *y, int64_t rows, int64_t cols, int threads),                           \
       (dx, dy, y, rows, cols, threads))                                                                                \
-    X(void, attn_log_softmax_rows_backward_ref,                                                                        \
+    X(void, attn__log_softmax_rows_backward_ref,                                                                       \
       (float *dx, const float *dy, const float *y, int64_t rows, int64_t cols), (dx, dy, y, rows, cols))               \
-    X(void, attn_layernorm_rows,                                                                                       \
+    X(void, attn__layernorm_rows,                                                                                      \
       (float *y, float *mean, float *rstd, const float *x, const float *w, const float *b, int64_t rows, int64_t cols, \
        float eps, int threads),                                                                                        \
       (y, mean, rstd, x, w, b, rows, cols, eps, threads))                                                              \
-    X(void, attn_layernorm_rows_ref,                                                                                   \
+    X(void, attn__layernorm_rows_ref,                                                                                  \
       (float *y, float *mean, float *rstd, const float *x, const float *w, const float *b, int64_t rows, int64_t cols, \
        float eps),                                                                                                     \
       (y, mean, rstd, x, w, b, rows, cols, eps))                                                                       \
-    X(void, attn_layernorm_rows_backward,                                                                              \
+    X(void, attn__layernorm_rows_backward,                                                                             \
       (float *dx, float *dw, float *db, const float *dy, const float *x, const float *mean, const float *rstd,         \
        const float *w, int64_t rows, int64_t cols, int threads),                                                       \
       (dx, dw, db, dy, x, mean, rstd, w, rows, cols, threads))                                                         \
-    X(void, attn_layernorm_rows_backward_ref,                                                                          \
+    X(void, attn__layernorm_rows_backward_ref,                                                                         \
       (float *dx, float *dw, float *db, const float *dy, const float *x, const float *mean, const float *rstd,         \
        const float *w, int64_t rows, int64_t cols),                                                                    \
       (dx, dw, db, dy, x, mean, rstd, w, rows, cols))                                                                  \
-    X(void, attn_sgd_update, (float *p, float *buf, const float *g, int64_t n, const attn_sgd_consts *k, int threads), \
+    X(void, attn__sgd_update,                                                                                          \
+      (float *p, float *buf, const float *g, int64_t n, const attn_sgd_consts *k, int threads),                        \
       (p, buf, g, n, k, threads))                                                                                      \
-    X(void, attn_adam_update,                                                                                          \
+    X(void, attn__adam_update,                                                                                         \
       (float *p, float *m, float *v, const float *g, int64_t n, const attn_adam_consts *k, int threads),               \
       (p, m, v, g, n, k, threads))                                                                                     \
     X(void, sdpa_forward_ref,                                                                                          \
@@ -171,9 +172,9 @@
     X(bool, sdpa_mods_keep, (const sdpa_problem *p, int block, int64_t b, int64_t h, int64_t i, int64_t j),            \
       (p, block, b, h, i, j))                                                                                          \
     X(bool, sdpa_parallel, (const sdpa_problem *p), (p))                                                               \
-    X(float, attn_exp_shift_sum, (float *y, const float *x, float shift, int64_t n), (y, x, shift, n))                 \
-    X(float, attn_exp_shift_sum_ref, (float *y, const float *x, float shift, int64_t n), (y, x, shift, n))             \
-    X(float, attn_row_max, (const float *x, int64_t n), (x, n))
+    X(float, attn__exp_shift_sum, (float *y, const float *x, float shift, int64_t n), (y, x, shift, n))                \
+    X(float, attn__exp_shift_sum_ref, (float *y, const float *x, float shift, int64_t n), (y, x, shift, n))            \
+    X(float, attn__row_max, (const float *x, int64_t n), (x, n))
 
 /* One level's kernels. */
 #define ATTN_KERNEL_POINTER(ret, name, params, args) ret(*name) params;

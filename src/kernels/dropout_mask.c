@@ -16,7 +16,7 @@ static uint32_t keep_threshold(float p)
     return (uint32_t)ceilf(p * 16777216.0f);
 }
 
-void attn_dropout_mask_ref(uint8_t *keep, int64_t n, uint64_t key, float p)
+void attn__dropout_mask_ref(uint8_t *keep, int64_t n, uint64_t key, float p)
 {
     const uint64_t mixed = attn_hash64(key);
     for (int64_t i = 0; i < n; i++) {
@@ -25,7 +25,7 @@ void attn_dropout_mask_ref(uint8_t *keep, int64_t n, uint64_t key, float p)
     }
 }
 
-void attn_dropout_mask(uint8_t *keep, int64_t n, uint64_t key, float p, int threads)
+void attn__dropout_mask(uint8_t *keep, int64_t n, uint64_t key, float p, int threads)
 {
     const uint64_t mixed = attn_hash64(key);
     const uint32_t thr = keep_threshold(p);

@@ -3,15 +3,15 @@
 #include "dispatch_internal.h" /* built once per level (attn_cpu_isa) */
 #include "kernels_internal.h"
 
-#define COL_BLOCK 64 /* columns per task of attn_col_sums_add */
+#define COL_BLOCK 64 /* columns per task of attn__col_sums_add */
 
-void attn_add_into(float *y, const float *x, int64_t n, int threads)
+void attn__add_into(float *y, const float *x, int64_t n, int threads)
 {
 #pragma omp parallel for schedule(static) num_threads(threads) if (n > ATTN_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) y[i] += x[i];
 }
 
-void attn_col_sums_add(float *sums, const float *x, int64_t rows, int64_t cols, int threads)
+void attn__col_sums_add(float *sums, const float *x, int64_t rows, int64_t cols, int threads)
 {
     const int64_t blocks = (cols + COL_BLOCK - 1) / COL_BLOCK;
 #pragma omp parallel for schedule(static) num_threads(threads) if (blocks > 1 && rows * cols > ATTN_PARALLEL_MIN)

@@ -70,15 +70,15 @@ static void sgemm(float *c, int64_t ldc, const float *a, int64_t lda, const floa
 #endif
     /* with valid arguments it fails only when it cannot allocate its packing buffers, before
      * it writes C: the loop below gives the same product without memory */
-    if (st != dnnl_success) attn_gemm_ref(c, ldc, a, lda, b, ldb, m, n, k, trans_a, trans_b, alpha, beta);
+    if (st != dnnl_success) attn__gemm_ref(c, ldc, a, lda, b, ldb, m, n, k, trans_a, trans_b, alpha, beta);
 #else
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, (blasint)m,
                 (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
 #endif
 }
 
-void attn_gemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb, int64_t m, int64_t n,
-               int64_t k, bool trans_a, bool trans_b, float alpha, float beta, int threads)
+void attn__gemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb, int64_t m, int64_t n,
+                int64_t k, bool trans_a, bool trans_b, float alpha, float beta, int threads)
 {
     if (m == 0 || n == 0) return;
     if (k == 0) { /* sgemm skips C when K = 0 only for beta = 1; make beta = 0 exact */
@@ -111,8 +111,8 @@ void attn_gemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *
     }
 }
 
-void attn_gemm_ref(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb, int64_t m,
-                   int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta)
+void attn__gemm_ref(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb, int64_t m,
+                    int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta)
 {
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {

@@ -1,5 +1,5 @@
 /* GEMM with bf16 operands and float32 sums (ATTN_PRECISION_MEDIUM, kernels_internal.h): A and B rounded to
- * bf16 by attn_bf16_pack_row_pairs (the kernels' level; in pair words, which are bf16 arrays in
+ * bf16 by attn__bf16_pack_row_pairs (the kernels' level; in pair words, which are bf16 arrays in
  * memory order), then oneDNN's matmul primitive on them (its bf16 GEMM kernels, VDPBF16PS on an
  * AVX512_BF16 CPU), the product scaled by alpha and added to beta C by the primitive's own
  * attributes. The primitive leaves the sizes and the row strides to run time, so one serves every
@@ -128,13 +128,13 @@ static void to_bf16(uint32_t *dst, const float *src, int64_t ld, int64_t rows, i
     const int64_t words = (cols + 1) / 2, block = 64;
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows * cols > ATTN_PARALLEL_MIN)
     for (int64_t r0 = 0; r0 < rows; r0 += block)
-        attn_bf16_pack_row_pairs(dst + r0 * words, words, src + r0 * ld, ld, rows - r0 < block ? rows - r0 : block,
-                                 cols);
+        attn__bf16_pack_row_pairs(dst + r0 * words, words, src + r0 * ld, ld, rows - r0 < block ? rows - r0 : block,
+                                  cols);
 }
 
-bool attn_gemm_bf16(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb, int64_t m,
-                    int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta, uint32_t *scratch,
-                    int threads)
+bool attn__gemm_bf16(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb, int64_t m,
+                     int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta, uint32_t *scratch,
+                     int threads)
 {
     pthread_once(&engine_once, engine_init);
     if (!engine || m == 0 || n == 0 || k == 0) return false;
@@ -183,9 +183,9 @@ bool attn_gemm_bf16(float *c, int64_t ldc, const float *a, int64_t lda, const fl
 
 #else /* OpenBLAS has no bf16 GEMM in Debian's build: MEDIUM's products of the layers stay float32 */
 
-bool attn_gemm_bf16(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb, int64_t m,
-                    int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta, uint32_t *scratch,
-                    int threads)
+bool attn__gemm_bf16(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb, int64_t m,
+                     int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta, uint32_t *scratch,
+                     int threads)
 {
     (void)c, (void)ldc, (void)a, (void)lda, (void)b, (void)ldb, (void)m, (void)n, (void)k, (void)trans_a;
     (void)trans_b, (void)alpha, (void)beta, (void)scratch, (void)threads;
@@ -194,7 +194,7 @@ bool attn_gemm_bf16(float *c, int64_t ldc, const float *a, int64_t lda, const fl
 
 #endif
 
-int64_t attn_gemm_bf16_scratch_words(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b)
+int64_t attn__gemm_bf16_scratch_words(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b)
 {
     const int64_t a = trans_a ? k * ((m + 1) / 2) : m * ((k + 1) / 2),
                   b = trans_b ? n * ((k + 1) / 2) : k * ((n + 1) / 2);

@@ -23,8 +23,8 @@
 
 /* ---- reference ---- */
 
-void attn_layernorm_rows_ref(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,
-                             int64_t rows, int64_t cols, float eps)
+void attn__layernorm_rows_ref(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                              int64_t rows, int64_t cols, float eps)
 {
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * cols;
@@ -44,8 +44,8 @@ void attn_layernorm_rows_ref(float *y, float *mean, float *rstd, const float *x,
     }
 }
 
-void attn_layernorm_rows_backward_ref(float *dx, float *dw, float *db, const float *dy, const float *x,
-                                      const float *mean, const float *rstd, const float *w, int64_t rows, int64_t cols)
+void attn__layernorm_rows_backward_ref(float *dx, float *dw, float *db, const float *dy, const float *x,
+                                       const float *mean, const float *rstd, const float *w, int64_t rows, int64_t cols)
 {
     for (int64_t r = 0; dx && r < rows; r++) {
         const float *xr = x + r * cols, *dyr = dy + r * cols;
@@ -141,8 +141,8 @@ static void layernorm_row(float *restrict y, float *mean, float *rstd, const flo
     *rstd = rs;
 }
 
-void attn_layernorm_rows(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,
-                         int64_t rows, int64_t cols, float eps, int threads)
+void attn__layernorm_rows(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                          int64_t rows, int64_t cols, float eps, int threads)
 {
     if (threads <= 1 || rows == 1 || rows * cols < ATTN_PARALLEL_MIN / 2) { /* no team to start (the decoder's step) */
         for (int64_t r = 0; r < rows; r++)
@@ -217,8 +217,8 @@ static void layernorm_cols_dwdb(float *dw, float *db, const float *dy, const flo
     }
 }
 
-void attn_layernorm_rows_backward(float *dx, float *dw, float *db, const float *dy, const float *x, const float *mean,
-                                  const float *rstd, const float *w, int64_t rows, int64_t cols, int threads)
+void attn__layernorm_rows_backward(float *dx, float *dw, float *db, const float *dy, const float *x, const float *mean,
+                                   const float *rstd, const float *w, int64_t rows, int64_t cols, int threads)
 {
     if (dx) {
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)

@@ -21,7 +21,7 @@ enum {
     UPDATE_BLOCK = 16384
 };
 
-void attn_sgd_update(float *p, float *buf, const float *g, int64_t n, const attn_sgd_consts *k, int threads)
+void attn__sgd_update(float *p, float *buf, const float *g, int64_t n, const attn_sgd_consts *k, int threads)
 {
     const float wd = k->weight_decay, mom = k->momentum, keep = k->keep, neg_lr = k->neg_lr;
     const bool first = k->first, nesterov = k->nesterov, use_wd = wd != 0.0f;
@@ -51,7 +51,7 @@ static inline __attribute__((always_inline)) void adam_block(float *p, const flo
     }
 }
 
-void attn_adam_update(float *p, float *m, float *v, const float *g, int64_t n, const attn_adam_consts *k, int threads)
+void attn__adam_update(float *p, float *m, float *v, const float *g, int64_t n, const attn_adam_consts *k, int threads)
 {
     const bool adamw = k->adamw, l2 = !adamw && k->wd != 0.0f;
     const int64_t blocks = (n + UPDATE_BLOCK - 1) / UPDATE_BLOCK;

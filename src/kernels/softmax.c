@@ -26,7 +26,7 @@ static float row_max_ref(const float *x, int64_t n)
     return m;
 }
 
-void attn_softmax_rows_ref(float *y, const float *x, int64_t rows, int64_t cols)
+void attn__softmax_rows_ref(float *y, const float *x, int64_t rows, int64_t cols)
 {
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * cols;
@@ -45,7 +45,7 @@ void attn_softmax_rows_ref(float *y, const float *x, int64_t rows, int64_t cols)
     }
 }
 
-void attn_log_softmax_rows_ref(float *y, const float *x, int64_t rows, int64_t cols)
+void attn__log_softmax_rows_ref(float *y, const float *x, int64_t rows, int64_t cols)
 {
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * cols;
@@ -62,7 +62,7 @@ void attn_log_softmax_rows_ref(float *y, const float *x, int64_t rows, int64_t c
     }
 }
 
-void attn_softmax_rows_backward_ref(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols)
+void attn__softmax_rows_backward_ref(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols)
 {
     for (int64_t r = 0; r < rows; r++) {
         const float *dyr = dy + r * cols, *yr = y + r * cols;
@@ -72,7 +72,7 @@ void attn_softmax_rows_backward_ref(float *dx, const float *dy, const float *y, 
     }
 }
 
-void attn_log_softmax_rows_backward_ref(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols)
+void attn__log_softmax_rows_backward_ref(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols)
 {
     for (int64_t r = 0; r < rows; r++) {
         const float *dyr = dy + r * cols, *yr = y + r * cols;
@@ -115,23 +115,23 @@ static void row_fill(float *y, float v, int64_t n)
 
 static void softmax_row(float *restrict y, const float *restrict x, int64_t n)
 {
-    float max = attn_row_max(x, n);
+    float max = attn__row_max(x, n);
     if (max == -INFINITY) {
         row_fill(y, 0.0f, n);
         return;
     }
-    float sum = attn_exp_shift_sum(y, x, max, n);
+    float sum = attn__exp_shift_sum(y, x, max, n);
     row_scale(y, 1.0f / sum, n);
 }
 
 static void log_softmax_row(float *restrict y, const float *restrict x, int64_t n)
 {
-    float max = attn_row_max(x, n);
+    float max = attn__row_max(x, n);
     if (max == -INFINITY) {
         row_fill(y, -INFINITY, n);
         return;
     }
-    float lse = max + logf(attn_exp_shift_sum(NULL, x, max, n));
+    float lse = max + logf(attn__exp_shift_sum(NULL, x, max, n));
     row_shift(y, x, -lse, n);
 }
 
@@ -167,7 +167,7 @@ static void softmax_row_backward(float *restrict dx, const float *restrict dy, c
 
 static void log_softmax_row_backward(float *restrict dx, const float *restrict dy, const float *restrict y, int64_t n)
 {
-    if (attn_row_max(y, n) == -INFINITY) return; /* fully masked row: no gradient */
+    if (attn__row_max(y, n) == -INFINITY) return; /* fully masked row: no gradient */
     float sum = row_sum(dy, n);
     int64_t c = 0;
     for (; c + LANES <= n; c += LANES)
@@ -175,25 +175,26 @@ static void log_softmax_row_backward(float *restrict dx, const float *restrict d
     for (; c < n; c++) dx[c] += dy[c] - attn_exp_nonpos(y[c]) * sum;
 }
 
-void attn_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols, int threads)
+void attn__softmax_rows(float *y, const float *x, int64_t rows, int64_t cols, int threads)
 {
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)
     for (int64_t r = 0; r < rows; r++) softmax_row(y + r * cols, x + r * cols, cols);
 }
 
-void attn_log_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols, int threads)
+void attn__log_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols, int threads)
 {
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)
     for (int64_t r = 0; r < rows; r++) log_softmax_row(y + r * cols, x + r * cols, cols);
 }
 
-void attn_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols, int threads)
+void attn__softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols, int threads)
 {
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)
     for (int64_t r = 0; r < rows; r++) softmax_row_backward(dx + r * cols, dy + r * cols, y + r * cols, cols);
 }
 
-void attn_log_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols, int threads)
+void attn__log_softmax_rows_backward(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols,
+                                     int threads)
 {
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1 && rows * cols >= ATTN_PARALLEL_MIN / 2)
     for (int64_t r = 0; r < rows; r++) log_softmax_row_backward(dx + r * cols, dy + r * cols, y + r * cols, cols);

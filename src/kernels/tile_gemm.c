@@ -12,7 +12,7 @@
 enum {
     TILE_MR = 6,
     TILE_NV = VF_LANES == 16 ? 4 : 2,
-    TILE_KC = 128 /* the most terms of k one product sums in one chain (attn_tile_gemm) */
+    TILE_KC = 128 /* the most terms of k one product sums in one chain (attn__tile_gemm) */
 };
 
 /* C[0..mr) x [0..nv vectors) (+)= alpha A B over k. mr and nv are constants after inlining. */
@@ -93,15 +93,15 @@ static void product(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t
     for (; j + VF_LANES <= n; j += VF_LANES) panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 1, k, alpha, accumulate);
     if (j < n) /* the last columns, fewer than a vector (heads of d < VF_LANES): the reference,
                 * whose double sums cost little at that size */
-        attn_tile_gemm_ref(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, n - j, k, alpha, accumulate);
+        attn__tile_gemm_ref(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, n - j, k, alpha, accumulate);
 }
 
 /* A K of more than TILE_KC terms is summed in the fewest equal chunks, each a product of its own
  * added into C: one chain of K roundings errs by up to K u sum |terms|, n chunks by (K / n + n) u,
  * so the scores of a head of d 192 (two chunks of 96) or 256 err by about half what one chain
  * does. A K up to TILE_KC (d 64 and 128, a tile of 128 keys) stays one chain, at no cost. */
-void attn_tile_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb,
-                    int64_t m, int64_t n, int64_t k, float alpha, bool accumulate)
+void attn__tile_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb,
+                     int64_t m, int64_t n, int64_t k, float alpha, bool accumulate)
 {
     const int64_t chunks = (k + TILE_KC - 1) / TILE_KC;
     if (chunks <= 1) {
@@ -114,8 +114,8 @@ void attn_tile_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t
                 accumulate || p0 > 0);
 }
 
-void attn_tile_gemm_ref(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb,
-                        int64_t m, int64_t n, int64_t k, float alpha, bool accumulate)
+void attn__tile_gemm_ref(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb,
+                         int64_t m, int64_t n, int64_t k, float alpha, bool accumulate)
 {
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {

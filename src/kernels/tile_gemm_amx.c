@@ -1,5 +1,5 @@
 /* bf16 tile products through Intel AMX (TDPBF16PS), the fused attention's products at MEDIUM on CPUs
- * whose AMX tiles outrun their VDPBF16PS (kernels_internal.h: attn_tile_gemm_amx). TDPBF16PS sums
+ * whose AMX tiles outrun their VDPBF16PS (kernels_internal.h: attn__tile_gemm_amx). TDPBF16PS sums
  * in its own order, measured to the bit on a Xeon with AMX (family 6, model 167 as a KVM guest
  * reports it) over random, denormal, zero, infinite, NaN and overflowing operands:
  *   each output lane, for each instruction (16 pairs of K at most):
@@ -11,7 +11,7 @@
  *   into +0, and daz reads a denormal accumulator as a zero of its sign; bf16 inputs read as
  *   bf16_internal.h reads them (denormals as zero).
  * The reference below computes that in portable C; the AMX kernel equals it bit for bit, and at
- * levels without AMX (or on CPUs without it) attn_tile_gemm_amx is the reference. */
+ * levels without AMX (or on CPUs without it) attn__tile_gemm_amx is the reference. */
 #include "dispatch_internal.h" /* built once per level (attn_cpu_isa) */
 #include "bf16_internal.h"
 #include "kernels_internal.h"
@@ -52,8 +52,8 @@ static float amx_lane(float acc, const uint32_t *a, int64_t a_ks, const uint32_t
     return flush_positive(attn_flush_denormal(acc) + flush_positive(even + odd));
 }
 
-void attn_tile_gemm_amx_ref(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
-                            int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate)
+void attn__tile_gemm_amx_ref(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
+                             int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate)
 {
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
@@ -158,21 +158,21 @@ __attribute__((target("amx-tile,amx-bf16"))) static void tile_gemm_amx(float *c,
     _tile_release();
 }
 
-void attn_tile_gemm_amx(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
-                        int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate)
+void attn__tile_gemm_amx(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
+                         int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate)
 {
     if (attn__amx_usable())
         tile_gemm_amx(c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate);
     else
-        attn_tile_gemm_amx_ref(c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate);
+        attn__tile_gemm_amx_ref(c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate);
 }
 
 #else /* no AMX at this level: the reference's bits */
 
-void attn_tile_gemm_amx(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
-                        int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate)
+void attn__tile_gemm_amx(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
+                         int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate)
 {
-    attn_tile_gemm_amx_ref(c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate);
+    attn__tile_gemm_amx_ref(c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate);
 }
 
 #endif

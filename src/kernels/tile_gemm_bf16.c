@@ -13,8 +13,8 @@
 
 /* ---- reference ---- */
 
-void attn_bf16_pack_row_pairs_ref(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
-                                  int64_t cols)
+void attn__bf16_pack_row_pairs_ref(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
+                                   int64_t cols)
 {
     for (int64_t r = 0; r < rows; r++)
         for (int64_t q = 0; q < (cols + 1) / 2; q++) {
@@ -23,8 +23,8 @@ void attn_bf16_pack_row_pairs_ref(uint32_t *dst, int64_t ld, const float *src, i
         }
 }
 
-void attn_bf16_pack_col_pairs_ref(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
-                                  int64_t cols)
+void attn__bf16_pack_col_pairs_ref(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows,
+                                   int64_t cols)
 {
     for (int64_t p = 0; p < (rows + 1) / 2; p++)
         for (int64_t c = 0; c < cols; c++)
@@ -32,8 +32,8 @@ void attn_bf16_pack_col_pairs_ref(uint32_t *dst, int64_t ld, const float *src, i
                 attn_bf16_pair(src[2 * p * ld_src + c], 2 * p + 1 < rows ? src[(2 * p + 1) * ld_src + c] : 0.0f);
 }
 
-void attn_tile_gemm_bf16_ref(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
-                             int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate)
+void attn__tile_gemm_bf16_ref(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
+                              int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate)
 {
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
@@ -53,7 +53,7 @@ static inline __m512i bf16_lanes(__m512 x)
     return _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x));
 }
 
-void attn_bf16_pack_row_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols)
+void attn__bf16_pack_row_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols)
 {
     for (int64_t r = 0; r < rows; r++) {
         const float *s = src + r * ld_src;
@@ -69,7 +69,7 @@ void attn_bf16_pack_row_pairs(uint32_t *dst, int64_t ld, const float *src, int64
     }
 }
 
-void attn_bf16_pack_col_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols)
+void attn__bf16_pack_col_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols)
 {
     for (int64_t p = 0; p < (rows + 1) / 2; p++) {
         const float *even = src + 2 * p * ld_src, *odd = 2 * p + 1 < rows ? even + ld_src : NULL;
@@ -159,8 +159,8 @@ static inline __attribute__((always_inline)) void panel(float *c, int64_t ldc, c
     }
 }
 
-void attn_tile_gemm_bf16(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
-                         int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate)
+void attn__tile_gemm_bf16(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
+                          int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate)
 {
     const __mmask16 all = 0xffff;
     int64_t j = 0;
@@ -177,20 +177,20 @@ void attn_tile_gemm_bf16(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs,
 
 #else /* no bf16 instructions at this level: the references' bits */
 
-void attn_bf16_pack_row_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols)
+void attn__bf16_pack_row_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols)
 {
-    attn_bf16_pack_row_pairs_ref(dst, ld, src, ld_src, rows, cols);
+    attn__bf16_pack_row_pairs_ref(dst, ld, src, ld_src, rows, cols);
 }
 
-void attn_bf16_pack_col_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols)
+void attn__bf16_pack_col_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols)
 {
-    attn_bf16_pack_col_pairs_ref(dst, ld, src, ld_src, rows, cols);
+    attn__bf16_pack_col_pairs_ref(dst, ld, src, ld_src, rows, cols);
 }
 
-void attn_tile_gemm_bf16(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
-                         int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate)
+void attn__tile_gemm_bf16(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
+                          int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate)
 {
-    attn_tile_gemm_bf16_ref(c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate);
+    attn__tile_gemm_bf16_ref(c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate);
 }
 
 #endif

@@ -12,7 +12,7 @@
 #include <immintrin.h>
 #endif
 
-float attn_exp_shift_sum_ref(float *y, const float *x, float shift, int64_t n)
+float attn__exp_shift_sum_ref(float *y, const float *x, float shift, int64_t n)
 {
     double sum = 0.0;
     for (int64_t i = 0; i < n; i++) {
@@ -23,7 +23,7 @@ float attn_exp_shift_sum_ref(float *y, const float *x, float shift, int64_t n)
     return (float)sum;
 }
 
-float attn_exp_shift_sum(float *y, const float *x, float shift, int64_t n)
+float attn__exp_shift_sum(float *y, const float *x, float shift, int64_t n)
 {
     vf vs = vf_set1(shift), acc = vf_set1(0.0f);
     int64_t i = 0;
@@ -44,7 +44,7 @@ float attn_exp_shift_sum(float *y, const float *x, float shift, int64_t n)
 }
 
 #ifdef __AVX2__
-float attn_row_max(const float *x, int64_t n)
+float attn__row_max(const float *x, int64_t n)
 {
     __m256 m = _mm256_set1_ps(-INFINITY), nan = _mm256_setzero_ps();
     int64_t i = 0;
@@ -64,7 +64,7 @@ float attn_row_max(const float *x, int64_t n)
     return any_nan ? NAN : best;
 }
 #else
-float attn_row_max(const float *x, int64_t n)
+float attn__row_max(const float *x, int64_t n)
 {
     float m[VMATH_LANES];
     int nan[VMATH_LANES] = {0};

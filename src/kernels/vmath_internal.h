@@ -38,11 +38,11 @@ static inline float attn_exp_nonpos(float x)
 
 /* y[i] = exp(x[i] - shift) with shift >= max x; returns the sum. y may be NULL (sum only) or
  * equal to x (in place). */
-float attn_exp_shift_sum(float *y, const float *x, float shift, int64_t n);
+float attn__exp_shift_sum(float *y, const float *x, float shift, int64_t n);
 /* The same with libm's expf and a double sum: the reference twin. */
-float attn_exp_shift_sum_ref(float *y, const float *x, float shift, int64_t n);
+float attn__exp_shift_sum_ref(float *y, const float *x, float shift, int64_t n);
 /* max of x[0..n), -INFINITY for n = 0; NaN when an element is NaN (as torch.max), so a row
  * with a NaN score softmaxes to NaN instead of passing for a fully masked row */
-float attn_row_max(const float *x, int64_t n);
+float attn__row_max(const float *x, int64_t n);
 
 #endif

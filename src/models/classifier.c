@@ -104,7 +104,7 @@ void attn_classifier_free(attn_classifier *m)
 /* (B, L) padding mask, 1 = padding, in the arena. */
 static uint8_t *padding_of(attn_ctx *ctx, const int64_t *lengths, int64_t batch, int64_t len)
 {
-    uint8_t *pad = attn_arena_alloc(&ctx->arena, (size_t)(batch * len));
+    uint8_t *pad = attn__arena_alloc(&ctx->arena, (size_t)(batch * len));
     if (pad)
         for (int64_t b = 0; b < batch; b++)
             for (int64_t j = 0; j < len; j++) pad[b * len + j] = j >= lengths[b];
@@ -184,14 +184,14 @@ static attn_tensor *packed_pooled(attn_ctx *ctx, const attn_classifier *m, const
                                   int64_t batch, int64_t len)
 {
     const int64_t E = m->cfg.embed_dim;
-    int64_t *cu = attn_arena_alloc(&ctx->arena, sizeof(int64_t) * (size_t)(batch + 1)); /* (B + 1) */
+    int64_t *cu = attn__arena_alloc(&ctx->arena, sizeof(int64_t) * (size_t)(batch + 1)); /* (B + 1) */
     if (!cu) return NULL;
     cu[0] = 0;
     for (int64_t b = 0; b < batch; b++) cu[b + 1] = cu[b] + lengths[b]; /* lengths in [1, len]: no overflow */
     const int64_t total = cu[batch];
-    int64_t *tokens = attn_arena_alloc(&ctx->arena, sizeof(int64_t) * (size_t)total); /* (total) ids */
-    const int64_t *positions = attn__cu_positions(ctx, cu, batch);                    /* (total) in its sequence */
-    attn_tensor *mean = attn_tensor_zeros(ctx, 2, (int64_t[]){batch, total});         /* (B, total) */
+    int64_t *tokens = attn__arena_alloc(&ctx->arena, sizeof(int64_t) * (size_t)total); /* (total) ids */
+    const int64_t *positions = attn__cu_positions(ctx, cu, batch);                     /* (total) in its sequence */
+    attn_tensor *mean = attn_tensor_zeros(ctx, 2, (int64_t[]){batch, total});          /* (B, total) */
     if (!tokens || !positions || !mean) return NULL;
     for (int64_t b = 0; b < batch; b++)
         for (int64_t j = 0; j < lengths[b]; j++) {

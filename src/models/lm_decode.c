@@ -108,7 +108,7 @@ static attn_tensor *layer_attention(attn_ctx *ctx, attn_lm_decoder *d, int64_t l
     if (!q || !k || !v) return NULL;
     cache_append(d->k[layer], k, d, counts, offsets);
     cache_append(d->v[layer], v, d, counts, offsets);
-    attn_tensor **outs = attn_arena_alloc(&ctx->arena, (size_t)d->rows * sizeof *outs);
+    attn_tensor **outs = attn__arena_alloc(&ctx->arena, (size_t)d->rows * sizeof *outs);
     if (!outs) return NULL;
     int n = 0;
     const attn_varlen_opts o = {.causal = true, .enable_gqa = Hkv != H};
@@ -154,9 +154,9 @@ static attn_status feed(attn_lm_decoder *d, const int64_t *tokens, const int64_t
     attn_ctx *ctx = d->work;
     const attn_lm *m = d->m;
     const int64_t E = m->cfg.d_model, V = m->cfg.vocab_size;
-    int64_t *offsets = attn_arena_alloc(&ctx->arena, (size_t)d->rows * sizeof *offsets);   /* (rows) */
-    int64_t *positions = attn_arena_alloc(&ctx->arena, (size_t)total * sizeof *positions); /* (total) */
-    int64_t *lasts = attn_arena_alloc(&ctx->arena, (size_t)d->rows * sizeof *lasts);       /* (active rows) */
+    int64_t *offsets = attn__arena_alloc(&ctx->arena, (size_t)d->rows * sizeof *offsets);   /* (rows) */
+    int64_t *positions = attn__arena_alloc(&ctx->arena, (size_t)total * sizeof *positions); /* (total) */
+    int64_t *lasts = attn__arena_alloc(&ctx->arena, (size_t)d->rows * sizeof *lasts);       /* (active rows) */
     if (!offsets || !positions || !lasts) return attn_last_status();
     int64_t at = 0, active = 0;
     for (int64_t r = 0; r < d->rows; r++) {

@@ -54,7 +54,8 @@ static void product(float *y, int64_t ldy, const stacked *parts, int n_parts, co
     share(rows, t, threads, &r0, &r1);
     for (int i = 0, at = 0; i < n_parts; at += (int)parts[i++].rows) {
         const int64_t lo = r0 > at ? r0 - at : 0, hi = r1 - at < parts[i].rows ? r1 - at : parts[i].rows;
-        if (lo < hi) attn_gemv_rows(y + at, ldy, parts[i].w, cols, x, cols, parts[i].bias, n, lo, hi, cols, accumulate);
+        if (lo < hi)
+            attn__gemv_rows(y + at, ldy, parts[i].w, cols, x, cols, parts[i].bias, n, lo, hi, cols, accumulate);
     }
 }
 
@@ -62,8 +63,8 @@ static void product(float *y, int64_t ldy, const stacked *parts, int n_parts, co
 static void norm(const step *s, const attn_layer_norm_layer *nl, float *h, float *stats, const float *x)
 {
     const bool gpt2 = s->m->cfg.style == ATTN_LM_GPT2;
-    attn_layernorm_rows(h, gpt2 ? stats : NULL, stats + s->n, x, nl->weight->data,
-                        gpt2 && nl->bias ? nl->bias->data : NULL, s->n, s->E, nl->eps, 1);
+    attn__layernorm_rows(h, gpt2 ? stats : NULL, stats + s->n, x, nl->weight->data,
+                         gpt2 && nl->bias ? nl->bias->data : NULL, s->n, s->E, nl->eps, 1);
 }
 
 /* The keys and values of token i, kv head g, rotated and written to the cache */
@@ -90,8 +91,8 @@ static void attend(const step *s, int64_t layer, int64_t i, int64_t hd, float *s
                               s->m->cfg.rope_interleaved ? ATTN_ROPE_INTERLEAVED : ATTN_ROPE_HALVES, false);
         q = q_rot;
     }
-    attn_attend_one(s->o + i * s->E + hd * s->Dh, scores, q, s->d->k[layer]->data + first, s->d->v[layer]->data + first,
-                    s->Ekv, s->pos[i] + 1, s->Dh, 1.0f / sqrtf((float)s->Dh));
+    attn__attend_one(s->o + i * s->E + hd * s->Dh, scores, q, s->d->k[layer]->data + first,
+                     s->d->v[layer]->data + first, s->Ekv, s->pos[i] + 1, s->Dh, 1.0f / sqrtf((float)s->Dh));
 }
 
 static void layer(const step *s, int64_t l, int t, int threads)
@@ -166,8 +167,8 @@ attn_status attn__lm_decode_step(attn_lm_decoder *d, const int64_t *tokens, cons
     for (int64_t r = 0; r < d->rows; r++) s.n += counts[r];
     const int64_t n = s.n, shared = n * (3 * s.E + 2 * s.Ekv + 2 * s.F + s.V),
                   own = n * s.E + 2 * n + d->cap + s.Dh; /* floats in all, and each thread's */
-    int64_t *row = attn_arena_alloc(&d->work->arena, (size_t)(2 * n) * sizeof *row); /* (2, n) rows, positions */
-    float *buf = attn_arena_alloc(&d->work->arena, (size_t)(shared + threads * own) * sizeof *buf);
+    int64_t *row = attn__arena_alloc(&d->work->arena, (size_t)(2 * n) * sizeof *row); /* (2, n) rows, positions */
+    float *buf = attn__arena_alloc(&d->work->arena, (size_t)(shared + threads * own) * sizeof *buf);
     if (!row || !buf) return attn_last_status();
     s.row = row, s.pos = row + n;
     s.x = buf, s.qkv = s.x + n * s.E, s.o = s.qkv + n * (s.E + 2 * s.Ekv), s.a = s.o + n * s.E, s.up = s.a + n * s.F;

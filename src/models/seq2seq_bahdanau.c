@@ -38,7 +38,7 @@ attn_tensor *attn__bahdanau_decode(attn_ctx *ctx, const attn_seq2seq *m, const s
     const int layers = m->cfg.dec_layers;
     attn_tensor *emb = attn_embedding_forward(ctx, &m->tgt_embedding, tgt, 2, (int64_t[]){B, tgt_len});
     attn_tensor *state = mem->enc_state;
-    attn_tensor **outs = attn_arena_alloc(&ctx->arena, 2 * (size_t)tgt_len * sizeof *outs);
+    attn_tensor **outs = attn__arena_alloc(&ctx->arena, 2 * (size_t)tgt_len * sizeof *outs);
     if (!emb || !outs) return NULL;
     attn_tensor **weights = outs + tgt_len;
     const attn_lens src_lens = {.data = mem->src_lens, .ndim = 1, .shape = {B}};

@@ -62,7 +62,8 @@ attn_status attn__bahdanau_cache_reorder(attn_seq2seq_decoder *d, const int64_t 
                          .row_stride = H,
                          .segs = 1,
                          .len = H}; /* (layers, R, H) */
-    float *scratch = attn_arena_alloc(&d->work->arena, (size_t)(R * attn__seq2seq_rows_width(&rows)) * sizeof *scratch);
+    float *scratch =
+        attn__arena_alloc(&d->work->arena, (size_t)(R * attn__seq2seq_rows_width(&rows)) * sizeof *scratch);
     if (!scratch) return attn_last_status();
     attn__seq2seq_rows_gather(&rows, parents, R, scratch);
     return ATTN_OK;

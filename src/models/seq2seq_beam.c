@@ -309,7 +309,7 @@ attn_status attn__seq2seq_beam_one(attn_ctx *ctx, const attn_seq2seq *m, const i
     bool grad = attn_ctx_grad_enabled(ctx), training = attn_ctx_training(ctx);
     attn_ctx_set_grad_enabled(ctx, false);
     attn_ctx_set_training(ctx, false);
-    int64_t *tokens = attn_arena_alloc(&ctx->arena, (size_t)(*out_len + 1) * sizeof *tokens);
+    int64_t *tokens = attn__arena_alloc(&ctx->arena, (size_t)(*out_len + 1) * sizeof *tokens);
     seq2seq_memory one;
     attn_tensor *w = NULL;
     if (tokens) {

@@ -15,7 +15,7 @@ static attn_status repeat_memory(attn_ctx *ctx, const seq2seq_memory *one, int64
     if (beams == 1) return ATTN_OK;
     const int64_t B = one->batch, R = B * beams, S = one->src_len;
     const attn_tensor *e = one->enc_out, *h = one->enc_state;
-    int64_t *lens = attn_arena_alloc(&ctx->arena, (size_t)R * sizeof *lens);
+    int64_t *lens = attn__arena_alloc(&ctx->arena, (size_t)R * sizeof *lens);
     attn_tensor *out = attn_tensor_empty(ctx, 3, (int64_t[]){R, S, e->shape[2]});
     attn_tensor *state = h ? attn_tensor_empty(ctx, 3, (int64_t[]){h->shape[0], R, h->shape[2]}) : NULL;
     if (!lens || !out || (h && !state)) return attn_last_status();
@@ -40,7 +40,7 @@ static attn_status repeat_memory(attn_ctx *ctx, const seq2seq_memory *one, int64
 static attn_tensor *recompute_step(attn_seq2seq_decoder *d, const int64_t *tokens)
 {
     const int64_t R = d->rows, t = d->steps + 1;
-    int64_t *ids = attn_arena_alloc(&d->work->arena, (size_t)(R * t) * sizeof *ids); /* (R, t) */
+    int64_t *ids = attn__arena_alloc(&d->work->arena, (size_t)(R * t) * sizeof *ids); /* (R, t) */
     if (!ids) return NULL;
     for (int64_t r = 0; r < R; r++) {
         d->prefix[r * d->cap + t - 1] = tokens[r];
@@ -52,7 +52,7 @@ static attn_tensor *recompute_step(attn_seq2seq_decoder *d, const int64_t *token
 static attn_status recompute_reorder(attn_seq2seq_decoder *d, const int64_t *parents)
 {
     const int64_t R = d->rows, cap = d->cap;
-    int64_t *scratch = attn_arena_alloc(&d->work->arena, (size_t)(R * cap) * sizeof *scratch);
+    int64_t *scratch = attn__arena_alloc(&d->work->arena, (size_t)(R * cap) * sizeof *scratch);
     if (!scratch) return attn_last_status();
     for (int64_t r = 0; r < R; r++)
         memcpy(scratch + r * cap, d->prefix + parents[r] * cap, (size_t)d->steps * sizeof *scratch);
@@ -113,7 +113,7 @@ attn_seq2seq_decoder *attn_seq2seq_decoder_new(const attn_seq2seq *m, const int6
         attn_ctx_set_grad_enabled(ctxs[i], false);
         attn_ctx_set_training(ctxs[i], false);
     }
-    int64_t *lens = st == ATTN_OK ? attn_arena_alloc(&d->keep->arena, (size_t)batch * sizeof *lens) : NULL;
+    int64_t *lens = st == ATTN_OK ? attn__arena_alloc(&d->keep->arena, (size_t)batch * sizeof *lens) : NULL;
     if (lens) memcpy(lens, src_lens, (size_t)batch * sizeof *lens); /* the memory keeps it */
     if (st == ATTN_OK && !lens) st = attn_last_status();
     if (st == ATTN_OK) st = attn__seq2seq_encode(d->keep, m, src, lens, batch, src_len, &d->mem);
@@ -205,7 +205,7 @@ attn_status attn_seq2seq_decoder_select(attn_seq2seq_decoder *d, const int64_t *
     if (n == d->batch) return ATTN_OK; /* all of them, in order */
     attn_ctx_reset(d->work);
     const int64_t beams = d->beams, R = n * beams;
-    int64_t *rows = attn_arena_alloc(&d->work->arena, (size_t)R * sizeof *rows); /* rows kept */
+    int64_t *rows = attn__arena_alloc(&d->work->arena, (size_t)R * sizeof *rows); /* rows kept */
     if (!rows) return attn_last_status();
     for (int64_t i = 0; i < R; i++) rows[i] = keep[i / beams] * beams + i % beams;
     const bool shared = d->row_mem.enc_out == d->mem.enc_out; /* one beam: rows = sentences */

@@ -7,7 +7,7 @@
 
 uint8_t *attn__seq2seq_padding(attn_ctx *ctx, const int64_t *lens, int64_t batch, int64_t len)
 {
-    uint8_t *pad = attn_arena_alloc(&ctx->arena, (size_t)(batch * len));
+    uint8_t *pad = attn__arena_alloc(&ctx->arena, (size_t)(batch * len));
     if (pad)
         for (int64_t b = 0; b < batch; b++)
             for (int64_t j = 0; j < len; j++) pad[b * len + j] = j >= lens[b];

@@ -63,7 +63,8 @@ attn_status attn__transformer_cache_reorder(attn_seq2seq_decoder *d, const int64
 {
     const int64_t R = d->rows;
     seq2seq_rows rows = cache_rows(d->tc.layers[0].self_k, d->steps);
-    float *scratch = attn_arena_alloc(&d->work->arena, (size_t)(R * attn__seq2seq_rows_width(&rows)) * sizeof *scratch);
+    float *scratch =
+        attn__arena_alloc(&d->work->arena, (size_t)(R * attn__seq2seq_rows_width(&rows)) * sizeof *scratch);
     if (!scratch) return attn_last_status();
     for (int i = 0; i < d->m->cfg.dec_layers; i++) {
         rows = cache_rows(d->tc.layers[i].self_k, d->steps);

@@ -75,7 +75,7 @@ attn_tensor *attn_gru_forward(attn_ctx *ctx, const attn_gru_layer *m, attn_tenso
         attn_tensor *gi = attn_linear(ctx, layer_in, m->w_ih[l], m->b_ih[l]); /* (B, T, 3H) */
         attn_tensor *h = h0 ? attn_reshape(ctx, attn_narrow(ctx, h0, 0, l, 1), 2, (int64_t[]){B, H})
                             : attn_tensor_zeros(ctx, 2, (int64_t[]){B, H});
-        attn_tensor **steps = attn_arena_alloc(&ctx->arena, (size_t)T * sizeof *steps); /* (T) outputs (B, 1, H) */
+        attn_tensor **steps = attn__arena_alloc(&ctx->arena, (size_t)T * sizeof *steps); /* (T) outputs (B, 1, H) */
         if (!steps) return NULL;
         for (int64_t t = 0; t < T && h; t++) {
             attn_tensor *gi_t = attn_reshape(ctx, attn_narrow(ctx, gi, 1, t, 1), 2, (int64_t[]){B, 3 * H});

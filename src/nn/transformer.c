@@ -241,7 +241,7 @@ static attn_tensor *self_attention_step(attn_ctx *ctx, const attn_mha_layer *m, 
         r.position_dim = 1,
         k = attn_rope(ctx, attn_reshape(ctx, k, 4, (int64_t[]){R, 1, m->num_heads, k->shape[2] / m->num_heads}), &r);
     }
-    int64_t *lens = attn_arena_alloc(&ctx->arena, (size_t)R * sizeof *lens);
+    int64_t *lens = attn__arena_alloc(&ctx->arena, (size_t)R * sizeof *lens);
     if (!q || !k || !v || !lens) return NULL;
     cache_put(c->self_k, k, pos);
     cache_put(c->self_v, v, pos);

@@ -60,7 +60,7 @@ static attn_status broadcast_strides(int64_t stride[4], int64_t *count, int ndim
 
 static void *arena_copy(attn_ctx *ctx, const void *src, size_t bytes)
 {
-    void *dst = attn_arena_alloc(&ctx->arena, bytes ? bytes : 1);
+    void *dst = attn__arena_alloc(&ctx->arena, bytes ? bytes : 1);
     if (dst && bytes) memcpy(dst, src, bytes);
     return dst;
 }
@@ -207,7 +207,7 @@ static float *scratch_alloc(attn_ctx *ctx, const char *who, const sdpa_problem *
                                who, (long long)p->lq, (long long)p->d, (long long)p->dv, p->threads);
     if ((uint64_t)n > SIZE_MAX / sizeof(float))
         return attn__fail_null(ATTN_ERR_NOMEM, "%s: scratch of %lld floats is too large", who, (long long)n);
-    return attn_arena_alloc(&ctx->arena, (size_t)n * sizeof(float));
+    return attn__arena_alloc(&ctx->arena, (size_t)n * sizeof(float));
 }
 
 static attn_status sdpa_backward(attn_ctx *ctx, attn_node *node)
@@ -224,7 +224,7 @@ static attn_status sdpa_backward(attn_ctx *ctx, attn_node *node)
     float **grads[3] = {&dq, &dk, &dv};
     for (int i = 0; i < 3; i++)
         if (!*grads[i] &&
-            !(*grads[i] = attn_arena_calloc(&ctx->arena, (size_t)in[i]->numel * sizeof(float), ctx->num_threads)))
+            !(*grads[i] = attn__arena_calloc(&ctx->arena, (size_t)in[i]->numel * sizeof(float), ctx->num_threads)))
             return attn_last_status();
     int64_t n = s->fused ? sdpa_fused_scratch_floats(p, p->threads) : sdpa_ref_scratch_floats(p, p->threads);
     float *scratch = scratch_alloc(ctx, "sdpa backward", p, n);
@@ -289,7 +289,7 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
     memcpy(w_shape, q->shape, sizeof w_shape);
     w_shape[nd - 1] = p.lk;
     attn_tensor *out = attn_tensor_empty(ctx, nd, out_shape);
-    float *stats = attn_arena_alloc(&ctx->arena, 2 * (size_t)(bhq ? bhq : 1) * sizeof(float));
+    float *stats = attn__arena_alloc(&ctx->arena, 2 * (size_t)(bhq ? bhq : 1) * sizeof(float));
     if (!out || !stats) return NULL;
     bool fused = !weights && opts->impl != ATTN_SDPA_REF;
     attn_tensor *w = NULL;

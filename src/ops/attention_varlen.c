@@ -138,10 +138,10 @@ static bool copy_offsets(attn_ctx *ctx, varlen_saved *s, const int64_t *cu_q, co
                          int64_t *weights_total)
 {
     const size_t n = (size_t)(s->batch + 1) * sizeof(int64_t);
-    int64_t *q = attn_arena_alloc(&ctx->arena, n), *k = attn_arena_alloc(&ctx->arena, n);
-    int64_t *order = attn_arena_alloc(&ctx->arena, (size_t)s->batch * sizeof(int64_t));
-    int64_t *at = attn_arena_alloc(&ctx->arena, (size_t)s->batch * sizeof(int64_t));
-    seq_cost *costs = attn_arena_alloc(&ctx->arena, (size_t)s->batch * sizeof(seq_cost));
+    int64_t *q = attn__arena_alloc(&ctx->arena, n), *k = attn__arena_alloc(&ctx->arena, n);
+    int64_t *order = attn__arena_alloc(&ctx->arena, (size_t)s->batch * sizeof(int64_t));
+    int64_t *at = attn__arena_alloc(&ctx->arena, (size_t)s->batch * sizeof(int64_t));
+    seq_cost *costs = attn__arena_alloc(&ctx->arena, (size_t)s->batch * sizeof(seq_cost));
     if (!q || !k || !order || !at || !costs) return false;
     memcpy(q, cu_q, n), memcpy(k, cu_k, n);
     int64_t sum = 0;
@@ -229,7 +229,7 @@ static float *scratch_alloc(attn_ctx *ctx, const varlen_saved *s, int64_t *per_t
                                "fit in memory",
                                who, (long long)p.lq, (long long)p.lk, threads);
     *per_thread = n;
-    return attn_arena_alloc(&ctx->arena, (size_t)(total + 1) * sizeof(float));
+    return attn__arena_alloc(&ctx->arena, (size_t)(total + 1) * sizeof(float));
 }
 
 /* Runs forward (dq NULL) or backward of every sequence: one after another over all threads, or
@@ -265,10 +265,10 @@ static attn_status varlen_backward(attn_ctx *ctx, attn_node *node)
     if (st != ATTN_OK) return st;
     int64_t per_thread;
     float *scratch = scratch_alloc(ctx, s, &per_thread, "sdpa_varlen backward");
-    float *dout = attn_arena_alloc(&ctx->arena, (size_t)node->out->numel * sizeof(float) + 1);
+    float *dout = attn__arena_alloc(&ctx->arena, (size_t)node->out->numel * sizeof(float) + 1);
     float *blocks[3]; /* dq, dk, dv in blocks, zeroed: the kernels accumulate */
     for (int i = 0; i < 3; i++)
-        if (!(blocks[i] = attn_arena_calloc(&ctx->arena, (size_t)node->in[i]->numel * sizeof(float) + 1, threads)))
+        if (!(blocks[i] = attn__arena_calloc(&ctx->arena, (size_t)node->in[i]->numel * sizeof(float) + 1, threads)))
             return attn_last_status();
     if (!scratch || !dout) return attn_last_status();
     permute(dout, node->out->grad, s->cu_q, s->batch, s->heads, s->base.dv, true, false, threads);
@@ -323,17 +323,17 @@ attn_tensor *attn_sdpa_varlen(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, att
     s.outer = threads > 1 && (batch >= 2 * (int64_t)threads || largest_work < 1e6);
     attn_tensor *out = attn_tensor_empty(ctx, 3, (int64_t[]){s.total_q, s.heads, p->dv});
     if (!out) return NULL;
-    s.qb = attn_arena_alloc(&ctx->arena, (size_t)q->numel * sizeof(float) + 1);
-    s.kb = attn_arena_alloc(&ctx->arena, (size_t)k->numel * sizeof(float) + 1);
-    s.vb = attn_arena_alloc(&ctx->arena, (size_t)v->numel * sizeof(float) + 1);
-    s.ob = attn_arena_calloc(&ctx->arena, (size_t)n_out * sizeof(float) + 1, threads);
-    s.stats = attn_arena_alloc(&ctx->arena, (size_t)n_stats * sizeof(float) + 1);
+    s.qb = attn__arena_alloc(&ctx->arena, (size_t)q->numel * sizeof(float) + 1);
+    s.kb = attn__arena_alloc(&ctx->arena, (size_t)k->numel * sizeof(float) + 1);
+    s.vb = attn__arena_alloc(&ctx->arena, (size_t)v->numel * sizeof(float) + 1);
+    s.ob = attn__arena_calloc(&ctx->arena, (size_t)n_out * sizeof(float) + 1, threads);
+    s.stats = attn__arena_alloc(&ctx->arena, (size_t)n_stats * sizeof(float) + 1);
     if (!s.qb || !s.kb || !s.vb || !s.ob || !s.stats) return NULL;
     if (!s.fused) { /* the reference path's P of every sequence, for its backward */
         if ((uint64_t)weights_total > SIZE_MAX / sizeof(float) - 1)
             return attn__fail_null(ATTN_ERR_NOMEM, "sdpa_varlen: the weights' %lld floats do not fit in memory",
                                    (long long)weights_total);
-        if (!(s.weights = attn_arena_alloc(&ctx->arena, (size_t)weights_total * sizeof(float) + 1))) return NULL;
+        if (!(s.weights = attn__arena_alloc(&ctx->arena, (size_t)weights_total * sizeof(float) + 1))) return NULL;
     }
     int64_t per_thread = 0; /* the reference forward takes none */
     float *scratch = s.fused ? scratch_alloc(ctx, &s, &per_thread, "sdpa_varlen") : NULL;

@@ -184,7 +184,7 @@ static bool trailing_block_grad(float *g, const int64_t *sx, const int64_t os[4]
         if (sx[d] != 0 && p->shape[d] != 1) return false;
     const int64_t total = p->shape[0] * p->shape[1] * p->shape[2] * p->shape[3];
     const int64_t block = d0 == 0 ? total : os[d0 - 1], rows = block ? total / block : 0; /* (rows, block) */
-    attn_col_sums_add(g, dy, rows, block, threads);
+    attn__col_sums_add(g, dy, rows, block, threads);
     return true;
 }
 
@@ -348,8 +348,8 @@ static attn_status bias_add_backward(attn_ctx *ctx, attn_node *node)
     if (st != ATTN_OK) return st;
     const float *dy = node->out->grad;
     int64_t c = node->in[1]->numel, rows = c ? node->out->numel / c : 0;
-    if (gx) attn_add_into(gx, dy, node->out->numel, ctx->num_threads);
-    if (gb) attn_col_sums_add(gb, dy, rows, c, ctx->num_threads);
+    if (gx) attn__add_into(gx, dy, node->out->numel, ctx->num_threads);
+    if (gb) attn__col_sums_add(gb, dy, rows, c, ctx->num_threads);
     return ATTN_OK;
 }
 

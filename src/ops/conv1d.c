@@ -53,15 +53,15 @@ static attn_status conv1d_backward(attn_ctx *ctx, attn_node *node)
     const float *w = node->in[1]->data, *dy = node->out->grad;
     int64_t ck = s->cin * s->k;
     float *dcol =
-        dx ? attn_arena_alloc(&ctx->arena, (size_t)(ck * s->lout + 1) * sizeof(float)) : NULL; /* (Cin*K, Lout) */
+        dx ? attn__arena_alloc(&ctx->arena, (size_t)(ck * s->lout + 1) * sizeof(float)) : NULL; /* (Cin*K, Lout) */
     if (dx && !dcol) return attn_last_status();
     for (int64_t b = 0; b < s->batch; b++) {
         const float *dyb = dy + b * s->cout * s->lout;
         if (dw) /* dW (Cout, Cin*K) += dy[b] (Cout, Lout) @ col[b]^T */
-            attn__gemm(ctx, dw, ck, dyb, s->lout, s->col + b * ck * s->lout, s->lout, s->cout, ck, s->lout, false, true,
-                       1, 1);
+            attn__ctx_gemm(ctx, dw, ck, dyb, s->lout, s->col + b * ck * s->lout, s->lout, s->cout, ck, s->lout, false,
+                           true, 1, 1);
         if (dx) { /* dcol (Cin*K, Lout) = W^T @ dy[b] */
-            attn__gemm(ctx, dcol, s->lout, w, ck, dyb, s->lout, ck, s->lout, s->cout, true, false, 1, 0);
+            attn__ctx_gemm(ctx, dcol, s->lout, w, ck, dyb, s->lout, ck, s->lout, s->cout, true, false, 1, 0);
             col2im_add(dx + b * s->cin * s->len, dcol, s);
         }
         if (db)
@@ -111,13 +111,13 @@ attn_tensor *attn_conv1d(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight, att
     int64_t ck = s.cin * s.k;
     int64_t shape[3] = {s.batch, s.cout, s.lout}, col_shape[3] = {s.batch, ck, s.lout}, col_n;
     if (attn__shape_numel(3, col_shape, &col_n, "conv1d im2col") != ATTN_OK) return NULL;
-    attn_tensor *y = attn_tensor_empty(ctx, 3, shape);                               /* (B, Cout, Lout) */
-    float *col = attn_arena_alloc(&ctx->arena, (size_t)(col_n + 1) * sizeof(float)); /* (B, Cin*K, Lout) */
+    attn_tensor *y = attn_tensor_empty(ctx, 3, shape);                                /* (B, Cout, Lout) */
+    float *col = attn__arena_alloc(&ctx->arena, (size_t)(col_n + 1) * sizeof(float)); /* (B, Cin*K, Lout) */
     if (!y || !col) return NULL;
     for (int64_t b = 0; b < s.batch; b++) {
         float *colb = col + b * ck * s.lout, *yb = y->data + b * s.cout * s.lout;
         im2col(colb, x->data + b * s.cin * s.len, &s);
-        attn__gemm(ctx, yb, s.lout, weight->data, ck, colb, s.lout, s.cout, s.lout, ck, false, false, 1, 0);
+        attn__ctx_gemm(ctx, yb, s.lout, weight->data, ck, colb, s.lout, s.cout, s.lout, ck, false, false, 1, 0);
         if (bias)
             for (int64_t o = 0; o < s.cout; o++)
                 for (int64_t t = 0; t < s.lout; t++) yb[o * s.lout + t] += bias->data[o];

@@ -1,5 +1,5 @@
 /* Dropout (dy = the output's gradient), alone and fused into a residual add:
- *   training, p > 0: keep ~ Bernoulli(1 - p) per element: attn_dropout_mask (kernels_internal.h), a hash
+ *   training, p > 0: keep ~ Bernoulli(1 - p) per element: attn__dropout_mask (kernels_internal.h), a hash
  *                    of the element's index under a key drawn from the ctx RNG (64 bits per
  *                    call), so the mask depends on the seed alone, not on the thread count,
  *                    y = keep * x / (1 - p)          dx += keep * dy / (1 - p)
@@ -25,7 +25,7 @@ uint8_t *attn__dropout_keep(attn_ctx *ctx, int64_t n, float p, float *scale, con
         return NULL;
     }
     if (!attn_ctx_training(ctx) || p == 0.0f) return NULL;
-    uint8_t *keep = attn_arena_alloc(&ctx->arena, (size_t)(n ? n : 1));
+    uint8_t *keep = attn__arena_alloc(&ctx->arena, (size_t)(n ? n : 1));
     if (!keep) {
         *status = attn_last_status();
         return NULL;
@@ -33,7 +33,7 @@ uint8_t *attn__dropout_keep(attn_ctx *ctx, int64_t n, float p, float *scale, con
     *scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
     attn_rng *rng = attn_ctx_rng(ctx);
     const uint64_t key_hi = attn_rng_u32(rng), key = key_hi << 32 | attn_rng_u32(rng);
-    attn_dropout_mask(keep, n, key, p, ctx->num_threads);
+    attn__dropout_mask(keep, n, key, p, ctx->num_threads);
     return keep;
 }
 
@@ -86,8 +86,8 @@ static attn_status add_dropout_backward(attn_ctx *ctx, attn_node *node)
     const uint8_t *keep = s->keep;
     const float scale = s->scale;
     const int64_t n = node->out->numel;
-    if (gx) attn_add_into(gx, ds, n, ctx->num_threads);
-    if (gb && !keep) attn_add_into(gb, ds, n, ctx->num_threads);
+    if (gx) attn__add_into(gx, ds, n, ctx->num_threads);
+    if (gb && !keep) attn__add_into(gb, ds, n, ctx->num_threads);
     if (gb && keep) {
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > ATTN_PARALLEL_MIN)
         for (int64_t i = 0; i < n; i++) gb[i] += ds[i] * (keep[i] ? scale : 0.0f);

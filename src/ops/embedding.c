@@ -105,7 +105,7 @@ attn_tensor *attn_embedding(attn_ctx *ctx, attn_tensor *weight, const int64_t *i
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n * dim > ATTN_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) memcpy(yd + i * dim, wd + ids[i] * dim, (size_t)dim * sizeof(float));
     if (attn__needs_grad(ctx, &weight, 1)) {
-        int64_t *copy = attn_arena_alloc(&ctx->arena, (size_t)(n ? n : 1) * sizeof *copy);
+        int64_t *copy = attn__arena_alloc(&ctx->arena, (size_t)(n ? n : 1) * sizeof *copy);
         attn_node *node =
             copy ? attn__record(ctx, "embedding", embedding_backward, y, &weight, 1, sizeof(embedding_saved)) : NULL;
         if (!node) return NULL;

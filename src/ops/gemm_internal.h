@@ -11,10 +11,10 @@ bool attn__bf16_attention(const attn_ctx *ctx);
 /* ... through AMX tiles (sdpa_problem.amx): attn__bf16_attention where AMX is usable */
 bool attn__amx_attention(const attn_ctx *ctx);
 
-/* attn_gemm (kernels_internal.h) over the ctx's threads and at its precision: with bf16 products, a GEMM of
+/* attn__gemm (kernels_internal.h) over the ctx's threads and at its precision: with bf16 products, a GEMM of
  * at least 16^3 multiply-adds (PyTorch's threshold for its oneDNN path) takes bf16 operands,
  * through the GEMM library's bf16 matmul when it has one; anything else is float32. */
-void attn__gemm(attn_ctx *ctx, float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta);
+void attn__ctx_gemm(attn_ctx *ctx, float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                    int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta);
 
 #endif

@@ -26,8 +26,8 @@ static attn_status layernorm_backward(attn_ctx *ctx, attn_node *node)
     float *gb = attn__in_grad(ctx, node, 2, &st);
     if (st != ATTN_OK) return st;
     const attn_tensor *w = node->in[1];
-    attn_layernorm_rows_backward(gx, gw, gb, node->out->grad, node->in[0]->data, s->mean, s->rstd, w ? w->data : NULL,
-                                 s->rows, s->cols, ctx->num_threads);
+    attn__layernorm_rows_backward(gx, gw, gb, node->out->grad, node->in[0]->data, s->mean, s->rstd, w ? w->data : NULL,
+                                  s->rows, s->cols, ctx->num_threads);
     return ATTN_OK;
 }
 
@@ -53,11 +53,11 @@ static attn_tensor *norm_rows(attn_ctx *ctx, attn_tensor *x, attn_tensor *weight
     int64_t cols = x->shape[x->ndim - 1], rows = cols ? x->numel / cols : 0;
     attn_tensor *y = attn__empty_like(ctx, x);
     size_t row_bytes = (size_t)(rows ? rows : 1) * sizeof(float);
-    float *mean = centred ? attn_arena_alloc(&ctx->arena, row_bytes) : NULL; /* (rows) */
-    float *rstd = attn_arena_alloc(&ctx->arena, row_bytes);                  /* (rows) */
+    float *mean = centred ? attn__arena_alloc(&ctx->arena, row_bytes) : NULL; /* (rows) */
+    float *rstd = attn__arena_alloc(&ctx->arena, row_bytes);                  /* (rows) */
     if (!y || (centred && !mean) || !rstd) return NULL;
-    attn_layernorm_rows(y->data, mean, rstd, x->data, weight ? weight->data : NULL, bias ? bias->data : NULL, rows,
-                        cols, eps, ctx->num_threads);
+    attn__layernorm_rows(y->data, mean, rstd, x->data, weight ? weight->data : NULL, bias ? bias->data : NULL, rows,
+                         cols, eps, ctx->num_threads);
     attn_tensor *in[3] = {x, weight, bias};
     if (attn__needs_grad(ctx, in, 3)) {
         attn_node *node = attn__record(ctx, op, layernorm_backward, y, in, 3, sizeof(layernorm_saved));

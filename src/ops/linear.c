@@ -37,11 +37,11 @@ static attn_status linear_grads(attn_ctx *ctx, attn_node *node, const linear_siz
     /* dX (R, in) += dY_j (R, ob) @ W_j (ob, in) for each block, the last first (as separate linears
      * recorded in block order run backward) */
     for (int64_t j = s->blocks; dx && j-- > 0;)
-        attn__gemm(ctx, dx, s->in, dy + j * ob, s->out, w + j * ob * s->in, s->in, s->rows, s->in, ob, false, false, 1,
-                   1);
+        attn__ctx_gemm(ctx, dx, s->in, dy + j * ob, s->out, w + j * ob * s->in, s->in, s->rows, s->in, ob, false, false,
+                       1, 1);
     if (dw) /* dW (out, in) += dY^T (out, R) @ X (R, in) */
-        attn__gemm(ctx, dw, s->in, dy, s->out, x, s->in, s->out, s->in, s->rows, true, false, 1, 1);
-    if (db) attn_col_sums_add(db, dy, s->rows, s->out, ctx->num_threads); /* db (out) += column sums of dy */
+        attn__ctx_gemm(ctx, dw, s->in, dy, s->out, x, s->in, s->out, s->in, s->rows, true, false, 1, 1);
+    if (db) attn__col_sums_add(db, dy, s->rows, s->out, ctx->num_threads); /* db (out) += column sums of dy */
     return ATTN_OK;
 }
 
@@ -83,8 +83,8 @@ static attn_tensor *linear_blocks(attn_ctx *ctx, attn_tensor *x, attn_tensor *we
     attn_tensor *y = linear_output(ctx, x, out); /* (..., out) */
     if (!y) return NULL;
     for (int64_t j = 0; j < blocks; j++) /* Y[:, j ob : (j + 1) ob] = X @ W_j^T */
-        attn__gemm(ctx, y->data + j * ob, out, x->data, in, weight->data + j * ob * in, in, rows, ob, in, false, true,
-                   1, 0);
+        attn__ctx_gemm(ctx, y->data + j * ob, out, x->data, in, weight->data + j * ob * in, in, rows, ob, in, false,
+                       true, 1, 0);
     if (bias) {
         float *yd = y->data;
         const float *bd = bias->data;
@@ -163,7 +163,7 @@ static attn_status linear_act_backward(attn_ctx *ctx, attn_node *node)
 {
     const linear_act_saved *s = node->saved;
     const int64_t rows = s->sizes.rows, out = s->sizes.out, n = rows * out;
-    float *dh = attn_arena_alloc(&ctx->arena, (size_t)(n > 0 ? n : 1) * sizeof *dh); /* (R, out) */
+    float *dh = attn__arena_alloc(&ctx->arena, (size_t)(n > 0 ? n : 1) * sizeof *dh); /* (R, out) */
     if (!dh) return attn_last_status();
     const float *h = s->h, *b = node->n_in > 2 ? node->in[2]->data : NULL, *dy = node->out->grad;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > ATTN_PARALLEL_MIN)
@@ -193,9 +193,9 @@ attn_tensor *attn__linear_act_dropout(attn_ctx *ctx, attn_tensor *x, attn_tensor
     attn_tensor *y = linear_output(ctx, x, out); /* (..., out) */
     if (!y) return NULL;
     /* h (R, out): kept for the backward, or y itself when none follows (the pass runs in place) */
-    float *h = grad ? attn_arena_alloc(&ctx->arena, (size_t)(n > 0 ? n : 1) * sizeof *h) : y->data;
+    float *h = grad ? attn__arena_alloc(&ctx->arena, (size_t)(n > 0 ? n : 1) * sizeof *h) : y->data;
     if (!h) return NULL;
-    attn__gemm(ctx, h, out, x->data, in, weight->data, in, rows, out, in, false, true, 1, 0);
+    attn__ctx_gemm(ctx, h, out, x->data, in, weight->data, in, rows, out, in, false, true, 1, 0);
     const float *b = bias ? bias->data : NULL;
     float *yd = y->data;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > ATTN_PARALLEL_MIN)

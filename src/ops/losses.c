@@ -5,7 +5,7 @@
  *   loss_i = (1 - eps) * (lse_i - z_it) + eps/C * sum_c (lse_i - z_ic)
  *   loss   = sum over kept rows of loss_i / count,   kept = rows with t_i != ignore_index
  *   backward: dz_ic += dloss / count * (p_ic - (1 - eps) [c == t_i] - eps/C)   (kept rows only)
- * The rows are attn_cross_entropy_rows (kernels/cross_entropy.c: threaded, vectorised exp).
+ * The rows are attn__cross_entropy_rows (kernels/cross_entropy.c: threaded, vectorised exp).
  * When every row is ignored (or there are none), the mean is 0/0 = NaN, as torch gives it, and
  * the gradient 0, as torch's.
  *
@@ -36,8 +36,8 @@ static attn_status cross_entropy_backward(attn_ctx *ctx, attn_node *node)
     float *dz = attn__in_grad(ctx, node, 0, &st); /* (N, C) */
     if (!dz || s->count == 0) return st;
     double scale = (double)node->out->grad[0] / (double)s->count;
-    attn_cross_entropy_rows_backward(dz, node->in[0]->data, s->max, s->sum, s->target, s->rows, s->classes,
-                                     s->ignore_index, s->eps, scale, ctx->num_threads);
+    attn__cross_entropy_rows_backward(dz, node->in[0]->data, s->max, s->sum, s->target, s->rows, s->classes,
+                                      s->ignore_index, s->eps, scale, ctx->num_threads);
     return ATTN_OK;
 }
 
@@ -78,18 +78,18 @@ attn_tensor *attn_cross_entropy(attn_ctx *ctx, attn_tensor *logits, const int64_
     ce_saved s = {NULL, NULL, NULL, logits->shape[0], logits->shape[1], ignore_index, 0, (double)label_smoothing};
     if (ce_check_targets(target, s.rows, s.classes, ignore_index, &s.count) != ATTN_OK) return NULL;
     size_t rows_alloc = (size_t)(s.rows ? s.rows : 1);
-    float *max = attn_arena_alloc(&ctx->arena, rows_alloc * sizeof *max);            /* (N) */
-    double *sum = attn_arena_alloc(&ctx->arena, rows_alloc * sizeof *sum);           /* (N) */
-    double *row_loss = attn_arena_alloc(&ctx->arena, rows_alloc * sizeof *row_loss); /* (N) */
+    float *max = attn__arena_alloc(&ctx->arena, rows_alloc * sizeof *max);            /* (N) */
+    double *sum = attn__arena_alloc(&ctx->arena, rows_alloc * sizeof *sum);           /* (N) */
+    double *row_loss = attn__arena_alloc(&ctx->arena, rows_alloc * sizeof *row_loss); /* (N) */
     attn_tensor *y = attn_tensor_empty(ctx, 0, NULL);
     if (!max || !sum || !row_loss || !y) return NULL;
-    attn_cross_entropy_rows(max, sum, row_loss, logits->data, target, s.rows, s.classes, ignore_index, s.eps,
-                            ctx->num_threads);
+    attn__cross_entropy_rows(max, sum, row_loss, logits->data, target, s.rows, s.classes, ignore_index, s.eps,
+                             ctx->num_threads);
     double total = 0.0;
     for (int64_t i = 0; i < s.rows; i++) total += row_loss[i];
     y->data[0] = s.count ? (float)(total / (double)s.count) : NAN;
     if (attn__needs_grad(ctx, &logits, 1)) {
-        int64_t *copy = attn_arena_alloc(&ctx->arena, rows_alloc * sizeof *copy);
+        int64_t *copy = attn__arena_alloc(&ctx->arena, rows_alloc * sizeof *copy);
         attn_node *node =
             copy ? attn__record(ctx, "cross_entropy", cross_entropy_backward, y, &logits, 1, sizeof(ce_saved)) : NULL;
         if (!node) return NULL;

@@ -36,17 +36,17 @@ static uint32_t *bf16_buffer(attn_ctx *ctx, int64_t words)
     return ctx->bf16_words;
 }
 
-void attn__gemm(attn_ctx *ctx, float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta)
+void attn__ctx_gemm(attn_ctx *ctx, float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                    int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta)
 {
     if (attn__bf16(ctx) && (double)m * (double)n * (double)k >= 4096.0) {
         /* no buffer (out of memory): float32, which MEDIUM allows */
-        uint32_t *words = bf16_buffer(ctx, attn_gemm_bf16_scratch_words(m, n, k, trans_a, trans_b));
+        uint32_t *words = bf16_buffer(ctx, attn__gemm_bf16_scratch_words(m, n, k, trans_a, trans_b));
         if (words &&
-            attn_gemm_bf16(c, ldc, a, lda, b, ldb, m, n, k, trans_a, trans_b, alpha, beta, words, ctx->num_threads))
+            attn__gemm_bf16(c, ldc, a, lda, b, ldb, m, n, k, trans_a, trans_b, alpha, beta, words, ctx->num_threads))
             return;
     }
-    attn_gemm(c, ldc, a, lda, b, ldb, m, n, k, trans_a, trans_b, alpha, beta, ctx->num_threads);
+    attn__gemm(c, ldc, a, lda, b, ldb, m, n, k, trans_a, trans_b, alpha, beta, ctx->num_threads);
 }
 
 typedef struct matmul_saved {
@@ -70,15 +70,15 @@ static attn_status matmul_backward(attn_ctx *ctx, attn_node *node)
         const float *ai = a->data + i * sa, *bi = b->data + i * sb, *dci = dc + i * sc;
         if (da) {
             if (!s->trans_a) /* dA (M, K) += dC (M, N) @ B'^T */
-                attn__gemm(ctx, da + i * sa, lda, dci, n, bi, ldb, m, k, n, false, !s->trans_b, 1, 1);
+                attn__ctx_gemm(ctx, da + i * sa, lda, dci, n, bi, ldb, m, k, n, false, !s->trans_b, 1, 1);
             else /* dA (K, M) += B' (K, N) @ dC^T */
-                attn__gemm(ctx, da + i * sa, lda, bi, ldb, dci, n, k, m, n, s->trans_b, true, 1, 1);
+                attn__ctx_gemm(ctx, da + i * sa, lda, bi, ldb, dci, n, k, m, n, s->trans_b, true, 1, 1);
         }
         if (db) {
             if (!s->trans_b) /* dB (K, N) += A'^T @ dC */
-                attn__gemm(ctx, db + i * sb, ldb, ai, lda, dci, n, k, n, m, !s->trans_a, false, 1, 1);
+                attn__ctx_gemm(ctx, db + i * sb, ldb, ai, lda, dci, n, k, n, m, !s->trans_a, false, 1, 1);
             else /* dB (N, K) += dC^T @ A' */
-                attn__gemm(ctx, db + i * sb, ldb, dci, n, ai, lda, n, k, m, true, s->trans_a, 1, 1);
+                attn__ctx_gemm(ctx, db + i * sb, ldb, dci, n, ai, lda, n, k, m, true, s->trans_a, 1, 1);
         }
     }
     return ATTN_OK;
@@ -111,11 +111,11 @@ attn_tensor *attn_matmul(attn_ctx *ctx, attn_tensor *a, attn_tensor *b, bool tra
     int64_t batch = attn__prod(a->shape, 0, a->ndim - 2);
     int64_t k = ka, lda = trans_a ? m : k, ldb = trans_b ? k : n;
     if (b_shared && !trans_a) /* fold the batch into M: one big GEMM */
-        attn__gemm(ctx, c->data, n, a->data, lda, b->data, ldb, batch * m, n, k, false, trans_b, 1, 0);
+        attn__ctx_gemm(ctx, c->data, n, a->data, lda, b->data, ldb, batch * m, n, k, false, trans_b, 1, 0);
     else
         for (int64_t i = 0; i < batch; i++)
-            attn__gemm(ctx, c->data + i * m * n, n, a->data + i * m * k, lda, b->data + (b_shared ? 0 : i * k * n), ldb,
-                       m, n, k, trans_a, trans_b, 1, 0);
+            attn__ctx_gemm(ctx, c->data + i * m * n, n, a->data + i * m * k, lda, b->data + (b_shared ? 0 : i * k * n),
+                           ldb, m, n, k, trans_a, trans_b, 1, 0);
     attn_tensor *in[2] = {a, b};
     if (attn__needs_grad(ctx, in, 2)) {
         attn_node *node = attn__record(ctx, "matmul", matmul_backward, c, in, 2, sizeof(matmul_saved));

@@ -46,7 +46,7 @@ attn_tensor *attn_narrow(attn_ctx *ctx, attn_tensor *x, int dim, int64_t start, 
     attn_tensor *y;
     if (s.outer == 1) { /* contiguous: share the data */
         size_t head = (sizeof(attn_tensor) + 63) & ~(size_t)63;
-        y = attn_arena_alloc(&ctx->arena, head);
+        y = attn__arena_alloc(&ctx->arena, head);
         if (!y) return NULL;
         *y = *x;
         memcpy(y->shape, shape, sizeof shape);

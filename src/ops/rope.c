@@ -93,8 +93,8 @@ attn_tensor *attn_rope(attn_ctx *ctx, attn_tensor *x, const attn_rope_opts *opts
         return attn__fail_null(ATTN_ERR_SHAPE, "rope: %lld positions for dim %d of x %s (%lld)",
                                (long long)opts->n_positions, pd, attn_shape_str(x, sb, 64), (long long)n_pos);
     const int64_t half = rot / 2, rows = x->numel / (d ? d : 1);
-    float *cs = attn_arena_alloc(&ctx->arena, (size_t)(n_pos * half * 2 + 1) * sizeof(float));
-    int64_t *row_pos = attn_arena_alloc(&ctx->arena, (size_t)(rows + 1) * sizeof(int64_t));
+    float *cs = attn__arena_alloc(&ctx->arena, (size_t)(n_pos * half * 2 + 1) * sizeof(float));
+    int64_t *row_pos = attn__arena_alloc(&ctx->arena, (size_t)(rows + 1) * sizeof(int64_t));
     attn_tensor *y = attn__empty_like(ctx, x);
     if (!cs || !row_pos || !y) return NULL;
     for (int64_t p = 0; opts->positions && p < n_pos; p++)

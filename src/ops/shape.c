@@ -22,7 +22,7 @@ static attn_status reshape_backward(attn_ctx *ctx, attn_node *node)
     attn_status st = ATTN_OK;
     float *gx = attn__in_grad(ctx, node, 0, &st);
     if (!gx) return st;
-    attn_add_into(gx, node->out->grad, node->out->numel, ctx->num_threads);
+    attn__add_into(gx, node->out->grad, node->out->numel, ctx->num_threads);
     return ATTN_OK;
 }
 
@@ -61,7 +61,7 @@ attn_tensor *attn_reshape(attn_ctx *ctx, attn_tensor *x, int ndim, const int64_t
                                ndim > 0 && !shape ? " with a NULL shape" : "", ATTN_MAX_DIMS);
     int64_t out_shape[ATTN_MAX_DIMS];
     if (!reshape_infer(out_shape, x, ndim, shape)) return NULL;
-    attn_tensor *y = attn_arena_alloc(&ctx->arena, sizeof *y);
+    attn_tensor *y = attn__arena_alloc(&ctx->arena, sizeof *y);
     if (!y) return NULL;
     *y = (attn_tensor){.data = x->data, .ndim = ndim, .numel = x->numel, .storage = ATTN_STORAGE_VIEW};
     for (int i = 0; i < ATTN_MAX_DIMS; i++) y->shape[i] = i < ndim ? out_shape[i] : 1;

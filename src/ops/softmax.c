@@ -16,8 +16,8 @@ typedef struct softmax_kind {
     rows_backward_fn backward;
 } softmax_kind;
 
-static const softmax_kind kind_softmax = {"softmax", attn_softmax_rows, attn_softmax_rows_backward};
-static const softmax_kind kind_log_softmax = {"log_softmax", attn_log_softmax_rows, attn_log_softmax_rows_backward};
+static const softmax_kind kind_softmax = {"softmax", attn__softmax_rows, attn__softmax_rows_backward};
+static const softmax_kind kind_log_softmax = {"log_softmax", attn__log_softmax_rows, attn__log_softmax_rows_backward};
 
 typedef struct softmax_saved {
     const softmax_kind *kind;
@@ -41,7 +41,7 @@ static void swap_last2(float *out, const float *in, int64_t outer, int64_t a, in
 
 static float *scratch(attn_ctx *ctx, int64_t numel)
 {
-    return attn_arena_alloc(&ctx->arena, (size_t)(numel ? numel : 1) * sizeof(float));
+    return attn__arena_alloc(&ctx->arena, (size_t)(numel ? numel : 1) * sizeof(float));
 }
 
 static attn_status softmax_backward(attn_ctx *ctx, attn_node *node)
@@ -58,7 +58,7 @@ static attn_status softmax_backward(attn_ctx *ctx, attn_node *node)
     }
     float *yt = scratch(ctx, numel);  /* (outer, inner, n) */
     float *dyt = scratch(ctx, numel); /* (outer, inner, n) */
-    float *dxt = attn_arena_calloc(&ctx->arena, (size_t)(numel ? numel : 1) * sizeof(float), ctx->num_threads);
+    float *dxt = attn__arena_calloc(&ctx->arena, (size_t)(numel ? numel : 1) * sizeof(float), ctx->num_threads);
     if (!yt || !dyt || !dxt) return attn_last_status();
     const int threads = ctx->num_threads;
     swap_last2(yt, y, s->outer, s->n, s->inner, false, threads);

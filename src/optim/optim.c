@@ -175,7 +175,7 @@ static void sgd_step(attn_optim *o, float *p, const float *g, int64_t n)
                                .neg_lr = (float)-o->h.lr,
                                .first = o->steps == 0,
                                .nesterov = o->cfg.nesterov};
-    attn_sgd_update(p, o->state, g, n, &k, o->num_threads); /* state: (numel) momentum_buffer */
+    attn__sgd_update(p, o->state, g, n, &k, o->num_threads); /* state: (numel) momentum_buffer */
 }
 
 /* The step's constants from the hyper-parameters and the step number t (from 1), then the update. */
@@ -193,7 +193,7 @@ static void adam_step(attn_optim *o, float *p, const float *g, int64_t n, double
                                 .eps = (float)h->eps,
                                 .neg_step = (float)-(h->lr / bc1),
                                 .adamw = o->cfg.kind == ATTN_OPTIM_ADAMW};
-    attn_adam_update(p, o->state, o->state + n, g, n, &k, o->num_threads); /* (numel) exp_avg, exp_avg_sq */
+    attn__adam_update(p, o->state, o->state + n, g, n, &k, o->num_threads); /* (numel) exp_avg, exp_avg_sq */
 }
 
 attn_status attn_optim_step(attn_optim *opt)
