@@ -204,7 +204,10 @@ static int open_resumed(lm_run *run, const lm_options *o, attn_lm_config *cfg)
         const run_option *ro = lm_run_options(o, &n);
         if (code == CLI_OK) code = lm_check_resumed(run->resume, ck, cfg, &wanted);
         if (code == CLI_OK) code = run_options_check("lm", run->resume, ck, ro, n);
-        if (code != CLI_OK) return lm_tok_free(&saved), code;
+        if (code != CLI_OK) {
+            lm_tok_free(&saved);
+            return code;
+        }
     }
     if (o->init_from) { /* every rank has its tokenizer and model already */
         lm_tok_free(&saved);

@@ -32,8 +32,14 @@ int cli_make_dir(const char *cmd, const char *opt, const char *dir)
 bool cli_check_output_dir(const char *cmd, const char *opt, const char *dir)
 {
     struct stat st;
-    if (!*dir) return cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a folder", opt), false;
-    if (strlen(dir) > PATH_MAX - 64) return cli_fail(CLI_ERR_USAGE, cmd, "%s: the path is too long", opt), false;
+    if (!*dir) {
+        cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a folder", opt);
+        return false;
+    }
+    if (strlen(dir) > PATH_MAX - 64) {
+        cli_fail(CLI_ERR_USAGE, cmd, "%s: the path is too long", opt);
+        return false;
+    }
     for (const char *part = dir; *part;) { /* each folder's name must fit NAME_MAX, as mkdir will need */
         const size_t len = strcspn(part, "/");
         if (len > NAME_MAX)

@@ -128,7 +128,10 @@ bool cli_check_picture(const char *cmd, const char *opt, const char *path)
 bool cli_check_input_file(const char *cmd, const char *opt, const char *path, const char *hint)
 {
     struct stat st;
-    if (!path || !*path) return cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a file", opt), false;
+    if (!path || !*path) {
+        cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a file", opt);
+        return false;
+    }
     const char *why = !path || !*path           ? "is empty; expected a file"
                       : stat(path, &st) != 0    ? strerror(errno)
                       : S_ISDIR(st.st_mode)     ? "is a folder; expected a file"
@@ -142,7 +145,10 @@ bool cli_check_input_file(const char *cmd, const char *opt, const char *path, co
 bool cli_check_input_dir(const char *cmd, const char *opt, const char *path)
 {
     struct stat st;
-    if (!path || !*path) return cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a folder", opt), false;
+    if (!path || !*path) {
+        cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a folder", opt);
+        return false;
+    }
     const char *why = !path || !*path                  ? "is empty; expected a folder"
                       : stat(path, &st) != 0           ? strerror(errno)
                       : !S_ISDIR(st.st_mode)           ? "is not a folder"
@@ -186,7 +192,10 @@ static void identify(const char *path, file_id *id)
 bool cli_check_distinct(const char *cmd, const cli_path *paths, int n)
 {
     file_id *ids = calloc((size_t)n, sizeof *ids);
-    if (!ids) return cli_fail(CLI_ERR_DATA, cmd, "out of memory"), false;
+    if (!ids) {
+        cli_fail(CLI_ERR_DATA, cmd, "out of memory");
+        return false;
+    }
     for (int i = 0; i < n; i++)
         if (paths[i].path && *paths[i].path) identify(paths[i].path, &ids[i]);
     bool ok = true;
@@ -230,7 +239,10 @@ bool cli_check_apart(const char *cmd, const cli_path *outputs, int n_out, const 
     bool *is_dir = calloc((size_t)(n_in ? n_in : 1), sizeof *is_dir), *there = calloc((size_t)(n_in ? n_in : 1), 1);
     if (!in_st || !is_dir || !there) {
         free(in_st), free(is_dir), free(there);
-        return cli_fail(CLI_ERR_DATA, cmd, "out of memory"), false;
+        {
+            cli_fail(CLI_ERR_DATA, cmd, "out of memory");
+            return false;
+        }
     }
     for (int j = 0; j < n_in; j++)
         if (inputs[j].path && *inputs[j].path && stat(inputs[j].path, &in_st[j]) == 0)
@@ -292,7 +304,10 @@ bool cli_check_folder_apart(const char *cmd, const char *opt, const char *dir, c
     bool *is_dir = calloc((size_t)(n_in ? n_in : 1), sizeof *is_dir);
     if (!in_st || !is_dir) {
         free(in_st), free(is_dir);
-        return cli_fail(CLI_ERR_DATA, cmd, "out of memory"), false;
+        {
+            cli_fail(CLI_ERR_DATA, cmd, "out of memory");
+            return false;
+        }
     }
     for (int j = 0; j < n_in; j++)
         is_dir[j] =

@@ -153,7 +153,10 @@ attn_status attn__params_settle(attn_params *p, size_t n0, attn_status st)
 
 attn_tensor *attn_params_get(const attn_params *p, const char *name)
 {
-    if (!p || !name) return attn__null_arg("attn_params_get"), NULL;
+    if (!p || !name) {
+        attn__null_arg("attn_params_get");
+        return NULL;
+    }
     if (!p->index_cap) return NULL;
     size_t at = p->index[index_slot(p, name)];
     return at ? p->tensors[at - 1] : NULL;

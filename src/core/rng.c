@@ -21,7 +21,10 @@ attn_status attn_rng_seed(attn_rng *rng, uint64_t seed)
 
 uint32_t attn_rng_u32(attn_rng *rng)
 {
-    if (!rng) return attn__null_arg("attn_rng_u32"), 0;
+    if (!rng) {
+        attn__null_arg("attn_rng_u32");
+        return 0;
+    }
     uint64_t old = rng->state;
     rng->state = old * PCG_MULT + rng->inc;
     uint32_t xorshifted = (uint32_t)(((old >> 18u) ^ old) >> 27u);
@@ -31,7 +34,10 @@ uint32_t attn_rng_u32(attn_rng *rng)
 
 uint32_t attn_rng_below(attn_rng *rng, uint32_t n)
 {
-    if (!rng) return attn__null_arg("attn_rng_below"), 0;
+    if (!rng) {
+        attn__null_arg("attn_rng_below");
+        return 0;
+    }
     if (n == 0) return 0;
     uint32_t threshold = -n % n; /* rejection removes the modulo bias */
     for (;;) {
@@ -42,13 +48,19 @@ uint32_t attn_rng_below(attn_rng *rng, uint32_t n)
 
 float attn_rng_uniform(attn_rng *rng)
 {
-    if (!rng) return attn__null_arg("attn_rng_uniform"), NAN;
+    if (!rng) {
+        attn__null_arg("attn_rng_uniform");
+        return NAN;
+    }
     return (float)(attn_rng_u32(rng) >> 8) * (1.0f / 16777216.0f); /* 24 bits: exact in float */
 }
 
 float attn_rng_normal(attn_rng *rng)
 {
-    if (!rng) return attn__null_arg("attn_rng_normal"), NAN;
+    if (!rng) {
+        attn__null_arg("attn_rng_normal");
+        return NAN;
+    }
     if (rng->has_spare) {
         rng->has_spare = 0;
         return rng->spare;
@@ -67,7 +79,10 @@ float attn_rng_normal(attn_rng *rng)
 
 bool attn_rng_bernoulli(attn_rng *rng, float p)
 {
-    if (!rng) return attn__null_arg("attn_rng_bernoulli"), false;
+    if (!rng) {
+        attn__null_arg("attn_rng_bernoulli");
+        return false;
+    }
     return attn_rng_uniform(rng) < p;
 }
 

@@ -184,7 +184,10 @@ const char *attn__dims_str(char *buf, size_t len, int ndim, const int64_t *shape
 
 const char *attn_shape_str(const attn_tensor *t, char *buf, size_t len)
 {
-    if (!buf || !len) return attn__null_arg("attn_shape_str"), buf;
+    if (!buf || !len) {
+        attn__null_arg("attn_shape_str");
+        return buf;
+    }
     if (!t) {
         snprintf(buf, len, "(null)");
         return buf;
@@ -194,7 +197,10 @@ const char *attn_shape_str(const attn_tensor *t, char *buf, size_t len)
 
 bool attn_same_shape(const attn_tensor *a, const attn_tensor *b)
 {
-    if (!a || !b) return attn__null_arg("attn_same_shape"), false;
+    if (!a || !b) {
+        attn__null_arg("attn_same_shape");
+        return false;
+    }
     if (a->ndim != b->ndim) return false;
     for (int i = 0; i < a->ndim; i++)
         if (a->shape[i] != b->shape[i]) return false;

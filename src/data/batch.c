@@ -36,7 +36,10 @@ attn_status attn_id_seqs_push(attn_id_seqs *s, const int64_t *ids, int64_t n)
 
 int64_t attn_id_seqs_len(const attn_id_seqs *s, int64_t i)
 {
-    if (!s) return attn__null_arg("attn_id_seqs_len"), -1;
+    if (!s) {
+        attn__null_arg("attn_id_seqs_len");
+        return -1;
+    }
     if (i < 0 || i >= s->count)
         return attn__fail(ATTN_ERR_ARG, "attn_id_seqs_len: sequence %lld of %lld", (long long)i, (long long)s->count),
                -1;
@@ -87,7 +90,10 @@ attn_status attn_encode_texts(attn_id_seqs *out, const attn_vocab *v, attn_token
 
 int64_t attn_pad_ids(int64_t *row, const int64_t *ids, int64_t len, const attn_pad_opts *opts, int64_t width)
 {
-    if (!row || !opts || (!ids && len > 0)) return attn__null_arg("attn_pad_ids"), -1;
+    if (!row || !opts || (!ids && len > 0)) {
+        attn__null_arg("attn_pad_ids");
+        return -1;
+    }
     if (len < 0 || width < 0)
         return attn__fail(ATTN_ERR_ARG, "attn_pad_ids: len %lld and width %lld; expected >= 0", (long long)len,
                           (long long)width),
@@ -124,7 +130,10 @@ attn_status attn_batch_pad(int64_t *out, int64_t *lengths, const attn_id_seqs *s
 
 int64_t attn_batch_width(const attn_id_seqs *s, const int64_t *rows, int64_t n, int64_t extra, int64_t max_len)
 {
-    if (!s) return attn__null_arg("attn_batch_width"), -1;
+    if (!s) {
+        attn__null_arg("attn_batch_width");
+        return -1;
+    }
     if (n < 0 || extra < 0)
         return attn__fail(ATTN_ERR_ARG, "attn_batch_width: n %lld and extra %lld; expected >= 0", (long long)n,
                           (long long)extra),

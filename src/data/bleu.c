@@ -146,7 +146,10 @@ attn_status attn_bleu_add(attn_bleu_stats *s, const char *hyp, const char *ref)
 
 double attn_bleu_score(const attn_bleu_stats *s, double *precisions, double *bp)
 {
-    if (!s) return attn__null_arg("attn_bleu_score"), NAN;
+    if (!s) {
+        attn__null_arg("attn_bleu_score");
+        return NAN;
+    }
     if (check_stats(s, "attn_bleu_score") != ATTN_OK) return NAN;
     double logsum = 0.0, p[4];
     bool any_zero = false;
@@ -167,7 +170,10 @@ double attn_bleu_score(const attn_bleu_stats *s, double *precisions, double *bp)
 
 double attn_bleu_d2l(const char *const *pred, int64_t n_pred, const char *const *label, int64_t n_label, int k)
 {
-    if ((!pred && n_pred > 0) || (!label && n_label > 0)) return attn__null_arg("attn_bleu_d2l"), NAN;
+    if ((!pred && n_pred > 0) || (!label && n_label > 0)) {
+        attn__null_arg("attn_bleu_d2l");
+        return NAN;
+    }
     if (n_pred <= 0) return 0.0;
     int kk = k < n_pred ? k : (int)n_pred;
     int64_t *m = malloc((size_t)(kk > 0 ? kk : 1) * sizeof *m);

@@ -43,7 +43,10 @@ attn_status attn_bpe_save_llama2c(const attn_bpe *b, const char *path)
     const int64_t V = attn_bpe_vocab_size(b);
     int64_t *order = malloc(sizeof *order * (size_t)V);
     if (!order) return attn__fail(ATTN_ERR_NOMEM, "bpe_save_llama2c: out of memory");
-    if (attn_bpe_llama2c_order(b, order) != ATTN_OK) return free(order), attn_last_status();
+    if (attn_bpe_llama2c_order(b, order) != ATTN_OK) {
+        free(order);
+        return attn_last_status();
+    }
     uint32_t longest = sizeof BOS_PIECE - 1;
     for (int64_t id = 0; id < V - 1; id++) {
         size_t len;
@@ -52,7 +55,10 @@ attn_status attn_bpe_save_llama2c(const attn_bpe *b, const char *path)
     }
     attn__outfile out;
     attn_status st = attn__outfile_open(&out, path);
-    if (st != ATTN_OK) return free(order), st;
+    if (st != ATTN_OK) {
+        free(order);
+        return st;
+    }
     unsigned char head[4];
     attn__put_le32(head, longest);
     int err = fwrite(head, 1, 4, out.fp) == 4 ? 0 : errno;

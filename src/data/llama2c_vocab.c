@@ -36,7 +36,10 @@ void attn_llama2c_vocab_free(attn_llama2c_vocab *v)
 
 int64_t attn_llama2c_vocab_size(const attn_llama2c_vocab *v)
 {
-    if (!v) return attn__fail(ATTN_ERR_ARG, "llama2c_vocab_size: NULL vocabulary"), -1;
+    if (!v) {
+        attn__fail(ATTN_ERR_ARG, "llama2c_vocab_size: NULL vocabulary");
+        return -1;
+    }
     return v->n;
 }
 
@@ -205,7 +208,10 @@ static int64_t merge_all(const attn_llama2c_vocab *v, int64_t *ids, int64_t n)
     cand *heap = malloc(sizeof *heap * (size_t)(2 * n + 1)); /* n - 1 pairs, then two per merge */
     if (!s.id || !s.prev || !s.next || !s.buf || !heap) {
         free(s.id), free(s.prev), free(s.next), free(s.buf), free(heap);
-        return attn__fail(ATTN_ERR_NOMEM, "llama2c_encode: out of memory"), -1;
+        {
+            attn__fail(ATTN_ERR_NOMEM, "llama2c_encode: out of memory");
+            return -1;
+        }
     }
     int64_t n_heap = 0;
     for (int64_t i = 0; i < n; i++) s.id[i] = ids[i], s.prev[i] = i - 1, s.next[i] = i + 1 < n ? i + 1 : -1;
@@ -227,7 +233,10 @@ static int64_t merge_all(const attn_llama2c_vocab *v, int64_t *ids, int64_t n)
 
 int64_t attn_llama2c_encode(const attn_llama2c_vocab *v, const char *text, size_t len, bool bos, int64_t *ids)
 {
-    if (!v || (!text && len) || !ids) return attn__fail(ATTN_ERR_ARG, "llama2c_encode: NULL argument"), -1;
+    if (!v || (!text && len) || !ids) {
+        attn__fail(ATTN_ERR_ARG, "llama2c_encode: NULL argument");
+        return -1;
+    }
     int64_t n = 0;
     if (bos) ids[n++] = 1;
     if (len > 0) ids[n++] = v->space >= 0 ? v->space : ' ' + 3;

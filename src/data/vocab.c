@@ -70,7 +70,10 @@ attn_status attn_counter_add(attn_counter *c, const char *const *tokens, int64_t
 
 int64_t attn_counter_get(const attn_counter *c, const char *token)
 {
-    if (!c || !token) return attn__null_arg("attn_counter_get"), 0;
+    if (!c || !token) {
+        attn__null_arg("attn_counter_get");
+        return 0;
+    }
     int64_t id = attn__strtab_find(&c->tab, token, strlen(token));
     return id < 0 ? 0 : c->counts[id];
 }
@@ -213,19 +216,28 @@ int64_t attn_vocab_size(const attn_vocab *v)
 
 const char *attn_vocab_token(const attn_vocab *v, int64_t id)
 {
-    if (!v) return attn__null_arg("attn_vocab_token"), NULL;
+    if (!v) {
+        attn__null_arg("attn_vocab_token");
+        return NULL;
+    }
     return id >= 0 && id < v->tab.count ? attn__strtab_key(&v->tab, id) : NULL;
 }
 
 int64_t attn_vocab_find(const attn_vocab *v, const char *token)
 {
-    if (!v || !token) return attn__null_arg("attn_vocab_find"), -1;
+    if (!v || !token) {
+        attn__null_arg("attn_vocab_find");
+        return -1;
+    }
     return attn__strtab_find(&v->tab, token, strlen(token));
 }
 
 int64_t attn_vocab_id(const attn_vocab *v, const char *token)
 {
-    if (!v || !token) return attn__null_arg("attn_vocab_id"), -1;
+    if (!v || !token) {
+        attn__null_arg("attn_vocab_id");
+        return -1;
+    }
     int64_t id = attn_vocab_find(v, token);
     return id >= 0 ? id : attn_vocab_unk(v);
 }

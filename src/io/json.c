@@ -68,11 +68,17 @@ static int hex_digit(int c)
 /* The 4 hex digits after "\u" (r->at is at the 'u'). */
 static long read_hex4(json_reader *r)
 {
-    if (r->len - r->at < 5) return fail(r, "a \\u escape without 4 hex digits"), -1;
+    if (r->len - r->at < 5) {
+        fail(r, "a \\u escape without 4 hex digits");
+        return -1;
+    }
     long cp = 0;
     for (int i = 1; i <= 4; i++) {
         const int d = hex_digit((unsigned char)r->text[r->at + i]);
-        if (d < 0) return fail(r, "a \\u escape without 4 hex digits"), -1;
+        if (d < 0) {
+            fail(r, "a \\u escape without 4 hex digits");
+            return -1;
+        }
         cp = cp << 4 | d;
     }
     r->at += 5;
@@ -107,20 +113,34 @@ static size_t read_escape(json_reader *r, char *out)
         out[0] = decoded[hit - plain];
         return 1;
     }
-    if (c != 'u') return fail(r, "an unknown escape in a string"), 0;
+    if (c != 'u') {
+        fail(r, "an unknown escape in a string");
+        return 0;
+    }
     long cp = read_hex4(r);
     if (cp < 0) return 0;
-    if (cp >= 0xdc00 && cp <= 0xdfff) return fail(r, "a lone low surrogate in a string"), 0;
+    if (cp >= 0xdc00 && cp <= 0xdfff) {
+        fail(r, "a lone low surrogate in a string");
+        return 0;
+    }
     if (cp >= 0xd800 && cp <= 0xdbff) { /* a high surrogate: its low half must follow */
-        if (r->len - r->at < 2 || r->text[r->at] != '\\' || r->text[r->at + 1] != 'u')
-            return fail(r, "a lone high surrogate in a string"), 0;
+        if (r->len - r->at < 2 || r->text[r->at] != '\\' || r->text[r->at + 1] != 'u') {
+            fail(r, "a lone high surrogate in a string");
+            return 0;
+        }
         r->at++;
         const long low = read_hex4(r);
         if (low < 0) return 0;
-        if (low < 0xdc00 || low > 0xdfff) return fail(r, "a lone high surrogate in a string"), 0;
+        if (low < 0xdc00 || low > 0xdfff) {
+            fail(r, "a lone high surrogate in a string");
+            return 0;
+        }
         cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
     }
-    if (cp == 0) return fail(r, "\\u0000 in a string (names and values are text without NUL)"), 0;
+    if (cp == 0) {
+        fail(r, "\\u0000 in a string (names and values are text without NUL)");
+        return 0;
+    }
     return put_utf8(out, (unsigned long)cp);
 }
 
@@ -132,9 +152,15 @@ static char *parse_string(json_reader *r)
     const size_t start = ++r->at;
     size_t end = start;
     while (end < r->len && r->text[end] != '"') end += r->text[end] == '\\' ? 2 : 1;
-    if (end >= r->len) return fail(r, "a string without its closing quote"), NULL;
+    if (end >= r->len) {
+        fail(r, "a string without its closing quote");
+        return NULL;
+    }
     char *out = malloc(end - start + 1);
-    if (!out) return fail(r, "out of memory"), NULL;
+    if (!out) {
+        fail(r, "out of memory");
+        return NULL;
+    }
     size_t n = 0;
     while (r->at < end) {
         const unsigned char c = (unsigned char)r->text[r->at];
@@ -178,17 +204,26 @@ static attn__json *parse_number(json_reader *r)
     } else if (is_digit(peek(r))) {
         while (is_digit(peek(r))) r->at++;
     } else {
-        return fail(r, "a number without digits"), NULL;
+        {
+            fail(r, "a number without digits");
+            return NULL;
+        }
     }
     if (peek(r) == '.') {
         r->at++;
-        if (!is_digit(peek(r))) return fail(r, "a number without digits after its '.'"), NULL;
+        if (!is_digit(peek(r))) {
+            fail(r, "a number without digits after its '.'");
+            return NULL;
+        }
         while (is_digit(peek(r))) r->at++;
     }
     if (peek(r) == 'e' || peek(r) == 'E') {
         r->at++;
         if (peek(r) == '+' || peek(r) == '-') r->at++;
-        if (!is_digit(peek(r))) return fail(r, "a number without digits in its exponent"), NULL;
+        if (!is_digit(peek(r))) {
+            fail(r, "a number without digits in its exponent");
+            return NULL;
+        }
         while (is_digit(peek(r))) r->at++;
     }
     attn__json *v = new_value(r, ATTN__JSON_NUMBER);
@@ -215,7 +250,10 @@ static attn__json *parse_literal(json_reader *r)
             return v;
         }
     }
-    return fail(r, "not a JSON value"), NULL;
+    {
+        fail(r, "not a JSON value");
+        return NULL;
+    }
 }
 
 /* ---- arrays and objects ---- */
@@ -235,12 +273,18 @@ static bool parse_items(json_reader *r, attn__json *v, char close, int depth)
         char *name = NULL;
         skip_space(r);
         if (object) {
-            if (peek(r) != '"') return fail(r, "expected a member name in quotes"), false;
+            if (peek(r) != '"') {
+                fail(r, "expected a member name in quotes");
+                return false;
+            }
             if (!(name = parse_string(r))) return false;
             skip_space(r);
             if (peek(r) != ':') {
                 free(name);
-                return fail(r, "expected ':' after a member name"), false;
+                {
+                    fail(r, "expected ':' after a member name");
+                    return false;
+                }
             }
             r->at++;
         }
@@ -259,7 +303,10 @@ static bool parse_items(json_reader *r, attn__json *v, char close, int depth)
         if (c == close) return true;
         if (c != ',') {
             r->at--;
-            return fail(r, object ? "expected ',' or '}'" : "expected ',' or ']'"), false;
+            {
+                fail(r, object ? "expected ',' or '}'" : "expected ',' or ']'");
+                return false;
+            }
         }
     }
 }
@@ -269,8 +316,10 @@ static attn__json *parse_value(json_reader *r, int depth)
     skip_space(r);
     const int c = peek(r);
     if (c == '{' || c == '[') {
-        if (depth >= ATTN__JSON_MAX_DEPTH)
-            return fail(r, "arrays and objects nested deeper than %d levels", ATTN__JSON_MAX_DEPTH), NULL;
+        if (depth >= ATTN__JSON_MAX_DEPTH) {
+            fail(r, "arrays and objects nested deeper than %d levels", ATTN__JSON_MAX_DEPTH);
+            return NULL;
+        }
         attn__json *v = new_value(r, c == '{' ? ATTN__JSON_OBJECT : ATTN__JSON_ARRAY);
         if (v && !parse_items(r, v, c == '{' ? '}' : ']', depth)) {
             attn__json_free(v);
@@ -288,7 +337,10 @@ static attn__json *parse_value(json_reader *r, int depth)
         return v;
     }
     if (c == '-' || is_digit(c)) return parse_number(r);
-    if (c < 0) return fail(r, "the text ends where a value should be"), NULL;
+    if (c < 0) {
+        fail(r, "the text ends where a value should be");
+        return NULL;
+    }
     return parse_literal(r);
 }
 

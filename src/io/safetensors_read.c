@@ -687,7 +687,10 @@ const attn_st_tensor *attn_st_at(const attn_st_file *f, size_t i)
 
 const attn_st_tensor *attn_st_find(const attn_st_file *f, const char *name)
 {
-    if (!f || !name) return attn__null_arg("attn_st_find"), NULL; /* absent: NULL, no error */
+    if (!f || !name) {
+        attn__null_arg("attn_st_find");
+        return NULL;
+    } /* absent: NULL, no error */
     attn_st_tensor key = {.name = name};
     const attn_st_tensor *pkey = &key;
     const attn_st_tensor **hit = bsearch(&pkey, f->by_name, f->count, sizeof *f->by_name, cmp_tensor_names);
@@ -696,7 +699,10 @@ const attn_st_tensor *attn_st_find(const attn_st_file *f, const char *name)
 
 const char *attn_st_metadata(const attn_st_file *f, const char *key)
 {
-    if (!f || !key) return attn__null_arg("attn_st_metadata"), NULL;
+    if (!f || !key) {
+        attn__null_arg("attn_st_metadata");
+        return NULL;
+    }
     if (!f->metadata) return NULL;
     const attn__json *v = attn__json_member(f->metadata, key);
     return v ? v->string : NULL;
