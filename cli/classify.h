@@ -50,12 +50,10 @@ attn_status classify_batch(const classify_run *run, const classify_split *split,
                            int64_t *ids, int64_t *lengths, int64_t *labels, int64_t *width);
 /* The model config as checkpoint metadata key/values (static storage, n pairs). */
 const char *const *classify_config_kv(const attn_classifier_config *c, int *n);
+/* The model config's fields and names in checkpoints (config_read, config_check_resumed) */
+extern const config_schema classify_schema;
 /* o->model from a saved model's metadata, range-checked before anything is built from it (the
  * message printed): CLI_OK or CLI_ERR_DATA. */
 int classify_load_config(classify_options *o, const attn_st_file *f);
-/* config_check_resumed (train_common.h) for the classifier's config: the model a resumed run's
- * options build (*model) against the checkpoint f's (saved) */
-int classify_check_resumed(const attn_st_file *f, const char *path, const attn_classifier_config *model,
-                           attn_classifier_config *saved);
 
 #endif

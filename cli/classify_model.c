@@ -86,18 +86,19 @@ static const config_field config_fields[] = {
 };
 #undef C
 #define N_CONFIG_FIELDS (int)(sizeof config_fields / sizeof config_fields[0])
+const config_schema classify_schema = {"classify",    "attn-classifier", "classifier",
+                                       config_fields, N_CONFIG_FIELDS,   NULL};
 
 const char *const *classify_config_kv(const attn_classifier_config *c, int *n)
 {
-    return config_kv("attn-classifier", config_fields, N_CONFIG_FIELDS, c, n);
+    return config_kv(&classify_schema, c, n);
 }
 
 /* The config of a saved model (its metadata), range-checked before anything is built from it. */
 int classify_load_config(classify_options *o, const attn_st_file *f)
 {
     attn_classifier_config *c = &o->model;
-    int code = config_read("classify", f, o->train.checkpoint, "attn-classifier", "classifier", config_fields,
-                           N_CONFIG_FIELDS, c);
+    int code = config_read(&classify_schema, f, o->train.checkpoint, c);
     if (code == CLI_OK && c->embed_dim % c->num_heads != 0)
         code = cli_fail(CLI_ERR_DATA, "classify", "%s: metadata num_heads %lld does not divide embed_dim %lld",
                         o->train.checkpoint, (long long)c->num_heads, (long long)c->embed_dim);
@@ -114,11 +115,4 @@ const run_option *classify_run_options(const classify_options *o, int *n)
     opts[4] = (run_option){"--no-pack", o->no_pack ? 1.0 : 0.0}; /* the blocks' dropout draws differ */
     *n = 5;
     return opts;
-}
-
-int classify_check_resumed(const attn_st_file *f, const char *path, const attn_classifier_config *model,
-                           attn_classifier_config *saved)
-{
-    return config_check_resumed("classify", f, path, "attn-classifier", "classifier", config_fields, N_CONFIG_FIELDS,
-                                model, saved, NULL);
 }

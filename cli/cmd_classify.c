@@ -250,7 +250,7 @@ static int open_resumed(classify_run *run, classify_options *o)
     if (dist_rank() == 0) {
         size_t len;
         if (!(run->resume = checkpoint_open("classify", ck, NULL)) ||
-            checkpoint_model_check("classify", run->resume, ck, "attn-classifier", "classifier") != CLI_OK ||
+            checkpoint_model_check(&classify_schema, run->resume, ck) != CLI_OK ||
             !(run->vocab = saved_vocab(o, run->resume)))
             return CLI_ERR_DATA; /* the other ranks wait in share_text until the job stops */
         if (!(text = attn_vocab_text(run->vocab, &len)))
@@ -259,7 +259,7 @@ static int open_resumed(classify_run *run, classify_options *o)
         attn_classifier_config saved = o->model; /* the model these options build must be the saved one */
         int n;
         const run_option *ro = classify_run_options(o, &n);
-        code = classify_check_resumed(run->resume, ck, &o->model, &saved);
+        code = config_check_resumed(&classify_schema, run->resume, ck, &o->model, &saved);
         if (code == CLI_OK) code = run_options_check("classify", run->resume, ck, ro, n);
         if (code != CLI_OK) {
             free(text);

@@ -190,7 +190,7 @@ static int open_resumed(lm_run *run, const lm_options *o, attn_lm_config *cfg)
     if (dist_rank() == 0) {
         long vocab = 0;
         if (!(run->resume = checkpoint_open("lm", ck, NULL))) return CLI_ERR_DATA;
-        if ((code = checkpoint_model_check("lm", run->resume, ck, "attn-lm", "language model")) != CLI_OK) return code;
+        if ((code = checkpoint_model_check(&lm_schema, run->resume, ck)) != CLI_OK) return code;
         if (!checkpoint_meta_long(run->resume, "vocab_size", &vocab))
             return cli_fail(CLI_ERR_DATA, "lm", "%s: metadata vocab_size is missing or not an integer", ck);
         if ((code = lm_tok_from_checkpoint(&saved, run->resume, ck, vocab)) != CLI_OK) return code;
@@ -202,7 +202,7 @@ static int open_resumed(lm_run *run, const lm_options *o, attn_lm_config *cfg)
         attn_lm_config wanted = *cfg;
         int n;
         const run_option *ro = lm_run_options(o, &n);
-        if (code == CLI_OK) code = lm_check_resumed(run->resume, ck, cfg, &wanted);
+        if (code == CLI_OK) code = config_check_resumed(&lm_schema, run->resume, ck, cfg, &wanted);
         if (code == CLI_OK) code = run_options_check("lm", run->resume, ck, ro, n);
         if (code != CLI_OK) {
             lm_tok_free(&saved);

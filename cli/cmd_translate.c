@@ -378,7 +378,7 @@ static int open_resumed(translate_run *run, translate_options *o)
     if (dist_rank() == 0) {
         size_t len;
         if (!(run->resume = checkpoint_open("translate", ck, NULL))) return CLI_ERR_DATA;
-        if ((code = checkpoint_model_check("translate", run->resume, ck, "attn-seq2seq", "translation")) != CLI_OK ||
+        if ((code = checkpoint_model_check(&translate_schema, run->resume, ck)) != CLI_OK ||
             (code = load_vocabs(run, run->resume, ck)) != CLI_OK)
             return code; /* the others wait in share_text */
         if (!(text[0] = attn_vocab_text(run->src_vocab, &len)) || !(text[1] = attn_vocab_text(run->tgt_vocab, &len)))
@@ -387,7 +387,7 @@ static int open_resumed(translate_run *run, translate_options *o)
         attn_seq2seq_config saved = o->model; /* the model these options build must be the saved one */
         int n;
         const run_option *ro = translate_run_options(o, &n);
-        if (code == CLI_OK) code = translate_check_resumed(run->resume, ck, &o->model, &saved);
+        if (code == CLI_OK) code = config_check_resumed(&translate_schema, run->resume, ck, &o->model, &saved);
         if (code == CLI_OK) code = run_options_check("translate", run->resume, ck, ro, n);
         if (code != CLI_OK) {
             free(text[0]);

@@ -109,6 +109,8 @@ int lm_score(lm_run *run, const lm_stream *s, int64_t limit, double *loss, doubl
 const run_option *lm_run_options(const lm_options *o, int *n);
 /* The model config as checkpoint metadata key/values (static storage, n pairs) */
 const char *const *lm_config_kv(const attn_lm_config *c, int *n);
+/* The model config's fields and names in checkpoints (config_read, config_check_resumed) */
+extern const config_schema lm_schema;
 /* The model of cfg in run (run->params, run->model); from: the checkpoint that sizes it
  * (params_for), NULL for a new one */
 int lm_build_model(lm_run *run, const attn_lm_config *cfg, const attn_st_file *from, const char *path);
@@ -117,9 +119,6 @@ int lm_load_model(lm_run *run, const char *path);
 /* CLI_OK when every field of c is within what an attn lm checkpoint keeps; else a message naming
  * path and the field */
 int lm_config_fits(const attn_lm_config *c, const char *path);
-/* config_check_resumed (train_common.h) for the model config: cfg, the model a resumed run builds,
- * against the checkpoint f's (wanted) */
-int lm_check_resumed(const attn_st_file *f, const char *path, const attn_lm_config *cfg, attn_lm_config *wanted);
 
 /* ---- export and import (lm_exchange.c) ---- */
 

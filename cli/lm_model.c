@@ -25,6 +25,7 @@ static const config_field config_fields[] = {
 };
 #undef C
 #define N_CONFIG_FIELDS (int)(sizeof config_fields / sizeof config_fields[0])
+const config_schema lm_schema = {"lm", "attn-lm", "language model", config_fields, N_CONFIG_FIELDS, " (--context)"};
 
 int lm_config_fits(const attn_lm_config *c, const char *path)
 {
@@ -39,7 +40,7 @@ int lm_config_fits(const attn_lm_config *c, const char *path)
 
 const char *const *lm_config_kv(const attn_lm_config *c, int *n)
 {
-    return config_kv("attn-lm", config_fields, N_CONFIG_FIELDS, c, n);
+    return config_kv(&lm_schema, c, n);
 }
 
 const run_option *lm_run_options(const lm_options *o, int *n)
@@ -73,7 +74,7 @@ int lm_build_model(lm_run *run, const attn_lm_config *cfg, const attn_st_file *f
 static int model_from(lm_run *run, attn_st_file *f, const char *path)
 {
     attn_lm_config c = {0};
-    int code = config_read("lm", f, path, "attn-lm", "language model", config_fields, N_CONFIG_FIELDS, &c);
+    int code = config_read(&lm_schema, f, path, &c);
     if (code == CLI_OK) code = lm_tok_from_checkpoint(&run->tok, f, path, c.vocab_size);
     if (code == CLI_OK) code = lm_build_model(run, &c, f, path);
     if (code == CLI_OK && attn_checkpoint_load_file(f, run->params, NULL, true) != ATTN_OK)
@@ -90,10 +91,4 @@ int lm_load_model(lm_run *run, const char *path)
     int code = model_from(run, f, path);
     attn_st_close(f);
     return code;
-}
-
-int lm_check_resumed(const attn_st_file *f, const char *path, const attn_lm_config *cfg, attn_lm_config *wanted)
-{
-    return config_check_resumed("lm", f, path, "attn-lm", "language model", config_fields, N_CONFIG_FIELDS, cfg, wanted,
-                                " (--context)");
 }

@@ -1,7 +1,10 @@
 /* What the training subcommands share: the common options, a progress line (a live line on a
- * terminal, plain log lines otherwise), checkpoints that carry the run's position (epoch,
- * batch, RNG state of every rank) so a resumed run continues with the same losses, and the
- * shard of each batch that one rank of a data-parallel run trains on (dist.h). */
+ * terminal, plain log lines otherwise; train_progress.c), checkpoints that carry the run's
+ * position (epoch, batch, RNG state of every rank) so a resumed run continues with the same
+ * losses (train_checkpoint.c), the model config as checkpoint metadata (train_config.c),
+ * vocabularies in checkpoints and between ranks (train_vocab.c), the lock of a run on its
+ * checkpoint (train_lock.c), and the shard of each batch that one rank of a data-parallel run
+ * trains on (dist.h; train_common.c). */
 #ifndef ATTN_CLI_TRAIN_COMMON_H
 #define ATTN_CLI_TRAIN_COMMON_H
 
@@ -135,10 +138,19 @@ typedef struct config_field {
 enum {
     CONFIG_MAX_FIELDS = 16
 };
+/* A model's config in checkpoints: its fields and its names */
+typedef struct config_schema {
+    const char *cmd;            /* the command, in messages ("lm") */
+    const char *model_name;     /* metadata model= ("attn-lm") */
+    const char *what;           /* in messages ("language model") */
+    const config_field *fields; /* (n_fields) */
+    int n_fields;
+    const char *max_len_note; /* follows a max_len value in config_check_resumed's message; NULL: none */
+} config_schema;
 /* The value of one field of cfg. */
 double config_value(const config_field *field, const void *cfg);
-/* "model" = model_name, then every field of cfg, as key/value pairs in static storage (*n pairs). */
-const char *const *config_kv(const char *model_name, const config_field *fields, int n_fields, const void *cfg, int *n);
+/* "model" = s's model_name, then every field of cfg, as key/value pairs in static storage (*n pairs). */
+const char *const *config_kv(const config_schema *s, const void *cfg, int *n);
 /* The parameter registry of a model that f's metadata sizes: it holds no more elements than f's
  * tensors do (attn_params_set_max_numel), so an edited header cannot make it allocate more than
  * the file holds; f NULL: a new model, unbounded. NULL when out of memory. */
@@ -149,23 +161,18 @@ int model_build_failed(const char *cmd, const attn_st_file *f, const char *path)
 /* The checkpoint at path, read once (every later read takes what this one holds); NULL with the
  * message printed, hint (may be NULL) after it. */
 attn_st_file *checkpoint_open(const char *cmd, const char *path, const char *hint);
-/* CLI_OK when f's metadata names model_name (a "what" checkpoint); else the message names what it
- * is instead. Before anything else is read from f. */
-int checkpoint_model_check(const char *cmd, const attn_st_file *f, const char *path, const char *model_name,
-                           const char *what);
-/* Reads cfg from the metadata of checkpoint f (path: its name): model must be model_name (else
- * "PATH is not a WHAT checkpoint") and every field present (an optional one absent is 0), an
- * integer and in range; otherwise CLI_ERR_DATA with a message naming the key. */
-int config_read(const char *cmd, const attn_st_file *f, const char *path, const char *model_name, const char *what,
-                const config_field *fields, int n_fields, void *cfg);
+/* CLI_OK when f's metadata names s's model_name (a "what" checkpoint); else the message names what
+ * it is instead. Before anything else is read from f. */
+int checkpoint_model_check(const config_schema *s, const attn_st_file *f, const char *path);
+/* Reads cfg from the metadata of checkpoint f (path: its name): model must be s's model_name (else
+ * "PATH is not a WHAT checkpoint") and every field present (an optional one absent is its
+ * `absent`), a number and in range; otherwise CLI_ERR_DATA with a message naming the key. */
+int config_read(const config_schema *s, const attn_st_file *f, const char *path, void *cfg);
 
 /* Resume: the model these options build (cfg) must be the one saved at path, read by config_read
  * into saved (a copy of cfg); a field no parameter's shape shows (num_heads, max_len) would
- * otherwise change unnoticed. CLI_ERR_USAGE naming the first field that differs; max_len_note (may
- * be NULL) follows a max_len value. */
-int config_check_resumed(const char *cmd, const attn_st_file *f, const char *path, const char *model_name,
-                         const char *what, const config_field *fields, int n_fields, const void *cfg, void *saved,
-                         const char *max_len_note);
+ * otherwise change unnoticed. CLI_ERR_USAGE naming the first field that differs. */
+int config_check_resumed(const config_schema *s, const attn_st_file *f, const char *path, const void *cfg, void *saved);
 
 /* The seed of this rank's dropout stream: seed + 17 on rank 0 (as a one-process run), another
  * stream on every other rank. */

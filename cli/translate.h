@@ -64,15 +64,13 @@ char *translate_detok(const translate_run *run, const int64_t *ids, int64_t n, a
 attn_tensor *translate_loss(attn_ctx *ctx, const translate_run *run, const translate_batch *b);
 /* The model config as checkpoint metadata key/values (static storage, n pairs) (translate_model.c) */
 const char *const *translate_config_kv(const attn_seq2seq_config *c, int *n);
+/* The model config's fields and names in checkpoints (config_read, config_check_resumed) */
+extern const config_schema translate_schema;
 /* The config of a saved model (checkpoint f at path), range-checked and consistent before
  * anything is built from it: CLI_OK, or CLI_ERR_DATA with the message printed */
 int translate_read_config(const attn_st_file *f, const char *path, attn_seq2seq_config *c);
 /* Every field a checkpoint stores equal in a and b */
 bool translate_same_config(const attn_seq2seq_config *a, const attn_seq2seq_config *b);
-/* config_check_resumed (train_common.h) for the model config: cfg, the model a resumed run's
- * options build, against the checkpoint f's (saved) */
-int translate_check_resumed(const attn_st_file *f, const char *path, const attn_seq2seq_config *cfg,
-                            attn_seq2seq_config *saved);
 /* "<checkpoint>.<side>.vocab" (side "src" or "tgt"), malloc'd, beside a symlinked checkpoint's target:
  * where checkpoints written before the vocabularies went inside them have them. */
 char *translate_vocab_path(const char *checkpoint, const char *side);

@@ -25,10 +25,12 @@ static const config_field config_fields[] = {
 };
 #undef C
 #define N_CONFIG_FIELDS (int)(sizeof config_fields / sizeof config_fields[0])
+const config_schema translate_schema = {"translate",   "attn-seq2seq",  "translation",
+                                        config_fields, N_CONFIG_FIELDS, " (--max-len + 2)"};
 
 const char *const *translate_config_kv(const attn_seq2seq_config *c, int *n)
 {
-    return config_kv("attn-seq2seq", config_fields, N_CONFIG_FIELDS, c, n);
+    return config_kv(&translate_schema, c, n);
 }
 
 const run_option *translate_run_options(const translate_options *o, int *n)
@@ -50,7 +52,7 @@ const run_option *translate_run_options(const translate_options *o, int *n)
  * is built from it. */
 int translate_read_config(const attn_st_file *f, const char *path, attn_seq2seq_config *c)
 {
-    int code = config_read("translate", f, path, "attn-seq2seq", "translation", config_fields, N_CONFIG_FIELDS, c);
+    int code = config_read(&translate_schema, f, path, c);
     if (code != CLI_OK) return code;
     const char *why = c->kind == ATTN_SEQ2SEQ_TRANSFORMER && c->d_model % c->num_heads
                           ? "num_heads does not divide d_model"
@@ -69,11 +71,4 @@ bool translate_same_config(const attn_seq2seq_config *a, const attn_seq2seq_conf
     for (int i = 0; i < N_CONFIG_FIELDS; i++)
         if (config_value(&config_fields[i], a) != config_value(&config_fields[i], b)) return false;
     return true;
-}
-
-int translate_check_resumed(const attn_st_file *f, const char *path, const attn_seq2seq_config *cfg,
-                            attn_seq2seq_config *saved)
-{
-    return config_check_resumed("translate", f, path, "attn-seq2seq", "translation", config_fields, N_CONFIG_FIELDS,
-                                cfg, saved, " (--max-len + 2)");
 }
