@@ -139,10 +139,14 @@ static void searches_free(sentence_search *s, int64_t *block)
     free(block);
 }
 
-static attn_status beam_rows(const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens, int64_t batch,
-                             int64_t src_len, int beam_size, float alpha, const int64_t *max_out, int64_t out_width,
-                             int64_t *out, int64_t *out_lens, attn_seq2seq_decode_impl impl, int threads)
+static attn_status beam_rows(const attn_seq2seq *m, const seq2seq_batch *x, const attn_seq2seq_decode_opts *o,
+                             int threads)
 {
+    const int64_t *src = x->src, *src_lens = x->src_lens, *max_out = x->max_out, batch = x->batch, src_len = x->src_len,
+                  out_width = x->out_width;
+    int64_t *out = x->out, *out_lens = x->out_lens;
+    const int beam_size = o->beam_size;
+    const float alpha = o->length_penalty;
     if (!m || !src || !src_lens || !max_out || !out || !out_lens || beam_size < 1 || beam_size > ATTN_BEAM_MAX)
         return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: NULL argument or beam size outside [1, %d]", ATTN_BEAM_MAX);
     if (!isfinite(alpha))
@@ -168,7 +172,7 @@ static attn_status beam_rows(const attn_seq2seq *m, const int64_t *src, const in
     if (!attn__mul_ok(batch, k, &rows) || !attn__mul_ok(rows, V, &rows))
         return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: batch %lld x beam %lld x vocabulary is too large",
                           (long long)batch, (long long)k);
-    attn_seq2seq_decoder *d = attn_seq2seq_decoder_new(m, src, src_lens, batch, src_len, k, cap, impl);
+    attn_seq2seq_decoder *d = attn_seq2seq_decoder_new(m, src, src_lens, batch, src_len, k, cap, o->impl);
     if (!d || attn_seq2seq_decoder_set_num_threads(d, threads) != ATTN_OK) {
         attn_seq2seq_decoder_free(d);
         return attn_last_status();
@@ -238,11 +242,13 @@ static attn_status beam_rows(const attn_seq2seq *m, const int64_t *src, const in
 /* D2L's GRU encoder reads the padding: Bahdanau sentences go in groups of one source length, each
  * at its own width, to be searched as they would be alone. The Transformer masks the padding and
  * takes the batch at once. */
-attn_status attn__seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
-                                     int64_t batch, int64_t src_len, int beam_size, float alpha, const int64_t *max_out,
-                                     int64_t out_width, int64_t *out, int64_t *out_lens, attn_seq2seq_decode_impl impl)
+attn_status attn__seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_batch *x,
+                                     const attn_seq2seq_decode_opts *o)
 {
     if (!ctx) return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: NULL ctx");
+    const int64_t *src = x->src, *src_lens = x->src_lens, *max_out = x->max_out, batch = x->batch, src_len = x->src_len,
+                  out_width = x->out_width;
+    int64_t *out = x->out, *out_lens = x->out_lens;
     attn_ctx_reset(ctx);
     const int threads = attn_ctx_num_threads(ctx);
     bool grouped = m && src && src_lens && max_out && out && out_lens && out_width >= 1 &&
@@ -250,8 +256,7 @@ attn_status attn__seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const
          padded = false;
     for (int64_t b = 0; grouped && b < batch; b++) padded = padded || src_lens[b] != src_len;
     if (!grouped || !padded) /* (beam_rows reports bad arguments) */
-        return beam_rows(m, src, src_lens, batch, src_len, beam_size, alpha, max_out, out_width, out, out_lens, impl,
-                         threads);
+        return beam_rows(m, x, o, threads);
     int64_t *rows = malloc((size_t)batch * sizeof *rows), *lens = malloc((size_t)batch * sizeof *lens);
     int64_t *limits = malloc((size_t)batch * sizeof *limits), *sub_lens = malloc((size_t)batch * sizeof *sub_lens);
     int64_t *sub = NULL, *sub_out = NULL, n_ids, n_out;
@@ -277,8 +282,8 @@ attn_status attn__seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const
                 limits[n] = max_out[b];
                 sub_lens[n++] = len;
             }
-        if (n > 0)
-            st = beam_rows(m, sub, sub_lens, n, len, beam_size, alpha, limits, out_width, sub_out, lens, impl, threads);
+        const seq2seq_batch group = {sub, sub_lens, n, len, limits, out_width, sub_out, lens};
+        if (n > 0) st = beam_rows(m, &group, o, threads);
         for (int64_t i = 0; st == ATTN_OK && i < n; i++) {
             memcpy(out + rows[i] * out_width, sub_out + i * out_width, (size_t)out_width * sizeof *out);
             out_lens[rows[i]] = lens[i];
@@ -295,16 +300,18 @@ attn_status attn__seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const
 
 /* One sentence; with cross_weights, one teacher-forced pass over <bos> + the answer, in eval
  * mode, gives its cross-attention. */
-attn_status attn__seq2seq_beam_one(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, int64_t src_len,
-                                   int beam_size, float alpha, int64_t max_out, int64_t *out, int64_t *out_len,
-                                   attn_tensor **cross_weights, attn_seq2seq_decode_impl impl)
+attn_status attn__seq2seq_beam_one(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_batch *x,
+                                   const attn_seq2seq_decode_opts *o)
 {
+    attn_tensor **cross_weights = o->cross_weights;
     if (cross_weights) *cross_weights = NULL;
-    if (!ctx || !m || !out || !out_len || max_out < 1)
-        return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: NULL argument or max_out < 1");
+    if (!ctx || !m || !x->out || !x->out_lens || x->batch != 1 || x->max_out[0] < 1)
+        return attn__fail(ATTN_ERR_ARG, "seq2seq_beam: NULL argument, a batch of more than one, or max_out < 1");
+    int64_t src_len = x->src_lens[0], *out_len = x->out_lens, *out = x->out;
+    const int64_t *src = x->src, max_out = x->max_out[0];
     const int64_t width = max_out < m->cfg.max_len ? max_out : m->cfg.max_len - 1; /* out's room used */
-    attn_status st = attn__seq2seq_beam_batch(ctx, m, src, &src_len, 1, src_len, beam_size, alpha, &max_out, width, out,
-                                              out_len, impl);
+    const seq2seq_batch one_unpadded = {src, &src_len, 1, src_len, &max_out, width, out, out_len};
+    attn_status st = attn__seq2seq_beam_batch(ctx, m, &one_unpadded, o);
     if (st != ATTN_OK || !cross_weights) return st;
     bool grad = attn_ctx_grad_enabled(ctx), training = attn_ctx_training(ctx);
     attn_ctx_set_grad_enabled(ctx, false);

@@ -7,11 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* out (batch, stride) receives up to max_out tokens per row (<eos> included), then pad */
-static attn_status greedy(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
-                          int64_t batch, int64_t src_len, int64_t max_out, int64_t stride, int64_t *out,
-                          int64_t *out_lens, attn_seq2seq_decode_impl impl)
+/* x->out (batch, out_width) receives up to max_out tokens per row (<eos> included), then pad */
+static attn_status greedy(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_batch *x, int64_t max_out,
+                          attn_seq2seq_decode_impl impl)
 {
+    const int64_t *src = x->src, *src_lens = x->src_lens, batch = x->batch, src_len = x->src_len, stride = x->out_width;
+    int64_t *out = x->out, *out_lens = x->out_lens;
     if (!ctx || !m || !src || !src_lens || !out || !out_lens || max_out < 1)
         return attn__fail(ATTN_ERR_ARG, "seq2seq_greedy: NULL argument or max_out < 1");
     const attn_seq2seq_config *c = &m->cfg;
@@ -87,13 +88,14 @@ static int64_t *limits_of(const attn_seq2seq_decode_opts *o, int64_t batch, int6
 }
 
 /* Greedy: each sentence's tokens up to its limit, without <eos> (greedy() keeps it), then pad */
-static attn_status greedy_limited(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
-                                  int64_t batch, int64_t src_len, const int64_t *limit, int64_t out_width, int64_t *out,
-                                  int64_t *out_lens, attn_seq2seq_decode_impl impl)
+static attn_status greedy_limited(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_batch *x,
+                                  attn_seq2seq_decode_impl impl)
 {
+    const int64_t *limit = x->max_out, batch = x->batch, out_width = x->out_width;
+    int64_t *out = x->out, *out_lens = x->out_lens;
     int64_t longest = 1;
     for (int64_t b = 0; b < batch; b++) longest = limit[b] > longest ? limit[b] : longest;
-    attn_status st = greedy(ctx, m, src, src_lens, batch, src_len, longest, out_width, out, out_lens, impl);
+    attn_status st = greedy(ctx, m, x, longest, impl);
     for (int64_t b = 0; st == ATTN_OK && b < batch; b++) {
         if (out_lens[b] > limit[b]) out_lens[b] = limit[b];
         for (int64_t t = out_lens[b]; t < out_width; t++) out[b * out_width + t] = m->cfg.pad_id;
@@ -126,14 +128,13 @@ attn_status attn_seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const int6
     int64_t *limit = limits_of(o, batch, out_width);
     if (!limit) return attn_last_status();
     for (int64_t i = 0; i < n_out; i++) out[i] = m->cfg.pad_id;
-    const int k = o->beam_size > 1 ? o->beam_size : 1;
-    attn_status st =
-        o->cross_weights /* one sentence, searched (beam 1 finds greedy's answer), then its weights */
-            ? attn__seq2seq_beam_one(ctx, m, src, src_lens[0], k, o->length_penalty, limit[0], out, out_lens,
-                                     o->cross_weights, o->impl)
-            : k > 1 ? attn__seq2seq_beam_batch(ctx, m, src, src_lens, batch, src_len, k, o->length_penalty, limit,
-                                               out_width, out, out_lens, o->impl)
-                    : greedy_limited(ctx, m, src, src_lens, batch, src_len, limit, out_width, out, out_lens, o->impl);
+    attn_seq2seq_decode_opts search = *o;
+    search.beam_size = o->beam_size > 1 ? o->beam_size : 1;
+    const seq2seq_batch x = {src, src_lens, batch, src_len, limit, out_width, out, out_lens};
+    attn_status st = o->cross_weights /* one sentence, searched (beam 1 finds greedy's answer), then its weights */
+                         ? attn__seq2seq_beam_one(ctx, m, &x, &search)
+                         : search.beam_size > 1 ? attn__seq2seq_beam_batch(ctx, m, &x, &search)
+                                                : greedy_limited(ctx, m, &x, o->impl);
     free(limit);
     return st;
 }

@@ -40,14 +40,23 @@ attn_status attn__seq2seq_encode(attn_ctx *ctx, const attn_seq2seq *m, const int
 attn_tensor *attn__seq2seq_decode(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_memory *mem, const int64_t *tgt,
                                   const int64_t *tgt_lens, int64_t tgt_len, attn_tensor **cross_weights);
 
-/* attn_seq2seq_decode's beam searches: a batch, and one sentence with its cross-attention, with
- * either decoder (seq2seq_beam.c) */
-attn_status attn__seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, const int64_t *src_lens,
-                                     int64_t batch, int64_t src_len, int beam_size, float alpha, const int64_t *max_out,
-                                     int64_t out_width, int64_t *out, int64_t *out_lens, attn_seq2seq_decode_impl impl);
-attn_status attn__seq2seq_beam_one(attn_ctx *ctx, const attn_seq2seq *m, const int64_t *src, int64_t src_len,
-                                   int beam_size, float alpha, int64_t max_out, int64_t *out, int64_t *out_len,
-                                   attn_tensor **cross_weights, attn_seq2seq_decode_impl impl);
+/* The batch a search decodes: src (batch, src_len) with src_lens (batch), each sentence's limit
+ * max_out (batch, each in [1, out_width]), and out (batch, out_width) and out_lens (batch) it fills */
+typedef struct seq2seq_batch {
+    const int64_t *src, *src_lens;
+    int64_t batch, src_len;
+    const int64_t *max_out;
+    int64_t out_width;
+    int64_t *out, *out_lens;
+} seq2seq_batch;
+
+/* attn_seq2seq_decode's beam searches (o's beam_size >= 1, length_penalty, impl) with either
+ * decoder (seq2seq_beam.c): a batch, and one sentence (x->batch 1) with its cross-attention when
+ * o->cross_weights */
+attn_status attn__seq2seq_beam_batch(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_batch *x,
+                                     const attn_seq2seq_decode_opts *o);
+attn_status attn__seq2seq_beam_one(attn_ctx *ctx, const attn_seq2seq *m, const seq2seq_batch *x,
+                                   const attn_seq2seq_decode_opts *o);
 
 /* The first index of the largest of x[0..n) */
 int64_t attn__seq2seq_argmax(const float *x, int64_t n);
