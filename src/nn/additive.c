@@ -1,5 +1,6 @@
 /* D2L's masked softmax and AdditiveAttention (math in attn.h). */
 #include "../core/core_internal.h"
+#include "nn_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -25,11 +26,6 @@ attn_tensor *attn_masked_softmax(attn_ctx *ctx, attn_tensor *scores, const attn_
     return attn_softmax(ctx, attn_add(ctx, scores, mask), -1);
 }
 
-static void sub_prefix(char *out, size_t n, const char *prefix, const char *name)
-{
-    snprintf(out, n, "%s%s%s", prefix, *prefix ? "." : "", name);
-}
-
 static attn_status init_additive(attn_additive_layer *m, attn_params *p, const char *prefix, int64_t query_size,
                                  int64_t key_size, int64_t num_hiddens, float dropout, attn_rng *rng)
 {
@@ -38,11 +34,11 @@ static attn_status init_additive(attn_additive_layer *m, attn_params *p, const c
         return attn__fail(ATTN_ERR_ARG, "additive_init: dropout %g, expected in [0, 1]", dropout);
     char name[256];
     m->dropout = dropout;
-    sub_prefix(name, sizeof name, prefix, "W_q");
+    attn__param_name(name, sizeof name, prefix, "W_q");
     if (attn_linear_init(&m->W_q, p, name, query_size, num_hiddens, false, rng) != ATTN_OK) return attn_last_status();
-    sub_prefix(name, sizeof name, prefix, "W_k");
+    attn__param_name(name, sizeof name, prefix, "W_k");
     if (attn_linear_init(&m->W_k, p, name, key_size, num_hiddens, false, rng) != ATTN_OK) return attn_last_status();
-    sub_prefix(name, sizeof name, prefix, "w_v");
+    attn__param_name(name, sizeof name, prefix, "w_v");
     return attn_linear_init(&m->w_v, p, name, num_hiddens, 1, false, rng);
 }
 

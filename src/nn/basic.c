@@ -10,9 +10,15 @@
  * nothing is drawn (the values stay 0, LayerNorm's 1 and 0): for loading a state_dict.
  */
 #include "../core/core_internal.h"
+#include "nn_internal.h"
 
 #include <math.h>
 #include <stdio.h>
+
+void attn__param_name(char *out, size_t n, const char *prefix, const char *name)
+{
+    snprintf(out, n, "%s%s%s", prefix, *prefix ? "." : "", name);
+}
 
 /* Registers "<prefix>.<leaf>" (or "<leaf>") in p. */
 static attn_tensor *add_param(attn_params *p, const char *prefix, const char *leaf, int ndim, const int64_t *shape)

@@ -1,5 +1,6 @@
 /* Seed 002's ConvAttention: LayerNorm(MHA(x, x, x) + Conv1d(x^T)^T) (math in attn.h). */
 #include "../core/core_internal.h"
+#include "nn_internal.h"
 
 #include <stdio.h>
 
@@ -13,14 +14,13 @@ static attn_status init_conv_attention(attn_conv_attention_layer *m, attn_params
                           "padding k/2 keeps the length)",
                           (long long)kernel_size);
     char name[256];
-    const char *dot = *prefix ? "." : "";
-    snprintf(name, sizeof name, "%s%sattention", prefix, dot);
+    attn__param_name(name, sizeof name, prefix, "attention");
     if (attn_mha_init(&m->attention, p, name, embed_dim, num_heads, 0, 0, true, 0.0f, rng) != ATTN_OK)
         return attn_last_status();
-    snprintf(name, sizeof name, "%s%sconv", prefix, dot);
+    attn__param_name(name, sizeof name, prefix, "conv");
     if (attn_conv1d_init(&m->conv, p, name, embed_dim, embed_dim, kernel_size, kernel_size / 2, true, rng) != ATTN_OK)
         return attn_last_status();
-    snprintf(name, sizeof name, "%s%snorm", prefix, dot);
+    attn__param_name(name, sizeof name, prefix, "norm");
     return attn_layer_norm_init(&m->norm, p, name, embed_dim, 1e-5f);
 }
 

@@ -1,6 +1,7 @@
 /* Linear ("efficient") attention of seed 002 and of Shen et al. (math in attn.h). Cost
  * O(L E^2) instead of O(L^2 E): the (E, E) context K'^T V replaces the (L, L) weights. */
 #include "../core/core_internal.h"
+#include "nn_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -16,7 +17,7 @@ static attn_status init_linear_attention(attn_linear_attention_layer *m, attn_pa
     attn_linear_layer *layers[3] = {&m->to_query, &m->to_key, &m->to_value};
     for (int i = 0; i < 3; i++) {
         char name[256];
-        snprintf(name, sizeof name, "%s%s%s", prefix, *prefix ? "." : "", names[i]);
+        attn__param_name(name, sizeof name, prefix, names[i]);
         if (attn_linear_init(layers[i], p, name, embed_dim, embed_dim, true, rng) != ATTN_OK) return attn_last_status();
     }
     return ATTN_OK;

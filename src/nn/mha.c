@@ -15,7 +15,7 @@
 static attn_tensor *add_param(attn_params *p, const char *prefix, const char *name, int ndim, int64_t d0, int64_t d1)
 {
     char full[256];
-    snprintf(full, sizeof full, "%s%s%s", prefix, *prefix ? "." : "", name);
+    attn__param_name(full, sizeof full, prefix, name);
     int64_t shape[2] = {d0, d1};
     return attn_params_add(p, full, ndim, shape);
 }
@@ -62,7 +62,7 @@ static attn_status init_mha(attn_mha_layer *m, attn_params *p, const char *prefi
     }
     if (bias && !(m->in_proj_bias = add_param(p, prefix, "in_proj_bias", 1, E + 2 * Ekv, 0))) return attn_last_status();
     char out_prefix[256];
-    snprintf(out_prefix, sizeof out_prefix, "%s%sout_proj", prefix, *prefix ? "." : "");
+    attn__param_name(out_prefix, sizeof out_prefix, prefix, "out_proj");
     attn_status st = attn_linear_init(&m->out_proj, p, out_prefix, E, E, bias, rng);
     if (st == ATTN_OK && m->out_proj.bias) /* PyTorch zeroes it in _reset_parameters */
         for (int64_t i = 0; i < E; i++) m->out_proj.bias->data[i] = 0.0f;

@@ -8,6 +8,8 @@
 /* Multi-head attention in pieces (attn_mha_forward = output(sdpa(split_heads(project(...))))):
  * project: x (B, L, E) projected by W_q (which 0), W_k (1) or W_v (2) with its bias, (B, L, E);
  * output: o (B, H, L, E/H) merged into (B, L, E) and projected by out_proj. */
+/* out (n bytes) = "prefix.name", or "name" when prefix is "": a parameter's state_dict name */
+void attn__param_name(char *out, size_t n, const char *prefix, const char *name);
 attn_tensor *attn__mha_project(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *x, int which);
 attn_tensor *attn__mha_output(attn_ctx *ctx, const attn_mha_layer *m, attn_tensor *o);
 /* attn_mha_forward_packed with rope (NULL: none) at each row's place in its sequence */

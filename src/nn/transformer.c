@@ -9,11 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static void join(char *out, size_t n, const char *prefix, const char *name)
-{
-    snprintf(out, n, "%s%s%s", prefix, *prefix ? "." : "", name);
-}
-
 static attn_status check_config(const attn_transformer_config *c)
 {
     if (!c || c->d_model < 1 || c->num_heads < 1 || c->dim_feedforward < 1 ||
@@ -44,14 +39,14 @@ static attn_status init_ffn_norms(attn_linear_layer *l1, attn_linear_layer *l2, 
                                   attn_rng *rng)
 {
     char name[256];
-    join(name, sizeof name, prefix, "linear1");
+    attn__param_name(name, sizeof name, prefix, "linear1");
     if (attn_linear_init(l1, p, name, c->d_model, c->dim_feedforward, true, rng) != ATTN_OK) return attn_last_status();
-    join(name, sizeof name, prefix, "linear2");
+    attn__param_name(name, sizeof name, prefix, "linear2");
     if (attn_linear_init(l2, p, name, c->dim_feedforward, c->d_model, true, rng) != ATTN_OK) return attn_last_status();
     for (int i = 0; i < n_norms; i++) {
         char norm[16];
         snprintf(norm, sizeof norm, "norm%d", i + 1);
-        join(name, sizeof name, prefix, norm);
+        attn__param_name(name, sizeof name, prefix, norm);
         if (attn_layer_norm_init(&norms[i], p, name, c->d_model, c->eps > 0 ? c->eps : 1e-5f) != ATTN_OK)
             return attn_last_status();
     }
@@ -62,7 +57,7 @@ static attn_status init_mha(attn_mha_layer *m, attn_params *p, const char *prefi
                             const attn_transformer_config *c, attn_rng *rng)
 {
     char full[256];
-    join(full, sizeof full, prefix, name);
+    attn__param_name(full, sizeof full, prefix, name);
     return attn_mha_init(m, p, full, c->d_model, c->num_heads, 0, 0, true, c->dropout, rng);
 }
 
