@@ -49,10 +49,10 @@ static void share(int64_t rows, int t, int threads, int64_t *r0, int64_t *r1)
 static void product(float *y, int64_t ldy, const stacked *parts, int n_parts, const float *x, int64_t n, int64_t cols,
                     bool accumulate, int t, int threads)
 {
-    int64_t rows = 0, r0, r1;
+    int64_t rows = 0, r0, r1, at = 0;
     for (int i = 0; i < n_parts; i++) rows += parts[i].rows;
     share(rows, t, threads, &r0, &r1);
-    for (int i = 0, at = 0; i < n_parts; at += (int)parts[i++].rows) {
+    for (int i = 0; i < n_parts; at += parts[i++].rows) {
         const int64_t lo = r0 > at ? r0 - at : 0, hi = r1 - at < parts[i].rows ? r1 - at : parts[i].rows;
         if (lo < hi)
             attn__gemv_rows(y + at, ldy, parts[i].w, cols, x, cols, parts[i].bias, n, lo, hi, cols, accumulate);
