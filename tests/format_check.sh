@@ -8,6 +8,8 @@ fix=0
 [[ ${1:-} == --fix ]] && { fix=1; shift; }
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root" || exit 1
+# the layout does not depend on the kernel level: one run, not one per level of scripts/test.sh
+[[ -n ${ATTN_CPU_ISA:-}${ONEDNN_MAX_CPU_ISA:-} ]] && { echo "format_check: run once, without ATTN_CPU_ISA: skipped"; exit 77; }
 tool=$(command -v clang-format-14 || command -v clang-format) || { echo "format_check: clang-format not found: skipped"; exit 77; }
 [[ $("$tool" --version) == *"version 14."* ]] || { echo "format_check: $("$tool" --version) is not 14: skipped"; exit 77; }
 files=()
@@ -16,12 +18,9 @@ while IFS= read -r f; do
   files+=("$f")
 done < <(find src cli include tests bench examples fuzz tools -name '*.[ch]' 2>/dev/null | sort)
 if ((fix)); then "$tool" -i "${files[@]}"; exit; fi
-bad=0
-for f in "${files[@]}"; do
-  if ! "$tool" --dry-run --Werror "$f" >/dev/null 2>&1; then
-    echo "format_check: $f differs from clang-format's layout (bash tests/format_check.sh --fix)"
-    bad=$((bad + 1))
-  fi
-done
+# one clang-format for every file: it names each file it would change in a warning line
+unformatted=$("$tool" --dry-run "${files[@]}" 2>&1 | sed -nE 's/^([^:]+):[0-9]+:[0-9]+: (warning|error): code should be clang-formatted.*/\1/p' | sort -u)
+for f in $unformatted; do echo "format_check: $f differs from clang-format's layout (bash tests/format_check.sh --fix)"; done
+bad=$(printf '%s' "$unformatted" | grep -c . || true)
 echo "format_check: ${#files[@]} files, $bad not formatted"
 ((bad == 0))
