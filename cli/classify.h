@@ -48,9 +48,7 @@ int classify_evaluate(classify_run *run, const classify_split *split, double *ac
 /* A padded (n, width) batch of rows of split with labels; widths per the model config. */
 attn_status classify_batch(const classify_run *run, const classify_split *split, const int64_t *rows, int64_t n,
                            int64_t *ids, int64_t *lengths, int64_t *labels, int64_t *width);
-/* The model config as checkpoint metadata key/values (static storage, n pairs). */
-const char *const *classify_config_kv(const attn_classifier_config *c, int *n);
-/* The model config's fields and names in checkpoints (config_read, config_check_resumed) */
+/* The model config's fields and names in checkpoints (config_kv, config_read, config_check_resumed) */
 extern const config_schema classify_schema;
 /* o->model from a saved model's metadata, range-checked before anything is built from it (the
  * message printed): CLI_OK or CLI_ERR_DATA. */

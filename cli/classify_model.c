@@ -89,11 +89,6 @@ static const config_field config_fields[] = {
 const config_schema classify_schema = {"classify",    "attn-classifier", "classifier",
                                        config_fields, N_CONFIG_FIELDS,   NULL};
 
-const char *const *classify_config_kv(const attn_classifier_config *c, int *n)
-{
-    return config_kv(&classify_schema, c, n);
-}
-
 /* The config of a saved model (its metadata), range-checked before anything is built from it. */
 int classify_load_config(classify_options *o, const attn_st_file *f)
 {

@@ -54,7 +54,7 @@ static const char *const *checkpoint_meta(void *self, int *n_kv, checkpoint_extr
                             .vocab_keys = &key,
                             .vocab_texts = (const char *const *)&run->vocab_text,
                             .n_vocabs = 1};
-    return classify_config_kv(&run->opt->model, n_kv);
+    return config_kv(&classify_schema, &run->opt->model, n_kv);
 }
 
 /* This rank's forward and backward of its n rows: the loss is a mean over examples, and each

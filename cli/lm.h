@@ -107,9 +107,7 @@ int lm_score(lm_run *run, const lm_stream *s, int64_t limit, double *loss, doubl
 
 /* The options of a training run that decide its losses (*n of them) */
 const run_option *lm_run_options(const lm_options *o, int *n);
-/* The model config as checkpoint metadata key/values (static storage, n pairs) */
-const char *const *lm_config_kv(const attn_lm_config *c, int *n);
-/* The model config's fields and names in checkpoints (config_read, config_check_resumed) */
+/* The model config's fields and names in checkpoints (config_kv, config_read, config_check_resumed) */
 extern const config_schema lm_schema;
 /* The model of cfg in run (run->params, run->model); from: the checkpoint that sizes it
  * (params_for), NULL for a new one */

@@ -107,7 +107,7 @@ int lm_import(lm_run *run, const lm_options *o)
     if (code == CLI_OK) code = lm_tok_set_llama2c(&run->tok, o->tokenizer_in, run->model.cfg.vocab_size);
     if (code != CLI_OK) return code;
     int n_kv;
-    const char *const *cfg = lm_config_kv(&run->model.cfg, &n_kv);
+    const char *const *cfg = config_kv(&lm_schema, &run->model.cfg, &n_kv);
     const char *kv[2 * (CONFIG_MAX_FIELDS + 2)];
     memcpy(kv, cfg, sizeof *kv * (size_t)(2 * n_kv));
     kv[2 * n_kv] = lm_tok_key(&run->tok), kv[2 * n_kv + 1] = run->tok.text;

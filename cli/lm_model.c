@@ -38,11 +38,6 @@ int lm_config_fits(const attn_lm_config *c, const char *path)
     return CLI_OK;
 }
 
-const char *const *lm_config_kv(const attn_lm_config *c, int *n)
-{
-    return config_kv(&lm_schema, c, n);
-}
-
 const run_option *lm_run_options(const lm_options *o, int *n)
 {
     static _Thread_local run_option opts[8];

@@ -169,7 +169,7 @@ static const char *const *checkpoint_meta(void *self, int *n_kv, checkpoint_extr
                             .vocab_keys = key,
                             .vocab_texts = (const char *const *)&run->tok.text,
                             .n_vocabs = 1};
-    return lm_config_kv(&run->model.cfg, n_kv);
+    return config_kv(&lm_schema, &run->model.cfg, n_kv);
 }
 
 int lm_train(lm_run *run, const lm_stream *train, const lm_stream *val)

@@ -62,9 +62,7 @@ char *translate_detok(const translate_run *run, const int64_t *ids, int64_t n, a
 /* Forward + label-smoothed cross-entropy of a batch (scalar tensor in ctx), on the packed
  * sequences unless --no-pack or the Bahdanau model. */
 attn_tensor *translate_loss(attn_ctx *ctx, const translate_run *run, const translate_batch *b);
-/* The model config as checkpoint metadata key/values (static storage, n pairs) (translate_model.c) */
-const char *const *translate_config_kv(const attn_seq2seq_config *c, int *n);
-/* The model config's fields and names in checkpoints (config_read, config_check_resumed) */
+/* The model config's fields and names in checkpoints (config_kv, config_read, config_check_resumed) */
 extern const config_schema translate_schema;
 /* The config of a saved model (checkpoint f at path), range-checked and consistent before
  * anything is built from it: CLI_OK, or CLI_ERR_DATA with the message printed */

@@ -28,11 +28,6 @@ static const config_field config_fields[] = {
 const config_schema translate_schema = {"translate",   "attn-seq2seq",  "translation",
                                         config_fields, N_CONFIG_FIELDS, " (--max-len + 2)"};
 
-const char *const *translate_config_kv(const attn_seq2seq_config *c, int *n)
-{
-    return config_kv(&translate_schema, c, n);
-}
-
 const run_option *translate_run_options(const translate_options *o, int *n)
 {
     static _Thread_local run_option opts[8];

@@ -40,7 +40,7 @@ static const char *const *checkpoint_meta(void *self, int *n_kv, checkpoint_extr
                             .vocab_keys = vocab_keys,
                             .vocab_texts = (const char *const *)run->vocab_text,
                             .n_vocabs = 2};
-    return translate_config_kv(&run->model.cfg, n_kv);
+    return config_kv(&translate_schema, &run->model.cfg, n_kv);
 }
 
 /* --keep-epochs K: the parameters at the end of epoch `epoch` (1-based) as CHECKPOINT.epochN,
@@ -54,7 +54,7 @@ static attn_status keep_epoch(void *self, long epoch)
     char *path = malloc(n);
     if (!path) return ATTN_ERR_NOMEM;
     int n_kv;
-    const char *const *kv = translate_config_kv(&run->model.cfg, &n_kv);
+    const char *const *kv = config_kv(&translate_schema, &run->model.cfg, &n_kv);
     snprintf(path, n, "%s.epoch%ld", run->opt->train.checkpoint, epoch);
     /* the vocabularies go with the parameters here too: an average is taken of one run's files */
     const char **all = malloc((size_t)(2 * (n_kv + 2)) * sizeof *all);
