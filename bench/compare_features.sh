@@ -26,7 +26,7 @@ echo "this tree ($(git rev-parse --short HEAD)$(git diff --quiet || echo ', with
 
 sides=(window full)
 declare -A cmd=([window]=build/attn [full]=build/attn [kv2]=build/attn [kv8]=build/attn)
-opts=([window]="--window 256" [full]="")
+opts=([window]="--window 255,0" [full]="")
 table_header
 for mode in fwd fwdbwd; do bench_row "sdpa L=$window_l $mode" "sdpa --B 1 --H 8 --L $window_l --d 64 --mode $mode --impl fused"; done
 echo "arena peak (MiB), from the raw lines:"

@@ -36,7 +36,7 @@ echo "this tree ($(git rev-parse --short HEAD)$(git diff --quiet || echo ', with
      "$(lscpu | sed -nE 's/^CPU family: +//p'); $("$attn" --version | tail -1)"
 table_header
 for L in "${lens[@]}"; do
-  for feature in "--causal" "--window 256" "--alibi" "--softcap 30"; do
+  for feature in "--causal" "--window 255,0" "--alibi" "--softcap 30"; do
     for mode in fwd fwdbwd; do
       bench_row "L=$L $feature $mode" "sdpa --L $L $feature --mode $mode --impl fused --runs 3 --warmup 1"
     done

@@ -4,6 +4,7 @@
 #define ATTN_CLI_BENCH_H
 
 #include "cli.h"
+#include "features.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,9 +17,8 @@ typedef struct bench_args {
     int impl;              /* an attn_sdpa_impl */
     int bench_case;        /* which of the workload's cases (gemm: layer and product) */
     int matmul_precision;  /* an attn_precision */
-    long kv_heads, window; /* sdpa: K and V's heads (0: H); a sliding window of W keys (0: none) */
-    bool alibi;            /* sdpa: ALiBi with the paper's slopes */
-    float softcap;         /* sdpa: 0: none */
+    long kv_heads;         /* sdpa: K and V's heads (0: H) */
+    cli_features features; /* sdpa: --window, --alibi, --softcap */
     bool mods;             /* sdpa: causal, the window, ALiBi and softcap through attn_score_mods */
 } bench_args;
 

@@ -35,16 +35,12 @@ static int64_t seq_len(const bench_args *a, int64_t b)
 static void options_of(varlen_state *s, const bench_args *a, attn_sdpa_impl impl, int64_t heads)
 {
     const bool gqa = a->kv_heads > 0 && a->kv_heads != heads;
-    s->vo = (attn_varlen_opts){.causal = a->causal, .enable_gqa = gqa, .features.softcap = a->softcap, .impl = impl};
-    s->so = (attn_sdpa_opts){.enable_gqa = gqa, .features.softcap = a->softcap, .impl = impl};
+    s->vo = (attn_varlen_opts){.causal = a->causal, .enable_gqa = gqa, .impl = impl};
+    s->so = (attn_sdpa_opts){.enable_gqa = gqa, .impl = impl};
     s->so.mask.causal = a->causal; /* top-left: bottom-right too, as every sequence's Lq = Lk */
     s->so.mask.valid_lens = (attn_lens){s->lens, 1, {a->B, 0}};
-    if (a->window > 0) s->vo.features.window = s->so.features.window = (attn_window){true, a->window - 1, 0};
-    if (a->alibi && attn_alibi_slopes(s->slopes, heads) == ATTN_OK) {
-        s->vo.features.alibi_slopes = s->so.features.alibi_slopes = s->slopes;
-        s->vo.features.alibi_ndim = s->so.features.alibi_ndim = 1;
-        s->vo.features.alibi_shape[0] = s->so.features.alibi_shape[0] = heads;
-    }
+    cli_features_apply(&a->features, s->slopes, heads, &s->vo.features);
+    s->so.features = s->vo.features;
 }
 
 /* The fused kernel against its reference twin on packed sequences of the workload's options: 3
@@ -92,12 +88,9 @@ static int varlen_setup(const bench_args *a, void **state, bench_result *r)
     double pairs = 0.0;
     s->cu[0] = 0;
     for (int64_t b = 0; b < a->B; b++) {
-        const double n = (double)(s->lens[b] = seq_len(a, b));
+        s->lens[b] = seq_len(a, b);
         s->cu[b + 1] = s->cu[b] + s->lens[b];
-        /* the pairs the kernels compute: all, half under causal, n W less W^2 / 2 in a window */
-        pairs += a->window > 0 && a->window < n ? n * a->window - 0.5 * (double)a->window * (a->window - 1)
-                 : a->causal                    ? 0.5 * n * n
-                                                : n * n;
+        pairs += cli_features_pairs(&a->features, a->causal, s->lens[b], s->lens[b]); /* the kernels' work */
     }
     options_of(s, a, (attn_sdpa_impl)a->impl, a->H);
     const int64_t kv = a->kv_heads ? a->kv_heads : a->H, total = s->cu[a->B];
@@ -147,15 +140,15 @@ static void varlen_print(const bench_args *a, void *state, const bench_result *r
     const varlen_state *s = state;
     const char *mode = bench_mode_names[a->mode], *layout = case_names[!s->packed];
     if (a->json) {
-        printf(
-            "{\"workload\":\"varlen\",\"layout\":\"%s\",\"mode\":\"%s\",\"impl\":\"%s\",\"causal\":%s,\"B\":%ld,"
-            "\"H\":%ld,\"L\":%ld,\"d\":%ld,\"tokens\":%lld,\"kv_heads\":%ld,\"window\":%ld,\"alibi\":%s,\"softcap\":%g,"
-            "\"threads\":%d,\"isa\":\"%s\",\"precision\":\"%s\",\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f,"
-            "\"gflops_med\":%.2f,\"items_per_s_med\":%.2f,\"unit\":\"%s\",\"arena_peak_mib\":%.1f}\n",
-            layout, mode, a->impl == ATTN_SDPA_REF ? "ref" : "fused", a->causal ? "true" : "false", a->B, a->H, a->L,
-            a->d, (long long)s->cu[a->B], a->kv_heads ? a->kv_heads : a->H, a->window, a->alibi ? "true" : "false",
-            (double)a->softcap, cli_threads(), attn_isa_name(r->isa), cli_matmul_precision_text(), r->t_min, r->t_med,
-            r->t_max, r->flop / r->t_med * 1e-9, r->items / r->t_med, r->unit, r->peak_bytes / 1048576.0);
+        printf("{\"workload\":\"varlen\",\"layout\":\"%s\",\"mode\":\"%s\",\"impl\":\"%s\",\"causal\":%s,\"B\":%ld,"
+               "\"H\":%ld,\"L\":%ld,\"d\":%ld,\"tokens\":%lld,\"kv_heads\":%ld,",
+               layout, mode, a->impl == ATTN_SDPA_REF ? "ref" : "fused", a->causal ? "true" : "false", a->B, a->H, a->L,
+               a->d, (long long)s->cu[a->B], a->kv_heads ? a->kv_heads : a->H);
+        cli_features_json(&a->features);
+        printf(",\"threads\":%d,\"isa\":\"%s\",\"precision\":\"%s\",\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f,"
+               "\"gflops_med\":%.2f,\"items_per_s_med\":%.2f,\"unit\":\"%s\",\"arena_peak_mib\":%.1f}\n",
+               cli_threads(), attn_isa_name(r->isa), cli_matmul_precision_text(), r->t_min, r->t_med, r->t_max,
+               r->flop / r->t_med * 1e-9, r->items / r->t_med, r->unit, r->peak_bytes / 1048576.0);
         return;
     }
     printf("%-10s %-7s %-6s L=%-5ld B=%-3ld %s threads=%d %-11s %-7s  ms min/med/max %9.2f %9.2f %9.2f  GFLOP/s %6.1f"
@@ -164,9 +157,7 @@ static void varlen_print(const bench_args *a, void *state, const bench_result *r
            r->bf16 ? "bf16" : "float32", 1e3 * r->t_min, 1e3 * r->t_med, 1e3 * r->t_max, r->flop / r->t_med * 1e-9,
            r->items / r->t_med, r->unit, r->peak_bytes / 1048576.0);
     if (a->kv_heads && a->kv_heads != a->H) printf("  kv-heads %ld", a->kv_heads);
-    if (a->window) printf("  window %ld", a->window);
-    if (a->alibi) printf("  alibi");
-    if (a->softcap > 0.0f) printf("  softcap %g", (double)a->softcap);
+    cli_features_print(&a->features);
     printf("\n");
 }
 

@@ -34,7 +34,7 @@ typedef struct sdpa_mods {
     const float *slopes; /* (H) ALiBi's; NULL: none */
     float softcap;       /* 0: none */
     bool causal;
-    long window; /* W keys up to the diagonal; 0: none */
+    attn_window window; /* bottom-right aligned; queries and keys are as many */
 } sdpa_mods;
 
 static float mods_score(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *user)
@@ -59,7 +59,9 @@ static bool mods_mask(int64_t b, int64_t h, int64_t q, int64_t kv, void *user)
 {
     (void)b, (void)h;
     const sdpa_mods *m = user;
-    return (!m->causal || kv <= q) && (!m->window || (kv <= q && kv > q - m->window));
+    const attn_window *w = &m->window;
+    return (!m->causal || kv <= q) &&
+           (!w->on || ((w->left < 0 || kv >= q - w->left) && (w->right < 0 || kv <= q + w->right)));
 }
 
 /* the block's pairs have kv - q from k0 - (q1 - 1) to (k1 - 1) - q0; the mask keeps [lo, hi] */
@@ -67,7 +69,10 @@ static int mods_block(int64_t b, int64_t h, int64_t q0, int64_t q1, int64_t k0, 
 {
     (void)b, (void)h;
     const sdpa_mods *m = user;
-    const int64_t lo = m->window ? 1 - m->window : INT64_MIN, hi = 0;
+    const attn_window *w = &m->window;
+    const int64_t lo = w->on && w->left >= 0 ? -w->left : INT64_MIN;
+    int64_t hi = w->on && w->right >= 0 ? w->right : INT64_MAX;
+    if (m->causal && hi > 0) hi = 0;
     if ((k1 - 1) - q0 < lo || k0 - (q1 - 1) > hi) return ATTN_BLOCK_EMPTY;
     return k0 - (q1 - 1) >= lo && (k1 - 1) - q0 <= hi ? ATTN_BLOCK_FULL : ATTN_BLOCK_PARTIAL;
 }
@@ -98,19 +103,19 @@ static attn_sdpa_opts sdpa_opts_of(const bench_args *a, attn_sdpa_impl impl, flo
                                    sdpa_mods *mods)
 {
     attn_sdpa_opts o = {.impl = impl, .enable_gqa = gqa};
-    const bool alibi = a->alibi && attn_alibi_slopes(slopes, heads) == ATTN_OK;
+    attn_score_features built_in = {0};
+    const bool alibi = cli_features_apply(&a->features, slopes, heads, &built_in) && a->features.alibi;
     if (a->mods) {
-        *mods = (sdpa_mods){alibi ? slopes : NULL, a->softcap, a->causal, a->window};
+        *mods = (sdpa_mods){alibi ? slopes : NULL, a->features.softcap, a->causal, a->features.window_parsed};
         o.features.mods.user = mods;
-        if (alibi || a->softcap > 0.0f)
+        if (alibi || a->features.softcap > 0.0f)
             o.features.mods.score_mod = mods_score, o.features.mods.score_mod_grad = mods_score_grad;
-        if (a->causal || a->window > 0) o.features.mods.mask_mod = mods_mask, o.features.mods.mask_block = mods_block;
+        if (a->causal || a->features.window)
+            o.features.mods.mask_mod = mods_mask, o.features.mods.mask_block = mods_block;
         return o;
     }
-    o.features.softcap = a->softcap;
+    o.features = built_in;
     o.mask.causal = a->causal;
-    if (a->window > 0) o.features.window = (attn_window){true, a->window - 1, 0}; /* W keys up to the diagonal */
-    if (alibi) o.features.alibi_slopes = slopes, o.features.alibi_ndim = 1, o.features.alibi_shape[0] = heads;
     return o;
 }
 
@@ -179,9 +184,7 @@ static int sdpa_setup(const bench_args *a, void **state, bench_result *r)
     s->v = bench_randn(&rng, 4, kv_shape, s->backward), s->g = bench_randn(&rng, 4, shape, false);
     s->slopes = malloc(sizeof(float) * (size_t)a->H);
     if (s->slopes) s->opts = sdpa_opts_of(a, (attn_sdpa_impl)a->impl, s->slopes, a->H, gqa, &s->mods);
-    /* the (query, key) pairs the kernel computes: all, half under causal, L W less W^2 / 2 in a window */
-    double pairs = (double)a->L * a->L * (a->causal ? 0.5 : 1.0);
-    if (a->window > 0 && a->window < a->L) pairs = (double)a->L * a->window - 0.5 * (double)a->window * (a->window - 1);
+    const double pairs = cli_features_pairs(&a->features, a->causal, a->L, a->L); /* the kernel's work */
     r->flop = 4.0 * a->B * a->H * pairs * a->d * (s->backward ? 3.5 : 1.0);
     return s->ctx && s->q && s->k && s->v && s->g && s->slopes ? CLI_OK
                                                                : cli_fail(CLI_ERR_DATA, "bench", "out of memory");
@@ -411,9 +414,7 @@ static const cli_option options[] = {
     {"--impl", NULL, O(CLI_CHOICE, impl), 0, 0, impl_names, "auto", "sdpa: the kernel"},
     {"--kv-heads", "N", O(CLI_LONG, kv_heads), 1, 256, NULL, NULL,
      "sdpa: grouped-query attention, K and V with N heads"},
-    {"--window", "W", O(CLI_LONG, window), 1, 1048576, NULL, NULL, "sdpa: a sliding window of W keys (W-1, 0)"},
-    {"--alibi", NULL, O(CLI_FLAG, alibi), 0, 0, NULL, NULL, "sdpa: ALiBi with the paper's slopes"},
-    {"--softcap", "C", O(CLI_FLOAT, softcap), 1e-30, 1e30, NULL, NULL, "sdpa: soft-capped scores, C tanh(s / C)"},
+    CLI_FEATURE_OPTIONS(bench_args, features, "sdpa", ""),
     {"--mods", NULL, O(CLI_FLAG, mods), 0, 0, NULL, NULL,
      "sdpa: --causal, --window, --alibi and --softcap as score and mask callbacks (attn_score_mods)"},
     {"--runs", "N", O(CLI_LONG, runs), 1, 1000, NULL, "5", "timed runs (the median is reported)"},
@@ -467,10 +468,11 @@ static int parse(int argc, char **argv, bench_args *a)
         return cli_fail(CLI_ERR_USAGE, "bench", "%s applies to sdpa only", a->causal ? "--causal" : "--mode");
     if (a->workload && !sdpa && !mha && a->impl != 0)
         return cli_fail(CLI_ERR_USAGE, "bench", "--impl applies to sdpa and mha only");
-    if (!sdpa && (a->kv_heads || a->window || a->alibi || a->softcap != 0 || a->mods))
+    if (!sdpa && (a->kv_heads || cli_features_given(&a->features) || a->mods))
         return cli_fail(CLI_ERR_USAGE, "bench",
                         "--kv-heads, --window, --alibi, --softcap and --mods apply to sdpa only "
                         "(name it)");
+    if ((code = cli_features_check("bench", &a->features)) != CLI_OK) return code;
     if (a->kv_heads && (a->H ? a->H : 8) % a->kv_heads != 0)
         return cli_fail(CLI_ERR_USAGE, "bench", "--kv-heads %ld does not divide the %ld heads", a->kv_heads,
                         a->H ? a->H : 8);
@@ -505,25 +507,24 @@ static void defaults_for(bench_args *a, const char *name)
 static void print_result(const bench_workload *w, const bench_args *a, const bench_result *r)
 {
     const char *mode = w->mode ? w->mode : bench_mode_names[a->mode];
-    if (a->json)
+    if (a->json) {
         printf("{\"workload\":\"%s\",\"mode\":\"%s\",\"impl\":\"%s\",\"causal\":%s,\"B\":%ld,\"H\":%ld,\"L\":%ld,"
-               "\"d\":%ld,\"kv_heads\":%ld,\"window\":%ld,\"alibi\":%s,\"softcap\":%g,\"mods\":%s,\"threads\":%d,"
-               "\"isa\":\"%s\",\"precision\":\"%s\",\"t_min\":%.6f,\"t_med\":%.6f,\"t_max\":%.6f,\"gflops_med\":%.2f,"
-               "\"items_per_s_med\":%.2f,\"unit\":\"%s\",\"arena_peak_mib\":%.1f}\n",
+               "\"d\":%ld,\"kv_heads\":%ld,",
                w->name, mode, a->impl == ATTN_SDPA_REF ? "ref" : "fused", a->causal ? "true" : "false", a->B, a->H,
-               a->L, a->d, a->kv_heads ? a->kv_heads : a->H, a->window, a->alibi ? "true" : "false", (double)a->softcap,
+               a->L, a->d, a->kv_heads ? a->kv_heads : a->H);
+        cli_features_json(&a->features);
+        printf(",\"mods\":%s,\"threads\":%d,\"isa\":\"%s\",\"precision\":\"%s\",\"t_min\":%.6f,\"t_med\":%.6f,"
+               "\"t_max\":%.6f,\"gflops_med\":%.2f,\"items_per_s_med\":%.2f,\"unit\":\"%s\",\"arena_peak_mib\":%.1f}\n",
                a->mods ? "true" : "false", cli_threads(), attn_isa_name(r->isa), cli_matmul_precision_text(), r->t_min,
                r->t_med, r->t_max, r->flop / r->t_med * 1e-9, r->items / r->t_med, r->unit, r->peak_bytes / 1048576.0);
-    else {
+    } else {
         printf("%-10s %-7s L=%-5ld B=%-3ld %s threads=%d %-11s %-7s  ms min/med/max %9.2f %9.2f %9.2f  GFLOP/s %6.1f",
                w->name, mode, a->L, a->B, a->causal ? "causal" : "      ", cli_threads(), attn_isa_name(r->isa),
                r->bf16 ? "bf16" : "float32", 1e3 * r->t_min, 1e3 * r->t_med, 1e3 * r->t_max, r->flop / r->t_med * 1e-9);
         if (r->items > 0) printf("  %.1f %s", r->items / r->t_med, r->unit);
         printf("  arena %.1f MiB", r->peak_bytes / 1048576.0);
         if (a->kv_heads && a->kv_heads != a->H) printf("  kv-heads %ld", a->kv_heads);
-        if (a->window) printf("  window %ld", a->window);
-        if (a->alibi) printf("  alibi");
-        if (a->softcap > 0.0f) printf("  softcap %g", (double)a->softcap);
+        cli_features_print(&a->features);
         if (a->mods) printf("  (as callbacks)");
         printf("\n");
     }

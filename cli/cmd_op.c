@@ -3,8 +3,6 @@
  * can be compared with PyTorch on identical inputs. */
 #include "op_io.h"
 
-#include <errno.h>
-#include <float.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,11 +21,7 @@ static const cli_option options[] = {
     {"--scale", "S", O(CLI_FLOAT, scale), 1e-30, 1e30, NULL, NULL, "score scale (sdpa; default 1/sqrt(D))"},
     {"--enable-gqa", NULL, O(CLI_FLAG, enable_gqa), 0, 0, NULL, NULL,
      "sdpa: k and v may have fewer heads, dividing q's (PyTorch's enable_gqa)"},
-    {"--window", "LEFT,RIGHT", O(CLI_NAME, window), 0, 0, NULL, NULL,
-     "sdpa, mha: FlashAttention's local window, bottom-right aligned (-1: unbounded; W keys: W-1,0)"},
-    {"--alibi", NULL, O(CLI_FLAG, alibi), 0, 0, NULL, NULL,
-     "sdpa, mha: ALiBi with the paper's slopes (a tensor alibi_slopes, (H) or (B,H), in IN gives others)"},
-    {"--softcap", "C", O(CLI_FLOAT, softcap), FLT_MIN, FLT_MAX, NULL, NULL, "sdpa, mha: scores become C tanh(s / C)"},
+    CLI_FEATURE_OPTIONS(op_args, features, "sdpa, mha", " (a tensor alibi_slopes, (H) or (B,H), in IN gives others)"),
     {"--rope-base", "B", O(CLI_FLOAT, rope_base), 1, 1e9, NULL, NULL,
      "sdpa, mha: rotary positions on q and k, base B > 1 (positions 0, 1, ... of each sequence)"},
     {"--rope-layout", NULL, O(CLI_CHOICE, rope_layout), 0, 0, rope_layouts, "halves",
@@ -95,28 +89,6 @@ const cli_spec op_spec = {
 };
 
 /* Options that do not apply to the mechanism are errors, as are missing required ones. */
-/* One bound of --window: an integer in [-1, INT64_MAX], the whole text (n bytes of it) */
-static bool window_bound(const char *text, size_t n, int64_t *out)
-{
-    char buf[32];
-    if (n == 0 || n >= sizeof buf) return false;
-    memcpy(buf, text, n), buf[n] = '\0';
-    errno = 0;
-    const long long v = strtoll(buf, NULL, 10);
-    if (!cli_integer_form(buf) || errno || v < -1) return false;
-    *out = v;
-    return true;
-}
-
-/* --window LEFT,RIGHT */
-static bool parse_window(const char *text, attn_window *w)
-{
-    const char *comma = strchr(text, ',');
-    *w = (attn_window){.on = true};
-    return comma && window_bound(text, (size_t)(comma - text), &w->left) &&
-           window_bound(comma + 1, strlen(comma + 1), &w->right);
-}
-
 static int validate(op_args *a, const op_mechanism *mech)
 {
     const char *n = mech->name;
@@ -128,7 +100,7 @@ static int validate(op_args *a, const op_mechanism *mech)
         return cli_fail(CLI_ERR_USAGE, "op",
                         "--enable-gqa applies to sdpa (mha reads its key/value heads off "
                         "k_proj_weight)");
-    if ((a->window || a->alibi || a->softcap != 0 || a->rope_base != 0) && strcmp(n, "sdpa") && strcmp(n, "mha"))
+    if ((cli_features_given(&a->features) || a->rope_base != 0) && strcmp(n, "sdpa") && strcmp(n, "mha"))
         return cli_fail(CLI_ERR_USAGE, "op", "--window, --alibi, --softcap and --rope-base apply to sdpa and mha");
     if (a->rope_base != 0 && a->rope_base <= 1.0f)
         return cli_fail(CLI_ERR_USAGE, "op", "--rope-base %g: expected a base above 1", (double)a->rope_base);
@@ -149,11 +121,8 @@ static int validate(op_args *a, const op_mechanism *mech)
     if (!heads && a->num_heads > 0) return cli_fail(CLI_ERR_USAGE, "op", "--num-heads does not apply to %s", n);
     if (!a->in_path || !a->out_path)
         return cli_fail(CLI_ERR_USAGE, "op", "--in and --out are required (see attn op --help)");
-    if (a->window && !parse_window(a->window, &a->window_parsed))
-        return cli_fail(CLI_ERR_USAGE, "op",
-                        "--window \"%s\": expected LEFT,RIGHT, each an integer from -1 (unbounded) to %lld", a->window,
-                        (long long)INT64_MAX);
-    return cli_check_paths(&op_spec, a, NULL);
+    const int code = cli_features_check("op", &a->features);
+    return code != CLI_OK ? code : cli_check_paths(&op_spec, a, NULL);
 }
 
 int cmd_op(int argc, char **argv)

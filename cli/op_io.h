@@ -3,16 +3,15 @@
 #ifndef ATTN_CLI_OP_IO_H
 #define ATTN_CLI_OP_IO_H
 
+#include "features.h"
 #include "options.h"
 
 typedef struct op_args {
     const char *name, *in_path, *out_path;
     bool causal, need_weights, per_head_weights, batch_first, shen;
-    bool enable_gqa, alibi; /* sdpa: k, v with fewer heads; ALiBi with the paper's slopes */
-    const char *window;     /* sdpa: "LEFT,RIGHT" (FlashAttention's window_size), NULL: none */
-    attn_window window_parsed;
-    float scale;   /* 0: 1/sqrt(D) */
-    float softcap; /* sdpa: 0: none */
+    bool enable_gqa;       /* sdpa: k, v with fewer heads */
+    cli_features features; /* sdpa, mha: --window, --alibi, --softcap */
+    float scale;           /* 0: 1/sqrt(D) */
     long num_heads, threads;
     int matmul_precision; /* an attn_precision */
     int impl;             /* an attn_sdpa_impl */

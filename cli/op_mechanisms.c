@@ -180,10 +180,9 @@ static attn_status mha_from_file(op_run *run, attn_mha_layer *m, const char *pre
 static bool features(op_run *run, int64_t heads, attn_score_features *f, attn_tensor **slopes)
 {
     const op_args *a = run->args;
-    f->window = a->window_parsed, f->softcap = a->softcap;
     *slopes = NULL;
     const attn_st_tensor *t = attn_st_find(run->file, "alibi_slopes");
-    if (t && a->alibi) {
+    if (t && a->features.alibi) {
         fprintf(stderr, "attn op %s: --alibi and a tensor alibi_slopes in the input: give one\n", a->name);
         attn_clear_error(); /* said here */
         return false;
@@ -193,15 +192,17 @@ static bool features(op_run *run, int64_t heads, attn_score_features *f, attn_te
                 attn_dtype_name(t->dtype));
         return false;
     }
-    if (t)
+    if (a->features.alibi)
+        *slopes = attn_tensor_alloc(1, &heads);
+    else if (t)
         *slopes = attn_st_load(run->file, "alibi_slopes", NULL);
-    else if (a->alibi && (*slopes = attn_tensor_alloc(1, &heads)) &&
-             attn_alibi_slopes((*slopes)->data, heads) != ATTN_OK) {
+    if ((t || a->features.alibi) && !*slopes) return false;
+    if (!cli_features_apply(&a->features, *slopes ? (*slopes)->data : NULL, heads, f)) {
         attn_tensor_free(*slopes);
         *slopes = NULL;
+        return false;
     }
-    if ((t || a->alibi) && !*slopes) return false;
-    if (*slopes) {
+    if (t) {
         f->alibi_slopes = (*slopes)->data, f->alibi_ndim = (*slopes)->ndim;
         for (int i = 0; i < (*slopes)->ndim && i < 2; i++) f->alibi_shape[i] = (*slopes)->shape[i];
     }

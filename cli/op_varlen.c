@@ -83,17 +83,12 @@ attn_tensor *op_sdpa_varlen(op_run *run, attn_tensor *q, attn_tensor *k, attn_te
                 (long long)nq, (long long)nk);
         attn_clear_error();
     } else if (cu_q && cu_k && (q = rotated(run, q, cu_q, nq - 1)) && (k = rotated(run, k, cu_k, nk - 1))) {
-        attn_varlen_opts vo = {.scale = o->scale,
-                               .causal = m->causal,
-                               .features.window = o->features.window,
-                               .enable_gqa = o->enable_gqa,
-                               .features.alibi_slopes = o->features.alibi_slopes,
-                               .features.alibi_ndim = o->features.alibi_ndim,
-                               .features.softcap = o->features.softcap,
-                               .dropout_p = o->dropout_p,
-                               .impl = o->impl};
-        vo.features.alibi_shape[0] = o->features.alibi_shape[0],
-        vo.features.alibi_shape[1] = o->features.alibi_shape[1];
+        const attn_varlen_opts vo = {.scale = o->scale,
+                                     .causal = m->causal,
+                                     .features = o->features,
+                                     .enable_gqa = o->enable_gqa,
+                                     .dropout_p = o->dropout_p,
+                                     .impl = o->impl};
         out = attn_sdpa_varlen(run->ctx, q, k, v, cu_q, cu_k, nq - 1, &vo);
     }
     free(cu_q), free(cu_k);

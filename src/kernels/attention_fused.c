@@ -11,7 +11,7 @@
  * forward, Q^T and dO^T of one head per thread in the backward. */
 #include "dispatch_internal.h"     /* built once per level (attn_cpu_isa) */
 #include "../core/core_internal.h" /* attn__thread_num */
-#include "attention_internal.h"
+#include "attention_fused_internal.h"
 #include "kernels_internal.h"
 #include "simd_internal.h"
 
@@ -19,12 +19,6 @@
 #include <math.h>
 #include <string.h>
 
-/* SDPA_BR queries (a multiple of every VF_LANES) by SDPA_BC keys: the blocks that mask_block
- * answers for (attn.h) */
-enum {
-    SDPA_BR = ATTN_MASK_BLOCK_Q,
-    SDPA_BC = ATTN_MASK_BLOCK_KV
-};
 /* floats of a tile of bytes (SDPA_BC, SDPA_BR): the mask callbacks' keep flags */
 enum {
     KEEP_FLOATS = SDPA_BC * SDPA_BR / 4
@@ -33,11 +27,6 @@ enum {
 static int64_t round_up(int64_t n, int64_t to)
 {
     return (n + to - 1) / to * to;
-}
-
-static int64_t half_up(int64_t n)
-{
-    return (n + 1) / 2;
 }
 
 int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads)
@@ -265,22 +254,6 @@ static void transpose_padded(float *dst, int64_t ld, const float *src, int64_t r
     }
 }
 
-/* dst (cols, ld_dst) = src (rows, cols)^T, of words */
-static void transpose_words(uint32_t *dst, int64_t ld_dst, const uint32_t *src, int64_t ld_src, int64_t rows,
-                            int64_t cols)
-{
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c++) dst[c * ld_dst + r] = src[r * ld_src + c];
-}
-
-/* A bf16 tile product of the problem's kind: VDPBF16PS's sums, or AMX's (sdpa_problem.amx). */
-static inline void product_bf16(const sdpa_problem *p, float *c, int64_t ldc, const uint32_t *a, int64_t a_rs,
-                                int64_t a_ks, const uint32_t *b, int64_t ldb, int64_t m, int64_t n, int64_t kp,
-                                float alpha, bool accumulate)
-{
-    (p->amx ? attn__tile_gemm_amx : attn__tile_gemm_bf16)(c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate);
-}
-
 /* One online-softmax step over a block of cols keys for qw queries: st (cols, qw) scores become
  * exp(s - m_new), and per query m = m_new, l = l alpha + sum, ot (Dv, qw) *= alpha with
  * alpha = exp(m - m_new). With pp, the exponentials go to pp ((cols + 1) / 2, qw) as bf16 pairs of
@@ -319,48 +292,38 @@ static void online_softmax(float *st, uint32_t *pp, float *ot, float *m, float *
 /* Where forward_block keeps the head its bf16 K and V hold, in floats from its scratch */
 static int64_t forward_packed_at(const sdpa_problem *p)
 {
-    return SDPA_BR * (p->d + SDPA_BC + p->dv + 2) + KEEP_FLOATS + half_up(p->d) * SDPA_BR + SDPA_BC / 2 * p->dv +
+    return SDPA_BR * (p->d + SDPA_BC + p->dv + 2) + KEEP_FLOATS + sdpa_half_up(p->d) * SDPA_BR + SDPA_BC / 2 * p->dv +
            SDPA_BC / 2 * SDPA_BR;
 }
 
 /* One query block: rows [i0, i0+rows) of head (b, h), in tiles qw = rows rounded up to whole
- * vectors wide (a short block, as in step-by-step decoding, computes no padding lanes beyond). */
+ * vectors wide (a short block, as in step-by-step decoding, computes no padding lanes beyond),
+ * through products of the kind x. */
 static void forward_block(float *out, float *stats, const float *q, const float *k, const float *v, float *scratch,
-                          const sdpa_problem *p, int64_t b, int64_t h, int64_t i0, int64_t rows)
+                          const sdpa_problem *p, const fused_products *x, int64_t b, int64_t h, int64_t i0,
+                          int64_t rows)
 {
     const int64_t bh = b * p->heads + h, D = p->d, Dv = p->dv, Lk = p->lk;
     const int64_t bhk = b * (p->heads_kv > 0 ? p->heads_kv : p->heads) + sdpa_kv_head(p, h); /* K, V's head */
-    const int64_t qw = round_up(rows, VF_LANES);
-    float *qt = scratch;                      /* (D, qw) Q^T of the block, zero past rows */
-    float *st = qt + D * SDPA_BR;             /* (BC, qw) scores S^T, then probabilities P^T */
-    float *ot = st + SDPA_BC * SDPA_BR;       /* (Dv, qw) unnormalised O^T */
-    float *m = ot + Dv * SDPA_BR;             /* (qw) running max */
+    const int64_t qw = round_up(rows, VF_LANES), hD = sdpa_half_up(D), hLk = sdpa_half_up(Lk);
+    const bool drop = p->dropout_p > 0.0f;
+    fused_forward_tiles t = {.qw = qw, .qt = scratch, .pairs_from_softmax = p->bf16 && !drop};
+    t.st = t.qt + D * SDPA_BR;
+    t.ot = t.st + SDPA_BC * SDPA_BR;
+    float *m = t.ot + Dv * SDPA_BR;           /* (qw) running max */
     float *l = m + SDPA_BR;                   /* (qw) running sum */
     uint8_t *keep = (uint8_t *)(l + SDPA_BR); /* (BC, qw) the pairs the mask callbacks keep */
-    const int64_t hD = half_up(D);
-    uint32_t *qp = (uint32_t *)(l + SDPA_BR + KEEP_FLOATS); /* bf16 pair words: (D/2, qw) of Q^T's rows */
-    uint32_t *vp = qp + hD * SDPA_BR;                       /* (BC/2, Dv) of one tile of V's rows */
-    uint32_t *pp = vp + SDPA_BC / 2 * Dv;                   /* (BC/2, qw) of P^T's rows */
-    float *mark = scratch + forward_packed_at(p);           /* (2) the head kh and vh hold, -1: none */
-    uint32_t *kh = (uint32_t *)(mark + 2);                  /* (Lk, D/2) in K's rows, the whole head */
-    uint32_t *vh = kh + Lk * hD;                            /* (Lk/2, Dv) of V's rows, the whole head */
-    /* AMX loads A by rows of pairs: O^T = V^T P^T takes V's pairs by its columns */
-    const int64_t hLk = half_up(Lk);
-    uint32_t *vt = vh + hLk * Dv;  /* amx: (Dv, Lk/2) vh transposed */
-    uint32_t *vpt = vt + Dv * hLk; /* amx: (Dv, BC/2) vp transposed */
-    transpose_padded(qt, qw, q + (bh * p->lq + i0) * D, rows, D);
-    if (p->bf16) {
-        attn__bf16_pack_col_pairs(qp, qw, qt, qw, D, qw);
-        int64_t packed;
-        memcpy(&packed, mark, sizeof packed);
-        if (packed != bhk) { /* once per key/value head and thread, not once per query block */
-            attn__bf16_pack_row_pairs(kh, hD, k + bhk * Lk * D, D, Lk, D);
-            attn__bf16_pack_col_pairs(vh, Dv, v + bhk * Lk * Dv, Dv, Lk, Dv);
-            if (p->amx) transpose_words(vt, hLk, vh, Dv, hLk, Dv);
-            memcpy(mark, &bhk, sizeof bhk);
-        }
-    }
-    memset(ot, 0, (size_t)(Dv * qw) * sizeof(float));
+    t.qp = (uint32_t *)(l + SDPA_BR + KEEP_FLOATS);
+    t.vp = t.qp + hD * SDPA_BR;
+    t.pp = t.vp + SDPA_BC / 2 * Dv;
+    t.mark = scratch + forward_packed_at(p);
+    t.kh = (uint32_t *)(t.mark + 2);
+    t.vh = t.kh + Lk * hD;
+    t.vt = t.vh + hLk * Dv;
+    t.vpt = t.vt + Dv * hLk;
+    transpose_padded(t.qt, qw, q + (bh * p->lq + i0) * D, rows, D);
+    x->forward_block(&t, p, k, v, bhk);
+    memset(t.ot, 0, (size_t)(Dv * qw) * sizeof(float));
     for (int64_t r = 0; r < qw; r++) {
         m[r] = -INFINITY;
         l[r] = 0.0f;
@@ -374,33 +337,17 @@ static void forward_block(float *out, float *stats, const float *q, const float 
         const enum tile_mods tile = mods ? mods_tile(keep, qw, p, b, h, i0, rows, j0, cols) : TILE_KEEP_ALL;
         if (tile == TILE_SKIP) continue;
         const float *kj = k + (bhk * Lk + j0) * D, *vj = v + (bhk * Lk + j0) * Dv;
-        if (p->bf16)
-            product_bf16(p, st, qw, kh + j0 * hD, hD, 1, qp, qw, cols, qw, hD, p->scale, false);
-        else
-            attn__tile_gemm(st, qw, kj, D, 1, qt, qw, cols, qw, D, p->scale, false);
-        features_tile(st, NULL, NULL, keep, tile, p, &keys, qw, b, h, i0, rows, j0, cols);
-        const bool drop = p->dropout_p > 0.0f, fused_pack = p->bf16 && !drop; /* P^T straight into pp */
-        online_softmax(st, fused_pack ? pp : NULL, ot, m, l, qw, cols, Dv);
-        if (drop) dropout_tiles(st, st, NULL, qw, p, b, h, i0, j0, cols);
-        if (p->bf16) {
-            /* an odd tile cut short by a mask would pair its last key with a hidden one, whose V
-             * (NaN, inf) must not meet a 0 of P: that tile's V packed on its own */
-            const bool odd_cut = (cols & 1) && j0 + cols < Lk;
-            if (odd_cut) attn__bf16_pack_col_pairs(vp, Dv, vj, Dv, cols, Dv);
-            if (!fused_pack) attn__bf16_pack_col_pairs(pp, qw, st, qw, cols, qw);
-            if (p->amx && odd_cut) transpose_words(vpt, half_up(cols), vp, Dv, half_up(cols), Dv);
-            /* V^T's word (i, p): in vt (vpt) by rows for AMX, in vh (vp) by columns */
-            const uint32_t *va = p->amx ? (odd_cut ? vpt : vt + j0 / 2) : (odd_cut ? vp : vh + j0 / 2 * Dv);
-            const int64_t va_rs = p->amx ? (odd_cut ? half_up(cols) : hLk) : 1, va_ks = p->amx ? 1 : Dv;
-            product_bf16(p, ot, qw, va, va_rs, va_ks, pp, qw, Dv, qw, half_up(cols), 1.0f, true);
-        } else
-            attn__tile_gemm(ot, qw, vj, 1, Dv, st, qw, Dv, qw, cols, 1.0f, true);
+        x->forward_scores(&t, p, kj, j0, cols); /* S^T = scale K_j Q^T */
+        features_tile(t.st, NULL, NULL, keep, tile, p, &keys, qw, b, h, i0, rows, j0, cols);
+        online_softmax(t.st, t.pairs_from_softmax ? t.pp : NULL, t.ot, m, l, qw, cols, Dv);
+        if (drop) dropout_tiles(t.st, t.st, NULL, qw, p, b, h, i0, j0, cols);
+        x->forward_values(&t, p, vj, j0, cols); /* O^T += V_j^T P^T */
     }
     for (int64_t r = 0; r < rows; r++) {
         float *o = out + (bh * p->lq + i0 + r) * Dv, *st_r = stats + 2 * (bh * p->lq + i0 + r);
         if (l[r] > 0.0f || isnan(l[r])) { /* NaN in q or k: the row is NaN, as in PyTorch */
             float inv = 1.0f / l[r];
-            for (int64_t c = 0; c < Dv; c++) o[c] = ot[c * qw + r] * inv;
+            for (int64_t c = 0; c < Dv; c++) o[c] = t.ot[c * qw + r] * inv;
             st_r[0] = m[r], st_r[1] = inv;
         } else { /* every key masked: output 0, and P = exp(s - inf) = 0 in the backward */
             memset(o, 0, (size_t)Dv * sizeof(float));
@@ -414,6 +361,7 @@ void sdpa_forward_fused(float *out, float *stats, const float *q, const float *k
 {
     const int64_t blocks = (p->lq + SDPA_BR - 1) / SDPA_BR, per_head = p->batch * p->heads;
     const int64_t per_thread = sdpa_fused_scratch_floats(p, 1);
+    const fused_products *x = sdpa_fused_products(p);
     if (p->bf16) /* no head's bf16 K and V packed yet in any thread's scratch (forward_block) */
         for (int t = 0; t < p->threads; t++) {
             const int64_t none = -1;
@@ -433,7 +381,7 @@ void sdpa_forward_fused(float *out, float *stats, const float *q, const float *k
         const int64_t g = t % group, blk = blocks - 1 - t / group % blocks, bhk = t / group / blocks;
         const int64_t b = bhk / (p->heads / group), h = bhk % (p->heads / group) * group + g;
         int64_t i0 = blk * SDPA_BR, rows = p->lq - i0 < SDPA_BR ? p->lq - i0 : SDPA_BR;
-        forward_block(out, stats, q, k, v, scratch + attn__thread_num() * per_thread, p, b, h, i0, rows);
+        forward_block(out, stats, q, k, v, scratch + attn__thread_num() * per_thread, p, x, b, h, i0, rows);
     }
 }
 
@@ -475,45 +423,38 @@ static void score_gradient(float *dpt, const float *pt, int64_t qw, const float 
     }
 }
 
-/* Backward of head (b, h). */
+/* Backward of head (b, h), through products of the kind x. */
 static void backward_head(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
                           const float *v, const float *out, const float *stats, float *scratch, const sdpa_problem *p,
-                          int64_t b, int64_t h)
+                          const fused_products *x, int64_t b, int64_t h)
 {
     const int64_t bh = b * p->heads + h, D = p->d, Dv = p->dv, Lq = p->lq, Lk = p->lk;
     const int64_t bhk = b * (p->heads_kv > 0 ? p->heads_kv : p->heads) + sdpa_kv_head(p, h); /* K, V's head */
-    const int64_t Lqp = round_up(Lq, VF_LANES), ld = head_ld(Lq);
-    float *qt = scratch;                       /* (D, ld) Q^T of the head, ld >= Lq */
-    float *dot = qt + D * ld;                  /* (Dv, ld) dO^T */
-    float *m = dot + Dv * ld;                  /* (Lq') row max of S, +inf past Lq (Lq' = Lq rounded up to vectors) */
-    float *inv_l = m + Lqp;                    /* (Lq') 1 / sum exp(S - m), 0 past Lq */
-    float *dsum = inv_l + Lqp;                 /* (Lq') D = rowsum(dO * O), 0 past Lq */
-    float *st = dsum + Lqp;                    /* (BC, qw) S^T, then P^T; qw = rows rounded up to vectors */
-    float *dpt = st + SDPA_BC * SDPA_BR;       /* (BC, qw) dP^T, then dS^T */
-    float *pd = dpt + SDPA_BC * SDPA_BR;       /* (BC, qw) dropout(P)^T */
-    float *cap_slope = pd + SDPA_BC * SDPA_BR; /* (BC, qw) cap'(s) = 1 - tanh^2 (softcap) */
+    const int64_t Lqp = round_up(Lq, VF_LANES), ld = head_ld(Lq), hD = sdpa_half_up(D), hDv = sdpa_half_up(Dv);
+    fused_backward_tiles t = {.ld = ld, .qt = scratch};
+    t.dot = t.qt + D * ld;
+    float *m = t.dot + Dv * ld; /* (Lq') row max of S, +inf past Lq (Lq' = Lq rounded up to vectors) */
+    float *inv_l = m + Lqp;     /* (Lq') 1 / sum exp(S - m), 0 past Lq */
+    float *dsum = inv_l + Lqp;  /* (Lq') D = rowsum(dO * O), 0 past Lq */
+    t.st = dsum + Lqp;          /* qw = rows rounded up to vectors */
+    t.dpt = t.st + SDPA_BC * SDPA_BR;
+    float *pd = t.dpt + SDPA_BC * SDPA_BR;                      /* (BC, qw) dropout(P)^T */
+    float *cap_slope = pd + SDPA_BC * SDPA_BR;                  /* (BC, qw) cap'(s) = 1 - tanh^2 (softcap) */
     float *mod_slope = cap_slope + SDPA_BC * SDPA_BR;           /* (BC, qw) mod'(s) (score_mod_grad) */
     uint8_t *keep = (uint8_t *)(mod_slope + SDPA_BC * SDPA_BR); /* (BC, qw) the pairs the mask callbacks keep */
-    const int64_t hD = half_up(D), hDv = half_up(Dv);
-    uint32_t *qtp =
-        (uint32_t *)(mod_slope + SDPA_BC * SDPA_BR + KEEP_FLOATS); /* bf16 pair words: (D/2, ld) of Q^T's rows */
-    uint32_t *dotp = qtp + hD * ld;                                /* (Dv/2, ld) of dO^T's rows */
-    uint32_t *qc = dotp + hDv * ld;                                /* (Lq/2, D) of Q's rows */
-    uint32_t *doc = qc + half_up(Lq) * D;                          /* (Lq/2, Dv) of dO's rows */
-    uint32_t *kr = doc + half_up(Lq) * Dv;                         /* (BC, D/2) in K_j's rows */
-    uint32_t *kc = kr + SDPA_BC * hD;                              /* (BC/2, D) of K_j's rows */
-    uint32_t *vr = kc + SDPA_BC / 2 * D;                           /* (BC, Dv/2) in V_j's rows */
-    uint32_t *pr = vr + SDPA_BC * hDv;                             /* (BC, qw/2) in dropout(P)^T's rows */
-    uint32_t *dsr = pr + SDPA_BC * SDPA_BR / 2;                    /* (BC, qw/2) in dS^T's rows */
-    uint32_t *dsc = dsr + SDPA_BC * SDPA_BR / 2;                   /* (BC/2, qw) of dS^T's rows */
-    transpose_padded(qt, ld, q + bh * Lq * D, Lq, D);
-    transpose_padded(dot, ld, dout + bh * Lq * Dv, Lq, Dv);
-    if (p->bf16) {
-        attn__bf16_pack_col_pairs(qtp, ld, qt, ld, D, ld);
-        attn__bf16_pack_col_pairs(dotp, ld, dot, ld, Dv, ld);
-        attn__bf16_pack_col_pairs(qc, D, q + bh * Lq * D, D, Lq, D);
-        attn__bf16_pack_col_pairs(doc, Dv, dout + bh * Lq * Dv, Dv, Lq, Dv);
-    }
+    t.qtp = (uint32_t *)(mod_slope + SDPA_BC * SDPA_BR + KEEP_FLOATS);
+    t.dotp = t.qtp + hD * ld;
+    t.qc = t.dotp + hDv * ld;
+    t.doc = t.qc + sdpa_half_up(Lq) * D;
+    t.kr = t.doc + sdpa_half_up(Lq) * Dv;
+    t.kc = t.kr + SDPA_BC * hD;
+    t.vr = t.kc + SDPA_BC / 2 * D;
+    t.pr = t.vr + SDPA_BC * hDv;
+    t.dsr = t.pr + SDPA_BC * SDPA_BR / 2;
+    t.dsc = t.dsr + SDPA_BC * SDPA_BR / 2;
+    transpose_padded(t.qt, ld, q + bh * Lq * D, Lq, D);
+    transpose_padded(t.dot, ld, dout + bh * Lq * Dv, Lq, Dv);
+    x->backward_head(&t, p, q, dout, bh);
     const bool one_key_block = Lk <= SDPA_BC; /* D then comes from the tile (tile_rowsum) */
     for (int64_t i = 0; i < Lqp; i++) {
         m[i] = i < Lq ? stats[2 * (bh * Lq + i)] : INFINITY;
@@ -525,65 +466,36 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
     }
     const bool drop = p->dropout_p > 0.0f, mods = sdpa_mods_on(p);
     for (int64_t j0 = 0; j0 < Lk; j0 += SDPA_BC) {
-        const int64_t cols = Lk - j0 < SDPA_BC ? Lk - j0 : SDPA_BC;
-        const float *kj = k + (bhk * Lk + j0) * D, *vj = v + (bhk * Lk + j0) * Dv;
-        float *dkj = dk + (bhk * Lk + j0) * D, *dvj = dv + (bhk * Lk + j0) * Dv;
-        if (p->bf16) {
-            attn__bf16_pack_row_pairs(kr, hD, kj, D, cols, D);
-            attn__bf16_pack_col_pairs(kc, D, kj, D, cols, D);
-            attn__bf16_pack_row_pairs(vr, hDv, vj, Dv, cols, Dv);
-        }
+        fused_tile at = {.j0 = j0, .cols = Lk - j0 < SDPA_BC ? Lk - j0 : SDPA_BC};
+        at.kj = k + (bhk * Lk + j0) * D, at.vj = v + (bhk * Lk + j0) * Dv;
+        at.dkj = dk + (bhk * Lk + j0) * D, at.dvj = dv + (bhk * Lk + j0) * Dv;
+        x->backward_keys(&t, p, &at);
         int64_t first, last; /* the queries that can see these keys */
-        sdpa_query_range(p, j0, cols, &first, &last);
+        sdpa_query_range(p, j0, at.cols, &first, &last);
         for (int64_t i0 = first / SDPA_BR * SDPA_BR; i0 <= last; i0 += SDPA_BR) {
-            const int64_t rows = Lq - i0 < SDPA_BR ? Lq - i0 : SDPA_BR, qw = round_up(rows, VF_LANES);
+            const int64_t rows = Lq - i0 < SDPA_BR ? Lq - i0 : SDPA_BR, qw = round_up(rows, VF_LANES), cols = at.cols;
             const key_range keys = block_keys(p, b, i0, rows);
             if (keys.end_max <= j0 || keys.begin_min >= j0 + cols) continue; /* hidden from every row */
             const enum tile_mods tile = mods ? mods_tile(keep, qw, p, b, h, i0, rows, j0, cols) : TILE_KEEP_ALL;
             if (tile == TILE_SKIP) continue; /* or by the callbacks */
-            const float *qi = q + (bh * Lq + i0) * D, *doi = dout + (bh * Lq + i0) * Dv;
-            if (p->bf16)
-                product_bf16(p, st, qw, kr, hD, 1, qtp + i0, ld, cols, qw, hD, p->scale, false);
-            else
-                attn__tile_gemm(st, qw, kj, D, 1, qt + i0, ld, cols, qw, D, p->scale, false);
-            features_tile(st, mod_slope, cap_slope, keep, tile, p, &keys, qw, b, h, i0, rows, j0, cols);
-            probabilities(st, qw, m + i0, inv_l + i0, cols);
-            /* dP^T = V_j dO_i^T, and under dropout dropout(P)^T and dropout'(dP)^T in one pass */
-            if (p->bf16)
-                product_bf16(p, dpt, qw, vr, hDv, 1, dotp + i0, ld, cols, qw, hDv, 1.0f, false);
-            else
-                attn__tile_gemm(dpt, qw, vj, Dv, 1, dot + i0, ld, cols, qw, Dv, 1.0f, false);
-            if (drop) dropout_tiles(pd, st, dpt, qw, p, b, h, i0, j0, cols);
-            /* dV_j += dropout(P)^T dO_i */
-            if (p->bf16) {
-                attn__bf16_pack_row_pairs(pr, SDPA_BR / 2, drop ? pd : st, qw, cols, rows);
-                product_bf16(p, dvj, Dv, pr, SDPA_BR / 2, 1, doc + i0 / 2 * Dv, Dv, cols, Dv, half_up(rows), 1.0f,
-                             true);
-            } else
-                attn__tile_gemm(dvj, Dv, drop ? pd : st, qw, 1, doi, Dv, cols, Dv, rows, 1.0f, true);
-            if (one_key_block) tile_rowsum(dsum + i0, st, dpt, qw, cols);
-            score_gradient(dpt, st, qw, dsum + i0, cols);
+            at.i0 = i0, at.rows = rows, at.qw = qw;
+            at.qi = q + (bh * Lq + i0) * D, at.doi = dout + (bh * Lq + i0) * Dv, at.dqi = dq + (bh * Lq + i0) * D;
+            x->backward_scores(&t, p, &at); /* S^T = scale K_j Q_i^T */
+            features_tile(t.st, mod_slope, cap_slope, keep, tile, p, &keys, qw, b, h, i0, rows, j0, cols);
+            probabilities(t.st, qw, m + i0, inv_l + i0, cols);
+            x->backward_probs_grad(&t, p, &at); /* dP^T = V_j dO_i^T */
+            /* under dropout dropout(P)^T and dropout'(dP)^T in one pass */
+            if (drop) dropout_tiles(pd, t.st, t.dpt, qw, p, b, h, i0, j0, cols);
+            x->backward_values_grad(&t, p, &at, drop ? pd : t.st); /* dV_j += dropout(P)^T dO_i */
+            if (one_key_block) tile_rowsum(dsum + i0, t.st, t.dpt, qw, cols);
+            score_gradient(t.dpt, t.st, qw, dsum + i0, cols);
             if (p->softcap > 0.0f) /* through the cap: dS *= 1 - tanh^2 */
                 for (int64_t e = 0; e < cols * qw; e += VF_LANES)
-                    vf_store(dpt + e, vf_mul(vf_load(dpt + e), vf_load(cap_slope + e)));
+                    vf_store(t.dpt + e, vf_mul(vf_load(t.dpt + e), vf_load(cap_slope + e)));
             if (p->mods.score_mod) /* through score_mod: dS *= score_mod_grad */
                 for (int64_t e = 0; e < cols * qw; e += VF_LANES)
-                    vf_store(dpt + e, vf_mul(vf_load(dpt + e), vf_load(mod_slope + e)));
-            /* dQ_i += scale dS K_j;  dK_j += scale dS^T Q_i */
-            if (p->bf16) {
-                attn__bf16_pack_col_pairs(dsc, qw, dpt, qw, cols, qw);
-                attn__bf16_pack_row_pairs(dsr, SDPA_BR / 2, dpt, qw, cols, rows);
-                const int64_t hc = half_up(cols);
-                /* dS's word (r, p): AMX loads A by rows, so dsc transposed into pr (read already) */
-                if (p->amx) transpose_words(pr, hc, dsc, qw, hc, rows);
-                product_bf16(p, dq + (bh * Lq + i0) * D, D, p->amx ? pr : dsc, p->amx ? hc : 1, p->amx ? 1 : qw, kc, D,
-                             rows, D, hc, p->scale, true);
-                product_bf16(p, dkj, D, dsr, SDPA_BR / 2, 1, qc + i0 / 2 * D, D, cols, D, half_up(rows), p->scale,
-                             true);
-            } else {
-                attn__tile_gemm(dq + (bh * Lq + i0) * D, D, dpt, 1, qw, kj, D, rows, D, cols, p->scale, true);
-                attn__tile_gemm(dkj, D, dpt, qw, 1, qi, D, cols, D, rows, p->scale, true);
-            }
+                    vf_store(t.dpt + e, vf_mul(vf_load(t.dpt + e), vf_load(mod_slope + e)));
+            x->backward_qk_grad(&t, p, &at); /* dQ_i += scale dS K_j;  dK_j += scale dS^T Q_i */
         }
     }
 }
@@ -593,9 +505,10 @@ void sdpa_backward_fused(float *dq, float *dk, float *dv, const float *dout, con
 {
     /* one task per key/value head: the query heads that share it add into its dK and dV in turn */
     const int64_t per_thread = sdpa_fused_scratch_floats(p, 1), group = p->heads_kv > 0 ? p->heads / p->heads_kv : 1;
+    const fused_products *x = sdpa_fused_products(p);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(p->threads) if (sdpa_parallel(p))
     for (int64_t bhk = 0; bhk < p->batch * (p->heads / group); bhk++)
         for (int64_t g = 0; g < group; g++)
-            backward_head(dq, dk, dv, dout, q, k, v, out, stats, scratch + attn__thread_num() * per_thread, p,
+            backward_head(dq, dk, dv, dout, q, k, v, out, stats, scratch + attn__thread_num() * per_thread, p, x,
                           bhk / (p->heads / group), bhk % (p->heads / group) * group + g);
 }

@@ -10,11 +10,13 @@
  * out: each level would define it). X(return type, name, (parameters), (arguments)):
  *   ATTN_KERNELS        called from outside the kernels (ops, tests): dispatched;
  *   ATTN_KERNEL_HELPERS shared by the kernel files of one level only: renamed, never dispatched.
- * The parameters repeat the declarations in kernels_internal.h, attention_internal.h and vmath_internal.h, and the compiler
+ * The parameters repeat the declarations in kernels_internal.h, attention_internal.h,
+ * attention_fused_internal.h and vmath_internal.h, and the compiler
  * holds the copies equal (a redeclaration that differs is an error). */
 #ifndef ATTN_KERNELS_DISPATCH_H
 #define ATTN_KERNELS_DISPATCH_H
 
+#include "attention_fused_internal.h"
 #include "attention_internal.h"
 #include "kernels_internal.h"
 #include "vmath_internal.h"
@@ -172,6 +174,7 @@
     X(bool, sdpa_mods_keep, (const sdpa_problem *p, int block, int64_t b, int64_t h, int64_t i, int64_t j),            \
       (p, block, b, h, i, j))                                                                                          \
     X(bool, sdpa_parallel, (const sdpa_problem *p), (p))                                                               \
+    X(const fused_products *, sdpa_fused_products, (const sdpa_problem *p), (p))                                       \
     X(float, attn__exp_shift_sum, (float *y, const float *x, float shift, int64_t n), (y, x, shift, n))                \
     X(float, attn__exp_shift_sum_ref, (float *y, const float *x, float shift, int64_t n), (y, x, shift, n))            \
     X(float, attn__row_max, (const float *x, int64_t n), (x, n))
