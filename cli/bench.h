@@ -29,6 +29,7 @@ typedef struct bench_result {
     double flop;                /* per run */
     double items;               /* samples or tokens per run, 0 when not meaningful */
     const char *unit;
+    attn_ctx *ctx;     /* the state's ctx, set by setup: its arena's peak is reported; NULL: none */
     size_t peak_bytes; /* arena peak */
     attn_isa isa;      /* the level of the kernels timed: attn_cpu_isa() unless setup says */
     bool bf16;         /* the products took bf16 operands (MEDIUM with bf16 products) */
@@ -42,7 +43,6 @@ typedef struct bench_workload {
     int (*setup)(const bench_args *a, void **state, bench_result *r);
     int (*run)(void *state);
     void (*teardown)(void *state);
-    size_t (*arena_peak)(void *state);                                      /* NULL: no arena */
     void (*print)(const bench_args *a, void *state, const bench_result *r); /* NULL: the common line */
     bool (*runs_case)(const bench_args *a); /* whether a->bench_case runs here; NULL: every case */
 } bench_workload;

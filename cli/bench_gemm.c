@@ -10,49 +10,48 @@
 
 /* ---- sgemm on the QK^T shape ---- */
 
-typedef struct sgemm_state {
+/* Both workloads' state: a product's two operands in a ctx without gradients */
+typedef struct gemm_state {
     attn_ctx *ctx;
-    attn_tensor *q, *k; /* (B*H, L, d) each */
-} sgemm_state;
+    attn_tensor *a, *b; /* sgemm: Q and K (B*H, L, d); gemm: op(A) (M, K) and op(B) (K, N) as the layer's
+                           product reads them */
+    int64_t m, n, k;    /* gemm's */
+    bool trans_a, trans_b;
+} gemm_state;
+
+static void gemm_teardown(void *p)
+{
+    gemm_state *s = p;
+    if (!s) return;
+    attn_ctx_free(s->ctx);
+    attn_tensor_free(s->a), attn_tensor_free(s->b);
+    free(s);
+}
 
 static int sgemm_run(void *p)
 {
-    sgemm_state *s = p;
+    gemm_state *s = p;
     attn_ctx_reset(s->ctx);
-    return attn_matmul(s->ctx, s->q, s->k, false, true) ? CLI_OK
+    return attn_matmul(s->ctx, s->a, s->b, false, true) ? CLI_OK
                                                         : cli_fail(CLI_ERR_DATA, "bench", "%s", attn_last_error());
 }
 
 static int sgemm_setup(const bench_args *a, void **state, bench_result *r)
 {
-    sgemm_state *s = calloc(1, sizeof *s);
+    gemm_state *s = calloc(1, sizeof *s);
     *state = s;
     if (!s) return cli_fail(CLI_ERR_DATA, "bench", "out of memory");
     int64_t shape[3] = {a->B * a->H, a->L, a->d};
     attn_rng rng;
     attn_rng_seed(&rng, 1);
-    s->ctx = cli_ctx_new(0);
+    s->ctx = r->ctx = cli_ctx_new(0);
     if (s->ctx) attn_ctx_set_grad_enabled(s->ctx, false);
-    s->q = bench_randn(&rng, 3, shape, false), s->k = bench_randn(&rng, 3, shape, false);
+    s->a = bench_randn(&rng, 3, shape, false), s->b = bench_randn(&rng, 3, shape, false);
     r->flop = 2.0 * a->B * a->H * (double)a->L * a->L * a->d;
-    return s->ctx && s->q && s->k ? CLI_OK : cli_fail(CLI_ERR_DATA, "bench", "out of memory");
+    return s->ctx && s->a && s->b ? CLI_OK : cli_fail(CLI_ERR_DATA, "bench", "out of memory");
 }
 
-static void sgemm_teardown(void *p)
-{
-    sgemm_state *s = p;
-    if (!s) return;
-    attn_ctx_free(s->ctx);
-    attn_tensor_free(s->q), attn_tensor_free(s->k);
-    free(s);
-}
-
-static size_t sgemm_arena_peak(void *p)
-{
-    return attn_ctx_bytes_peak(((sgemm_state *)p)->ctx);
-}
-
-const bench_workload bench_sgemm = {"sgemm", "fwd", 1, sgemm_setup, sgemm_run, sgemm_teardown, sgemm_arena_peak, NULL};
+const bench_workload bench_sgemm = {"sgemm", "fwd", 1, sgemm_setup, sgemm_run, gemm_teardown, NULL};
 
 /* ---- gemm: the linear layers of the models ---- */
 
@@ -74,13 +73,6 @@ enum {
     GEMM_OPS = 3
 }; /* forward Y = X W^T, dX = dY W, dW = dY^T X */
 static const char *const gemm_ops[GEMM_OPS] = {"fwd", "bwd-data", "bwd-weight"};
-
-typedef struct gemm_state {
-    attn_ctx *ctx;
-    attn_tensor *a, *b; /* op(A) (M, K) and op(B) (K, N) as the layer's product reads them */
-    bool trans_a, trans_b;
-    int64_t m, n, k;
-} gemm_state;
 
 static int gemm_run(void *p)
 {
@@ -124,7 +116,7 @@ static int gemm_setup(const bench_args *a, void **state, bench_result *r)
     if (a->bench_case == 0 && !a->json) printf("GEMM library: %s\n", attn_gemm_backend());
     attn_rng rng;
     attn_rng_seed(&rng, 1);
-    s->ctx = cli_ctx_new(0);
+    s->ctx = r->ctx = cli_ctx_new(0);
     if (s->ctx) attn_ctx_set_grad_enabled(s->ctx, false);
     /* forward: X (R, in) W (out, in)^T;  dX = dY (R, out) W (out, in);  dW = dY (R, out)^T X (R, in) */
     const int64_t a_shape[3][2] = {{g->rows, g->in}, {g->rows, g->out}, {g->rows, g->out}};
@@ -136,20 +128,6 @@ static int gemm_setup(const bench_args *a, void **state, bench_result *r)
     r->flop = 2.0 * (double)s->m * (double)s->n * (double)s->k;
     if (!s->ctx || !s->a || !s->b) return cli_fail(CLI_ERR_DATA, "bench", "out of memory");
     return gemm_validate(s);
-}
-
-static void gemm_teardown(void *p)
-{
-    gemm_state *s = p;
-    if (!s) return;
-    attn_ctx_free(s->ctx);
-    attn_tensor_free(s->a), attn_tensor_free(s->b);
-    free(s);
-}
-
-static size_t gemm_arena_peak(void *p)
-{
-    return attn_ctx_bytes_peak(((gemm_state *)p)->ctx);
 }
 
 static void gemm_print(const bench_args *a, void *state, const bench_result *r)
@@ -175,7 +153,6 @@ static void gemm_print(const bench_args *a, void *state, const bench_result *r)
 }
 
 const bench_workload bench_gemm = {
-    "gemm",          NULL,       (int)(sizeof gemm_shapes / sizeof gemm_shapes[0]) * GEMM_OPS,
-    gemm_setup,      gemm_run,   gemm_teardown,
-    gemm_arena_peak, gemm_print,
+    "gemm",        NULL,       (int)(sizeof gemm_shapes / sizeof gemm_shapes[0]) * GEMM_OPS, gemm_setup, gemm_run,
+    gemm_teardown, gemm_print,
 };

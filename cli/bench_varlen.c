@@ -83,7 +83,7 @@ static int varlen_setup(const bench_args *a, void **state, bench_result *r)
     s->packed = a->bench_case == 0, s->backward = a->mode == 1, s->batch = a->B;
     s->cu = malloc(sizeof(int64_t) * (size_t)(a->B + 1)), s->lens = malloc(sizeof(int64_t) * (size_t)a->B);
     s->slopes = malloc(sizeof(float) * (size_t)a->H);
-    s->ctx = cli_ctx_new(0);
+    s->ctx = r->ctx = cli_ctx_new(0);
     if (!s->cu || !s->lens || !s->slopes || !s->ctx) return cli_fail(CLI_ERR_DATA, "bench", "out of memory");
     double pairs = 0.0;
     s->cu[0] = 0;
@@ -130,11 +130,6 @@ static void varlen_teardown(void *p)
     free(s);
 }
 
-static size_t varlen_arena_peak(void *p)
-{
-    return attn_ctx_bytes_peak(((varlen_state *)p)->ctx);
-}
-
 static void varlen_print(const bench_args *a, void *state, const bench_result *r)
 {
     const varlen_state *s = state;
@@ -161,5 +156,4 @@ static void varlen_print(const bench_args *a, void *state, const bench_result *r
     printf("\n");
 }
 
-const bench_workload bench_varlen = {"varlen",          NULL,        2, varlen_setup, varlen_run, varlen_teardown,
-                                     varlen_arena_peak, varlen_print};
+const bench_workload bench_varlen = {"varlen", NULL, 2, varlen_setup, varlen_run, varlen_teardown, varlen_print};

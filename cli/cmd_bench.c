@@ -178,7 +178,7 @@ static int sdpa_setup(const bench_args *a, void **state, bench_result *r)
     int64_t shape[4] = {a->B, a->H, a->L, a->d}, kv_shape[4] = {a->B, gqa ? a->kv_heads : a->H, a->L, a->d};
     attn_rng rng;
     attn_rng_seed(&rng, 1);
-    s->ctx = cli_ctx_new(0);
+    s->ctx = r->ctx = cli_ctx_new(0);
     s->backward = a->mode == 1;
     s->q = bench_randn(&rng, 4, shape, s->backward), s->k = bench_randn(&rng, 4, kv_shape, s->backward);
     s->v = bench_randn(&rng, 4, kv_shape, s->backward), s->g = bench_randn(&rng, 4, shape, false);
@@ -265,40 +265,36 @@ typedef struct module_state {
     attn_classifier cls;
     attn_tensor *x, *target;
     int64_t *ids, *lengths, *labels;
+    attn_tensor *(*loss)(struct module_state *s); /* the workload's */
 } module_state;
 
-static int mha_run(void *p)
+/* The step's loss: mha's output summed, the encoder's MSE, the classifier's cross-entropy */
+static attn_tensor *mha_loss(module_state *s)
 {
-    module_state *s = p;
-    attn_ctx_reset(s->ctx);
     attn_mha_opts o = {.impl = (attn_sdpa_impl)s->a->impl};
-    attn_tensor *out = attn_mha_forward(s->ctx, &s->mha, s->x, s->x, s->x, &o, NULL);
-    if (!out || attn_backward(s->ctx, attn_sum_all(s->ctx, out)) != ATTN_OK)
-        return cli_fail(CLI_ERR_DATA, "bench", "mha: %s", attn_last_error());
-    return CLI_OK;
+    return attn_sum_all(s->ctx, attn_mha_forward(s->ctx, &s->mha, s->x, s->x, s->x, &o, NULL));
 }
 
-static int encoder_run(void *p)
+static attn_tensor *encoder_loss(module_state *s)
 {
-    module_state *s = p;
-    attn_ctx_reset(s->ctx);
-    attn_params_zero_grad(s->params);
-    attn_tensor *out = attn_encoder_layer_forward(s->ctx, &s->enc, s->x, NULL, NULL);
-    attn_tensor *loss = attn_mse_loss(s->ctx, out, s->target);
-    if (!loss || attn_backward(s->ctx, loss) != ATTN_OK || attn_optim_step(s->opt) != ATTN_OK)
-        return cli_fail(CLI_ERR_DATA, "bench", "encoder: %s", attn_last_error());
-    return CLI_OK;
+    return attn_mse_loss(s->ctx, attn_encoder_layer_forward(s->ctx, &s->enc, s->x, NULL, NULL), s->target);
 }
 
-static int classifier_run(void *p)
+static attn_tensor *classifier_loss(module_state *s)
 {
-    module_state *s = p;
-    attn_ctx_reset(s->ctx);
-    attn_params_zero_grad(s->params);
     attn_tensor *logits = attn_classifier_forward(s->ctx, &s->cls, s->ids, s->lengths, s->a->B, s->a->L, NULL);
-    attn_tensor *loss = attn_cross_entropy(s->ctx, logits, s->labels, -100, 0.0f);
-    if (!loss || attn_backward(s->ctx, loss) != ATTN_OK || attn_optim_step(s->opt) != ATTN_OK)
-        return cli_fail(CLI_ERR_DATA, "bench", "classifier: %s", attn_last_error());
+    return attn_cross_entropy(s->ctx, logits, s->labels, -100, 0.0f);
+}
+
+/* Forward and backward, and with an optimizer (the encoder, the classifier) Adam's step */
+static int module_run(void *p)
+{
+    module_state *s = p;
+    attn_ctx_reset(s->ctx);
+    if (s->opt) attn_params_zero_grad(s->params);
+    attn_tensor *loss = s->loss(s);
+    if (!loss || attn_backward(s->ctx, loss) != ATTN_OK || (s->opt && attn_optim_step(s->opt) != ATTN_OK))
+        return cli_fail(CLI_ERR_DATA, "bench", "%s: %s", s->a->workload, attn_last_error());
     return CLI_OK;
 }
 
@@ -314,7 +310,7 @@ static int module_setup(const bench_args *a, void **state, bench_result *r)
     *state = s;
     if (!s) return cli_fail(CLI_ERR_DATA, "bench", "out of memory");
     s->a = a;
-    s->ctx = cli_ctx_new(0);
+    s->ctx = r->ctx = cli_ctx_new(0);
     s->params = attn_params_new();
     attn_rng rng;
     attn_rng_seed(&rng, 1);
@@ -322,12 +318,14 @@ static int module_setup(const bench_args *a, void **state, bench_result *r)
     const int64_t B = a->B, L = a->L;
     if (!strcmp(a->workload, "mha")) {
         const int64_t E = 512;
+        s->loss = mha_loss;
         if (st == ATTN_OK) st = attn_mha_init(&s->mha, s->params, "", E, 8, 0, 0, true, 0.0f, &rng);
         s->x = bench_randn(&rng, 3, (int64_t[]){B, L, E}, true);
         r->flop = 3.0 * mha_flop((double)B, (double)L, (double)E);
         r->items = (double)(B * L), r->unit = "tokens/s";
     } else if (!strcmp(a->workload, "encoder")) {
         const int64_t E = 512;
+        s->loss = encoder_loss;
         attn_transformer_config tc = {
             .d_model = E, .num_heads = 8, .dim_feedforward = 2048, .dropout = 0.1f, .ffn_dropout = true};
         if (st == ATTN_OK) st = attn_encoder_layer_init(&s->enc, s->params, "", &tc, &rng);
@@ -337,6 +335,7 @@ static int module_setup(const bench_args *a, void **state, bench_result *r)
         r->items = (double)(B * L), r->unit = "tokens/s";
     } else {
         attn_classifier_config cc = attn_classifier_defaults(20000);
+        s->loss = classifier_loss;
         cc.max_len = L;
         cc.dropout = 0.1f;
         if (st == ATTN_OK) st = attn_classifier_init(&s->cls, s->params, &cc, &rng);
@@ -375,24 +374,13 @@ static void module_teardown(void *p)
     free(s);
 }
 
-static size_t sdpa_arena_peak(void *p)
-{
-    return attn_ctx_bytes_peak(((sdpa_state *)p)->ctx);
-}
-static size_t module_arena_peak(void *p)
-{
-    return attn_ctx_bytes_peak(((module_state *)p)->ctx);
-}
-
-static const bench_workload bench_peak = {"peak",        "fma", PEAK_LOOPS, peak_setup,    peak_run,
-                                          peak_teardown, NULL,  NULL,       peak_runs_case};
-static const bench_workload bench_sdpa = {"sdpa", NULL, 1, sdpa_setup, sdpa_run, sdpa_teardown, sdpa_arena_peak, NULL};
-static const bench_workload bench_mha = {"mha",           "train",           1,   module_setup, mha_run,
-                                         module_teardown, module_arena_peak, NULL};
-static const bench_workload bench_encoder = {"encoder",       "train",           1,   module_setup, encoder_run,
-                                             module_teardown, module_arena_peak, NULL};
-static const bench_workload bench_classifier = {"classifier",    "train",           1,   module_setup, classifier_run,
-                                                module_teardown, module_arena_peak, NULL};
+static const bench_workload bench_peak = {"peak",   "fma",         PEAK_LOOPS, peak_setup,
+                                          peak_run, peak_teardown, NULL,       peak_runs_case};
+static const bench_workload bench_sdpa = {"sdpa", NULL, 1, sdpa_setup, sdpa_run, sdpa_teardown, NULL};
+static const bench_workload bench_mha = {"mha", "train", 1, module_setup, module_run, module_teardown, NULL};
+static const bench_workload bench_encoder = {"encoder", "train", 1, module_setup, module_run, module_teardown, NULL};
+static const bench_workload bench_classifier = {"classifier", "train",         1,   module_setup,
+                                                module_run,   module_teardown, NULL};
 
 static const bench_workload *const workloads[] = {&bench_peak, &bench_sdpa, &bench_varlen,  &bench_sgemm,
                                                   &bench_gemm, &bench_mha,  &bench_encoder, &bench_classifier};
@@ -549,7 +537,7 @@ static int run_workload(const bench_workload *w, bench_args a)
     if (code == CLI_OK) {
         qsort(t, (size_t)a.runs, sizeof *t, cmp_double);
         r.t_min = t[0], r.t_med = t[a.runs / 2], r.t_max = t[a.runs - 1];
-        r.peak_bytes = w->arena_peak ? w->arena_peak(state) : 0;
+        r.peak_bytes = r.ctx ? attn_ctx_bytes_peak(r.ctx) : 0;
         if (w->print)
             w->print(&a, state, &r);
         else

@@ -416,14 +416,12 @@ done:
 
 int cmd_classify(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        cli_help(&classify_spec, argc < 2 ? stderr : stdout);
-        return argc < 2 ? CLI_ERR_USAGE : CLI_OK;
-    }
+    int code;
+    if (cli_help_before_action(&classify_spec, argc, argv, &code)) return code;
     classify_options o;
     const char **texts = NULL;
     int n_texts = 0, action = 0;
-    int code = parse(argc, argv, &o, &action, &texts, &n_texts);
+    code = parse(argc, argv, &o, &action, &texts, &n_texts);
     classify_run run = {.opt = &o, .lock = {.fd = -1}};
     if (code == CLI_OK) {
         if (action == TRAIN)

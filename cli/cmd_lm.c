@@ -346,10 +346,8 @@ static int validate(const lm_options *o, int action, int n_args)
 
 int cmd_lm(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        cli_help(&lm_spec, argc < 2 ? stderr : stdout);
-        return argc < 2 ? CLI_ERR_USAGE : CLI_OK;
-    }
+    int code;
+    if (cli_help_before_action(&lm_spec, argc, argv, &code)) return code;
     lm_options o;
     memset(&o, 0, sizeof o);
     int action = 0, n_args = 0;
@@ -358,8 +356,7 @@ int cmd_lm(int argc, char **argv)
         return cli_fail(CLI_ERR_USAGE, "lm",
                         "unknown action \"%s\"; expected train, eval, generate, explain, export or import", argv[1]);
     const char **args = calloc((size_t)argc, sizeof *args);
-    int code =
-        args ? cli_parse(&lm_spec, &o, argc, argv, 2, args, &n_args) : cli_fail(CLI_ERR_DATA, "lm", "out of memory");
+    code = args ? cli_parse(&lm_spec, &o, argc, argv, 2, args, &n_args) : cli_fail(CLI_ERR_DATA, "lm", "out of memory");
     if (code == CLI_OK && !o.data && !o.text) o.data = cli_default_data("aclImdb_mini");
     if (code == CLI_OK) code = validate(&o, action, n_args);
     if (code == CLI_OK && o.train.threads > 0) cli_set_threads((int)o.train.threads);

@@ -150,6 +150,7 @@ int cmd_op(int argc, char **argv)
     op_run run = {0};
     run.args = &a;
     run.mech = mech;
+    attn_rng_seed(&run.rng, 0);
     run.file = attn_st_open(a.in_path);
     run.ctx = cli_ctx_new(0);
     run.params = attn_params_new();

@@ -548,14 +548,12 @@ static int do_translate(translate_run *run, translate_options *o, const char **t
 
 int cmd_translate(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        cli_help(&translate_spec, argc < 2 ? stderr : stdout);
-        return argc < 2 ? CLI_ERR_USAGE : CLI_OK;
-    }
+    int code;
+    if (cli_help_before_action(&translate_spec, argc, argv, &code)) return code;
     translate_options o;
     const char **texts = NULL;
     int n_texts = 0, action = 0;
-    int code = parse(argc, argv, &o, &action, &texts, &n_texts);
+    code = parse(argc, argv, &o, &action, &texts, &n_texts);
     translate_run run = {.opt = &o, .lock = {.fd = -1}};
     if (code == CLI_OK) {
         if (action == TRAIN)

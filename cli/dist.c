@@ -77,25 +77,20 @@ int dist_size(void)
     return rank_count;
 }
 
-void dist_broadcast_floats(float *data, int64_t n)
-{
-    if (rank_count == 1) return;
-#ifdef ATTN_WITH_MPI
-    for (int64_t at = 0; at < n; at += CHUNK)
-        MPI_Bcast(data + at, (int)(n - at < CHUNK ? n - at : CHUNK), MPI_FLOAT, 0, MPI_COMM_WORLD);
-#else
-    (void)data, (void)n;
-#endif
-}
-
 void dist_broadcast_bytes(void *data, size_t bytes)
 {
     if (rank_count == 1) return;
 #ifdef ATTN_WITH_MPI
-    MPI_Bcast(data, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+    for (size_t at = 0; at < bytes; at += CHUNK)
+        MPI_Bcast((char *)data + at, (int)(bytes - at < CHUNK ? bytes - at : CHUNK), MPI_BYTE, 0, MPI_COMM_WORLD);
 #else
     (void)data, (void)bytes;
 #endif
+}
+
+void dist_broadcast_floats(float *data, int64_t n)
+{
+    dist_broadcast_bytes(data, (size_t)n * sizeof *data);
 }
 
 void dist_sum(double *v, int n)
@@ -129,24 +124,29 @@ bool dist_any(bool flag)
     return v != 0;
 }
 
-void dist_gather(const void *mine, void *all, size_t bytes)
+/* dist_gather (from each rank's bytes to rank 0's all, in rank order) and dist_scatter (back) */
+static void exchange(const void *from, void *to, size_t bytes, bool gather)
 {
     if (rank_count == 1) {
-        memcpy(all, mine, bytes);
+        memcpy(to, from, bytes);
         return;
     }
 #ifdef ATTN_WITH_MPI
-    MPI_Gather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (gather)
+        MPI_Gather(from, (int)bytes, MPI_BYTE, to, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+    else
+        MPI_Scatter(from, (int)bytes, MPI_BYTE, to, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+#else
+    (void)gather;
 #endif
+}
+
+void dist_gather(const void *mine, void *all, size_t bytes)
+{
+    exchange(mine, all, bytes, true);
 }
 
 void dist_scatter(const void *all, void *mine, size_t bytes)
 {
-    if (rank_count == 1) {
-        memcpy(mine, all, bytes);
-        return;
-    }
-#ifdef ATTN_WITH_MPI
-    MPI_Scatter(all, (int)bytes, MPI_BYTE, mine, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
-#endif
+    exchange(all, mine, bytes, false);
 }

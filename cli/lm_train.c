@@ -124,13 +124,6 @@ int lm_score(lm_run *run, const lm_stream *s, int64_t limit, double *loss, doubl
     return code;
 }
 
-static void epoch_line(void *self, const train_epoch *e)
-{
-    (void)self;
-    printf("%lld steps, train loss %.4f, lr %.2e, %.0f tokens/s", (long long)e->steps,
-           e->step_loss_sum / (double)e->steps, attn_optim_lr(e->opt), e->sums[TRAIN_SUM_TOKENS] / e->seconds);
-}
-
 static int validate(void *self)
 {
     lm_trainer *t = self;
@@ -197,7 +190,7 @@ int lm_train(lm_run *run, const lm_stream *train, const lm_stream *val)
                      .self = &t,
                      .batches = epoch_batches,
                      .forward_backward = forward_backward,
-                     .epoch_line = epoch_line,
+                     .epoch_line = train_epoch_line_tokens,
                      .epoch_end = validate,
                      .checkpoint_meta = checkpoint_meta};
     m.optim.beta2 = 0.95f; /* GPT-2's, nanoGPT's and llama2.c's */

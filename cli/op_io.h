@@ -47,6 +47,7 @@ typedef struct op_run {
     attn_ctx *ctx;
     attn_params *params;
     attn_st_writer *writer;
+    attn_rng rng;          /* the layers' initialisation (seed 0) before the file's parameters replace it */
     attn_mask mask;        /* from attn_mask, key_padding_mask, valid_lens, --causal */
     void *mask_storage[4]; /* malloc'd arrays behind mask: attn_mask, key_padding, additive, lengths */
     attn_tensor *inputs[3];

@@ -259,11 +259,9 @@ static attn_tensor *fwd_mha(op_run *run, attn_tensor **weights)
                 (long long)kpm->shape[0]);
         return NULL;
     }
-    attn_rng rng;
-    attn_rng_seed(&rng, 0);
     attn_mha_layer m;
     bool seed_names;
-    if (mha_from_file(run, &m, "", q->shape[nd - 1], k->shape[nd - 1], v->shape[nd - 1], &rng, &seed_names) !=
+    if (mha_from_file(run, &m, "", q->shape[nd - 1], k->shape[nd - 1], v->shape[nd - 1], &run->rng, &seed_names) !=
             ATTN_OK ||
         (seed_names && load_seed_mha(run, "", &m) != ATTN_OK) || load_params(run, seed_names ? "" : NULL) != ATTN_OK)
         return NULL;
@@ -282,10 +280,19 @@ static attn_tensor *fwd_mha(op_run *run, attn_tensor **weights)
     return out ? seq_first(run, out) : NULL;
 }
 
+/* The input file's tensor `name` of ndim dims, whose shape sizes mech's layer; NULL with a message
+ * naming the shape expected when it is missing or of another rank */
+static const attn_st_tensor *sizing_tensor(const op_run *run, const char *name, int ndim, const char *shape)
+{
+    const attn_st_tensor *t = attn_st_find(run->file, name);
+    if (t && t->ndim == ndim) return t;
+    fprintf(stderr, "attn op: %s needs %s %s\n", run->mech->name, name, shape);
+    return NULL;
+}
+
 static attn_tensor *fwd_additive(op_run *run, attn_tensor **weights)
 {
     attn_tensor *q = input(run, "q", "dq"), *k = input(run, "k", "dk"), *v = input(run, "v", "dv");
-    const attn_st_tensor *wq = attn_st_find(run->file, "W_q.weight");
     if (!q || !k || !v) return NULL;
     if (q->ndim != 3 || k->ndim != 3 || v->ndim != 3) {
         char a[64], b[64], c[64];
@@ -295,15 +302,11 @@ static attn_tensor *fwd_additive(op_run *run, attn_tensor **weights)
                 attn_shape_str(q, a, 64), attn_shape_str(k, b, 64), attn_shape_str(v, c, 64));
         return NULL;
     }
-    if (!wq || wq->ndim != 2) {
-        fprintf(stderr, "attn op: additive needs W_q.weight (h, query_size)\n");
-        return NULL;
-    }
-    attn_rng rng;
-    attn_rng_seed(&rng, 0);
+    const attn_st_tensor *wq = sizing_tensor(run, "W_q.weight", 2, "(h, query_size)");
+    if (!wq) return NULL;
     attn_additive_layer m;
     if (attn_additive_init(&m, run->params, "", q->shape[q->ndim - 1], k->shape[k->ndim - 1], wq->shape[0], 0.0f,
-                           &rng) != ATTN_OK ||
+                           &run->rng) != ATTN_OK ||
         load_params(run, NULL) != ATTN_OK)
         return NULL;
     return attn_additive_forward(run->ctx, &m, q, k, v, &run->mask.valid_lens, weights);
@@ -334,12 +337,10 @@ static attn_tensor *fwd_linear(op_run *run, attn_tensor **weights)
         if (x) fprintf(stderr, "attn op: linear expects x (B, L, E)\n");
         return NULL;
     }
-    attn_rng rng;
-    attn_rng_seed(&rng, 0);
     attn_linear_attention_layer m;
     if (attn_linear_attention_init(&m, run->params, "", x->shape[2],
                                    run->args->shen ? ATTN_LINEAR_ATTENTION_SHEN : ATTN_LINEAR_ATTENTION_EFFICIENT,
-                                   &rng) != ATTN_OK ||
+                                   &run->rng) != ATTN_OK ||
         load_params(run, NULL) != ATTN_OK)
         return NULL;
     return attn_linear_attention_forward(run->ctx, &m, x, &run->mask);
@@ -348,22 +349,17 @@ static attn_tensor *fwd_linear(op_run *run, attn_tensor **weights)
 static attn_tensor *fwd_conv_attention(op_run *run, attn_tensor **weights)
 {
     attn_tensor *x = input_x(run);
-    const attn_st_tensor *cw = attn_st_find(run->file, "conv.weight");
     if (!x || x->ndim != 3) {
         if (x) fprintf(stderr, "attn op: conv_attention expects x (B, L, E)\n");
         return NULL;
     }
-    if (!cw || cw->ndim != 3) {
-        fprintf(stderr, "attn op: conv_attention needs conv.weight (E, E, k)\n");
-        return NULL;
-    }
-    attn_rng rng;
-    attn_rng_seed(&rng, 0);
+    const attn_st_tensor *cw = sizing_tensor(run, "conv.weight", 3, "(E, E, k)");
+    if (!cw) return NULL;
     attn_conv_attention_layer m;
     bool seed_names =
         !attn_st_find(run->file, "attention.in_proj_weight") && attn_st_find(run->file, "attention.Wq.weight");
     if (!heads_fit(run, x->shape[2], "x")) return NULL;
-    if (attn_conv_attention_init(&m, run->params, "", x->shape[2], run->args->num_heads, cw->shape[2], &rng) !=
+    if (attn_conv_attention_init(&m, run->params, "", x->shape[2], run->args->num_heads, cw->shape[2], &run->rng) !=
             ATTN_OK ||
         (seed_names && load_seed_mha(run, "attention.", &m.attention) != ATTN_OK) ||
         load_params(run, seed_names ? "attention." : NULL) != ATTN_OK)

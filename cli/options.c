@@ -226,6 +226,15 @@ static void print_wrapped(FILE *out, const char *text)
     }
 }
 
+bool cli_help_before_action(const cli_spec *spec, int argc, char **argv, int *code)
+{
+    const bool asked = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+    if (argc >= 2 && !asked) return false;
+    cli_help(spec, asked ? stdout : stderr);
+    *code = asked ? CLI_OK : CLI_ERR_USAGE;
+    return true;
+}
+
 void cli_help(const cli_spec *spec, FILE *out)
 {
     fprintf(out, "usage: attn %s %s\n\n%s\n", spec->cmd, spec->synopsis, spec->about);

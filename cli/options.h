@@ -139,6 +139,9 @@ bool cli_option_applies(const cli_option *o, const char *action);
 bool cli_given(const cli_spec *spec, int argc, char **argv, int first, const char *name);
 /* `attn <cmd> --help` */
 void cli_help(const cli_spec *spec, FILE *out);
+/* For a command whose first argument is its action: with no argument (help on stderr, *code a
+ * usage error) or --help/-h first (help on stdout, *code CLI_OK), true; else false */
+bool cli_help_before_action(const cli_spec *spec, int argc, char **argv, int *code);
 /* The command's part of the man page (roff). */
 void cli_man(const cli_spec *spec, FILE *out);
 /* s as roff text: \ and - escaped, a leading . or ' on a line protected. */

@@ -125,37 +125,32 @@ bool cli_check_picture(const char *cmd, const char *opt, const char *path)
     return check_written(cmd, opt, path, "a .png, .svg or .pdf file name", attn_plot_path_check);
 }
 
-bool cli_check_input_file(const char *cmd, const char *opt, const char *path, const char *hint)
+/* An input path that names an existing, readable file (or folder); hint after the reason */
+static bool check_input(const char *cmd, const char *opt, const char *path, bool folder, const char *hint)
 {
-    struct stat st;
     if (!path || !*path) {
-        cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a file", opt);
+        cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a %s", opt, folder ? "folder" : "file");
         return false;
     }
-    const char *why = !path || !*path           ? "is empty; expected a file"
-                      : stat(path, &st) != 0    ? strerror(errno)
-                      : S_ISDIR(st.st_mode)     ? "is a folder; expected a file"
-                      : !S_ISREG(st.st_mode)    ? "is not a regular file"
-                      : access(path, R_OK) != 0 ? strerror(errno)
-                                                : NULL;
-    if (why) cli_fail(CLI_ERR_USAGE, cmd, "%s %s: %s%s", opt, path ? path : "", why, hint ? hint : "");
+    struct stat st;
+    const char *why = stat(path, &st) != 0                             ? strerror(errno)
+                      : folder && !S_ISDIR(st.st_mode)                 ? "is not a folder"
+                      : !folder && S_ISDIR(st.st_mode)                 ? "is a folder; expected a file"
+                      : !folder && !S_ISREG(st.st_mode)                ? "is not a regular file"
+                      : access(path, folder ? R_OK | X_OK : R_OK) != 0 ? strerror(errno)
+                                                                       : NULL;
+    if (why) cli_fail(CLI_ERR_USAGE, cmd, "%s %s: %s%s", opt, path, why, hint ? hint : "");
     return !why;
+}
+
+bool cli_check_input_file(const char *cmd, const char *opt, const char *path, const char *hint)
+{
+    return check_input(cmd, opt, path, false, hint);
 }
 
 bool cli_check_input_dir(const char *cmd, const char *opt, const char *path)
 {
-    struct stat st;
-    if (!path || !*path) {
-        cli_fail(CLI_ERR_USAGE, cmd, "%s is empty; expected a folder", opt);
-        return false;
-    }
-    const char *why = !path || !*path                  ? "is empty; expected a folder"
-                      : stat(path, &st) != 0           ? strerror(errno)
-                      : !S_ISDIR(st.st_mode)           ? "is not a folder"
-                      : access(path, R_OK | X_OK) != 0 ? strerror(errno)
-                                                       : NULL;
-    if (why) cli_fail(CLI_ERR_USAGE, cmd, "%s %s: %s", opt, path ? path : "", why);
-    return !why;
+    return check_input(cmd, opt, path, true, NULL);
 }
 
 /* The file a path names, for telling two paths apart: an existing file by its device and inode

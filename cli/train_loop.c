@@ -69,6 +69,13 @@ static const char *stop_reason(const train_state *s)
     return NULL;
 }
 
+void train_epoch_line_tokens(void *self, const train_epoch *e)
+{
+    (void)self;
+    printf("%lld steps, train loss %.4f, lr %.2e, %.0f tokens/s", (long long)e->steps,
+           e->step_loss_sum / (double)e->steps, attn_optim_lr(e->opt), e->sums[TRAIN_SUM_TOKENS] / e->seconds);
+}
+
 /* The epoch's line, what the model does after it, and the checkpoint of where the run stands:
  * batch `next` of the epoch when it stopped early, else the end of the epoch. */
 static int epoch_close(const train_state *s, const train_epoch *e, int64_t next, bool whole, const char *stopped)

@@ -61,6 +61,9 @@ typedef struct train_model {
     int (*finish)(void *self);
 } train_model;
 
+/* An epoch_line for the models trained on tokens: "N steps, train loss L, lr R, T tokens/s" */
+void train_epoch_line_tokens(void *self, const train_epoch *e);
+
 /* Trains m from its start or its checkpoint to the end of --epochs, --max-steps or the time
  * budget, whichever comes first. CLI_OK or an exit status with the message printed. Every rank
  * calls it. */

@@ -88,13 +88,6 @@ static bool forward_backward(void *self, attn_ctx *ctx, const int64_t *rows, int
     return true;
 }
 
-static void epoch_line(void *self, const train_epoch *e)
-{
-    (void)self;
-    printf("%lld steps, train loss %.4f, lr %.2e, %.0f tokens/s", (long long)e->steps,
-           e->step_loss_sum / (double)e->steps, attn_optim_lr(e->opt), e->sums[TRAIN_SUM_TOKENS] / e->seconds);
-}
-
 /* The validation loss after each epoch. */
 static int validate(void *self)
 {
@@ -128,7 +121,7 @@ int translate_train(translate_run *run, const translate_split *train, const tran
                      .self = &tt,
                      .batches = epoch_batches,
                      .forward_backward = forward_backward,
-                     .epoch_line = epoch_line,
+                     .epoch_line = train_epoch_line_tokens,
                      .epoch_end = validate,
                      .checkpoint_meta = checkpoint_meta,
                      .epoch_saved = keep_epoch};

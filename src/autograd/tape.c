@@ -31,13 +31,15 @@ attn_node *attn__record(attn_ctx *ctx, const char *op, attn_backward_fn backward
     }
     attn_node *node = attn__arena_alloc(&ctx->arena, sizeof *node);
     attn_tensor **ins = attn__arena_alloc(&ctx->arena, (size_t)n_in * sizeof *ins);
+    float **grad = attn__arena_calloc(&ctx->arena, (size_t)n_in * sizeof *grad, 1);
     void *saved = saved_bytes ? attn__arena_calloc(&ctx->arena, saved_bytes, 1) : NULL;
-    if (!node || !ins || (saved_bytes && !saved)) return NULL;
+    if (!node || !ins || !grad || (saved_bytes && !saved)) return NULL;
     memcpy(ins, in, (size_t)n_in * sizeof *ins);
     node->op = op;
     node->backward = backward;
     node->out = out;
     node->in = ins;
+    node->grad = grad;
     node->n_in = n_in;
     node->saved = saved;
     out->requires_grad = true;
@@ -46,13 +48,16 @@ attn_node *attn__record(attn_ctx *ctx, const char *op, attn_backward_fn backward
     return node;
 }
 
-float *attn__in_grad(attn_ctx *ctx, attn_node *node, int i, attn_status *status)
+/* node->grad: the grad buffers of the node's inputs that require grad */
+static attn_status node_grads(attn_ctx *ctx, attn_node *node)
 {
-    attn_tensor *t = node->in[i];
-    if (!t || !t->requires_grad) return NULL;
-    float *g = attn__grad(ctx, t);
-    if (!g) *status = attn_last_status();
-    return g;
+    for (int i = 0; i < node->n_in; i++) {
+        attn_tensor *t = node->in[i];
+        const bool wanted = t && t->requires_grad;
+        node->grad[i] = wanted ? attn__grad(ctx, t) : NULL;
+        if (wanted && !node->grad[i]) return attn_last_status();
+    }
+    return ATTN_OK;
 }
 
 attn_status attn_backward_from(attn_ctx *ctx, attn_tensor *out, const float *dout)
@@ -82,7 +87,9 @@ attn_status attn_backward_from(attn_ctx *ctx, attn_tensor *out, const float *dou
     attn_status st = ATTN_OK;
     for (size_t k = ctx->tape_len; st == ATTN_OK && k-- > 0;) {
         attn_node *node = ctx->tape[k];
-        if (node->out->grad) st = node->backward(ctx, node); /* none: nothing flowed into this op */
+        if (!node->out->grad) continue; /* nothing flowed into this op */
+        st = node_grads(ctx, node);
+        if (st == ATTN_OK) st = node->backward(ctx, node);
     }
     if (lend) out->grad = NULL;
     return st;

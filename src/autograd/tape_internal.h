@@ -6,8 +6,9 @@
 
 #include "../core/core_internal.h"
 
-/* Propagates node->out->grad into the grads of node->in[i] that require grad (+=). It reads
- * node->out->grad and never writes it: attn_backward_from lends the caller's const dout there. */
+/* Propagates node->out->grad into node->grad[i], the grads of the inputs that require grad (+=).
+ * It reads node->out->grad and never writes it: attn_backward_from lends the caller's const dout
+ * there. */
 typedef attn_status (*attn_backward_fn)(attn_ctx *ctx, attn_node *node);
 
 struct attn_node {
@@ -15,6 +16,8 @@ struct attn_node {
     attn_backward_fn backward;
     attn_tensor *out;
     attn_tensor **in; /* n_in inputs, in the arena */
+    float **grad;     /* n_in: in[i]'s grad buffer when it requires grad, else NULL; allocated by
+                         attn_backward_from before the node's backward runs */
     int n_in;
     void *saved; /* op-specific state, zero-filled, in the arena */
 };
@@ -25,8 +28,5 @@ bool attn__needs_grad(const attn_ctx *ctx, attn_tensor *const *in, int n_in);
  * Returns NULL with an error set when memory runs out. */
 attn_node *attn__record(attn_ctx *ctx, const char *op, attn_backward_fn backward, attn_tensor *out,
                         attn_tensor *const *in, int n_in, size_t saved_bytes);
-/* The grad buffer of node->in[i] when it requires grad, else NULL. On allocation failure NULL
- * with *status set to the error. */
-float *attn__in_grad(attn_ctx *ctx, attn_node *node, int i, attn_status *status);
 
 #endif

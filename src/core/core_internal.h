@@ -51,9 +51,27 @@ static inline void attn__put_le32(unsigned char *p, uint32_t v)
 /* ---- errors ---- */
 
 /* Records status and a printf-style message for attn_last_error(); returns status. */
+/* A growable NUL-terminated byte string (buf.c). An append that cannot grow it returns the error
+ * and sets failed, which sticks: later appends do nothing, so a builder may append freely and
+ * look once at the end. */
+typedef struct attn__buf {
+    char *data;
+    size_t len, cap;
+    bool failed;
+} attn__buf;
+
+/* Room for `more` bytes past len (plus a NUL); ATTN_ERR_NOMEM when that fails. */
+ATTN__SIBLING attn_status attn__buf_reserve(attn__buf *b, size_t more);
+ATTN__SIBLING attn_status attn__buf_append(attn__buf *b, const char *s, size_t n);
+ATTN__SIBLING void attn__buf_free(attn__buf *b);
+
 ATTN__SIBLING attn_status attn__fail(attn_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same for functions that return a pointer: always NULL. */
 ATTN__SIBLING void *attn__fail_null(attn_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* ATTN_ERR_SHAPE for an op's three inputs that do not fit one another: "OP: NAME0 [2, 3], NAME1
+ * [..], NAME2 [..] do not fit; expected " then the printf-formatted rest */
+attn_status attn__fail_inputs(const char *op, const char *const names[3], const attn_tensor *const in[3],
+                              const char *expected, ...) __attribute__((format(printf, 4, 5)));
 
 /* The NULL contract of attn.h for functions given a NULL where an object is needed. */
 ATTN__SIBLING attn_status attn__null_arg(const char *fn); /* records ATTN_ERR_ARG "<fn>: ..."; returns it */

@@ -195,6 +195,19 @@ const char *attn_shape_str(const attn_tensor *t, char *buf, size_t len)
     return attn__dims_str(buf, len, t->ndim, t->shape);
 }
 
+attn_status attn__fail_inputs(const char *op, const char *const names[3], const attn_tensor *const in[3],
+                              const char *expected, ...)
+{
+    char shapes[3][64], rest[1024];
+    for (int i = 0; i < 3; i++) attn_shape_str(in[i], shapes[i], sizeof shapes[i]);
+    va_list ap;
+    va_start(ap, expected);
+    vsnprintf(rest, sizeof rest, expected, ap);
+    va_end(ap);
+    return attn__fail(ATTN_ERR_SHAPE, "%s: %s %s, %s %s, %s %s do not fit; expected %s", op, names[0], shapes[0],
+                      names[1], shapes[1], names[2], shapes[2], rest);
+}
+
 bool attn_same_shape(const attn_tensor *a, const attn_tensor *b)
 {
     if (!a || !b) {

@@ -40,9 +40,10 @@ int64_t attn_id_seqs_len(const attn_id_seqs *s, int64_t i)
         attn__null_arg("attn_id_seqs_len");
         return -1;
     }
-    if (i < 0 || i >= s->count)
-        return attn__fail(ATTN_ERR_ARG, "attn_id_seqs_len: sequence %lld of %lld", (long long)i, (long long)s->count),
-               -1;
+    if (i < 0 || i >= s->count) {
+        attn__fail(ATTN_ERR_ARG, "attn_id_seqs_len: sequence %lld of %lld", (long long)i, (long long)s->count);
+        return -1;
+    }
     return s->offsets[i + 1] - s->offsets[i];
 }
 
@@ -88,16 +89,20 @@ attn_status attn_encode_texts(attn_id_seqs *out, const attn_vocab *v, attn_token
 
 /* ---- padding ---- */
 
+/* -1, with ATTN_ERR_ARG "FN: A x and B y; expected >= 0" */
+static int64_t negative_sizes(const char *fn, const char *a, int64_t x, const char *b, int64_t y)
+{
+    attn__fail(ATTN_ERR_ARG, "%s: %s %lld and %s %lld; expected >= 0", fn, a, (long long)x, b, (long long)y);
+    return -1;
+}
+
 int64_t attn_pad_ids(int64_t *row, const int64_t *ids, int64_t len, const attn_pad_opts *opts, int64_t width)
 {
     if (!row || !opts || (!ids && len > 0)) {
         attn__null_arg("attn_pad_ids");
         return -1;
     }
-    if (len < 0 || width < 0)
-        return attn__fail(ATTN_ERR_ARG, "attn_pad_ids: len %lld and width %lld; expected >= 0", (long long)len,
-                          (long long)width),
-               -1;
+    if (len < 0 || width < 0) return negative_sizes("attn_pad_ids", "len", len, "width", width);
     int64_t k = 0;
     if (opts->bos_id >= 0 && k < width) row[k++] = opts->bos_id;
     for (int64_t i = 0; i < len && k < width; i++) row[k++] = ids[i];
@@ -134,20 +139,17 @@ int64_t attn_batch_width(const attn_id_seqs *s, const int64_t *rows, int64_t n, 
         attn__null_arg("attn_batch_width");
         return -1;
     }
-    if (n < 0 || extra < 0)
-        return attn__fail(ATTN_ERR_ARG, "attn_batch_width: n %lld and extra %lld; expected >= 0", (long long)n,
-                          (long long)extra),
-               -1;
+    if (n < 0 || extra < 0) return negative_sizes("attn_batch_width", "n", n, "extra", extra);
     int64_t w = 0;
     for (int64_t i = 0; i < n; i++) {
         const int64_t len = attn_id_seqs_len(s, row_of(rows, i));
         if (len < 0) return -1;
         w = len > w ? len : w;
     }
-    if (w > INT64_MAX - extra)
-        return attn__fail(ATTN_ERR_ARG, "attn_batch_width: %lld ids plus extra %lld overflow", (long long)w,
-                          (long long)extra),
-               -1;
+    if (w > INT64_MAX - extra) {
+        attn__fail(ATTN_ERR_ARG, "attn_batch_width: %lld ids plus extra %lld overflow", (long long)w, (long long)extra);
+        return -1;
+    }
     w += extra;
     return max_len > 0 && w > max_len ? max_len : w;
 }

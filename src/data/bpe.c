@@ -324,6 +324,22 @@ const char *attn_bpe_token_bytes(const attn_bpe *b, int64_t id, size_t *len)
 
 /* ---- encoding ---- */
 
+/* Every occurrence of the adjacent pair (x, y) in ids[0..len), left to right, becomes made;
+ * returns the new length */
+static int64_t merge_pair(int64_t *ids, int64_t len, int64_t x, int64_t y, int64_t made)
+{
+    int64_t out = 0;
+    for (int64_t i = 0; i < len; i++) {
+        if (i + 1 < len && ids[i] == x && ids[i + 1] == y) {
+            ids[out++] = made;
+            i++;
+        } else {
+            ids[out++] = ids[i];
+        }
+    }
+    return out;
+}
+
 /* encode_piece by the merges themselves */
 static int64_t encode_merges(const attn_bpe *b, const uint8_t *s, size_t n, int64_t *ids)
 {
@@ -337,16 +353,7 @@ static int64_t encode_merges(const attn_bpe *b, const uint8_t *s, size_t n, int6
         }
         if (best < 0) break;
         const int64_t x = b->merges[2 * best], y = b->merges[2 * best + 1], made = N_BYTES + best;
-        int64_t out = 0;
-        for (int64_t i = 0; i < len; i++) {
-            if (i + 1 < len && ids[i] == x && ids[i + 1] == y) {
-                ids[out++] = made;
-                i++;
-            } else {
-                ids[out++] = ids[i];
-            }
-        }
-        len = out;
+        len = merge_pair(ids, len, x, y, made);
     }
     return len;
 }
@@ -620,22 +627,14 @@ static attn_status apply_merge(merge_state *m, int64_t round, int64_t x, int64_t
     attn_status st = ATTN_OK;
     for (int64_t k = 0; k < n_words && st == ATTN_OK; k++) {
         const int64_t w = words[k];
-        int64_t *s = m->sym + m->start[w], len = m->n[w], out = 0;
+        int64_t *s = m->sym + m->start[w], len = m->n[w];
         if (m->seen[w] == round) continue;
         m->seen[w] = round;
         bool has = false;
         for (int64_t i = 0; i + 1 < len && !has; i++) has = s[i] == x && s[i + 1] == y;
         if (!has) continue;
         if ((st = count_pairs(m, w, -1, round)) != ATTN_OK) break;
-        for (int64_t i = 0; i < len; i++) {
-            if (i + 1 < len && s[i] == x && s[i + 1] == y) {
-                s[out++] = made;
-                i++;
-            } else {
-                s[out++] = s[i];
-            }
-        }
-        m->n[w] = out;
+        m->n[w] = merge_pair(s, len, x, y, made);
         st = count_pairs(m, w, +1, round);
     }
     free(words);

@@ -1,42 +1,9 @@
-/* Growable byte buffers and the string hash table (interned keys with dense ids, open
+/* The string hash table (interned keys with dense ids, open
  * addressing with linear probing, FNV-1a hashes) behind token counters and vocabularies. */
 #include "data_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- byte buffer ---- */
-
-attn_status attn__buf_reserve(attn__buf *b, size_t more)
-{
-    if (more > SIZE_MAX / 2 - b->len - 1)
-        return attn__fail(ATTN_ERR_NOMEM, "text buffer: %zu + %zu bytes is too large", b->len, more);
-    size_t need = b->len + more + 1;
-    if (need <= b->cap) return ATTN_OK;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < need) cap *= 2;
-    char *d = realloc(b->data, cap);
-    if (!d) return attn__fail(ATTN_ERR_NOMEM, "text buffer: cannot allocate %zu bytes", cap);
-    b->data = d;
-    b->cap = cap;
-    return ATTN_OK;
-}
-
-attn_status attn__buf_append(attn__buf *b, const char *s, size_t n)
-{
-    attn_status st = attn__buf_reserve(b, n);
-    if (st != ATTN_OK) return st;
-    if (n) memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-    return ATTN_OK;
-}
-
-void attn__buf_free(attn__buf *b)
-{
-    free(b->data);
-    *b = (attn__buf){0};
-}
 
 /* ---- hash table ---- */
 

@@ -31,7 +31,7 @@ static attn_status tokens_reserve(attn_tokens *t, size_t len)
         t->offs_ = offs;
         t->cap_ = cap;
     }
-    attn__buf store = {t->store_, t->store_len_, t->store_cap_};
+    attn__buf store = {.data = t->store_, .len = t->store_len_, .cap = t->store_cap_};
     attn_status st = attn__buf_reserve(&store, len + 1);
     if (st != ATTN_OK) return st;
     if (store.data != t->store_)
@@ -98,49 +98,59 @@ static attn_status lower_unquoted(attn__buf *b, const char *text, size_t len)
     return ATTN_OK;
 }
 
-static attn_status basic_english(attn_tokens *out, const char *text, size_t len)
+/* One step of a splitting rule: reads the code point at s[*i] (advancing *i past what it takes)
+ * and flushes the tokens it ends (flush) */
+typedef attn_status split_step(attn_tokens *out, const char *s, size_t len, size_t *start, size_t *i);
+
+/* text lowercased (and with basic_english's '"' removed when unquote), split by step */
+static attn_status split_lowered(attn_tokens *out, const char *text, size_t len, bool unquote, split_step *step)
 {
     attn__buf b = {0};
-    attn_status st = lower_unquoted(&b, text, len);
-    const char *s = b.data;
+    attn_status st = unquote ? lower_unquoted(&b, text, len) : attn__lower_into(&b, text, len);
     size_t start = 0;
-    for (size_t i = 0; i < b.len && st == ATTN_OK;) {
-        size_t at = i;
-        if (s[i] == '<' && b.len - i >= 6 && memcmp(s + i, "<br />", 6) == 0) {
-            st = flush(out, s, &start, at, i + 6);
-            i += 6;
-            continue;
-        }
-        uint32_t cp = attn__utf8_next(s, &i);
-        if (cp && cp < 0x80 && strchr("'.,()!?", (int)cp)) {
-            st = flush(out, s, &start, at, at);
-            if (st == ATTN_OK) st = flush(out, s, &start, i, i);
-        } else if (cp == ';' || cp == ':' || attn__is_space(cp)) {
-            st = flush(out, s, &start, at, i);
-        }
-    }
-    if (st == ATTN_OK) st = flush(out, s, &start, b.len, b.len);
+    for (size_t i = 0; i < b.len && st == ATTN_OK;) st = step(out, b.data, b.len, &start, &i);
+    if (st == ATTN_OK) st = flush(out, b.data, &start, b.len, b.len);
     attn__buf_free(&b);
     return st;
+}
+
+/* basic_english: "<br />" and ';', ':' and spaces separate; each of '.,()!? is a token */
+static attn_status basic_english_step(attn_tokens *out, const char *s, size_t len, size_t *start, size_t *i)
+{
+    const size_t at = *i;
+    if (s[at] == '<' && len - at >= 6 && memcmp(s + at, "<br />", 6) == 0) {
+        *i += 6;
+        return flush(out, s, start, at, *i);
+    }
+    const uint32_t cp = attn__utf8_next(s, i);
+    if (cp && cp < 0x80 && strchr("'.,()!?", (int)cp)) {
+        attn_status st = flush(out, s, start, at, at);
+        return st == ATTN_OK ? flush(out, s, start, *i, *i) : st;
+    }
+    if (cp == ';' || cp == ':' || attn__is_space(cp)) return flush(out, s, start, at, *i);
+    return ATTN_OK;
+}
+
+static attn_status basic_english(attn_tokens *out, const char *text, size_t len)
+{
+    return split_lowered(out, text, len, true, basic_english_step);
+}
+
+/* words: runs of word characters, and each other non-space character alone */
+static attn_status words_step(attn_tokens *out, const char *s, size_t len, size_t *start, size_t *i)
+{
+    (void)len;
+    const size_t at = *i;
+    const uint32_t cp = attn__utf8_next(s, i);
+    if (attn__is_word(cp)) return ATTN_OK;
+    attn_status st = flush(out, s, start, at, at);
+    return st == ATTN_OK ? flush(out, s, start, attn__is_space(cp) ? at : *i, *i) : st;
 }
 
 /* re.findall(r"\w+|[^\w\s]", text.strip().lower()); strip() does not change the matches. */
 static attn_status words(attn_tokens *out, const char *text, size_t len)
 {
-    attn__buf b = {0};
-    attn_status st = attn__lower_into(&b, text, len);
-    const char *s = b.data;
-    size_t start = 0;
-    for (size_t i = 0; i < b.len && st == ATTN_OK;) {
-        size_t at = i;
-        uint32_t cp = attn__utf8_next(s, &i);
-        if (attn__is_word(cp)) continue;
-        st = flush(out, s, &start, at, at);
-        if (st == ATTN_OK) st = flush(out, s, &start, attn__is_space(cp) ? at : i, i);
-    }
-    if (st == ATTN_OK) st = flush(out, s, &start, b.len, b.len);
-    attn__buf_free(&b);
-    return st;
+    return split_lowered(out, text, len, false, words_step);
 }
 
 static attn_status chars(attn_tokens *out, const char *s, size_t len)
@@ -287,19 +297,27 @@ static attn_status tokenize_13a(attn_tokens *out, const char *text, size_t len)
 
 /* ---- dispatch ---- */
 
-static const char *const tokenizer_names[] = {"basic_english", "words", "chars", "13a"};
-#define N_TOKENIZERS ((int)(sizeof tokenizer_names / sizeof tokenizer_names[0]))
+static const struct {
+    const char *name;
+    attn_status (*split)(attn_tokens *out, const char *text, size_t len); /* text checked UTF-8 */
+} tokenizers[] = {
+    [ATTN_TOKENIZER_BASIC_ENGLISH] = {"basic_english", basic_english},
+    [ATTN_TOKENIZER_WORDS] = {"words", words},
+    [ATTN_TOKENIZER_CHARS] = {"chars", chars},
+    [ATTN_TOKENIZER_13A] = {"13a", tokenize_13a},
+};
+#define N_TOKENIZERS ((int)(sizeof tokenizers / sizeof tokenizers[0]))
 
 const char *attn_tokenizer_name(attn_tokenizer kind)
 {
-    return (int)kind >= 0 && (int)kind < N_TOKENIZERS ? tokenizer_names[kind] : "unknown";
+    return (int)kind >= 0 && (int)kind < N_TOKENIZERS ? tokenizers[kind].name : "unknown";
 }
 
 attn_status attn_tokenizer_parse(const char *name, attn_tokenizer *kind)
 {
     if (!name || !kind) return attn__fail(ATTN_ERR_ARG, "attn_tokenizer_parse: name or kind is NULL");
     for (int k = 0; k < N_TOKENIZERS; k++)
-        if (strcmp(name, tokenizer_names[k]) == 0) {
+        if (strcmp(name, tokenizers[k].name) == 0) {
             *kind = (attn_tokenizer)k;
             return ATTN_OK;
         }
@@ -316,20 +334,7 @@ attn_status attn_tokenize(attn_tokens *out, attn_tokenizer kind, const char *tex
     if (st != ATTN_OK) return st;
     int64_t count = out->count;
     size_t store_len = out->store_len_;
-    switch (kind) {
-    case ATTN_TOKENIZER_BASIC_ENGLISH:
-        st = basic_english(out, text, len);
-        break;
-    case ATTN_TOKENIZER_WORDS:
-        st = words(out, text, len);
-        break;
-    case ATTN_TOKENIZER_CHARS:
-        st = chars(out, text, len);
-        break;
-    case ATTN_TOKENIZER_13A:
-        st = tokenize_13a(out, text, len);
-        break;
-    }
+    st = tokenizers[kind].split(out, text, len);
     if (st != ATTN_OK) { /* leave out as it was */
         out->count = count;
         out->store_len_ = store_len;

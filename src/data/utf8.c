@@ -3,6 +3,7 @@
  * generated tables of unicode_tables.c) and Python's str.lower() / str.upper() case rules. */
 #include "data_internal.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,17 +143,28 @@ size_t attn__utf8_put(char *out, uint32_t cp)
 
 /* ---- properties ---- */
 
-static bool in_ranges(const attn__cp_range *r, size_t n, uint32_t cp)
+/* The first of n entries (size bytes each, sorted and disjoint: the ranges and the case runs)
+ * whose member `last`, last_at bytes into it, is >= cp; n when none */
+static size_t first_ending_from(const void *entries, size_t n, size_t size, size_t last_at, uint32_t cp)
 {
-    size_t lo = 0, hi = n; /* first range with last >= cp */
+    const unsigned char *base = entries;
+    size_t lo = 0, hi = n;
     while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (r[mid].last < cp)
+        const size_t mid = lo + (hi - lo) / 2;
+        uint32_t last;
+        memcpy(&last, base + mid * size + last_at, sizeof last);
+        if (last < cp)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < n && r[lo].first <= cp;
+    return lo;
+}
+
+static bool in_ranges(const attn__cp_range *r, size_t n, uint32_t cp)
+{
+    const size_t i = first_ending_from(r, n, sizeof *r, offsetof(attn__cp_range, last), cp);
+    return i < n && r[i].first <= cp;
 }
 
 bool attn__is_space(uint32_t cp)
@@ -188,16 +200,8 @@ bool attn__is_bpe_space(uint32_t cp)
 /* cp through the case runs (unchanged when no run covers it). */
 static uint32_t case_map(const attn__case_run *r, size_t n, uint32_t cp)
 {
-    size_t lo = 0, hi = n; /* first run with last >= cp */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (r[mid].last < cp)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < n && r[lo].first <= cp && (cp - r[lo].first) % r[lo].step == 0)
-        return (uint32_t)((int64_t)cp + r[lo].delta);
+    const size_t i = first_ending_from(r, n, sizeof *r, offsetof(attn__case_run, last), cp);
+    if (i < n && r[i].first <= cp && (cp - r[i].first) % r[i].step == 0) return (uint32_t)((int64_t)cp + r[i].delta);
     return cp;
 }
 

@@ -339,20 +339,25 @@ static attn_status parse_lines(attn_vocab *v, char *text, size_t len, const char
     return st;
 }
 
-attn_vocab *attn_vocab_load(const char *path)
+/* The vocabulary of text's lines (read in place, then freed); name in messages */
+static attn_vocab *vocab_of_lines(char *text, size_t len, const char *name)
 {
-    if (!path) return attn__fail_null(ATTN_ERR_ARG, "attn_vocab_load: NULL path");
-    char *text;
-    size_t len;
-    if (attn__read_file(path, &text, &len) != ATTN_OK) return NULL;
     attn_vocab *v = vocab_new();
-    if (v && parse_lines(v, text, len, path) != ATTN_OK) {
+    if (v && parse_lines(v, text, len, name) != ATTN_OK) {
         attn_vocab_free(v);
         v = NULL;
     }
     free(text);
     if (v) set_default_unk(v);
     return v;
+}
+
+attn_vocab *attn_vocab_load(const char *path)
+{
+    if (!path) return attn__fail_null(ATTN_ERR_ARG, "attn_vocab_load: NULL path");
+    char *text;
+    size_t len;
+    return attn__read_file(path, &text, &len) == ATTN_OK ? vocab_of_lines(text, len, path) : NULL;
 }
 
 attn_vocab *attn_vocab_parse(const char *text, size_t len, const char *name)
@@ -362,12 +367,5 @@ attn_vocab *attn_vocab_parse(const char *text, size_t len, const char *name)
     if (!copy) return attn__fail_null(ATTN_ERR_NOMEM, "%s: out of memory for %zu bytes", name, len);
     memcpy(copy, text, len);
     copy[len] = '\0';
-    attn_vocab *v = vocab_new();
-    if (v && parse_lines(v, copy, len, name) != ATTN_OK) {
-        attn_vocab_free(v);
-        v = NULL;
-    }
-    free(copy);
-    if (v) set_default_unk(v);
-    return v;
+    return vocab_of_lines(copy, len, name);
 }

@@ -83,26 +83,30 @@ static attn_st_writer *checkpoint_writer(const char *who, const attn_params *p, 
     return w;
 }
 
+/* The checkpoint's writer, then its file saved to path, or without path its header's size in
+ * *bytes */
+static attn_status write_checkpoint(const char *fn, const attn_params *p, const attn_optim *opt,
+                                    const char *const *meta_kv, int n_meta, const char *path, size_t *bytes)
+{
+    attn_st_writer *w = checkpoint_writer(fn, p, opt, meta_kv, n_meta, !path);
+    if (!w) return attn_last_status();
+    attn_status s = path ? attn_st_writer_save(w, path) : attn_st_writer_header_bytes(w, bytes);
+    attn_st_writer_free(w);
+    return s;
+}
+
 attn_status attn_checkpoint_save(const char *path, const attn_params *p, const attn_optim *opt,
                                  const char *const *meta_kv, int n_meta)
 {
     if (!path) return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_save: path missing");
-    attn_st_writer *w = checkpoint_writer("attn_checkpoint_save", p, opt, meta_kv, n_meta, false);
-    if (!w) return attn_last_status();
-    attn_status s = attn_st_writer_save(w, path);
-    attn_st_writer_free(w);
-    return s;
+    return write_checkpoint("attn_checkpoint_save", p, opt, meta_kv, n_meta, path, NULL);
 }
 
 attn_status attn_checkpoint_header_bytes(const attn_params *p, const attn_optim *opt, const char *const *meta_kv,
                                          int n_meta, size_t *bytes)
 {
     if (!bytes) return attn__fail(ATTN_ERR_ARG, "attn_checkpoint_header_bytes: bytes is NULL");
-    attn_st_writer *w = checkpoint_writer("attn_checkpoint_header_bytes", p, opt, meta_kv, n_meta, true);
-    if (!w) return attn_last_status();
-    attn_status s = attn_st_writer_header_bytes(w, bytes);
-    attn_st_writer_free(w);
-    return s;
+    return write_checkpoint("attn_checkpoint_header_bytes", p, opt, meta_kv, n_meta, NULL, bytes);
 }
 
 /* ---- loading ---- */

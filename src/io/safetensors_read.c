@@ -149,6 +149,21 @@ void attn__st_to_f32(float *out, const attn_st_tensor *t)
     }
 }
 
+/* The element at p of a float dtype, exactly, as a double */
+static double float_at(attn_dtype dtype, const unsigned char *p)
+{
+    switch (dtype) {
+    case ATTN_DTYPE_F64:
+        return f64_from_bits(le64(p));
+    case ATTN_DTYPE_F16:
+        return f16_to_f32(le16(p));
+    case ATTN_DTYPE_BF16:
+        return bf16_to_f32(le16(p));
+    default:
+        return f32_from_bits(attn__le32(p));
+    }
+}
+
 /* Element i as int64: integer dtypes exactly, float dtypes when they hold an integer in range. */
 static bool element_i64(const attn_st_tensor *t, size_t i, int64_t *out, double *as_float)
 {
@@ -174,16 +189,10 @@ static bool element_i64(const attn_st_tensor *t, size_t i, int64_t *out, double 
         *out = p[0] != 0;
         return true;
     case ATTN_DTYPE_F32:
-        d = f32_from_bits(attn__le32(p));
-        break;
     case ATTN_DTYPE_F64:
-        d = f64_from_bits(le64(p));
-        break;
     case ATTN_DTYPE_F16:
-        d = f16_to_f32(le16(p));
-        break;
     case ATTN_DTYPE_BF16:
-        d = bf16_to_f32(le16(p));
+        d = float_at(t->dtype, p);
         break;
     default:
         return false;

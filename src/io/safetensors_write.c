@@ -205,99 +205,74 @@ attn_status attn_st_writer_set_metadata(attn_st_writer *w, const char *key, cons
     return ATTN_OK;
 }
 
-/* ---- the header text ---- */
+/* ---- the header text (attn__buf: a failure sticks in failed, read once the header is built) ---- */
 
-typedef struct strbuf {
-    char *s;
-    size_t len, cap;
-    bool failed; /* an allocation failed; s holds what fitted */
-} strbuf;
-
-static void sb_put(strbuf *b, const char *s, size_t n)
+static void sb_str(attn__buf *b, const char *s)
 {
-    if (b->failed) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->s, cap);
-        if (!p) {
-            b->failed = true;
-            return;
-        }
-        b->s = p;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
+    attn__buf_append(b, s, strlen(s));
 }
 
-static void sb_str(strbuf *b, const char *s)
-{
-    sb_put(b, s, strlen(s));
-}
-
-static void sb_u64(strbuf *b, uint64_t v)
+static void sb_u64(attn__buf *b, uint64_t v)
 {
     char num[24];
-    sb_put(b, num, (size_t)snprintf(num, sizeof num, "%llu", (unsigned long long)v));
+    attn__buf_append(b, num, (size_t)snprintf(num, sizeof num, "%llu", (unsigned long long)v));
 }
 
 /* s as a JSON string: quotes, backslashes and control characters escaped, UTF-8 kept. */
-static void sb_json_string(strbuf *b, const char *s)
+static void sb_json_string(attn__buf *b, const char *s)
 {
-    sb_put(b, "\"", 1);
+    attn__buf_append(b, "\"", 1);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         char esc[8];
         if (*p == '"' || *p == '\\') {
             esc[0] = '\\', esc[1] = (char)*p;
-            sb_put(b, esc, 2);
+            attn__buf_append(b, esc, 2);
         } else if (*p < 0x20) {
-            sb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", *p));
+            attn__buf_append(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", *p));
         } else {
-            sb_put(b, (const char *)p, 1);
+            attn__buf_append(b, (const char *)p, 1);
         }
     }
-    sb_put(b, "\"", 1);
+    attn__buf_append(b, "\"", 1);
 }
 
-static void sb_entry(strbuf *b, const st_entry *e)
+static void sb_entry(attn__buf *b, const st_entry *e)
 {
     sb_json_string(b, e->name);
     sb_str(b, ":{\"dtype\":\"");
     sb_str(b, attn_dtype_name(e->dtype));
     sb_str(b, "\",\"shape\":[");
     for (int i = 0; i < e->ndim; i++) {
-        if (i) sb_put(b, ",", 1);
+        if (i) attn__buf_append(b, ",", 1);
         sb_u64(b, (uint64_t)e->shape[i]);
     }
     sb_str(b, "],\"data_offsets\":[");
     sb_u64(b, e->begin);
-    sb_put(b, ",", 1);
+    attn__buf_append(b, ",", 1);
     sb_u64(b, e->begin + e->nbytes);
     sb_str(b, "]}");
 }
 
 /* The header JSON padded with spaces so that 8 + its length is a multiple of 8. */
-static void build_header(strbuf *b, const attn_st_writer *w)
+static void build_header(attn__buf *b, const attn_st_writer *w)
 {
-    sb_put(b, "{", 1);
+    attn__buf_append(b, "{", 1);
     if (w->n_meta) {
         sb_str(b, "\"__metadata__\":{");
         for (size_t i = 0; i < w->n_meta; i++) {
-            if (i) sb_put(b, ",", 1);
+            if (i) attn__buf_append(b, ",", 1);
             sb_json_string(b, w->meta[2 * i]);
-            sb_put(b, ":", 1);
+            attn__buf_append(b, ":", 1);
             sb_json_string(b, w->meta[2 * i + 1]);
         }
-        sb_put(b, "}", 1);
+        attn__buf_append(b, "}", 1);
     }
     for (size_t i = 0; i < w->count; i++) {
-        if (i || w->n_meta) sb_put(b, ",", 1);
+        if (i || w->n_meta) attn__buf_append(b, ",", 1);
         sb_entry(b, &w->entries[i]);
     }
-    sb_put(b, "}", 1);
-    while ((8 + b->len) % 8 != 0) sb_put(b, " ", 1);
+    attn__buf_append(b, "}", 1);
+    while ((8 + b->len) % 8 != 0) attn__buf_append(b, " ", 1);
 }
 
 /* Data order: by descending element size, ties in insertion order (a stable insertion sort of
@@ -319,12 +294,12 @@ static void layout_data(attn_st_writer *w, size_t *order /* (count) */)
 /* ---- saving ---- */
 
 /* Writes the file through o; 0 or the errno of the first failure. */
-static int write_file(FILE *fp, const strbuf *header, const attn_st_writer *w, const size_t *order)
+static int write_file(FILE *fp, const attn__buf *header, const attn_st_writer *w, const size_t *order)
 {
     errno = 0;
     unsigned char n8[8];
     for (int b = 0; b < 8; b++) n8[b] = (unsigned char)((uint64_t)header->len >> (8 * b));
-    bool ok = fwrite(n8, 1, 8, fp) == 8 && fwrite(header->s, 1, header->len, fp) == header->len;
+    bool ok = fwrite(n8, 1, 8, fp) == 8 && fwrite(header->data, 1, header->len, fp) == header->len;
     for (size_t i = 0; ok && i < w->count; i++) {
         const st_entry *e = &w->entries[order[i]];
         ok = fwrite(e->data, 1, e->nbytes, fp) == e->nbytes;
@@ -332,18 +307,27 @@ static int write_file(FILE *fp, const strbuf *header, const attn_st_writer *w, c
     return ok ? 0 : (errno ? errno : EIO);
 }
 
+/* The data's layout and the header's text in header; the order of the data (count), to free, or
+ * NULL when memory ran out */
+static size_t *header_of(attn_st_writer *w, attn__buf *header)
+{
+    size_t *order = malloc((w->count ? w->count : 1) * sizeof *order); /* (count) */
+    if (!order) return NULL;
+    layout_data(w, order);
+    build_header(header, w);
+    if (!header->failed) return order;
+    free(order);
+    return NULL;
+}
+
 attn_status attn_st_writer_header_bytes(attn_st_writer *w, size_t *bytes)
 {
     if (!w || !bytes) return attn__fail(ATTN_ERR_ARG, "attn_st_writer_header_bytes: writer or bytes is NULL");
-    size_t *order = malloc((w->count ? w->count : 1) * sizeof *order); /* (count) */
-    strbuf header = {0};
-    if (order) {
-        layout_data(w, order);
-        build_header(&header, w);
-    }
-    attn_status s = order && !header.failed ? ATTN_OK : attn__fail(ATTN_ERR_NOMEM, "out of memory building the header");
+    attn__buf header = {0};
+    size_t *order = header_of(w, &header);
+    attn_status s = order ? ATTN_OK : attn__fail(ATTN_ERR_NOMEM, "out of memory building the header");
     *bytes = header.len;
-    free(header.s);
+    attn__buf_free(&header);
     free(order);
     return s;
 }
@@ -351,15 +335,11 @@ attn_status attn_st_writer_header_bytes(attn_st_writer *w, size_t *bytes)
 attn_status attn_st_writer_save(attn_st_writer *w, const char *path)
 {
     if (!w || !path || !*path) return attn__fail(ATTN_ERR_ARG, "attn_st_writer_save: writer or path missing");
-    size_t *order = malloc((w->count ? w->count : 1) * sizeof *order); /* (count) */
-    strbuf header = {0};
-    if (order) {
-        layout_data(w, order);
-        build_header(&header, w);
-    }
+    attn__buf header = {0};
+    size_t *order = header_of(w, &header);
     attn_status s = ATTN_OK;
     attn__outfile out;
-    if (!order || header.failed) {
+    if (!order) {
         s = attn__fail(ATTN_ERR_NOMEM, "%s: out of memory building the header", path);
     } else if (header.len > ATTN_ST_MAX_HEADER) {
         s = attn__fail(ATTN_ERR_ARG,
@@ -370,7 +350,7 @@ attn_status attn_st_writer_save(attn_st_writer *w, const char *path)
         int err = write_file(out.fp, &header, w, order);
         s = attn__outfile_close(&out, err ? attn__outfile_write_error(&out, err) : ATTN_OK);
     }
-    free(header.s);
+    attn__buf_free(&header);
     free(order);
     return s;
 }

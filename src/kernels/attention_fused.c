@@ -307,7 +307,7 @@ static void forward_block(float *out, float *stats, const float *q, const float 
     const int64_t bhk = b * (p->heads_kv > 0 ? p->heads_kv : p->heads) + sdpa_kv_head(p, h); /* K, V's head */
     const int64_t qw = round_up(rows, VF_LANES), hD = sdpa_half_up(D), hLk = sdpa_half_up(Lk);
     const bool drop = p->dropout_p > 0.0f;
-    fused_forward_tiles t = {.qw = qw, .qt = scratch, .pairs_from_softmax = p->bf16 && !drop};
+    fused_forward_tiles t = {.qw = qw, .gemm = x->gemm, .qt = scratch, .pairs_from_softmax = p->bf16 && !drop};
     t.st = t.qt + D * SDPA_BR;
     t.ot = t.st + SDPA_BC * SDPA_BR;
     float *m = t.ot + Dv * SDPA_BR;           /* (qw) running max */
@@ -431,7 +431,7 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
     const int64_t bh = b * p->heads + h, D = p->d, Dv = p->dv, Lq = p->lq, Lk = p->lk;
     const int64_t bhk = b * (p->heads_kv > 0 ? p->heads_kv : p->heads) + sdpa_kv_head(p, h); /* K, V's head */
     const int64_t Lqp = round_up(Lq, VF_LANES), ld = head_ld(Lq), hD = sdpa_half_up(D), hDv = sdpa_half_up(Dv);
-    fused_backward_tiles t = {.ld = ld, .qt = scratch};
+    fused_backward_tiles t = {.ld = ld, .gemm = x->gemm, .qt = scratch};
     t.dot = t.qt + D * ld;
     float *m = t.dot + Dv * ld; /* (Lq') row max of S, +inf past Lq (Lq' = Lq rounded up to vectors) */
     float *inv_l = m + Lqp;     /* (Lq') 1 / sum exp(S - m), 0 past Lq */

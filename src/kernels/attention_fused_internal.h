@@ -24,11 +24,16 @@ static inline int64_t sdpa_half_up(int64_t n)
     return (n + 1) / 2;
 }
 
+/* A product of bf16 pair words with float32 sums: attn__tile_gemm_bf16's or attn__tile_gemm_amx's */
+typedef void fused_pairs_gemm(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
+                              int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate);
+
 /* One query block's tiles in a thread's scratch (forward_block); qw query lanes, the block's rows
  * rounded up to whole vectors. The pair words (bf16 kinds alone) hold two rows or two columns of
  * bf16 in a 32-bit word (bf16_internal.h). */
 typedef struct fused_forward_tiles {
     int64_t qw;
+    fused_pairs_gemm *gemm;  /* the pair kinds' product (fused_products.gemm) */
     float *qt;               /* (D, qw) Q^T of the block, zero past its rows */
     float *st;               /* (BC, qw) scores S^T, then probabilities P^T */
     float *ot;               /* (Dv, qw) unnormalised O^T */
@@ -47,20 +52,21 @@ typedef struct fused_forward_tiles {
  * and dO^T. */
 typedef struct fused_backward_tiles {
     int64_t ld;
-    float *qt;      /* (D, ld) Q^T of the head */
-    float *dot;     /* (Dv, ld) dO^T */
-    float *st;      /* (BC, qw) S^T, then P^T */
-    float *dpt;     /* (BC, qw) dP^T, then dS^T */
-    uint32_t *qtp;  /* (D/2, ld) of Q^T's rows */
-    uint32_t *dotp; /* (Dv/2, ld) of dO^T's rows */
-    uint32_t *qc;   /* (Lq/2, D) of Q's rows */
-    uint32_t *doc;  /* (Lq/2, Dv) of dO's rows */
-    uint32_t *kr;   /* (BC, D/2) in K_j's rows */
-    uint32_t *kc;   /* (BC/2, D) of K_j's rows */
-    uint32_t *vr;   /* (BC, Dv/2) in V_j's rows */
-    uint32_t *pr;   /* (BC, qw/2) in dropout(P)^T's rows */
-    uint32_t *dsr;  /* (BC, qw/2) in dS^T's rows */
-    uint32_t *dsc;  /* (BC/2, qw) of dS^T's rows */
+    fused_pairs_gemm *gemm; /* the pair kinds' product (fused_products.gemm) */
+    float *qt;              /* (D, ld) Q^T of the head */
+    float *dot;             /* (Dv, ld) dO^T */
+    float *st;              /* (BC, qw) S^T, then P^T */
+    float *dpt;             /* (BC, qw) dP^T, then dS^T */
+    uint32_t *qtp;          /* (D/2, ld) of Q^T's rows */
+    uint32_t *dotp;         /* (Dv/2, ld) of dO^T's rows */
+    uint32_t *qc;           /* (Lq/2, D) of Q's rows */
+    uint32_t *doc;          /* (Lq/2, Dv) of dO's rows */
+    uint32_t *kr;           /* (BC, D/2) in K_j's rows */
+    uint32_t *kc;           /* (BC/2, D) of K_j's rows */
+    uint32_t *vr;           /* (BC, Dv/2) in V_j's rows */
+    uint32_t *pr;           /* (BC, qw/2) in dropout(P)^T's rows */
+    uint32_t *dsr;          /* (BC, qw/2) in dS^T's rows */
+    uint32_t *dsc;          /* (BC/2, qw) of dS^T's rows */
 } fused_backward_tiles;
 
 /* A tile of the backward: queries [i0, i0 + rows) (qw lanes), keys [j0, j0 + cols) of one head,
@@ -74,6 +80,7 @@ typedef struct fused_tile {
 /* The products of one kind. The pair kinds pack the operands they read (at the points named);
  * float32 reads them in place and packs nothing. */
 typedef struct fused_products {
+    fused_pairs_gemm *gemm; /* the pair kinds' product; NULL: float32 */
     /* forward_block, once per query block, with t->qt filled: the block's and its key/value head
      * bhk's operands (the head's K and V once per head and thread: t->mark) */
     void (*forward_block)(fused_forward_tiles *t, const sdpa_problem *p, const float *k, const float *v, int64_t bhk);

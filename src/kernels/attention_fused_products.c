@@ -114,20 +114,12 @@ static void forward_block_amx(fused_forward_tiles *t, const sdpa_problem *p, con
     if (forward_block_pairs(t, p, k, v, bhk)) transpose_words(t->vt, hLk, t->vh, p->dv, hLk, p->dv);
 }
 
-static void forward_scores_bf16(const fused_forward_tiles *t, const sdpa_problem *p, const float *kj, int64_t j0,
-                                int64_t cols)
+static void forward_scores_pairs(const fused_forward_tiles *t, const sdpa_problem *p, const float *kj, int64_t j0,
+                                 int64_t cols)
 {
     (void)kj;
     const int64_t hD = sdpa_half_up(p->d);
-    attn__tile_gemm_bf16(t->st, t->qw, t->kh + j0 * hD, hD, 1, t->qp, t->qw, cols, t->qw, hD, p->scale, false);
-}
-
-static void forward_scores_amx(const fused_forward_tiles *t, const sdpa_problem *p, const float *kj, int64_t j0,
-                               int64_t cols)
-{
-    (void)kj;
-    const int64_t hD = sdpa_half_up(p->d);
-    attn__tile_gemm_amx(t->st, t->qw, t->kh + j0 * hD, hD, 1, t->qp, t->qw, cols, t->qw, hD, p->scale, false);
+    t->gemm(t->st, t->qw, t->kh + j0 * hD, hD, 1, t->qp, t->qw, cols, t->qw, hD, p->scale, false);
 }
 
 /* P^T's pairs in pp (unless online_softmax wrote them), and V_j's in vp when the tile is odd and
@@ -180,76 +172,42 @@ static void backward_keys_pairs(const fused_backward_tiles *t, const sdpa_proble
     attn__bf16_pack_row_pairs(t->vr, sdpa_half_up(Dv), x->vj, Dv, x->cols, Dv);
 }
 
-/* The products whose operands both kinds read alike, written once for a pair-word product g */
-typedef void pairs_gemm(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
-                        int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate);
-
-static void scores_pairs(pairs_gemm *g, const fused_backward_tiles *t, const sdpa_problem *p, const fused_tile *x)
+static void backward_scores_pairs(const fused_backward_tiles *t, const sdpa_problem *p, const fused_tile *x)
 {
     const int64_t hD = sdpa_half_up(p->d);
-    g(t->st, x->qw, t->kr, hD, 1, t->qtp + x->i0, t->ld, x->cols, x->qw, hD, p->scale, false);
+    t->gemm(t->st, x->qw, t->kr, hD, 1, t->qtp + x->i0, t->ld, x->cols, x->qw, hD, p->scale, false);
 }
 
-static void probs_grad_pairs(pairs_gemm *g, const fused_backward_tiles *t, const sdpa_problem *p, const fused_tile *x)
+static void backward_probs_grad_pairs(const fused_backward_tiles *t, const sdpa_problem *p, const fused_tile *x)
 {
     const int64_t hDv = sdpa_half_up(p->dv);
-    g(t->dpt, x->qw, t->vr, hDv, 1, t->dotp + x->i0, t->ld, x->cols, x->qw, hDv, 1.0f, false);
+    t->gemm(t->dpt, x->qw, t->vr, hDv, 1, t->dotp + x->i0, t->ld, x->cols, x->qw, hDv, 1.0f, false);
 }
 
-static void values_grad_pairs(pairs_gemm *g, const fused_backward_tiles *t, const sdpa_problem *p, const fused_tile *x,
-                              const float *pt)
+static void backward_values_grad_pairs(const fused_backward_tiles *t, const sdpa_problem *p, const fused_tile *x,
+                                       const float *pt)
 {
     const int64_t Dv = p->dv;
     attn__bf16_pack_row_pairs(t->pr, SDPA_BR / 2, pt, x->qw, x->cols, x->rows);
-    g(x->dvj, Dv, t->pr, SDPA_BR / 2, 1, t->doc + x->i0 / 2 * Dv, Dv, x->cols, Dv, sdpa_half_up(x->rows), 1.0f, true);
+    t->gemm(x->dvj, Dv, t->pr, SDPA_BR / 2, 1, t->doc + x->i0 / 2 * Dv, Dv, x->cols, Dv, sdpa_half_up(x->rows), 1.0f,
+            true);
 }
 
 /* dK_j += scale dS^T Q_i, with dS^T's pairs by columns packed into dsc (dQ's operand) too */
-static void key_grad_pairs(pairs_gemm *g, const fused_backward_tiles *t, const sdpa_problem *p, const fused_tile *x)
+static void key_grad_pairs(const fused_backward_tiles *t, const sdpa_problem *p, const fused_tile *x)
 {
     const int64_t D = p->d;
     attn__bf16_pack_col_pairs(t->dsc, x->qw, t->dpt, x->qw, x->cols, x->qw);
     attn__bf16_pack_row_pairs(t->dsr, SDPA_BR / 2, t->dpt, x->qw, x->cols, x->rows);
-    g(x->dkj, D, t->dsr, SDPA_BR / 2, 1, t->qc + x->i0 / 2 * D, D, x->cols, D, sdpa_half_up(x->rows), p->scale, true);
-}
-
-static void backward_scores_bf16(const fused_backward_tiles *t, const sdpa_problem *p, const fused_tile *x)
-{
-    scores_pairs(attn__tile_gemm_bf16, t, p, x);
-}
-
-static void backward_scores_amx(const fused_backward_tiles *t, const sdpa_problem *p, const fused_tile *x)
-{
-    scores_pairs(attn__tile_gemm_amx, t, p, x);
-}
-
-static void backward_probs_grad_bf16(const fused_backward_tiles *t, const sdpa_problem *p, const fused_tile *x)
-{
-    probs_grad_pairs(attn__tile_gemm_bf16, t, p, x);
-}
-
-static void backward_probs_grad_amx(const fused_backward_tiles *t, const sdpa_problem *p, const fused_tile *x)
-{
-    probs_grad_pairs(attn__tile_gemm_amx, t, p, x);
-}
-
-static void backward_values_grad_bf16(const fused_backward_tiles *t, const sdpa_problem *p, const fused_tile *x,
-                                      const float *pt)
-{
-    values_grad_pairs(attn__tile_gemm_bf16, t, p, x, pt);
-}
-
-static void backward_values_grad_amx(const fused_backward_tiles *t, const sdpa_problem *p, const fused_tile *x,
-                                     const float *pt)
-{
-    values_grad_pairs(attn__tile_gemm_amx, t, p, x, pt);
+    t->gemm(x->dkj, D, t->dsr, SDPA_BR / 2, 1, t->qc + x->i0 / 2 * D, D, x->cols, D, sdpa_half_up(x->rows), p->scale,
+            true);
 }
 
 /* dS's word (r, pair) by columns of dsc */
 static void backward_qk_grad_bf16(const fused_backward_tiles *t, const sdpa_problem *p, const fused_tile *x)
 {
     const int64_t D = p->d;
-    key_grad_pairs(attn__tile_gemm_bf16, t, p, x);
+    key_grad_pairs(t, p, x);
     attn__tile_gemm_bf16(x->dqi, D, t->dsc, 1, x->qw, t->kc, D, x->rows, D, sdpa_half_up(x->cols), p->scale, true);
 }
 
@@ -257,7 +215,7 @@ static void backward_qk_grad_bf16(const fused_backward_tiles *t, const sdpa_prob
 static void backward_qk_grad_amx(const fused_backward_tiles *t, const sdpa_problem *p, const fused_tile *x)
 {
     const int64_t D = p->d, hc = sdpa_half_up(x->cols);
-    key_grad_pairs(attn__tile_gemm_amx, t, p, x);
+    key_grad_pairs(t, p, x);
     transpose_words(t->pr, hc, t->dsc, x->qw, hc, x->rows);
     attn__tile_gemm_amx(x->dqi, D, t->pr, hc, 1, t->kc, D, x->rows, D, hc, p->scale, true);
 }
@@ -273,28 +231,19 @@ static const fused_products products_f32 = {
     .backward_values_grad = backward_values_grad_f32,
     .backward_qk_grad = backward_qk_grad_f32,
 };
-static const fused_products products_bf16 = {
-    .forward_block = forward_block_bf16,
-    .forward_scores = forward_scores_bf16,
-    .forward_values = forward_values_bf16,
-    .backward_head = backward_head_pairs,
-    .backward_keys = backward_keys_pairs,
-    .backward_scores = backward_scores_bf16,
-    .backward_probs_grad = backward_probs_grad_bf16,
-    .backward_values_grad = backward_values_grad_bf16,
-    .backward_qk_grad = backward_qk_grad_bf16,
-};
-static const fused_products products_amx = {
-    .forward_block = forward_block_amx,
-    .forward_scores = forward_scores_amx,
-    .forward_values = forward_values_amx,
-    .backward_head = backward_head_pairs,
-    .backward_keys = backward_keys_pairs,
-    .backward_scores = backward_scores_amx,
-    .backward_probs_grad = backward_probs_grad_amx,
-    .backward_values_grad = backward_values_grad_amx,
-    .backward_qk_grad = backward_qk_grad_amx,
-};
+/* The pair kinds share all but their product and three layouts: AMX loads its A operand by rows
+ * of pairs, so V^T and dS come transposed (forward_block, forward_values, backward_qk_grad) */
+#define PAIR_PRODUCTS(GEMM, KIND)                                                                                      \
+    {                                                                                                                  \
+        .gemm = GEMM, .forward_block = forward_block_##KIND, .forward_scores = forward_scores_pairs,                   \
+        .forward_values = forward_values_##KIND, .backward_head = backward_head_pairs,                                 \
+        .backward_keys = backward_keys_pairs, .backward_scores = backward_scores_pairs,                                \
+        .backward_probs_grad = backward_probs_grad_pairs, .backward_values_grad = backward_values_grad_pairs,          \
+        .backward_qk_grad = backward_qk_grad_##KIND,                                                                   \
+    }
+static const fused_products products_bf16 = PAIR_PRODUCTS(attn__tile_gemm_bf16, bf16);
+static const fused_products products_amx = PAIR_PRODUCTS(attn__tile_gemm_amx, amx);
+#undef PAIR_PRODUCTS
 
 const fused_products *sdpa_fused_products(const sdpa_problem *p)
 {

@@ -58,25 +58,15 @@ static inline __attribute__((always_inline)) void panel(float *c, int64_t ldc, c
         block(c + r * ldc, ldc, a + r * a_rs, a_rs, a_ks, b, ldb, TILE_MR, nv, k, alpha, accumulate);
     const float *ar = a + r * a_rs;
     float *cr = c + r * ldc;
+    /* the last rows with their count a constant: block's accumulators stay in registers */
+#define ROWS(n)                                                                                                        \
+    case n:                                                                                                            \
+        block(cr, ldc, ar, a_rs, a_ks, b, ldb, n, nv, k, alpha, accumulate);                                           \
+        break;
     switch (m - r) {
-    case 5:
-        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 5, nv, k, alpha, accumulate);
-        break;
-    case 4:
-        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 4, nv, k, alpha, accumulate);
-        break;
-    case 3:
-        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 3, nv, k, alpha, accumulate);
-        break;
-    case 2:
-        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 2, nv, k, alpha, accumulate);
-        break;
-    case 1:
-        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 1, nv, k, alpha, accumulate);
-        break;
-    default:
-        break;
+        ROWS(5) ROWS(4) ROWS(3) ROWS(2) ROWS(1)
     }
+#undef ROWS
 }
 
 /* The product over all of k, each element summed in one chain */

@@ -138,25 +138,15 @@ static inline __attribute__((always_inline)) void panel(float *c, int64_t ldc, c
         block(c + r * ldc, ldc, a + r * a_rs, a_rs, a_ks, b, ldb, BF16_MR, nv, last, kp, alpha, accumulate);
     const uint32_t *ar = a + r * a_rs;
     float *cr = c + r * ldc;
+    /* the last rows with their count a constant: block's accumulators stay in registers */
+#define ROWS(n)                                                                                                        \
+    case n:                                                                                                            \
+        block(cr, ldc, ar, a_rs, a_ks, b, ldb, n, nv, last, kp, alpha, accumulate);                                    \
+        break;
     switch (m - r) {
-    case 5:
-        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 5, nv, last, kp, alpha, accumulate);
-        break;
-    case 4:
-        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 4, nv, last, kp, alpha, accumulate);
-        break;
-    case 3:
-        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 3, nv, last, kp, alpha, accumulate);
-        break;
-    case 2:
-        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 2, nv, last, kp, alpha, accumulate);
-        break;
-    case 1:
-        block(cr, ldc, ar, a_rs, a_ks, b, ldb, 1, nv, last, kp, alpha, accumulate);
-        break;
-    default:
-        break;
+        ROWS(5) ROWS(4) ROWS(3) ROWS(2) ROWS(1)
     }
+#undef ROWS
 }
 
 void attn__tile_gemm_bf16(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,

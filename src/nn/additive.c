@@ -56,12 +56,10 @@ attn_tensor *attn_additive_forward(attn_ctx *ctx, const attn_additive_layer *m, 
     if (!ctx || !m || !queries || !keys || !values) return attn__null_input(__func__);
     if (queries->ndim != 3 || keys->ndim != 3 || values->ndim != 3 || keys->shape[0] != queries->shape[0] ||
         values->shape[0] != queries->shape[0] || values->shape[1] != keys->shape[1]) {
-        char a[64], b[64], c[64];
-        return attn__fail_null(ATTN_ERR_SHAPE,
-                               "additive_attention: queries %s, keys %s, values %s; expected "
-                               "(B, Lq, q_size), (B, Lk, k_size), (B, Lk, v)",
-                               attn_shape_str(queries, a, 64), attn_shape_str(keys, b, 64),
-                               attn_shape_str(values, c, 64));
+        attn__fail_inputs("additive_attention", (const char *const[]){"queries", "keys", "values"},
+                          (const attn_tensor *const[]){queries, keys, values},
+                          "(B, Lq, q_size), (B, Lk, k_size), (B, Lk, v)");
+        return NULL;
     }
     if (attn__lens_check(valid_lens, queries->shape[0], queries->shape[1], "additive_attention") != ATTN_OK)
         return NULL;

@@ -157,19 +157,17 @@ attn_tensor *attn__mha_output(attn_ctx *ctx, const attn_mha_layer *m, attn_tenso
 static attn_status check_inputs(const attn_mha_layer *m, const attn_tensor *q, const attn_tensor *k,
                                 const attn_tensor *v)
 {
-    char a[64], b[64], c[64];
     const int nd = q->ndim;
     bool ok = (nd == 2 || nd == 3) && k->ndim == nd && v->ndim == nd &&
               (nd == 2 || (q->shape[0] == k->shape[0] && k->shape[0] == v->shape[0])) &&
               k->shape[nd - 2] == v->shape[nd - 2] && q->shape[nd - 1] == m->embed_dim && k->shape[nd - 1] == m->kdim &&
               v->shape[nd - 1] == m->vdim;
-    if (!ok)
-        return attn__fail(ATTN_ERR_SHAPE,
-                          "mha: query %s, key %s, value %s; expected (B, Lq, %lld), (B, Lk, %lld), "
-                          "(B, Lk, %lld) (batch first), or the three without B (unbatched)",
-                          attn_shape_str(q, a, 64), attn_shape_str(k, b, 64), attn_shape_str(v, c, 64),
-                          (long long)m->embed_dim, (long long)m->kdim, (long long)m->vdim);
-    return ATTN_OK;
+    return ok ? ATTN_OK
+              : attn__fail_inputs("mha", (const char *const[]){"query", "key", "value"},
+                                  (const attn_tensor *const[]){q, k, v},
+                                  "(B, Lq, %lld), (B, Lk, %lld), (B, Lk, %lld) (batch first), or the three "
+                                  "without B (unbatched)",
+                                  (long long)m->embed_dim, (long long)m->kdim, (long long)m->vdim);
 }
 
 /* nn.MultiheadAttention's 3-D masks are (B*H, Lq, Lk), one per batch row and head: as 4-D

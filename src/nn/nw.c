@@ -11,12 +11,10 @@ attn_tensor *attn_nw_forward(attn_ctx *ctx, attn_tensor *w, attn_tensor *queries
     if (!ctx || !queries || !keys || !values) return attn__null_input(__func__);
     if (queries->ndim != 1 || keys->ndim != 2 || !attn_same_shape(keys, values) ||
         keys->shape[0] != queries->shape[0] || (w && w->numel != 1)) {
-        char a[64], b[64], c[64];
-        return attn__fail_null(ATTN_ERR_SHAPE,
-                               "nw: queries %s, keys %s, values %s; expected (n), (n, m), (n, m) "
-                               "and a one-element w",
-                               attn_shape_str(queries, a, 64), attn_shape_str(keys, b, 64),
-                               attn_shape_str(values, c, 64));
+        attn__fail_inputs("nw", (const char *const[]){"queries", "keys", "values"},
+                          (const attn_tensor *const[]){queries, keys, values},
+                          "(n), (n, m), (n, m) and a one-element w");
+        return NULL;
     }
     attn_tensor *q = attn_reshape(ctx, queries, 2, (int64_t[]){queries->shape[0], 1});
     attn_tensor *dis = attn_sub(ctx, q, keys); /* (n, m) */

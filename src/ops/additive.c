@@ -14,12 +14,9 @@ typedef struct additive_dims {
 
 static attn_status additive_backward(attn_ctx *ctx, attn_node *node)
 {
+    (void)ctx;
     const additive_dims *s = node->saved;
-    attn_status st = ATTN_OK;
-    float *gq = attn__in_grad(ctx, node, 0, &st);
-    float *gk = attn__in_grad(ctx, node, 1, &st);
-    float *gw = attn__in_grad(ctx, node, 2, &st);
-    if (st != ATTN_OK) return st;
+    float *gq = node->grad[0], *gk = node->grad[1], *gw = node->grad[2];
     const float *qp = node->in[0]->data, *kp = node->in[1]->data, *wv = node->in[2]->data;
     const float *ds = node->out->grad;
     const int64_t H = s->h;
@@ -47,11 +44,9 @@ attn_tensor *attn_additive_scores(attn_ctx *ctx, attn_tensor *qp, attn_tensor *k
     if (!ctx || !qp || !kp || !wv) return attn__null_input(__func__);
     if (qp->ndim != 3 || kp->ndim != 3 || qp->shape[0] != kp->shape[0] || qp->shape[2] != kp->shape[2] ||
         wv->numel != qp->shape[2]) {
-        char a[64], b[64], c[64];
-        return attn__fail_null(ATTN_ERR_SHAPE,
-                               "additive_scores: qp %s, kp %s, wv %s; expected (B, Lq, h), "
-                               "(B, Lk, h) and h values",
-                               attn_shape_str(qp, a, 64), attn_shape_str(kp, b, 64), attn_shape_str(wv, c, 64));
+        attn__fail_inputs("additive_scores", (const char *const[]){"qp", "kp", "wv"},
+                          (const attn_tensor *const[]){qp, kp, wv}, "(B, Lq, h), (B, Lk, h) and h values");
+        return NULL;
     }
     additive_dims s = {qp->shape[0], qp->shape[1], kp->shape[1], qp->shape[2]};
     attn_tensor *out = attn_tensor_empty(ctx, 3, (int64_t[]){s.batch, s.lq, s.lk});

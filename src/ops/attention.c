@@ -120,7 +120,6 @@ static attn_status prepare_masks(attn_ctx *ctx, sdpa_problem *p, const attn_mask
 /* gqa: k and v may have fewer heads than q, dividing them (enable_gqa) */
 static attn_status check_shapes(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, bool gqa)
 {
-    char a[64], b[64], c[64];
     int nd = q->ndim;
     bool ok = (nd == 3 || nd == 4) && k->ndim == nd && v->ndim == nd;
     for (int i = 0; ok && i < nd - 2; i++) {
@@ -129,12 +128,20 @@ static attn_status check_shapes(const attn_tensor *q, const attn_tensor *k, cons
              (q->shape[i] == k->shape[i] || (gqa && heads && k->shape[i] > 0 && q->shape[i] % k->shape[i] == 0));
     }
     ok = ok && q->shape[nd - 1] == k->shape[nd - 1] && k->shape[nd - 2] == v->shape[nd - 2];
-    if (!ok)
-        return attn__fail(ATTN_ERR_SHAPE,
-                          "sdpa: q %s, k %s, v %s do not fit; expected q (B, H, Lq, D), "
-                          "k (B, %s, Lk, D), v (B, %s, Lk, Dv) (or 3-D without H)",
-                          attn_shape_str(q, a, 64), attn_shape_str(k, b, 64), attn_shape_str(v, c, 64),
-                          gqa ? "H_kv" : "H", gqa ? "H_kv" : "H");
+    const char *h = gqa ? "H_kv" : "H";
+    return ok ? ATTN_OK
+              : attn__fail_inputs("sdpa", (const char *const[]){"q", "k", "v"}, (const attn_tensor *const[]){q, k, v},
+                                  "q (B, H, Lq, D), k (B, %s, Lk, D), v (B, %s, Lk, Dv) (or 3-D without H)", h, h);
+}
+
+attn_status attn__sdpa_check_opts(float dropout_p, float scale, attn_sdpa_impl impl, const char *op)
+{
+    if (!(dropout_p >= 0.0f && dropout_p <= 1.0f))
+        return attn__fail(ATTN_ERR_ARG, "%s: dropout_p = %g, expected in [0, 1]", op, dropout_p);
+    if (!isfinite(scale) || scale < 0.0f)
+        return attn__fail(ATTN_ERR_ARG, "%s: scale = %g, expected a finite value >= 0 (0: 1/sqrt(D))", op, scale);
+    if (impl != ATTN_SDPA_AUTO && impl != ATTN_SDPA_FUSED && impl != ATTN_SDPA_REF)
+        return attn__fail(ATTN_ERR_ARG, "%s: impl %d is none of ATTN_SDPA_AUTO, _FUSED, _REF", op, (int)impl);
     return ATTN_OK;
 }
 
@@ -214,11 +221,7 @@ static attn_status sdpa_backward(attn_ctx *ctx, attn_node *node)
 {
     const sdpa_saved *s = node->saved;
     const sdpa_problem *p = &s->problem;
-    attn_status st = ATTN_OK;
-    float *dq = attn__in_grad(ctx, node, 0, &st);
-    float *dk = attn__in_grad(ctx, node, 1, &st);
-    float *dv = attn__in_grad(ctx, node, 2, &st);
-    if (st != ATTN_OK) return st;
+    float *dq = node->grad[0], *dk = node->grad[1], *dv = node->grad[2];
     /* the kernels write all three; inputs without grad get a throwaway buffer */
     attn_tensor *in[3] = {node->in[0], node->in[1], node->in[2]};
     float **grads[3] = {&dq, &dk, &dv};
@@ -245,13 +248,7 @@ attn_tensor *attn_sdpa(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, attn_tenso
     attn_sdpa_opts defaults = {0};
     if (!opts) opts = &defaults;
     if (check_shapes(q, k, v, opts->enable_gqa) != ATTN_OK) return NULL;
-    if (!(opts->dropout_p >= 0.0f && opts->dropout_p <= 1.0f))
-        return attn__fail_null(ATTN_ERR_ARG, "sdpa: dropout_p = %g, expected in [0, 1]", opts->dropout_p);
-    if (!isfinite(opts->scale) || opts->scale < 0.0f)
-        return attn__fail_null(ATTN_ERR_ARG, "sdpa: scale = %g, expected a finite value >= 0 (0: 1/sqrt(D))",
-                               opts->scale);
-    if (opts->impl != ATTN_SDPA_AUTO && opts->impl != ATTN_SDPA_FUSED && opts->impl != ATTN_SDPA_REF)
-        return attn__fail_null(ATTN_ERR_ARG, "sdpa: impl %d is none of ATTN_SDPA_AUTO, _FUSED, _REF", (int)opts->impl);
+    if (attn__sdpa_check_opts(opts->dropout_p, opts->scale, opts->impl, "sdpa") != ATTN_OK) return NULL;
     const int nd = q->ndim;
     sdpa_problem p = {
         .batch = q->shape[0],

@@ -84,29 +84,21 @@ static sdpa_problem largest_problem(const varlen_saved *s, int threads)
 /* q (total_q, H, D), k (total_k, Hkv, D), v (total_k, Hkv, Dv); Hkv = H, or dividing it with gqa */
 static attn_status check_shapes(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, bool gqa)
 {
-    char a[64], b[64], c[64];
     bool ok = q->ndim == 3 && k->ndim == 3 && v->ndim == 3 && k->shape[0] == v->shape[0] &&
               k->shape[1] == v->shape[1] && q->shape[2] == k->shape[2] &&
               (q->shape[1] == k->shape[1] || (gqa && k->shape[1] > 0 && q->shape[1] % k->shape[1] == 0));
-    if (!ok)
-        return attn__fail(ATTN_ERR_SHAPE,
-                          "sdpa_varlen: q %s, k %s, v %s do not fit; expected q (total_q, H, D), k (total_k, %s, D), "
-                          "v (total_k, %s, Dv)",
-                          attn_shape_str(q, a, 64), attn_shape_str(k, b, 64), attn_shape_str(v, c, 64),
-                          gqa ? "H_kv" : "H", gqa ? "H_kv" : "H");
-    return ATTN_OK;
+    const char *h = gqa ? "H_kv" : "H";
+    return ok ? ATTN_OK
+              : attn__fail_inputs("sdpa_varlen", (const char *const[]){"q", "k", "v"},
+                                  (const attn_tensor *const[]){q, k, v},
+                                  "q (total_q, H, D), k (total_k, %s, D), v (total_k, %s, Dv)", h, h);
 }
 
 /* The options into s->base after checking them; the slopes copied. grads: q, k or v needs a gradient */
 static attn_status prepare(attn_ctx *ctx, varlen_saved *s, const attn_varlen_opts *o, bool grads)
 {
-    if (!(o->dropout_p >= 0.0f && o->dropout_p <= 1.0f))
-        return attn__fail(ATTN_ERR_ARG, "sdpa_varlen: dropout_p = %g, expected in [0, 1]", o->dropout_p);
-    if (!isfinite(o->scale) || o->scale < 0.0f)
-        return attn__fail(ATTN_ERR_ARG, "sdpa_varlen: scale = %g, expected a finite value >= 0 (0: 1/sqrt(D))",
-                          o->scale);
-    if (o->impl != ATTN_SDPA_AUTO && o->impl != ATTN_SDPA_FUSED && o->impl != ATTN_SDPA_REF)
-        return attn__fail(ATTN_ERR_ARG, "sdpa_varlen: impl %d is none of ATTN_SDPA_AUTO, _FUSED, _REF", (int)o->impl);
+    const attn_status checked = attn__sdpa_check_opts(o->dropout_p, o->scale, o->impl, "sdpa_varlen");
+    if (checked != ATTN_OK) return checked;
     sdpa_problem *p = &s->base;
     p->batch = s->batch; /* ALiBi's (batch, H) slopes: a row per sequence; then each problem is one row */
     const attn_status st = attn__sdpa_prepare_features(ctx, p, &o->features, grads, "sdpa_varlen");
@@ -259,10 +251,7 @@ static attn_status varlen_backward(attn_ctx *ctx, attn_node *node)
 {
     const varlen_saved *s = node->saved;
     const int threads = s->base.threads;
-    attn_status st = ATTN_OK;
-    float *grads[3] = {attn__in_grad(ctx, node, 0, &st), attn__in_grad(ctx, node, 1, &st),
-                       attn__in_grad(ctx, node, 2, &st)}; /* the caller's layout; NULL: no grad */
-    if (st != ATTN_OK) return st;
+    float *grads[3] = {node->grad[0], node->grad[1], node->grad[2]}; /* the caller's layout; NULL: no grad */
     int64_t per_thread;
     float *scratch = scratch_alloc(ctx, s, &per_thread, "sdpa_varlen backward");
     float *dout = attn__arena_alloc(&ctx->arena, (size_t)node->out->numel * sizeof(float) + 1);

@@ -15,6 +15,8 @@ typedef enum binary_kind {
     BIN_MUL,
     BIN_DIV
 } binary_kind;
+/* X(kind) for each kind: the flat loops' switches, each case a loop with its kind a constant */
+#define BIN_KINDS(X) X(BIN_ADD) X(BIN_SUB) X(BIN_MUL) X(BIN_DIV)
 
 static const char *const binary_names[] = {"add", "sub", "mul", "div"};
 
@@ -120,20 +122,14 @@ static inline __attribute__((always_inline)) void apply_loop(binary_kind kind, f
 
 static void apply_flat(binary_kind kind, float *out, const float *x, const float *z, int64_t n)
 {
+#define KIND(k)                                                                                                        \
+    case k:                                                                                                            \
+        apply_loop(k, out, x, z, n);                                                                                   \
+        break;
     switch (kind) {
-    case BIN_ADD:
-        apply_loop(BIN_ADD, out, x, z, n);
-        break;
-    case BIN_SUB:
-        apply_loop(BIN_SUB, out, x, z, n);
-        break;
-    case BIN_MUL:
-        apply_loop(BIN_MUL, out, x, z, n);
-        break;
-    case BIN_DIV:
-        apply_loop(BIN_DIV, out, x, z, n);
-        break;
+        BIN_KINDS(KIND)
     }
+#undef KIND
 }
 
 /* ga += partial in a, gb += partial in b (either may be NULL) */
@@ -156,20 +152,14 @@ static inline __attribute__((always_inline)) void partials_loop(binary_kind kind
 static void partials_flat(binary_kind kind, float *ga, float *gb, const float *a, const float *b, const float *dy,
                           int64_t n)
 {
+#define KIND(k)                                                                                                        \
+    case k:                                                                                                            \
+        partials_loop(k, ga, gb, a, b, dy, n);                                                                         \
+        break;
     switch (kind) {
-    case BIN_ADD:
-        partials_loop(BIN_ADD, ga, gb, a, b, dy, n);
-        break;
-    case BIN_SUB:
-        partials_loop(BIN_SUB, ga, gb, a, b, dy, n);
-        break;
-    case BIN_MUL:
-        partials_loop(BIN_MUL, ga, gb, a, b, dy, n);
-        break;
-    case BIN_DIV:
-        partials_loop(BIN_DIV, ga, gb, a, b, dy, n);
-        break;
+        BIN_KINDS(KIND)
     }
+#undef KIND
 }
 
 /* Where the gradient is dy itself (add, and a of sub) and the operand is the output's trailing
@@ -230,10 +220,7 @@ static attn_status binary_backward(attn_ctx *ctx, attn_node *node)
 {
     const binary_saved *s = node->saved;
     const broadcast *p = &s->plan;
-    attn_status st = ATTN_OK;
-    float *ga = attn__in_grad(ctx, node, 0, &st);
-    float *gb = attn__in_grad(ctx, node, 1, &st);
-    if (st != ATTN_OK) return st;
+    float *ga = node->grad[0], *gb = node->grad[1];
     const float *a = node->in[0]->data, *b = node->in[1]->data, *dy = node->out->grad;
     const int64_t n = node->out->numel;
     if (p->same) {
@@ -310,9 +297,8 @@ attn_tensor *attn_div(attn_ctx *ctx, attn_tensor *a, attn_tensor *b)
 
 static attn_status scale_backward(attn_ctx *ctx, attn_node *node)
 {
-    attn_status st = ATTN_OK;
-    float *gx = attn__in_grad(ctx, node, 0, &st);
-    if (!gx) return st;
+    float *gx = node->grad[0];
+    if (!gx) return ATTN_OK;
     const float s = *(const float *)node->saved, *dy = node->out->grad;
     const int64_t n = node->out->numel;
 #pragma omp parallel for schedule(static) num_threads(ctx->num_threads) if (n > ATTN_PARALLEL_MIN)
@@ -342,10 +328,7 @@ attn_tensor *attn_scale(attn_ctx *ctx, attn_tensor *x, float s)
 
 static attn_status bias_add_backward(attn_ctx *ctx, attn_node *node)
 {
-    attn_status st = ATTN_OK;
-    float *gx = attn__in_grad(ctx, node, 0, &st);
-    float *gb = attn__in_grad(ctx, node, 1, &st);
-    if (st != ATTN_OK) return st;
+    float *gx = node->grad[0], *gb = node->grad[1];
     const float *dy = node->out->grad;
     int64_t c = node->in[1]->numel, rows = c ? node->out->numel / c : 0;
     if (gx) attn__add_into(gx, dy, node->out->numel, ctx->num_threads);

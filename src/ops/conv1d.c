@@ -45,11 +45,7 @@ static void col2im_add(float *dx, const float *dcol, const conv1d_saved *s)
 static attn_status conv1d_backward(attn_ctx *ctx, attn_node *node)
 {
     const conv1d_saved *s = node->saved;
-    attn_status st = ATTN_OK;
-    float *dx = attn__in_grad(ctx, node, 0, &st);
-    float *dw = attn__in_grad(ctx, node, 1, &st);
-    float *db = node->n_in > 2 ? attn__in_grad(ctx, node, 2, &st) : NULL;
-    if (st != ATTN_OK) return st;
+    float *dx = node->grad[0], *dw = node->grad[1], *db = node->n_in > 2 ? node->grad[2] : NULL;
     const float *w = node->in[1]->data, *dy = node->out->grad;
     int64_t ck = s->cin * s->k;
     float *dcol =
@@ -73,15 +69,13 @@ static attn_status conv1d_backward(attn_ctx *ctx, attn_node *node)
 
 static attn_status conv1d_check(const attn_tensor *x, const attn_tensor *w, const attn_tensor *b, int64_t padding)
 {
-    char xs[64], ws[64], bs[64];
+    char xs[64], ws[64];
     if (x->ndim != 3 || w->ndim != 3 || w->shape[1] != x->shape[1] || w->shape[2] < 1)
         return attn__fail(ATTN_ERR_SHAPE,
                           "conv1d: x %s and weight %s do not fit (expected x (B, Cin, L) and "
                           "weight (Cout, Cin, K), K >= 1)",
                           attn_shape_str(x, xs, 64), attn_shape_str(w, ws, 64));
-    if (b && (b->ndim != 1 || b->shape[0] != w->shape[0]))
-        return attn__fail(ATTN_ERR_SHAPE, "conv1d: bias %s does not fit weight %s (expected (%lld))",
-                          attn_shape_str(b, bs, 64), attn_shape_str(w, ws, 64), (long long)w->shape[0]);
+    if (attn__check_bias("conv1d", b, w) != ATTN_OK) return ATTN_ERR_SHAPE;
     if (padding < 0 || padding > (INT64_MAX - x->shape[2]) / 2)
         return attn__fail(ATTN_ERR_ARG,
                           "conv1d: padding %lld, expected >= 0 (and not absurdly "

@@ -40,9 +40,8 @@ uint8_t *attn__dropout_keep(attn_ctx *ctx, int64_t n, float p, float *scale, con
 static attn_status dropout_backward(attn_ctx *ctx, attn_node *node)
 {
     const dropout_saved *s = node->saved;
-    attn_status st = ATTN_OK;
-    float *gx = attn__in_grad(ctx, node, 0, &st);
-    if (!gx) return st;
+    float *gx = node->grad[0];
+    if (!gx) return ATTN_OK;
     const float *dy = node->out->grad;
     const uint8_t *keep = s->keep;
     const float scale = s->scale;
@@ -78,10 +77,7 @@ attn_tensor *attn_dropout(attn_ctx *ctx, attn_tensor *x, float p)
 static attn_status add_dropout_backward(attn_ctx *ctx, attn_node *node)
 {
     const dropout_saved *s = node->saved;
-    attn_status st = ATTN_OK;
-    float *gx = attn__in_grad(ctx, node, 0, &st);
-    float *gb = attn__in_grad(ctx, node, 1, &st);
-    if (st != ATTN_OK) return st;
+    float *gx = node->grad[0], *gb = node->grad[1];
     const float *ds = node->out->grad;
     const uint8_t *keep = s->keep;
     const float scale = s->scale;

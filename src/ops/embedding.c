@@ -20,9 +20,8 @@ typedef struct embedding_saved {
 static attn_status embedding_backward(attn_ctx *ctx, attn_node *node)
 {
     const embedding_saved *s = node->saved;
-    attn_status st = ATTN_OK;
-    float *dw = attn__in_grad(ctx, node, 0, &st); /* (V, E) */
-    if (!dw) return st;
+    float *dw = node->grad[0]; /* (V, E) */
+    if (!dw) return ATTN_OK;
     const float *dy = node->out->grad; /* (n, E) */
     /* ids repeat, so rows collide: the threads split the columns instead, each adding every
      * position's slice in position order (the same sums as one thread) */

@@ -17,4 +17,7 @@ bool attn__amx_attention(const attn_ctx *ctx);
 void attn__ctx_gemm(attn_ctx *ctx, float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb,
                     int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta);
 
+/* ATTN_ERR_SHAPE unless the bias b, when given, is (Cout) for a weight w (Cout, ...) */
+attn_status attn__check_bias(const char *op, const attn_tensor *b, const attn_tensor *w);
+
 #endif

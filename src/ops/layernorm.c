@@ -20,11 +20,7 @@ typedef struct layernorm_saved {
 static attn_status layernorm_backward(attn_ctx *ctx, attn_node *node)
 {
     const layernorm_saved *s = node->saved;
-    attn_status st = ATTN_OK;
-    float *gx = attn__in_grad(ctx, node, 0, &st);
-    float *gw = attn__in_grad(ctx, node, 1, &st);
-    float *gb = attn__in_grad(ctx, node, 2, &st);
-    if (st != ATTN_OK) return st;
+    float *gx = node->grad[0], *gw = node->grad[1], *gb = node->grad[2];
     const attn_tensor *w = node->in[1];
     attn__layernorm_rows_backward(gx, gw, gb, node->out->grad, node->in[0]->data, s->mean, s->rstd, w ? w->data : NULL,
                                   s->rows, s->cols, ctx->num_threads);

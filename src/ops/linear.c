@@ -27,11 +27,7 @@ typedef struct linear_sizes {
 /* The gradients of x, W and b (node->in[0..2]) from dy (R, out) */
 static attn_status linear_grads(attn_ctx *ctx, attn_node *node, const linear_sizes *s, const float *dy)
 {
-    attn_status st = ATTN_OK;
-    float *dx = attn__in_grad(ctx, node, 0, &st);
-    float *dw = attn__in_grad(ctx, node, 1, &st);
-    float *db = node->n_in > 2 ? attn__in_grad(ctx, node, 2, &st) : NULL;
-    if (st != ATTN_OK) return st;
+    float *dx = node->grad[0], *dw = node->grad[1], *db = node->n_in > 2 ? node->grad[2] : NULL;
     const float *x = node->in[0]->data, *w = node->in[1]->data;
     const int64_t ob = s->out / s->blocks;
     /* dX (R, in) += dY_j (R, ob) @ W_j (ob, in) for each block, the last first (as separate linears
@@ -52,15 +48,13 @@ static attn_status linear_backward(attn_ctx *ctx, attn_node *node)
 
 static attn_status linear_check(const attn_tensor *x, const attn_tensor *w, const attn_tensor *b)
 {
-    char xs[64], ws[64], bs[64];
+    char xs[64], ws[64];
     if (x->ndim < 1 || w->ndim != 2 || w->shape[1] != x->shape[x->ndim - 1])
         return attn__fail(ATTN_ERR_SHAPE,
                           "linear: x %s and weight %s do not fit (expected x (..., in) and weight "
                           "(out, in))",
                           attn_shape_str(x, xs, 64), attn_shape_str(w, ws, 64));
-    if (b && (b->ndim != 1 || b->shape[0] != w->shape[0]))
-        return attn__fail(ATTN_ERR_SHAPE, "linear: bias %s does not fit weight %s (expected (%lld))",
-                          attn_shape_str(b, bs, 64), attn_shape_str(w, ws, 64), (long long)w->shape[0]);
+    if (attn__check_bias("linear", b, w) != ATTN_OK) return ATTN_ERR_SHAPE;
     return ATTN_OK;
 }
 

@@ -36,6 +36,14 @@ static uint32_t *bf16_buffer(attn_ctx *ctx, int64_t words)
     return ctx->bf16_words;
 }
 
+attn_status attn__check_bias(const char *op, const attn_tensor *b, const attn_tensor *w)
+{
+    if (!b || (b->ndim == 1 && b->shape[0] == w->shape[0])) return ATTN_OK;
+    char bs[64], ws[64];
+    return attn__fail(ATTN_ERR_SHAPE, "%s: bias %s does not fit weight %s (expected (%lld))", op,
+                      attn_shape_str(b, bs, sizeof bs), attn_shape_str(w, ws, sizeof ws), (long long)w->shape[0]);
+}
+
 void attn__ctx_gemm(attn_ctx *ctx, float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb,
                     int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha, float beta)
 {
@@ -59,10 +67,7 @@ static attn_status matmul_backward(attn_ctx *ctx, attn_node *node)
     const matmul_saved *s = node->saved;
     attn_tensor *a = node->in[0], *b = node->in[1];
     const float *dc = node->out->grad;
-    attn_status st = ATTN_OK;
-    float *da = attn__in_grad(ctx, node, 0, &st);
-    float *db = attn__in_grad(ctx, node, 1, &st);
-    if (st != ATTN_OK) return st;
+    float *da = node->grad[0], *db = node->grad[1];
     int64_t m = s->m, n = s->n, k = s->k;
     int64_t lda = s->trans_a ? m : k, ldb = s->trans_b ? k : n;
     int64_t sa = m * k, sb = s->b_shared ? 0 : k * n, sc = m * n;

@@ -13,9 +13,8 @@ typedef struct narrow_saved {
 static attn_status narrow_backward(attn_ctx *ctx, attn_node *node)
 {
     const narrow_saved *s = node->saved;
-    attn_status st = ATTN_OK;
-    float *gx = attn__in_grad(ctx, node, 0, &st);
-    if (!gx) return st;
+    float *gx = node->grad[0];
+    if (!gx) return ATTN_OK;
     const float *dy = node->out->grad;
     const int64_t block = s->len * s->inner;
 #pragma omp parallel for schedule(static)                                                                              \

@@ -51,9 +51,8 @@ void attn__rope_rotate_row(float *y, const float *x, const float *cs, int64_t d,
 
 static attn_status rope_backward(attn_ctx *ctx, attn_node *node)
 {
-    attn_status st = ATTN_OK;
-    float *gx = attn__in_grad(ctx, node, 0, &st);
-    if (!gx) return st;
+    float *gx = node->grad[0];
+    if (!gx) return ATTN_OK;
     const rope_saved *s = node->saved;
     const float *dy = node->out->grad;
     const int64_t half = s->rot / 2;

@@ -11,6 +11,9 @@
  * backward can run (grads: q, k or v needs a gradient), ALiBi's slopes of shape (H) or
  * (p->batch, H), finite, copied into the arena (p->alibi_batch_stride H for (B, H) slopes). op
  * names the caller in messages. */
+/* The options sdpa and sdpa_varlen share: dropout_p in [0, 1], a finite scale >= 0 and a known
+ * impl; op names the caller in messages. */
+attn_status attn__sdpa_check_opts(float dropout_p, float scale, attn_sdpa_impl impl, const char *op);
 attn_status attn__sdpa_prepare_features(attn_ctx *ctx, sdpa_problem *p, const attn_score_features *f, bool grads,
                                         const char *op);
 

@@ -19,9 +19,8 @@
 
 static attn_status reshape_backward(attn_ctx *ctx, attn_node *node)
 {
-    attn_status st = ATTN_OK;
-    float *gx = attn__in_grad(ctx, node, 0, &st);
-    if (!gx) return st;
+    float *gx = node->grad[0];
+    if (!gx) return ATTN_OK;
     attn__add_into(gx, node->out->grad, node->out->numel, ctx->num_threads);
     return ATTN_OK;
 }
@@ -111,9 +110,8 @@ typedef struct permute_saved {
 static attn_status permute_backward(attn_ctx *ctx, attn_node *node)
 {
     const permute_saved *s = node->saved;
-    attn_status st = ATTN_OK;
-    float *gx = attn__in_grad(ctx, node, 0, &st);
-    if (!gx) return st;
+    float *gx = node->grad[0];
+    if (!gx) return ATTN_OK;
     permute_kernel(gx, node->out->grad, s->ndim, s->out_shape, s->inv, true, ctx->num_threads);
     return ATTN_OK;
 }
@@ -238,9 +236,8 @@ static void block_heads_copy(const block_heads *s, float *y, float *x, bool back
 
 static attn_status block_heads_backward(attn_ctx *ctx, attn_node *node)
 {
-    attn_status st = ATTN_OK;
-    float *gx = attn__in_grad(ctx, node, 0, &st);
-    if (!gx) return st;
+    float *gx = node->grad[0];
+    if (!gx) return ATTN_OK;
     block_heads_copy(node->saved, node->out->grad, gx, true, ctx->num_threads);
     return ATTN_OK;
 }
@@ -293,15 +290,14 @@ typedef struct slice_saved {
 
 static attn_status concat_backward(attn_ctx *ctx, attn_node *node)
 {
+    (void)ctx;
     const slice_saved *s = node->saved;
     const attn_tensor *y = node->out;
     int64_t outer = attn__prod(y->shape, 0, s->dim);
     int64_t inner = attn__prod(y->shape, s->dim + 1, y->ndim);
     int64_t off = 0;
     for (int i = 0; i < node->n_in; i++) {
-        attn_status st = ATTN_OK;
-        float *gx = attn__in_grad(ctx, node, i, &st);
-        if (st != ATTN_OK) return st;
+        float *gx = node->grad[i];
         int64_t n = node->in[i]->shape[s->dim];
         if (gx) copy_slices(gx, n, 0, y->grad, y->shape[s->dim], off, outer, n, inner, true);
         off += n;
@@ -357,10 +353,10 @@ attn_tensor *attn_concat(attn_ctx *ctx, attn_tensor *const *xs, int n, int dim)
 
 static attn_status split_backward(attn_ctx *ctx, attn_node *node)
 {
+    (void)ctx;
     const slice_saved *s = node->saved;
-    attn_status st = ATTN_OK;
-    float *gx = attn__in_grad(ctx, node, 0, &st);
-    if (!gx) return st;
+    float *gx = node->grad[0];
+    if (!gx) return ATTN_OK;
     const attn_tensor *x = node->in[0], *y = node->out;
     int64_t n = y->shape[s->dim];
     copy_slices(gx, x->shape[s->dim], s->offset, y->grad, n, 0, attn__prod(x->shape, 0, s->dim), n,

@@ -19,66 +19,22 @@
 typedef struct unary_op {
     const char *name;
     float (*f)(float x);
-    float (*df)(float x, float y); /* dy/dx at input x with output y */
+    float (*dx_of_x)(float x); /* dy/dx from the input x, or */
+    float (*dx_of_y)(float y); /* from the output y (the other NULL) */
 } unary_op;
 
-static float gelu_f(float x)
+static float tanh_dx(float y)
 {
-    return attn_gelu_f(x);
-}
-static float gelu_df(float x, float y)
-{
-    (void)y;
-    return attn_gelu_df(x);
-}
-
-static float gelu_tanh_f(float x)
-{
-    return attn_gelu_tanh_f(x);
-}
-static float gelu_tanh_df(float x, float y)
-{
-    (void)y;
-    return attn_gelu_tanh_df(x);
-}
-
-static float silu_f(float x)
-{
-    return attn_silu_f(x);
-}
-static float silu_df(float x, float y)
-{
-    (void)y;
-    return attn_silu_df(x);
-}
-
-static float tanh_f(float x)
-{
-    return tanhf(x);
-}
-static float tanh_df(float x, float y)
-{
-    (void)x;
     return 1.0f - y * y;
 }
 
-static float sigmoid_f(float x)
+static float sigmoid_dx(float y)
 {
-    return attn_sigmoid_f(x);
-}
-static float sigmoid_df(float x, float y)
-{
-    (void)x;
     return y * (1.0f - y);
 }
 
-static float exp_f(float x)
+static float exp_dx(float y)
 {
-    return expf(x);
-}
-static float exp_df(float x, float y)
-{
-    (void)x;
     return y;
 }
 
@@ -93,13 +49,13 @@ typedef enum unary_kind {
 } unary_kind;
 
 static const unary_op unary_ops[] = {
-    [UN_RELU] = {"relu", NULL, NULL}, /* written out in forward_flat and backward_flat */
-    [UN_GELU] = {"gelu", gelu_f, gelu_df},
-    [UN_GELU_TANH] = {"gelu_tanh", gelu_tanh_f, gelu_tanh_df},
-    [UN_SILU] = {"silu", silu_f, silu_df},
-    [UN_TANH] = {"tanh", tanh_f, tanh_df},
-    [UN_SIGMOID] = {"sigmoid", sigmoid_f, sigmoid_df},
-    [UN_EXP] = {"exp", exp_f, exp_df},
+    [UN_RELU] = {"relu", NULL, NULL, NULL}, /* written out in forward_flat and backward_flat */
+    [UN_GELU] = {"gelu", attn_gelu_f, attn_gelu_df, NULL},
+    [UN_GELU_TANH] = {"gelu_tanh", attn_gelu_tanh_f, attn_gelu_tanh_df, NULL},
+    [UN_SILU] = {"silu", attn_silu_f, attn_silu_df, NULL},
+    [UN_TANH] = {"tanh", tanhf, NULL, tanh_dx},
+    [UN_SIGMOID] = {"sigmoid", attn_sigmoid_f, NULL, sigmoid_dx},
+    [UN_EXP] = {"exp", expf, NULL, exp_dx},
 };
 
 /* Blocks of ATTN_FLAT_BLOCK elements for the threads; ReLU's loops are written out (they
@@ -115,17 +71,19 @@ static void forward_flat(unary_kind kind, float *y, const float *x, int64_t n)
 
 static void backward_flat(unary_kind kind, float *gx, const float *x, const float *y, const float *dy, int64_t n)
 {
+    const unary_op *op = &unary_ops[kind];
     if (kind == UN_RELU)
         for (int64_t i = 0; i < n; i++) gx[i] += attn_relu_grad(x[i], dy[i]);
+    else if (op->dx_of_x)
+        for (int64_t i = 0; i < n; i++) gx[i] += dy[i] * op->dx_of_x(x[i]);
     else
-        for (int64_t i = 0; i < n; i++) gx[i] += dy[i] * unary_ops[kind].df(x[i], y[i]);
+        for (int64_t i = 0; i < n; i++) gx[i] += dy[i] * op->dx_of_y(y[i]);
 }
 
 static attn_status unary_backward(attn_ctx *ctx, attn_node *node)
 {
-    attn_status st = ATTN_OK;
-    float *gx = attn__in_grad(ctx, node, 0, &st);
-    if (!gx) return st;
+    float *gx = node->grad[0];
+    if (!gx) return ATTN_OK;
     const unary_kind kind = *(const unary_kind *)node->saved;
     const float *x = node->in[0]->data, *y = node->out->data, *dy = node->out->grad;
     const int64_t n = node->out->numel, blocks = (n + ATTN_FLAT_BLOCK - 1) / ATTN_FLAT_BLOCK;

@@ -19,28 +19,10 @@
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
 
-/* ---- growable buffer ---- */
+/* ---- the SVG text (attn__buf: a failure sticks in failed, read when the file is written) ---- */
 
-static void buf_append(plot_buf *b, const char *data, size_t len)
-{
-    if (b->failed) return;
-    if (b->len + len > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + len) cap *= 2;
-        char *grown = realloc(b->data, cap);
-        if (!grown) {
-            b->failed = true;
-            return;
-        }
-        b->data = grown;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, data, len);
-    b->len += len;
-}
-
-static void buf_printf(plot_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void buf_printf(plot_buf *b, const char *fmt, ...)
+static void buf_printf(attn__buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void buf_printf(attn__buf *b, const char *fmt, ...)
 {
     char tmp[256];
     va_list ap;
@@ -51,26 +33,26 @@ static void buf_printf(plot_buf *b, const char *fmt, ...)
         b->failed = true;
         return;
     }
-    buf_append(b, tmp, (size_t)n);
+    attn__buf_append(b, tmp, (size_t)n);
 }
 
 /* text as XML character data: markup characters escaped, control characters as spaces. */
-static void buf_append_xml(plot_buf *b, const char *text)
+static void buf_append_xml(attn__buf *b, const char *text)
 {
     for (const char *p = text; *p; p++) {
         unsigned char ch = (unsigned char)*p;
         if (ch == '&')
-            buf_append(b, "&amp;", 5);
+            attn__buf_append(b, "&amp;", 5);
         else if (ch == '<')
-            buf_append(b, "&lt;", 4);
+            attn__buf_append(b, "&lt;", 4);
         else if (ch == '>')
-            buf_append(b, "&gt;", 4);
+            attn__buf_append(b, "&gt;", 4);
         else if (ch == '"')
-            buf_append(b, "&quot;", 6);
+            attn__buf_append(b, "&quot;", 6);
         else if (ch < 0x20 || ch == 0x7f)
-            buf_append(b, " ", 1);
+            attn__buf_append(b, " ", 1);
         else
-            buf_append(b, p, 1);
+            attn__buf_append(b, p, 1);
     }
 }
 
@@ -154,7 +136,7 @@ static cairo_status_t write_to_file(void *closure, const unsigned char *data, un
 static cairo_status_t write_to_svg_buf(void *closure, const unsigned char *data, unsigned int len)
 {
     plot_canvas *c = closure;
-    buf_append(&c->svg, (const char *)data, len);
+    attn__buf_append(&c->svg, (const char *)data, len);
     return c->svg.failed ? CAIRO_STATUS_NO_MEMORY : CAIRO_STATUS_SUCCESS;
 }
 
@@ -183,7 +165,7 @@ attn_status attn__plot_canvas_start(plot_canvas *c, int width, int height)
 /* ---- closing ---- */
 
 /* Where the SVG's closing tag starts (its end if there is none). */
-static size_t svg_close_tag(const plot_buf *b)
+static size_t svg_close_tag(const attn__buf *b)
 {
     static const char tag[] = "</svg>";
     size_t n = sizeof tag - 1;
@@ -239,8 +221,8 @@ attn_status attn__plot_canvas_close(plot_canvas *c, attn_status s)
     if (c->layout) g_object_unref(c->layout);
     if (c->pango) g_object_unref(c->pango);
     if (c->font) pango_font_description_free(c->font);
-    free(c->svg.data);
-    free(c->svg_text.data);
+    attn__buf_free(&c->svg);
+    attn__buf_free(&c->svg_text);
     s = attn__outfile_close(&c->out, s);
     memset(c, 0, sizeof *c);
     return s;
@@ -294,7 +276,7 @@ static void record_svg_text(plot_canvas *c, double left, double top, double w)
                "font-size=\"%.1f\" textLength=\"%.2f\" lengthAdjust=\"spacingAndGlyphs\">",
                m.xx, m.yx, m.xy, m.yy, m.x0, m.y0, left, top + baseline, size, w);
     buf_append_xml(&c->svg_text, pango_layout_get_text(c->layout));
-    buf_append(&c->svg_text, "</text>\n", 8);
+    attn__buf_append(&c->svg_text, "</text>\n", 8);
 }
 
 void attn__plot_text_draw(plot_canvas *c, double x, double y, double angle, double ax, double ay)

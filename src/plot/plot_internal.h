@@ -31,20 +31,14 @@ typedef enum plot_format {
     PLOT_PDF
 } plot_format;
 
-typedef struct plot_buf { /* growable bytes */
-    char *data;
-    size_t len, cap;
-    bool failed; /* an allocation failed; data holds what came before */
-} plot_buf;
-
 typedef struct plot_canvas {
     const char *fn; /* the public function, for messages */
     const char *path;
     plot_format format;
-    attn__outfile out; /* the picture's bytes go here */
-    int write_errno;   /* the first failed write, 0 if none */
-    plot_buf svg;      /* SVG bytes until the text layer is added */
-    plot_buf svg_text; /* invisible <text> elements, one per drawn text */
+    attn__outfile out;  /* the picture's bytes go here */
+    int write_errno;    /* the first failed write, 0 if none */
+    attn__buf svg;      /* SVG bytes until the text layer is added */
+    attn__buf svg_text; /* invisible <text> elements, one per drawn text */
     PangoContext *pango;
     PangoLayout *layout;
     PangoFontDescription *font;
