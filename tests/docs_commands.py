@@ -10,7 +10,9 @@ What counts as a command:
     only those are commands (the other lines are what they print);
   - every inline `attn ...`, `build/attn ...` and `mpirun ...` span that is not a synopsis (no
     [ ] | < > ... or UPPER-case placeholder such as NAME or FILE).
-A block after "<!-- not run: REASON -->" is listed with its reason and not run (the whole test
+The table between "<!-- the rows: ..." and "<!-- end of the rows -->" (docs/robustness.md: the
+messages the bad-input matrix expects) holds patterns, not commands. A block after
+"<!-- not run: REASON -->" is listed with its reason and not run (the whole test
 suite, an install into /usr/local, a record of a one-hour run, other hosts). A command that is
 met again is not run again.
 
@@ -122,6 +124,11 @@ def extract(doc):
         m = re.match(r"^<!-- not run: (.*) -->$", line)
         if m:
             not_run, i, prev_blank = m.group(1), i + 1, True
+            continue
+        if line.startswith("<!-- the rows: "):  # robustness.md's table: its spans are patterns
+            while i < len(text) and text[i] != "<!-- end of the rows -->":
+                i += 1
+            i, prev_blank = i + 1, True
             continue
         if re.match(r"^<!-- (run: .*|tour \S+) -->$", line):
             marker, i, prev_blank = line, i + 1, True

@@ -7,11 +7,15 @@
 #   - no sanitizer report appears (run it on the ASan + UBSan build: build-asan/attn),
 #   - no partial output file is left behind (the output path is absent, or still the old file,
 #     and no *.tmp* file remains).
-# Usage: tests/robustness.sh [ATTN_BIN]   (default: build-asan/attn, else build/attn)
+# Usage: tests/robustness.sh [--doc] [ATTN_BIN]   (default: build-asan/attn, else build/attn)
+# docs/robustness.md's table of the rows (file, input, exit, what the message must say) is made
+# here: --doc writes it; without, a last row fails when the document's table is not this run's.
 # Ends with "robustness: N passed, N failed"; exits 1 when a row failed.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
+write_doc=false
+[[ ${1:-} == --doc ]] && { write_doc=true; shift; }
 bin=${1:-}
 if [[ -z $bin ]]; then
   if [[ -x build-asan/attn ]]; then bin=build-asan/attn; else bin=build/attn; fi
@@ -37,6 +41,7 @@ mkdir -p "$in" "$out"
 passed=0
 failed=0
 rows=()
+doc_rows=() # docs/robustness.md's table, one line per row
 note=""   # extra text for the table, set by a row's command
 
 # row NAME WANT_EXIT PATTERN [ABSENT_PATH...] -- COMMAND...
@@ -44,6 +49,11 @@ note=""   # extra text for the table, set by a row's command
 row() {
   local name=$1 want=$2 pattern=$3
   shift 3
+  local said=${pattern//$work\//} group=${BASH_SOURCE[1]#tests/}
+  local shown=${name//|/\\|}
+  local lt='&lt;' gt='&gt;' # quoted: bash 5.2 reads a bare & in a replacement as the match
+  said=${said//|/\\|} shown=${shown//</"$lt"} shown=${shown//>/"$gt"}
+  doc_rows+=("| ${group%.sh} | $shown | $want | ${said:+\`$said\`} |")
   local absent=()
   while [[ $1 != -- ]]; do absent+=("$1"); shift; done
   shift
@@ -367,6 +377,32 @@ row "tour: --save in a missing folder (made)"     0 "" -- tour_save_new
 row "tour: --save under a regular file"           2 "--save .*a_file/sub" -- "$bin" tour 002/2.2 --out-dir "$out" --save "$in/a_file/sub"
 row "tour: unknown step"                          2 "unknown step \"002/9.9\" \(attn tour --list shows them\)" -- "$bin" tour 002/9.9 --out-dir "$out"
 row "tour: --data that is not a folder"           2 "--data .*nowhere: No such file or directory" -- "$bin" tour 002/6.1 --out-dir "$out" --data "$in/nowhere"
+
+# ---- docs/robustness.md's table: written with --doc, else held to this run's rows ----------
+doc=docs/robustness.md begin='<!-- the rows: made by `bash tests/robustness.sh --doc`; do not edit -->' end='<!-- end of the rows -->'
+doc_table() {
+  echo "$begin"
+  echo
+  echo "| file | input | exit | the message must match |"
+  echo "|---|---|---|---|"
+  printf '%s\n' "${doc_rows[@]}"
+  echo
+  echo "$end"
+}
+doc_now=$(awk -v b="$begin" -v e="$end" '$0 == b {on = 1} on {print} $0 == e {on = 0}' "$doc")
+if $write_doc; then
+  { awk -v b="$begin" '$0 == b {exit} {print}' "$doc"; doc_table; awk -v e="$end" 'on {print} $0 == e {on = 1}' "$doc"; } >"$work/doc"
+  cat "$work/doc" >"$doc"
+  echo "robustness: wrote the table of ${#doc_rows[@]} rows into $doc"
+elif [[ $doc_now == "$(doc_table)" ]]; then
+  passed=$((passed + 1))
+  rows+=("$(printf '| %-52s | %4s | %4s | OK   | %s' "docs/robustness.md lists these rows" 0 0 "${#doc_rows[@]} rows")")
+else
+  failed=$((failed + 1))
+  rows+=("$(printf '| %-52s | %4s | %4s | FAIL | %s' "docs/robustness.md lists these rows" 0 1 \
+    "its table is not this run's rows: bash tests/robustness.sh --doc")")
+  diff <(echo "$doc_now") <(doc_table) | head -20 >&2
+fi
 
 # ---- the table ------------------------------------------------------------------------------
 printf '| %-52s | %4s | %4s | %-4s | %s\n' "input" "want" "exit" "ok" "message (first line)"
