@@ -62,7 +62,8 @@ def close(what, got, ref, atol, rtol=16 * U):
 
 
 def saved_files(example, tmp):
-    run = subprocess.run([example, "tests/golden", tmp], capture_output=True, text=True)
+    emulator = os.environ.get("ATTN_TEST_EMULATOR", "").split()  # qemu-user for a cross build
+    run = subprocess.run([*emulator, example, "tests/golden", tmp], capture_output=True, text=True)
     check(run.returncode == 0, f"{example} loads, runs and saves (exit {run.returncode}) {run.stderr.strip()}")
     return run.returncode == 0
 

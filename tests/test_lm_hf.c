@@ -197,9 +197,10 @@ static void editor(attn_st_writer *w, attn_st_file *f)
             attn_st_writer_add(w, name, ATTN_DTYPE_I64, t->ndim, t->shape, v);
             free(v);
         } else if (edit_nan && !strcmp(t->name, edit_nan)) {
-            float *v = malloc(t->nbytes);
+            unsigned char *v = malloc(t->nbytes);
+            const unsigned char nan_le[4] = {0, 0, 0xc0, 0x7f}; /* the file's bytes: little-endian float32 */
             memcpy(v, t->data, t->nbytes);
-            v[3] = NAN;
+            memcpy(v + 3 * 4, nan_le, sizeof nan_le);
             attn_st_writer_add(w, name, t->dtype, t->ndim, t->shape, v);
             free(v);
         } else

@@ -87,11 +87,15 @@ static void spill(const char *path, const unsigned char *b, long n)
     TK_CHECK(tk_write_bytes(path, b, (size_t)n), "write %s", path);
 }
 
-static int32_t int_at(const unsigned char *b, long at)
+static int32_t int_at(const unsigned char *b, long at) /* the file's little-endian int32 */
 {
-    int32_t v;
-    memcpy(&v, b + at, 4);
-    return v;
+    return (int32_t)((uint32_t)b[at] | (uint32_t)b[at + 1] << 8 | (uint32_t)b[at + 2] << 16 |
+                     (uint32_t)b[at + 3] << 24);
+}
+
+static void put_int(unsigned char *b, long at, uint32_t v) /* a little-endian int32 or float32's bits */
+{
+    for (int k = 0; k < 4; k++) b[at + k] = (unsigned char)(v >> 8 * k);
 }
 
 /* Every parameter of a is in b, bit for bit */
@@ -318,19 +322,18 @@ static void test_refusals(void)
         };
         for (size_t i = 0; edit && i < sizeof headers / sizeof *headers; i++) {
             memcpy(edit, bytes, (size_t)n);
-            memcpy(edit + headers[i].at, &headers[i].value, 4);
+            put_int(edit, headers[i].at, (uint32_t)headers[i].value);
             spill(bad, edit, n);
             refused_load(headers[i].what, bad, ATTN_ERR_FORMAT, headers[i].needle);
         }
         if (edit) { /* a NaN halfway through the weights */
             memcpy(edit, bytes, (size_t)n);
-            const float nan = NAN;
-            memcpy(edit + n / 8 * 4, &nan, 4); /* a float boundary: the header is 28 bytes */
+            put_int(edit, n / 8 * 4, 0x7fc00000); /* a NaN at a float boundary: the header is 28 bytes */
             spill(bad, edit, n);
             refused_load("a NaN weight", bad, ATTN_ERR_NUMERIC, "NaN");
             memcpy(edit, bytes, (size_t)n);
-            const uint32_t magic = 0x616b3432, v2 = 2;
-            memcpy(edit, &magic, 4), memcpy(edit + 4, &v2, 4);
+            put_int(edit, 0, 0x616b3432);
+            put_int(edit, 4, 2);
             spill(bad, edit, n);
             refused_load("version 2", bad, ATTN_ERR_FORMAT, "version 2");
         }
@@ -377,7 +380,8 @@ static void test_goldens(void)
                         !memcmp(a + na - out, b + nb - out, (size_t)out);
             for (long i = na - tables - out; same && i < na - out; i += 4) {
                 float x, z;
-                memcpy(&x, a + i, 4), memcpy(&z, b + i, 4);
+                const uint32_t xa = (uint32_t)int_at(a, i), zb = (uint32_t)int_at(b, i);
+                memcpy(&x, &xa, 4), memcpy(&z, &zb, 4);
                 same = fabsf(x - z) <= 2.4e-7f;
             }
             TK_CHECK(same, "%s: saved again, the file's bytes (%ld and %ld)", name, na, nb);

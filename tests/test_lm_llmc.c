@@ -40,11 +40,26 @@ static void spill(const char *path, const unsigned char *b, long n)
     TK_CHECK(tk_write_bytes(path, b, (size_t)n), "write %s", path);
 }
 
-static int32_t int_at(const unsigned char *b, long at)
+static int32_t int_at(const unsigned char *b, long at) /* the file's little-endian int32 */
 {
-    int32_t v;
-    memcpy(&v, b + at, 4);
-    return v;
+    return (int32_t)((uint32_t)b[at] | (uint32_t)b[at + 1] << 8 | (uint32_t)b[at + 2] << 16 |
+                     (uint32_t)b[at + 3] << 24);
+}
+
+/* whether the file's n little-endian float32 at b hold x's bits */
+static bool same_floats(const unsigned char *b, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], sizeof u);
+        if ((uint32_t)int_at(b, 4 * (long)i) != u) return false;
+    }
+    return true;
+}
+
+static void put_int(unsigned char *b, long at, uint32_t v) /* a little-endian int32 or float32's bits */
+{
+    for (int k = 0; k < 4; k++) b[at + k] = (unsigned char)(v >> 8 * k);
 }
 
 static void test_golden(void)
@@ -156,18 +171,17 @@ static void test_round_trip_and_state(void)
             for (int i = 0; i < 20; i++)
                 ok = ok && int_at(s, 1024 + 4 * i) == x[i] && int_at(s, 1024 + 80 + 4 * i) == y[i];
             TK_CHECK(ok, "the state's header and batch");
-            TK_CHECK(!memcmp(s + at_logits, logits->data, sizeof(float) * (size_t)logits->numel) &&
-                         !memcmp(s + at_loss, loss->data, 4),
+            TK_CHECK(same_floats(s + at_logits, logits->data, logits->numel) && same_floats(s + at_loss, loss->data, 1),
                      "the logits and the loss");
-            TK_CHECK(!memcmp(s + at_grads, a.m.wte->grad, sizeof(float) * 200 * 16), "wte's gradient first");
+            TK_CHECK(same_floats(s + at_grads, a.m.wte->grad, 200 * 16), "wte's gradient first");
             bool zeros = true;
             for (long i = at_grads + 4 * 200 * C; i < at_grads + 4 * Vp * C; i++) zeros = zeros && s[i] == 0;
             TK_CHECK(zeros, "the padded rows' gradients zeros");
             const attn_tensor *lnfb = a.m.norm_f.bias;
-            TK_CHECK(!memcmp(s + ns - 4 * C, lnfb->grad, 4 * (size_t)C), "lnfb's gradient last");
+            TK_CHECK(same_floats(s + ns - 4 * C, lnfb->grad, C), "lnfb's gradient last");
             const attn_tensor *qkvw1 = a.m.blocks[1].attn.in_proj_weight;
             const long at_qkvw1 = at_grads + 4 * (Vp * C + T * C + 2 * L * C + 3 * C * C);
-            TK_CHECK(!memcmp(s + at_qkvw1, qkvw1->grad, sizeof(float) * 3 * (size_t)(C * C)),
+            TK_CHECK(same_floats(s + at_qkvw1, qkvw1->grad, 3 * C * C),
                      "layer 1's qkvw gradient after ln1w, ln1b and layer 0's");
         }
         free(s);
@@ -215,7 +229,7 @@ static void test_round_trip_and_state(void)
         unsigned char *e = malloc((size_t)n);
         for (size_t i = 0; e && i < sizeof edits / sizeof *edits; i++) {
             memcpy(e, bytes, (size_t)n);
-            memcpy(e + edits[i].at, &edits[i].value, 4);
+            put_int(e, edits[i].at, (uint32_t)edits[i].value);
             spill(bad, e, n);
             attn_params *p = attn_params_new();
             attn_lm m;

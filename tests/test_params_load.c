@@ -13,6 +13,7 @@
 #include "testkit.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -202,6 +203,20 @@ static void test_nonfinite(void)
     attn_params_free(p);
 }
 
+/* IEEE binary16 bits of f, rounded to nearest even (portable C: _Float16 is not on every target) */
+static uint16_t f16_bits(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    const uint16_t sign = (uint16_t)(x >> 16 & 0x8000);
+    x &= 0x7fffffff;
+    if (x > 0x7f800000) return sign | 0x7e00;  /* NaN */
+    if (x >= 0x477ff000) return sign | 0x7c00; /* 65520 and above round to infinity */
+    if (x < 0x38800000)                        /* a binary16 subnormal: a multiple of 2^-24 */
+        return sign | (uint16_t)lrintf(fabsf(f) * 16777216.0f);
+    return sign | (uint16_t)((x + 0xfff + (x >> 13 & 1) - 0x38000000) >> 13);
+}
+
 /* F64 and F16 copies of sd_mha load, converted (F16 rounds, so within its precision). */
 static void test_dtypes(void)
 {
@@ -213,12 +228,15 @@ static void test_dtypes(void)
         for (size_t i = 0; i < attn_st_count(f); i++) {
             const attn_st_tensor *t = attn_st_at(f, i);
             attn_tensor *v = attn_st_load(f, t->name, NULL);
-            void *buf = malloc((size_t)v->numel * 8);
+            unsigned char *buf = malloc((size_t)v->numel * 8); /* little-endian elements, whatever the host */
             for (int64_t e = 0; e < v->numel; e++) {
-                if (k == 0)
-                    ((double *)buf)[e] = v->data[e];
-                else
-                    ((_Float16 *)buf)[e] = (_Float16)v->data[e];
+                uint64_t bits = f16_bits(v->data[e]);
+                if (k == 0) {
+                    const double d = v->data[e];
+                    memcpy(&bits, &d, sizeof bits);
+                }
+                for (int b = 0; b < (k == 0 ? 8 : 2); b++)
+                    buf[e * (k == 0 ? 8 : 2) + b] = (unsigned char)(bits >> 8 * b);
             }
             TK_OK(attn_st_writer_add(w, t->name, kinds[k], v->ndim, v->shape, buf));
             free(buf);

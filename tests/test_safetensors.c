@@ -47,6 +47,33 @@ static int tmp_entries(void)
     return n;
 }
 
+/* n host-order elements of size bytes as the file holds them, little-endian (the same bytes on a
+ * little-endian host), in a buffer the caller frees */
+static unsigned char *le_copy(const void *host, size_t size, int64_t n)
+{
+    const uint16_t probe = 1;
+    const bool big = *(const unsigned char *)&probe == 0;
+    const unsigned char *in = host;
+    unsigned char *out = malloc(n > 0 ? (size_t)n * size : 1);
+    for (int64_t e = 0; out && e < n; e++)
+        for (size_t b = 0; b < size; b++) out[(size_t)e * size + b] = in[(size_t)e * size + (big ? size - 1 - b : b)];
+    return out;
+}
+
+/* attn_st_writer_add (which takes little-endian elements) of host-order data */
+static attn_status add_host(attn_st_writer *w, const char *name, attn_dtype dtype, int ndim, const int64_t *shape,
+                            const void *data)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim && shape; i++) n = shape[i] >= 0 ? n * shape[i] : -1;
+    if (!data || n < 0 || n > 1 << 20 || !attn_dtype_size(dtype)) /* refused before its data is read */
+        return attn_st_writer_add(w, name, dtype, ndim, shape, data);
+    unsigned char *le = le_copy(data, attn_dtype_size(dtype), n);
+    const attn_status st = attn_st_writer_add(w, name, dtype, ndim, shape, le);
+    free(le);
+    return st;
+}
+
 static void put_le64(unsigned char *p, uint64_t v)
 {
     for (int b = 0; b < 8; b++) p[b] = (unsigned char)(v >> (8 * b));
@@ -104,7 +131,7 @@ static void test_golden_one(const char *name, int ndim, const int64_t *shape, co
     size_t len = build_file(expected, n, json, FLOATS_0_TO_5, sizeof FLOATS_0_TO_5);
     attn_st_writer *w = attn_st_writer_new();
     const float values[6] = {0, 1, 2, 3, 4, 5};
-    TK_OK(attn_st_writer_add(w, name, ATTN_DTYPE_F32, ndim, shape, values));
+    TK_OK(add_host(w, name, ATTN_DTYPE_F32, ndim, shape, values));
     check_saved_bytes(name, w, expected, len);
     attn_st_writer_free(w);
 
@@ -153,8 +180,9 @@ static const uint8_t U8_DATA[3] = {0, 128, 255};
 static void check_dtype_case(const attn_st_file *f, const dtype_case *c)
 {
     const attn_st_tensor *t = attn_st_find(f, c->name);
+    unsigned char *le = le_copy(c->data, attn_dtype_size(c->dtype), c->n);
     TK_CHECK(t && t->dtype == c->dtype && t->ndim == 1 && t->shape[0] == c->n &&
-                 t->nbytes == (size_t)c->n * attn_dtype_size(c->dtype) && memcmp(t->data, c->data, t->nbytes) == 0,
+                 t->nbytes == (size_t)c->n * attn_dtype_size(c->dtype) && memcmp(t->data, le, t->nbytes) == 0,
              "%s: dtype, shape or bytes differ after the round trip", c->name);
     TK_CHECK(t && (uintptr_t)t->data % attn_dtype_size(c->dtype) == 0, "%s: data not aligned to its element size",
              c->name);
@@ -162,6 +190,7 @@ static void check_dtype_case(const attn_st_file *f, const dtype_case *c)
     TK_NOT_NULL(x);
     if (x) tk_close(c->name, x->data, c->expect, c->n, 0.0f, 0.0f);
     attn_tensor_free(x);
+    free(le);
 }
 
 static void test_all_dtypes(void)
@@ -181,19 +210,19 @@ static void test_all_dtypes(void)
     attn_st_writer *w = attn_st_writer_new();
     /* a 1-byte type first, so the writer's alignment ordering has work to do */
     const int64_t odd_shape[1] = {3};
-    TK_OK(attn_st_writer_add(w, "u8_first", ATTN_DTYPE_U8, 1, odd_shape, U8_DATA));
+    TK_OK(add_host(w, "u8_first", ATTN_DTYPE_U8, 1, odd_shape, U8_DATA));
     for (int i = 0; i < n_cases; i++) {
         int64_t shape[1] = {cases[i].n};
-        TK_OK(attn_st_writer_add(w, cases[i].name, cases[i].dtype, 1, shape, cases[i].data));
+        TK_OK(add_host(w, cases[i].name, cases[i].dtype, 1, shape, cases[i].data));
     }
     const float scalar = 2.5f;
-    TK_OK(attn_st_writer_add(w, "scalar", ATTN_DTYPE_F32, 0, NULL, &scalar));
+    TK_OK(add_host(w, "scalar", ATTN_DTYPE_F32, 0, NULL, &scalar));
     const int64_t zero_shape[3] = {2, 0, 3};
-    TK_OK(attn_st_writer_add(w, "empty", ATTN_DTYPE_F32, 3, zero_shape, NULL));
-    TK_OK(attn_st_writer_add(w, "empty16", ATTN_DTYPE_F16, 3, zero_shape, NULL));
+    TK_OK(add_host(w, "empty", ATTN_DTYPE_F32, 3, zero_shape, NULL));
+    TK_OK(add_host(w, "empty16", ATTN_DTYPE_F16, 3, zero_shape, NULL));
     const int64_t eight[8] = {1, 2, 1, 1, 1, 1, 1, 3};
     const float six[6] = {1, 2, 3, 4, 5, 6};
-    TK_OK(attn_st_writer_add(w, "eight_dims", ATTN_DTYPE_F32, 8, eight, six));
+    TK_OK(add_host(w, "eight_dims", ATTN_DTYPE_F32, 8, eight, six));
     char path[128];
     path_in_tmp(path, sizeof path, "dtypes.safetensors");
     TK_OK(attn_st_writer_save(w, path));
@@ -231,7 +260,7 @@ static void test_all_dtypes(void)
     /* a finite F64 value beyond float32's range would become inf unseen: refused, named */
     attn_st_writer *wb = attn_st_writer_new();
     const double big[3] = {3.4e38, -1e300, 0.0}; /* 3.4e38 still fits a float */
-    TK_OK(attn_st_writer_add(wb, "mask", ATTN_DTYPE_F64, 1, (int64_t[]){3}, big));
+    TK_OK(add_host(wb, "mask", ATTN_DTYPE_F64, 1, (int64_t[]){3}, big));
     path_in_tmp(path, sizeof path, "f64_big.safetensors");
     TK_OK(attn_st_writer_save(wb, path));
     attn_st_writer_free(wb);
@@ -251,21 +280,20 @@ static void test_conversions(void)
     attn_st_writer *w = attn_st_writer_new();
     const int64_t s3[1] = {3}, s23[2] = {2, 3};
     const float ints[3] = {-3.0f, 0.0f, 16777216.0f}, frac[3] = {1.0f, 2.5f, 3.0f};
-    TK_OK(attn_st_writer_add(w, "i64", ATTN_DTYPE_I64, 1, s3, I64_DATA));
-    TK_OK(attn_st_writer_add(w, "bool", ATTN_DTYPE_BOOL, 1, s3, BOOL_DATA));
-    TK_OK(attn_st_writer_add(w, "f32_int", ATTN_DTYPE_F32, 1, s3, ints));
-    TK_OK(attn_st_writer_add(w, "f32_frac", ATTN_DTYPE_F32, 1, s3, frac));
+    TK_OK(add_host(w, "i64", ATTN_DTYPE_I64, 1, s3, I64_DATA));
+    TK_OK(add_host(w, "bool", ATTN_DTYPE_BOOL, 1, s3, BOOL_DATA));
+    TK_OK(add_host(w, "f32_int", ATTN_DTYPE_F32, 1, s3, ints));
+    TK_OK(add_host(w, "f32_frac", ATTN_DTYPE_F32, 1, s3, frac));
     attn_tensor *t = attn_tensor_alloc(2, s23);
     for (int i = 0; i < 6; i++) t->data[i] = (float)i * 0.5f - 1.0f;
     TK_OK(attn_st_writer_add_tensor(w, "tensor", t));
-    TK_CHECK(attn_st_writer_add(w, "i64", ATTN_DTYPE_I64, 1, s3, I64_DATA) == ATTN_ERR_ARG,
-             "a duplicate name must be refused");
-    TK_CHECK(attn_st_writer_add(w, "__metadata__", ATTN_DTYPE_I64, 1, s3, I64_DATA) == ATTN_ERR_ARG,
+    TK_CHECK(add_host(w, "i64", ATTN_DTYPE_I64, 1, s3, I64_DATA) == ATTN_ERR_ARG, "a duplicate name must be refused");
+    TK_CHECK(add_host(w, "__metadata__", ATTN_DTYPE_I64, 1, s3, I64_DATA) == ATTN_ERR_ARG,
              "__metadata__ cannot name a tensor");
-    TK_CHECK(attn_st_writer_add(w, "bad\xff", ATTN_DTYPE_I64, 1, s3, I64_DATA) == ATTN_ERR_ARG,
+    TK_CHECK(add_host(w, "bad\xff", ATTN_DTYPE_I64, 1, s3, I64_DATA) == ATTN_ERR_ARG,
              "a name that is not UTF-8 must be refused");
     const int64_t neg[1] = {-1};
-    TK_CHECK(attn_st_writer_add(w, "neg", ATTN_DTYPE_I64, 1, neg, I64_DATA) == ATTN_ERR_ARG,
+    TK_CHECK(add_host(w, "neg", ATTN_DTYPE_I64, 1, neg, I64_DATA) == ATTN_ERR_ARG,
              "a negative dimension must be refused");
     TK_OK(attn_st_writer_set_metadata(w, "note", "first"));
     TK_OK(attn_st_writer_set_metadata(w, "note", "quote \" backslash \\ newline \n tab \t"));
@@ -509,7 +537,7 @@ static attn_st_writer *writer_with_value(float value, int64_t n)
     attn_st_writer *w = attn_st_writer_new();
     float *data = malloc((size_t)n * sizeof *data);
     for (int64_t i = 0; i < n; i++) data[i] = value;
-    TK_OK(attn_st_writer_add(w, "x", ATTN_DTYPE_F32, 1, &n, data));
+    TK_OK(add_host(w, "x", ATTN_DTYPE_F32, 1, &n, data));
     free(data);
     return w;
 }

@@ -295,6 +295,11 @@ attn_status attn_lm_save_hf(const attn_lm *m, const char *dir)
         buf = more;
         int64_t shape[2];
         to_hf(&p[k], m, buf, shape);
+        for (int64_t i = 0; i < p[k].t->numel; i++) { /* the file's little-endian float32, on any host */
+            uint32_t u;
+            memcpy(&u, &buf[i], sizeof u);
+            attn__put_le32((unsigned char *)&buf[i], u);
+        }
         st = attn_st_writer_add(w, p[k].name, ATTN_DTYPE_F32, p[k].t->ndim, shape, buf); /* copied */
     }
     if (st == ATTN_OK) st = attn_st_writer_save(w, weights);
