@@ -87,17 +87,6 @@ static void spill(const char *path, const unsigned char *b, long n)
     TK_CHECK(tk_write_bytes(path, b, (size_t)n), "write %s", path);
 }
 
-static int32_t int_at(const unsigned char *b, long at) /* the file's little-endian int32 */
-{
-    return (int32_t)((uint32_t)b[at] | (uint32_t)b[at + 1] << 8 | (uint32_t)b[at + 2] << 16 |
-                     (uint32_t)b[at + 3] << 24);
-}
-
-static void put_int(unsigned char *b, long at, uint32_t v) /* a little-endian int32 or float32's bits */
-{
-    for (int k = 0; k < 4; k++) b[at + k] = (unsigned char)(v >> 8 * k);
-}
-
 /* Every parameter of a is in b, bit for bit */
 static void same_params(const model *a, const model *b, const char *what)
 {
@@ -160,10 +149,10 @@ static void test_round_trips(void)
                                          4,  (int32_t)a.m.cfg.num_kv_heads, version == 0 && c.untied ? -37 : 37,
                                          16};
                 bool ints = true;
-                for (int i = 0; i < 7; i++) ints = ints && int_at(bytes, at + 4 * i) == want[i];
-                TK_CHECK(ints, "%s: the header's 7 ints (vocab_size %d)", what, int_at(bytes, at + 20));
+                for (int i = 0; i < 7; i++) ints = ints && tk_le32_at(bytes, at + 4 * i) == want[i];
+                TK_CHECK(ints, "%s: the header's 7 ints (vocab_size %d)", what, tk_le32_at(bytes, at + 20));
                 if (version == 1)
-                    TK_CHECK(int_at(bytes, 0) == 0x616b3432 && int_at(bytes, 4) == 1 && bytes[36] == !c.untied,
+                    TK_CHECK(tk_le32_at(bytes, 0) == 0x616b3432 && tk_le32_at(bytes, 4) == 1 && bytes[36] == !c.untied,
                              "%s: magic, version and shared-classifier byte", what);
                 const long kv = E / 4 * a.m.cfg.num_kv_heads, Fh = a.m.cfg.ffn_hidden;
                 const long floats = V * E * (c.untied ? 2 : 1) + L * (2 * E + 2 * E * E + 2 * E * kv + 3 * E * Fh) + E +
@@ -322,18 +311,18 @@ static void test_refusals(void)
         };
         for (size_t i = 0; edit && i < sizeof headers / sizeof *headers; i++) {
             memcpy(edit, bytes, (size_t)n);
-            put_int(edit, headers[i].at, (uint32_t)headers[i].value);
+            tk_put_le32(edit, headers[i].at, (uint32_t)headers[i].value);
             spill(bad, edit, n);
             refused_load(headers[i].what, bad, ATTN_ERR_FORMAT, headers[i].needle);
         }
         if (edit) { /* a NaN halfway through the weights */
             memcpy(edit, bytes, (size_t)n);
-            put_int(edit, n / 8 * 4, 0x7fc00000); /* a NaN at a float boundary: the header is 28 bytes */
+            tk_put_le32(edit, n / 8 * 4, 0x7fc00000); /* a NaN at a float boundary: the header is 28 bytes */
             spill(bad, edit, n);
             refused_load("a NaN weight", bad, ATTN_ERR_NUMERIC, "NaN");
             memcpy(edit, bytes, (size_t)n);
-            put_int(edit, 0, 0x616b3432);
-            put_int(edit, 4, 2);
+            tk_put_le32(edit, 0, 0x616b3432);
+            tk_put_le32(edit, 4, 2);
             spill(bad, edit, n);
             refused_load("version 2", bad, ATTN_ERR_FORMAT, "version 2");
         }
@@ -380,7 +369,7 @@ static void test_goldens(void)
                         !memcmp(a + na - out, b + nb - out, (size_t)out);
             for (long i = na - tables - out; same && i < na - out; i += 4) {
                 float x, z;
-                const uint32_t xa = (uint32_t)int_at(a, i), zb = (uint32_t)int_at(b, i);
+                const uint32_t xa = (uint32_t)tk_le32_at(a, i), zb = (uint32_t)tk_le32_at(b, i);
                 memcpy(&x, &xa, 4), memcpy(&z, &zb, 4);
                 same = fabsf(x - z) <= 2.4e-7f;
             }

@@ -16,6 +16,17 @@
 #include <string.h>
 #include <unistd.h>
 
+/* whether the file's n little-endian float32 at b hold x's bits */
+static bool same_floats(const unsigned char *b, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], sizeof u);
+        if ((uint32_t)tk_le32_at(b, 4 * (long)i) != u) return false;
+    }
+    return true;
+}
+
 static char dir[64];
 
 static char *path_of(const char *name)
@@ -38,28 +49,6 @@ static unsigned char *slurp(const char *path, long *n)
 static void spill(const char *path, const unsigned char *b, long n)
 {
     TK_CHECK(tk_write_bytes(path, b, (size_t)n), "write %s", path);
-}
-
-static int32_t int_at(const unsigned char *b, long at) /* the file's little-endian int32 */
-{
-    return (int32_t)((uint32_t)b[at] | (uint32_t)b[at + 1] << 8 | (uint32_t)b[at + 2] << 16 |
-                     (uint32_t)b[at + 3] << 24);
-}
-
-/* whether the file's n little-endian float32 at b hold x's bits */
-static bool same_floats(const unsigned char *b, const float *x, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &x[i], sizeof u);
-        if ((uint32_t)int_at(b, 4 * (long)i) != u) return false;
-    }
-    return true;
-}
-
-static void put_int(unsigned char *b, long at, uint32_t v) /* a little-endian int32 or float32's bits */
-{
-    for (int k = 0; k < 4; k++) b[at + k] = (unsigned char)(v >> 8 * k);
 }
 
 static void test_golden(void)
@@ -141,7 +130,7 @@ static void test_round_trip_and_state(void)
     if (bytes) {
         const int32_t want[8] = {20240326, 3, 10, 200, 2, 2, 16, 256};
         bool head = true;
-        for (int i = 0; i < 8; i++) head = head && int_at(bytes, 4 * i) == want[i];
+        for (int i = 0; i < 8; i++) head = head && tk_le32_at(bytes, 4 * i) == want[i];
         TK_CHECK(head, "the header: magic, version, max_seq_len, vocab, layers, heads, channels, padded vocab");
         TK_CHECK(n == 4 * (256 + Vp * C + T * C + L * (12 * C * C + 13 * C) + 2 * C), "%ld bytes", n);
         bool zeros = true;
@@ -167,9 +156,10 @@ static void test_round_trip_and_state(void)
         const long at_logits = 1024 + 4 * 2 * B * T, at_loss = at_logits + 4 * B * T * 200, at_grads = at_loss + 4;
         TK_CHECK(s && ns == at_grads + n - 1024, "the state's size: %ld", ns);
         if (s && ns == at_grads + n - 1024) {
-            bool ok = int_at(s, 0) == 20240327 && int_at(s, 4) == 2 && int_at(s, 8) == B && int_at(s, 12) == T;
+            bool ok = tk_le32_at(s, 0) == 20240327 && tk_le32_at(s, 4) == 2 && tk_le32_at(s, 8) == B &&
+                      tk_le32_at(s, 12) == T;
             for (int i = 0; i < 20; i++)
-                ok = ok && int_at(s, 1024 + 4 * i) == x[i] && int_at(s, 1024 + 80 + 4 * i) == y[i];
+                ok = ok && tk_le32_at(s, 1024 + 4 * i) == x[i] && tk_le32_at(s, 1024 + 80 + 4 * i) == y[i];
             TK_CHECK(ok, "the state's header and batch");
             TK_CHECK(same_floats(s + at_logits, logits->data, logits->numel) && same_floats(s + at_loss, loss->data, 1),
                      "the logits and the loss");
@@ -229,7 +219,7 @@ static void test_round_trip_and_state(void)
         unsigned char *e = malloc((size_t)n);
         for (size_t i = 0; e && i < sizeof edits / sizeof *edits; i++) {
             memcpy(e, bytes, (size_t)n);
-            put_int(e, edits[i].at, (uint32_t)edits[i].value);
+            tk_put_le32(e, edits[i].at, (uint32_t)edits[i].value);
             spill(bad, e, n);
             attn_params *p = attn_params_new();
             attn_lm m;

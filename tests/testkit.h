@@ -177,4 +177,16 @@ char *tk_tour_step_output(const char *out, const char *step);
 void tk_tour_doc_check(const char *doc_name, const char *doc, const char *step, const char *out, attn_st_file *saved,
                        tk_tol tol);
 
+/* A file's little-endian int32 at b + at, and the same written (an int32 or a float32's bits),
+ * whatever the host's byte order */
+static inline int32_t tk_le32_at(const unsigned char *b, long at)
+{
+    return (int32_t)((uint32_t)b[at] | (uint32_t)b[at + 1] << 8 | (uint32_t)b[at + 2] << 16 |
+                     (uint32_t)b[at + 3] << 24);
+}
+static inline void tk_put_le32(unsigned char *b, long at, uint32_t v)
+{
+    for (int k = 0; k < 4; k++) b[at + k] = (unsigned char)(v >> 8 * k);
+}
+
 #endif
