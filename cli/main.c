@@ -78,10 +78,9 @@ static void man_page(FILE *out)
           "without it the program\n"
           "looks in data/ beside itself (the build tree), then in ../share/attn (an installed program).\n"
           ".TP\n.B OMP_NUM_THREADS\nthe default thread count where a command has no\n.BR \\-\\-threads .\n"
-          ".TP\n.B ATTN_CPU_ISA\nbaseline, avx2, avx512 or avx512_bf16: the highest level of the library's kernels to "
-          "run (the\n"
-          "best this CPU supports when unset; a level above it changes nothing);\n.B attn \\-\\-version\nsays which "
-          "runs.\n"
+          ".TP\n.B ATTN_CPU_ISA\nbaseline, or on x86-64 avx2, avx512 or avx512_bf16, on aarch64 neon or sve: the "
+          "highest level\nof the library's kernels to run (the best this CPU supports when unset; a level above it "
+          "changes\nnothing);\n.B attn \\-\\-version\nsays which runs and which this CPU has.\n"
           ".SH EXIT STATUS\n0 on success, 1 on a data or runtime error, 2 on a usage error (unknown option, bad "
           "value, a\nfile option that names nothing usable), reported before any work. Messages name the option or "
           "file\nand what was expected.\n"
@@ -106,8 +105,11 @@ static int dispatch(int argc, char **argv)
     }
     const char *isa = getenv("ATTN_CPU_ISA");
     attn_isa cap;
-    if (isa && *isa && attn_isa_from_name(isa, &cap) != ATTN_OK) {
-        fprintf(stderr, "attn: ATTN_CPU_ISA is \"%s\": expected baseline, avx2, avx512 or avx512_bf16\n", isa);
+    if (isa && *isa && (attn_isa_from_name(isa, &cap) != ATTN_OK || !attn_isa_this_arch(cap))) {
+        fprintf(stderr, "attn: ATTN_CPU_ISA is \"%s\": expected one of this architecture's levels:", isa);
+        for (int l = 0; l < ATTN_ISA_COUNT; l++)
+            if (attn_isa_this_arch((attn_isa)l)) fprintf(stderr, " %s", attn_isa_name((attn_isa)l));
+        fputc('\n', stderr);
         return CLI_ERR_USAGE;
     }
     if (!strcmp(argv[1], "--version")) {
@@ -116,7 +118,8 @@ static int dispatch(int argc, char **argv)
             if (attn_cpu_isa_supported((attn_isa)l)) printf(" %s", attn_isa_name((attn_isa)l));
         printf(" here; ATTN_CPU_ISA caps the choice)\nGEMM: %s\n", attn_gemm_backend());
         printf("--matmul-precision medium: %s%s\n",
-               attn_bf16_products() ? "bf16 operands, float32 sums" : "float32 (the kernels' level has no AVX512_BF16)",
+               attn_bf16_products() ? "bf16 operands, float32 sums"
+                                    : "float32 (the kernels' level has no bf16 products: avx512_bf16 has)",
                !attn_bf16_products()   ? ""
                : attn_bf16_amx()       ? "; the fused attention's products on AMX tiles"
                : attn_bf16_attention() ? "; the fused attention's products with VDPBF16PS"

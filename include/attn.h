@@ -160,38 +160,49 @@ ATTN_API const char *attn_gemm_backend(void);
 
 /* ======================================================================================
  * CPU kernels chosen at run time. The library's own kernels (the fused attention and its tile
- * GEMM, softmax, layer norm, cross-entropy, dropout masks, sums) are built for each x86-64 level
- * below, and the best one that the CPU and the operating system support (cpuid and XCR0) is
- * chosen once, thread-safely, at the first kernel call. ATTN_CPU_ISA=baseline|avx2|avx512|
- * avx512_bf16 in the environment caps the choice, as does attn_cpu_isa_set_max before that first
- * call; a cap above what the CPU has changes nothing, and an unknown value is ignored (the attn
- * program refuses it). Results at two levels can differ in their last bits (lanes sum in other
- * orders, FMAs round once); one level gives the same bits run after run. The GEMM library
- * chooses its own kernels (oneDNN: ONEDNN_MAX_CPU_ISA). A build with ATTN_NATIVE (-march=native)
- * or for another architecture has one level: the one its compiler flags give (baseline: the
- * portable C of the kernels, 4-lane vectors).
+ * GEMM, softmax, layer norm, cross-entropy, dropout masks, sums) are built for each level below
+ * of the architecture the library is built for (x86-64 and aarch64), and the best one that the
+ * CPU and the operating system support (x86: cpuid and XCR0; Linux on aarch64: the auxiliary
+ * vector's HWCAP) is chosen once, thread-safely, at the first kernel call. ATTN_CPU_ISA=<name> in
+ * the environment caps the choice, as does attn_cpu_isa_set_max before that first call; a cap
+ * above what the CPU has changes nothing, and an unknown value, or another architecture's level,
+ * is ignored (the attn program refuses it). The levels of one architecture are ordered as below;
+ * a level of another architecture is never supported. Results at two levels can differ in their
+ * last bits (lanes sum in other orders, FMAs round once); one level gives the same bits run after
+ * run. The GEMM library chooses its own kernels (oneDNN: ONEDNN_MAX_CPU_ISA). A build with
+ * ATTN_NATIVE (-march=native), or for any other architecture, has one level: the one its compiler
+ * flags give.
  * ====================================================================================== */
 
 typedef enum attn_isa {
-    ATTN_ISA_BASELINE,    /* x86-64-v2 (SSE4.2): 4-lane vectors */
+    ATTN_ISA_BASELINE,    /* every architecture: the portable C of the kernels, 4-lane vectors (x86:
+                           * x86-64-v2, SSE4.2) */
     ATTN_ISA_AVX2,        /* x86-64-v3: AVX2 + FMA, 8 lanes */
     ATTN_ISA_AVX512,      /* x86-64-v4: AVX-512 F, BW, CD, DQ and VL, 16 lanes */
     ATTN_ISA_AVX512_BF16, /* x86-64-v4 and AVX512_BF16 */
+    ATTN_ISA_NEON,        /* aarch64 (ARMv8.0-A): AdvSIMD kernels, 4 lanes */
+    ATTN_ISA_SVE,         /* aarch64 with SVE: the neon level's kernels, and the tile products in
+                           * vector-length-agnostic SVE */
 } attn_isa;
-#define ATTN_ISA_COUNT 4
+#define ATTN_ISA_COUNT 6
 
 /* The level the kernels run at (chosen on the first call of this or of any kernel). */
 ATTN_API attn_isa attn_cpu_isa(void);
 /* true when this build has the level's kernels and this CPU and OS can run them (a cap does not
  * change it). */
 ATTN_API bool attn_cpu_isa_supported(attn_isa level);
+/* true when the level is one of this build's architecture (baseline is every architecture's),
+ * whether or not this CPU has it. */
+ATTN_API bool attn_isa_this_arch(attn_isa level);
 /* Caps the level before the first kernel call: ATTN_ERR_STATE once the level is chosen (even when
- * it equals max), ATTN_ERR_ARG for a value outside attn_isa. Overrides ATTN_CPU_ISA. */
+ * it equals max), ATTN_ERR_ARG for a value outside attn_isa or a level of another architecture.
+ * Overrides ATTN_CPU_ISA. */
 ATTN_API attn_status attn_cpu_isa_set_max(attn_isa max);
-/* "baseline", "avx2", "avx512", "avx512_bf16" (a static string; "?" outside attn_isa). */
+/* "baseline", "avx2", "avx512", "avx512_bf16", "neon", "sve" (a static string; "?" outside
+ * attn_isa). */
 ATTN_API const char *attn_isa_name(attn_isa level);
-/* The level a name gives (the names of attn_isa_name, any case); ATTN_ERR_ARG for another name,
- * *level unchanged. */
+/* The level a name gives (the names of attn_isa_name, any case, of any architecture);
+ * ATTN_ERR_ARG for another name, *level unchanged. */
 ATTN_API attn_status attn_isa_from_name(const char *name, attn_isa *level);
 
 /* ======================================================================================

@@ -1,34 +1,55 @@
 #!/usr/bin/env bash
-# A portable build (ATTN_NATIVE off) runs on any x86-64-v2 CPU: outside the kernels built per
-# level, no object of the library or the program holds an instruction above x86-64-v2 (AVX and
-# later: VEX or EVEX encodings, ymm/zmm/k registers, BMI1/2, LZCNT, MOVBE). The avx2 level's
-# kernels must show some (so the check can fail). Usage: tests/isa_objdump.sh BUILD_DIR
+# A portable build (ATTN_NATIVE off) runs on any CPU of its architecture: outside the kernels built
+# per level above the baseline, no object of the library or the program holds an instruction above
+# it, and the highest level's kernels must show some (so the check can fail).
+#   x86_64: above x86-64-v2 is AVX and later (VEX or EVEX encodings, ymm/zmm/k registers, BMI1/2,
+#           LZCNT, MOVBE); the avx2 level's kernels must hold them.
+#   aarch64: above ARMv8.0-A is SVE (z and p registers, the vector-length instructions); the
+#           baseline and neon levels must hold none, the sve level's kernels must.
+# Usage: tests/isa_objdump.sh BUILD_DIR [ARCH [OBJDUMP]]   (ARCH: x86_64, the default, or aarch64)
 set -uo pipefail
-build=${1:?usage: tests/isa_objdump.sh BUILD_DIR}
-command -v objdump >/dev/null || { echo "isa_objdump: objdump not found: skipped"; exit 77; }
-# mnemonics of v3/v4 instructions, and registers only AVX gives
-above='^(v[a-z0-9]+|andn|bextr|blsi|blsmsk|blsr|bzhi|mulx|pdep|pext|rorx|sarx|shlx|shrx|lzcnt|tzcnt|movbe)$'
+build=${1:?usage: tests/isa_objdump.sh BUILD_DIR [ARCH [OBJDUMP]]}
+arch=${2:-x86_64}
+objdump=${3:-objdump}
+command -v "$objdump" >/dev/null || { echo "isa_objdump: $objdump not found: skipped"; exit 77; }
+case $arch in
+  x86_64)
+    # mnemonics of v3/v4 instructions, and registers only AVX gives
+    above_mnemonic='^(v[a-z0-9]+|andn|bextr|blsi|blsmsk|blsr|bzhi|mulx|pdep|pext|rorx|sarx|shlx|shrx|lzcnt|tzcnt|movbe)$'
+    except_mnemonic='^(verr|verw)$'
+    above_operand='%[yz]mm|%k[0-7]'
+    base_level=baseline top_level=avx2 floor=x86-64-v2 min_hits=1000 ;;
+  aarch64)
+    above_mnemonic='^(ptrues?|whilel[eost]|cnt[bhwd]|inc[bhwd]|dec[bhwd]|addvl|addpl|rdvl|bfdot|bfmmla|bfcvtn2?)$'
+    except_mnemonic='^$'
+    above_operand='(^|[ ,{\[])[zp][0-9]+(\.[bhsdq]|/[mz])'
+    base_level=neon top_level=sve floor=ARMv8.0-A min_hits=100 ;;
+  *) echo "isa_objdump: no check for $arch: skipped"; exit 77 ;;
+esac
 count_above() { # object: instructions above the baseline
-  objdump -d --no-show-raw-insn "$1" |
-    awk -F'\t' 'NF >= 2 { split($2, w, " "); m = w[1]; if (m ~ /^(verr|verw)$/) next;
-                          if (m ~ /'"$above"'/ || $0 ~ /%[yz]mm|%k[0-7]/) n++ } END { print n + 0 }'
+  "$objdump" -d --no-show-raw-insn "$1" |
+    awk -F'\t' -v m_re="$above_mnemonic" -v x_re="$except_mnemonic" -v o_re="$above_operand" \
+      'NF >= 2 { split($2, w, " "); m = w[1]; if (m ~ x_re) next;
+                 if (m ~ m_re || $3 ~ o_re || $2 ~ o_re) n++ } END { print n + 0 }'
 }
-baseline_dirs=(CMakeFiles/attn_objects.dir CMakeFiles/attn_kernels_baseline.dir)
+baseline_dirs=(CMakeFiles/attn_objects.dir CMakeFiles/attn_kernels_baseline.dir CMakeFiles/attn_kernels_$base_level.dir)
 # the libraries beside the core and the program, in the builds that have them (ATTN_DATA, ATTN_PLOT)
 for dir in CMakeFiles/attn_data_objects.dir CMakeFiles/attn_plot_objects.dir cli/CMakeFiles/attn_cli.dir \
            cli/CMakeFiles/attn_cli_peak_baseline.dir; do
   [[ -d "$build/$dir" ]] && baseline_dirs+=("$dir")
 done
 checked=0 bad=0
-for dir in "${baseline_dirs[@]}"; do
+for dir in $(printf '%s\n' "${baseline_dirs[@]}" | sort -u); do
   [[ -d "$build/$dir" ]] || { echo "isa_objdump: $build/$dir missing (a build with ATTN_NATIVE?)"; exit 1; }
   while IFS= read -r -d '' obj; do
     n=$(count_above "$obj")
     checked=$((checked + 1))
-    if ((n > 0)); then echo "isa_objdump: $obj: $n instructions above x86-64-v2"; bad=$((bad + 1)); fi
+    if ((n > 0)); then echo "isa_objdump: $obj: $n instructions above $floor"; bad=$((bad + 1)); fi
   done < <(find "$build/$dir" -name '*.o' -print0)
 done
-level_hits=$(find "$build/CMakeFiles/attn_kernels_avx2.dir" -name '*.o' -print0 | xargs -0 -n1 bash -c \
-             "$(declare -p above); $(declare -f count_above); count_above \"\$0\"" | awk '{s += $1} END {print s + 0}')
-echo "isa_objdump: $checked baseline objects, $bad with instructions above x86-64-v2; the avx2 level's kernels: $level_hits"
-((checked > 50 && bad == 0 && level_hits > 1000))
+level_hits=0
+while IFS= read -r -d '' obj; do
+  level_hits=$((level_hits + $(count_above "$obj")))
+done < <(find "$build/CMakeFiles/attn_kernels_$top_level.dir" -name '*.o' -print0)
+echo "isa_objdump: $checked baseline objects, $bad with instructions above $floor; the $top_level level's kernels: $level_hits"
+((checked > 50 && bad == 0 && level_hits > min_hits))

@@ -56,14 +56,33 @@ static void note(const char *call)
     } while (0)
 
 /* Functions without a pointer argument: nothing to pass NULL to. */
-static const char *const no_pointer_arguments[] = {
-    "attn_version",        "attn_bpe_trainer_new", "attn_version_number",    "attn_last_error",
-    "attn_last_status",    "attn_clear_error",     "attn_status_name",       "attn_default_num_threads",
-    "attn_gemm_backend",   "attn_cpu_isa",         "attn_cpu_isa_supported", "attn_cpu_isa_set_max",
-    "attn_isa_name",       "attn_bf16_products",   "attn_bf16_attention",    "attn_bf16_amx",
-    "attn_precision_name", "attn_ctx_new",         "attn_params_new",        "attn_classifier_defaults",
-    "attn_optim_defaults", "attn_tokenizer_name",  "attn_counter_new",       "attn_dtype_name",
-    "attn_dtype_size",     "attn_st_writer_new"};
+static const char *const no_pointer_arguments[] = {"attn_version",
+                                                   "attn_bpe_trainer_new",
+                                                   "attn_version_number",
+                                                   "attn_last_error",
+                                                   "attn_last_status",
+                                                   "attn_clear_error",
+                                                   "attn_status_name",
+                                                   "attn_default_num_threads",
+                                                   "attn_gemm_backend",
+                                                   "attn_cpu_isa",
+                                                   "attn_cpu_isa_supported",
+                                                   "attn_cpu_isa_set_max",
+                                                   "attn_isa_name",
+                                                   "attn_isa_this_arch",
+                                                   "attn_bf16_products",
+                                                   "attn_bf16_attention",
+                                                   "attn_bf16_amx",
+                                                   "attn_precision_name",
+                                                   "attn_ctx_new",
+                                                   "attn_params_new",
+                                                   "attn_classifier_defaults",
+                                                   "attn_optim_defaults",
+                                                   "attn_tokenizer_name",
+                                                   "attn_counter_new",
+                                                   "attn_dtype_name",
+                                                   "attn_dtype_size",
+                                                   "attn_st_writer_new"};
 
 /* Every pointer argument NULL at once. */
 static void all_null(void)

@@ -1,7 +1,9 @@
-/* The level of the kernels (attn_cpu_isa, dispatch_internal.h): what this CPU and its OS support, read
- * once from cpuid and XCR0, capped by ATTN_CPU_ISA or attn_cpu_isa_set_max; and the plain-named
- * kernels, each a call through the chosen level's table. Compiled once, at the baseline. */
+/* The level of the kernels (attn_cpu_isa, dispatch_internal.h): what this CPU and its OS support (x86:
+ * cpuid and XCR0; aarch64: the auxiliary vector's HWCAP), read once, capped by ATTN_CPU_ISA or
+ * attn_cpu_isa_set_max; and the plain-named kernels, each a call through the chosen level's table.
+ * Compiled once, at the baseline. */
 #include "dispatch_internal.h"
+#include "levels_internal.h"
 
 #include "../core/core_internal.h"
 
@@ -17,18 +19,52 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
+#if defined(__linux__) && defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
 
-static const char *const isa_names[ATTN_ISA_COUNT] = {"baseline", "avx2", "avx512", "avx512_bf16"};
+/* ---- the levels (levels_internal.h) ---- */
+
+enum level_arch {
+    ARCH_any,
+    ARCH_x86_64,
+    ARCH_aarch64,
+    ARCH_other
+};
+#if defined(__x86_64__)
+#define THIS_ARCH ARCH_x86_64
+#elif defined(__aarch64__)
+#define THIS_ARCH ARCH_aarch64
+#else
+#define THIS_ARCH ARCH_other
+#endif
+
+static const struct level {
+    const char *name;
+    enum level_arch arch;
+} levels[ATTN_ISA_COUNT] = {
+#define LEVEL_ROW(constant, name, arch, options) [constant] = {#name, ARCH_##arch},
+    ATTN_LEVELS(LEVEL_ROW)
+#undef LEVEL_ROW
+};
+#define LEVEL_COUNT(constant, name, arch, options) +1
+_Static_assert(0 ATTN_LEVELS(LEVEL_COUNT) == ATTN_ISA_COUNT, "levels_internal.h lists every attn_isa, once");
+#undef LEVEL_COUNT
 
 const char *attn_isa_name(attn_isa level)
 {
-    return (unsigned)level < ATTN_ISA_COUNT ? isa_names[level] : "?";
+    return (unsigned)level < ATTN_ISA_COUNT ? levels[level].name : "?";
+}
+
+bool attn_isa_this_arch(attn_isa level)
+{
+    return (unsigned)level < ATTN_ISA_COUNT && (levels[level].arch == ARCH_any || levels[level].arch == THIS_ARCH);
 }
 
 static bool parse_level(const char *name, attn_isa *level)
 {
     for (int i = 0; i < ATTN_ISA_COUNT; i++)
-        if (!strcasecmp(name, isa_names[i])) {
+        if (!strcasecmp(name, levels[i].name)) {
             *level = (attn_isa)i;
             return true;
         }
@@ -39,12 +75,15 @@ attn_status attn_isa_from_name(const char *name, attn_isa *level)
 {
     if (!name || !level) return attn__fail(ATTN_ERR_ARG, "attn_isa_from_name: name or level is NULL");
     if (parse_level(name, level)) return ATTN_OK;
-    return attn__fail(ATTN_ERR_ARG, "attn_isa_from_name: \"%s\" is not baseline, avx2, avx512 or avx512_bf16", name);
+    char known[128] = "";
+    for (int i = 0; i < ATTN_ISA_COUNT; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", levels[i].name);
+    return attn__fail(ATTN_ERR_ARG, "attn_isa_from_name: \"%s\" is not a level (%s)", name, known);
 }
 
 /* ---- what the CPU supports ---- */
 
-/* The highest level whose every instruction the CPU has and the OS saves the registers of. A pure
+/* x86: the highest level whose every instruction the CPU has and the OS saves the registers of. A pure
  * function of the cpuid words, so that a test can feed it other CPUs' words. The levels' compiler
  * flags (-march=x86-64-v3, -v4) allow every feature of the psABI level, so each is checked. */
 attn_isa attn__isa_from_cpuid(const attn__cpuid_words *w)
@@ -82,6 +121,7 @@ bool attn__amx_from_cpuid(const attn__cpuid_words *w)
 
 static bool amx_usable; /* attn__amx_usable; written once, by detect */
 
+#if defined(__x86_64__) || defined(__i386__)
 /* Linux keeps AMX's 8 KiB of tile data from a process until it asks (arch_prctl); elsewhere none
  * is granted here. */
 static bool amx_permitted(void)
@@ -97,7 +137,6 @@ static bool amx_permitted(void)
 #endif
 }
 
-#if defined(__x86_64__) || defined(__i386__)
 static attn__cpuid_words cpu_words(void)
 {
     attn__cpuid_words w = {0};
@@ -122,26 +161,46 @@ static attn__cpuid_words cpu_words(void)
 }
 #endif
 
+/* aarch64: the highest level the HWCAP word allows (Linux's bits: ASIMD 1, SVE 22; the kernel
+ * sets SVE only where it saves the SVE state). A pure function, as attn__isa_from_cpuid. */
+attn_isa attn__isa_from_hwcap(uint64_t hwcap)
+{
+    const bool asimd = hwcap >> 1 & 1, sve = hwcap >> 22 & 1;
+    return asimd && sve ? ATTN_ISA_SVE : asimd ? ATTN_ISA_NEON : ATTN_ISA_BASELINE;
+}
+
 /* ---- the tables this build has ---- */
 
 #ifdef ATTN_DISPATCH
-extern const attn__kernel_table attn__kernels_baseline, attn__kernels_avx2, attn__kernels_avx512;
-#ifdef ATTN_DISPATCH_BF16
-extern const attn__kernel_table attn__kernels_avx512_bf16;
-#define BF16_TABLE (&attn__kernels_avx512_bf16)
-#else
-#define BF16_TABLE NULL /* a compiler without -mavx512bf16: the level is not built */
-#endif
-static const attn__kernel_table *const tables[ATTN_ISA_COUNT] = {&attn__kernels_baseline, &attn__kernels_avx2,
-                                                                 &attn__kernels_avx512, BF16_TABLE};
+#include "levels_built.h" /* ATTN_LEVELS_BUILT, generated by CMakeLists.txt */
+#define LEVEL_TABLE_DECLARATION(name) extern const attn__kernel_table attn__kernels_##name;
+ATTN_LEVELS_BUILT(LEVEL_TABLE_DECLARATION)
+#undef LEVEL_TABLE_DECLARATION
+enum {
+#define LEVEL_CONSTANT(constant, name, arch, options) LEVEL_##name = constant,
+    ATTN_LEVELS(LEVEL_CONSTANT)
+#undef LEVEL_CONSTANT
+};
+/* NULL: not built (another architecture's level, or options the compiler refused) */
+static const attn__kernel_table *const tables[ATTN_ISA_COUNT] = {
+#define LEVEL_TABLE(name) [LEVEL_##name] = &attn__kernels_##name,
+    ATTN_LEVELS_BUILT(LEVEL_TABLE)
+#undef LEVEL_TABLE
+};
 
 static attn_isa best_level(void)
 {
+#if defined(__x86_64__)
     const attn__cpuid_words w = cpu_words();
     attn_isa level = attn__isa_from_cpuid(&w);
-    while (!tables[level]) level--; /* the baseline is always built */
     bf16_dot_fast = attn__bf16_dot_fast_from_cpuid(&w);
     amx_usable = attn__amx_from_cpuid(&w) && amx_permitted();
+#elif defined(__aarch64__) && defined(__linux__)
+    attn_isa level = attn__isa_from_hwcap(getauxval(AT_HWCAP));
+#else
+    attn_isa level = ATTN_ISA_BASELINE;
+#endif
+    while (!tables[level]) level--; /* the baseline is always built */
     return level;
 }
 #else
@@ -157,7 +216,11 @@ static attn_isa best_level(void)
     bf16_dot_fast = attn__bf16_dot_fast_from_cpuid(&w);
     amx_usable = attn__amx_from_cpuid(&w) && amx_permitted();
 #endif
-#if defined(__AVX512F__) && defined(__AVX512BF16__)
+#if defined(__aarch64__) && defined(__ARM_FEATURE_SVE)
+    return ATTN_ISA_SVE;
+#elif defined(__aarch64__)
+    return ATTN_ISA_NEON;
+#elif defined(__AVX512F__) && defined(__AVX512BF16__)
     return ATTN_ISA_AVX512_BF16;
 #elif defined(__AVX512F__)
     return ATTN_ISA_AVX512;
@@ -193,11 +256,13 @@ static void choose(void)
     const char *env = getenv("ATTN_CPU_ISA");
     if (requested_max >= 0)
         level = (attn_isa)requested_max < level ? (attn_isa)requested_max : level;
-    else if (env && parse_level(env, &cap))
+    else if (env && parse_level(env, &cap) && attn_isa_this_arch(cap))
         level = cap < level ? cap : level;
 #ifdef ATTN_DISPATCH
+    while (!tables[level]) level--; /* a cap between built levels */
     table = tables[level];
 #else
+    level = best; /* one level: a cap changes nothing */
     table = &build_table;
 #endif
     chosen = true;
@@ -264,6 +329,9 @@ attn_status attn_cpu_isa_set_max(attn_isa max)
 {
     if ((unsigned)max >= ATTN_ISA_COUNT)
         return attn__fail(ATTN_ERR_ARG, "attn_cpu_isa_set_max: level %d is not an attn_isa", (int)max);
+    if (!attn_isa_this_arch(max))
+        return attn__fail(ATTN_ERR_ARG, "attn_cpu_isa_set_max: %s is a level of another architecture",
+                          attn_isa_name(max));
     pthread_mutex_lock(&choice_lock);
     const bool late = chosen;
     if (!late) requested_max = (int)max;

@@ -1,7 +1,8 @@
-/* Private: kernels chosen at run time. On x86-64 (unless ATTN_NATIVE), every kernel file of this
- * folder but gemm.c, gemm_bf16.c and dispatch.c is compiled once per level of attn_cpu_isa (baseline =
- * x86-64-v2, avx2 = x86-64-v3, avx512 = x86-64-v4, avx512_bf16 = v4 + AVX512_BF16) into one
- * library, each level's copy defining its names with the level's suffix
+/* Private: kernels chosen at run time. On x86-64 and aarch64 (unless ATTN_NATIVE), every kernel
+ * file of this folder but gemm.c, gemm_bf16.c and dispatch.c is compiled once per level of
+ * attn_cpu_isa that the architecture has (levels_internal.h, the one list of them: x86-64's
+ * baseline = x86-64-v2, avx2 = x86-64-v3, avx512 = x86-64-v4, avx512_bf16 = v4 + AVX512_BF16;
+ * aarch64's baseline, neon and sve) into one library, each level's copy defining its names with the level's suffix
  * (attn_softmax_rows_avx512). dispatch.c defines the plain names: each calls the chosen level's
  * copy through a table, the level picked once, at the first call (dispatch.c). A level's kernels
  * call one another directly, inside the level.
@@ -192,7 +193,7 @@ typedef struct attn__kernel_table {
 #define ATTN_PASTE(a, b) ATTN_PASTE_(a, b)
 
 #ifdef ATTN_ISA
-/* Compiled as the level ATTN_ISA (baseline, avx2, avx512 or avx512_bf16; -DATTN_ISA=...): the
+/* Compiled as the level ATTN_ISA (a name of levels_internal.h; -DATTN_ISA=...): the
  * listed names become <name>_<level> in the object file (a GNU C asm label on a redeclaration,
  * so the definitions and calls keep their plain names; <name> after attention_names_internal.h's
  * macros, so sdpa_forward_ref becomes attn__sdpa_forward_ref_avx2), and this level's table is
@@ -206,7 +207,10 @@ ATTN_KERNEL_HELPERS(ATTN_KERNEL_RENAME)
 extern const attn__kernel_table ATTN_ISA_TABLE;
 #endif
 
-/* The cpuid words that decide the level: leaf 1 ECX, leaf 7 subleaf 0 EBX and EDX, leaf 7 subleaf
+/* aarch64: the highest level Linux's AT_HWCAP word allows (a pure function of it, for tests). */
+attn_isa attn__isa_from_hwcap(uint64_t hwcap);
+
+/* x86: the cpuid words that decide the level: leaf 1 ECX, leaf 7 subleaf 0 EBX and EDX, leaf 7 subleaf
  * 1 EAX, leaf 0x80000001 ECX, and XCR0 (0 when the OS has not set OSXSAVE). */
 typedef struct attn__cpuid_words {
     uint32_t leaf1_ecx, leaf7_ebx, leaf7_edx, leaf7_1_eax, ext1_ecx;

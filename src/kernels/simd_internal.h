@@ -1,6 +1,8 @@
 /* Private: one SIMD vector of floats and the few operations the tile kernels need. 16 lanes
- * with AVX-512, 8 with AVX2 + FMA, 4 elsewhere (GCC's vector extension: SSE2, NEON, or plain
- * scalar code). Loads and stores are unaligned. */
+ * with AVX-512, 8 with AVX2 + FMA, 4 in AdvSIMD intrinsics on aarch64, 4 elsewhere and with
+ * ATTN_PORTABLE_SIMD (the baseline level): GCC's vector extension, which the compiler lowers to
+ * SSE, NEON or scalar code. The AdvSIMD branch gives the portable one's bits, NaNs included, but
+ * for vf_fma, which fuses. Loads and stores are unaligned. */
 #ifndef ATTN_SIMD_H
 #define ATTN_SIMD_H
 
@@ -11,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) && !defined(ATTN_PORTABLE_SIMD)
 #include <immintrin.h>
 
 enum {
@@ -110,7 +112,7 @@ static inline float vf_sum(vf x)
     return _mm512_reduce_add_ps(x);
 }
 
-#elif defined(__AVX2__) && defined(__FMA__)
+#elif defined(__AVX2__) && defined(__FMA__) && !defined(ATTN_PORTABLE_SIMD)
 #include <immintrin.h>
 
 enum {
@@ -198,6 +200,96 @@ static inline float vf_sum(vf x)
     const __m128 quad = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
     const __m128 pair = _mm_add_ps(quad, _mm_movehl_ps(quad, quad));
     return _mm_cvtss_f32(_mm_add_ss(pair, _mm_movehdup_ps(pair)));
+}
+
+#elif defined(__aarch64__) && defined(__ARM_NEON) && !defined(ATTN_PORTABLE_SIMD)
+#include <arm_neon.h>
+
+enum {
+    VF_LANES = 4
+};
+typedef float32x4_t vf;
+
+static inline vf vf_load(const float *p)
+{
+    return vld1q_f32(p);
+}
+static inline void vf_store(float *p, vf x)
+{
+    vst1q_f32(p, x);
+}
+static inline vf vf_set1(float x)
+{
+    return vdupq_n_f32(x);
+}
+static inline vf vf_add(vf a, vf b)
+{
+    return vaddq_f32(a, b);
+}
+static inline vf vf_sub(vf a, vf b)
+{
+    return vsubq_f32(a, b);
+}
+static inline vf vf_mul(vf a, vf b)
+{
+    return vmulq_f32(a, b);
+}
+static inline vf vf_div(vf a, vf b)
+{
+    return vdivq_f32(a, b);
+}
+static inline vf vf_fma(vf a, vf b, vf c)
+{
+    return vfmaq_f32(c, a, b);
+}
+static inline vf vf_abs(vf a)
+{
+    return vabsq_f32(a);
+}
+static inline vf vf_copysign(vf a, vf b)
+{
+    return vbslq_f32(vdupq_n_u32(0x80000000u), b, a);
+}
+/* b > a ? b : a, as the x86 max (FMAX would return a NaN of b) */
+static inline vf vf_max(vf a, vf b)
+{
+    return vbslq_f32(vcgtq_f32(b, a), b, a);
+}
+static inline vf vf_neginf_to(vf a, vf b)
+{
+    return vbslq_f32(vceqq_f32(a, vdupq_n_f32(-INFINITY)), b, a);
+}
+static inline vf vf_round(vf x)
+{
+    return vrndnq_f32(x);
+}
+static inline vf vf_pow2(vf n)
+{
+    const int32x4_t biased = vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127));
+    return vreinterpretq_f32_s32(vshlq_n_s32(biased, 23));
+}
+static inline vf vf_zero_below(vf y, vf x, vf lo)
+{
+    return vbslq_f32(vcltq_f32(x, lo), vdupq_n_f32(0.0f), y); /* NaN x: kept */
+}
+static inline vf vf_neginf_outside(vf y, vf x, vf lo, vf hi)
+{
+    const uint32x4_t out = vorrq_u32(vcltq_f32(x, lo), vcgeq_f32(x, hi));
+    return vbslq_f32(out, vdupq_n_f32(-INFINITY), y);
+}
+static inline vf vf_select_lt(vf a, vf b, vf x, vf lim)
+{
+    return vbslq_f32(vcltq_f32(x, lim), a, b);
+}
+static inline bool vf_all_lt(vf x, vf lim)
+{
+    return vminvq_u32(vcltq_f32(x, lim)) == 0xffffffffu;
+}
+/* (x0 + x2) + (x1 + x3), the portable branch's order */
+static inline float vf_sum(vf x)
+{
+    const float32x2_t pair = vadd_f32(vget_low_f32(x), vget_high_f32(x));
+    return vget_lane_f32(pair, 0) + vget_lane_f32(pair, 1);
 }
 
 #else

@@ -7,11 +7,19 @@
 #include "kernels_internal.h"
 #include "simd_internal.h"
 
-/* rows of C per register block: 6 x 4 accumulators + 4 B vectors + 1 broadcast fit in 32
- * AVX-512 registers; 6 x 2 + 2 + 1 in 16 AVX2 ones */
+#ifdef __ARM_FEATURE_SVE
+#include <arm_sve.h>
+#endif
+
+/* rows of C per register block: 6 x 4 accumulators + 4 B vectors + 1 broadcast fit in the 32
+ * registers of AVX-512 and of aarch64; 6 x 2 + 2 + 1 in 16 AVX2 or SSE ones */
 enum {
     TILE_MR = 6,
+#ifdef __aarch64__
+    TILE_NV = 4,
+#else
     TILE_NV = VF_LANES == 16 ? 4 : 2,
+#endif
     TILE_KC = 128 /* the most terms of k one product sums in one chain (attn__tile_gemm) */
 };
 
@@ -69,6 +77,83 @@ static inline __attribute__((always_inline)) void panel(float *c, int64_t ldc, c
 #undef ROWS
 }
 
+#ifdef __ARM_FEATURE_SVE
+/* SVE, vector-length agnostic: the block of `block` with vectors of svcntw() lanes, whatever the
+ * CPU's length, and the last columns under a predicate instead of the reference, each element
+ * the same chain of FMAs. The accumulators are named one by one (SVE types make no arrays). */
+#define SVE_ROWS(F) F(0) F(1) F(2) F(3) F(4) F(5) /* the rows of a block, TILE_MR */
+static inline __attribute__((always_inline)) void sve_block(float *c, int64_t ldc, const float *a, int64_t a_rs,
+                                                            int64_t a_ks, const float *b, int64_t ldb, int mr, int nv,
+                                                            int64_t n, int64_t k, float alpha, bool accumulate)
+{
+    const int64_t vl = (int64_t)svcntw();
+    const svbool_t p0 = svwhilelt_b32_s64(0, n), p1 = svwhilelt_b32_s64(vl, n), p2 = svwhilelt_b32_s64(2 * vl, n),
+                   p3 = svwhilelt_b32_s64(3 * vl, n);
+#define SVE_ROW_DECLARE(r)                                                                                             \
+    svfloat32_t c##r##0 = svdup_n_f32(0.0f), c##r##1 = c##r##0, c##r##2 = c##r##0, c##r##3 = c##r##0;
+    SVE_ROWS(SVE_ROW_DECLARE)
+#undef SVE_ROW_DECLARE
+    for (int64_t p = 0; p < k; p++) {
+        const float *bp = b + p * ldb, *ap = a + p * a_ks;
+        const svfloat32_t b0 = svld1_f32(p0, bp), b1 = nv > 1 ? svld1_f32(p1, bp + vl) : b0,
+                          b2 = nv > 2 ? svld1_f32(p2, bp + 2 * vl) : b0, b3 = nv > 3 ? svld1_f32(p3, bp + 3 * vl) : b0;
+#define SVE_ROW_FMA(r)                                                                                                 \
+    if (mr > r) {                                                                                                      \
+        const svfloat32_t av = svdup_n_f32(ap[r * a_rs]);                                                              \
+        c##r##0 = svmla_f32_x(p0, c##r##0, av, b0);                                                                    \
+        if (nv > 1) c##r##1 = svmla_f32_x(p1, c##r##1, av, b1);                                                        \
+        if (nv > 2) c##r##2 = svmla_f32_x(p2, c##r##2, av, b2);                                                        \
+        if (nv > 3) c##r##3 = svmla_f32_x(p3, c##r##3, av, b3);                                                        \
+    }
+        SVE_ROWS(SVE_ROW_FMA)
+#undef SVE_ROW_FMA
+    }
+    const svfloat32_t va = svdup_n_f32(alpha), zero = svdup_n_f32(0.0f);
+#define SVE_STORE(r, v)                                                                                                \
+    if (mr > r && nv > v) {                                                                                            \
+        float *cp = c + r * ldc + v * vl;                                                                              \
+        svst1_f32(p##v, cp, svmla_f32_x(p##v, accumulate ? svld1_f32(p##v, cp) : zero, va, c##r##v));                  \
+    }
+#define SVE_ROW_STORE(r) SVE_STORE(r, 0) SVE_STORE(r, 1) SVE_STORE(r, 2) SVE_STORE(r, 3)
+    SVE_ROWS(SVE_ROW_STORE)
+#undef SVE_ROW_STORE
+#undef SVE_STORE
+}
+
+/* All m rows of the columns [0, n) that nv vectors cover. */
+static inline __attribute__((always_inline)) void sve_panel(float *c, int64_t ldc, const float *a, int64_t a_rs,
+                                                            int64_t a_ks, const float *b, int64_t ldb, int64_t m,
+                                                            int nv, int64_t n, int64_t k, float alpha, bool accumulate)
+{
+    int64_t r = 0;
+    for (; r + TILE_MR <= m; r += TILE_MR)
+        sve_block(c + r * ldc, ldc, a + r * a_rs, a_rs, a_ks, b, ldb, TILE_MR, nv, n, k, alpha, accumulate);
+    const float *ar = a + r * a_rs;
+    float *cr = c + r * ldc;
+#define ROWS(rows)                                                                                                     \
+    case rows:                                                                                                         \
+        sve_block(cr, ldc, ar, a_rs, a_ks, b, ldb, rows, nv, n, k, alpha, accumulate);                                 \
+        break;
+    switch (m - r) {
+        ROWS(5) ROWS(4) ROWS(3) ROWS(2) ROWS(1)
+    }
+#undef ROWS
+}
+
+/* The product over all of k, each element summed in one chain: panels of 4 vectors while more
+ * than 3 are needed, then 2 or 1 */
+static void product(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb,
+                    int64_t m, int64_t n, int64_t k, float alpha, bool accumulate)
+{
+    const int64_t vl = (int64_t)svcntw();
+    int64_t j = 0;
+    for (; n - j > 3 * vl; j += 4 * vl)
+        sve_panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 4, n - j, k, alpha, accumulate);
+    for (; n - j > vl; j += 2 * vl) sve_panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 2, n - j, k, alpha, accumulate);
+    if (j < n) sve_panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 1, n - j, k, alpha, accumulate);
+}
+#undef SVE_ROWS
+#else
 /* The product over all of k, each element summed in one chain */
 static void product(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb,
                     int64_t m, int64_t n, int64_t k, float alpha, bool accumulate)
@@ -85,6 +170,7 @@ static void product(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t
                 * whose double sums cost little at that size */
         attn__tile_gemm_ref(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, n - j, k, alpha, accumulate);
 }
+#endif
 
 /* A K of more than TILE_KC terms is summed in the fewest equal chunks, each a product of its own
  * added into C: one chain of K roundings errs by up to K u sum |terms|, n chunks by (K / n + n) u,
