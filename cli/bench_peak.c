@@ -1,28 +1,30 @@
 /* attn bench peak: fused multiply-adds from registers on every thread (bench_peak.h), in the
- * vectors of one level: BENCH_PEAK_LEVEL (baseline, avx2, avx512 or avx512_bf16, compiled with
- * that level's -march) names the copy bench_peak_<level>; without it, the compiler flags' level, as
+ * vectors of one level: BENCH_PEAK_LEVEL (a level of src/kernels/levels_internal.h, compiled with
+ * that level's options) names the copy bench_peak_<level>; without it, the compiler flags' level, as
  * bench_peak_build (a build without run-time dispatch: float32 FMAs in its widest vectors). The
- * avx512_bf16 copy (BENCH_PEAK_BF16_LOOP) runs VDPBF16PS (two
- * bf16 products and two sums per float32 lane): the ceiling of MEDIUM precision's products. */
+ * avx512_bf16 copy runs VDPBF16PS (two bf16 products and two sums per float32 lane): the ceiling
+ * of MEDIUM precision's products. */
 #include "bench_peak.h"
 
 #include <pthread.h>
 
 /* The widest vectors the flags allow, as the library's kernels choose them (src/kernels/simd_internal.h):
- * 16 lanes with AVX-512, 8 with AVX2 + FMA, else 4. GCC's vector extension; in GNU C
- * (-ffp-contract=fast) a * m + c compiles to one fused multiply-add where the CPU has one. */
-#if defined(BENCH_PEAK_BF16_LOOP) /* the avx512_bf16 copy (cli/CMakeLists.txt) */
+ * 16 lanes with AVX-512, 8 with AVX2 + FMA, else 4 (the sve level's loop too: 128 bits, the
+ * least an SVE CPU has). GCC's vector extension; in GNU C (-ffp-contract=fast) a * m + c compiles
+ * to one fused multiply-add where the CPU has one. */
+#if defined(__AVX512BF16__) && !defined(ATTN_PORTABLE_SIMD)
 #include <immintrin.h>
+#define BF16_LOOP
 enum {
     VF_LANES = 16
 };
 #define FLAGS_LEVEL ATTN_ISA_AVX512_BF16
-#elif defined(__AVX512F__)
+#elif defined(__AVX512F__) && !defined(ATTN_PORTABLE_SIMD)
 enum {
     VF_LANES = 16
 };
 #define FLAGS_LEVEL ATTN_ISA_AVX512
-#elif defined(__AVX2__) && defined(__FMA__)
+#elif defined(__AVX2__) && defined(__FMA__) && !defined(ATTN_PORTABLE_SIMD)
 enum {
     VF_LANES = 8
 };
@@ -31,7 +33,13 @@ enum {
 enum {
     VF_LANES = 4
 };
+#if defined(__aarch64__) && defined(__ARM_FEATURE_SVE) && !defined(ATTN_PORTABLE_SIMD)
+#define FLAGS_LEVEL ATTN_ISA_SVE
+#elif defined(__aarch64__) && !defined(ATTN_PORTABLE_SIMD)
+#define FLAGS_LEVEL ATTN_ISA_NEON
+#else
 #define FLAGS_LEVEL ATTN_ISA_BASELINE
+#endif
 #endif
 typedef float vf __attribute__((vector_size(VF_LANES * sizeof(float))));
 
@@ -46,11 +54,15 @@ enum {
  * and drops from the loop.) */
 static inline vf opaque(vf x)
 {
+#if defined(__aarch64__)
+    __asm__("" : "+w"(x)); /* a vector register */
+#else
     __asm__("" : "+x"(x));
+#endif
     return x;
 }
 
-#if defined(BENCH_PEAK_BF16_LOOP)
+#if defined(BF16_LOOP)
 enum {
     FLOP_PER_LANE = 4,
     BF16_CHAINS = 24

@@ -202,13 +202,16 @@ static void sdpa_teardown(void *p)
 
 /* ---- peak: the FMA loop of bench_peak.c on every thread, one case per level ---- */
 
-#if defined(BENCH_PEAK_LEVELS) && defined(BENCH_PEAK_BF16) /* cli/CMakeLists.txt: a copy of the loop per level */
-extern const bench_peak_loop bench_peak_baseline, bench_peak_avx2, bench_peak_avx512, bench_peak_avx512_bf16;
-static const bench_peak_loop *const peak_loops[] = {&bench_peak_baseline, &bench_peak_avx2, &bench_peak_avx512,
-                                                    &bench_peak_avx512_bf16};
-#elif defined(BENCH_PEAK_LEVELS)
-extern const bench_peak_loop bench_peak_baseline, bench_peak_avx2, bench_peak_avx512;
-static const bench_peak_loop *const peak_loops[] = {&bench_peak_baseline, &bench_peak_avx2, &bench_peak_avx512};
+#ifdef BENCH_PEAK_LEVELS_BUILT /* cli/CMakeLists.txt: a copy of the loop per level */
+#include "bench_peak_levels.h"
+#define PEAK_DECLARATION(name) extern const bench_peak_loop bench_peak_##name;
+BENCH_PEAK_LEVELS(PEAK_DECLARATION)
+#undef PEAK_DECLARATION
+static const bench_peak_loop *const peak_loops[] = {
+#define PEAK_ENTRY(name) &bench_peak_##name,
+    BENCH_PEAK_LEVELS(PEAK_ENTRY)
+#undef PEAK_ENTRY
+};
 #else
 extern const bench_peak_loop bench_peak_build;
 static const bench_peak_loop *const peak_loops[] = {&bench_peak_build};

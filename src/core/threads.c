@@ -8,7 +8,7 @@
  * at once and joined (with the stack size libgomp gives its own: the default, or OMP_STACKSIZE),
  * and then one empty parallel region of that count makes libgomp start its own team, which it
  * keeps for later regions of that count or fewer; a count that cannot start is an error returned
- * to the caller instead. */
+ * to the caller instead. Above OMP_THREAD_LIMIT, no team grows: the limit is what is proven. */
 #include "core_internal.h"
 
 #include <errno.h>
@@ -68,6 +68,8 @@ static size_t omp_stacksize(void)
  * n is then started. who names the caller in the message. */
 static attn_status threads_start(int n, const char *who)
 {
+    const int limit = omp_get_thread_limit(); /* OMP_THREAD_LIMIT: no team is larger */
+    if (n > limit) n = limit;
     if (n <= 1) return ATTN_OK;
     pthread_t *ids = malloc((size_t)(n - 1) * sizeof *ids);
     if (!ids) return attn__fail(ATTN_ERR_NOMEM, "%s: out of memory for %d threads", who, n);
