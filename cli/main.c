@@ -118,8 +118,7 @@ static int dispatch(int argc, char **argv)
             if (attn_cpu_isa_supported((attn_isa)l)) printf(" %s", attn_isa_name((attn_isa)l));
         printf(" here; ATTN_CPU_ISA caps the choice)\nGEMM: %s\n", attn_gemm_backend());
         printf("--matmul-precision medium: %s%s\n",
-               attn_bf16_products() ? "bf16 operands, float32 sums"
-                                    : "float32 (the kernels' level has no bf16 products: avx512_bf16 has)",
+               attn_bf16_products() ? "bf16 operands, float32 sums" : "float32 (this level has no bf16 products)",
                !attn_bf16_products()   ? ""
                : attn_bf16_amx()       ? "; the fused attention's products on AMX tiles"
                : attn_bf16_attention() ? "; the fused attention's products with VDPBF16PS"

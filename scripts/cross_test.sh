@@ -1,43 +1,66 @@
 #!/usr/bin/env bash
 # The core library and its tests built for another Linux architecture with Debian's cross
 # compilers and multiarch OpenBLAS (cmake/cross-linux.cmake), and the ctest suite run under
-# qemu-user at one thread: qemu 7.2 hangs a team of two OpenMP threads, with or without attn, so
-# OMP_THREAD_LIMIT=1 caps every team (tests that ask for two threads run on one). s390x programs
-# are linked statically, without OpenMP: this qemu aborts a dynamically linked s390x program at
-# its start ("stack smashing detected", a hello world too). Then the safetensors file st_bytes
-# writes there must equal, byte for byte, the one this host's build/ writes.
-#   bash scripts/cross_test.sh TRIPLE [QEMU_CPU] [CTEST_ARGS...]
-#     TRIPLE: aarch64-linux-gnu, s390x-linux-gnu, ...; QEMU_CPU: qemu's -cpu model (default its own)
+# qemu-user, once per kernel level the architecture has (each with a qemu -cpu model that has it),
+# at one thread: qemu 7.2 hangs a process whose threads wait on one another (an OpenMP team of
+# two, with or without attn), so OMP_THREAD_LIMIT=1 caps every team and attn's thread counts
+# (test_threads, which needs two threads at once, skips itself). s390x programs are linked
+# statically, without OpenMP: this qemu aborts a dynamically linked s390x program at its start
+# ("stack smashing detected", a hello world too). Then the safetensors file st_bytes writes there
+# must equal, byte for byte, the one this host's build/ writes (when build/ has it).
+#   bash scripts/cross_test.sh TRIPLE [CTEST_ARGS...]
+#     TRIPLE: aarch64-linux-gnu or s390x-linux-gnu (another: one run at qemu's default CPU)
 # Needs: dpkg --add-architecture ARCH; apt-get install qemu-user gcc-TRIPLE libopenblas-dev:ARCH
-# The build goes to build-ARCH/; ctest's summary, then the comparison, are the last lines.
+# The build goes to build-ARCH/. Ends with "cross_test: N passed, N failed" over every run (a
+# skipped test counts as neither); exit status 2 when a tool is missing, 1 on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-triple=${1:?usage: bash scripts/cross_test.sh TRIPLE [QEMU_CPU] [CTEST_ARGS...]}
-cpu=${2:-}
-shift $(($# >= 2 ? 2 : 1))
+triple=${1:?usage: bash scripts/cross_test.sh TRIPLE [CTEST_ARGS...]}
+shift
 arch=${triple%%-*}
 build=build-$arch
 command -v "$triple-gcc" >/dev/null || { echo "cross_test: no $triple-gcc (apt-get install gcc-$triple)"; exit 2; }
 command -v "qemu-$arch" >/dev/null || { echo "cross_test: no qemu-$arch (apt-get install qemu-user)"; exit 2; }
+# The runs: label | qemu -cpu model | ATTN_CPU_ISA. aarch64: each level, and SVE at two lengths
+# (the sve level's products are vector-length agnostic).
+case $arch in
+  aarch64) runs=("sve, 512-bit vectors|max|" "sve, 128-bit vectors|max,sve-default-vector-length=16|"
+                 "neon (Neoverse N1: no SVE)|neoverse-n1|" "baseline (portable vectors)|max|baseline") ;;
+  *) runs=("baseline||") ;;
+esac
 static=()
 if [[ $arch == s390x ]]; then
   blas=/usr/lib/$triple/openblas-pthread/libopenblas.a
   static=(-DCMAKE_EXE_LINKER_FLAGS=-static -DATTN_OPENMP=OFF "-DBLAS_LIBRARIES=$blas;-lpthread;-lm")
 fi
-ATTN_CROSS=$triple cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/cross-linux.cmake -DCMAKE_BUILD_TYPE=Release \
-  -DATTN_GEMM=openblas -DATTN_DATA=OFF -DATTN_PLOT=OFF -DATTN_MPI=OFF "${static[@]}" >/dev/null || exit 1
-cmake --build "$build" -j"$(nproc)" >/dev/null || { cmake --build "$build" 2>&1 | grep -E "error|Error" | head; exit 1; }
+export ATTN_CROSS=$triple # cmake/cross-linux.cmake reads it at every configure
+log=$(cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/cross-linux.cmake -DCMAKE_BUILD_TYPE=Release \
+  -DATTN_GEMM=openblas -DATTN_DATA=OFF -DATTN_PLOT=OFF -DATTN_MPI=OFF "${static[@]}" 2>&1 &&
+  cmake --build "$build" -j"$(nproc)" 2>&1) || { echo "$log" | grep -E "error|Error" | head; echo "cross_test: $arch: build failed"; echo "cross_test: 0 passed, 1 failed"; exit 1; }
 export OMP_NUM_THREADS=1 OMP_THREAD_LIMIT=1 OPENBLAS_NUM_THREADS=1
-[[ -n $cpu ]] && export QEMU_CPU=$cpu
-ctest --test-dir "$build" --timeout 600 "$@"
-code=$?
-if [[ -x build/st_bytes ]]; then
+passed=0 failed=0
+for run in "${runs[@]}"; do
+  IFS='|' read -r label cpu isa <<<"$run"
+  out=$(cd "$build" && env ${cpu:+QEMU_CPU=$cpu} ${isa:+ATTN_CPU_ISA=$isa} ctest --output-on-failure -j"$(nproc)" "$@" 2>&1)
+  total=$(echo "$out" | sed -nE 's/.*tests failed out of ([0-9]+).*/\1/p')
+  bad=$(echo "$out" | sed -nE 's/.* ([0-9]+) tests failed out of.*/\1/p')
+  skipped=$(echo "$out" | grep -cE "\*\*\*Skipped")
+  echo "$out" | grep -E "\*\*\*Failed|\*\*\*Timeout|\*\*\*Skipped|FAIL " | sed "s/^/  /"
+  if [[ -z $total ]]; then echo "cross_test: $arch, $label: ctest did not run"; failed=$((failed + 1)); continue; fi
+  echo "cross_test: $arch, $label${cpu:+ (qemu -cpu $cpu)}: $((total - bad - skipped)) passed, $bad failed, $skipped skipped ($(echo "$out" | sed -nE 's/^Total Test time \(real\) = +([0-9.]+) sec/\1 s/p'))"
+  passed=$((passed + total - bad - skipped)); failed=$((failed + bad))
+done
+if [[ -x build/st_bytes ]]; then # the same file, byte for byte
   tmp=$(mktemp -d)
-  build/st_bytes "$tmp/host.safetensors" >/dev/null &&
-    "qemu-$arch" -L "/usr/$triple" "$build/st_bytes" "$tmp/$arch.safetensors" >/dev/null &&
-    cmp "$tmp/host.safetensors" "$tmp/$arch.safetensors" &&
-    echo "cross_test: st_bytes wrote the same $(stat -c %s "$tmp/host.safetensors") bytes here and on $arch" ||
-    { echo "cross_test: st_bytes: the $arch file differs from this host's"; code=1; }
+  if build/st_bytes "$tmp/host.safetensors" >/dev/null &&
+     "qemu-$arch" -L "/usr/$triple" "$build/st_bytes" "$tmp/$arch.safetensors" >/dev/null &&
+     cmp "$tmp/host.safetensors" "$tmp/$arch.safetensors"; then
+    echo "cross_test: st_bytes wrote the same $(stat -c %s "$tmp/host.safetensors") bytes here and on $arch"
+    passed=$((passed + 1))
+  else
+    echo "cross_test: st_bytes: the $arch file differs from this host's"; failed=$((failed + 1))
+  fi
   rm -rf "$tmp"
 fi
-exit $code
+echo "cross_test: $passed passed, $failed failed"
+((failed == 0))

@@ -5,7 +5,25 @@
 # files are committed; install it only to regenerate them (tests/golden/README.md).
 # The GEMM library is oneDNN (libdnnl-dev), the build's default; ATTN_GEMM=openblas bash
 # scripts/setup.sh installs OpenBLAS (libopenblas-dev) for -DATTN_GEMM=openblas instead.
+# bash scripts/setup.sh --cross installs, instead, what scripts/cross_test.sh needs: qemu-user, the
+# aarch64 and s390x cross compilers, and those architectures' OpenBLAS (dpkg multiarch).
 set -euo pipefail
+if [[ ${1:-} == --cross ]]; then
+  packages=(qemu-user gcc-aarch64-linux-gnu gcc-s390x-linux-gnu libopenblas-dev:arm64 libopenblas-dev:s390x)
+  missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  ((${#missing[@]})) || exit 0
+  echo "setup: installing ${missing[*]}"
+  for a in arm64 s390x; do
+    dpkg --print-foreign-architectures | grep -qx "$a" || dpkg --add-architecture "$a"
+  done
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  exit
+fi
 case ${ATTN_GEMM:-dnnl} in
   dnnl) gemm=libdnnl-dev ;;
   openblas) gemm=libopenblas-dev ;;

@@ -18,6 +18,10 @@
 #      examples/pytorch_weights.c runs against it; its ldd and pkg-config name none of them
 #   5. data-parallel training with 2 MPI ranks against build/ (tests/mpi/test_mpi.sh, one count
 #      per check)
+#   5b. other architectures under qemu-user (scripts/cross_test.sh, after scripts/setup.sh --cross):
+#      the core's suite cross-built for aarch64 and run at each kernel level (sve at two vector
+#      lengths, neon, baseline), and for s390x (big-endian), one thread; skipped where the cross
+#      packages cannot be installed
 #   6. robustness: the bad-input matrix against build-asan/attn (tests/robustness.sh, one count per
 #      row), SIGKILL during training + resume (tests/kill_resume.sh), every subcommand under
 #      valgrind (tests/valgrind.sh), and 30 s of each libFuzzer target (fuzz/run.sh)
@@ -166,7 +170,6 @@ else
   passed=$((passed + mpi_ok)); failed=$((failed + mpi_bad))
 fi
 
-echo "== robustness: bad-input matrix (against build-asan/), SIGKILL + resume, valgrind, fuzzing"
 counted() { # label, time limit, command...: adds the counts of its last line "<label>: N passed, N failed"
   local label=$1 limit=$2; shift 2
   local log ok bad
@@ -178,6 +181,15 @@ counted() { # label, time limit, command...: adds the counts of its last line "<
   echo "$label: $ok passed, $bad failed"
   passed=$((passed + ok)); failed=$((failed + bad))
 }
+echo "== other architectures under qemu-user (scripts/cross_test.sh): aarch64 at each kernel level, s390x"
+if bash scripts/setup.sh --cross; then
+  counted cross_test 900 bash scripts/cross_test.sh aarch64-linux-gnu # one per test of each level's run
+  counted cross_test 600 bash scripts/cross_test.sh s390x-linux-gnu   # and one per byte comparison
+else
+  echo "cross_test: the cross compilers or qemu-user could not be installed: skipped"
+fi
+
+echo "== robustness: bad-input matrix (against build-asan/), SIGKILL + resume, valgrind, fuzzing"
 counted robustness 600 bash tests/robustness.sh build-asan/attn # one count per row of the table
 counted kill_resume 300 bash tests/kill_resume.sh build/attn    # one per kill, plus 4 comparisons
 counted valgrind 600 bash tests/valgrind.sh                      # one per subcommand

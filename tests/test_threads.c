@@ -185,6 +185,10 @@ static void shared_inference(void)
 
 int main(void)
 {
+    if (getenv("ATTN_TEST_EMULATOR")) { /* qemu-user 7.2 hangs a process of two threads that wait on each other */
+        printf("test_threads: two threads at once under %s: skipped\n", getenv("ATTN_TEST_EMULATOR"));
+        return 77;
+    }
     job alone[2] = {{.translator = false, .threads = 2}, {.translator = true, .threads = 1}};
     job together[2] = {alone[0], alone[1]};
     for (int i = 0; i < 2; i++) train(&alone[i]);
