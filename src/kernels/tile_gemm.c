@@ -23,68 +23,14 @@ enum {
     TILE_KC = 128 /* the most terms of k one product sums in one chain (attn__tile_gemm) */
 };
 
-/* C[0..mr) x [0..nv vectors) (+)= alpha A B over k. mr and nv are constants after inlining. */
+#ifdef __ARM_FEATURE_SVE
+/* SVE, vector-length agnostic: C[0..mr) x [0..nv vectors of svcntw() lanes, whatever the CPU's
+ * length) (+)= alpha A B over k, the columns past n (from b on) left out by the predicates, each
+ * element the same chain of FMAs as the fixed-width block. The accumulators are named one by one (SVE types make no arrays). */
+#define SVE_ROWS(F) F(0) F(1) F(2) F(3) F(4) F(5) /* the rows of a block, TILE_MR */
 static inline __attribute__((always_inline)) void block(float *c, int64_t ldc, const float *a, int64_t a_rs,
                                                         int64_t a_ks, const float *b, int64_t ldb, int mr, int nv,
-                                                        int64_t k, float alpha, bool accumulate)
-{
-    vf acc[TILE_MR][4];
-#pragma GCC unroll 6
-    for (int r = 0; r < mr; r++)
-#pragma GCC unroll 4
-        for (int v = 0; v < nv; v++) acc[r][v] = vf_set1(0.0f);
-    for (int64_t p = 0; p < k; p++) {
-        const float *bp = b + p * ldb, *ap = a + p * a_ks;
-        vf bv[4];
-#pragma GCC unroll 4
-        for (int v = 0; v < nv; v++) bv[v] = vf_load(bp + v * VF_LANES);
-#pragma GCC unroll 6
-        for (int r = 0; r < mr; r++) {
-            vf av = vf_set1(ap[r * a_rs]);
-#pragma GCC unroll 4
-            for (int v = 0; v < nv; v++) acc[r][v] = vf_fma(av, bv[v], acc[r][v]);
-        }
-    }
-    const vf va = vf_set1(alpha);
-#pragma GCC unroll 6
-    for (int r = 0; r < mr; r++)
-#pragma GCC unroll 4
-        for (int v = 0; v < nv; v++) {
-            float *cp = c + r * ldc + v * VF_LANES;
-            vf old = accumulate ? vf_load(cp) : vf_set1(0.0f);
-            vf_store(cp, vf_fma(va, acc[r][v], old));
-        }
-}
-
-/* All m rows of one column panel of nv vectors. */
-static inline __attribute__((always_inline)) void panel(float *c, int64_t ldc, const float *a, int64_t a_rs,
-                                                        int64_t a_ks, const float *b, int64_t ldb, int64_t m, int nv,
-                                                        int64_t k, float alpha, bool accumulate)
-{
-    int64_t r = 0;
-    for (; r + TILE_MR <= m; r += TILE_MR)
-        block(c + r * ldc, ldc, a + r * a_rs, a_rs, a_ks, b, ldb, TILE_MR, nv, k, alpha, accumulate);
-    const float *ar = a + r * a_rs;
-    float *cr = c + r * ldc;
-    /* the last rows with their count a constant: block's accumulators stay in registers */
-#define ROWS(n)                                                                                                        \
-    case n:                                                                                                            \
-        block(cr, ldc, ar, a_rs, a_ks, b, ldb, n, nv, k, alpha, accumulate);                                           \
-        break;
-    switch (m - r) {
-        ROWS(5) ROWS(4) ROWS(3) ROWS(2) ROWS(1)
-    }
-#undef ROWS
-}
-
-#ifdef __ARM_FEATURE_SVE
-/* SVE, vector-length agnostic: the block of `block` with vectors of svcntw() lanes, whatever the
- * CPU's length, and the last columns under a predicate instead of the reference, each element
- * the same chain of FMAs. The accumulators are named one by one (SVE types make no arrays). */
-#define SVE_ROWS(F) F(0) F(1) F(2) F(3) F(4) F(5) /* the rows of a block, TILE_MR */
-static inline __attribute__((always_inline)) void sve_block(float *c, int64_t ldc, const float *a, int64_t a_rs,
-                                                            int64_t a_ks, const float *b, int64_t ldb, int mr, int nv,
-                                                            int64_t n, int64_t k, float alpha, bool accumulate)
+                                                        int64_t n, int64_t k, float alpha, bool accumulate)
 {
     const int64_t vl = (int64_t)svcntw();
     const svbool_t p0 = svwhilelt_b32_s64(0, n), p1 = svwhilelt_b32_s64(vl, n), p2 = svwhilelt_b32_s64(2 * vl, n),
@@ -119,20 +65,59 @@ static inline __attribute__((always_inline)) void sve_block(float *c, int64_t ld
 #undef SVE_ROW_STORE
 #undef SVE_STORE
 }
+#undef SVE_ROWS
+#else
+/* C[0..mr) x [0..nv vectors) (+)= alpha A B over k, the nv vectors whole (n, the columns from b
+ * on, is SVE's). mr and nv are constants after inlining. */
+static inline __attribute__((always_inline)) void block(float *c, int64_t ldc, const float *a, int64_t a_rs,
+                                                        int64_t a_ks, const float *b, int64_t ldb, int mr, int nv,
+                                                        int64_t n, int64_t k, float alpha, bool accumulate)
+{
+    (void)n;
+    vf acc[TILE_MR][4];
+#pragma GCC unroll 6
+    for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) acc[r][v] = vf_set1(0.0f);
+    for (int64_t p = 0; p < k; p++) {
+        const float *bp = b + p * ldb, *ap = a + p * a_ks;
+        vf bv[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) bv[v] = vf_load(bp + v * VF_LANES);
+#pragma GCC unroll 6
+        for (int r = 0; r < mr; r++) {
+            vf av = vf_set1(ap[r * a_rs]);
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++) acc[r][v] = vf_fma(av, bv[v], acc[r][v]);
+        }
+    }
+    const vf va = vf_set1(alpha);
+#pragma GCC unroll 6
+    for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) {
+            float *cp = c + r * ldc + v * VF_LANES;
+            vf old = accumulate ? vf_load(cp) : vf_set1(0.0f);
+            vf_store(cp, vf_fma(va, acc[r][v], old));
+        }
+}
 
-/* All m rows of the columns [0, n) that nv vectors cover. */
-static inline __attribute__((always_inline)) void sve_panel(float *c, int64_t ldc, const float *a, int64_t a_rs,
-                                                            int64_t a_ks, const float *b, int64_t ldb, int64_t m,
-                                                            int nv, int64_t n, int64_t k, float alpha, bool accumulate)
+#endif
+
+/* All m rows of one column panel of nv vectors (n: the columns from b on). */
+static inline __attribute__((always_inline)) void panel(float *c, int64_t ldc, const float *a, int64_t a_rs,
+                                                        int64_t a_ks, const float *b, int64_t ldb, int64_t m, int nv,
+                                                        int64_t n, int64_t k, float alpha, bool accumulate)
 {
     int64_t r = 0;
     for (; r + TILE_MR <= m; r += TILE_MR)
-        sve_block(c + r * ldc, ldc, a + r * a_rs, a_rs, a_ks, b, ldb, TILE_MR, nv, n, k, alpha, accumulate);
+        block(c + r * ldc, ldc, a + r * a_rs, a_rs, a_ks, b, ldb, TILE_MR, nv, n, k, alpha, accumulate);
     const float *ar = a + r * a_rs;
     float *cr = c + r * ldc;
+    /* the last rows with their count a constant: block's accumulators stay in registers */
 #define ROWS(rows)                                                                                                     \
     case rows:                                                                                                         \
-        sve_block(cr, ldc, ar, a_rs, a_ks, b, ldb, rows, nv, n, k, alpha, accumulate);                                 \
+        block(cr, ldc, ar, a_rs, a_ks, b, ldb, rows, nv, n, k, alpha, accumulate);                                     \
         break;
     switch (m - r) {
         ROWS(5) ROWS(4) ROWS(3) ROWS(2) ROWS(1)
@@ -140,6 +125,7 @@ static inline __attribute__((always_inline)) void sve_panel(float *c, int64_t ld
 #undef ROWS
 }
 
+#ifdef __ARM_FEATURE_SVE
 /* The product over all of k, each element summed in one chain: panels of 4 vectors while more
  * than 3 are needed, then 2 or 1 */
 static void product(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb,
@@ -147,12 +133,10 @@ static void product(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t
 {
     const int64_t vl = (int64_t)svcntw();
     int64_t j = 0;
-    for (; n - j > 3 * vl; j += 4 * vl)
-        sve_panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 4, n - j, k, alpha, accumulate);
-    for (; n - j > vl; j += 2 * vl) sve_panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 2, n - j, k, alpha, accumulate);
-    if (j < n) sve_panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 1, n - j, k, alpha, accumulate);
+    for (; n - j > 3 * vl; j += 4 * vl) panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 4, n - j, k, alpha, accumulate);
+    for (; n - j > vl; j += 2 * vl) panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 2, n - j, k, alpha, accumulate);
+    if (j < n) panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 1, n - j, k, alpha, accumulate);
 }
-#undef SVE_ROWS
 #else
 /* The product over all of k, each element summed in one chain */
 static void product(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_ks, const float *b, int64_t ldb,
@@ -160,12 +144,13 @@ static void product(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t
 {
     int64_t j = 0;
     for (; j + TILE_NV * VF_LANES <= n; j += TILE_NV * VF_LANES)
-        panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, TILE_NV, k, alpha, accumulate);
+        panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, TILE_NV, n - j, k, alpha, accumulate);
     if (TILE_NV > 2 && j + 2 * VF_LANES <= n) {
-        panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 2, k, alpha, accumulate);
+        panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 2, n - j, k, alpha, accumulate);
         j += 2 * VF_LANES;
     }
-    for (; j + VF_LANES <= n; j += VF_LANES) panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 1, k, alpha, accumulate);
+    for (; j + VF_LANES <= n; j += VF_LANES)
+        panel(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, 1, n - j, k, alpha, accumulate);
     if (j < n) /* the last columns, fewer than a vector (heads of d < VF_LANES): the reference,
                 * whose double sums cost little at that size */
         attn__tile_gemm_ref(c + j, ldc, a, a_rs, a_ks, b + j, ldb, m, n - j, k, alpha, accumulate);
