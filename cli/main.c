@@ -64,29 +64,30 @@ static void man_page(FILE *out)
     for (size_t i = 0; i < N_COMMANDS; i++) {
         cli_man(commands[i].spec, out);
     }
-    fputs(".SH DATA-PARALLEL TRAINING\nStarted by\n.BR mpirun ,\n.B classify train\nand\n.B translate train\n"
-          "train data\\-parallel: each rank takes\n.B \\-\\-batch\\-size\nexamples of every step, gradients "
-          "are averaged with one all\\-reduce, and rank 0 alone prints,\nwrites checkpoints and plots. Long runs "
-          "show a progress line (epoch, step, loss, tokens/s, ETA) on a\nterminal and plain log lines otherwise.\n"
-          ".SH FILES\nPictures: the extension of the output path chooses PNG, SVG or PDF. Tensors: safetensors\n"
-          "(F32, F64, F16, BF16, I64, I32, I16, I8, U8, BOOL), validated on reading. Every output file appears\n"
-          "complete or not at all: a regular file is written beside itself and renamed; a symlink's\ntarget is "
-          "replaced, not the link; a device or FIFO is written in place (a FIFO that no reader opens within\n"
-          "2 s fails); /dev/stdout, /dev/stderr and /dev/fd/N are written through the descriptor itself,\n"
-          "so a pipe gets the bytes and a log opened with >> is appended to.\n"
-          ".SH ENVIRONMENT\n.TP\n.B ATTN_DATA_DIR\nthe folder holding the shipped data sets (aclImdb_mini, multi30k); "
-          "without it the program\n"
-          "looks in data/ beside itself (the build tree), then in ../share/attn (an installed program).\n"
-          ".TP\n.B OMP_NUM_THREADS\nthe default thread count where a command has no\n.BR \\-\\-threads .\n"
-          ".TP\n.B ATTN_CPU_ISA\nbaseline, or on x86-64 avx2, avx512 or avx512_bf16, on aarch64 neon or sve: the "
-          "highest level\nof the library's kernels to run (the best this CPU supports when unset; a level above it "
-          "changes\nnothing);\n.B attn \\-\\-version\nsays which runs and which this CPU has.\n"
-          ".SH EXIT STATUS\n0 on success, 1 on a data or runtime error, 2 on a usage error (unknown option, bad "
-          "value, a\nfile option that names nothing usable), reported before any work. Messages name the option or "
-          "file\nand what was expected.\n"
-          ".SH NOTES\nA query whose keys are all masked gets output 0, weight 0 and gradient 0; PyTorch 1.13 gives "
-          "NaN\nthere.\n.SH SEE ALSO\nThe README of the project, and\n.I include/attn.h\nfor the library.\n",
-          out);
+    fputs(
+        ".SH DATA-PARALLEL TRAINING\nStarted by\n.BR mpirun ,\n.B classify train\nand\n.B translate train\n"
+        "train data\\-parallel: each rank takes\n.B \\-\\-batch\\-size\nexamples of every step, gradients "
+        "are averaged with one all\\-reduce, and rank 0 alone prints,\nwrites checkpoints and plots. Long runs "
+        "show a progress line (epoch, step, loss, tokens/s, ETA) on a\nterminal and plain log lines otherwise.\n"
+        ".SH FILES\nPictures: the extension of the output path chooses PNG, SVG or PDF. Tensors: safetensors\n"
+        "(F32, F64, F16, BF16, I64, I32, I16, I8, U8, BOOL), validated on reading. Every output file appears\n"
+        "complete or not at all: a regular file is written beside itself and renamed; a symlink's\ntarget is "
+        "replaced, not the link; a device or FIFO is written in place (a FIFO that no reader opens within\n"
+        "2 s fails); /dev/stdout, /dev/stderr and /dev/fd/N are written through the descriptor itself,\n"
+        "so a pipe gets the bytes and a log opened with >> is appended to.\n"
+        ".SH ENVIRONMENT\n.TP\n.B ATTN_DATA_DIR\nthe folder holding the shipped data sets (aclImdb_mini, multi30k); "
+        "without it the program\n"
+        "looks in data/ beside itself (the build tree), then in ../share/attn (an installed program).\n"
+        ".TP\n.B OMP_NUM_THREADS\nthe default thread count where a command has no\n.BR \\-\\-threads .\n"
+        ".TP\n.B ATTN_CPU_ISA\nbaseline, or on x86-64 avx2, avx512 or avx512_bf16, on aarch64 neon, sve or neon_bf16: "
+        "the\nhighest level of the library's kernels to run (they run at the highest this CPU supports at or\n"
+        "under it; the best when unset);\n.B attn \\-\\-version\nsays which runs and which this CPU has.\n"
+        ".SH EXIT STATUS\n0 on success, 1 on a data or runtime error, 2 on a usage error (unknown option, bad "
+        "value, a\nfile option that names nothing usable), reported before any work. Messages name the option or "
+        "file\nand what was expected.\n"
+        ".SH NOTES\nA query whose keys are all masked gets output 0, weight 0 and gradient 0; PyTorch 1.13 gives "
+        "NaN\nthere.\n.SH SEE ALSO\nThe README of the project, and\n.I include/attn.h\nfor the library.\n",
+        out);
 }
 
 static int dispatch(int argc, char **argv)
@@ -119,8 +120,10 @@ static int dispatch(int argc, char **argv)
         printf(" here; ATTN_CPU_ISA caps the choice)\nGEMM: %s\n", attn_gemm_backend());
         printf("--matmul-precision medium: %s%s\n",
                attn_bf16_products() ? "bf16 operands, float32 sums" : "float32 (this level has no bf16 products)",
-               !attn_bf16_products()   ? ""
-               : attn_bf16_amx()       ? "; the fused attention's products on AMX tiles"
+               !attn_bf16_products() ? ""
+               : attn_bf16_amx()     ? "; the fused attention's products on AMX tiles"
+               : attn_bf16_attention() && attn_cpu_isa() == ATTN_ISA_NEON_BF16
+                   ? "; the fused attention's products with BFDOT (sums rounded to odd)"
                : attn_bf16_attention() ? "; the fused attention's products with VDPBF16PS"
                                        : "; the fused attention's products float32 (this CPU's bf16 dot products "
                                          "run no faster than its float32 FMAs)");

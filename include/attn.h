@@ -166,8 +166,10 @@ ATTN_API const char *attn_gemm_backend(void);
  * vector's HWCAP) is chosen once, thread-safely, at the first kernel call. ATTN_CPU_ISA=<name> in
  * the environment caps the choice, as does attn_cpu_isa_set_max before that first call; a cap
  * above what the CPU has changes nothing, and an unknown value, or another architecture's level,
- * is ignored (the attn program refuses it). The levels of one architecture are ordered as below;
- * a level of another architecture is never supported. Results at two levels can differ in their
+ * is ignored (the attn program refuses it). The levels of one architecture are ordered as below,
+ * and the one chosen is the highest the CPU supports at or under the cap (on aarch64 a CPU can
+ * have neon_bf16 without sve, or sve without neon_bf16); a level of another architecture is never
+ * supported. Results at two levels can differ in their
  * last bits (lanes sum in other orders, FMAs round once); one level gives the same bits run after
  * run. The GEMM library chooses its own kernels (oneDNN: ONEDNN_MAX_CPU_ISA). A build with
  * ATTN_NATIVE (-march=native), or for any other architecture, has one level: the one its compiler
@@ -183,8 +185,11 @@ typedef enum attn_isa {
     ATTN_ISA_NEON,        /* aarch64 (ARMv8.0-A): AdvSIMD kernels, 4 lanes */
     ATTN_ISA_SVE,         /* aarch64 with SVE: the neon level's kernels, and the tile products in
                            * vector-length-agnostic SVE */
+    ATTN_ISA_NEON_BF16,   /* aarch64 with BF16 (ARMv8.6-A's FEAT_BF16, HWCAP2_BF16): the neon level's
+                           * kernels, and MEDIUM's attention products through BFDOT (with or
+                           * without SVE) */
 } attn_isa;
-#define ATTN_ISA_COUNT 6
+#define ATTN_ISA_COUNT 7
 
 /* The level the kernels run at (chosen on the first call of this or of any kernel). */
 ATTN_API attn_isa attn_cpu_isa(void);
@@ -198,8 +203,8 @@ ATTN_API bool attn_isa_this_arch(attn_isa level);
  * it equals max), ATTN_ERR_ARG for a value outside attn_isa or a level of another architecture.
  * Overrides ATTN_CPU_ISA. */
 ATTN_API attn_status attn_cpu_isa_set_max(attn_isa max);
-/* "baseline", "avx2", "avx512", "avx512_bf16", "neon", "sve" (a static string; "?" outside
- * attn_isa). */
+/* "baseline", "avx2", "avx512", "avx512_bf16", "neon", "sve", "neon_bf16" (a static string; "?"
+ * outside attn_isa). */
 ATTN_API const char *attn_isa_name(attn_isa level);
 /* The level a name gives (the names of attn_isa_name, any case, of any architecture);
  * ATTN_ERR_ARG for another name, *level unchanged. */
@@ -296,11 +301,14 @@ ATTN_API int attn_ctx_num_threads(const attn_ctx *ctx); /* 0 for a NULL ctx */
  *   HIGHEST: float32 products and sums (the default).
  *   HIGH:    as HIGHEST (PyTorch's HIGH is TF32 or three bf16 passes where the hardware makes
  *            them faster than float32; on these CPUs neither is).
- *   MEDIUM:  where the kernels run at the avx512_bf16 level (attn_bf16_products), the products of
- *            attn_linear, attn_matmul, attn_conv1d and, where the CPU's bf16 dot products outrun
- *            its float32 FMAs (attn_bf16_attention), the fused attention (S = Q K^T, O = P V and
- *            their backward products) take their operands rounded to bf16 (round to nearest even,
- *            unit roundoff u = 2^-8) and sum in float32; softmax statistics, masks, dropout, layer
+ *   MEDIUM:  where the kernels run at a level with bf16 dot products, avx512_bf16 or neon_bf16
+ *            (attn_bf16_products), the products of attn_linear, attn_matmul, attn_conv1d (through
+ *            the GEMM library's bf16 matmul: oneDNN's; OpenBLAS has none, and they stay float32)
+ *            and, where the CPU's bf16 dot products outrun its float32 FMAs (attn_bf16_attention),
+ *            the fused attention (S = Q K^T, O = P V and their backward products) take their
+ *            operands rounded to bf16 (round to nearest even, unit roundoff u = 2^-8) and sum in
+ *            float32 (at neon_bf16 as BFDOT sums: each rounded to odd, whose error is within the
+ *            bound below too); softmax statistics, masks, dropout, layer
  *            norm, losses, reductions and the optimizer stay float32. Elsewhere MEDIUM runs as
  *            HIGHEST, as PyTorch does. Error: an element sum_k a_k b_k of a product is within
  *            (2u + 2^-23 + K 2^-24) sum_k |a_k b_k| of the float32 one (2u from rounding a and b,
@@ -317,14 +325,16 @@ typedef enum attn_precision {
 } attn_precision;
 ATTN_API attn_status attn_ctx_set_matmul_precision(attn_ctx *ctx, attn_precision precision);
 ATTN_API attn_precision attn_ctx_matmul_precision(const attn_ctx *ctx); /* HIGHEST for a NULL ctx */
-/* true when MEDIUM takes bf16 operands here: the kernels run at the avx512_bf16 level. */
+/* true when MEDIUM takes bf16 operands here: the kernels run at the avx512_bf16 or neon_bf16 level. */
 ATTN_API bool attn_bf16_products(void);
 /* true when MEDIUM also gives the fused attention's tile products bf16 operands: attn_bf16_products
  * on a CPU whose VDPBF16PS does more multiply-adds per cycle than float32 FMAs (AMD's Zen 4 and
  * Zen 5: twice as many), or one with AMX tiles the OS lets this process use (Intel's Xeons since
  * Sapphire Rapids; their VDPBF16PS runs at half their AVX-512 FMA rate, their TDPBF16PS at over
- * ten times it). AMX sums a product's pairs in its own order (attn_bf16_amx): other bits than
- * VDPBF16PS's, within the same bound. Elsewhere the attention stays float32. */
+ * ten times it), or at neon_bf16 (BFDOT does two multiply-adds per lane where FMLA does one; not
+ * timed on ARM hardware). AMX sums a product's pairs in its own order (attn_bf16_amx), BFDOT
+ * rounds its sums to odd: other bits than VDPBF16PS's, within the same bound. Elsewhere the
+ * attention stays float32. */
 ATTN_API bool attn_bf16_attention(void);
 /* true when attn_bf16_attention's products run on AMX tiles (TDPBF16PS) */
 ATTN_API bool attn_bf16_amx(void);

@@ -19,8 +19,8 @@
 #   5. data-parallel training with 2 MPI ranks against build/ (tests/mpi/test_mpi.sh, one count
 #      per check)
 #   5b. other architectures under qemu-user (scripts/cross_test.sh, after scripts/setup.sh --cross):
-#      the core's suite cross-built for aarch64 and run at each kernel level (sve at two vector
-#      lengths, neon, baseline), and for s390x (big-endian) the tests that read or write bytes,
+#      the core's suite cross-built for aarch64 and run at each kernel level (neon_bf16, sve at two
+#      vector lengths, neon, baseline), and for s390x (big-endian) the tests that read or write bytes,
 #      one thread; skipped where the cross packages cannot be installed
 #   6. robustness: the bad-input matrix against build-asan/attn (tests/robustness.sh, one count per
 #      row), SIGKILL during training + resume (tests/kill_resume.sh), every subcommand under

@@ -4,8 +4,9 @@
 # it, and the highest level's kernels must show some (so the check can fail).
 #   x86_64: above x86-64-v2 is AVX and later (VEX or EVEX encodings, ymm/zmm/k registers, BMI1/2,
 #           LZCNT, MOVBE); the avx2 level's kernels must hold them.
-#   aarch64: above ARMv8.0-A is SVE (z and p registers, the vector-length instructions); the
-#           baseline and neon levels must hold none, the sve level's kernels must.
+#   aarch64: above ARMv8.0-A is SVE (z and p registers, the vector-length instructions) and BF16
+#           (BFDOT, BFMMLA, BFCVT); the baseline and neon levels must hold none, the sve level's
+#           kernels must hold SVE's and the neon_bf16 level's BFDOT.
 # Usage: tests/isa_objdump.sh BUILD_DIR [ARCH [OBJDUMP]]   (ARCH: x86_64, the default, or aarch64)
 set -uo pipefail
 build=${1:?usage: tests/isa_objdump.sh BUILD_DIR [ARCH [OBJDUMP]]}
@@ -18,12 +19,12 @@ case $arch in
     above_mnemonic='^(v[a-z0-9]+|andn|bextr|blsi|blsmsk|blsr|bzhi|mulx|pdep|pext|rorx|sarx|shlx|shrx|lzcnt|tzcnt|movbe)$'
     except_mnemonic='^(verr|verw)$'
     above_operand='%[yz]mm|%k[0-7]'
-    base_level=baseline top_level=avx2 floor=x86-64-v2 min_hits=1000 ;;
+    base_level=baseline floor=x86-64-v2 top_levels=(avx2:1000) ;;
   aarch64)
     above_mnemonic='^(ptrues?|whilel[eost]|cnt[bhwd]|inc[bhwd]|dec[bhwd]|addvl|addpl|rdvl|bfdot|bfmmla|bfcvtn2?)$'
     except_mnemonic='^$'
     above_operand='(^|[ ,{\[])[zp][0-9]+(\.[bhsdq]|/[mz])'
-    base_level=neon top_level=sve floor=ARMv8.0-A min_hits=100 ;;
+    base_level=neon floor=ARMv8.0-A top_levels=(sve:100 neon_bf16:10) ;;
   *) echo "isa_objdump: no check for $arch: skipped"; exit 77 ;;
 esac
 count_above() { # object: instructions above the baseline
@@ -47,9 +48,14 @@ for dir in $(printf '%s\n' "${baseline_dirs[@]}" | sort -u); do
     if ((n > 0)); then echo "isa_objdump: $obj: $n instructions above $floor"; bad=$((bad + 1)); fi
   done < <(find "$build/$dir" -name '*.o' -print0)
 done
-level_hits=0
-while IFS= read -r -d '' obj; do
-  level_hits=$((level_hits + $(count_above "$obj")))
-done < <(find "$build/CMakeFiles/attn_kernels_$top_level.dir" -name '*.o' -print0)
-echo "isa_objdump: $checked baseline objects, $bad with instructions above $floor; the $top_level level's kernels: $level_hits"
-((checked > 50 && bad == 0 && level_hits > min_hits))
+summary="isa_objdump: $checked baseline objects, $bad with instructions above $floor"
+for top in "${top_levels[@]}"; do # level:the fewest instructions above the floor its kernels must hold
+  level=${top%%:*} level_hits=0
+  while IFS= read -r -d '' obj; do
+    level_hits=$((level_hits + $(count_above "$obj")))
+  done < <(find "$build/CMakeFiles/attn_kernels_$level.dir" -name '*.o' -print0)
+  summary+="; the $level level's kernels: $level_hits"
+  ((level_hits > ${top#*:})) || bad=$((bad + 1))
+done
+echo "$summary"
+((checked > 50 && bad == 0))

@@ -1,8 +1,8 @@
 /* The fused attention with bf16 products (MEDIUM precision, sdpa_problem.bf16) against float64,
  * forward and backward, within the bound attn.h states, at every level this CPU has (below
  * avx512_bf16 the bf16 tile GEMM is its reference: the same arithmetic, so the suite checks the
- * path on every host), with VDPBF16PS's sums and with AMX's (sdpa_problem.amx: the AMX tiles where
- * this CPU has them, else their reference). The bound is testkit_bf16.h's, carried through the computation to first
+ * path on every host), with VDPBF16PS's sums, AMX's and Arm BFDOT's (sdpa_problem.sums: the AMX
+ * tiles or BFDOT where this CPU and level have them, else their references). The bound is testkit_bf16.h's, carried through the computation to first
  * order; each element passes within 1.1 e + 1e-6 max|ref| (1e-6: the float32 floor of the
  * HIGHEST comparisons). The bound is a worst case (signs all aligned); the test prints the
  * fraction of it used. So that the check cannot pass by running float32, every tensor must also
@@ -18,6 +18,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* how each sums' kind is named in a failure (sdpa_sums) */
+static const char *const sums_names[SDPA_SUMS_COUNT] = {
+    [SDPA_SUMS_DPBF16] = "", [SDPA_SUMS_AMX] = " AMX sums", [SDPA_SUMS_BFDOT] = " BFDOT sums"};
 
 typedef struct shape {
     int64_t B, H, Lq, Lk, D, Dv;
@@ -168,8 +172,8 @@ static void run_case(const shape *s, float q_scale, uint64_t seed)
     for (int64_t b = 0; b < s->B && b < 4; b++) lens[b] = (s->Lk * (b + 1)) / 4; /* the first batch sees a quarter */
     const float scale = 1.0f / sqrtf((float)s->D);
     reference(s, lens, scale, &t);
-    for (int run = 0; run < 2 * ATTN_ISA_COUNT; run++) {
-        const int l = run / 2, amx = run % 2; /* each level, with VDPBF16PS's sums and AMX's */
+    for (int run = 0; run < SDPA_SUMS_COUNT * ATTN_ISA_COUNT; run++) {
+        const int l = run / SDPA_SUMS_COUNT, sums = run % SDPA_SUMS_COUNT; /* each level, with each kind's sums */
         const attn__kernel_table *k = attn__kernels_at((attn_isa)l);
         if (!k) continue;
         sdpa_problem p = {.batch = s->B,
@@ -181,7 +185,7 @@ static void run_case(const shape *s, float q_scale, uint64_t seed)
                           .scale = scale,
                           .threads = 2,
                           .bf16 = true,
-                          .amx = amx};
+                          .sums = (sdpa_sums)sums};
         p.masks.causal = s->causal;
         p.masks.valid_lens = s->lens ? lens : NULL;
         float *out = calloc((size_t)no, sizeof(float)),
@@ -198,8 +202,8 @@ static void run_case(const shape *s, float q_scale, uint64_t seed)
         const int64_t n[] = {no, nq, nk, nv};
         for (int i = 0; q_scale == 1.0f && i < 4; i++) {
             snprintf(what, sizeof what, "%s%s B%lld H%lld Lq%lld Lk%lld D%lld Dv%lld%s%s q x%g %s",
-                     attn_isa_name((attn_isa)l), amx ? " AMX sums" : "", (long long)s->B, (long long)s->H,
-                     (long long)s->Lq, (long long)s->Lk, (long long)s->D, (long long)s->Dv, s->causal ? " causal" : "",
+                     attn_isa_name((attn_isa)l), sums_names[sums], (long long)s->B, (long long)s->H, (long long)s->Lq,
+                     (long long)s->Lk, (long long)s->D, (long long)s->Dv, s->causal ? " causal" : "",
                      s->lens ? " lens" : "", (double)q_scale, names[i]);
             check(what, got[i], ref[i], bound[i], n[i]);
         }
@@ -222,8 +226,8 @@ static void special_rows(void)
           *g = randn(&rng, L * D, 1.0f);
     q[4 * D + 3] = NAN;
     int64_t lens[1] = {0}, odd[1] = {5}; /* every key of the batch masked, or the first 5 */
-    for (int run = 0; run < 2 * ATTN_ISA_COUNT; run++) {
-        const int l = run / 2, amx = run % 2;
+    for (int run = 0; run < SDPA_SUMS_COUNT * ATTN_ISA_COUNT; run++) {
+        const int l = run / SDPA_SUMS_COUNT, sums = run % SDPA_SUMS_COUNT;
         const attn__kernel_table *t = attn__kernels_at((attn_isa)l);
         if (!t) continue;
         for (int masked = 0; masked < 3; masked++) {
@@ -236,7 +240,7 @@ static void special_rows(void)
                               .scale = 0.25f,
                               .threads = 1,
                               .bf16 = true,
-                              .amx = amx};
+                              .sums = (sdpa_sums)sums};
             p.masks.valid_lens = masked == 1 ? lens : masked == 2 ? odd : NULL; /* or none */
             v[5 * D + 2] = masked == 2 ? INFINITY : 1.0f;
             float out[9 * 16], stats[18], dq[9 * 16] = {0}, dk[9 * 16] = {0}, dv[9 * 16] = {0};
@@ -251,7 +255,7 @@ static void special_rows(void)
                 else
                     ok = ok && (isnan(out[i]) == nan_row) && (nan_row || isfinite(out[i]));
             }
-            TK_CHECK(ok, "%s, bf16%s: %s", attn_isa_name((attn_isa)l), amx ? " (AMX sums)" : "",
+            TK_CHECK(ok, "%s, bf16%s: %s", attn_isa_name((attn_isa)l), sums_names[sums],
                      masked == 1   ? "every key masked: output and gradients 0"
                      : masked == 2 ? "an inf in V past the first 5 keys reaches no output, a NaN in q its row only"
                                    : "a NaN in q: NaN in its output row only");

@@ -84,24 +84,50 @@ static void decoding(void)
     }
 }
 
-/* aarch64's AT_HWCAP words as qemu-aarch64 7.2 reports them for its CPU models: SVE is bit 22,
- * ASIMD bit 1. */
+/* aarch64's AT_HWCAP and AT_HWCAP2 words as qemu-aarch64 7.2 reports them for its CPU models
+ * (HWCAP: ASIMD bit 1, SVE bit 22; HWCAP2: BF16 bit 14), the levels they allow, and the level
+ * chosen under each cap: the highest the CPU has at or under it, though a level under one it has
+ * may be missing (max,sve=off has BF16 without SVE, as Apple's M2; a64fx SVE without BF16). */
 static void decoding_hwcap(void)
 {
+    enum {
+        B = 1 << ATTN_ISA_BASELINE,
+        NEON = 1 << ATTN_ISA_NEON,
+        SVE = 1 << ATTN_ISA_SVE,
+        BF16 = 1 << ATTN_ISA_NEON_BF16
+    };
     const struct {
         const char *cpu;
-        uint64_t hwcap;
-        attn_isa expect;
+        uint64_t hwcap, hwcap2;
+        unsigned levels;
+        attn_isa capped_at_sve, capped_at_bf16; /* the choice under ATTN_CPU_ISA=sve and =neon_bf16 */
     } cpus[] = {
-        {"cortex-a53", 0x8fb, ATTN_ISA_NEON},    {"neoverse-n1", 0x119ffb, ATTN_ISA_NEON},
-        {"a64fx (SVE)", 0x415ffb, ATTN_ISA_SVE}, {"max (SVE2, BF16)", 0xecfffffbu, ATTN_ISA_SVE},
-        {"no AdvSIMD", 0x1, ATTN_ISA_BASELINE},  {"SVE without AdvSIMD", 0x400001, ATTN_ISA_BASELINE},
+        {"cortex-a53", 0x8fb, 0, B | NEON, ATTN_ISA_NEON, ATTN_ISA_NEON},
+        {"neoverse-n1", 0x119ffb, 0, B | NEON, ATTN_ISA_NEON, ATTN_ISA_NEON},
+        {"a64fx (SVE)", 0x415ffb, 0, B | NEON | SVE, ATTN_ISA_SVE, ATTN_ISA_SVE},
+        {"max (SVE2, BF16)", 0xecfffffbu, 0x7f877fff, B | NEON | SVE | BF16, ATTN_ISA_SVE, ATTN_ISA_NEON_BF16},
+        {"max,sve=off (BF16)", 0xecbffffbu, 0x76181, B | NEON | BF16, ATTN_ISA_NEON, ATTN_ISA_NEON_BF16},
+        {"no AdvSIMD", 0x1, 0x4000, B, ATTN_ISA_BASELINE, ATTN_ISA_BASELINE},
+        {"SVE without AdvSIMD", 0x400001, 0, B, ATTN_ISA_BASELINE, ATTN_ISA_BASELINE},
     };
     for (size_t i = 0; i < sizeof cpus / sizeof *cpus; i++) {
-        attn_isa got = attn__isa_from_hwcap(cpus[i].hwcap);
-        TK_CHECK(got == cpus[i].expect, "%s (HWCAP %#llx) decodes as %s, got %s", cpus[i].cpu,
-                 (unsigned long long)cpus[i].hwcap, attn_isa_name(cpus[i].expect), attn_isa_name(got));
+        const unsigned got = attn__isa_levels_from_hwcap(cpus[i].hwcap, cpus[i].hwcap2);
+        TK_CHECK(got == cpus[i].levels, "%s (HWCAP %#llx, HWCAP2 %#llx) allows levels %#x, got %#x", cpus[i].cpu,
+                 (unsigned long long)cpus[i].hwcap, (unsigned long long)cpus[i].hwcap2, cpus[i].levels, got);
+        const attn_isa sve = attn__isa_highest(got, ATTN_ISA_SVE), bf16 = attn__isa_highest(got, ATTN_ISA_NEON_BF16);
+        TK_CHECK(sve == cpus[i].capped_at_sve && bf16 == cpus[i].capped_at_bf16,
+                 "%s: capped at sve runs %s (expected %s), at neon_bf16 %s (expected %s)", cpus[i].cpu,
+                 attn_isa_name(sve), attn_isa_name(cpus[i].capped_at_sve), attn_isa_name(bf16),
+                 attn_isa_name(cpus[i].capped_at_bf16));
     }
+}
+
+/* The levels this build and CPU support, bit l for level l */
+static unsigned supported_levels(void)
+{
+    unsigned levels = 0;
+    for (int l = 0; l < ATTN_ISA_COUNT; l++) levels |= (unsigned)attn_cpu_isa_supported((attn_isa)l) << l;
+    return levels;
 }
 
 static attn_isa best_supported(void)
@@ -117,7 +143,9 @@ static attn_isa best_supported(void)
 static attn_isa gcc_level(void)
 {
 #if defined(__aarch64__) && defined(__linux__)
-    return getauxval(AT_HWCAP) & HWCAP_SVE ? ATTN_ISA_SVE : ATTN_ISA_NEON;
+    return getauxval(AT_HWCAP2) & HWCAP2_BF16 ? ATTN_ISA_NEON_BF16
+           : getauxval(AT_HWCAP) & HWCAP_SVE  ? ATTN_ISA_SVE
+                                              : ATTN_ISA_NEON;
 #elif !defined(__x86_64__)
     return best_supported();
 #else
@@ -136,35 +164,48 @@ static void this_host(void)
     const char *cap = getenv("ATTN_CPU_ISA");
     printf("%s%s\n", cap ? ", ATTN_CPU_ISA=" : "", cap ? cap : "");
 #ifdef ATTN_TEST_DISPATCH
-    /* a dispatching build has every level up to the CPU's (the bf16 one where the compiler has it) */
+    /* a dispatching build has every level the CPU has (the bf16 one where the compiler has it) */
     TK_CHECK(best == gcc || (gcc == ATTN_ISA_AVX512_BF16 && best == ATTN_ISA_AVX512),
              "the best level supported (%s) is GCC's reading of this CPU (%s)", attn_isa_name(best),
              attn_isa_name(gcc));
+#if defined(__aarch64__) && defined(__linux__)
+    TK_CHECK(supported_levels() == attn__isa_levels_from_hwcap(getauxval(AT_HWCAP), getauxval(AT_HWCAP2)),
+             "the levels supported (%#x) are those HWCAP and HWCAP2 allow", supported_levels());
+#else
     for (int l = 0; l <= (int)best; l++)
         TK_CHECK(attn_cpu_isa_supported((attn_isa)l) == attn_isa_this_arch((attn_isa)l),
                  "level %s below the best is supported if it is this architecture's", attn_isa_name((attn_isa)l));
+#endif
 #endif
     TK_CHECK(best <= gcc, "no level above what the CPU has (%s > %s)", attn_isa_name(best), attn_isa_name(gcc));
     attn_isa want = best;
 #ifdef ATTN_TEST_DISPATCH /* one level without dispatch: a cap changes nothing */
     attn_isa parsed;
-    if (cap && attn_isa_from_name(cap, &parsed) == ATTN_OK && attn_isa_this_arch(parsed) && parsed < want)
-        want = parsed;
+    if (cap && attn_isa_from_name(cap, &parsed) == ATTN_OK && attn_isa_this_arch(parsed))
+        want = attn__isa_highest(supported_levels(), parsed);
 #endif
-    TK_CHECK(attn_cpu_isa() == want, "kernels at %s, expected min(cap, CPU) = %s", attn_isa_name(attn_cpu_isa()),
-             attn_isa_name(want));
+    TK_CHECK(attn_cpu_isa() == want, "kernels at %s, expected the highest supported under the cap, %s",
+             attn_isa_name(attn_cpu_isa()), attn_isa_name(want));
     TK_CHECK(attn__kernels() == attn__kernels_at(attn_cpu_isa()), "the chosen table is the level's");
-    /* MEDIUM's attention tiles take bf16 only with bf16 products, with VDPBF16PS on AMD's CPUs and on
-     * AMX tiles where this process may use them */
+    /* MEDIUM's attention tiles take bf16 only with bf16 products, with VDPBF16PS on AMD's CPUs, on
+     * AMX tiles where this process may use them, and with BFDOT at neon_bf16 */
 #if defined(__x86_64__)
     __builtin_cpu_init();
     const bool amd = __builtin_cpu_is("amd");
 #else
     const bool amd = false;
 #endif
-    TK_CHECK(attn_bf16_attention() == (attn_bf16_products() && (amd || attn__amx_usable())),
-             "bf16 attention tiles (%d) = bf16 products (%d) on an AMD CPU (%d) or with AMX (%d)",
-             attn_bf16_attention(), attn_bf16_products(), amd, attn__amx_usable());
+    const bool bfdot = attn_cpu_isa() == ATTN_ISA_NEON_BF16;
+    TK_CHECK(attn_bf16_products() == (attn_cpu_isa() == ATTN_ISA_AVX512_BF16 || bfdot),
+             "bf16 products (%d) at avx512_bf16 and neon_bf16", attn_bf16_products());
+    TK_CHECK(attn_bf16_attention() == (attn_bf16_products() && (amd || attn__amx_usable() || bfdot)),
+             "bf16 attention tiles (%d) = bf16 products (%d) on an AMD CPU (%d), with AMX (%d) or BFDOT (%d)",
+             attn_bf16_attention(), attn_bf16_products(), amd, attn__amx_usable(), bfdot);
+    TK_CHECK(attn__bf16_sums() == (attn_bf16_amx() ? SDPA_SUMS_AMX
+                                   : bfdot         ? SDPA_SUMS_BFDOT
+                                                   : SDPA_SUMS_DPBF16),
+             "the attention's bf16 sums (%d) are AMX's with AMX, BFDOT's at neon_bf16, else VDPBF16PS's",
+             (int)attn__bf16_sums());
     TK_CHECK(attn_bf16_amx() == (attn_bf16_attention() && attn__amx_usable()),
              "AMX attention tiles (%d) = bf16 attention tiles with AMX usable", attn_bf16_amx());
 }
@@ -185,7 +226,7 @@ static void names(void)
 }
 
 /* The child of set_max, a fresh process: caps at `level`, exit status 0 when the kernels then run
- * at min(level, the CPU's). The cap overrides ATTN_CPU_ISA. */
+ * at the highest level the CPU supports at or under it. The cap overrides ATTN_CPU_ISA. */
 static int set_max_child(const char *level)
 {
     attn_isa cap;
@@ -196,11 +237,10 @@ static int set_max_child(const char *level)
                    ? 0
                    : 1;
     if (attn_cpu_isa_set_max(cap) != ATTN_OK) return 1;
-    attn_isa best = best_supported();
 #ifdef ATTN_TEST_DISPATCH
-    return attn_cpu_isa() == (cap < best ? cap : best) ? 0 : 1;
+    return attn_cpu_isa() == attn__isa_highest(supported_levels(), cap) ? 0 : 1;
 #else /* one level: a cap changes nothing */
-    return attn_cpu_isa() == best ? 0 : 1;
+    return attn_cpu_isa() == best_supported() ? 0 : 1;
 #endif
 }
 
@@ -222,8 +262,8 @@ static void set_max(void)
         }
         int status = 0;
         TK_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                 "attn_cpu_isa_set_max(%s) in a fresh process gives min(%s, the CPU's level)",
-                 attn_isa_name((attn_isa)l), attn_isa_name((attn_isa)l));
+                 "attn_cpu_isa_set_max(%s) in a fresh process gives the highest level supported at or under it",
+                 attn_isa_name((attn_isa)l));
     }
     (void)attn_cpu_isa();
     attn_clear_error();

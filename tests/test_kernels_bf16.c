@@ -9,7 +9,12 @@
  *   - the AMX tile GEMM (tile_gemm_amx.c) equals its reference bit for bit at every level, on
  *     ordinary values and on denormals, overflowing products, zeros, infinities and NaN (where this
  *     CPU has AMX: this holds TDPBF16PS to the rule measured), and its reference differs from
- *     VDPBF16PS's where the rule says it must. */
+ *     VDPBF16PS's where the rule says it must;
+ *   - the BFDOT tile GEMM (tile_gemm_bfdot.c) likewise, on values whose products and sums land
+ *     on both sides of float32's least normal and of 2^128 (at the neon_bf16 level under
+ *     qemu-aarch64 this holds the emulator's BFDOT, whose code is not ours, to the Arm ARM's rule
+ *     as the reference writes it), and its reference rounds to odd, flushes, overflows and makes
+ *     NaN as that rule says, on cases worked by hand. */
 #include "kernels/bf16_internal.h"
 #include "kernels/dispatch_internal.h"
 #include "testkit.h"
@@ -159,7 +164,8 @@ static void gemm_every_level(void)
                 bf16_gemm_fn *fast, *ref;
             } pairs[] = {{"bf16 (VDPBF16PS)", t->attn__tile_gemm_bf16, t->attn__tile_gemm_bf16_ref},
                          {attn__amx_usable() ? "AMX (tiles)" : "AMX (no AMX here: the reference)",
-                          t->attn__tile_gemm_amx, t->attn__tile_gemm_amx_ref}};
+                          t->attn__tile_gemm_amx, t->attn__tile_gemm_amx_ref},
+                         {"BFDOT", t->attn__tile_gemm_bfdot, t->attn__tile_gemm_bfdot_ref}};
             for (size_t f = 0; f < sizeof pairs / sizeof *pairs; f++)
                 for (int acc = 0; acc < 2; acc++)
                     for (int layout = 0; layout < 2; layout++) {
@@ -175,11 +181,14 @@ static void gemm_every_level(void)
                     }
         }
         /* each reference against float64 sums of the same bf16 values: a float32 sum of 2 kp terms,
-         * in any order, is within 2 kp u sum|a b| (u = 2^-24) of the exact one, and alpha rounds once
-         * more */
-        for (int amx = 0; amx < 2; amx++) {
-            (amx ? attn__tile_gemm_amx_ref : attn__tile_gemm_bf16_ref)(got, n, a_rows, kp, 1, bp, n, m, n, kp, 0.75f,
-                                                                       false);
+         * in any order, rounded to nearest is within 2 kp u sum|a b| (u = 2^-24) of the exact one;
+         * BFDOT's kp pair sums and kp additions, each rounded to odd (2u), within 2 (kp + 1) u
+         * sum|a b|; alpha rounds once more */
+        bf16_gemm_fn *const refs[] = {attn__tile_gemm_bf16_ref, attn__tile_gemm_amx_ref, attn__tile_gemm_bfdot_ref};
+        const char *const ref_names[] = {"bf16", "AMX", "BFDOT"};
+        for (int f = 0; f < 3; f++) {
+            refs[f](got, n, a_rows, kp, 1, bp, n, m, n, kp, 0.75f, false);
+            const double roundings = refs[f] == attn__tile_gemm_bfdot_ref ? 2.0 * (double)(kp + 1) : 2.0 * (double)kp;
             int bad = 0;
             for (int64_t i = 0; i < m; i++)
                 for (int64_t j = 0; j < n; j++) {
@@ -189,12 +198,12 @@ static void gemm_every_level(void)
                                    (double)attn_f32_from_bf16(attn_bf16_from_f32(b[p * n + j]));
                         exact += x, mag += fabs(x);
                     }
-                    double tol = 0.75 * (2.0 * (double)kp * 0x1p-24 * mag) + 0x1p-24 * fabs(0.75 * exact);
+                    double tol = 0.75 * (roundings * 0x1p-24 * mag) + 0x1p-24 * fabs(0.75 * exact);
                     if (fabs(got[i * n + j] - 0.75 * exact) > tol) bad++;
                 }
             TK_CHECK(bad == 0,
-                     "%s tile GEMM %lld x %lld x %lld: the float32 sums within 2 kp u sum|a b| of float64 (%d outside)",
-                     amx ? "AMX" : "bf16", (long long)m, (long long)n, (long long)k, bad);
+                     "%s tile GEMM %lld x %lld x %lld: the float32 sums within %g u sum|a b| of float64 (%d outside)",
+                     ref_names[f], (long long)m, (long long)n, (long long)k, roundings, bad);
         }
         free(a), free(b), free(at), free(c0), free(want), free(got), free(ar), free(ac), free(bp);
     }
@@ -321,6 +330,104 @@ static void amx_rule(void)
     }
 }
 
+/* One element of the BFDOT reference: the sum over pairs of a_p b_p from 0, alpha 1, added to a C
+ * of -0 (which keeps the sign of any sum) */
+static float bfdot_sum(const uint32_t *a, const uint32_t *b, int64_t kp)
+{
+    float c = -0.0f;
+    attn__tile_gemm_bfdot_ref(&c, 1, a, kp, 1, b, 1, 1, 1, kp, 1.0f, true);
+    return c;
+}
+
+/* Operands for BFDOT's edges: ordinary values of scattered exponents (sums that round), and values
+ * whose products fall on either side of 2^-126 (a flush) and of 2^128 (an infinity), with the
+ * denormals, zeros, infinities and NaN of fill_edges */
+static void fill_bfdot_edges(float *x, int64_t n, attn_rng *rng)
+{
+    static const float edges[] = {0x1p-63f,  0x1.8p-63f, -0x1.04p-63f, 0x1.fep-64f, 0x1p64f,   0x1.fep63f, -0x1.8p63f,
+                                  0x1p-130f, 0.0f,       -0.0f,        INFINITY,    -INFINITY, NAN};
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = ldexpf(attn_rng_normal(rng), (int)(attn_rng_u32(rng) % 49) - 24);
+        if (attn_rng_u32(rng) % 2 == 0) x[i] = edges[attn_rng_u32(rng) % (sizeof edges / sizeof *edges)];
+    }
+}
+
+/* BFDOT's rule on cases worked by hand, then the kernel of every level against the reference on
+ * fill_bfdot_edges' values */
+static void bfdot_rule(void)
+{
+    const uint32_t one_one = attn_bf16_pair(1.0f, 1.0f);
+    /* 1, then the pair (1, 2^-24): 1 + 2^-24 rounds to odd 1 + 2^-23, and 2 + 2^-23 to odd 2 + 2^-22;
+     * VDPBF16PS's nearest-even sums give 2 */
+    const uint32_t a[2] = {attn_bf16_pair(1.0f, 0.0f), attn_bf16_pair(1.0f, 0x1p-24f)}, b[2] = {one_one, one_one};
+    float vdp = 0.0f;
+    attn__tile_gemm_bf16_ref(&vdp, 1, a, 2, 1, b, 1, 1, 1, 2, 1.0f, false);
+    TK_CHECK(bfdot_sum(a, b, 2) == 2.0f + 0x1p-22f && vdp == 2.0f,
+             "1 + (1 + 2^-24): BFDOT's rule gives 2 + 2^-22 (got %a), VDPBF16PS's 2 (got %a)",
+             (double)bfdot_sum(a, b, 2), (double)vdp);
+    /* two pairs each, the second 0 where unused; from a sum of +0, so no result is -0 unless a
+     * negative sum under 2^-126 is flushed */
+    const struct {
+        const char *what;
+        float a[4], b[4]; /* pair 0's even and odd, pair 1's */
+        uint32_t want;    /* bits */
+    } cases[] = {
+        {"2^-63 2^-64: under 2^-126, flushed", {0x1p-63f}, {0x1p-64f}, 0x00000000u},
+        {"2^-63 2^-63: 2^-126, normal", {0x1p-63f}, {0x1p-63f}, 0x00800000u},
+        {"2^-126, then -1.5 2^-126: under 2^-126 though exact, flushed to -0",
+         {0x1p-63f, 0.0f, -0x1.8p-63f},
+         {0x1p-63f, 0.0f, 0x1p-63f},
+         0x80000000u},
+        {"1.5 2^-126 - 2^-126 in one pair: flushed to +0", {0x1.8p-63f, -0x1p-63f}, {0x1p-63f, 0x1p-63f}, 0x00000000u},
+        {"2^64 2^64: 2^128 overflows", {0x1p64f}, {0x1p64f}, 0x7f800000u},
+        {"2 (2^128 - 2^120): infinity", {0x1.fep63f, 0x1.fep63f}, {0x1p64f, 0x1p64f}, 0x7f800000u},
+        {"2^128 - 2^120 + 2^103: truncated, then odd: 2^128 - 2^120 + 2^104",
+         {0x1.fep63f, 0x1p52f},
+         {0x1p64f, 0x1p51f},
+         0x7f7f0001u},
+        {"2^128 - 2^120, then 2^120 - 2^103: over the largest float32, under 2^128: the largest",
+         {0x1.fep63f, 0.0f, 0x1p60f, -0x1p52f},
+         {0x1p64f, 0.0f, 0x1p60f, 0x1p51f},
+         0x7f7fffffu},
+        {"1 - 1: +0", {1.0f, -1.0f}, {1.0f, 1.0f}, 0x00000000u},
+        {"a NaN: the default NaN", {-NAN, 1.0f}, {1.0f, 1.0f}, 0x7fc00000u},
+        {"inf 0: the default NaN", {INFINITY}, {0.0f}, 0x7fc00000u},
+        {"inf - inf: the default NaN", {INFINITY, INFINITY}, {1.0f, -1.0f}, 0x7fc00000u},
+        {"a denormal operand reads as 0", {0x1p-130f, 1.0f}, {0x1p100f, 0.5f}, 0x3f000000u},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const float *x = cases[i].a, *y = cases[i].b;
+        const uint32_t ap[2] = {attn_bf16_pair(x[0], x[1]), attn_bf16_pair(x[2], x[3])},
+                       bp[2] = {attn_bf16_pair(y[0], y[1]), attn_bf16_pair(y[2], y[3])};
+        const uint32_t got = attn_f32_bits(bfdot_sum(ap, bp, 2));
+        TK_CHECK(got == cases[i].want, "BFDOT's rule: %s: %#010x, expected %#010x", cases[i].what, got, cases[i].want);
+    }
+    static const int64_t shapes[][3] = {{16, 16, 32}, {37, 19, 9}, {64, 64, 128}, {5, 40, 70}, {6, 17, 33}};
+    attn_rng rng;
+    attn_rng_seed(&rng, 10);
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2], kp = (k + 1) / 2;
+        float *x = malloc(sizeof(float) * m * k), *y = malloc(sizeof(float) * k * n);
+        float *want = malloc(sizeof(float) * m * n), *got = malloc(sizeof(float) * m * n);
+        uint32_t *ap = malloc(sizeof(uint32_t) * m * kp), *bp = malloc(sizeof(uint32_t) * kp * n);
+        fill_bfdot_edges(x, m * k, &rng), fill_bfdot_edges(y, k * n, &rng);
+        attn__bf16_pack_row_pairs_ref(ap, kp, x, k, m, k);
+        attn__bf16_pack_col_pairs_ref(bp, n, y, n, k, n);
+        for (int l = 0; l < ATTN_ISA_COUNT; l++) {
+            const attn__kernel_table *t = attn__kernels_at((attn_isa)l);
+            if (!t) continue;
+            t->attn__tile_gemm_bfdot_ref(want, n, ap, kp, 1, bp, n, m, n, kp, 1.0f, false);
+            t->attn__tile_gemm_bfdot(got, n, ap, kp, 1, bp, n, m, n, kp, 1.0f, false);
+            TK_CHECK(!memcmp(got, want, sizeof(float) * m * n),
+                     "%s: BFDOT tile GEMM %lld x %lld x %lld on flushes, overflows, zeros, inf and NaN equals its "
+                     "reference bit for bit (%s)",
+                     attn_isa_name((attn_isa)l), (long long)m, (long long)n, (long long)k,
+                     l == ATTN_ISA_NEON_BF16 ? "BFDOT" : "the reference at this level");
+        }
+        free(x), free(y), free(want), free(got), free(ap), free(bp);
+    }
+}
+
 int main(void)
 {
     conversion_reference();
@@ -328,10 +435,12 @@ int main(void)
     conversions_every_level();
     gemm_every_level();
     amx_rule();
+    bfdot_rule();
     library_gemm();
     const attn__kernel_table *bf16 = attn__kernels_at(ATTN_ISA_AVX512_BF16);
-    printf("test_kernels_bf16: the AVX512_BF16 kernels %s; AMX tiles %s\n",
+    printf("test_kernels_bf16: the AVX512_BF16 kernels %s; AMX tiles %s; BFDOT %s\n",
            bf16 ? "ran against the references on this CPU" : "are not on this CPU: the references alone",
-           bf16 && attn__amx_usable() ? "ran against their reference" : "are not here: the reference alone");
+           bf16 && attn__amx_usable() ? "ran against their reference" : "are not here: the reference alone",
+           attn__kernels_at(ATTN_ISA_NEON_BF16) ? "ran against its reference" : "is not here: the reference alone");
     return tk_finish("test_kernels_bf16");
 }

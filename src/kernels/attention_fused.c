@@ -45,7 +45,8 @@ int64_t sdpa_fused_scratch_floats(const sdpa_problem *p, int threads)
     if (p->bf16) {
         const unsigned __int128 lk = (uint64_t)p->lk;
         fwd += hD * BR + BC / 2 * Dv + BC / 2 * BR + 2 + lk * hD + (lk + 1) / 2 * Dv;
-        if (p->amx) fwd += (lk + 1) / 2 * Dv + BC / 2 * Dv; /* V's pairs by its columns (forward_block) */
+        if (p->sums == SDPA_SUMS_AMX)
+            fwd += (lk + 1) / 2 * Dv + BC / 2 * Dv; /* V's pairs by its columns (forward_block) */
         bwd += (hD + hDv) * (lqp + 16) + (lqp / 2) * (D + Dv) + BC * hD + BC / 2 * D + BC * hDv + BC * BR + BC / 2 * BR;
     }
     const unsigned __int128 total = (unsigned __int128)(uint64_t)threads * (fwd > bwd ? fwd : bwd);

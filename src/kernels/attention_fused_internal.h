@@ -1,6 +1,6 @@
 /* Private: the fused attention's tiles and its products (attention_fused.c), of one kind per
  * call (attention_fused_products.c): float32 tiles read in place; bf16 pairs packed from them and
- * summed as VDPBF16PS sums; or the same pairs summed as AMX's (sdpa_problem's bf16 and amx). The
+ * summed as VDPBF16PS, BFDOT or AMX sums them (sdpa_problem's bf16 and sums). The
  * fused passes pick the kind once, sdpa_fused_products, and name each product by its formula. */
 #ifndef ATTN_KERNELS_ATTENTION_FUSED_H
 #define ATTN_KERNELS_ATTENTION_FUSED_H
@@ -24,7 +24,7 @@ static inline int64_t sdpa_half_up(int64_t n)
     return (n + 1) / 2;
 }
 
-/* A product of bf16 pair words with float32 sums: attn__tile_gemm_bf16's or attn__tile_gemm_amx's */
+/* A product of bf16 pair words with float32 sums: attn__tile_gemm_bf16's, _amx's or _bfdot's */
 typedef void fused_pairs_gemm(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
                               int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate);
 
@@ -106,7 +106,7 @@ typedef struct fused_products {
     void (*backward_qk_grad)(const fused_backward_tiles *t, const sdpa_problem *p, const fused_tile *x);
 } fused_products;
 
-/* The kind of p's products: float32, VDPBF16PS or AMX */
+/* The kind of p's products: float32, or bf16 pairs with p->sums */
 const fused_products *sdpa_fused_products(const sdpa_problem *p);
 
 #endif

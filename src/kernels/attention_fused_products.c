@@ -1,7 +1,7 @@
-/* The fused attention's products, three kinds (attention_fused_internal.h): float32 tiles through
+/* The fused attention's products, four kinds (attention_fused_internal.h): float32 tiles through
  * attn__tile_gemm on operands read in place; bf16 pair words through attn__tile_gemm_bf16
- * (VDPBF16PS's sums); the same words through attn__tile_gemm_amx, which loads its A operand by
- * rows of pairs, so V^T and dS come transposed. Each function is one product of the fused passes'
+ * (VDPBF16PS's sums) or attn__tile_gemm_bfdot (BFDOT's), in one layout; the same words through
+ * attn__tile_gemm_amx, which loads its A operand by rows of pairs, so V^T and dS come transposed. Each function is one product of the fused passes'
  * formulas, with the packing its kind needs. */
 #include "dispatch_internal.h" /* built once per level (attn_cpu_isa) */
 #include "attention_fused_internal.h"
@@ -83,7 +83,7 @@ static void backward_qk_grad_f32(const fused_backward_tiles *t, const sdpa_probl
     attn__tile_gemm(x->dkj, p->d, t->dpt, x->qw, 1, x->qi, p->d, x->cols, p->d, x->rows, p->scale, true);
 }
 
-/* ---- bf16 pairs, VDPBF16PS and AMX alike unless named ---- */
+/* ---- bf16 pairs, every sums' kind alike unless named (bf16: VDPBF16PS's and BFDOT's layout) ---- */
 
 /* The block's Q^T in pairs, and the head's K and V when this thread's scratch holds another head:
  * true when they were packed now */
@@ -140,7 +140,7 @@ static void forward_values_bf16(const fused_forward_tiles *t, const sdpa_problem
 {
     const int64_t Dv = p->dv;
     const uint32_t *va = forward_values_pairs(t, p, vj, j0, cols) ? t->vp : t->vh + j0 / 2 * Dv;
-    attn__tile_gemm_bf16(t->ot, t->qw, va, 1, Dv, t->pp, t->qw, Dv, t->qw, sdpa_half_up(cols), 1.0f, true);
+    t->gemm(t->ot, t->qw, va, 1, Dv, t->pp, t->qw, Dv, t->qw, sdpa_half_up(cols), 1.0f, true);
 }
 
 /* V^T's word (i, pair) by rows of vt (or vp transposed into vpt) */
@@ -208,7 +208,7 @@ static void backward_qk_grad_bf16(const fused_backward_tiles *t, const sdpa_prob
 {
     const int64_t D = p->d;
     key_grad_pairs(t, p, x);
-    attn__tile_gemm_bf16(x->dqi, D, t->dsc, 1, x->qw, t->kc, D, x->rows, D, sdpa_half_up(x->cols), p->scale, true);
+    t->gemm(x->dqi, D, t->dsc, 1, x->qw, t->kc, D, x->rows, D, sdpa_half_up(x->cols), p->scale, true);
 }
 
 /* dS's word (r, pair) by rows: dsc transposed into pr (read already) */
@@ -243,9 +243,11 @@ static const fused_products products_f32 = {
     }
 static const fused_products products_bf16 = PAIR_PRODUCTS(attn__tile_gemm_bf16, bf16);
 static const fused_products products_amx = PAIR_PRODUCTS(attn__tile_gemm_amx, amx);
+static const fused_products products_bfdot = PAIR_PRODUCTS(attn__tile_gemm_bfdot, bf16);
 #undef PAIR_PRODUCTS
 
 const fused_products *sdpa_fused_products(const sdpa_problem *p)
 {
-    return !p->bf16 ? &products_f32 : p->amx ? &products_amx : &products_bf16;
+    if (!p->bf16) return &products_f32;
+    return p->sums == SDPA_SUMS_AMX ? &products_amx : p->sums == SDPA_SUMS_BFDOT ? &products_bfdot : &products_bf16;
 }

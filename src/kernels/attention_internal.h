@@ -43,6 +43,19 @@ typedef struct sdpa_masks {
     int64_t additive_stride[4];
 } sdpa_masks;
 
+/* Whose sums the fused attention's bf16 products have: VDPBF16PS's (attn__tile_gemm_bf16), AMX's
+ * TDPBF16PS (attn__tile_gemm_amx) or Arm BFDOT's (attn__tile_gemm_bfdot). Each kernel runs at every
+ * level, as its instructions where the level and CPU have them, else as its reference. */
+typedef enum sdpa_sums {
+    SDPA_SUMS_DPBF16,
+    SDPA_SUMS_AMX,
+    SDPA_SUMS_BFDOT,
+    SDPA_SUMS_COUNT
+} sdpa_sums;
+/* The sums of this CPU's bf16 attention products at the chosen level (attn_bf16_attention): AMX's
+ * where attn_bf16_amx, BFDOT's at neon_bf16, else VDPBF16PS's (dispatch.c) */
+sdpa_sums attn__bf16_sums(void);
+
 typedef struct sdpa_problem {
     int64_t batch, heads, lq, lk, d, dv;
     int64_t heads_kv; /* of K and V, dividing heads; 0: heads */
@@ -66,8 +79,7 @@ typedef struct sdpa_problem {
     bool bf16;             /* the fused kernel's products (S = Q K^T, O += P V and the backward's)
                                take bf16 operands with float32 sums (attn__tile_gemm_bf16): MEDIUM
                                precision; softmax statistics, masks and dropout stay float32 */
-    bool amx;              /* with bf16: the products summed as AMX's TDPBF16PS sums
-                               (attn__tile_gemm_amx), where attn__amx_usable */
+    sdpa_sums sums;        /* with bf16: whose sums the products have (attn__bf16_sums) */
 } sdpa_problem;
 
 /* The key/value head of query head h. */

@@ -1,7 +1,8 @@
-/* The level of the kernels (attn_cpu_isa, dispatch_internal.h): what this CPU and its OS support (x86:
- * cpuid and XCR0; aarch64: the auxiliary vector's HWCAP), read once, capped by ATTN_CPU_ISA or
- * attn_cpu_isa_set_max; and the plain-named kernels, each a call through the chosen level's table.
- * Compiled once, at the baseline. */
+/* The level of the kernels (attn_cpu_isa, dispatch_internal.h): the levels this build has and this CPU
+ * and its OS support (x86: cpuid and XCR0; aarch64: the auxiliary vector's HWCAP and HWCAP2), read
+ * once, the highest of them at or under the cap of ATTN_CPU_ISA or attn_cpu_isa_set_max; and the
+ * plain-named kernels, each a call through the chosen level's table. Compiled once, at the
+ * baseline. */
 #include "dispatch_internal.h"
 #include "levels_internal.h"
 
@@ -161,12 +162,22 @@ static attn__cpuid_words cpu_words(void)
 }
 #endif
 
-/* aarch64: the highest level the HWCAP word allows (Linux's bits: ASIMD 1, SVE 22; the kernel
- * sets SVE only where it saves the SVE state). A pure function, as attn__isa_from_cpuid. */
-attn_isa attn__isa_from_hwcap(uint64_t hwcap)
+/* aarch64: the levels the HWCAP and HWCAP2 words allow, one bit each (Linux's bits: HWCAP's ASIMD 1
+ * and SVE 22, HWCAP2's BF16 14; the kernel sets SVE only where it saves the SVE state). A CPU can
+ * have either of sve and neon_bf16 without the other (A64FX; Apple's M2). A pure function, as
+ * attn__isa_from_cpuid. */
+unsigned attn__isa_levels_from_hwcap(uint64_t hwcap, uint64_t hwcap2)
 {
-    const bool asimd = hwcap >> 1 & 1, sve = hwcap >> 22 & 1;
-    return asimd && sve ? ATTN_ISA_SVE : asimd ? ATTN_ISA_NEON : ATTN_ISA_BASELINE;
+    const bool asimd = hwcap >> 1 & 1, sve = hwcap >> 22 & 1, bf16 = hwcap2 >> 14 & 1;
+    return 1u << ATTN_ISA_BASELINE | (unsigned)asimd << ATTN_ISA_NEON | (unsigned)(asimd && sve) << ATTN_ISA_SVE |
+           (unsigned)(asimd && bf16) << ATTN_ISA_NEON_BF16;
+}
+
+attn_isa attn__isa_highest(unsigned levels, int max)
+{
+    for (int l = max < ATTN_ISA_COUNT - 1 ? max : ATTN_ISA_COUNT - 1; l > 0; l--)
+        if (levels >> l & 1) return (attn_isa)l;
+    return ATTN_ISA_BASELINE;
 }
 
 /* ---- the tables this build has ---- */
@@ -188,20 +199,22 @@ static const attn__kernel_table *const tables[ATTN_ISA_COUNT] = {
 #undef LEVEL_TABLE
 };
 
-static attn_isa best_level(void)
+/* The levels built that this CPU supports, one bit each */
+static unsigned levels_supported(void)
 {
 #if defined(__x86_64__)
     const attn__cpuid_words w = cpu_words();
-    attn_isa level = attn__isa_from_cpuid(&w);
+    unsigned cpu = (2u << attn__isa_from_cpuid(&w)) - 1; /* x86's levels: each has those under it */
     bf16_dot_fast = attn__bf16_dot_fast_from_cpuid(&w);
     amx_usable = attn__amx_from_cpuid(&w) && amx_permitted();
 #elif defined(__aarch64__) && defined(__linux__)
-    attn_isa level = attn__isa_from_hwcap(getauxval(AT_HWCAP));
+    unsigned cpu = attn__isa_levels_from_hwcap(getauxval(AT_HWCAP), getauxval(AT_HWCAP2));
 #else
-    attn_isa level = ATTN_ISA_BASELINE;
+    unsigned cpu = 1u << ATTN_ISA_BASELINE;
 #endif
-    while (!tables[level]) level--; /* the baseline is always built */
-    return level;
+    unsigned built = 0;
+    for (int l = 0; l < ATTN_ISA_COUNT; l++) built |= (unsigned)(tables[l] != NULL) << l;
+    return cpu & built; /* the baseline is always built */
 }
 #else
 /* One level, the compiler flags' (ATTN_NATIVE, or another architecture): the plain names. */
@@ -209,14 +222,12 @@ static attn_isa best_level(void)
 static const attn__kernel_table build_table = {ATTN_KERNELS(ATTN_KERNEL_ENTRY)};
 #undef ATTN_KERNEL_ENTRY
 
-static attn_isa best_level(void)
+/* the level the compiler flags give */
+static attn_isa build_level(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    const attn__cpuid_words w = cpu_words();
-    bf16_dot_fast = attn__bf16_dot_fast_from_cpuid(&w);
-    amx_usable = attn__amx_from_cpuid(&w) && amx_permitted();
-#endif
-#if defined(__aarch64__) && defined(__ARM_FEATURE_SVE)
+#if defined(__aarch64__) && defined(__ARM_FEATURE_BF16_VECTOR_ARITHMETIC)
+    return ATTN_ISA_NEON_BF16;
+#elif defined(__aarch64__) && defined(__ARM_FEATURE_SVE)
     return ATTN_ISA_SVE;
 #elif defined(__aarch64__)
     return ATTN_ISA_NEON;
@@ -230,13 +241,24 @@ static attn_isa best_level(void)
     return ATTN_ISA_BASELINE;
 #endif
 }
+
+static unsigned levels_supported(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    const attn__cpuid_words w = cpu_words();
+    bf16_dot_fast = attn__bf16_dot_fast_from_cpuid(&w);
+    amx_usable = attn__amx_from_cpuid(&w) && amx_permitted();
+#endif
+    return 1u << build_level();
+}
 #endif
 
 /* ---- the choice, once ---- */
 
 static pthread_once_t detect_once = PTHREAD_ONCE_INIT, choice_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t choice_lock = PTHREAD_MUTEX_INITIALIZER;
-static attn_isa best;          /* the best level built and supported; written once, by detect */
+static unsigned supported;     /* the levels built and supported, one bit each; written once, by detect */
+static attn_isa best;          /* the highest of them */
 static bool chosen;            /* under choice_lock */
 static int requested_max = -1; /* attn_cpu_isa_set_max's cap, -1: none; under choice_lock */
 static attn_isa level;         /* the choice; written once, by choose */
@@ -244,22 +266,23 @@ static const attn__kernel_table *table;
 
 static void detect(void)
 {
-    best = best_level();
+    supported = levels_supported();
+    best = attn__isa_highest(supported, ATTN_ISA_COUNT - 1);
 }
 
 static void choose(void)
 {
     pthread_once(&detect_once, detect);
     pthread_mutex_lock(&choice_lock);
-    level = best;
     attn_isa cap;
     const char *env = getenv("ATTN_CPU_ISA");
     if (requested_max >= 0)
-        level = (attn_isa)requested_max < level ? (attn_isa)requested_max : level;
+        level = attn__isa_highest(supported, requested_max);
     else if (env && parse_level(env, &cap) && attn_isa_this_arch(cap))
-        level = cap < level ? cap : level;
+        level = attn__isa_highest(supported, cap);
+    else
+        level = best;
 #ifdef ATTN_DISPATCH
-    while (!tables[level]) level--; /* a cap between built levels */
     table = tables[level];
 #else
     level = best; /* one level: a cap changes nothing */
@@ -284,13 +307,7 @@ const attn__kernel_table *attn__kernels(void)
 bool attn_cpu_isa_supported(attn_isa l)
 {
     pthread_once(&detect_once, detect);
-    return (unsigned)l < ATTN_ISA_COUNT &&
-#ifdef ATTN_DISPATCH
-           tables[l] &&
-#else
-           l == best && /* the build's one level */
-#endif
-           l <= best;
+    return (unsigned)l < ATTN_ISA_COUNT && (supported >> l & 1);
 }
 
 const attn__kernel_table *attn__kernels_at(attn_isa l)
@@ -305,7 +322,7 @@ const attn__kernel_table *attn__kernels_at(attn_isa l)
 
 bool attn_bf16_products(void)
 {
-    return attn_cpu_isa() == ATTN_ISA_AVX512_BF16;
+    return attn_cpu_isa() == ATTN_ISA_AVX512_BF16 || attn_cpu_isa() == ATTN_ISA_NEON_BF16;
 }
 
 bool attn__amx_usable(void)
@@ -314,15 +331,22 @@ bool attn__amx_usable(void)
     return amx_usable;
 }
 
+/* On aarch64 BFDOT does two multiply-adds per lane and instruction where FMLA does one: the rule is
+ * that count, since no ARM host has timed it here (docs/results.md). */
 bool attn_bf16_attention(void)
 {
     pthread_once(&detect_once, detect);
-    return attn_bf16_products() && (bf16_dot_fast || amx_usable);
+    return attn_bf16_products() && (attn_cpu_isa() == ATTN_ISA_NEON_BF16 || bf16_dot_fast || amx_usable);
 }
 
 bool attn_bf16_amx(void)
 {
     return attn_bf16_attention() && attn__amx_usable();
+}
+
+sdpa_sums attn__bf16_sums(void)
+{
+    return attn_bf16_amx() ? SDPA_SUMS_AMX : attn_cpu_isa() == ATTN_ISA_NEON_BF16 ? SDPA_SUMS_BFDOT : SDPA_SUMS_DPBF16;
 }
 
 attn_status attn_cpu_isa_set_max(attn_isa max)

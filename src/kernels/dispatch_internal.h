@@ -2,7 +2,7 @@
  * file of this folder but gemm.c, gemm_bf16.c and dispatch.c is compiled once per level of
  * attn_cpu_isa that the architecture has (levels_internal.h, the one list of them: x86-64's
  * baseline = x86-64-v2, avx2 = x86-64-v3, avx512 = x86-64-v4, avx512_bf16 = v4 + AVX512_BF16;
- * aarch64's baseline, neon and sve) into one library, each level's copy defining its names with the level's suffix
+ * aarch64's baseline, neon, sve and neon_bf16) into one library, each level's copy defining its names with the level's suffix
  * (attn_softmax_rows_avx512). dispatch.c defines the plain names: each calls the chosen level's
  * copy through a table, the level picked once, at the first call (dispatch.c). A level's kernels
  * call one another directly, inside the level.
@@ -46,6 +46,14 @@
        int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate),                                                \
       (c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate))                                                    \
     X(void, attn__tile_gemm_amx_ref,                                                                                   \
+      (float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b, int64_t ldb,           \
+       int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate),                                                \
+      (c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate))                                                    \
+    X(void, attn__tile_gemm_bfdot_ref,                                                                                 \
+      (float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b, int64_t ldb,           \
+       int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate),                                                \
+      (c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate))                                                    \
+    X(void, attn__tile_gemm_bfdot,                                                                                     \
       (float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b, int64_t ldb,           \
        int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate),                                                \
       (c, ldc, a, a_rs, a_ks, b, ldb, m, n, kp, alpha, accumulate))                                                    \
@@ -207,8 +215,12 @@ ATTN_KERNEL_HELPERS(ATTN_KERNEL_RENAME)
 extern const attn__kernel_table ATTN_ISA_TABLE;
 #endif
 
-/* aarch64: the highest level Linux's AT_HWCAP word allows (a pure function of it, for tests). */
-attn_isa attn__isa_from_hwcap(uint64_t hwcap);
+/* aarch64: the levels Linux's AT_HWCAP and AT_HWCAP2 words allow, bit l for level l (a pure
+ * function of them, for tests). */
+unsigned attn__isa_levels_from_hwcap(uint64_t hwcap, uint64_t hwcap2);
+/* The highest level of a set (bit l for level l) at or under max: the level chosen under a cap;
+ * the baseline when none. */
+attn_isa attn__isa_highest(unsigned levels, int max);
 
 /* x86: the cpuid words that decide the level: leaf 1 ECX, leaf 7 subleaf 0 EBX and EDX, leaf 7 subleaf
  * 1 EAX, leaf 0x80000001 ECX, and XCR0 (0 when the OS has not set OSXSAVE). */

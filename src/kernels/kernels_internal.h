@@ -52,6 +52,13 @@ void attn__tile_gemm_amx(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs,
                          int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate);
 void attn__tile_gemm_amx_ref(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
                              int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate);
+/* The same product with Arm BFDOT's sums (tile_gemm_bfdot.c states them): each pair's two products
+ * added, then added to the element's sum, every addition rounded to odd. Through BFDOT at the
+ * neon_bf16 level, else the reference; the same bits. */
+void attn__tile_gemm_bfdot(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
+                           int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate);
+void attn__tile_gemm_bfdot_ref(float *c, int64_t ldc, const uint32_t *a, int64_t a_rs, int64_t a_ks, const uint32_t *b,
+                               int64_t ldb, int64_t m, int64_t n, int64_t kp, float alpha, bool accumulate);
 /* dst (rows, ceil(cols / 2)) words, row stride ld, pairing neighbours in each row of src (rows,
  * cols): dst[r][q] = (src[r][2q], src[r][2q + 1]), the missing element of an odd row 0 */
 void attn__bf16_pack_row_pairs(uint32_t *dst, int64_t ld, const float *src, int64_t ld_src, int64_t rows, int64_t cols);

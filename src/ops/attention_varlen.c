@@ -294,7 +294,7 @@ attn_tensor *attn_sdpa_varlen(attn_ctx *ctx, attn_tensor *q, attn_tensor *k, att
     sdpa_problem *p = &s.base;
     p->threads = ctx->num_threads;
     p->bf16 = attn__bf16_attention(ctx);
-    p->amx = attn__amx_attention(ctx);
+    p->sums = attn__bf16_sums();
     p->scale = opts->scale > 0.0f ? opts->scale : 1.0f / sqrtf((float)(p->d ? p->d : 1));
     p->dropout_p = attn_ctx_training(ctx) ? opts->dropout_p : 0.0f;
     if (p->dropout_p > 0.0f) { /* two draws in a fixed order: high half first */

@@ -8,8 +8,6 @@
 bool attn__bf16(const attn_ctx *ctx);
 /* ... and in the fused attention's tiles (attn_bf16_attention) */
 bool attn__bf16_attention(const attn_ctx *ctx);
-/* ... through AMX tiles (sdpa_problem.amx): attn__bf16_attention where AMX is usable */
-bool attn__amx_attention(const attn_ctx *ctx);
 
 /* attn__gemm (kernels_internal.h) over the ctx's threads and at its precision: with bf16 products, a GEMM of
  * at least 16^3 multiply-adds (PyTorch's threshold for its oneDNN path) takes bf16 operands,

@@ -19,11 +19,6 @@ bool attn__bf16_attention(const attn_ctx *ctx)
     return ctx->matmul_precision == ATTN_PRECISION_MEDIUM && attn_bf16_attention();
 }
 
-bool attn__amx_attention(const attn_ctx *ctx)
-{
-    return attn__bf16_attention(ctx) && attn_bf16_amx();
-}
-
 /* The ctx's buffer for a MEDIUM GEMM's bf16 operands, grown to `words`; NULL when it cannot be */
 static uint32_t *bf16_buffer(attn_ctx *ctx, int64_t words)
 {
