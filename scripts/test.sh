@@ -189,7 +189,7 @@ s390x_tests="safetensors|checkpoint|load_once|params_load|test_lm_|golden|state_
 cross_log=$(mktemp)
 (
   if bash scripts/setup.sh --cross; then
-    CROSS_JOBS=1 timeout 1200 bash scripts/cross_test.sh aarch64-linux-gnu
+    CROSS_JOBS=1 timeout 1500 bash scripts/cross_test.sh aarch64-linux-gnu
     CROSS_JOBS=1 timeout 600 bash scripts/cross_test.sh s390x-linux-gnu -R "$s390x_tests"
   else
     echo "cross_test: the cross compilers or qemu-user could not be installed: skipped"

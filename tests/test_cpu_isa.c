@@ -122,6 +122,7 @@ static void decoding_hwcap(void)
     }
 }
 
+#ifdef ATTN_TEST_DISPATCH
 /* The levels this build and CPU support, bit l for level l */
 static unsigned supported_levels(void)
 {
@@ -129,6 +130,7 @@ static unsigned supported_levels(void)
     for (int l = 0; l < ATTN_ISA_COUNT; l++) levels |= (unsigned)attn_cpu_isa_supported((attn_isa)l) << l;
     return levels;
 }
+#endif
 
 static attn_isa best_supported(void)
 {
