@@ -22,8 +22,8 @@ arch=${triple%%-*}
 build=build-$arch
 command -v "$triple-gcc" >/dev/null || { echo "cross_test: no $triple-gcc (apt-get install gcc-$triple)"; exit 2; }
 command -v "qemu-$arch" >/dev/null || { echo "cross_test: no qemu-$arch (apt-get install qemu-user)"; exit 2; }
-# The runs: label | qemu -cpu model | ATTN_CPU_ISA | the tests left out | the tests run (all when
-# empty). aarch64: each level, and SVE at two lengths (the sve level's products are vector-length
+# The runs: label ; qemu -cpu model ; ATTN_CPU_ISA ; the tests left out ; the tests run (all when
+# empty): fields apart by ";", since the regular expressions hold "|". aarch64: each level, and SVE at two lengths (the sve level's products are vector-length
 # agnostic); qemu's max CPU has BF16 and SVE, so it runs at neon_bf16 uncapped and at sve capped.
 # The whole suite at the first, and at the others all but the build checks and the file-format
 # tests, which no kernel level changes, and the differential test's 300 draws (130 s emulated; the
@@ -32,12 +32,12 @@ command -v "qemu-$arch" >/dev/null || { echo "cross_test: no qemu-$arch (apt-get
 sve_length_tests="test_kernels_tile|test_kernels_gemm|test_cpu_isa|test_attention|test_golden_attention|test_mha"
 skip_at_other_levels="symbols_private|layer_includes|format_current|file_cycles|isa_baseline_objects|state_dict_roundtrip|test_safetensors|test_checkpoint|test_load_once|test_params_load|test_attention_differential"
 case $arch in
-  aarch64) runs=("neon_bf16 (BFDOT; SVE present)|max||"
-                 "sve, 512-bit vectors|max|sve|$skip_at_other_levels"
-                 "sve, 128-bit vectors|max,sve-default-vector-length=16|sve|$skip_at_other_levels|$sve_length_tests"
-                 "neon (Neoverse N1: no SVE, no BF16)|neoverse-n1||$skip_at_other_levels"
-                 "baseline (portable vectors)|max|baseline|$skip_at_other_levels") ;;
-  *) runs=("baseline|||") ;;
+  aarch64) runs=("neon_bf16 (BFDOT, SVE present);max;;"
+                 "sve, 512-bit vectors;max;sve;$skip_at_other_levels"
+                 "sve, 128-bit vectors;max,sve-default-vector-length=16;sve;$skip_at_other_levels;$sve_length_tests"
+                 "neon (Neoverse N1: no SVE, no BF16);neoverse-n1;;$skip_at_other_levels"
+                 "baseline (portable vectors);max;baseline;$skip_at_other_levels") ;;
+  *) runs=("baseline;;;") ;;
 esac
 static=()
 if [[ $arch == s390x ]]; then
@@ -51,7 +51,7 @@ log=$(cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/cross-linux.cmake -DCM
 export OMP_NUM_THREADS=1 OMP_THREAD_LIMIT=1 OPENBLAS_NUM_THREADS=1
 passed=0 failed=0
 for run in "${runs[@]}"; do
-  IFS='|' read -r label cpu isa skip only <<<"$run"
+  IFS=';' read -r label cpu isa skip only <<<"$run"
   out=$(cd "$build" && env ${cpu:+QEMU_CPU=$cpu} ${isa:+ATTN_CPU_ISA=$isa} ctest --output-on-failure -j"${CROSS_JOBS:-$(nproc)}" \
         ${skip:+-E "$skip"} ${only:+-R "$only"} "$@" 2>&1)
   total=$(echo "$out" | sed -nE 's/.*tests failed out of ([0-9]+).*/\1/p')
