@@ -152,7 +152,8 @@ static attn__cpuid_words cpu_words(void)
         w.leaf7_edx = d;
         if (a >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) w.leaf7_1_eax = a;
     }
-    if ((unsigned)__get_cpuid_max(0x80000000u, NULL) >= 0x80000001u && __get_cpuid(0x80000001u, &a, &b, &c, &d)) w.ext1_ecx = c;
+    if ((unsigned)__get_cpuid_max(0x80000000u, NULL) >= 0x80000001u && __get_cpuid(0x80000001u, &a, &b, &c, &d))
+        w.ext1_ecx = c;
     if (w.leaf1_ecx >> 27 & 1) { /* OSXSAVE: xgetbv may run */
         uint32_t lo, hi;
         __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
