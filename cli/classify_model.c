@@ -83,6 +83,7 @@ static const config_field config_fields[] = {
     {"sinusoidal", CONFIG_BOOL, C(sinusoidal), 0, 1},
     {"mask_padding", CONFIG_BOOL, C(mask_padding), 0, 1},
     {"additive_hidden", CONFIG_I64, C(additive_hidden), 0, 4096, .optional = true}, /* 0: embed_dim */
+    {"ngram_buckets", CONFIG_I64, C(ngram_buckets), 0, 1 << 26, .optional = true},  /* 0: none */
 };
 #undef C
 #define N_CONFIG_FIELDS (int)(sizeof config_fields / sizeof config_fields[0])
@@ -102,12 +103,13 @@ int classify_load_config(classify_options *o, const attn_st_file *f)
 
 const run_option *classify_run_options(const classify_options *o, int *n)
 {
-    static _Thread_local run_option opts[5];
+    static _Thread_local run_option opts[6];
     opts[0] = (run_option){"--seed", (double)o->train.seed};
     opts[1] = (run_option){"--lr", o->train.lr};
     opts[2] = (run_option){"--dropout", (double)o->model.dropout};
     opts[3] = (run_option){"--matmul-precision", (double)o->train.matmul_precision};
-    opts[4] = (run_option){"--no-pack", o->no_pack ? 1.0 : 0.0}; /* the blocks' dropout draws differ */
-    *n = 5;
+    opts[4] = (run_option){"--no-pack", o->no_pack ? 1.0 : 0.0};   /* the blocks' dropout draws differ */
+    opts[5] = (run_option){"--validate", o->validate ? 1.0 : 0.0}; /* another training set */
+    *n = 6;
     return opts;
 }

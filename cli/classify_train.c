@@ -89,14 +89,16 @@ static void epoch_line(void *self, const train_epoch *e)
            100.0 * e->sums[TRAIN_SUM_OWN] / seen, seen / e->seconds);
 }
 
-/* The test accuracy at the end. */
-static int finish(void *self)
+/* The test accuracy at the end; --validate: the held-out reviews' after every epoch. */
+static int score(void *self)
 {
     const classify_trainer *ct = self;
+    const char *split = ct->run->opt->validate ? "validation" : "test";
     double acc, loss;
     int code = classify_evaluate(ct->run, ct->test, &acc, &loss);
     if (code == CLI_OK)
-        printf("test accuracy: %.2f%% (%lld reviews), test loss %.4f\n", acc, (long long)ct->test->count, loss);
+        printf("%s accuracy: %.2f%% (%lld reviews), %s loss %.4f\n", split, acc, (long long)ct->test->count, split,
+               loss);
     return code;
 }
 
@@ -125,8 +127,9 @@ int classify_train(classify_run *run, const classify_split *train, const classif
                      .batches = epoch_batches,
                      .forward_backward = forward_backward,
                      .epoch_line = epoch_line,
+                     .epoch_end = o->validate ? score : NULL,
                      .checkpoint_meta = checkpoint_meta,
-                     .finish = finish};
+                     .finish = o->validate ? NULL : score};
     m.optim.lr = (float)o->train.lr;
     int code = train_run(&m);
     buffers_free(&ct.buf);

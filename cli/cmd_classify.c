@@ -8,6 +8,19 @@
 #include <string.h>
 
 static const char *const attention_names[] = {"softmax", "linear", "conv", "additive", NULL};
+
+/* --recipe: options put before the command line's, which override them (docs/results.md measures
+ * "best" on IMDB) */
+static const struct {
+    const char *name, *options;
+} recipes[] = {
+    {"seed", ""},
+    {"best", "--mask-padding --ngrams 4194304 --epochs 3"},
+};
+static const char *const recipe_names[] = {"seed", "best", NULL};
+#define RECIPE_HELP                                                                                                    \
+    "a preset of options, which those given override: seed (the seed's settings) or best (\"--mask-padding --ngrams "  \
+    "4194304 --epochs 3\")"
 static const char *const action_names[] = {"train", "eval", "predict", "explain", NULL};
 enum {
     TRAIN,
@@ -22,6 +35,12 @@ static const cli_option options[] = {
      "aclImdb root with train/ and test/ (default the shipped aclImdb_mini: $ATTN_DATA_DIR, or beside the "
      "program, or its installed share/attn)",
      "train eval"},
+    {"--validate", NULL, CLI_OPT_AT(classify_options, CLI_FLAG, validate), 0, 0, NULL, NULL,
+     "hold out the last 10% of each label's training reviews (by id): train on the rest and score those, not "
+     "the test set (to choose settings without seeing it)",
+     "train"},
+    {"--recipe", NULL, CLI_OPT_AT(classify_options, CLI_CHOICE, recipe), 0, 0, recipe_names, "seed", RECIPE_HELP,
+     "train"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "model (train; the others read it from the checkpoint):"},
     {"--attention", NULL, CLI_OPT_AT(classify_options, CLI_CHOICE, attention), 0, 0, attention_names, "softmax",
      "the attention layer: the seed's multi-head softmax, or one of seed 002's variants", "train"},
@@ -40,6 +59,10 @@ static const cli_option options[] = {
     {"--embed-dim", "N", M(CLI_INT64, embed_dim), 1, 4096, NULL, "128", "embedding width E", "train"},
     {"--heads", "N", M(CLI_INT64, num_heads), 1, 256, NULL, "4", "attention heads (must divide E)", "train"},
     {"--hidden", "N", M(CLI_INT64, hidden_dim), 1, 65536, NULL, "256", "hidden width of the classifier head", "train"},
+    {"--ngrams", "N", M(CLI_INT64, ngram_buckets), 0, 1 << 26, NULL, "0",
+     "a linear bag of the review's words and bigrams (hashed into N buckets) beside the attention, added to the "
+     "logits (fastText's features; 0: none, as the seed)",
+     "train"},
     {"--dropout", "X", M(CLI_FLOAT, dropout), 0, 0.99, NULL, "0.5", "dropout of the classifier head", "train"},
     {"--additive-hidden", "N", M(CLI_INT64, additive_hidden), 1, 4096, NULL, NULL,
      "additive attention's hidden width (default E)", "train"},
@@ -103,6 +126,30 @@ static int validate(const classify_options *o, int action, int n_texts, bool hea
             return cli_fail(CLI_ERR_USAGE, "classify", "--heads %lld must divide --embed-dim %lld",
                             (long long)m->num_heads, (long long)m->embed_dim);
     }
+    return CLI_OK;
+}
+
+/* The command line with --recipe's options put after the action (the last --recipe given names
+ * it): *expanded (argv's pointers and the recipe's words, in *words), both malloc'd. */
+static int expand_recipe(int argc, char **argv, int *expanded_argc, char ***expanded, char **words)
+{
+    int recipe = 0; /* the recipes apply to train only */
+    for (int i = 2; argc > 1 && !strcmp(argv[1], "train") && i + 1 < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "--recipe"))
+            for (int r = 0; recipe_names[r]; r++) recipe = !strcmp(argv[i + 1], recipe_names[r]) ? r : recipe;
+    const char *text = recipes[recipe].options;
+    int n = 0;
+    for (const char *c = text; *c; c++) n += *c != ' ' && (c == text || c[-1] == ' ');
+    *words = strdup(text);
+    *expanded = malloc((size_t)(argc + n + 1) * sizeof **expanded);
+    if (!*words || !*expanded) return cli_fail(CLI_ERR_DATA, "classify", "out of memory");
+    char **out = *expanded, *save = NULL;
+    out[0] = argv[0], out[1] = argv[1];
+    int k = 2;
+    for (char *w = strtok_r(*words, " ", &save); w; w = strtok_r(NULL, " ", &save)) out[k++] = w;
+    for (int i = 2; i < argc; i++) out[k++] = argv[i];
+    out[k] = NULL;
+    *expanded_argc = k;
     return CLI_OK;
 }
 
@@ -274,26 +321,58 @@ static int open_resumed(classify_run *run, classify_options *o)
     return CLI_OK;
 }
 
+/* --validate: views of t (its texts not copied): the last tenth of each label's reviews, in
+ * t's order (by id), in val, the others in fit. The views' arrays are malloc'd. */
+static int hold_out(const attn_labeled_texts *t, attn_labeled_texts *fit, attn_labeled_texts *val)
+{
+    int64_t per_label[2] = {0, 0}, seen[2] = {0, 0};
+    for (int64_t i = 0; i < t->count; i++) per_label[t->labels[i] != 0]++;
+    if (per_label[0] < 10 || per_label[1] < 10)
+        return cli_fail(CLI_ERR_DATA, "classify",
+                        "--validate holds out a tenth of each label's training reviews, and needs 10 of each; "
+                        "train has %lld neg and %lld pos",
+                        (long long)per_label[0], (long long)per_label[1]);
+    attn_labeled_texts *views[2] = {fit, val};
+    for (int v = 0; v < 2; v++) {
+        views[v]->texts = malloc((size_t)(t->count ? t->count : 1) * sizeof *views[v]->texts);
+        views[v]->labels = malloc((size_t)(t->count ? t->count : 1) * sizeof *views[v]->labels);
+        if (!views[v]->texts || !views[v]->labels) return cli_fail(CLI_ERR_DATA, "classify", "out of memory");
+    }
+    for (int64_t i = 0; i < t->count; i++) {
+        const int label = t->labels[i] != 0;
+        attn_labeled_texts *v = seen[label]++ < per_label[label] - per_label[label] / 10 ? fit : val;
+        v->texts[v->count] = t->texts[i];
+        v->labels[v->count++] = t->labels[i];
+    }
+    return CLI_OK;
+}
+
 static int do_train(classify_run *run, classify_options *o)
 {
     if (checkpoint_lock_take("classify", o->train.checkpoint, &run->lock) != CLI_OK) return CLI_ERR_DATA;
     int code = o->train.resume ? open_resumed(run, o) : CLI_OK;
     if (code != CLI_OK) return code;
-    attn_labeled_texts t = {0};
+    attn_labeled_texts t = {0}, fit = {0}, val = {0};
     if (load_reviews(&t, o->data, "train") != CLI_OK) return CLI_ERR_DATA;
     double t0 = now_seconds();
+    code = o->validate ? hold_out(&t, &fit, &val) : CLI_OK;
+    const attn_labeled_texts *train_texts = o->validate ? &fit : &t;
     size_t len;
-    if (!o->train.resume && (run->vocab = build_vocab(&t))) run->vocab_text = attn_vocab_text(run->vocab, &len);
+    if (code == CLI_OK && !o->train.resume && (run->vocab = build_vocab(train_texts)))
+        run->vocab_text = attn_vocab_text(run->vocab, &len);
     classify_split train = {0}, test = {0};
-    code = run->vocab && run->vocab_text && encode_split(&train, &t, run->vocab) == ATTN_OK
-               ? CLI_OK
-               : cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
+    if (code == CLI_OK)
+        code = run->vocab && run->vocab_text && encode_split(&train, train_texts, run->vocab) == ATTN_OK &&
+                       (!o->validate || encode_split(&test, &val, run->vocab) == ATTN_OK)
+                   ? CLI_OK
+                   : cli_fail(CLI_ERR_DATA, "classify", "%s", attn_last_error());
+    free(fit.texts), free(fit.labels), free(val.texts), free(val.labels); /* views of t */
     attn_labeled_texts_free(&t);
-    if (code == CLI_OK) code = load_split(&test, run, "test");
+    if (code == CLI_OK && !o->validate) code = load_split(&test, run, "test");
     if (code == CLI_OK) {
-        printf("data: %lld train / %lld test reviews from %s, vocabulary %lld tokens (%.1f s)\n",
-               (long long)train.count, (long long)test.count, o->data, (long long)attn_vocab_size(run->vocab),
-               now_seconds() - t0);
+        printf("data: %lld train / %lld %s reviews from %s, vocabulary %lld tokens (%.1f s)\n", (long long)train.count,
+               (long long)test.count, o->validate ? "validation (the last tenth of each label's train)" : "test",
+               o->data, (long long)attn_vocab_size(run->vocab), now_seconds() - t0);
     }
     if (code == CLI_OK) code = build_model(run, o, run->resume);
     if (code == CLI_OK) {
@@ -420,8 +499,10 @@ int cmd_classify(int argc, char **argv)
     if (cli_help_before_action(&classify_spec, argc, argv, &code)) return code;
     classify_options o;
     const char **texts = NULL;
-    int n_texts = 0, action = 0;
-    code = parse(argc, argv, &o, &action, &texts, &n_texts);
+    int n_texts = 0, action = 0, expanded_argc = 0;
+    char **expanded = NULL, *recipe_words = NULL;
+    code = expand_recipe(argc, argv, &expanded_argc, &expanded, &recipe_words);
+    if (code == CLI_OK) code = parse(expanded_argc, expanded, &o, &action, &texts, &n_texts);
     classify_run run = {.opt = &o, .lock = {.fd = -1}};
     if (code == CLI_OK) {
         if (action == TRAIN)
@@ -434,6 +515,8 @@ int cmd_classify(int argc, char **argv)
             code = do_explain(&run, &o, texts, n_texts);
     }
     free(texts);
+    free(expanded);
+    free(recipe_words);
     if (run.model_ready) attn_classifier_free(&run.model);
     attn_params_free(run.params);
     attn_vocab_free(run.vocab);

@@ -996,10 +996,19 @@ typedef struct attn_classifier_config {
                                attn_encoder_layer_forward_packed), no padding computed; the same
                                model as without (equal up to float32 rounding; the blocks'
                                dropout draws differ). A way of running, not stored with the model */
+    int64_t ngram_buckets;   /* > 0: a linear bag of n-grams beside the attention (fastText's
+                               features, "ngrams.weight" (vocab_size + ngram_buckets, classes),
+                               zeros at init): each of a sequence's n real tokens indexes its row
+                               (its id), each of its n - 1 bigrams (a, b) the row vocab_size +
+                               attn_classifier_bigram_bucket(a, b); the rows' sum divided by
+                               sqrt(2n - 1) is added to the logits. 0: none (the seed) */
 } attn_classifier_config;
 
 /* The seed's hyper-parameters: E 128, 4 heads, hidden 256, 2 classes, max_len 512, dropout 0.5. */
 ATTN_API attn_classifier_config attn_classifier_defaults(int64_t vocab_size);
+/* The bucket in [0, buckets) of the bigram of ids (a, b), both in [0, vocab_size): splitmix64's
+ * finaliser of a * vocab_size + b, modulo buckets (-1 for arguments out of range). */
+ATTN_API int64_t attn_classifier_bigram_bucket(int64_t a, int64_t b, int64_t vocab_size, int64_t buckets);
 
 typedef struct attn_classifier {
     attn_classifier_config cfg;
@@ -1011,6 +1020,7 @@ typedef struct attn_classifier {
     attn_additive_layer additive;
     attn_encoder_layer *blocks; /* (num_blocks), owned */
     attn_linear_layer fc1, fc2;
+    attn_tensor *ngrams; /* (vocab_size + ngram_buckets, classes), NULL without ngram_buckets */
 } attn_classifier;
 
 ATTN_API attn_status attn_classifier_init(attn_classifier *m, attn_params *p, const attn_classifier_config *cfg,

@@ -167,6 +167,8 @@ head -c 20 "$in/pairs/train.en.gz" > "$in/pairs_badgz/train.en.gz"
 echo "not a directory" > "$in/a_file"
 mkfifo "$in/fifo.safetensors"
 cp -r "$in/imdb" "$in/imdb_dir"
+cp -r "$in/imdb" "$in/imdb_few_neg"
+for f in $(ls -d "$in"/imdb_few_neg/train/neg/* | head -5); do rm -f "$f"; done
 mkdir "$in/imdb_dir/train/pos/9_9.txt"
 
 # tiny training options shared by the classify rows
@@ -237,6 +239,19 @@ big_review() {
   rm -f "$ck" "$ck.vocab"
 }
 row "classify: a review of 1 MB (valid: accepted)" 0 "" -- big_review
+row "classify: --recipe unknown"                 2 "--recipe expects seed or best, got \"fancy\"" "$ck" -- cls --data "$in/imdb" --recipe fancy
+row "classify: --ngrams -1"                       2 "--ngrams must be in \[0, 67108864\], got -1" "$ck" -- cls --data "$in/imdb" --ngrams -1
+row "classify eval: --recipe (train only)"        2 "--recipe applies to train only, not to eval" "$ck" -- "$bin" classify eval --data "$in/imdb" --checkpoint "$ck" --recipe best
+row "classify: --validate, 5 reviews of a label"  1 "--validate holds out a tenth of each label's training reviews, and needs 10 of each; train has 5 neg and 10 pos" "$ck" "$ck.vocab" -- cls --data "$in/imdb_few_neg" --validate
+recipe_bag() {
+  # the recipe, its bag overridden smaller, on the held-out tenth; eval reads the bag's size back
+  cls --data "$in/imdb" --epochs 1 --recipe best --ngrams 64 --validate | grep -q "validation accuracy: .* (2 reviews)" ||
+    { note="FAIL: no validation accuracy on 2 reviews"; return 0; }
+  "$bin" classify eval --data "$in/imdb" --checkpoint "$ck" | grep -q "test accuracy" || { note="FAIL: eval"; return 0; }
+  note="trained with the bag (64 buckets), scored 2 held-out reviews, eval read it back"
+  rm -f "$ck" "$ck.vocab"
+}
+row "classify: --recipe best --validate --ngrams 64" 0 "" -- recipe_bag
 row "classify: unknown option --epoch"            2 "unknown option \"--epoch\" \(see attn classify --help\)" "$ck" -- cls --data "$in/imdb" --epoch 3
 row "classify: --epochs not a number"             2 "--epochs expects an integer, got \"three\"" "$ck" -- cls --data "$in/imdb" --epochs three
 row "classify: --epochs 0 (out of range)"         2 "--epochs must be in \[1, 100000\], got 0" "$ck" -- cls --data "$in/imdb" --epochs 0

@@ -58,6 +58,7 @@ static void note(const char *call)
 /* Functions without a pointer argument: nothing to pass NULL to. */
 static const char *const no_pointer_arguments[] = {"attn_version",
                                                    "attn_bpe_trainer_new",
+                                                   "attn_classifier_bigram_bucket",
                                                    "attn_version_number",
                                                    "attn_last_error",
                                                    "attn_last_status",

@@ -53,6 +53,7 @@ typedef struct fd_case {
     attn_classifier_attention attention; /* classifier */
     int num_blocks;                      /* classifier */
     bool seed_padding;                   /* classifier: attend to and average the padding */
+    int64_t ngram_buckets;               /* classifier: the n-gram bag's buckets (0: none) */
     const char *params[4];               /* parameters differentiated, by registered name */
 } fd_case;
 
@@ -77,6 +78,8 @@ static const fd_case cases[] = {
      .params = {"embedding.weight", "pos_encoding", "attention.in_proj_weight", "classifier.0.weight"}},
     {"classifier softmax (seed: padding attended)", FD_CLASSIFIER, .attention = ATTN_CLASSIFIER_SOFTMAX,
      .seed_padding = true, .params = {"embedding.weight", "attention.out_proj.weight", "classifier.3.weight"}},
+    {"classifier softmax + n-gram bag", FD_CLASSIFIER, .attention = ATTN_CLASSIFIER_SOFTMAX, .ngram_buckets = 4,
+     .params = {"ngrams.weight", "embedding.weight", "classifier.3.weight"}},
     {"classifier linear", FD_CLASSIFIER, .attention = ATTN_CLASSIFIER_LINEAR,
      .params = {"embedding.weight", "pos_encoding", "attention.to_key.weight", "classifier.0.weight"}},
     {"classifier conv", FD_CLASSIFIER, .attention = ATTN_CLASSIFIER_CONV,
@@ -133,7 +136,8 @@ static attn_status build(fd_model *m)
                                      .num_blocks = c->num_blocks,
                                      .norm_first = c->norm_first,
                                      .additive_hidden = 5,
-                                     .mask_padding = !c->seed_padding};
+                                     .mask_padding = !c->seed_padding,
+                                     .ngram_buckets = c->ngram_buckets};
         m->cls_built = true;
         return attn_classifier_init(&m->cls, m->params, &cc, &rng);
     }

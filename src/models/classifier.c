@@ -4,6 +4,7 @@
 #include "../core/core_internal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,9 +60,10 @@ static attn_status init_classifier(attn_classifier *m, attn_params *p, const att
 {
     if (!m || !p || !cfg) return attn__fail(ATTN_ERR_ARG, "classifier_init: NULL argument");
     if (cfg->vocab_size < 1 || cfg->embed_dim < 1 || cfg->max_len < 1 || cfg->num_classes < 1 || cfg->hidden_dim < 1 ||
-        cfg->num_blocks < 0 || !(cfg->dropout >= 0 && cfg->dropout < 1) || cfg->additive_hidden < 0)
-        return attn__fail(ATTN_ERR_ARG, "classifier_init: sizes must be >= 1, blocks >= 0, "
-                                        "additive_hidden >= 0 and dropout in [0, 1)");
+        cfg->num_blocks < 0 || !(cfg->dropout >= 0 && cfg->dropout < 1) || cfg->additive_hidden < 0 ||
+        cfg->ngram_buckets < 0)
+        return attn__fail(ATTN_ERR_ARG, "classifier_init: sizes must be >= 1, blocks, additive_hidden and "
+                                        "ngram_buckets >= 0, and dropout in [0, 1)");
     if (cfg->pack && !(cfg->mask_padding && (cfg->attention == ATTN_CLASSIFIER_SOFTMAX || cfg->num_blocks > 0)))
         return attn__fail(ATTN_ERR_ARG,
                           "classifier_init: pack needs mask_padding, and Transformer blocks or the "
@@ -79,6 +81,13 @@ static attn_status init_classifier(attn_classifier *m, attn_params *p, const att
     if (!cfg->sinusoidal &&
         attn_learned_pe_init(&m->pos, p, "pos_encoding", cfg->max_len, cfg->embed_dim, rng) != ATTN_OK)
         return attn_last_status();
+    if (cfg->ngram_buckets > 0) {
+        if (cfg->ngram_buckets > INT64_MAX - cfg->vocab_size)
+            return attn__fail(ATTN_ERR_ARG, "classifier_init: vocab_size + ngram_buckets overflows int64");
+        const int64_t rows = cfg->vocab_size + cfg->ngram_buckets;
+        if (!(m->ngrams = attn_params_add(p, "ngrams.weight", 2, (int64_t[]){rows, cfg->num_classes})))
+            return attn_last_status(); /* zeros: the bag starts adding nothing */
+    }
     if (init_attention(m, p, rng) != ATTN_OK ||
         attn_linear_init(&m->fc1, p, "classifier.0", cfg->embed_dim, cfg->hidden_dim, true, rng) != ATTN_OK ||
         attn_linear_init(&m->fc2, p, "classifier.3", cfg->hidden_dim, cfg->num_classes, true, rng) != ATTN_OK) {
@@ -209,6 +218,41 @@ static attn_tensor *packed_pooled(attn_ctx *ctx, const attn_classifier *m, const
     return attn_matmul(ctx, mean, h, false, false);
 }
 
+int64_t attn_classifier_bigram_bucket(int64_t a, int64_t b, int64_t vocab_size, int64_t buckets)
+{
+    if (vocab_size < 1 || buckets < 1 || a < 0 || b < 0 || a >= vocab_size || b >= vocab_size) return -1;
+    uint64_t z = (uint64_t)a * (uint64_t)vocab_size + (uint64_t)b; /* < vocab_size^2 */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    z ^= z >> 31;
+    return (int64_t)(z % (uint64_t)buckets);
+}
+
+/* The n-gram bag's (B, classes): each sequence's unigram and bigram rows of m->ngrams, summed
+ * and divided by sqrt(their count), as a (B, grams) matrix of those weights times the rows. */
+static attn_tensor *ngram_logits(attn_ctx *ctx, const attn_classifier *m, const int64_t *ids, const int64_t *lengths,
+                                 int64_t batch, int64_t len)
+{
+    const int64_t V = m->cfg.vocab_size;
+    int64_t grams = 0;
+    for (int64_t b = 0; b < batch; b++) grams += 2 * lengths[b] - 1;                 /* lengths in [1, len] */
+    int64_t *rows = attn__arena_alloc(&ctx->arena, sizeof(int64_t) * (size_t)grams); /* (grams) */
+    attn_tensor *weights = attn_tensor_zeros(ctx, 2, (int64_t[]){batch, grams});     /* (B, grams) */
+    if (!rows || !weights) return NULL;
+    int64_t g = 0;
+    for (int64_t b = 0; b < batch; b++) {
+        const int64_t *seq = ids + b * len, n = lengths[b];
+        const float w = 1.0f / sqrtf((float)(2 * n - 1));
+        for (int64_t j = 0; j < 2 * n - 1; j++) weights->data[b * grams + g + j] = w;
+        for (int64_t j = 0; j < n; j++) rows[g++] = seq[j];
+        for (int64_t j = 0; j + 1 < n; j++) {
+            int64_t bucket = attn_classifier_bigram_bucket(seq[j], seq[j + 1], V, m->cfg.ngram_buckets);
+            rows[g++] = bucket < 0 ? -1 : V + bucket; /* an id out of range: attn_embedding's error */
+        }
+    }
+    return attn_matmul(ctx, weights, attn_embedding(ctx, m->ngrams, rows, 1, &grams, -1), false, false);
+}
+
 attn_tensor *attn_classifier_forward(attn_ctx *ctx, const attn_classifier *m, const int64_t *ids,
                                      const int64_t *lengths, int64_t batch, int64_t len, attn_tensor **weights)
 {
@@ -228,5 +272,6 @@ attn_tensor *attn_classifier_forward(attn_ctx *ctx, const attn_classifier *m, co
                               ? packed_pooled(ctx, m, ids, lengths, batch, len)
                               : padded_pooled(ctx, m, ids, lengths, batch, len, weights);
     attn_tensor *hidden = attn_dropout(ctx, attn_relu(ctx, attn_linear_forward(ctx, &m->fc1, pooled)), m->cfg.dropout);
-    return attn_linear_forward(ctx, &m->fc2, hidden);
+    attn_tensor *logits = attn_linear_forward(ctx, &m->fc2, hidden);
+    return m->ngrams && logits ? attn_add(ctx, logits, ngram_logits(ctx, m, ids, lengths, batch, len)) : logits;
 }
