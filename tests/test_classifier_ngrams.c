@@ -3,7 +3,7 @@
  * 0x9e3779b97f4a7c15) and its range checks; the bag's logits against a float64 sum of the table's
  * rows (forward with the table minus forward with it zeroed, the rest of the model the same), on
  * padded and packed batches; the gradient reaching the table, each row the sum of the logits'
- * gradients times 1 / sqrt(2n - 1) over the grams that index it; the refusals of init.
+ * gradients times ATTN_CLASSIFIER_NGRAM_GAIN / sqrt(2n - 1) over the grams that index it; the refusals of init.
  * Tolerance: each side a float32 forward through the same attention and head, whose difference
  * is the bag's logits: the head's logits (at most |h| ~ 1) rounded a few times plus a sum of at
  * most 2 * LEN - 1 = 19 terms: tk_tol_of(2, 19, 4, 8) with the scale of the logits themselves
@@ -91,7 +91,7 @@ static void bag_against_float64(bool pack)
     double *dtable = calloc((size_t)table->numel, sizeof *dtable); /* (VOCAB + BUCKETS, C) */
     for (int64_t b = 0; b < B; b++) {
         const int64_t n = lengths[b], *seq = ids + b * LEN;
-        const double w = 1.0 / sqrt((double)(2 * n - 1));
+        const double w = ATTN_CLASSIFIER_NGRAM_GAIN / sqrt((double)(2 * n - 1));
         for (int64_t g = 0; g < 2 * n - 1; g++) {
             const int64_t row =
                 g < n ? seq[g] : VOCAB + attn_classifier_bigram_bucket(seq[g - n], seq[g - n + 1], VOCAB, BUCKETS);

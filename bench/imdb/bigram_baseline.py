@@ -10,7 +10,7 @@ setting is retrained on the whole train split and scores test once.
     python3 bench/imdb/bigram_baseline.py /tmp/imdb/aclImdb [--out DIR]
 
 Needs Debian's fasttext and liblinear-tools. Prints one JSON line per fit, a table at the end."""
-import argparse, json, os, random, re, subprocess, sys, tempfile, time
+import argparse, json, os, random, re, shutil, subprocess, sys, tempfile, time
 
 PATTERNS = [(re.compile(p), r) for p, r in [
     (r"\'", " '  "), (r"\"", ""), (r"\.", " . "), (r"<br \/>", " "), (r",", " , "), (r"\(", " ( "),
@@ -119,6 +119,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("root")
     a = ap.parse_args()
+    missing = [t for t in ("fasttext", "liblinear-train", "liblinear-predict") if not shutil.which(t)]
+    if missing:
+        sys.exit("bigram_baseline: %s not found (apt-get install fasttext liblinear-tools)" % ", ".join(missing))
     t0 = time.time()
     train, test = load(a.root, "train"), load(a.root, "test")
     fit, val = holdout(train)

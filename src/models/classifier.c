@@ -229,7 +229,8 @@ int64_t attn_classifier_bigram_bucket(int64_t a, int64_t b, int64_t vocab_size, 
 }
 
 /* The n-gram bag's (B, classes): each sequence's unigram and bigram rows of m->ngrams, summed
- * and divided by sqrt(their count), as a (B, grams) matrix of those weights times the rows. */
+ * and times ATTN_CLASSIFIER_NGRAM_GAIN / sqrt(their count), as a (B, grams) matrix of those
+ * weights times the rows. */
 static attn_tensor *ngram_logits(attn_ctx *ctx, const attn_classifier *m, const int64_t *ids, const int64_t *lengths,
                                  int64_t batch, int64_t len)
 {
@@ -242,7 +243,7 @@ static attn_tensor *ngram_logits(attn_ctx *ctx, const attn_classifier *m, const 
     int64_t g = 0;
     for (int64_t b = 0; b < batch; b++) {
         const int64_t *seq = ids + b * len, n = lengths[b];
-        const float w = 1.0f / sqrtf((float)(2 * n - 1));
+        const float w = ATTN_CLASSIFIER_NGRAM_GAIN / sqrtf((float)(2 * n - 1));
         for (int64_t j = 0; j < 2 * n - 1; j++) weights->data[b * grams + g + j] = w;
         for (int64_t j = 0; j < n; j++) rows[g++] = seq[j];
         for (int64_t j = 0; j + 1 < n; j++) {
