@@ -1009,10 +1009,11 @@ typedef struct attn_classifier_config {
 ATTN_API attn_classifier_config attn_classifier_defaults(int64_t vocab_size);
 /* The n-gram bag's gain: Adam moves each row of the table by about lr per step, whatever its
  * gradient's size, so the gain sets how fast the bag learns beside the attention (IMDB's
- * validation split, docs/results.md: gain 1 reached 84.6% in 3 epochs, 4 87.7% in 2, 16 88.4% in 1) */
+ * validation split after one epoch, docs/results.md: gain 1 83.5%, 4 85.2%, 16 88.5%) */
 #define ATTN_CLASSIFIER_NGRAM_GAIN 16.0f
 /* The bucket in [0, buckets) of the bigram of ids (a, b), both in [0, vocab_size): splitmix64's
- * finaliser of a * vocab_size + b, modulo buckets (-1 for arguments out of range). */
+ * finaliser of a * vocab_size + b (in uint64_t arithmetic), modulo buckets (-1 for arguments out
+ * of range). */
 ATTN_API int64_t attn_classifier_bigram_bucket(int64_t a, int64_t b, int64_t vocab_size, int64_t buckets);
 
 typedef struct attn_classifier {

@@ -221,7 +221,7 @@ static attn_tensor *packed_pooled(attn_ctx *ctx, const attn_classifier *m, const
 int64_t attn_classifier_bigram_bucket(int64_t a, int64_t b, int64_t vocab_size, int64_t buckets)
 {
     if (vocab_size < 1 || buckets < 1 || a < 0 || b < 0 || a >= vocab_size || b >= vocab_size) return -1;
-    uint64_t z = (uint64_t)a * (uint64_t)vocab_size + (uint64_t)b; /* < vocab_size^2 */
+    uint64_t z = (uint64_t)a * (uint64_t)vocab_size + (uint64_t)b; /* modulo 2^64 past vocab_size 2^32 */
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
     z ^= z >> 31;
@@ -238,20 +238,20 @@ static attn_tensor *ngram_logits(attn_ctx *ctx, const attn_classifier *m, const 
     int64_t grams = 0;
     for (int64_t b = 0; b < batch; b++) grams += 2 * lengths[b] - 1;                 /* lengths in [1, len] */
     int64_t *rows = attn__arena_alloc(&ctx->arena, sizeof(int64_t) * (size_t)grams); /* (grams) */
-    attn_tensor *weights = attn_tensor_zeros(ctx, 2, (int64_t[]){batch, grams});     /* (B, grams) */
-    if (!rows || !weights) return NULL;
+    attn_tensor *scale = attn_tensor_zeros(ctx, 2, (int64_t[]){batch, grams});       /* (B, grams) */
+    if (!rows || !scale) return NULL;
     int64_t g = 0;
     for (int64_t b = 0; b < batch; b++) {
         const int64_t *seq = ids + b * len, n = lengths[b];
         const float w = ATTN_CLASSIFIER_NGRAM_GAIN / sqrtf((float)(2 * n - 1));
-        for (int64_t j = 0; j < 2 * n - 1; j++) weights->data[b * grams + g + j] = w;
+        for (int64_t j = 0; j < 2 * n - 1; j++) scale->data[b * grams + g + j] = w;
         for (int64_t j = 0; j < n; j++) rows[g++] = seq[j];
         for (int64_t j = 0; j + 1 < n; j++) {
             int64_t bucket = attn_classifier_bigram_bucket(seq[j], seq[j + 1], V, m->cfg.ngram_buckets);
             rows[g++] = bucket < 0 ? -1 : V + bucket; /* an id out of range: attn_embedding's error */
         }
     }
-    return attn_matmul(ctx, weights, attn_embedding(ctx, m->ngrams, rows, 1, &grams, -1), false, false);
+    return attn_matmul(ctx, scale, attn_embedding(ctx, m->ngrams, rows, 1, &grams, -1), false, false);
 }
 
 attn_tensor *attn_classifier_forward(attn_ctx *ctx, const attn_classifier *m, const int64_t *ids,
