@@ -14,7 +14,7 @@ typedef struct classify_options {
     bool seed_style_explain; /* explain from embeddings alone, as seed 002's visualize_attention */
     bool no_pack;            /* --no-pack: mask_padding batches padded, not packed (attn_classifier_config.pack) */
     bool validate;           /* --validate: train on the first 90% of each label's reviews, score the rest */
-    int recipe;              /* --recipe: an index of cmd_classify.c's recipes (its options were put in argv) */
+    int recipe;              /* --recipe: an index of cmd_classify.c's recipe_names (its options were put in argv) */
 } classify_options;
 
 /* A split encoded with the vocabulary: ids per review and its label. */

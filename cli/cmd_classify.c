@@ -12,13 +12,10 @@ static const char *const attention_names[] = {"softmax", "linear", "conv", "addi
 /* --recipe: options put before the command line's, which override them (docs/results.md measures
  * "best" on IMDB: chosen on the validation split) */
 #define RECIPE_BEST "--mask-padding --ngrams 4194304 --epochs 1"
-static const struct {
-    const char *name, *options;
-} recipes[] = {
-    {"seed", ""},
-    {"best", RECIPE_BEST},
-};
 static const char *const recipe_names[] = {"seed", "best", NULL};
+static const char *const recipe_options[] = {"", RECIPE_BEST}; /* of recipe_names[i] */
+_Static_assert(sizeof recipe_options / sizeof *recipe_options + 1 == sizeof recipe_names / sizeof *recipe_names,
+               "a recipe's options for each name");
 static const char *const action_names[] = {"train", "eval", "predict", "explain", NULL};
 enum {
     TRAIN,
@@ -136,7 +133,7 @@ static int expand_recipe(int argc, char **argv, int *expanded_argc, char ***expa
     for (int i = 2; argc > 1 && !strcmp(argv[1], "train") && i + 1 < argc && strcmp(argv[i], "--"); i++)
         if (!strcmp(argv[i], "--recipe"))
             for (int r = 0; recipe_names[r]; r++) recipe = !strcmp(argv[i + 1], recipe_names[r]) ? r : recipe;
-    const char *text = recipes[recipe].options;
+    const char *text = recipe_options[recipe];
     int n = 0;
     for (const char *c = text; *c; c++) n += *c != ' ' && (c == text || c[-1] == ' ');
     *words = strdup(text);

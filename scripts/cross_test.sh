@@ -23,8 +23,9 @@ build=build-$arch
 command -v "$triple-gcc" >/dev/null || { echo "cross_test: no $triple-gcc (apt-get install gcc-$triple)"; exit 2; }
 command -v "qemu-$arch" >/dev/null || { echo "cross_test: no qemu-$arch (apt-get install qemu-user)"; exit 2; }
 # The runs: label ; qemu -cpu model ; ATTN_CPU_ISA ; the tests left out ; the tests run (all when
-# empty): fields apart by ";", since the regular expressions hold "|". aarch64: each level, and SVE at two lengths (the sve level's products are vector-length
-# agnostic); qemu's max CPU has BF16 and SVE, so it runs at neon_bf16 uncapped and at sve capped.
+# empty): fields apart by ";", since the regular expressions hold "|". aarch64: each level, and
+# SVE at two lengths (the sve level's products are vector-length agnostic); qemu's max CPU has
+# BF16 and SVE, so it runs at neon_bf16 uncapped and at sve capped.
 # The whole suite at the first, and at the others all but the build checks and the file-format
 # tests, which no kernel level changes, and the differential test's 300 draws (130 s emulated; the
 # attention tests of every feature run at each level); at the second SVE length only the tests of
