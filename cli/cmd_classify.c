@@ -125,30 +125,6 @@ static int validate(const classify_options *o, int action, int n_texts, bool hea
     return CLI_OK;
 }
 
-/* The command line with --recipe's options put after the action (the last --recipe given names
- * it): *expanded (argv's pointers and the recipe's words, in *words), both malloc'd. */
-static int expand_recipe(int argc, char **argv, int *expanded_argc, char ***expanded, char **words)
-{
-    int recipe = 0; /* the recipes apply to train only */
-    for (int i = 2; argc > 1 && !strcmp(argv[1], "train") && i + 1 < argc && strcmp(argv[i], "--"); i++)
-        if (!strcmp(argv[i], "--recipe"))
-            for (int r = 0; recipe_names[r]; r++) recipe = !strcmp(argv[i + 1], recipe_names[r]) ? r : recipe;
-    const char *text = recipe_options[recipe];
-    int n = 0;
-    for (const char *c = text; *c; c++) n += *c != ' ' && (c == text || c[-1] == ' ');
-    *words = strdup(text);
-    *expanded = malloc((size_t)(argc + n + 1) * sizeof **expanded);
-    if (!*words || !*expanded) return cli_fail(CLI_ERR_DATA, "classify", "out of memory");
-    char **out = *expanded, *save = NULL;
-    out[0] = argv[0], out[1] = argv[1];
-    int k = 2;
-    for (char *w = strtok_r(*words, " ", &save); w; w = strtok_r(NULL, " ", &save)) out[k++] = w;
-    for (int i = 2; i < argc; i++) out[k++] = argv[i];
-    out[k] = NULL;
-    *expanded_argc = k;
-    return CLI_OK;
-}
-
 /* Options after the action; free arguments (texts) are collected in texts. */
 static int parse(int argc, char **argv, classify_options *o, int *action, const char ***texts, int *n_texts)
 {
@@ -497,7 +473,8 @@ int cmd_classify(int argc, char **argv)
     const char **texts = NULL;
     int n_texts = 0, action = 0, expanded_argc = 0;
     char **expanded = NULL, *recipe_words = NULL;
-    code = expand_recipe(argc, argv, &expanded_argc, &expanded, &recipe_words);
+    code = cli_expand_recipe("classify", recipe_names, recipe_options, argc, argv, &expanded_argc, &expanded,
+                             &recipe_words);
     if (code == CLI_OK) code = parse(expanded_argc, expanded, &o, &action, &texts, &n_texts);
     classify_run run = {.opt = &o, .lock = {.fd = -1}};
     if (code == CLI_OK) {

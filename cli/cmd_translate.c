@@ -9,6 +9,14 @@
 #include <string.h>
 
 static const char *const model_names[] = {"transformer", "bahdanau", NULL};
+/* --recipe: options put before the command line's, which override them (docs/results.md measures
+ * "best" on Multi30k: chosen on val) */
+#define RECIPE_BEST                                                                                                    \
+    "--rope-base 10000 --matmul-precision medium --epochs 30 --budget-min 60 --keep-epochs 5 --average-kept"
+static const char *const recipe_names[] = {"seed", "best", NULL};
+static const char *const recipe_options[] = {"", RECIPE_BEST}; /* of recipe_names[i] */
+_Static_assert(sizeof recipe_options / sizeof *recipe_options + 1 == sizeof recipe_names / sizeof *recipe_names,
+               "a recipe's options for each name");
 static const char *const action_names[] = {"train", "eval", "translate", NULL};
 enum {
     TRAIN,
@@ -20,6 +28,10 @@ enum {
 static const cli_option options[] = {
     {"--model", NULL, O(CLI_CHOICE, model_kind), 0, 0, model_names, "transformer",
      "the Transformer (seed 003 / D2L) or D2L's GRU encoder-decoder with Bahdanau attention", "train"},
+    {"--recipe", NULL, O(CLI_CHOICE, recipe), 0, 0, recipe_names, "seed",
+     "a preset of options, which those given override: seed (the seed's settings) or best (the Transformer: "
+     "\"" RECIPE_BEST "\")",
+     "train"},
     {"--data", "DIR", O(CLI_IN_DIR, data), 0, 0, NULL, NULL,
      "folder with <split>.<lang>.gz files (default the shipped multi30k, found as --data of classify)", "train eval"},
     {"--src", "LANG", O(CLI_NAME, src_lang), 0, 0, NULL, "en", "source language", "train eval"},
@@ -48,6 +60,10 @@ static const cli_option options[] = {
      "train"},
     {"--keep-epochs", "K", O(CLI_LONG, keep_epochs), 1, 1000, NULL, NULL,
      "also keep the parameters of the last K epochs as CHECKPOINT.epochN (for --average)", "train"},
+    {"--average-kept", NULL, O(CLI_FLAG, average_kept), 0, 0, NULL, NULL,
+     "the closing BLEU scores the mean of the epochs --keep-epochs kept (eval --checkpoint on the last of those "
+     "files and --average on the others gives the same), not the final parameters",
+     "train"},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL, "evaluation and translation:"},
     {"--split", "NAME", O(CLI_NAME, split), 0, 0, NULL, "test_2016_flickr",
      "the split train and eval score with BLEU (val: tune decoding without touching the test set)", "train eval"},
@@ -115,6 +131,11 @@ static int validate(const translate_options *o, int action, int n_texts, const c
     const cli_path data = {"--data", o->data};
     if (action == TRAIN && o->keep_epochs && !check_kept(o, &data, 1)) return CLI_ERR_USAGE;
     if (action != TRAIN) return CLI_OK;
+    if (o->recipe && o->model.kind == ATTN_SEQ2SEQ_BAHDANAU)
+        return cli_fail(CLI_ERR_USAGE, "translate", "--recipe %s is a recipe for the Transformer, not --model bahdanau",
+                        recipe_names[o->recipe]);
+    if (o->average_kept && !o->keep_epochs)
+        return cli_fail(CLI_ERR_USAGE, "translate", "--average-kept needs --keep-epochs K (the epochs it averages)");
     if (o->model.kind == ATTN_SEQ2SEQ_BAHDANAU && o->layers > ATTN_GRU_MAX_LAYERS)
         return cli_fail(CLI_ERR_USAGE, "translate", "--layers %d: the Bahdanau GRU has at most %d layers", o->layers,
                         ATTN_GRU_MAX_LAYERS);
@@ -366,6 +387,38 @@ static int load_model(translate_run *run, translate_options *o)
     return code == CLI_OK && o->average ? average_checkpoints(run, o) : code;
 }
 
+/* --average-kept: the parameters become the mean of the last --keep-epochs epoch files kept beside
+ * the checkpoint, back from the last one this process saved while they exist; no such file: the
+ * final parameters stay. Rank 0 (the one that scores). */
+static int average_kept(translate_run *run, const translate_options *o)
+{
+    const long last = run->last_kept_epoch;
+    const size_t len = strlen(o->train.checkpoint) + 32;
+    char *names = malloc((size_t)o->keep_epochs * len);
+    const char **paths = malloc((size_t)o->keep_epochs * sizeof *paths);
+    int code = names && paths ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "out of memory");
+    long n = 0; /* paths[0]: epoch last, paths[i]: epoch last - i */
+    for (; code == CLI_OK && n < o->keep_epochs && last - n >= 1; n++) {
+        char *path = names + (size_t)n * len;
+        snprintf(path, len, "%s.epoch%ld", o->train.checkpoint, last - n);
+        if (!cli_looks_like_checkpoint(path)) break;
+        paths[n] = path;
+    }
+    attn_st_file *f = code == CLI_OK && n > 0 ? checkpoint_open("translate", paths[0], NULL) : NULL;
+    if (code == CLI_OK && n > 0 && (!f || attn_checkpoint_load_file(f, run->params, NULL, true) != ATTN_OK))
+        code = cli_fail(CLI_ERR_DATA, "translate", "--average-kept: %s", f ? attn_last_error() : paths[0]);
+    attn_st_close(f);
+    if (code == CLI_OK && n > 1 && attn_checkpoint_average(run->params, paths + 1, (int)n - 1) != ATTN_OK)
+        code = cli_fail(CLI_ERR_DATA, "translate", "--average-kept: %s", attn_last_error());
+    if (code == CLI_OK && n > 0)
+        printf("parameters: the mean of epochs %ld to %ld (%s.epochN)\n", last - n + 1, last, o->train.checkpoint);
+    else if (code == CLI_OK)
+        printf("parameters: the final ones (--average-kept: no epoch file kept)\n");
+    free(paths);
+    free(names);
+    return code;
+}
+
 /* ---- actions ---- */
 
 /* --resume: the checkpoint, read once on rank 0, must hold the model and the run these options
@@ -444,6 +497,7 @@ static int do_train(translate_run *run, translate_options *o)
             printf("matmul precision: %s in training\n", cli_matmul_precision_text());
         code = translate_train(run, &train, &val);
     }
+    if (code == CLI_OK && o->average_kept && dist_rank() == 0) code = average_kept(run, o);
     if (code == CLI_OK) code = translate_evaluate(run, &test, o->split);
     free_split(&train);
     free_split(&val);
@@ -552,8 +606,11 @@ int cmd_translate(int argc, char **argv)
     if (cli_help_before_action(&translate_spec, argc, argv, &code)) return code;
     translate_options o;
     const char **texts = NULL;
-    int n_texts = 0, action = 0;
-    code = parse(argc, argv, &o, &action, &texts, &n_texts);
+    int n_texts = 0, action = 0, expanded_argc = 0;
+    char **expanded = NULL, *recipe_words = NULL;
+    code = cli_expand_recipe("translate", recipe_names, recipe_options, argc, argv, &expanded_argc, &expanded,
+                             &recipe_words);
+    if (code == CLI_OK) code = parse(expanded_argc, expanded, &o, &action, &texts, &n_texts);
     translate_run run = {.opt = &o, .lock = {.fd = -1}};
     if (code == CLI_OK) {
         if (action == TRAIN)
@@ -564,6 +621,8 @@ int cmd_translate(int argc, char **argv)
             code = do_translate(&run, &o, texts, n_texts);
     }
     free(texts);
+    free(expanded);
+    free(recipe_words);
     if (run.model_ready) attn_seq2seq_free(&run.model);
     attn_params_free(run.params);
     attn_vocab_free(run.src_vocab);

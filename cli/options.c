@@ -346,3 +346,26 @@ void cli_man(const cli_spec *spec, FILE *out)
         fputc('\n', out);
     }
 }
+
+int cli_expand_recipe(const char *cmd, const char *const *names, const char *const *options, int argc, char **argv,
+                      int *expanded_argc, char ***expanded, char **words)
+{
+    int recipe = 0; /* the recipes apply to train only */
+    for (int i = 2; argc > 1 && !strcmp(argv[1], "train") && i + 1 < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "--recipe"))
+            for (int r = 0; names[r]; r++) recipe = !strcmp(argv[i + 1], names[r]) ? r : recipe;
+    const char *text = options[recipe];
+    int n = 0;
+    for (const char *c = text; *c; c++) n += *c != ' ' && (c == text || c[-1] == ' ');
+    *words = strdup(text);
+    *expanded = malloc((size_t)(argc + n + 1) * sizeof **expanded);
+    if (!*words || !*expanded) return cli_fail(CLI_ERR_DATA, cmd, "out of memory");
+    char **out = *expanded, *save = NULL;
+    int k = 0;
+    for (; k < argc && k < 2; k++) out[k] = argv[k];
+    for (char *w = strtok_r(*words, " ", &save); w; w = strtok_r(NULL, " ", &save)) out[k++] = w;
+    for (int i = 2; i < argc; i++) out[k++] = argv[i];
+    out[k] = NULL;
+    *expanded_argc = k;
+    return CLI_OK;
+}

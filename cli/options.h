@@ -137,6 +137,14 @@ bool cli_opt_is_path(cli_opt_type t);
 bool cli_option_applies(const cli_option *o, const char *action);
 /* true when argv[first..argc) (as cli_parse read it) gives option `name` itself, not its default. */
 bool cli_given(const cli_spec *spec, int argc, char **argv, int first, const char *name);
+/* --recipe NAME of a command's train action: names[r] (NULL-ended; names[0] the default, which
+ * applies when train gives none) stands for options[r], words separated by single spaces. *expanded
+ * is argv with those words put after the action, before the command line's options, which thus
+ * override them; the last --recipe given (before "--") names it, an unknown name leaves it to
+ * cli_parse to refuse. *expanded (argv's pointers and the words, in *words) and *words are
+ * malloc'd: the caller frees both, whatever is returned (CLI_OK or CLI_ERR_DATA). */
+int cli_expand_recipe(const char *cmd, const char *const *names, const char *const *options, int argc, char **argv,
+                      int *expanded_argc, char ***expanded, char **words);
 /* `attn <cmd> --help` */
 void cli_help(const cli_spec *spec, FILE *out);
 /* For a command whose first argument is its action: with no argument (help on stderr, *code a

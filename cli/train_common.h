@@ -26,12 +26,15 @@ typedef struct progress {
     bool show, tty, log_steps;
     bool line_open; /* a live line is on the terminal, to be ended */
     double start, last_print;
-    int64_t total_steps, done_steps;
+    double deadline;                             /* now_seconds() when the time budget ends (0: none) */
+    int64_t total_steps, done_steps, first_step; /* first_step: done when this process started */
     double tokens;
 } progress;
 
-/* log_steps: also one stdout line per step with its loss in full precision (--log-steps). */
-void progress_start(progress *p, const char *cmd, int64_t total_steps, int64_t done_steps, bool log_steps);
+/* log_steps: also one stdout line per step with its loss in full precision (--log-steps). The ETA
+ * shown is that of the steps left at this process's pace, or of the deadline when it comes first. */
+void progress_start(progress *p, const char *cmd, int64_t total_steps, int64_t done_steps, double deadline,
+                    bool log_steps);
 /* After one training step of `tokens` tokens (over all ranks). */
 void progress_step(progress *p, long epoch, int64_t batch, int64_t batches, double loss, double tokens);
 /* Ends the live line, if one is shown (again: nothing). */

@@ -160,7 +160,7 @@ static int run_epochs(train_state *s)
     const int64_t all_steps = s->per_epoch * t->epochs;
     snprintf(s->prog_name, sizeof s->prog_name, "%s train", m->cmd);
     progress_start(&s->prog, s->prog_name, t->max_steps > 0 && t->max_steps < all_steps ? t->max_steps : all_steps,
-                   attn_optim_step_count(s->opt), t->log_steps);
+                   attn_optim_step_count(s->opt), s->deadline, t->log_steps);
     const char *stopped = NULL;
     for (long epoch = pos.epoch; code == CLI_OK && !stopped && epoch < t->epochs && !(stopped = stop_reason(s));
          epoch++)

@@ -14,7 +14,8 @@ double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void progress_start(progress *p, const char *cmd, int64_t total_steps, int64_t done_steps, bool log_steps)
+void progress_start(progress *p, const char *cmd, int64_t total_steps, int64_t done_steps, double deadline,
+                    bool log_steps)
 {
     const bool show = dist_rank() == 0;
     *p = (progress){.cmd = cmd,
@@ -22,8 +23,10 @@ void progress_start(progress *p, const char *cmd, int64_t total_steps, int64_t d
                     .tty = show && isatty(STDERR_FILENO),
                     .log_steps = show && log_steps,
                     .start = now_seconds(),
+                    .deadline = deadline,
                     .total_steps = total_steps,
-                    .done_steps = done_steps};
+                    .done_steps = done_steps,
+                    .first_step = done_steps};
     p->last_print = p->start;
 }
 
@@ -50,7 +53,9 @@ void progress_step(progress *p, long epoch, int64_t batch, int64_t batches, doub
     if (!p->show || (!last && t - p->last_print < (p->tty ? 0.25 : 30.0))) return;
     p->last_print = t;
     char eta[32];
-    format_eta(eta, sizeof eta, elapsed / (double)p->done_steps * (double)(p->total_steps - p->done_steps));
+    double left = elapsed / (double)(p->done_steps - p->first_step) * (double)(p->total_steps - p->done_steps);
+    if (p->deadline > 0 && p->deadline - t < left) left = p->deadline - t > 0 ? p->deadline - t : 0;
+    format_eta(eta, sizeof eta, left);
     fprintf(stderr, "%sattn %s: epoch %ld, step %" PRId64 "/%" PRId64 ", loss %.4f, %.0f tokens/s, ETA %s%s",
             p->tty ? "\r\033[K" : "", p->cmd, epoch + 1, batch + 1, batches, loss,
             elapsed > 0 ? p->tokens / elapsed : 0.0, eta, p->tty ? "" : "\n");

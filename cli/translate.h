@@ -14,9 +14,11 @@ typedef struct translate_options {
     long rope_base; /* --rope-base: the Transformer's rotary positions (0: sinusoidal) */
     double label_smoothing, length_penalty;
     bool average_heads;
-    bool no_pack;   /* --no-pack: the Transformer's training batches padded, not packed */
-    int model_kind; /* --model: an attn_seq2seq_kind */
-    int layers;     /* --layers: encoder and decoder each */
+    bool average_kept; /* --average-kept: train's closing BLEU of the mean of the kept epochs */
+    bool no_pack;      /* --no-pack: the Transformer's training batches padded, not packed */
+    int recipe;        /* --recipe: an index of its names (cmd_translate.c) */
+    int model_kind;    /* --model: an attn_seq2seq_kind */
+    int layers;        /* --layers: encoder and decoder each */
 } translate_options;
 
 /* Pairs encoded with the vocabularies (no specials added yet). */
@@ -34,6 +36,7 @@ typedef struct translate_run {
     char *vocab_text[2];  /* train: the source and target vocabularies as the checkpoint carries them */
     checkpoint_lock lock; /* train: held on the checkpoint for the run */
     attn_st_file *resume; /* train --resume: the checkpoint, read once (rank 0) */
+    long last_kept_epoch; /* train --keep-epochs: the last epoch this process saved as CHECKPOINT.epochN */
 } translate_run;
 
 int translate_train(translate_run *run, const translate_split *train, const translate_split *val);

@@ -47,7 +47,7 @@ static const char *const *checkpoint_meta(void *self, int *n_kv, checkpoint_extr
  * the file of epoch N - K removed, for `attn translate eval --average`. Rank 0 writes. */
 static attn_status keep_epoch(void *self, long epoch)
 {
-    const translate_run *run = ((const translate_trainer *)self)->run;
+    translate_run *run = ((translate_trainer *)self)->run;
     const long keep = run->opt->keep_epochs;
     if (keep <= 0 || dist_rank() != 0) return ATTN_OK;
     size_t n = strlen(run->opt->train.checkpoint) + 40;
@@ -67,6 +67,7 @@ static attn_status keep_epoch(void *self, long epoch)
     free(all);
     snprintf(path, n, "%s.epoch%ld", run->opt->train.checkpoint, epoch - keep);
     if (st == ATTN_OK && epoch > keep && cli_looks_like_checkpoint(path)) remove(path); /* ours alone */
+    if (st == ATTN_OK) run->last_kept_epoch = epoch;
     free(path);
     return st;
 }

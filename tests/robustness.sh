@@ -351,6 +351,22 @@ row "translate: --beam 0"                         2 "--beam must be in \[1, 64\]
 row "translate: --label-smoothing x"              2 "--label-smoothing expects a finite number, got \"x\"" "$ck" -- tr --data "$in/pairs" --label-smoothing x
 row "translate: --length-penalty -1"               2 "--length-penalty must be in \[0, 10\], got -1" "$ck" -- tr --data "$in/pairs" --length-penalty -1
 row "translate: --split that does not exist"      1 "pairs/nope.en.gz: cannot open \(No such file or directory\)" "$ck" -- tr --data "$in/pairs" --split nope
+row "translate: --recipe unknown"                 2 "--recipe expects seed or best, got \"fancy\"" "$ck" -- tr --data "$in/pairs" --recipe fancy
+row "translate: --recipe best with --model bahdanau" 2 "--recipe best is a recipe for the Transformer, not --model bahdanau" "$ck" -- tr --data "$in/pairs" --recipe best --model bahdanau
+row "translate: --average-kept without --keep-epochs" 2 "--average-kept needs --keep-epochs K" "$ck" -- tr --data "$in/pairs" --average-kept
+recipe_kept() {
+  # the recipe, made tiny: train's closing BLEU of the kept epochs' mean = eval of those two files
+  local said
+  said=$(tr --data "$in/pairs" --recipe best --epochs 2 --keep-epochs 2 --average-kept --beam 2 2>/dev/null) &&
+    grep -q "parameters: the mean of epochs 1 to 2" <<<"$said" &&
+    [[ $(grep -e "^  -> " -e "BLEU" <<<"$said" | sed 's/, [0-9]* s$//') == \
+      $("$bin" translate eval --data "$in/pairs" --beam 2 --checkpoint "$ck.epoch2" --average "$ck.epoch1" |
+        grep -e "^  -> " -e "BLEU" | sed 's/, [0-9]* s$//') ]] && note="the same translations and BLEU"
+  local rc=$?
+  rm -f "$ck" "$ck.epoch1" "$ck.epoch2"
+  return $rc
+}
+row "translate: --recipe best --average-kept, tiny" 0 "" -- recipe_kept
 
 row "bench: unknown workload"                     2 "unknown workload \"gemv\"" -- "$bin" bench gemv
 row "bench: --runs 0"                             2 "--runs must be in \[1, 1000\], got 0" -- "$bin" bench peak --runs 0

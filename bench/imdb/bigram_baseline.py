@@ -12,16 +12,8 @@ setting is retrained on the whole train split and scores test once.
 Needs Debian's fasttext and liblinear-tools. Prints one JSON line per fit, a table at the end."""
 import argparse, json, os, random, re, shutil, subprocess, sys, tempfile, time
 
-PATTERNS = [(re.compile(p), r) for p, r in [
-    (r"\'", " '  "), (r"\"", ""), (r"\.", " . "), (r"<br \/>", " "), (r",", " , "), (r"\(", " ( "),
-    (r"\)", " ) "), (r"\!", " ! "), (r"\?", " ? "), (r"\;", " "), (r"\:", " "), (r"\s+", " ")]]
-
-
-def basic_english(line):
-    line = line.lower()
-    for p, r in PATTERNS:
-        line = p.sub(r, line)
-    return line.split()
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data"))
+from make_tokenizer_cases import basic_english  # the reference attn's tokenizer is tested against
 
 
 def review_key(name):  # <id>_<rating>.txt, sorted by id as attn_imdb_load does
