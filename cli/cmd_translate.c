@@ -98,13 +98,6 @@ const cli_spec translate_spec = {
              "constant rate for Bahdanau (default 1e-3).\n",
 };
 
-char *translate_vocab_path(const char *checkpoint, const char *side)
-{
-    char suffix[16];
-    snprintf(suffix, sizeof suffix, ".%s.vocab", side);
-    return cli_checkpoint_sibling(checkpoint, suffix);
-}
-
 /* --keep-epochs: every epoch's file (CHECKPOINT.epochN), checked as --checkpoint is. */
 static bool check_kept(const translate_options *o, const cli_path *inputs, int n_in)
 {
@@ -196,8 +189,6 @@ static int parse(int argc, char **argv, translate_options *o, int *action, const
 
 /* ---- data ---- */
 
-static const char *const specials[4] = {"<unk>", "<pad>", "<bos>", "<eos>"};
-
 static char *data_path(const translate_options *o, const char *split, const char *lang)
 {
     size_t n = strlen(o->data) + strlen(split) + strlen(lang) + 8;
@@ -225,7 +216,7 @@ static attn_vocab *build_vocab(const translate_options *o, char *const *texts, i
         st = attn_tokenize(&toks, ATTN_TOKENIZER_WORDS, texts[i], strlen(texts[i]));
         if (st == ATTN_OK) st = attn_counter_add(c, toks.items, toks.count);
     }
-    attn_vocab *v = st == ATTN_OK ? attn_vocab_build(c, specials, 4, o->min_freq, 0) : NULL;
+    attn_vocab *v = st == ATTN_OK ? attn_vocab_build(c, translate_specials, 4, o->min_freq, 0) : NULL;
     attn_tokens_free(&toks);
     attn_counter_free(c);
     return v;
@@ -253,213 +244,7 @@ static void free_split(translate_split *s)
     attn_text_pairs_free(&s->text);
 }
 
-/* ---- model config, checkpoints ---- */
-
-/* The sizes and special ids a model of these vocabularies has (an id -1: the token is missing). */
-static void config_from_vocabs(const translate_run *run, attn_seq2seq_config *c)
-{
-    c->src_vocab = attn_vocab_size(run->src_vocab);
-    c->tgt_vocab = attn_vocab_size(run->tgt_vocab);
-    c->pad_id = attn_vocab_find(run->tgt_vocab, "<pad>");
-    c->bos_id = attn_vocab_find(run->tgt_vocab, "<bos>");
-    c->eos_id = attn_vocab_find(run->tgt_vocab, "<eos>");
-}
-
-/* The model of o; from: the checkpoint that sizes it (params_for), NULL for a new one */
-static int build_model(translate_run *run, translate_options *o, const attn_st_file *from)
-{
-    attn_seq2seq_config *c = &o->model;
-    config_from_vocabs(run, c);
-    attn_rng rng;
-    attn_rng_seed(&rng, (uint64_t)o->train.seed);
-    run->params = params_for(from);
-    if (!run->params || attn_seq2seq_init(&run->model, run->params, c, &rng) != ATTN_OK)
-        return model_build_failed("translate", from, o->train.checkpoint);
-    run->model_ready = true;
-    return CLI_OK;
-}
-
-/* true unless f carries vocabularies that are not the model's (a file without them, written by an
- * older attn, cannot tell). */
-static bool same_vocabs(const attn_st_file *f, const translate_run *run)
-{
-    const char *keys[2] = {"vocab.src", "vocab.tgt"};
-    const attn_vocab *v[2] = {run->src_vocab, run->tgt_vocab};
-    for (int i = 0; i < 2; i++) {
-        const char *text = attn_st_metadata(f, keys[i]);
-        size_t len;
-        char *mine = text ? attn_vocab_text(v[i], &len) : NULL;
-        bool same = !text || (mine && !strcmp(mine, text));
-        free(mine);
-        if (!same) return false;
-    }
-    return true;
-}
-
-/* --average A,B,...: the parameters become the mean of --checkpoint's and those files' (checkpoint
- * averaging: the same model saved at several epochs of one run). */
-static int average_checkpoints(translate_run *run, const translate_options *o)
-{
-    char *list = strdup(o->average), *save = NULL;
-    const char **paths = calloc(strlen(o->average) / 2 + 1, sizeof *paths); /* at most one per 2 chars */
-    int code = list && paths ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "out of memory");
-    int n = 0;
-    for (char *path = list ? strtok_r(list, ",", &save) : NULL; code == CLI_OK && path;
-         path = strtok_r(NULL, ",", &save)) {
-        attn_seq2seq_config c = o->model;
-        attn_st_file *f = checkpoint_open("translate", path, " (--average)");
-        if (!f || (code = translate_read_config(f, path, &c)) != CLI_OK) {
-            attn_st_close(f);
-            code = CLI_ERR_DATA;
-            break;
-        }
-        if (!translate_same_config(&c, &o->model) || !same_vocabs(f, run))
-            code = cli_fail(CLI_ERR_DATA, "translate",
-                            "--average: %s holds a different model%s than %s; expected "
-                            "checkpoints of the same run",
-                            path, translate_same_config(&c, &o->model) ? " (other vocabularies)" : "",
-                            o->train.checkpoint);
-        attn_st_close(f);
-        paths[n++] = path;
-    }
-    if (code == CLI_OK && n == 0)
-        code = cli_fail(CLI_ERR_USAGE, "translate",
-                        "--average expects checkpoint files separated by commas, got \"%s\"", o->average);
-    if (code == CLI_OK && attn_checkpoint_average(run->params, paths, n) != ATTN_OK)
-        code = cli_fail(CLI_ERR_DATA, "translate", "--average: %s", attn_last_error());
-    if (code == CLI_OK) printf("parameters: the mean of %d checkpoints\n", n + 1);
-    free(paths);
-    free(list);
-    return code;
-}
-
-static const char *const vocab_keys[2] = {"vocab.src", "vocab.tgt"};
-
-/* The vocabularies checkpoint f carries (or, written by an older attn, the files beside it), each
- * with the specials attn puts first. */
-static int load_vocabs(translate_run *run, const attn_st_file *f, const char *checkpoint)
-{
-    static const char *const sides[2] = {"src", "tgt"}, *const which[2] = {"source ", "target "};
-    attn_vocab **v[2] = {&run->src_vocab, &run->tgt_vocab};
-    for (int i = 0; i < 2; i++) {
-        char *legacy = translate_vocab_path(checkpoint, sides[i]);
-        if (!legacy) return cli_fail(CLI_ERR_DATA, "translate", "out of memory");
-        *v[i] = checkpoint_vocab("translate", f, checkpoint, vocab_keys[i], legacy);
-        free(legacy);
-        if (!*v[i] || !vocab_has_specials("translate", checkpoint, which[i], *v[i], specials, 4)) return CLI_ERR_DATA;
-    }
-    return CLI_OK;
-}
-
-/* --beam against the target vocabulary, before any work: a beam keeps that many distinct tokens. */
-static int check_beam(const translate_options *o, const translate_run *run)
-{
-    const int64_t v = attn_vocab_size(run->tgt_vocab);
-    if (o->beam <= v) return CLI_OK;
-    return cli_fail(CLI_ERR_USAGE, "translate",
-                    "--beam %ld is more than the %lld tokens of the target vocabulary; "
-                    "expected at most %lld",
-                    o->beam, (long long)v, (long long)v);
-}
-
-/* eval/translate: the saved model and vocabularies, from one reading of the checkpoint. */
-static int load_model(translate_run *run, translate_options *o)
-{
-    attn_st_file *f = checkpoint_open("translate", o->train.checkpoint, " (train a model first: attn translate train)");
-    if (!f) return CLI_ERR_DATA;
-    int code = translate_read_config(f, o->train.checkpoint, &o->model);
-    if (code == CLI_OK) code = load_vocabs(run, f, o->train.checkpoint);
-    attn_seq2seq_config files = o->model, *m = &o->model;
-    if (code == CLI_OK) config_from_vocabs(run, &files);
-    if (code == CLI_OK && !translate_same_config(&files, m))
-        code =
-            cli_fail(CLI_ERR_DATA, "translate",
-                     "%s: its vocabularies (%lld and %lld tokens; <pad> %lld, "
-                     "<bos> %lld, <eos> %lld; -1: missing) do not fit its metadata (%lld and %lld; %lld, %lld, %lld)",
-                     o->train.checkpoint, (long long)files.src_vocab, (long long)files.tgt_vocab,
-                     (long long)files.pad_id, (long long)files.bos_id, (long long)files.eos_id, (long long)m->src_vocab,
-                     (long long)m->tgt_vocab, (long long)m->pad_id, (long long)m->bos_id, (long long)m->eos_id);
-    if (code == CLI_OK) code = check_beam(o, run);
-    if (code == CLI_OK) code = build_model(run, o, f);
-    if (code == CLI_OK && attn_checkpoint_load_file(f, run->params, NULL, true) != ATTN_OK)
-        code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
-    attn_st_close(f);
-    return code == CLI_OK && o->average ? average_checkpoints(run, o) : code;
-}
-
-/* --average-kept: the parameters become the mean of the last --keep-epochs epoch files kept beside
- * the checkpoint, back from the last one this process saved while they exist; no such file: the
- * final parameters stay. Rank 0 (the one that scores). */
-static int average_kept(translate_run *run, const translate_options *o)
-{
-    const long last = run->last_kept_epoch;
-    const size_t len = strlen(o->train.checkpoint) + 32;
-    char *names = malloc((size_t)o->keep_epochs * len);
-    const char **paths = malloc((size_t)o->keep_epochs * sizeof *paths);
-    int code = names && paths ? CLI_OK : cli_fail(CLI_ERR_DATA, "translate", "out of memory");
-    long n = 0; /* paths[0]: epoch last, paths[i]: epoch last - i */
-    for (; code == CLI_OK && n < o->keep_epochs && last - n >= 1; n++) {
-        char *path = names + (size_t)n * len;
-        snprintf(path, len, "%s.epoch%ld", o->train.checkpoint, last - n);
-        if (!cli_looks_like_checkpoint(path)) break;
-        paths[n] = path;
-    }
-    attn_st_file *f = code == CLI_OK && n > 0 ? checkpoint_open("translate", paths[0], NULL) : NULL;
-    if (code == CLI_OK && n > 0 && (!f || attn_checkpoint_load_file(f, run->params, NULL, true) != ATTN_OK))
-        code = cli_fail(CLI_ERR_DATA, "translate", "--average-kept: %s", f ? attn_last_error() : paths[0]);
-    attn_st_close(f);
-    if (code == CLI_OK && n > 1 && attn_checkpoint_average(run->params, paths + 1, (int)n - 1) != ATTN_OK)
-        code = cli_fail(CLI_ERR_DATA, "translate", "--average-kept: %s", attn_last_error());
-    if (code == CLI_OK && n > 0)
-        printf("parameters: the mean of epochs %ld to %ld (%s.epochN)\n", last - n + 1, last, o->train.checkpoint);
-    else if (code == CLI_OK)
-        printf("parameters: the final ones (--average-kept: no epoch file kept)\n");
-    free(paths);
-    free(names);
-    return code;
-}
-
 /* ---- actions ---- */
-
-/* --resume: the checkpoint, read once on rank 0, must hold the model and the run these options
- * make; its vocabularies (every id keeps its row) go to every rank. */
-static int open_resumed(translate_run *run, translate_options *o)
-{
-    const char *ck = o->train.checkpoint;
-    char *text[2] = {NULL, NULL};
-    int code = CLI_OK;
-    if (dist_rank() == 0) {
-        size_t len;
-        if (!(run->resume = checkpoint_open("translate", ck, NULL))) return CLI_ERR_DATA;
-        if ((code = checkpoint_model_check(&translate_schema, run->resume, ck)) != CLI_OK ||
-            (code = load_vocabs(run, run->resume, ck)) != CLI_OK)
-            return code; /* the others wait in share_text */
-        if (!(text[0] = attn_vocab_text(run->src_vocab, &len)) || !(text[1] = attn_vocab_text(run->tgt_vocab, &len)))
-            code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
-        config_from_vocabs(run, &o->model);
-        attn_seq2seq_config saved = o->model; /* the model these options build must be the saved one */
-        int n;
-        const run_option *ro = translate_run_options(o, &n);
-        if (code == CLI_OK) code = config_check_resumed(&translate_schema, run->resume, ck, &o->model, &saved);
-        if (code == CLI_OK) code = run_options_check("translate", run->resume, ck, ro, n);
-        if (code != CLI_OK) {
-            free(text[0]);
-            free(text[1]);
-            return code;
-        }
-    }
-    attn_vocab **v[2] = {&run->src_vocab, &run->tgt_vocab};
-    for (int i = 0; i < 2; i++) {
-        run->vocab_text[i] = share_text(text[i]);
-        free(text[i]);
-    }
-    for (int i = 0; i < 2; i++) {
-        if (!run->vocab_text[i]) return cli_fail(CLI_ERR_DATA, "translate", "out of memory");
-        if (!*v[i] && !(*v[i] = attn_vocab_parse(run->vocab_text[i], strlen(run->vocab_text[i]), ck)))
-            return cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
-    }
-    return CLI_OK;
-}
 
 static int do_train(translate_run *run, translate_options *o)
 {
@@ -469,7 +254,7 @@ static int do_train(translate_run *run, translate_options *o)
     double t0 = now_seconds();
     int code = CLI_OK;
     if (o->train.resume) {
-        code = open_resumed(run, o);
+        code = translate_open_resumed(run, o);
     } else {
         if (load_pairs(&pairs, o, "train") != ATTN_OK)
             return cli_fail(CLI_ERR_DATA, "translate", "--data %s: %s", o->data, attn_last_error());
@@ -481,8 +266,8 @@ static int do_train(translate_run *run, translate_options *o)
             run->vocab_text[i] = attn_vocab_text(i ? run->tgt_vocab : run->src_vocab, &len);
         if (!run->vocab_text[1]) code = cli_fail(CLI_ERR_DATA, "translate", "%s", attn_last_error());
     }
-    if (code == CLI_OK) code = check_beam(o, run);
-    if (code == CLI_OK) code = build_model(run, o, run->resume);
+    if (code == CLI_OK) code = translate_check_beam(o, run);
+    if (code == CLI_OK) code = translate_build_model(run, o, run->resume);
     if (code == CLI_OK) code = load_split(&train, run, "train", 0);
     if (code == CLI_OK) code = load_split(&val, run, "val", 0);
     if (code == CLI_OK) code = load_split(&test, run, o->split, o->eval_limit);
@@ -497,7 +282,7 @@ static int do_train(translate_run *run, translate_options *o)
             printf("matmul precision: %s in training\n", cli_matmul_precision_text());
         code = translate_train(run, &train, &val);
     }
-    if (code == CLI_OK && o->average_kept && dist_rank() == 0) code = average_kept(run, o);
+    if (code == CLI_OK && o->average_kept && dist_rank() == 0) code = translate_average_kept(run, o);
     if (code == CLI_OK) code = translate_evaluate(run, &test, o->split);
     free_split(&train);
     free_split(&val);
@@ -508,7 +293,7 @@ static int do_train(translate_run *run, translate_options *o)
 static int do_eval(translate_run *run, translate_options *o)
 {
     translate_split test = {0};
-    int code = load_model(run, o);
+    int code = translate_load_model(run, o);
     if (code == CLI_OK) code = load_split(&test, run, o->split, o->eval_limit);
     if (code == CLI_OK) code = translate_evaluate(run, &test, o->split);
     free_split(&test);
@@ -586,7 +371,7 @@ static int translate_one(translate_run *run, const translate_options *o, attn_ct
 
 static int do_translate(translate_run *run, translate_options *o, const char **texts, int n_texts)
 {
-    int code = load_model(run, o);
+    int code = translate_load_model(run, o);
     attn_ctx *ctx = cli_ctx_new(0);
     if (code == CLI_OK && !ctx) code = cli_fail(CLI_ERR_DATA, "translate", "out of memory");
     for (int i = 0; code == CLI_OK && i < n_texts; i++) code = translate_one(run, o, ctx, texts[i], i == 0);

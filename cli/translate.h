@@ -1,5 +1,6 @@
 /* attn translate: sequence-to-sequence translation with attention (Multi30k en->fr by default):
- * the pieces shared by the training loop (translate_train.c) and the rest (cmd_translate.c). */
+ * the pieces shared by the command (cmd_translate.c), its training loop (translate_train.c), its
+ * scoring (translate_eval.c) and its checkpoints (translate_checkpoint.c, translate_model.c). */
 #ifndef ATTN_CLI_TRANSLATE_H
 #define ATTN_CLI_TRANSLATE_H
 
@@ -72,6 +73,22 @@ extern const config_schema translate_schema;
 int translate_read_config(const attn_st_file *f, const char *path, attn_seq2seq_config *c);
 /* Every field a checkpoint stores equal in a and b */
 bool translate_same_config(const attn_seq2seq_config *a, const attn_seq2seq_config *b);
+/* The specials every vocabulary puts first: <unk> <pad> <bos> <eos> */
+extern const char *const translate_specials[4];
+/* The metadata keys of the source and target vocabularies in a checkpoint */
+extern const char *const translate_vocab_keys[2];
+/* The model of o on the run's vocabularies (o->model takes their sizes and special ids); from: the
+ * checkpoint that sizes it, NULL for a new one */
+int translate_build_model(translate_run *run, translate_options *o, const attn_st_file *from);
+/* --beam against the target vocabulary, before any work: exit 2 past its size */
+int translate_check_beam(const translate_options *o, const translate_run *run);
+/* eval/translate: the saved model and vocabularies of --checkpoint (then --average's mean) */
+int translate_load_model(translate_run *run, translate_options *o);
+/* train --average-kept: the parameters become the mean of the epoch files this run kept. Rank 0 */
+int translate_average_kept(translate_run *run, const translate_options *o);
+/* train --resume: the checkpoint read once on rank 0, checked against these options; the
+ * vocabularies it carries go to every rank */
+int translate_open_resumed(translate_run *run, translate_options *o);
 /* "<checkpoint>.<side>.vocab" (side "src" or "tgt"), malloc'd, beside a symlinked checkpoint's target:
  * where checkpoints written before the vocabularies went inside them have them. */
 char *translate_vocab_path(const char *checkpoint, const char *side);

@@ -28,8 +28,6 @@ static attn_status epoch_batches(void *self, attn_rng *rng, int64_t global_batch
 
 /* The checkpoint carries the vocabularies and the run's options: one file, replaced at once, so
  * the model and its vocabularies are never from two runs. */
-static const char *const vocab_keys[2] = {"vocab.src", "vocab.tgt"};
-
 static const char *const *checkpoint_meta(void *self, int *n_kv, checkpoint_extra *x)
 {
     const translate_run *run = ((const translate_trainer *)self)->run;
@@ -37,7 +35,7 @@ static const char *const *checkpoint_meta(void *self, int *n_kv, checkpoint_extr
     const run_option *ro = translate_run_options(run->opt, &n_opts);
     *x = (checkpoint_extra){.options = ro,
                             .n_options = n_opts,
-                            .vocab_keys = vocab_keys,
+                            .vocab_keys = translate_vocab_keys,
                             .vocab_texts = (const char *const *)run->vocab_text,
                             .n_vocabs = 2};
     return config_kv(&translate_schema, &run->model.cfg, n_kv);
@@ -61,7 +59,8 @@ static attn_status keep_epoch(void *self, long epoch)
     attn_status st = all ? ATTN_OK : ATTN_ERR_NOMEM;
     if (all) {
         memcpy(all, kv, (size_t)(2 * n_kv) * sizeof *all);
-        for (int i = 0; i < 2; i++) all[2 * (n_kv + i)] = vocab_keys[i], all[2 * (n_kv + i) + 1] = run->vocab_text[i];
+        for (int i = 0; i < 2; i++)
+            all[2 * (n_kv + i)] = translate_vocab_keys[i], all[2 * (n_kv + i) + 1] = run->vocab_text[i];
         st = attn_checkpoint_save(path, run->params, NULL, all, n_kv + 2);
     }
     free(all);

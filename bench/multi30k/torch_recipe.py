@@ -2,8 +2,17 @@
 """attn translate's Multi30k recipe in PyTorch 1.13 (issue 42's baseline: the same recipe, the same
 hour, the same machine).
 
-    /usr/bin/python3 bench/multi30k/torch_recipe.py DATA_DIR --budget-min 60 --threads 1 \\
-        --rope-base 10000 --dropout 0.1 --keep-epochs 5 --length-penalty 1.0 --split test_2016_flickr
+    env -u OPENBLAS_CORETYPE LD_LIBRARY_PATH=OPENBLAS_DIR /usr/bin/python3 \\
+        bench/multi30k/torch_recipe.py DATA_DIR --budget-min 60 --threads 1 --rope-base 10000 \\
+        --keep-epochs 5 --length-penalty 0.6 --split test_2016_flickr [--bf16]
+
+Debian's PyTorch calls whichever libblas.so.3 the system's alternatives name for its float32
+products; the reference BLAS (libblas3) runs them at 6 GFLOP/s on one core of a Zen 5, so the
+script stops unless the BLAS is OpenBLAS: libopenblas0-pthread installed, or unpacked where
+LD_LIBRARY_PATH names it (OPENBLAS_DIR: apt-get download libopenblas0-pthread, dpkg -x the .deb
+into D, D/usr/lib/x86_64-linux-gnu/openblas-pthread). It runs at 71 GFLOP/s there with
+OPENBLAS_CORETYPE=Haswell, 119 with its own choice; its thread count is set to --threads (it
+keeps its own otherwise). --bf16 products go through oneDNN (AVX512_BF16 where the CPU has it).
 
 What is the same as attn translate train (cli/translate_*.c, src/models/seq2seq_transformer.c):
 - tokens: re.findall(r"\\w+|[^\\w\\s]", line.strip().lower()) (ATTN_TOKENIZER_WORDS); a
@@ -24,7 +33,7 @@ What is the same as attn translate train (cli/translate_*.c, src/models/seq2seq_
   references, cased and lowercased, and on lowercased tokens (the anchor's detokeniser).
 What is not: PyTorch's own initialisation, its kernels, padded batches (attn packs them: the
 same sums), and float32 products unless --bf16 (torch.autocast on the CPU, bf16 operands)."""
-import argparse, copy, gzip, json, math, os, random, sys, time
+import argparse, copy, ctypes, gzip, json, math, os, random, sys, time
 from collections import Counter
 
 import torch
@@ -49,6 +58,19 @@ def build_vocab(tok_lists, min_freq=2):
     itos = ["<unk>", "<pad>", "<bos>", "<eos>"] + sorted((w for w, n in c.items() if n >= min_freq),
                                                          key=lambda w: (-c[w], w))
     return itos, {w: i for i, w in enumerate(itos)}
+
+
+def openblas(threads):
+    """The OpenBLAS library this process maps after a float32 product, set to `threads` threads;
+    None where the BLAS is another."""
+    torch.ones(64, 64) @ torch.ones(64, 64)
+    libs = sorted({l.split()[-1] for l in open("/proc/self/maps") if "openblas" in l.split()[-1]})
+    for lib in libs:
+        handle = ctypes.CDLL(lib)
+        if hasattr(handle, "openblas_set_num_threads"):
+            handle.openblas_set_num_threads(threads)
+            return lib
+    return None
 
 
 # ---------------------------------------------------------------- the model
@@ -218,6 +240,10 @@ def main():
     ap.add_argument("--out", default="torch_recipe_out")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    blas = openblas(a.threads)
+    if blas is None:
+        sys.exit("torch_recipe: PyTorch's float32 products run on the reference BLAS here; "
+                 "apt-get install libopenblas0-pthread (or LD_LIBRARY_PATH to it, above)")
     torch.manual_seed(a.seed)
     rng = random.Random(a.seed)
     os.makedirs(a.out, exist_ok=True)
@@ -230,7 +256,7 @@ def main():
     train = [(enc(x, sstoi)[:65], enc(y, tstoi)[:65]) for x, y in zip(*tok["train"])]
     val = [(enc(x, sstoi), enc(y, tstoi)) for x, y in zip(*tok["val"])]
     model = Seq2Seq(len(sitos), len(titos), 256, 8, 512, 3, a.dropout, a.rope_base)
-    print(f"torch {torch.__version__}, {a.threads} threads; {len(train)} train pairs, vocabularies "
+    print(f"torch {torch.__version__}, {a.threads} threads, {os.path.basename(blas)}; {len(train)} train pairs, vocabularies "
           f"{len(sitos)} / {len(titos)}, {sum(p.numel() for p in model.parameters())} parameters", flush=True)
     crit = nn.CrossEntropyLoss(ignore_index=PAD, label_smoothing=0.1)
     opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
@@ -270,7 +296,7 @@ def main():
     td = time.time()
     test_src = [enc(x, sstoi) for x in tok[a.split][0]]
     bleu, hyp = score(model, test_src, raw[a.split][1], tok[a.split][1], titos, a.beam, a.length_penalty)
-    res = dict(args=vars(a), torch=torch.__version__, steps=step, epochs=epoch, train_minutes=train_min,
+    res = dict(args=vars(a), torch=torch.__version__, blas=blas, steps=step, epochs=epoch, train_minutes=train_min,
                tokens_per_s=tokens / (60 * train_min), averaged=len(kept), decode_s=time.time() - td, bleu=bleu)
     with open(os.path.join(a.out, f"{a.split}.hyp.fr"), "w", encoding="utf-8") as f:
         f.write("\n".join(hyp) + "\n")
