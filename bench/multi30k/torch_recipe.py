@@ -256,8 +256,8 @@ def main():
     train = [(enc(x, sstoi)[:65], enc(y, tstoi)[:65]) for x, y in zip(*tok["train"])]
     val = [(enc(x, sstoi), enc(y, tstoi)) for x, y in zip(*tok["val"])]
     model = Seq2Seq(len(sitos), len(titos), 256, 8, 512, 3, a.dropout, a.rope_base)
-    print(f"torch {torch.__version__}, {a.threads} threads, {os.path.basename(blas)}; {len(train)} train pairs, vocabularies "
-          f"{len(sitos)} / {len(titos)}, {sum(p.numel() for p in model.parameters())} parameters", flush=True)
+    print(f"torch {torch.__version__}, {a.threads} threads, BLAS {blas}; {len(train)} train pairs, "
+          f"vocabularies {len(sitos)} / {len(titos)}, {sum(p.numel() for p in model.parameters())} parameters", flush=True)
     crit = nn.CrossEntropyLoss(ignore_index=PAD, label_smoothing=0.1)
     opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 256 ** -0.5 * min((s + 1) ** -0.5, (s + 1) * 800 ** -1.5))
